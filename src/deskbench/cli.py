@@ -1,0 +1,239 @@
+"""The `deskbench` command. Each command is a thin shell over a module's Python API."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+from rich.console import Console
+from rich.markup import escape
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+from deskbench.errors import QuerySyntaxError, UserError
+
+app = typer.Typer(
+    add_completion=False,
+    no_args_is_help=True,
+    pretty_exceptions_enable=False,
+    help="Evaluate AI agents on analysts' desk work: document QA, analytics, deliverables.",
+)
+out = Console(highlight=False, soft_wrap=True)
+err = Console(stderr=True, highlight=False)
+
+CorpusOpt = Annotated[Path, typer.Option("--corpus", "-c", help="Corpus directory.")]
+JsonOpt = Annotated[bool, typer.Option("--json", help="Print machine-readable JSON on stdout.")]
+QuietOpt = Annotated[bool, typer.Option("--quiet", "-q", help="No progress bars.")]
+
+
+def _progress(quiet: bool) -> Progress:
+    return Progress(
+        TextColumn("{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        TextColumn("{task.fields[current]}"),
+        console=err,
+        disable=quiet,
+        transient=True,
+    )
+
+
+@app.command()
+def ingest(
+    paths: Annotated[list[Path], typer.Argument(help="PDF files or folders (searched recursively).")],
+    corpus: CorpusOpt,
+    ocr: Annotated[str, typer.Option(help="never | auto (pages without a usable text layer) | always")] = "auto",
+    ocr_engine: Annotated[str, typer.Option(help="auto | tesseract | rapidocr")] = "auto",
+    ocr_lang: Annotated[str, typer.Option(help="tesseract language(s), e.g. eng or eng+fra")] = "eng",
+    workers: Annotated[int, typer.Option(help="Extraction processes.")] = 1,
+    as_json: JsonOpt = False,
+    quiet: QuietOpt = False,
+) -> None:
+    """Ingest PDFs into a corpus: page store, search index, stored copies. Re-running is cheap."""
+    from deskbench.corpus.extract import OcrSettings
+    from deskbench.corpus.ingest import open_or_create, plan_ingest, run_ingest
+
+    if ocr not in ("never", "auto", "always"):
+        raise UserError(f"--ocr {ocr!r} is not valid; use never, auto or always")
+    if ocr_engine not in ("auto", "tesseract", "rapidocr"):
+        raise UserError(f"--ocr-engine {ocr_engine!r} is not valid; use auto, tesseract or rapidocr")
+    if workers < 1:
+        raise UserError(f"--workers {workers} is not valid; use 1 or more")
+    settings = OcrSettings(mode=ocr, engine=ocr_engine, lang=ocr_lang)  # type: ignore[arg-type]
+    c = open_or_create(corpus)
+    plan = plan_ingest(c, paths)
+    with _progress(quiet) as progress:
+        task = progress.add_task("ingest", total=len(plan.jobs), current="")
+
+        def on_file(doc_id: str, pages: int) -> None:
+            progress.update(task, advance=1, current=f"{doc_id} ({pages} p)")
+
+        summary = run_ingest(c, plan, settings, workers=workers, on_file=on_file)
+    if as_json:
+        out.print_json(summary.model_dump_json())
+    else:
+        table = Table(title=f"ingest into {corpus}", show_header=False)
+        table.add_row("files ok", f"{summary.files_ok} ({summary.files_new} new, "
+                      f"{summary.files_updated} updated, {summary.files_unchanged} unchanged)")
+        table.add_row("files failed", str(len(summary.files_failed)))
+        table.add_row("pages ingested", str(summary.pages))
+        table.add_row("pages OCR'd", str(summary.pages_ocr))
+        table.add_row("pages with errors", str(summary.pages_failed))
+        if summary.pages_reindexed:
+            table.add_row("pages re-indexed", str(summary.pages_reindexed))
+        table.add_row("seconds", f"{summary.seconds:.1f}")
+        out.print(table)
+        for f in summary.files_failed:
+            out.print(f"[red]failed[/red] {escape(f.file)}: {escape(f.reason)}")
+    for w in summary.warnings:
+        err.print(f"[yellow]warning:[/yellow] {escape(w)}")
+    if summary.files_ok == 0:
+        raise typer.Exit(2)
+
+
+@app.command()
+def search(
+    query: Annotated[str, typer.Argument(help='Whoosh syntax: words, AND, OR, NOT, "phrases", wild*')],
+    corpus: CorpusOpt,
+    k: Annotated[int, typer.Option("-k", "--top", help="Number of pages to return.")] = 5,
+    as_json: JsonOpt = False,
+) -> None:
+    """Search the corpus page by page (BM25)."""
+    from deskbench.corpus import Corpus
+
+    c = Corpus.open(corpus)
+    hits = c.search(query, k=k)
+    if as_json:
+        print(json.dumps([h.model_dump() for h in hits], ensure_ascii=False, indent=2))
+        return
+    _print_hits(query, hits)
+
+
+def _print_hits(query: str, hits: list) -> None:  # list[SearchHit]
+    out.print(f"[bold]{escape(query)}[/bold]  ({len(hits)} pages)")
+    for rank, h in enumerate(hits, 1):
+        out.print(f"  {rank}. [cyan]{escape(h.document)}[/cyan] p.{h.page}  "
+                  f"score {h.score:.2f}\n     {_bold(h.snippet)}")
+
+
+def _bold(snippet: str) -> str:
+    parts = snippet.split("**")
+    return "".join(f"[bold yellow]{escape(p)}[/bold yellow]" if i % 2 else escape(p)
+                   for i, p in enumerate(parts))
+
+
+@app.command()
+def page(
+    corpus: CorpusOpt,
+    document: Annotated[str, typer.Argument(help="Document id (the PDF's file name).")],
+    page_number: Annotated[int, typer.Argument(metavar="PAGE", help="1-based page number.")],
+    output: Annotated[Path, typer.Option("-o", "--output", help="Image file to write.")],
+    dpi: Annotated[int, typer.Option(help="Render resolution.")] = 150,
+    fmt: Annotated[str, typer.Option("--format", help="png | jpeg | webp")] = "png",
+    max_pixels: Annotated[Optional[int], typer.Option(help="Cap on width x height.")] = None,
+    max_bytes: Annotated[Optional[int], typer.Option(help="Cap on the encoded size (Lanczos downscaling).")] = None,
+) -> None:
+    """Render one page to an image (cached in the corpus)."""
+    from deskbench.corpus import Corpus
+    from deskbench.corpus.images import ImageSpec
+
+    c = Corpus.open(corpus)
+    spec = ImageSpec(dpi=dpi, format=fmt, max_pixels=max_pixels, max_bytes=max_bytes)  # type: ignore[arg-type]
+    data = c.page_image(document, page_number, spec)
+    try:
+        output.parent.mkdir(parents=True, exist_ok=True)
+        output.write_bytes(data)
+    except OSError as exc:
+        raise UserError(f"cannot write {output}: {exc.strerror or exc}; choose another -o path") from exc
+    err.print(f"wrote {output} ({len(data):,} bytes)")
+
+
+@app.command()
+def info(corpus: CorpusOpt, as_json: JsonOpt = False) -> None:
+    """What a corpus holds: documents, pages, OCR'd pages, failed files, index state."""
+    from deskbench.corpus import Corpus
+
+    c = Corpus.open(corpus)
+    docs = c.documents()
+    errors = c.store.errors()
+    unindexed = c.store.unindexed()
+    data = {
+        "documents": len(docs),
+        "pages": sum(d.page_count for d in docs),
+        "pages_ocr": sum(d.pages_ocr for d in docs),
+        "pages_failed": sum(d.pages_failed for d in docs),
+        "indexed_pages": c.index.num_pages(),
+        "documents_not_indexed": [d.doc_id for d in unindexed],
+        "files_failed": [{"file": e.source_path, "reason": e.reason} for e in errors],
+        "document_list": [
+            {"document": d.doc_id, "pages": d.page_count, "pages_ocr": d.pages_ocr,
+             "sha256": d.content_hash, "source": d.source_path}
+            for d in docs
+        ],
+    }
+    if as_json:
+        print(json.dumps(data, indent=2, ensure_ascii=False))
+        return
+    table = Table(title=f"corpus {corpus}")
+    for col in ("document", "pages", "OCR'd"):
+        table.add_column(col)
+    for d in docs:
+        table.add_row(escape(d.doc_id), str(d.page_count), str(d.pages_ocr))
+    out.print(table)
+    out.print(f"{data['documents']} documents, {data['pages']} pages "
+              f"({data['pages_ocr']} OCR'd), {data['indexed_pages']} pages indexed")
+    if unindexed:
+        out.print(f"[yellow]{len(unindexed)} documents not yet indexed: run deskbench ingest again[/yellow]")
+    for e in errors:
+        out.print(f"[red]failed[/red] {escape(e.source_path)}: {escape(e.reason)}")
+
+
+@app.command()
+def demo(
+    out_dir: Annotated[Path, typer.Option("--out", help="Where to write the sample PDFs and corpus.")] = Path(".demo"),
+    workers: Annotated[int, typer.Option(help="Extraction processes.")] = 2,
+    quiet: QuietOpt = False,
+) -> None:
+    """Build the sample corpus, ingest it and run example searches (no API key needed)."""
+    from deskbench.corpus.extract import OcrSettings
+    from deskbench.corpus.ingest import open_or_create, plan_ingest, run_ingest
+    from deskbench.generate.sample import SAMPLE_QUERIES, build_sample_corpus
+
+    pdf_dir = out_dir / "pdfs"
+    files = build_sample_corpus(pdf_dir)
+    out.print(f"[bold]1. generated[/bold] {len(files)} sample PDFs in {pdf_dir}")
+    c = open_or_create(out_dir / "corpus")
+    plan = plan_ingest(c, [pdf_dir])
+    with _progress(quiet) as progress:
+        task = progress.add_task("ingest", total=len(plan.jobs), current="")
+        summary = run_ingest(c, plan, OcrSettings(), workers=workers,
+                             on_file=lambda d, n: progress.update(task, advance=1, current=d))
+    out.print(f"[bold]2. ingested[/bold] {summary.files_ok} files, {summary.pages} new pages "
+              f"({summary.pages_ocr} OCR'd, {summary.files_unchanged} files unchanged) into {out_dir / 'corpus'}")
+    for w in summary.warnings:
+        err.print(f"[yellow]warning:[/yellow] {escape(w)}")
+    out.print("[bold]3. searches[/bold]")
+    for q in SAMPLE_QUERIES:
+        try:
+            _print_hits(q, c.search(q, k=3))
+        except QuerySyntaxError as exc:
+            out.print(f"[bold]{escape(q)}[/bold]  [red]query error:[/red] {escape(str(exc))}")
+
+
+def main() -> None:
+    try:
+        app()
+    except UserError as exc:
+        err.print(f"[red]error:[/red] {escape(str(exc))}")
+        sys.exit(2)
+    except KeyboardInterrupt:
+        err.print("interrupted: work committed so far is kept; run the command again to continue")
+        sys.exit(130)
+
+
+if __name__ == "__main__":
+    main()

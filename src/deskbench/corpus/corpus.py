@@ -1,0 +1,120 @@
+"""`Corpus`: the Python API agents, tools and the web app use to read an ingested corpus.
+
+    corpus/
+      pages.sqlite      page store (source of truth)
+      index/            tantivy index derived from it
+      docs/<sha256>.pdf copies of the ingested PDFs, so the corpus stands alone
+      cache/pages/      rendered page images
+"""
+
+from __future__ import annotations
+
+import threading
+from pathlib import Path
+
+from pydantic import BaseModel
+
+from deskbench.corpus.images import ImageSpec, PageImageCache, render_page
+from deskbench.corpus.store import DocumentRecord, PageRecord, PageStore
+from deskbench.errors import UserError
+from deskbench.search.index import PageIndex
+
+
+class SearchHit(BaseModel):
+    """One search result, as `deskbench search --json` prints it and agents receive it."""
+
+    document: str
+    page: int
+    score: float
+    snippet: str
+
+
+class Corpus:
+    """An ingested corpus directory. Safe to share across threads."""
+
+    def __init__(self, root: Path, store: PageStore, index: PageIndex) -> None:
+        self.root = root
+        self.store = store
+        self.index = index
+        self.images = PageImageCache(root / "cache" / "pages")
+        self._render_lock = threading.Lock()
+
+    @classmethod
+    def open(cls, root: Path | str) -> "Corpus":
+        root = Path(root)
+        db = root / PageStore.FILENAME
+        if not db.exists():
+            raise UserError(
+                f"{root} is not a deskbench corpus (no {PageStore.FILENAME}); "
+                f"create it with: deskbench ingest PDFS... --corpus {root}"
+            )
+        return cls(root, PageStore(db), PageIndex(root / "index"))
+
+    @classmethod
+    def create(cls, root: Path | str) -> "Corpus":
+        root = Path(root)
+        if root.exists() and not root.is_dir():
+            raise UserError(f"corpus path {root} is a file; give a directory for --corpus")
+        if root.is_dir() and any(root.iterdir()) and not (root / PageStore.FILENAME).exists():
+            raise UserError(
+                f"{root} exists, is not empty and is not a deskbench corpus; "
+                "choose a new or empty directory for --corpus"
+            )
+        root.mkdir(parents=True, exist_ok=True)
+        (root / "docs").mkdir(exist_ok=True)
+        return cls(root, PageStore(root / PageStore.FILENAME, create=True), PageIndex(root / "index", create=True))
+
+    # -- search --------------------------------------------------------------------------
+
+    def search(self, query: str, k: int = 5) -> list[SearchHit]:
+        """Top-k pages by BM25 for a Whoosh-syntax query; QuerySyntaxError if malformed."""
+        return [SearchHit(document=h.document, page=h.page, score=h.score, snippet=h.snippet)
+                for h in self.index.search(query, k)]
+
+    # -- documents and pages -------------------------------------------------------------
+
+    def documents(self) -> list[DocumentRecord]:
+        return self.store.documents()
+
+    def document(self, doc_id: str) -> DocumentRecord:
+        doc = self.store.document(doc_id)
+        if doc is None:
+            raise UserError(
+                f"document {doc_id!r} is not in the corpus at {self.root}; "
+                f"'deskbench info --corpus {self.root}' lists the documents"
+            )
+        return doc
+
+    def _check_page(self, doc: DocumentRecord, page: int) -> None:
+        if not 1 <= page <= doc.page_count:
+            raise UserError(
+                f"page {page} is out of range for {doc.doc_id}: it has pages 1 to {doc.page_count}"
+            )
+
+    def page_text(self, doc_id: str, page: int) -> PageRecord:
+        doc = self.document(doc_id)
+        self._check_page(doc, page)
+        record = self.store.page(doc_id, page)
+        assert record is not None, f"store lost page {page} of {doc_id}"
+        return record
+
+    def pdf_path(self, doc_id: str) -> Path:
+        return self.root / self.document(doc_id).stored_path
+
+    def page_image(self, doc_id: str, page: int, spec: ImageSpec | None = None) -> bytes:
+        """Encoded image bytes of one page, from the cache when it was rendered before."""
+        spec = spec or ImageSpec()
+        spec.validate()
+        doc = self.document(doc_id)
+        self._check_page(doc, page)
+        cached = self.images.get(doc.content_hash, page, spec)
+        if cached is not None:
+            return cached
+        # pdfium is not thread-safe: one render at a time per process.
+        with self._render_lock:
+            data = render_page(self.root / doc.stored_path, page, spec)
+        self.images.put(doc.content_hash, page, spec, data)
+        return data
+
+    def close(self) -> None:
+        self.store.close()

@@ -1,0 +1,214 @@
+"""Page text from one PDF: the text layer, or OCR where the text layer is missing or garbage.
+
+Runs inside worker processes (pdfium is not thread-safe), so everything here is picklable and
+free of corpus state: a path in, an `ExtractResult` out.
+"""
+
+from __future__ import annotations
+
+import unicodedata
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Literal
+
+import pypdfium2 as pdfium
+import pypdfium2.raw as pdfium_c
+
+from deskbench.corpus.ocr import OCR_DPI, OcrEngine, OcrUnavailable, make_engine
+from deskbench.search.analyzer import normalize_text
+
+OcrMode = Literal["never", "auto", "always"]
+
+MIN_PRINTABLE_CHARS = 20
+"""A text layer with fewer printable characters than this is treated as missing."""
+
+MIN_VECTOR_PATHS = 200
+"""Pages drawn as many vector paths (text converted to outlines) are OCR'd like image pages."""
+
+
+@dataclass
+class ExtractedPage:
+    page: int
+    text: str
+    source: Literal["text_layer", "ocr"]
+    error: str | None = None
+
+
+@dataclass
+class ExtractResult:
+    """What a worker returns: pages, or a one-line reason the whole file failed."""
+
+    path: str
+    pages: list[ExtractedPage] = field(default_factory=list)
+    error: str | None = None
+    warnings: list[str] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class OcrSettings:
+    mode: OcrMode = "auto"
+    engine: str = "auto"
+    lang: str = "eng"
+
+
+def printable_count(text: str) -> int:
+    """Characters a reader would see: letters, digits, punctuation, symbols (not controls or U+FFFD)."""
+    n = 0
+    for ch in text:
+        if ch == "\ufffd" or ch.isspace():
+            continue
+        if unicodedata.category(ch)[0] in "LNPS":
+            n += 1
+    return n
+
+
+def is_garbage(text: str) -> bool:
+    """A text layer that is present but unreadable: mostly replacement, control or private-use chars."""
+    visible = [c for c in text if not c.isspace()]
+    if not visible:
+        return False
+    bad = sum(1 for c in visible if c == "\ufffd" or unicodedata.category(c) in ("Cc", "Co", "Cn"))
+    return bad / len(visible) > 0.3
+
+
+def needs_ocr(text: str, n_images: int, n_paths: int) -> bool:
+    """MADQA-style rule: OCR a page whose text layer is empty or garbage while it shows something."""
+    if is_garbage(text):
+        return True
+    shows_something = n_images > 0 or n_paths >= MIN_VECTOR_PATHS
+    return printable_count(text) < MIN_PRINTABLE_CHARS and shows_something
+
+
+def describe_open_error(path: Path, exc: Exception) -> str:
+    """Turn a pdfium load failure into one line saying what is wrong and what to do."""
+    msg = str(exc)
+    if "password" in msg.lower():
+        return "encrypted PDF (needs a password); decrypt it (e.g. qpdf --decrypt) and ingest again"
+    if "format" in msg.lower():
+        return "malformed PDF (pdfium: data format error); repair it (e.g. qpdf in.pdf out.pdf) and ingest again"
+    if "security" in msg.lower():
+        return "PDF uses an unsupported security handler; remove the encryption and ingest again"
+    return f"could not open PDF ({msg.strip() or type(exc).__name__})"
+
+
+def sniff(path: Path) -> str | None:
+    """Reject files that cannot be PDFs before pdfium sees them; None means 'looks like a PDF'."""
+    try:
+        size = path.stat().st_size
+        if size == 0:
+            return "empty file (0 bytes)"
+        with path.open("rb") as fh:
+            head = fh.read(1024)
+    except OSError as exc:
+        return f"unreadable file ({exc.strerror or exc})"
+    if b"%PDF-" not in head:
+        return "not a PDF (no %PDF- header in the first 1024 bytes)"
+    return None
+
+
+def _count_objects(page: pdfium.PdfPage) -> tuple[int, int]:
+    images = paths = 0
+    for obj in page.get_objects(max_depth=2):
+        if obj.type == pdfium_c.FPDF_PAGEOBJ_IMAGE:
+            images += 1
+        elif obj.type == pdfium_c.FPDF_PAGEOBJ_PATH:
+            paths += 1
+    return images, paths
+
+
+def _text_layer(page: pdfium.PdfPage) -> str:
+    textpage = page.get_textpage()
+    try:
+        return textpage.get_text_bounded().replace("\r\n", "\n").replace("\r", "\n")
+    finally:
+        textpage.close()
+
+
+def _ocr(page: pdfium.PdfPage, engine: OcrEngine) -> str:
+    bitmap = page.render(scale=OCR_DPI / 72, grayscale=True)
+    try:
+        return engine.recognize(bitmap.to_pil())
+    finally:
+        bitmap.close()
+
+
+class _LazyEngine:
+    """Create the OCR engine only when a page needs it, and remember if it cannot be made."""
+
+    def __init__(self, settings: OcrSettings) -> None:
+        self.settings = settings
+        self._engine: OcrEngine | None = None
+        self.unavailable: str | None = None
+
+    def get(self) -> OcrEngine | None:
+        if self._engine is None and self.unavailable is None:
+            try:
+                self._engine = make_engine(self.settings.engine, self.settings.lang)
+            except OcrUnavailable as exc:
+                self.unavailable = str(exc)
+        return self._engine
+
+
+_ENGINES: dict[OcrSettings, _LazyEngine] = {}
+
+
+def extract_pdf(path: str, settings: OcrSettings) -> ExtractResult:
+    """Extract every page of one PDF. Never raises for a bad file: the reason goes in `error`."""
+    result = ExtractResult(path=path)
+    p = Path(path)
+    reason = sniff(p)
+    if reason:
+        result.error = reason
+        return result
+    try:
+        pdf = pdfium.PdfDocument(p)
+    except Exception as exc:  # pdfium raises PdfiumError; anything else is also a bad file
+        result.error = describe_open_error(p, exc)
+        return result
+    engine = _ENGINES.setdefault(settings, _LazyEngine(settings))
+    try:
+        n_pages = len(pdf)
+        if n_pages == 0:
+            result.error = "PDF has no pages"
+            return result
+        for index in range(n_pages):
+            page = _extract_page(pdf, index, settings, engine)
+            page.text = normalize_text(page.text)
+            result.pages.append(page)
+    finally:
+        pdf.close()
+    if engine.unavailable and any(pg.error and "OCR" in pg.error for pg in result.pages):
+        result.warnings.append(engine.unavailable)
+    return result
+
+
+def _extract_page(
+    pdf: pdfium.PdfDocument, index: int, settings: OcrSettings, engine: _LazyEngine
+) -> ExtractedPage:
+    number = index + 1
+    try:
+        page = pdf[index]
+    except Exception as exc:
+        return ExtractedPage(number, "", "text_layer", f"unreadable page ({exc})")
+    try:
+        try:
+            text = _text_layer(page)
+        except Exception as exc:
+            text, layer_error = "", f"text layer unreadable ({exc})"
+        else:
+            layer_error = None
+        if settings.mode == "never":
+            return ExtractedPage(number, text, "text_layer", layer_error)
+        if settings.mode == "auto" and layer_error is None:
+            images, paths = _count_objects(page)
+            if not needs_ocr(text, images, paths):
+                return ExtractedPage(number, text, "text_layer", None)
+        ocr = engine.get()
+        if ocr is None:
+            return ExtractedPage(number, text, "text_layer", "needs OCR but no OCR engine is available")
+        try:
+            return ExtractedPage(number, _ocr(page, ocr), "ocr", None)
+        except Exception as exc:
+            return ExtractedPage(number, text, "text_layer", f"OCR failed ({exc})")
+    finally:
+        page.close()

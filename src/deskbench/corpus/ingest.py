@@ -1,0 +1,307 @@
+"""`deskbench ingest`: PDFs into a corpus (page store + search index + stored copies).
+
+Each file is committed to the page store in its own transaction as soon as its text is out, and
+the index is committed every few thousand pages; the store remembers which version the index
+holds. A crash or kill therefore loses at most the files in flight, and the next run indexes
+what the index missed and extracts only new or changed files (by content hash).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import multiprocessing
+import os
+import shutil
+import tempfile
+import time
+from collections.abc import Callable, Iterable
+from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
+from concurrent.futures.process import BrokenProcessPool
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from pydantic import BaseModel, Field
+
+from deskbench.corpus.corpus import Corpus
+from deskbench.corpus.extract import ExtractResult, OcrSettings, extract_pdf
+from deskbench.corpus.store import DocumentRecord, IngestError, PageRecord
+from deskbench.search.index import IndexWriter
+
+FLUSH_PAGES = 20_000
+FLUSH_SECONDS = 15.0
+
+
+class FileFailure(BaseModel):
+    file: str
+    reason: str
+
+
+class IngestSummary(BaseModel):
+    """What `deskbench ingest --json` prints: counts of this run."""
+
+    files_ok: int = 0
+    files_failed: list[FileFailure] = Field(default_factory=list)
+    pages: int = 0
+    pages_ocr: int = 0
+    pages_failed: int = 0
+    files_new: int = 0
+    files_updated: int = 0
+    files_unchanged: int = 0
+    pages_reindexed: int = 0
+    warnings: list[str] = Field(default_factory=list)
+    seconds: float = 0.0
+
+
+@dataclass(frozen=True)
+class Job:
+    source: Path
+    doc_id: str
+    content_hash: str
+    size: int
+    stored_path: str  # relative to the corpus root
+    replaces: str | None  # content hash of the version being replaced
+
+
+@dataclass
+class Plan:
+    jobs: list[Job] = field(default_factory=list)
+    unchanged: int = 0
+    failures: list[FileFailure] = field(default_factory=list)
+
+
+def discover(paths: Iterable[Path]) -> tuple[list[Path], list[FileFailure]]:
+    """Files named directly are taken as they are; folders are searched for *.pdf recursively."""
+    found: list[Path] = []
+    failures: list[FileFailure] = []
+    for p in paths:
+        if p.is_dir():
+            found.extend(
+                sorted(f for f in p.rglob("*") if f.is_file() and f.suffix.lower() == ".pdf")
+            )
+        elif p.is_file():
+            found.append(p)
+        else:
+            failures.append(FileFailure(file=str(p), reason="no such file or directory"))
+    seen: set[Path] = set()
+    unique = []
+    for f in found:
+        r = f.resolve()
+        if r not in seen:
+            seen.add(r)
+            unique.append(r)
+    return unique, failures
+
+
+def file_hash(path: Path) -> tuple[str, int]:
+    h = hashlib.sha256()
+    size = 0
+    with path.open("rb") as fh:
+        while chunk := fh.read(1 << 20):
+            h.update(chunk)
+            size += len(chunk)
+    return h.hexdigest(), size
+
+
+def plan_ingest(corpus: Corpus, paths: Iterable[Path]) -> Plan:
+    """Hash every file and decide: unchanged (skip), new/changed (extract), or failed."""
+    files, failures = discover(paths)
+    plan = Plan(failures=failures)
+    claimed: dict[str, Path] = {}
+    for path in files:
+        doc_id = path.name
+        if doc_id in claimed:
+            plan.failures.append(FileFailure(
+                file=str(path),
+                reason=f"duplicate document id {doc_id!r} (also {claimed[doc_id]}); "
+                "file names must be unique in a corpus: rename one",
+            ))
+            continue
+        claimed[doc_id] = path
+        try:
+            digest, size = file_hash(path)
+        except OSError as exc:
+            plan.failures.append(FileFailure(file=str(path), reason=f"unreadable file ({exc.strerror or exc})"))
+            continue
+        existing = corpus.store.document(doc_id)
+        if existing is not None and existing.content_hash == digest:
+            plan.unchanged += 1
+            continue
+        plan.jobs.append(Job(
+            source=path,
+            doc_id=doc_id,
+            content_hash=digest,
+            size=size,
+            stored_path=f"docs/{digest}.pdf",
+            replaces=existing.content_hash if existing else None,
+        ))
+    return plan
+
+
+def _store_copy(corpus: Corpus, job: Job) -> None:
+    """Copy the PDF into the corpus under its hash (atomic rename), unless it is already there."""
+    target = corpus.root / job.stored_path
+    if target.exists():
+        return
+    target.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=".tmp-")
+    os.close(fd)
+    try:
+        shutil.copyfile(job.source, tmp)
+        os.replace(tmp, target)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+class _IndexFeed:
+    """Batches index writes and records in the store what each commit made searchable."""
+
+    def __init__(self, corpus: Corpus, writer: IndexWriter) -> None:
+        self.corpus = corpus
+        self.writer = writer
+        self.pending: list[tuple[str, str]] = []
+        self.pending_pages = 0
+        self.last_flush = time.monotonic()
+
+    def add(self, doc_id: str, content_hash: str, pages: list[PageRecord]) -> None:
+        self.writer.replace_document(doc_id, ((p.page, p.text) for p in pages))
+        self.pending.append((doc_id, content_hash))
+        self.pending_pages += len(pages)
+        if self.pending_pages >= FLUSH_PAGES or time.monotonic() - self.last_flush > FLUSH_SECONDS:
+            self.flush()
+
+    def flush(self) -> None:
+        if not self.pending:
+            return
+        self.writer.commit()
+        self.corpus.store.mark_indexed(self.pending)
+        self.pending, self.pending_pages = [], 0
+        self.last_flush = time.monotonic()
+
+
+ProgressCallback = Callable[[str, int], None]
+"""Called once per finished file with its document id and page count."""
+
+
+def _crash_result(job: Job) -> ExtractResult:
+    return ExtractResult(
+        path=str(job.source),
+        error="the PDF crashed the extraction process (pdfium); repair or re-save it and ingest again",
+    )
+
+
+def _extract_all(
+    corpus: Corpus, jobs: list[Job], settings: OcrSettings, workers: int
+) -> Iterable[tuple[Job, ExtractResult]]:
+    """Yield extraction results as they finish, isolating a file that kills its worker."""
+    ctx = multiprocessing.get_context("spawn")
+    queue = list(reversed(jobs))
+    suspects: list[Job] = []
+    while queue or suspects:
+        if suspects:
+            # A worker died while these were in flight: retry each alone to find the culprit.
+            job = suspects.pop()
+            with ProcessPoolExecutor(max_workers=1, mp_context=ctx) as solo:
+                try:
+                    yield job, solo.submit(extract_pdf, str(corpus.root / job.stored_path), settings).result()
+                except BrokenProcessPool:
+                    yield job, _crash_result(job)
+            continue
+        pool = ProcessPoolExecutor(max_workers=workers, mp_context=ctx)
+        inflight: dict[Future[ExtractResult], Job] = {}
+        broken = False
+        try:
+            while (queue or inflight) and not broken:
+                while queue and len(inflight) < workers * 2:
+                    job = queue.pop()
+                    inflight[pool.submit(extract_pdf, str(corpus.root / job.stored_path), settings)] = job
+                done, _ = wait(inflight, return_when=FIRST_COMPLETED)
+                for fut in done:
+                    job = inflight.pop(fut)
+                    try:
+                        result = fut.result()
+                    except BrokenProcessPool:
+                        suspects.append(job)
+                        suspects.extend(inflight.values())
+                        inflight.clear()
+                        broken = True
+                        break
+                    yield job, result
+        finally:
+            pool.shutdown(wait=not broken, cancel_futures=True)
+
+
+def run_ingest(
+    corpus: Corpus,
+    plan: Plan,
+    settings: OcrSettings,
+    workers: int = 1,
+    on_file: ProgressCallback | None = None,
+) -> IngestSummary:
+    started = time.monotonic()
+    summary = IngestSummary(files_unchanged=plan.unchanged, files_failed=list(plan.failures))
+    for f in plan.failures:
+        corpus.store.record_error(IngestError(source_path=f.file, doc_id=Path(f.file).name, content_hash=None, reason=f.reason))
+    redo = {j.doc_id for j in plan.jobs}
+    backlog = [d for d in corpus.store.unindexed() if d.doc_id not in redo]
+    warnings: set[str] = set()
+    with corpus.index.writer() as writer:
+        feed = _IndexFeed(corpus, writer)
+        for doc in backlog:
+            pages = corpus.store.pages(doc.doc_id)
+            feed.add(doc.doc_id, doc.content_hash, pages)
+            summary.pages_reindexed += len(pages)
+        for job in plan.jobs:
+            _store_copy(corpus, job)
+        for job, result in _extract_all(corpus, plan.jobs, settings, workers):
+            warnings.update(result.warnings)
+            if result.error is not None:
+                summary.files_failed.append(FileFailure(file=str(job.source), reason=result.error))
+                corpus.store.record_error(IngestError(str(job.source), job.doc_id, job.content_hash, result.error))
+                _drop_unreferenced(corpus, job.stored_path)
+                if on_file:
+                    on_file(job.doc_id, 0)
+                continue
+            pages = [PageRecord(job.doc_id, p.page, p.text, p.source, p.error) for p in result.pages]
+            n_ocr = sum(p.text_source == "ocr" for p in pages)
+            n_failed = sum(p.error is not None for p in pages)
+            corpus.store.replace_document(
+                DocumentRecord(
+                    doc_id=job.doc_id,
+                    source_path=str(job.source),
+                    stored_path=job.stored_path,
+                    content_hash=job.content_hash,
+                    size_bytes=job.size,
+                    page_count=len(pages),
+                    pages_ocr=n_ocr,
+                    pages_failed=n_failed,
+                    ingested_at=corpus.store.now(),
+                    indexed_hash=None,
+                ),
+                pages,
+            )
+            feed.add(job.doc_id, job.content_hash, pages)
+            if job.replaces:
+                summary.files_updated += 1
+                _drop_unreferenced(corpus, f"docs/{job.replaces}.pdf")
+            else:
+                summary.files_new += 1
+            summary.pages += len(pages)
+            summary.pages_ocr += n_ocr
+            summary.pages_failed += n_failed
+            if on_file:
+                on_file(job.doc_id, len(pages))
+        feed.flush()
+    summary.files_ok = summary.files_new + summary.files_updated + summary.files_unchanged
+    summary.warnings = sorted(warnings)
+    summary.seconds = round(time.monotonic() - started, 3)
+    return summary
+
+
+def _drop_unreferenced(corpus: Corpus, stored_path: str) -> None:
+    if not any(d.stored_path == stored_path for d in corpus.store.documents()):
+        (corpus.root / stored_path).unlink(missing_ok=True)
+
+
+def open_or_create(root: Path) -> Corpus:
+    return Corpus.open(root) if (root / "pages.sqlite").exists() else Corpus.create(root)

@@ -1,0 +1,243 @@
+"""SQLite page store: the source of truth of a corpus.
+
+One row per document and per page. A document's pages are replaced in one transaction, so a
+crash leaves either the old or the new version, never a mix. The tantivy index is derived from
+this store: `documents.indexed_hash` records which version the index holds, so an interrupted
+ingest is completed by the next one.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import threading
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Literal
+
+TextSource = Literal["text_layer", "ocr"]
+
+SCHEMA_VERSION = 1
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS documents (
+    doc_id TEXT PRIMARY KEY,            -- the file name, as MADQA cites it
+    source_path TEXT NOT NULL,          -- where it was ingested from
+    stored_path TEXT NOT NULL,          -- copy inside the corpus, relative to the corpus dir
+    content_hash TEXT NOT NULL,         -- sha256 of the file bytes
+    size_bytes INTEGER NOT NULL,
+    page_count INTEGER NOT NULL,
+    pages_ocr INTEGER NOT NULL,
+    pages_failed INTEGER NOT NULL,
+    ingested_at TEXT NOT NULL,
+    indexed_hash TEXT                   -- content_hash of the version in the search index
+);
+CREATE TABLE IF NOT EXISTS pages (
+    doc_id TEXT NOT NULL REFERENCES documents(doc_id) ON DELETE CASCADE,
+    page INTEGER NOT NULL,              -- 1-based
+    text TEXT NOT NULL,
+    text_source TEXT NOT NULL CHECK (text_source IN ('text_layer', 'ocr')),
+    error TEXT,                         -- why the page has no (or partial) text
+    PRIMARY KEY (doc_id, page)
+);
+CREATE TABLE IF NOT EXISTS ingest_errors (
+    source_path TEXT PRIMARY KEY,
+    doc_id TEXT NOT NULL,
+    content_hash TEXT,
+    reason TEXT NOT NULL,
+    at TEXT NOT NULL
+);
+"""
+
+
+@dataclass(frozen=True)
+class PageRecord:
+    """One page as stored: what search indexes and what agents read."""
+
+    doc_id: str
+    page: int
+    text: str
+    text_source: TextSource
+    error: str | None = None
+
+
+@dataclass(frozen=True)
+class DocumentRecord:
+    """One ingested document."""
+
+    doc_id: str
+    source_path: str
+    stored_path: str
+    content_hash: str
+    size_bytes: int
+    page_count: int
+    pages_ocr: int
+    pages_failed: int
+    ingested_at: str
+    indexed_hash: str | None
+
+
+@dataclass(frozen=True)
+class IngestError:
+    """A file that could not be ingested, with a one-line reason."""
+
+    source_path: str
+    doc_id: str
+    content_hash: str | None
+    reason: str
+
+
+def _now() -> str:
+    return datetime.now(timezone.utc).isoformat(timespec="seconds")
+
+
+class PageStore:
+    """Thread-safe access to the corpus SQLite file (one connection per thread, WAL mode)."""
+
+    FILENAME = "pages.sqlite"
+
+    def __init__(self, path: Path, *, create: bool = False) -> None:
+        self.path = path
+        self._local = threading.local()
+        if create:
+            with self._conn() as con:
+                con.executescript(_SCHEMA)
+                con.execute(
+                    "INSERT OR IGNORE INTO meta(key, value) VALUES ('schema_version', ?)",
+                    (str(SCHEMA_VERSION),),
+                )
+
+    def _conn(self) -> sqlite3.Connection:
+        con: sqlite3.Connection | None = getattr(self._local, "con", None)
+        if con is None:
+            con = sqlite3.connect(self.path, timeout=30.0, isolation_level=None)
+            con.execute("PRAGMA journal_mode=WAL")
+            con.execute("PRAGMA synchronous=NORMAL")
+            con.execute("PRAGMA foreign_keys=ON")
+            self._local.con = con
+        return con
+
+    def close(self) -> None:
+        con: sqlite3.Connection | None = getattr(self._local, "con", None)
+        if con is not None:
+            con.close()
+            self._local.con = None
+
+    # -- reads ---------------------------------------------------------------------------
+
+    def document(self, doc_id: str) -> DocumentRecord | None:
+        row = self._conn().execute(
+            "SELECT doc_id, source_path, stored_path, content_hash, size_bytes, page_count,"
+            " pages_ocr, pages_failed, ingested_at, indexed_hash FROM documents WHERE doc_id = ?",
+            (doc_id,),
+        ).fetchone()
+        return DocumentRecord(*row) if row else None
+
+    def documents(self) -> list[DocumentRecord]:
+        rows = self._conn().execute(
+            "SELECT doc_id, source_path, stored_path, content_hash, size_bytes, page_count,"
+            " pages_ocr, pages_failed, ingested_at, indexed_hash FROM documents ORDER BY doc_id"
+        ).fetchall()
+        return [DocumentRecord(*r) for r in rows]
+
+    def page(self, doc_id: str, page: int) -> PageRecord | None:
+        row = self._conn().execute(
+            "SELECT doc_id, page, text, text_source, error FROM pages WHERE doc_id = ? AND page = ?",
+            (doc_id, page),
+        ).fetchone()
+        return PageRecord(*row) if row else None
+
+    def pages(self, doc_id: str) -> list[PageRecord]:
+        rows = self._conn().execute(
+            "SELECT doc_id, page, text, text_source, error FROM pages WHERE doc_id = ? ORDER BY page",
+            (doc_id,),
+        ).fetchall()
+        return [PageRecord(*r) for r in rows]
+
+    def iter_pages(self, doc_ids: Sequence[str]) -> Iterator[PageRecord]:
+        for doc_id in doc_ids:
+            yield from self.pages(doc_id)
+
+    def errors(self) -> list[IngestError]:
+        rows = self._conn().execute(
+            "SELECT source_path, doc_id, content_hash, reason FROM ingest_errors ORDER BY source_path"
+        ).fetchall()
+        return [IngestError(*r) for r in rows]
+
+    def error_for(self, source_path: str) -> IngestError | None:
+        row = self._conn().execute(
+            "SELECT source_path, doc_id, content_hash, reason FROM ingest_errors WHERE source_path = ?",
+            (source_path,),
+        ).fetchone()
+        return IngestError(*row) if row else None
+
+    def unindexed(self) -> list[DocumentRecord]:
+        """Documents whose current version is not (yet) in the search index."""
+        return [d for d in self.documents() if d.indexed_hash != d.content_hash]
+
+    def stats(self) -> dict[str, int]:
+        con = self._conn()
+        docs, pages = con.execute(
+            "SELECT COUNT(*), COALESCE(SUM(page_count), 0) FROM documents"
+        ).fetchone()
+        ocr = con.execute("SELECT COUNT(*) FROM pages WHERE text_source = 'ocr'").fetchone()[0]
+        failed = con.execute("SELECT COUNT(*) FROM ingest_errors").fetchone()[0]
+        return {"documents": docs, "pages": pages, "pages_ocr": ocr, "files_failed": failed}
+
+    # -- writes --------------------------------------------------------------------------
+
+    def replace_document(self, doc: DocumentRecord, pages: Sequence[PageRecord]) -> None:
+        """Write a document and all its pages atomically, replacing any earlier version."""
+        con = self._conn()
+        con.execute("BEGIN IMMEDIATE")
+        try:
+            con.execute("DELETE FROM pages WHERE doc_id = ?", (doc.doc_id,))
+            con.execute("DELETE FROM documents WHERE doc_id = ?", (doc.doc_id,))
+            con.execute("DELETE FROM ingest_errors WHERE source_path = ?", (doc.source_path,))
+            con.execute(
+                "INSERT INTO documents(doc_id, source_path, stored_path, content_hash, size_bytes,"
+                " page_count, pages_ocr, pages_failed, ingested_at, indexed_hash)"
+                " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, NULL)",
+                (
+                    doc.doc_id,
+                    doc.source_path,
+                    doc.stored_path,
+                    doc.content_hash,
+                    doc.size_bytes,
+                    doc.page_count,
+                    doc.pages_ocr,
+                    doc.pages_failed,
+                    doc.ingested_at or _now(),
+                ),
+            )
+            con.executemany(
+                "INSERT INTO pages(doc_id, page, text, text_source, error) VALUES (?, ?, ?, ?, ?)",
+                [(p.doc_id, p.page, p.text, p.text_source, p.error) for p in pages],
+            )
+            con.execute("COMMIT")
+        except BaseException:
+            con.execute("ROLLBACK")
+            raise
+
+    def record_error(self, err: IngestError) -> None:
+        self._conn().execute(
+            "INSERT OR REPLACE INTO ingest_errors(source_path, doc_id, content_hash, reason, at)"
+            " VALUES (?, ?, ?, ?, ?)",
+            (err.source_path, err.doc_id, err.content_hash, err.reason, _now()),
+        )
+
+    def mark_indexed(self, items: Sequence[tuple[str, str]]) -> None:
+        """Record that the index now holds these (doc_id, content_hash) versions."""
+        con = self._conn()
+        con.execute("BEGIN IMMEDIATE")
+        con.executemany(
+            "UPDATE documents SET indexed_hash = ? WHERE doc_id = ? AND content_hash = ?",
+            [(h, d, h) for d, h in items],
+        )
+        con.execute("COMMIT")
+
+    @staticmethod
+    def now() -> str:
+        return _now()

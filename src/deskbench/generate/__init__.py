@@ -1,0 +1,1 @@
+"""Generators of PDFs and benchmarks whose content is known by construction."""
