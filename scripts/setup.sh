@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# Set up deskbench on a fresh Debian machine (as root, or with sudo): system packages, a venv in
+# .venv, and the package with the extras named in $1 (e.g. "test"). Safe to run again.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+extras="${1:-}"
+sudo=""
+[ "$(id -u)" -eq 0 ] || sudo="sudo"
+
+need=()
+command -v tesseract >/dev/null 2>&1 || need+=(tesseract-ocr tesseract-ocr-eng)
+command -v pdfinfo >/dev/null 2>&1 || need+=(poppler-utils)
+python3 -c "import ensurepip, venv" >/dev/null 2>&1 || need+=(python3-venv)
+if [ ${#need[@]} -gt 0 ]; then
+  echo "setup: installing ${need[*]} (apt)" >&2
+  $sudo apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null
+fi
+
+if [ ! -x .venv/bin/python ]; then
+  python3 -m venv .venv
+fi
+.venv/bin/python -m pip install -q --disable-pip-version-check --upgrade pip
+spec="."
+[ -n "$extras" ] && spec=".[${extras}]"
+.venv/bin/python -m pip install -q --disable-pip-version-check -e "$spec"

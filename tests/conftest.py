@@ -1,0 +1,92 @@
+"""Shared fixtures: generated PDFs with known content, and the real public-records corpus."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from deskbench.corpus import Corpus
+from deskbench.corpus.extract import OcrSettings
+from deskbench.corpus.ingest import IngestSummary, open_or_create, plan_ingest, run_ingest
+from deskbench.generate.pdfs import PageSpec, write_pdf
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def shared_dir() -> Path | None:
+    """../shared beside the checkout (or $DESKBENCH_SHARED); a user's clone has none."""
+    env = os.environ.get("DESKBENCH_SHARED")
+    candidate = Path(env) if env else REPO.parent / "shared"
+    return candidate if candidate.is_dir() else None
+
+
+@pytest.fixture(scope="session")
+def public_records() -> Path:
+    base = shared_dir()
+    path = base / "corpora" / "public-records" if base else None
+    if path is None or not path.is_dir():
+        pytest.skip("../shared/corpora/public-records is absent (only the project's own checkout has it)")
+    return path
+
+
+def require_tool(name: str) -> str:
+    """A system tool the README test command installs: skip outside CI when absent, fail in CI."""
+    exe = shutil.which(name)
+    if exe is None:
+        msg = f"{name} is not installed; scripts/setup.sh installs it (apt)"
+        if os.environ.get("CI"):
+            pytest.fail(msg)
+        pytest.skip(msg)
+    return exe
+
+
+def ingest(corpus_dir: Path, paths: list[Path], ocr: str = "auto", workers: int = 1) -> tuple[Corpus, IngestSummary]:
+    c = open_or_create(corpus_dir)
+    summary = run_ingest(c, plan_ingest(c, paths), OcrSettings(mode=ocr), workers=workers)  # type: ignore[arg-type]
+    return c, summary
+
+
+def run_cli(*args: str, cwd: Path | None = None, timeout: float = 300) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "deskbench.cli", *args],
+        capture_output=True, text=True, cwd=cwd, timeout=timeout,
+    )
+
+
+def cli_json(*args: str) -> object:
+    proc = run_cli(*args)
+    assert proc.returncode == 0, proc.stderr
+    return json.loads(proc.stdout)
+
+
+OPERATOR_DOCS: dict[str, list[str]] = {
+    "alpha.pdf": [
+        "Mountain car rental rates for the winter season. The annual report lists carriage fees.",
+        "Annual report of the harbour authority. Cars parked overnight pay a fee.",
+        "Café Résumé notes. The engine specifications are on file.",
+    ],
+    "beta.pdf": [
+        "Report annual figures: mountain bikes and cars. Incorporation date 1998.",
+        "Bell 407 helicopter accessories catalogue. The Bell 412 is listed too.",
+    ],
+}
+
+
+def write_text_pdf(path: Path, pages: list[str]) -> Path:
+    return write_pdf(path, [PageSpec(title="Document", paragraphs=[t]) for t in pages])
+
+
+@pytest.fixture(scope="session")
+def operator_corpus(tmp_path_factory: pytest.TempPathFactory) -> Corpus:
+    root = tmp_path_factory.mktemp("operators")
+    for name, pages in OPERATOR_DOCS.items():
+        write_text_pdf(root / "pdfs" / name, pages)
+    c, summary = ingest(root / "corpus", [root / "pdfs"])
+    assert summary.files_ok == 2 and not summary.files_failed
+    return c

@@ -1,0 +1,138 @@
+"""Search: every Whoosh operator on a corpus whose pages are known word for word."""
+
+from __future__ import annotations
+
+import asyncio
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import pytest
+
+from deskbench.corpus import Corpus
+from deskbench.errors import QuerySyntaxError
+from deskbench.search.index import PageIndex
+from deskbench.search.query import And, Or, Phrase, Term, Wildcard, parse_query
+
+
+def pages(c: Corpus, query: str, k: int = 20) -> set[tuple[str, int]]:
+    return {(h.document, h.page) for h in c.search(query, k=k)}
+
+
+A1, A2, A3 = ("alpha.pdf", 1), ("alpha.pdf", 2), ("alpha.pdf", 3)
+B1, B2 = ("beta.pdf", 1), ("beta.pdf", 2)
+
+
+@pytest.mark.parametrize(
+    ("query", "expected"),
+    [
+        ("mountain car", {A1}),  # implicit AND; beta p1 has "cars", not "car"
+        ("mountain AND car", {A1}),
+        ("mountain OR helicopter", {A1, B1, B2}),
+        ("annual NOT harbour", {A1, B1}),
+        ("annual AND NOT harbour", {A1, B1}),
+        ('"annual report"', {A1, A2}),  # beta p1 says "Report annual": not the phrase
+        ("annual report", {A1, A2, B1}),
+        ("car*", {A1, A2, B1}),  # car, carriage, cars
+        ("car?", {A2, B1}),  # exactly one more character: cars
+        ("c?r", {A1}),
+        ("*riage", {A1}),
+        ("CAR", {A1}),
+        ("MoUnTaIn", {A1, B1}),
+        ("cafe resume", {A3}),  # accents folded
+        ("CAFÉ", {A3}),
+        ('"Bell 407" AND accessories', {B2}),
+        ("Bell*", {B2}),
+        ("incorporation NOT date", set()),
+        ("(harbour OR helicopter) AND fee", {A2}),
+        ("(harbour OR helicopter) fee", {A2}),
+        ('"annual rep*"', {A1, A2}),
+        ("mountain OR harbour NOT cars", {A1, B1}),  # = mountain OR (harbour AND NOT cars)
+        ("zeppelin", set()),
+    ],
+)
+def test_operators(operator_corpus: Corpus, query: str, expected: set[tuple[str, int]]) -> None:
+    assert pages(operator_corpus, query) == expected
+
+
+@pytest.mark.parametrize(
+    ("query", "message"),
+    [
+        ('"annual report', "unbalanced quote"),
+        ("NOT car", "nothing to exclude"),
+        ("car NOT", "needs a term after it"),
+        ("car OR", "needs a term after it"),
+        ("AND car", "needs a term before it"),
+        ("(car", "add the closing ')'"),
+        ("car)", "remove the ')'"),
+        ("*", "no letters or digits"),
+        ("", "empty query"),
+        ("   ", "empty query"),
+        ("!!! ???", "no letters or digits"),
+        ("&& --", "no searchable words"),
+        ("car OR NOT bikes", "nothing to exclude"),
+    ],
+)
+def test_malformed_queries_give_a_message(operator_corpus: Corpus, query: str, message: str) -> None:
+    with pytest.raises(QuerySyntaxError) as info:
+        operator_corpus.search(query)
+    assert message in str(info.value)
+    assert "\n" not in str(info.value)
+
+
+def test_parse_tree_shapes() -> None:
+    assert parse_query("a b") == And((Term("a"), Term("b")))
+    assert parse_query("a OR b c") == Or((Term("a"), And((Term("b"), Term("c")))))
+    assert parse_query("a NOT b") == And((Term("a"),), (Term("b"),))
+    assert parse_query('"x y"') == Phrase((Term("x"), Term("y")))
+    assert parse_query("Report*") == Wildcard("Report*", "report.*")
+    assert parse_query("e-mail") == Phrase((Term("e"), Term("mail")))  # split words stay adjacent
+    assert parse_query("a.b?") == Wildcard("a.b?", "ab.")
+    # lower-case operators are words, as in Whoosh
+    assert parse_query("cats and dogs") == And((Term("cats"), Term("and"), Term("dogs")))
+
+
+def test_results_are_ranked_limited_and_highlighted(operator_corpus: Corpus) -> None:
+    hits = operator_corpus.search("annual OR fee OR report", k=2)
+    assert len(hits) == 2
+    all_hits = operator_corpus.search("annual OR fee OR report", k=10)
+    assert [h.score for h in all_hits] == sorted((h.score for h in all_hits), reverse=True)
+    assert hits == all_hits[:2]
+    # the page that matches all three terms ranks first
+    assert (all_hits[0].document, all_hits[0].page) == A2 or all_hits[0].score >= all_hits[1].score
+    wild = operator_corpus.search("car*", k=5)
+    a1 = next(h for h in wild if (h.document, h.page) == A1)
+    assert "**car**" in a1.snippet and "**carriage**" in a1.snippet
+    assert "**Mountain**" not in a1.snippet
+    phrase = operator_corpus.search('"annual report" NOT harbour', k=5)
+    assert [(h.document, h.page) for h in phrase] == [A1]
+    assert "**annual** **report**" in phrase[0].snippet
+    assert "harbour" not in phrase[0].snippet.lower()
+
+
+def test_k_of_zero_or_negative_returns_nothing(operator_corpus: Corpus) -> None:
+    assert operator_corpus.search("car", k=0) == []
+
+
+def test_concurrent_searches_from_threads_and_tasks(operator_corpus: Corpus) -> None:
+    queries = ["mountain car", "annual NOT harbour", "car*", '"annual report"', "Bell*", "fee OR bikes"] * 40
+    serial = [operator_corpus.search(q, k=5) for q in queries]
+    with ThreadPoolExecutor(max_workers=8) as pool:
+        threaded = list(pool.map(lambda q: operator_corpus.search(q, k=5), queries))
+    assert threaded == serial
+
+    async def gather() -> list:
+        return await asyncio.gather(*(asyncio.to_thread(operator_corpus.search, q, 5) for q in queries))
+
+    assert asyncio.run(gather()) == serial
+
+
+def test_cjk_text_is_searchable_by_characters_and_phrases(tmp_path: Path) -> None:
+    index = PageIndex(tmp_path / "idx", create=True)
+    with index.writer() as w:
+        w.replace_document("zh.pdf", [(1, "本公司二零一五年度报告"), (2, "董事会决议公告")])
+        w.replace_document("fr.pdf", [(1, "Procès-verbal de la séance du conseil")])
+    hits = index.search('"年度报告"')
+    assert [(h.document, h.page) for h in hits] == [("zh.pdf", 1)]
+    assert "**年**" in hits[0].snippet
+    assert [(h.document, h.page) for h in index.search("公告")] == [("zh.pdf", 2)]
+    assert [(h.document, h.page) for h in index.search("proces verbal seance")] == [("fr.pdf", 1)]
