@@ -119,7 +119,8 @@ def _count_objects(page: pdfium.PdfPage) -> tuple[int, int]:
 def _text_layer(page: pdfium.PdfPage) -> str:
     textpage = page.get_textpage()
     try:
-        return textpage.get_text_bounded().replace("\r\n", "\n").replace("\r", "\n")
+        # get_text_range keeps word boundaries that get_text_bounded merges in tables ("2,839" + "5").
+        return textpage.get_text_range().replace("\r\n", "\n").replace("\r", "\n")
     finally:
         textpage.close()
 

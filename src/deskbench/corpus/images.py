@@ -70,12 +70,16 @@ def render_page(pdf_path: Path, page: int, spec: ImageSpec) -> bytes:
     try:
         pg = pdf[page - 1]
         try:
-            scale = spec.dpi / 72
+            # pdfium rounds pixel sizes up; a hair under the exact scale keeps 792 pt at 150 DPI
+            # at 1650 px (as pdftoppm), not 1651.
+            scale = spec.dpi / 72 * (1 - 1e-9)
             width, height = pg.get_size()
             if spec.max_pixels:
                 pixels = (width * scale) * (height * scale)
                 if pixels > spec.max_pixels:
                     scale *= math.sqrt(spec.max_pixels / pixels)
+                    while math.ceil(width * scale) * math.ceil(height * scale) > spec.max_pixels:
+                        scale *= 0.999
             bitmap = pg.render(scale=scale)
             image = bitmap.to_pil()
         finally:
