@@ -11,6 +11,11 @@ need=()
 command -v tesseract >/dev/null 2>&1 || need+=(tesseract-ocr tesseract-ocr-eng)
 command -v pdfinfo >/dev/null 2>&1 || need+=(poppler-utils)
 python3 -c "import ensurepip, venv" >/dev/null 2>&1 || need+=(python3-venv)
+if [[ "$extras" == *test* ]]; then
+  # rapidocr (the OCR fallback the tests exercise) imports OpenCV, which needs these libraries.
+  ldconfig -p | grep -q 'libGL.so.1' || need+=(libgl1)
+  ldconfig -p | grep -q 'libgthread-2.0.so.0' || need+=(libglib2.0-0)
+fi
 if [ ${#need[@]} -gt 0 ]; then
   echo "setup: installing ${need[*]} (apt)" >&2
   $sudo apt-get update -qq

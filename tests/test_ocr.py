@@ -60,3 +60,34 @@ def test_ocr_decision_rule() -> None:
     garbage = "\x01\x02\x03\ufffd\ufffd\ufffd ab"
     assert is_garbage(garbage) and needs_ocr(garbage * 10, n_images=0, n_paths=0)
     assert not is_garbage("Ordinary text, with punctuation: 12.5%")
+
+
+def test_rapidocr_is_the_fallback_when_tesseract_is_absent(
+    scanned: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    pytest.importorskip("rapidocr_onnxruntime", reason="the test extra installs rapidocr-onnxruntime")
+    from deskbench.corpus.extract import OcrSettings, extract_pdf
+    from deskbench.corpus.ocr import RapidOcr, make_engine
+
+    monkeypatch.setenv("PATH", str(tmp_path))  # no tesseract on PATH
+    monkeypatch.setattr("deskbench.corpus.extract._ENGINES", {})
+    assert isinstance(make_engine("auto"), RapidOcr)
+    result = extract_pdf(str(scanned / "minutes-scan.pdf"), OcrSettings(mode="auto", engine="auto"))
+    assert result.error is None
+    first = result.pages[0]
+    assert first.source == "ocr" and first.error is None
+    # rapidocr's bundled model often drops spaces between English words: check letters, not tokens
+    assert "culvert" in first.text.lower().replace(" ", "")
+
+
+def test_no_ocr_engine_is_reported_not_fatal(scanned: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from deskbench.corpus import ocr
+    from deskbench.corpus.extract import OcrSettings, extract_pdf
+
+    monkeypatch.setenv("PATH", str(tmp_path))
+    monkeypatch.setattr("deskbench.corpus.extract._ENGINES", {})
+    monkeypatch.setitem(ocr.OCR_ENGINES, "rapidocr", ocr.OCR_ENGINES["tesseract"])  # both absent now
+    result = extract_pdf(str(scanned / "minutes-scan.pdf"), OcrSettings(mode="auto", engine="auto"))
+    assert result.error is None and len(result.pages) == 2
+    assert all(p.error == "needs OCR but no OCR engine is available" for p in result.pages)
+    assert result.warnings and "apt-get install tesseract-ocr" in result.warnings[0]
