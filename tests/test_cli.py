@@ -5,8 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-
 from conftest import cli_json, require_tool, run_cli
+
 from deskbench.corpus import Corpus
 
 

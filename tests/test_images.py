@@ -7,9 +7,9 @@ import time
 from pathlib import Path
 
 import pytest
+from conftest import ingest, run_cli, write_text_pdf
 from PIL import Image
 
-from conftest import ingest, run_cli, write_text_pdf
 from deskbench.corpus import Corpus
 from deskbench.corpus.images import ImageSpec
 from deskbench.errors import UserError

@@ -11,10 +11,9 @@ import sys
 import time
 from pathlib import Path
 
-import pytest
+from conftest import cli_json, ingest, require_tool, run_cli, write_text_pdf
 from reportlab.pdfgen import canvas
 
-from conftest import cli_json, ingest, require_tool, run_cli, write_text_pdf
 from deskbench.corpus import Corpus
 
 

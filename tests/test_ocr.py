@@ -5,8 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-
 from conftest import ingest, require_tool, write_text_pdf
+
 from deskbench.corpus.extract import is_garbage, needs_ocr, printable_count
 from deskbench.generate.pdfs import rasterize_pdf
 

@@ -7,8 +7,8 @@ import subprocess
 from pathlib import Path
 
 import pytest
-
 from conftest import ingest, require_tool
+
 from deskbench.corpus import Corpus
 from deskbench.corpus.ingest import IngestSummary
 from deskbench.search.analyzer import analyze

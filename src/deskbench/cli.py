@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated
 
 import typer
 from rich.console import Console
@@ -134,8 +134,8 @@ def page(
     output: Annotated[Path, typer.Option("-o", "--output", help="Image file to write.")],
     dpi: Annotated[int, typer.Option(help="Render resolution.")] = 150,
     fmt: Annotated[str, typer.Option("--format", help="png | jpeg | webp")] = "png",
-    max_pixels: Annotated[Optional[int], typer.Option(help="Cap on width x height.")] = None,
-    max_bytes: Annotated[Optional[int], typer.Option(help="Cap on the encoded size (Lanczos downscaling).")] = None,
+    max_pixels: Annotated[int | None, typer.Option(help="Cap on width x height.")] = None,
+    max_bytes: Annotated[int | None, typer.Option(help="Cap on the encoded size (Lanczos downscaling).")] = None,
 ) -> None:
     """Render one page to an image (cached in the corpus)."""
     from deskbench.corpus import Corpus

@@ -40,7 +40,7 @@ class Corpus:
         self._render_lock = threading.Lock()
 
     @classmethod
-    def open(cls, root: Path | str) -> "Corpus":
+    def open(cls, root: Path | str) -> Corpus:
         root = Path(root)
         db = root / PageStore.FILENAME
         if not db.exists():
@@ -51,7 +51,7 @@ class Corpus:
         return cls(root, PageStore(db), PageIndex(root / "index"))
 
     @classmethod
-    def create(cls, root: Path | str) -> "Corpus":
+    def create(cls, root: Path | str) -> Corpus:
         root = Path(root)
         if root.exists() and not root.is_dir():
             raise UserError(f"corpus path {root} is a file; give a directory for --corpus")

@@ -192,12 +192,11 @@ def _extract_page(
     except Exception as exc:
         return ExtractedPage(number, "", "text_layer", f"unreadable page ({exc})")
     try:
+        layer_error: str | None = None
         try:
             text = _text_layer(page)
         except Exception as exc:
             text, layer_error = "", f"text layer unreadable ({exc})"
-        else:
-            layer_error = None
         if settings.mode == "never":
             return ExtractedPage(number, text, "text_layer", layer_error)
         if settings.mode == "auto" and layer_error is None:

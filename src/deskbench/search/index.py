@@ -63,7 +63,7 @@ class PageIndex:
     # -- writing -------------------------------------------------------------------------
 
     @contextmanager
-    def writer(self, heap_bytes: int = 256_000_000, threads: int = 0) -> Iterator["IndexWriter"]:
+    def writer(self, heap_bytes: int = 256_000_000, threads: int = 0) -> Iterator[IndexWriter]:
         try:
             raw = self.index.writer(heap_size=heap_bytes, num_threads=threads)
         except ValueError as exc:

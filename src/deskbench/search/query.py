@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from typing import Union
 
 import tantivy
 
@@ -33,21 +32,21 @@ class Wildcard:
 
 @dataclass(frozen=True)
 class Phrase:
-    words: tuple[Union[Term, Wildcard], ...]
+    words: tuple[Term | Wildcard, ...]
 
 
 @dataclass(frozen=True)
 class And:
-    must: tuple["Node", ...]
-    must_not: tuple["Node", ...] = ()
+    must: tuple[Node, ...]
+    must_not: tuple[Node, ...] = ()
 
 
 @dataclass(frozen=True)
 class Or:
-    should: tuple["Node", ...]
+    should: tuple[Node, ...]
 
 
-Node = Union[Term, Wildcard, Phrase, And, Or]
+Node = Term | Wildcard | Phrase | And | Or
 
 
 @dataclass
@@ -131,7 +130,7 @@ def _word(word: str) -> Node | None:
 
 
 def _phrase(text: str) -> Node | None:
-    words: list[Union[Term, Wildcard]] = []
+    words: list[Term | Wildcard] = []
     for raw in text.split():
         node = _word(raw)
         if isinstance(node, Phrase):
@@ -290,7 +289,9 @@ def to_tantivy(node: Node, schema: tantivy.Schema, field_name: str) -> tantivy.Q
         return tantivy.Query.regex_query(schema, field_name, node.regex)
     if isinstance(node, Phrase):
         if any(isinstance(w, Wildcard) for w in node.words):
-            words = [w.regex if isinstance(w, Wildcard) else re.escape(w.text) for w in node.words]
+            words: list[str | tuple[int, str]] = [
+                w.regex if isinstance(w, Wildcard) else re.escape(w.text) for w in node.words
+            ]
             return tantivy.Query.regex_phrase_query(schema, field_name, words)
         return tantivy.Query.phrase_query(schema, field_name, [w.text for w in node.words])  # type: ignore[union-attr]
     if isinstance(node, And):
