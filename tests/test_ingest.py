@@ -186,6 +186,19 @@ def test_index_lagging_the_store_is_completed_on_the_next_run(tmp_path: Path) ->
     assert [h.document for h in c.search("lagging")] == ["lag.pdf"]
 
 
+def test_deleted_index_is_rebuilt_from_the_page_store(tmp_path: Path) -> None:
+    import shutil
+
+    write_text_pdf(tmp_path / "pdfs" / "r.pdf", ["rebuild me please", "page two"])
+    ingest(tmp_path / "corpus", [tmp_path / "pdfs"])
+    shutil.rmtree(tmp_path / "corpus" / "index")
+    proc = run_cli("search", "--corpus", str(tmp_path / "corpus"), "rebuild")
+    assert proc.returncode == 2 and "run 'deskbench ingest' to build it" in proc.stderr
+    c, summary = ingest(tmp_path / "corpus", [tmp_path / "pdfs"])
+    assert summary.files_unchanged == 1 and summary.pages_reindexed == 2
+    assert [h.document for h in c.search("rebuild")] == ["r.pdf"]
+
+
 def test_corpus_dir_that_is_something_else_is_refused(tmp_path: Path) -> None:
     (tmp_path / "busy").mkdir()
     (tmp_path / "busy" / "thesis.tex").write_text("x")

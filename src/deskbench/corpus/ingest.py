@@ -24,8 +24,8 @@ from pydantic import BaseModel, Field
 
 from deskbench.corpus.corpus import Corpus
 from deskbench.corpus.extract import ExtractResult, OcrSettings, extract_pdf
-from deskbench.corpus.store import DocumentRecord, IngestError, PageRecord
-from deskbench.search.index import IndexWriter
+from deskbench.corpus.store import DocumentRecord, IngestError, PageRecord, PageStore
+from deskbench.search.index import IndexWriter, PageIndex
 
 FLUSH_PAGES = 20_000
 FLUSH_SECONDS = 15.0
@@ -304,4 +304,11 @@ def _drop_unreferenced(corpus: Corpus, stored_path: str) -> None:
 
 
 def open_or_create(root: Path) -> Corpus:
-    return Corpus.open(root) if (root / "pages.sqlite").exists() else Corpus.create(root)
+    """The corpus to ingest into; a missing or deleted index is rebuilt from the page store."""
+    if not (root / PageStore.FILENAME).exists():
+        return Corpus.create(root)
+    if not (root / "index" / "meta.json").exists():
+        store = PageStore(root / PageStore.FILENAME)
+        store.forget_index()
+        return Corpus(root, store, PageIndex(root / "index", create=True))
+    return Corpus.open(root)

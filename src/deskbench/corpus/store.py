@@ -238,6 +238,10 @@ class PageStore:
         )
         con.execute("COMMIT")
 
+    def forget_index(self) -> None:
+        """The index was lost: every document must be indexed again."""
+        self._conn().execute("UPDATE documents SET indexed_hash = NULL")
+
     @staticmethod
     def now() -> str:
         return _now()

@@ -48,7 +48,10 @@ class PageIndex:
         if create:
             path.mkdir(parents=True, exist_ok=True)
         elif not (path / "meta.json").exists():
-            raise UserError(f"no search index at {path}; run 'deskbench ingest' to build it")
+            raise UserError(
+                f"no search index at {path}; run 'deskbench ingest' to build it "
+                "(with the same PDFs: unchanged files are only re-indexed)"
+            )
         self.schema = _schema()
         try:
             self.index = tantivy.Index(self.schema, path=str(path), reuse=True)
