@@ -136,3 +136,15 @@ def test_cjk_text_is_searchable_by_characters_and_phrases(tmp_path: Path) -> Non
     assert "**年**" in hits[0].snippet
     assert [(h.document, h.page) for h in index.search("公告")] == [("zh.pdf", 2)]
     assert [(h.document, h.page) for h in index.search("proces verbal seance")] == [("fr.pdf", 1)]
+
+
+@pytest.mark.parametrize("query", ["car*", "c?r", "car park", '"car park"', "scar OR carriage", "park NOT x"])
+def test_snippet_fast_path_agrees_with_the_token_path(query: str) -> None:
+    from deskbench.search.query import highlights
+    from deskbench.search.snippet import _match_spans
+
+    text = "Cars and carriage, CAR-park; scar. Car_park carpark 2car"
+    ascii_spans = _match_spans(text, highlights(parse_query(query)))
+    unicode_spans = _match_spans(text + " é", highlights(parse_query(query)))  # forces the token path
+    assert [(a, b) for a, b, _ in ascii_spans] == [(a, b) for a, b, _ in unicode_spans]
+    assert ascii_spans

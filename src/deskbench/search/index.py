@@ -104,16 +104,32 @@ class PageIndex:
         tree = parse_query(query)
         tq = to_tantivy(tree, self.schema, TEXT)
         searcher = self.index.searcher()
-        # Fetch a few more than k so that ties at the cut are broken by (document, page), not by
-        # segment order: the same corpus always gives the same list.
-        result = searcher.search(tq, limit=k + 16)
+        hits = _top_hits_with_ties(searcher, tq, k)
         rows = []
-        for score, address in result.hits:
+        for score, address in hits:
             doc = searcher.doc(address)
-            rows.append((float(score), doc[DOC][0], int(doc[PAGE][0]), doc[TEXT][0]))
-        rows.sort(key=lambda r: (-round(r[0], 6), r[1], r[2]))
+            rows.append((score, doc[DOC][0], int(doc[PAGE][0]), doc[TEXT][0]))
+        # Ties are broken by (document, page), not by segment order: the same pages always give
+        # the same list, however the index was built.
+        rows.sort(key=lambda r: (-r[0], r[1], r[2]))
         hl = highlights(tree)
         return [RawHit(d, p, s, make_snippet(t, hl)) for s, d, p, t in rows[:k]]
+
+
+def _top_hits_with_ties(
+    searcher: tantivy.Searcher, query: tantivy.Query, k: int
+) -> list[tuple[float, tantivy.DocAddress]]:
+    """The top k hits plus every hit tied with the k-th, scores rounded so float noise is a tie."""
+    limit = k + 16
+    while True:
+        hits = [(round(float(s), 6), a) for s, a in searcher.search(query, limit=limit, count=False).hits]
+        if len(hits) < limit or len(hits) < k or hits[-1][0] != hits[k - 1][0]:
+            break
+        limit *= 4
+    if len(hits) <= k:
+        return hits
+    cut = hits[k - 1][0]
+    return [h for h in hits if h[0] >= cut]
 
 
 class IndexWriter:

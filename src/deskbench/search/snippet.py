@@ -16,7 +16,23 @@ SNIPPET_CHARS = 240
 _SPACES = re.compile(r"\s+")
 
 
+_WORD = r"[^\W_]"
+
+
+def _ascii_pattern(hl: Highlights) -> re.Pattern[str]:
+    """One regex over lower-cased ASCII text that finds exactly the words the query matched."""
+    alts = [re.escape(t) for t in sorted(hl.terms, key=len, reverse=True)]
+    # Wildcard regexes are escaped alphanumerics plus '.*' and '.' (see query._wildcard).
+    alts += [p.pattern.replace(".*", f"{_WORD}*").replace(".", _WORD) for p in hl.patterns]
+    return re.compile(rf"(?<!{_WORD})(?:{'|'.join(alts)})(?!{_WORD})")
+
+
 def _match_spans(text: str, hl: Highlights) -> list[tuple[int, int, str]]:
+    if text.isascii() and (hl.terms or hl.patterns):
+        # Fast path for the common case: lowercasing ASCII keeps offsets, and folding is a no-op.
+        if hl.ascii_re is None:
+            hl.ascii_re = _ascii_pattern(hl)
+        return [(m.start(), m.end(), m.group()) for m in hl.ascii_re.finditer(text.lower())]
     spans = []
     for m in TOKEN_RE.finditer(text):
         terms = analyze(m.group())
