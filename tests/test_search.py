@@ -127,15 +127,24 @@ def test_concurrent_searches_from_threads_and_tasks(operator_corpus: Corpus) -> 
 
 
 def test_cjk_text_is_searchable_by_characters_and_phrases(tmp_path: Path) -> None:
+    from deskbench.search.snippet import make_snippet
+
     index = PageIndex(tmp_path / "idx", create=True)
+    texts = {("zh.pdf", 1): "本公司二零一五年度报告", ("zh.pdf", 2): "董事会决议公告",
+             ("fr.pdf", 1): "Procès-verbal de la séance du conseil", ("mix.pdf", 1): "Report2015年度 summary"}
     with index.writer() as w:
-        w.replace_document("zh.pdf", [(1, "本公司二零一五年度报告"), (2, "董事会决议公告")])
-        w.replace_document("fr.pdf", [(1, "Procès-verbal de la séance du conseil")])
-    hits = index.search('"年度报告"')
-    assert [(h.document, h.page) for h in hits] == [("zh.pdf", 1)]
-    assert "**年**" in hits[0].snippet
-    assert [(h.document, h.page) for h in index.search("公告")] == [("zh.pdf", 2)]
-    assert [(h.document, h.page) for h in index.search("proces verbal seance")] == [("fr.pdf", 1)]
+        for doc in ("zh.pdf", "fr.pdf", "mix.pdf"):
+            w.replace_document(doc, [(p, t) for (d, p), t in texts.items() if d == doc])
+
+    def found(query: str) -> list[tuple[str, int]]:
+        return [(p.document, p.page) for p in index.search(query).pages]
+
+    assert found('"年度报告"') == [("zh.pdf", 1)]
+    assert found("公告") == [("zh.pdf", 2)]
+    assert found("proces verbal seance") == [("fr.pdf", 1)]
+    assert found("report2015 年") == [("mix.pdf", 1)]  # a Latin word touching CJK still splits
+    result = index.search('"年度报告"')
+    assert "**年****度****报****告**" in make_snippet(texts[("zh.pdf", 1)], result.highlights)
 
 
 @pytest.mark.parametrize("query", ["car*", "c?r", "car park", '"car park"', "scar OR carriage", "park NOT x"])
@@ -148,3 +157,16 @@ def test_snippet_fast_path_agrees_with_the_token_path(query: str) -> None:
     unicode_spans = _match_spans(text + " é", highlights(parse_query(query)))  # forces the token path
     assert [(a, b) for a, b, _ in ascii_spans] == [(a, b) for a, b, _ in unicode_spans]
     assert ascii_spans
+
+
+def test_wildcards_are_bm25_scored_and_fall_back_past_the_cap(
+    operator_corpus: Corpus, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import deskbench.search.index as index_module
+
+    expanded = operator_corpus.search("car*", k=10)
+    assert len({h.score for h in expanded}) > 1  # expanded into BM25-scored terms, as Whoosh does
+    monkeypatch.setattr(index_module, "MAX_WILDCARD_TERMS", 1)  # car* matches 3 terms: too many
+    constant = operator_corpus.search("car*", k=10)
+    assert {h.score for h in constant} == {1.0}  # tantivy's regex query: same pages, flat score
+    assert {(h.document, h.page) for h in constant} == {(h.document, h.page) for h in expanded}

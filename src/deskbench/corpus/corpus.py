@@ -18,6 +18,7 @@ from deskbench.corpus.images import ImageSpec, PageImageCache, render_page
 from deskbench.corpus.store import DocumentRecord, PageRecord, PageStore
 from deskbench.errors import UserError
 from deskbench.search.index import PageIndex
+from deskbench.search.snippet import make_snippet
 
 
 class SearchHit(BaseModel):
@@ -68,8 +69,13 @@ class Corpus:
 
     def search(self, query: str, k: int = 5) -> list[SearchHit]:
         """Top-k pages by BM25 for a Whoosh-syntax query; QuerySyntaxError if malformed."""
-        return [SearchHit(document=h.document, page=h.page, score=h.score, snippet=h.snippet)
-                for h in self.index.search(query, k)]
+        result = self.index.search(query, k)
+        hits = []
+        for p in result.pages:
+            record = self.store.page(p.document, p.page)
+            snippet = make_snippet(record.text, result.highlights) if record else ""
+            hits.append(SearchHit(document=p.document, page=p.page, score=p.score, snippet=snippet))
+        return hits
 
     # -- documents and pages -------------------------------------------------------------
 

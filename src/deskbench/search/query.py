@@ -9,6 +9,7 @@ QuerySyntaxError with a message written for the agent that will read it.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import tantivy
@@ -282,12 +283,30 @@ def highlights(node: Node, out: Highlights | None = None) -> Highlights:
     return out
 
 
-def to_tantivy(node: Node, schema: tantivy.Schema, field_name: str) -> tantivy.Query:
-    """Translate the parsed tree into a tantivy query over one text field."""
+TermExpander = Callable[[Wildcard], "list[str] | None"]
+"""Index terms a wildcard matches, or None when there are too many to list (constant score)."""
+
+
+def to_tantivy(
+    node: Node, schema: tantivy.Schema, field_name: str, expand: TermExpander | None = None
+) -> tantivy.Query:
+    """Translate the parsed tree into a tantivy query over one text field.
+
+    With `expand`, a wildcard becomes an OR of the index terms it matches, each scored by BM25 as
+    Whoosh scores its expanded wildcards; without it (or past the expansion cap) tantivy's regex
+    query matches the same pages with a constant score.
+    """
     if isinstance(node, Term):
         return tantivy.Query.term_query(schema, field_name, node.text)
     if isinstance(node, Wildcard):
-        return tantivy.Query.regex_query(schema, field_name, node.regex)
+        terms = expand(node) if expand else None
+        if terms is None:
+            return tantivy.Query.regex_query(schema, field_name, node.regex)
+        if not terms:
+            return tantivy.Query.empty_query()
+        return tantivy.Query.boolean_query(
+            [(tantivy.Occur.Should, tantivy.Query.term_query(schema, field_name, t)) for t in terms]
+        )
     if isinstance(node, Phrase):
         if any(isinstance(w, Wildcard) for w in node.words):
             words: list[str | tuple[int, str]] = [
@@ -296,11 +315,11 @@ def to_tantivy(node: Node, schema: tantivy.Schema, field_name: str) -> tantivy.Q
             return tantivy.Query.regex_phrase_query(schema, field_name, words)
         return tantivy.Query.phrase_query(schema, field_name, [w.text for w in node.words])  # type: ignore[union-attr]
     if isinstance(node, And):
-        clauses = [(tantivy.Occur.Must, to_tantivy(c, schema, field_name)) for c in node.must]
-        clauses += [(tantivy.Occur.MustNot, to_tantivy(c, schema, field_name)) for c in node.must_not]
+        clauses = [(tantivy.Occur.Must, to_tantivy(c, schema, field_name, expand)) for c in node.must]
+        clauses += [(tantivy.Occur.MustNot, to_tantivy(c, schema, field_name, expand)) for c in node.must_not]
         return tantivy.Query.boolean_query(clauses)
     if isinstance(node, Or):
         return tantivy.Query.boolean_query(
-            [(tantivy.Occur.Should, to_tantivy(c, schema, field_name)) for c in node.should]
+            [(tantivy.Occur.Should, to_tantivy(c, schema, field_name, expand)) for c in node.should]
         )
     raise TypeError(f"unknown query node {node!r}")
