@@ -6,7 +6,7 @@ free of corpus state: a path in, an `ExtractResult` out.
 
 from __future__ import annotations
 
-import unicodedata
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
@@ -51,24 +51,29 @@ class OcrSettings:
     lang: str = "eng"
 
 
+_VISIBLE = re.compile(r"[^\s\x00-\x1f\x7f-\x9f\ufffd]")
+_NON_SPACE = re.compile(r"\S")
+_UNREADABLE = re.compile(r"[\x00-\x08\x0e-\x1f\x7f-\x9f\ufffd\ue000-\uf8ff]")
+
+
 def printable_count(text: str) -> int:
-    """Characters a reader would see: letters, digits, punctuation, symbols (not controls or U+FFFD)."""
-    n = 0
-    for ch in text:
-        if ch == "\ufffd" or ch.isspace():
-            continue
-        if unicodedata.category(ch)[0] in "LNPS":
-            n += 1
-    return n
+    """Characters a reader would see: not white space, control characters or U+FFFD."""
+    return len(_VISIBLE.findall(text))
+
+
+def has_printable(text: str, n: int) -> bool:
+    """At least n printable characters; stops reading once it has seen them."""
+    for seen, _ in enumerate(_VISIBLE.finditer(text), 1):
+        if seen >= n:
+            return True
+    return False
 
 
 def is_garbage(text: str) -> bool:
     """A text layer that is present but unreadable: mostly replacement, control or private-use chars."""
-    visible = [c for c in text if not c.isspace()]
-    if not visible:
+    if _UNREADABLE.search(text) is None:
         return False
-    bad = sum(1 for c in visible if c == "\ufffd" or unicodedata.category(c) in ("Cc", "Co", "Cn"))
-    return bad / len(visible) > 0.3
+    return len(_UNREADABLE.findall(text)) / len(_NON_SPACE.findall(text)) > 0.3
 
 
 def needs_ocr(text: str, n_images: int, n_paths: int) -> bool:
@@ -200,6 +205,9 @@ def _extract_page(
         if settings.mode == "never":
             return ExtractedPage(number, text, "text_layer", layer_error)
         if settings.mode == "auto" and layer_error is None:
+            # Counting page objects walks them in Python: only do it when the text is short.
+            if has_printable(text, MIN_PRINTABLE_CHARS) and not is_garbage(text):
+                return ExtractedPage(number, text, "text_layer", None)
             images, paths = _count_objects(page)
             if not needs_ocr(text, images, paths):
                 return ExtractedPage(number, text, "text_layer", None)
