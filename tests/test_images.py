@@ -87,3 +87,35 @@ def test_rotated_page_renders_as_displayed(public_records: Path, tmp_path: Path)
     assert upright.size == (2100, 1275)  # 1008 x 612 pt at 150 DPI
     assert rotated.size == (1275, 2100)  # the same page with /Rotate 90
     assert {h.document for h in c.search('"long guns" AND handguns')} == set(names)
+
+
+def test_png_encoder_is_lossless_in_colour_and_grayscale() -> None:
+    import numpy as np
+
+    from deskbench.corpus.images import encode_png
+
+    rng = np.random.default_rng(0)
+    colour = rng.integers(0, 256, size=(37, 53, 3), dtype=np.uint8)
+    decoded = Image.open(io.BytesIO(encode_png(colour)))
+    assert decoded.mode == "RGB" and np.array_equal(np.asarray(decoded), colour)
+    gray = np.repeat(rng.integers(0, 256, size=(41, 29, 1), dtype=np.uint8), 3, axis=2)
+    decoded = Image.open(io.BytesIO(encode_png(gray)))
+    assert decoded.mode == "L" and np.array_equal(np.asarray(decoded.convert("RGB")), gray)
+
+
+def test_rendered_colour_survives(tmp_path: Path) -> None:
+    from reportlab.lib.colors import Color
+    from reportlab.pdfgen import canvas
+
+    (tmp_path / "pdfs").mkdir()
+    c = canvas.Canvas(str(tmp_path / "pdfs" / "colour.pdf"))
+    c.setFillColor(Color(0.9, 0.1, 0.1))
+    c.rect(100, 100, 200, 200, fill=1, stroke=0)
+    c.drawString(72, 720, "a red square marks the cell that is over budget")
+    c.showPage()
+    c.save()
+    corpus, _ = ingest(tmp_path / "corpus", [tmp_path / "pdfs"])
+    img = Image.open(io.BytesIO(corpus.page_image("colour.pdf", 1, ImageSpec(dpi=72))))
+    assert img.mode == "RGB"
+    r, g, b = img.convert("RGB").getpixel((200, 792 - 200))
+    assert r > 200 and g < 60 and b < 60

@@ -147,7 +147,7 @@ def test_cjk_text_is_searchable_by_characters_and_phrases(tmp_path: Path) -> Non
     assert "**年****度****报****告**" in make_snippet(texts[("zh.pdf", 1)], result.highlights)
 
 
-@pytest.mark.parametrize("query", ["car*", "c?r", "car park", '"car park"', "scar OR carriage", "park NOT x"])
+@pytest.mark.parametrize("query", ["car*", "c?r", "car park", '"car park"', "scar OR carriage", "park NOT x", "*park", "ca*e"])
 def test_snippet_fast_path_agrees_with_the_token_path(query: str) -> None:
     from deskbench.search.query import highlights
     from deskbench.search.snippet import _match_spans
@@ -170,3 +170,16 @@ def test_wildcards_are_bm25_scored_and_fall_back_past_the_cap(
     constant = operator_corpus.search("car*", k=10)
     assert {h.score for h in constant} == {1.0}  # tantivy's regex query: same pages, flat score
     assert {(h.document, h.page) for h in constant} == {(h.document, h.page) for h in expanded}
+
+
+def test_snippet_window_is_where_the_distinct_terms_cluster() -> None:
+    from deskbench.search.query import highlights
+    from deskbench.search.snippet import make_snippet
+
+    filler = "lorem ipsum dolor sit amet " * 30
+    text = f"budget mentioned once here. {filler} the budget for the harbour was cut. {filler} budget budget budget"
+    snippet = make_snippet(text, highlights(parse_query("budget harbour")))
+    assert "**budget** for the **harbour**" in snippet
+    assert snippet.startswith("… ") and snippet.endswith(" …")
+    assert len(snippet) < 300
+    assert make_snippet("no match at all", highlights(parse_query("zebra"))) == "no match at all"

@@ -70,12 +70,16 @@ class Corpus:
     def search(self, query: str, k: int = 5) -> list[SearchHit]:
         """Top-k pages by BM25 for a Whoosh-syntax query; QuerySyntaxError if malformed."""
         result = self.index.search(query, k)
-        hits = []
-        for p in result.pages:
-            record = self.store.page(p.document, p.page)
-            snippet = make_snippet(record.text, result.highlights) if record else ""
-            hits.append(SearchHit(document=p.document, page=p.page, score=p.score, snippet=snippet))
-        return hits
+        texts = self.store.texts([(p.document, p.page) for p in result.pages])
+        return [
+            SearchHit(
+                document=p.document,
+                page=p.page,
+                score=p.score,
+                snippet=make_snippet(texts.get((p.document, p.page), ""), result.highlights),
+            )
+            for p in result.pages
+        ]
 
     # -- documents and pages -------------------------------------------------------------
 

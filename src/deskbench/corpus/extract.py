@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+from itertools import islice
 from pathlib import Path
 from typing import Literal
 
@@ -63,10 +64,7 @@ def printable_count(text: str) -> int:
 
 def has_printable(text: str, n: int) -> bool:
     """At least n printable characters; stops reading once it has seen them."""
-    for seen, _ in enumerate(_VISIBLE.finditer(text), 1):
-        if seen >= n:
-            return True
-    return False
+    return sum(1 for _ in islice(_VISIBLE.finditer(text), n)) >= n
 
 
 def is_garbage(text: str) -> bool:

@@ -10,11 +10,14 @@ from __future__ import annotations
 import io
 import math
 import os
+import struct
 import tempfile
+import zlib
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
+import numpy as np
 import pypdfium2 as pdfium
 from PIL import Image
 
@@ -52,15 +55,43 @@ class ImageSpec:
             raise UserError(f"max bytes {self.max_bytes} is too small; use at least 1000")
 
 
-def encode(image: Image.Image, fmt: ImageFormat) -> bytes:
-    buf = io.BytesIO()
+def _chunk(kind: bytes, data: bytes) -> bytes:
+    return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data))
+
+
+def encode_png(pixels: np.ndarray) -> bytes:
+    """A PNG of an RGB (h, w, 3) array: grayscale when all channels agree, filter 0, zlib level 1.
+
+    Rendered pages are mostly flat colour, so skipping PNG's per-row filters costs almost no
+    size, and it is 2-3x faster than Pillow's encoder, which dominated cold render time.
+    """
+    if pixels.ndim == 3 and np.array_equal(pixels[..., 0], pixels[..., 1]) and np.array_equal(
+        pixels[..., 1], pixels[..., 2]
+    ):
+        pixels = pixels[..., 0]
+    height, width = pixels.shape[:2]
+    colour_type = 0 if pixels.ndim == 2 else 2
+    rows = np.empty((height, 1 + pixels[0].size), dtype=np.uint8)
+    rows[:, 0] = 0  # filter type None on every row
+    rows[:, 1:] = pixels.reshape(height, -1)
+    header = struct.pack(">IIBBBBB", width, height, 8, colour_type, 0, 0, 0)
+    return b"".join((
+        b"\x89PNG\r\n\x1a\n",
+        _chunk(b"IHDR", header),
+        _chunk(b"IDAT", zlib.compress(rows.tobytes(), 1)),
+        _chunk(b"IEND", b""),
+    ))
+
+
+def encode(image: Image.Image | np.ndarray, fmt: ImageFormat) -> bytes:
     if fmt == "png":
-        # Level 1 is ~4x faster than PIL's default 6 and only ~15% larger on document pages.
-        image.save(buf, format="PNG", compress_level=1)
-    elif fmt == "jpeg":
-        image.convert("RGB").save(buf, format="JPEG", quality=90)
+        return encode_png(np.asarray(image.convert("RGB")) if isinstance(image, Image.Image) else image)
+    pil = Image.fromarray(image) if isinstance(image, np.ndarray) else image
+    buf = io.BytesIO()
+    if fmt == "jpeg":
+        pil.convert("RGB").save(buf, format="JPEG", quality=90)
     else:
-        image.save(buf, format="WEBP", quality=90, method=2)
+        pil.save(buf, format="WEBP", quality=90, method=2)
     return buf.getvalue()
 
 
@@ -80,14 +111,19 @@ def render_page(pdf_path: Path, page: int, spec: ImageSpec) -> bytes:
                     scale *= math.sqrt(spec.max_pixels / pixels)
                     while math.ceil(width * scale) * math.ceil(height * scale) > spec.max_pixels:
                         scale *= 0.999
-            bitmap = pg.render(scale=scale)
-            image = bitmap.to_pil()
+            bitmap = pg.render(scale=scale, rev_byteorder=True)
+            array = np.array(bitmap.to_numpy()[..., :3])  # own the memory before pdfium frees it
+            bitmap.close()
         finally:
             pg.close()
     finally:
         pdf.close()
-    data = encode(image, spec.format)
-    while spec.max_bytes and len(data) > spec.max_bytes and min(image.size) > 32:
+    data = encode(array, spec.format)
+    image: Image.Image | None = None
+    while spec.max_bytes and len(data) > spec.max_bytes:
+        image = image or Image.fromarray(array)
+        if min(image.size) <= 32:
+            break
         size = (max(1, int(image.width * DOWNSCALE_STEP)), max(1, int(image.height * DOWNSCALE_STEP)))
         image = image.resize(size, Image.Resampling.LANCZOS)
         data = encode(image, spec.format)

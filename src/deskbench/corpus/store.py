@@ -156,6 +156,15 @@ class PageStore:
         ).fetchall()
         return [PageRecord(*r) for r in rows]
 
+    def texts(self, keys: Sequence[tuple[str, int]]) -> dict[tuple[str, int], str]:
+        """Page texts for many (doc_id, page) keys in one query (search results need a few)."""
+        if not keys:
+            return {}
+        where = " OR ".join(["(doc_id = ? AND page = ?)"] * len(keys))
+        params = [v for key in keys for v in key]
+        rows = self._conn().execute(f"SELECT doc_id, page, text FROM pages WHERE {where}", params)
+        return {(d, p): t for d, p, t in rows}
+
     def iter_pages(self, doc_ids: Sequence[str]) -> Iterator[PageRecord]:
         for doc_id in doc_ids:
             yield from self.pages(doc_id)

@@ -258,7 +258,6 @@ class Highlights:
 
     terms: set[str] = field(default_factory=set)
     patterns: list[re.Pattern[str]] = field(default_factory=list)
-    ascii_re: re.Pattern[str] | None = None  # built lazily by the snippet maker
 
     def matches(self, term: str) -> bool:
         return term in self.terms or any(p.fullmatch(term) for p in self.patterns)

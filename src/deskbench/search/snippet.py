@@ -8,39 +8,91 @@ for a model in a tool result, and rendered as bold by the terminal and the web a
 from __future__ import annotations
 
 import re
+from collections import Counter
 
 from deskbench.search.analyzer import TOKEN_RE, analyze
 from deskbench.search.query import Highlights
 
 SNIPPET_CHARS = 240
 _SPACES = re.compile(r"\s+")
-
-
 _WORD = r"[^\W_]"
 
-
-def _ascii_pattern(hl: Highlights) -> re.Pattern[str]:
-    """One regex over lower-cased ASCII text that finds exactly the words the query matched."""
-    alts = [re.escape(t) for t in sorted(hl.terms, key=len, reverse=True)]
-    # Wildcard regexes are escaped alphanumerics plus '.*' and '.' (see query._wildcard).
-    alts += [p.pattern.replace(".*", f"{_WORD}*").replace(".", _WORD) for p in hl.patterns]
-    return re.compile(rf"(?<!{_WORD})(?:{'|'.join(alts)})(?!{_WORD})")
+Span = tuple[int, int, str]
 
 
-def _match_spans(text: str, hl: Highlights) -> list[tuple[int, int, str]]:
-    if text.isascii() and (hl.terms or hl.patterns):
-        # Fast path for the common case: lowercasing ASCII keeps offsets, and folding is a no-op.
-        if hl.ascii_re is None:
-            hl.ascii_re = _ascii_pattern(hl)
-        return [(m.start(), m.end(), m.group()) for m in hl.ascii_re.finditer(text.lower())]
+def _is_boundary(low: str, i: int) -> bool:
+    """No ASCII letter or digit at position i (or i is outside the text)."""
+    return i < 0 or i >= len(low) or not low[i].isalnum()
+
+
+def _ascii_spans(low: str, hl: Highlights) -> list[Span] | None:
+    """Matches in lower-cased ASCII text found with str.find (C speed); None if a wildcard has no
+    literal prefix to look for."""
+    spans: dict[int, Span] = {}
+    for term in hl.terms:
+        i = low.find(term)
+        while i != -1:
+            end = i + len(term)
+            if _is_boundary(low, i - 1) and _is_boundary(low, end):
+                spans[i] = (i, end, term)
+            i = low.find(term, end)
+    for pattern in hl.patterns:
+        prefix = pattern.pattern.split(".", 1)[0]
+        if not prefix:
+            return None
+        # Wildcard regexes are alphanumerics plus '.*' and '.' (see query._wildcard).
+        whole = re.compile(pattern.pattern.replace(".*", f"{_WORD}*").replace(".", _WORD) + f"(?!{_WORD})")
+        i = low.find(prefix)
+        while i != -1:
+            m = whole.match(low, i) if _is_boundary(low, i - 1) else None
+            if m:
+                spans.setdefault(i, (i, m.end(), m.group()))
+            i = low.find(prefix, m.end() if m else i + 1)
+    return [spans[i] for i in sorted(spans)]
+
+
+def _token_spans(text: str, hl: Highlights) -> list[Span]:
+    """Matches found by running every word through the index analyzer (any script)."""
     spans = []
     for m in TOKEN_RE.finditer(text):
-        terms = analyze(m.group())
-        for term in terms:
+        for term in analyze(m.group()):
             if hl.matches(term):
                 spans.append((m.start(), m.end(), term))
                 break
     return spans
+
+
+def _match_spans(text: str, hl: Highlights) -> list[Span]:
+    if text.isascii():
+        # Lowercasing ASCII keeps offsets, and accent folding is a no-op.
+        spans = _ascii_spans(text.lower(), hl)
+        if spans is not None:
+            return spans
+    return _token_spans(text, hl)
+
+
+def _best_window(spans: list[Span], width: int) -> int:
+    """Start of the window of `width` chars holding the most distinct terms, then most matches."""
+    lead = width // 5
+    counts: Counter[str] = Counter()
+    best_key, best_start = (-1, -1), 0
+    right = 0
+    for left, (start, _, _) in enumerate(spans):
+        right = max(right, left)  # counts holds exactly spans[left:right]
+        window_start = max(0, start - lead)
+        window_end = window_start + width
+        while right < len(spans) and spans[right][1] <= window_end:
+            counts[spans[right][2]] += 1
+            right += 1
+        key = (len(counts), right - left)
+        if key > best_key:
+            best_key, best_start = key, window_start
+        if right > left:
+            term = spans[left][2]
+            counts[term] -= 1
+            if not counts[term]:
+                del counts[term]
+    return best_start
 
 
 def make_snippet(text: str, hl: Highlights, max_chars: int = SNIPPET_CHARS) -> str:
@@ -48,32 +100,24 @@ def make_snippet(text: str, hl: Highlights, max_chars: int = SNIPPET_CHARS) -> s
     spans = _match_spans(text, hl)
     if not spans:
         return _SPACES.sub(" ", text[:max_chars]).strip()
-    best_start, best_key = 0, (-1, -1)
-    lead = max_chars // 5
-    for i, (start, _, _) in enumerate(spans):
-        window_start = max(0, start - lead)
-        window_end = window_start + max_chars
-        inside = [s for s in spans[i:] if s[1] <= window_end]
-        key = (len({s[2] for s in inside}), len(inside))
-        if key > best_key:
-            best_key, best_start = key, window_start
-    window_end = min(len(text), best_start + max_chars)
+    start = _best_window(spans, max_chars)
+    end = min(len(text), start + max_chars)
     # Do not cut words in half at the edges.
-    limit = max(0, best_start - 20)
-    while best_start > limit and not text[best_start - 1].isspace():
-        best_start -= 1
-    while window_end < len(text) and not text[window_end].isspace():
-        window_end += 1
+    limit = max(0, start - 20)
+    while start > limit and not text[start - 1].isspace():
+        start -= 1
+    while end < len(text) and not text[end].isspace():
+        end += 1
     pieces: list[str] = []
-    cursor = best_start
-    for start, end, _ in spans:
-        if start < best_start or end > window_end:
+    cursor = start
+    for s, e, _ in spans:
+        if s < start or e > end:
             continue
-        pieces.append(text[cursor:start])
-        pieces.append(f"**{text[start:end]}**")
-        cursor = end
-    pieces.append(text[cursor:window_end])
+        pieces.append(text[cursor:s])
+        pieces.append(f"**{text[s:e]}**")
+        cursor = e
+    pieces.append(text[cursor:end])
     snippet = _SPACES.sub(" ", "".join(pieces)).strip()
-    prefix = "… " if best_start > 0 else ""
-    suffix = " …" if window_end < len(text) else ""
+    prefix = "… " if start > 0 else ""
+    suffix = " …" if end < len(text) else ""
     return f"{prefix}{snippet}{suffix}"
