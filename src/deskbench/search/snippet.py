@@ -20,20 +20,17 @@ _WORD = r"[^\W_]"
 Span = tuple[int, int, str]
 
 
-def _is_boundary(low: str, i: int) -> bool:
-    """No ASCII letter or digit at position i (or i is outside the text)."""
-    return i < 0 or i >= len(low) or not low[i].isalnum()
-
-
 def _ascii_spans(low: str, hl: Highlights) -> list[Span] | None:
     """Matches in lower-cased ASCII text found with str.find (C speed); None if a wildcard has no
     literal prefix to look for."""
     spans: dict[int, Span] = {}
+    n = len(low)
     for term in hl.terms:
         i = low.find(term)
         while i != -1:
             end = i + len(term)
-            if _is_boundary(low, i - 1) and _is_boundary(low, end):
+            # A match is a whole word: no letter or digit just before or after it.
+            if (i == 0 or not low[i - 1].isalnum()) and (end == n or not low[end].isalnum()):
                 spans[i] = (i, end, term)
             i = low.find(term, end)
     for pattern in hl.patterns:
@@ -44,7 +41,7 @@ def _ascii_spans(low: str, hl: Highlights) -> list[Span] | None:
         whole = re.compile(pattern.pattern.replace(".*", f"{_WORD}*").replace(".", _WORD) + f"(?!{_WORD})")
         i = low.find(prefix)
         while i != -1:
-            m = whole.match(low, i) if _is_boundary(low, i - 1) else None
+            m = whole.match(low, i) if i == 0 or not low[i - 1].isalnum() else None
             if m:
                 spans.setdefault(i, (i, m.end(), m.group()))
             i = low.find(prefix, m.end() if m else i + 1)
