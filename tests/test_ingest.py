@@ -11,6 +11,7 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
 from conftest import cli_json, ingest, require_tool, run_cli, write_text_pdf
 from reportlab.pdfgen import canvas
 
@@ -207,3 +208,32 @@ def test_corpus_dir_that_is_something_else_is_refused(tmp_path: Path) -> None:
     assert proc.returncode == 2
     assert "is not a deskbench corpus" in proc.stderr and "Traceback" not in proc.stderr
     assert len(proc.stderr.strip().splitlines()) == 1
+
+
+def test_an_unreadable_page_is_recorded_and_the_rest_of_the_file_kept(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import deskbench.corpus.extract as extract
+
+    pdf = write_text_pdf(tmp_path / "three.pdf", ["page one text here", "page two text here", "page three text here"])
+    real = extract._text_layer
+
+    def flaky(page):  # fault injection: pdfium fails on the second page's text layer
+        text = real(page)
+        if "two" in text:
+            raise RuntimeError("FPDFText_LoadPage failed")
+        return text
+
+    monkeypatch.setattr(extract, "_text_layer", flaky)
+    result = extract.extract_pdf(str(pdf), extract.OcrSettings(mode="never"))
+    assert result.error is None
+    assert [p.error for p in result.pages] == [None, "text layer unreadable (FPDFText_LoadPage failed)", None]
+    assert "three" in result.pages[2].text
+
+
+def test_missing_stored_copy_is_a_clear_error(tmp_path: Path) -> None:
+    write_text_pdf(tmp_path / "pdfs" / "gone.pdf", ["text"])
+    c, _ = ingest(tmp_path / "corpus", [tmp_path / "pdfs"])
+    (c.root / c.document("gone.pdf").stored_path).unlink()
+    proc = run_cli("page", "--corpus", str(c.root), "gone.pdf", "1", "-o", str(tmp_path / "x.png"))
+    assert proc.returncode == 2 and "is missing; ingest" in proc.stderr and "Traceback" not in proc.stderr

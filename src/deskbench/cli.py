@@ -121,6 +121,9 @@ def _print_hits(query: str, hits: list) -> None:  # list[SearchHit]
 
 
 def _bold(snippet: str) -> str:
+    """Matches in bold on a terminal; elsewhere (a pipe, a file) keep the ** markers as they are."""
+    if not out.is_terminal:
+        return escape(snippet)
     parts = snippet.split("**")
     return "".join(f"[bold yellow]{escape(p)}[/bold yellow]" if i % 2 else escape(p)
                    for i, p in enumerate(parts))

@@ -120,9 +120,14 @@ class Corpus:
         cached = self.images.get(doc.content_hash, page, spec)
         if cached is not None:
             return cached
+        pdf = self.root / doc.stored_path
+        if not pdf.exists():
+            raise UserError(
+                f"the stored copy of {doc_id} ({pdf}) is missing; ingest {doc.source_path} again"
+            )
         # pdfium is not thread-safe: one render at a time per process.
         with self._render_lock:
-            data = render_page(self.root / doc.stored_path, page, spec)
+            data = render_page(pdf, page, spec)
         self.images.put(doc.content_hash, page, spec, data)
         return data
 
