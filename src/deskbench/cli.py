@@ -195,6 +195,95 @@ def info(corpus: CorpusOpt, as_json: JsonOpt = False) -> None:
         out.print(f"[red]failed[/red] {escape(e.source_path)}: {escape(e.reason)}")
 
 
+def _pct(value: float | None, ci: tuple[float, float] | None = None) -> str:
+    if value is None:
+        return "–"
+    text = f"{100 * value:.1f}"
+    if ci is not None:
+        text += f" ± {100 * (ci[1] - ci[0]) / 2:.1f}"
+    return text
+
+
+@app.command()
+def score(
+    submissions: Annotated[Path, typer.Argument(help="Predictions JSONL (deskbench or official MADQA format).")],
+    tasks: Annotated[Path, typer.Option("--tasks", "-t", help="Tasks JSONL (MADQA dataset rows).")],
+    by: Annotated[list[str] | None, typer.Option("--by", help="Also break down by: domain, category.")] = None,
+    official: Annotated[bool, typer.Option(help="The official script's conventions: drop missing, stable ties, no page coercion.")] = False,
+    kuiper_ties: Annotated[str, typer.Option(help="robust (tied efforts are one block) | stable (input order)")] = "robust",
+    effort: Annotated[str, typer.Option(help="Effort for Kuiper: steps | tokens | seconds")] = "steps",
+    skip_invalid: Annotated[bool, typer.Option(help="Skip (and count) bad lines instead of stopping.")] = False,
+    items_out: Annotated[Path | None, typer.Option("--items-out", help="Write per-item scores as JSONL.")] = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Score docqa submissions: accuracy (ANLS*), Page/Doc F1, Kuiper, by hop type."""
+    from deskbench.scoring.docqa import ScoreOptions, score_all, summarize
+    from deskbench.tasks.docqa import read_submissions, read_tasks
+    from deskbench.tasks.jsonl import write_jsonl
+
+    groups = by or []
+    for g in groups:
+        if g not in ("domain", "category"):
+            raise UserError(f"--by {g!r} is not valid; use domain or category")
+    if kuiper_ties not in ("robust", "stable"):
+        raise UserError(f"--kuiper-ties {kuiper_ties!r} is not valid; use robust or stable")
+    if effort not in ("steps", "tokens", "seconds"):
+        raise UserError(f"--effort {effort!r} is not valid; use steps, tokens or seconds")
+    task_rows = read_tasks(tasks, skip_invalid=skip_invalid)
+    sub_rows, coerced = read_submissions(submissions, coerce_pages=not official, skip_invalid=skip_invalid)
+    opts = ScoreOptions(official=official, ties=kuiper_ties, effort=effort)  # type: ignore[arg-type]
+    items, matched = score_all(task_rows.items, sub_rows.items, opts)
+    report = summarize(items, matched, opts, by=groups,  # type: ignore[arg-type]
+                       pages_coerced=coerced, skipped_lines=len(task_rows.skipped) + len(sub_rows.skipped))
+    if items_out is not None:
+        write_jsonl(items_out, list(items))
+    for line in task_rows.skipped + sub_rows.skipped:
+        err.print(f"[yellow]skipped[/yellow] {escape(str(line))}")
+    if coerced:
+        err.print(f"[yellow]warning:[/yellow] {coerced} citation pages were strings and were read as numbers")
+    if matched.extra:
+        err.print(f"[yellow]warning:[/yellow] {len(matched.extra)} submissions match no task: "
+                  f"{escape(', '.join(matched.extra[:5]))}{' …' if len(matched.extra) > 5 else ''}")
+    if as_json:
+        print(report.model_dump_json(indent=2))
+        return
+    _print_report(report, submissions.name)
+
+
+def _print_report(report, name: str) -> None:  # report: ScoreReport
+    table = Table(title=f"docqa score: {name}")
+    for col in ("system", "Accuracy", "X-Page", "X-Doc", "Page F1", "Doc F1", "Kuiper ↓"):
+        table.add_column(col, justify="right" if col != "system" else "left")
+    hops = report.by_hop_type
+    table.add_row(
+        escape(name),
+        _pct(report.accuracy, report.accuracy_ci),
+        _pct(hops["cross_page"].accuracy, hops["cross_page"].accuracy_ci),
+        _pct(hops["cross_doc"].accuracy, hops["cross_doc"].accuracy_ci),
+        _pct(report.page_f1, report.page_f1_ci),
+        _pct(report.doc_f1, report.doc_f1_ci),
+        "–" if report.kuiper is None else f"{report.kuiper:.1f}",
+    )
+    out.print(table)
+    out.print(f"items {report.n}: scored {report.n - report.n_missing - report.n_unscored}, "
+              f"unscored {report.n_unscored}, missing {report.n_missing}"
+              f"{' (dropped, --official)' if report.official and report.missing_ids else ' (counted as incorrect)' if report.n_missing else ''}; "
+              f"extra submissions {report.n_extra}; mean ANLS* {_pct(report.mean_anls)}")
+    if report.kuiper is None and report.kuiper_reason:
+        out.print(f"Kuiper not computed: {escape(report.kuiper_reason)}")
+    for title, groups in (("domain", report.by_domain), ("category", report.by_category)):
+        if not groups:
+            continue
+        t = Table(title=f"by {title}")
+        for col in (title, "n", "Accuracy", "Page F1", "Doc F1", "Kuiper ↓"):
+            t.add_column(col, justify="left" if col == title else "right")
+        for key, g in groups.items():
+            t.add_row(escape(key), str(g.n), _pct(g.accuracy, g.accuracy_ci), _pct(g.page_f1, g.page_f1_ci),
+                      _pct(g.doc_f1, g.doc_f1_ci), "–" if g.kuiper is None else f"{g.kuiper:.1f}")
+        out.print(t)
+    out.print("CIs: accuracy Wilson 95%; Page/Doc F1 bootstrap 95% (1000 resamples, seed 0)")
+
+
 @app.command()
 def demo(
     out_dir: Annotated[Path, typer.Option("--out", help="Where to write the sample PDFs and corpus.")] = Path(".demo"),

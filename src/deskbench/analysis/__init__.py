@@ -1,0 +1,1 @@
+"""Analysis: statistics over per-item scores (confidence intervals, bootstrap)."""

@@ -1,0 +1,1 @@
+"""Scoring: pure metric functions for answers, attribution, calibration and judge bias."""

@@ -1,0 +1,267 @@
+"""docqa scoring: per-item scores and the MADQA summary (Table 3 row, breakdowns, counts).
+
+Default conventions (DESIGN.md "Metric decisions"): missing submissions count as incorrect and
+are listed; numeric page strings are coerced (and counted); Kuiper ties form one block. The
+`official` options reproduce the official MADQA script instead: missing items are dropped, ties
+are read in input order ("stable"), and page strings are not coerced (they match nothing).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any, Literal
+
+import numpy as np
+from pydantic import BaseModel, Field
+
+from deskbench.analysis.stats import bootstrap_means_ci, wilson_interval
+from deskbench.errors import UserError
+from deskbench.scoring.answer import anls_correct, anls_star, exact_match
+from deskbench.scoring.attribution import doc_f1, page_f1
+from deskbench.scoring.bias import M0, M1, Q0, Q1, rg_interval_lee, rogan_gladen
+from deskbench.scoring.calibration import kuiper, wasted_effort_ratio
+from deskbench.scoring.judge import AnswerJudge
+from deskbench.tasks.docqa import HOP_TYPES, DocQASubmission, DocQATask, EffortMeasure, ItemScore
+
+GroupBy = Literal["domain", "category"]
+
+
+@dataclass(frozen=True)
+class ScoreOptions:
+    official: bool = False  # the official script's conventions (see the module docstring)
+    ties: Literal["robust", "stable"] = "robust"
+    effort: EffortMeasure = "steps"
+    judge: AnswerJudge | None = None
+    q0: float = Q0
+    q1: float = Q1
+    m0: int = M0
+    m1: int = M1
+    bootstrap_resamples: int = 1000
+    seed: int = 0
+
+    @property
+    def kuiper_ties(self) -> Literal["robust", "stable"]:
+        return "stable" if self.official else self.ties
+
+
+@dataclass
+class Matched:
+    pairs: list[tuple[DocQATask, DocQASubmission | None]]
+    missing: list[str]
+    extra: list[str]
+
+
+def _unique_by_id(items: Sequence[DocQATask] | Sequence[DocQASubmission], what: str) -> dict[str, object]:
+    seen: dict[str, object] = {}
+    for item in items:
+        if item.id in seen:
+            raise UserError(f"duplicate {what} id {item.id!r}; each id may appear once: remove the repeat")
+        seen[item.id] = item
+    return seen
+
+
+def match(tasks: Sequence[DocQATask], submissions: Sequence[DocQASubmission]) -> Matched:
+    """Pair every task with its submission; duplicates are an error naming the id."""
+    _unique_by_id(tasks, "task")
+    by_id = _unique_by_id(submissions, "submission")
+    task_ids = {t.id for t in tasks}
+    pairs = [(t, by_id.get(t.id)) for t in tasks]
+    return Matched(
+        pairs=pairs,  # type: ignore[arg-type]
+        missing=[t.id for t, s in pairs if s is None],
+        extra=[s.id for s in submissions if s.id not in task_ids],
+    )
+
+
+def score_item(task: DocQATask, sub: DocQASubmission | None, opts: ScoreOptions) -> ItemScore:
+    common: dict[str, Any] = {"id": task.id, "hop_type": task.hop_type, "domain": task.domain, "category": task.document_category}
+    if sub is None:
+        return ItemScore(**common, status="missing", accuracy=0.0, accuracy_source="missing")
+    anls = anls_star(sub.answer, task.answer_variants)
+    gold = [(e.document, e.page) for e in task.evidence]
+    cited = [(c.document, c.page) for c in sub.citations]
+    fields: dict[str, Any] = {
+        **common,
+        "anls": anls,
+        "exact": exact_match(sub.answer, task.answer_variants),
+        "page_f1": page_f1(cited, gold),  # type: ignore[arg-type]
+        "doc_f1": doc_f1(cited, gold),  # type: ignore[arg-type]
+        "effort": sub.effort(opts.effort),
+    }
+    if opts.judge is None:
+        return ItemScore(**fields, status="scored", accuracy=1.0 if anls_correct(anls) else 0.0,
+                         accuracy_source="anls")
+    if anls == 1.0:  # exact under ANLS*: the judge would only add noise and cost
+        return ItemScore(**fields, status="scored", accuracy=1.0, accuracy_source="exact")
+    judgement = opts.judge.judge(task.question, sub.answer, task.answer_variants)
+    return ItemScore(
+        **fields,
+        status="scored" if judgement.score is not None else "unscored",
+        accuracy=judgement.score,
+        accuracy_source="judge",
+        judge_verdict=judgement.verdict,
+        judge_error=judgement.error,
+    )
+
+
+def score_all(
+    tasks: Sequence[DocQATask], submissions: Sequence[DocQASubmission], opts: ScoreOptions
+) -> tuple[list[ItemScore], Matched]:
+    matched = match(tasks, submissions)
+    items = [
+        score_item(task, sub, opts)
+        for task, sub in matched.pairs
+        if sub is not None or not opts.official  # the official script drops missing items
+    ]
+    return items, matched
+
+
+class GroupSummary(BaseModel):
+    """The metrics of one set of items. Key names are an interface: other tools read them."""
+
+    n: int
+    n_missing: int
+    n_unscored: int
+    accuracy: float | None
+    accuracy_ci: tuple[float, float] | None = None
+    mean_anls: float | None
+    page_f1: float | None
+    page_f1_ci: tuple[float, float] | None = None
+    doc_f1: float | None
+    doc_f1_ci: tuple[float, float] | None = None
+    kuiper: float | None
+    kuiper_reason: str | None = None
+    kuiper_n: int = 0
+    wasted_effort_ratio: float | None
+
+
+class BiasCorrection(BaseModel):
+    accuracy: float
+    ci: tuple[float, float]
+    q0: float
+    q1: float
+    m0: int
+    m1: int
+    method: str = "Rogan-Gladen; interval of Lee et al. (2026)"
+
+
+class ScoreReport(GroupSummary):
+    accuracy_method: Literal["anls", "judge"]
+    judge: str | None = None
+    bias_corrected: BiasCorrection | None = None
+    official: bool = False
+    kuiper_ties: Literal["robust", "stable"] = "robust"
+    effort_measure: EffortMeasure = "steps"
+    n_extra: int = 0
+    missing_ids: list[str] = Field(default_factory=list)
+    extra_ids: list[str] = Field(default_factory=list)
+    pages_coerced: int = 0
+    skipped_lines: int = 0
+    ci_methods: dict[str, str] = Field(default_factory=dict)
+    by_hop_type: dict[str, GroupSummary]
+    by_domain: dict[str, GroupSummary] | None = None
+    by_category: dict[str, GroupSummary] | None = None
+
+
+CI_METHODS = {
+    "accuracy_ci": "Wilson score interval, 95%, over the items with an accuracy",
+    "page_f1_ci": "percentile bootstrap of the mean, 95%, 1000 resamples, seed 0",
+    "doc_f1_ci": "percentile bootstrap of the mean, 95%, 1000 resamples, seed 0",
+}
+
+
+def _finite(x: float) -> float | None:
+    return None if math.isnan(x) else float(x)
+
+
+def summarize_group(items: Sequence[ItemScore], opts: ScoreOptions, *, with_f1_ci: bool = True) -> GroupSummary:
+    n = len(items)
+    accs = np.array([i.accuracy for i in items if i.accuracy is not None], dtype=float)
+    anls = np.array([i.anls for i in items], dtype=float)
+    pf1 = np.array([i.page_f1 for i in items], dtype=float)
+    df1 = np.array([i.doc_f1 for i in items], dtype=float)
+    timed = [i for i in items if i.status == "scored" and i.effort is not None]
+    scored = [i for i in items if i.status == "scored"]
+    k_reason: str | None
+    if scored and not timed:
+        k_value, k_reason = math.nan, f"no effort reported for {len(scored)} items"
+    else:
+        k = kuiper([i.effort for i in timed], [i.accuracy or 0.0 for i in timed], ties=opts.kuiper_ties)
+        k_value, k_reason = k.value, k.reason
+    wasted = (
+        wasted_effort_ratio([i.effort for i in timed], [i.accuracy or 0.0 for i in timed]) if timed else math.nan
+    )
+    cis: dict[str, tuple[float, float]] = {}
+    if with_f1_ci and n:
+        cis = bootstrap_means_ci(
+            {"page_f1": pf1, "doc_f1": df1}, resamples=opts.bootstrap_resamples, seed=opts.seed
+        )
+    return GroupSummary(
+        n=n,
+        n_missing=sum(i.status == "missing" for i in items),
+        n_unscored=sum(i.status == "unscored" for i in items),
+        accuracy=float(accs.mean()) if len(accs) else None,
+        accuracy_ci=wilson_interval(float(accs.sum()), len(accs)) if len(accs) else None,
+        mean_anls=float(anls.mean()) if n else None,
+        page_f1=float(pf1.mean()) if n else None,
+        page_f1_ci=cis.get("page_f1"),
+        doc_f1=float(df1.mean()) if n else None,
+        doc_f1_ci=cis.get("doc_f1"),
+        kuiper=_finite(k_value),
+        kuiper_reason=k_reason,
+        kuiper_n=len(timed),
+        wasted_effort_ratio=_finite(wasted),
+    )
+
+
+def _groups(
+    items: Sequence[ItemScore], key: Callable[[ItemScore], str | None], opts: ScoreOptions
+) -> dict[str, GroupSummary]:
+    buckets: dict[str, list[ItemScore]] = {}
+    for item in items:
+        buckets.setdefault(key(item) or "(none)", []).append(item)
+    return {name: summarize_group(group, opts) for name, group in sorted(buckets.items())}
+
+
+def summarize(
+    items: Sequence[ItemScore],
+    matched: Matched,
+    opts: ScoreOptions,
+    by: Sequence[GroupBy] = (),
+    *,
+    pages_coerced: int = 0,
+    skipped_lines: int = 0,
+) -> ScoreReport:
+    overall = summarize_group(items, opts)
+    by_hop: dict[str, GroupSummary] = {hop: summarize_group([i for i in items if i.hop_type == hop], opts) for hop in HOP_TYPES}
+    report = ScoreReport(
+        **overall.model_dump(),
+        accuracy_method="judge" if opts.judge else "anls",
+        judge=opts.judge.name if opts.judge else None,
+        official=opts.official,
+        kuiper_ties=opts.kuiper_ties,
+        effort_measure=opts.effort,
+        n_extra=len(matched.extra),
+        missing_ids=matched.missing,
+        extra_ids=matched.extra,
+        pages_coerced=pages_coerced,
+        skipped_lines=skipped_lines,
+        ci_methods=CI_METHODS,
+        by_hop_type=by_hop,
+        by_domain=_groups(items, lambda i: i.domain, opts) if "domain" in by else None,
+        by_category=_groups(items, lambda i: i.category, opts) if "category" in by else None,
+    )
+    if opts.judge is not None and overall.accuracy is not None:
+        n_acc = overall.n - overall.n_unscored
+        ci = rg_interval_lee(overall.accuracy, n_acc, opts.q0, opts.q1, opts.m0, opts.m1)
+        report.bias_corrected = BiasCorrection(
+            accuracy=rogan_gladen(overall.accuracy, opts.q0, opts.q1),
+            ci=(ci.low, ci.high),
+            q0=opts.q0,
+            q1=opts.q1,
+            m0=opts.m0,
+            m1=opts.m1,
+        )
+    return report
