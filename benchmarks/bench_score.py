@@ -34,8 +34,7 @@ from deskbench.tasks.docqa import read_submissions, read_tasks
 
 REPO = Path(__file__).resolve().parents[1]
 TARGET_SECONDS = 1.0
-WORDS = ("annual revenue board member total invoice permit river county budget capital grant "
-         "school north south report fund tax salary hospital bridge contract vendor policy").split()
+WORDS = ["annual", "revenue", "board", "member", "total", "invoice", "permit", "river", "county", "budget", "capital", "grant", "school", "north", "south", "report", "fund", "tax", "salary", "hospital", "bridge", "contract", "vendor", "policy"]
 DOMAINS = [f"domain-{i}" for i in range(13)]
 CATEGORIES = [f"category-{i}" for i in range(63)]
 
@@ -60,8 +59,9 @@ def generate(n: int, seed: int) -> tuple[list[dict[str, Any]], list[dict[str, An
     rng = random.Random(seed)
     tasks, subs = [], []
     for i in range(n):
-        items = [_phrase(rng) for _ in range(rng.choice((1, 1, 1, 2, 3)))]
-        variants = [items] + [[_phrase(rng)] for _ in range(rng.choice((0, 0, 1, 2)))]
+        # Mostly one short answer with one variant, some lists and alternatives, as in MADQA.
+        items = [_phrase(rng) for _ in range(rng.choices((1, 2, 3), weights=(85, 10, 5))[0])]
+        variants = [items] + [[_phrase(rng)] for _ in range(rng.choices((0, 1, 2), weights=(70, 20, 10))[0])]
         docs = [f"doc{rng.randrange(800)}.pdf" for _ in range(rng.choice((1, 1, 1, 2)))]
         evidence = [{"document": d, "page": rng.randint(1, 60)} for d in docs for _ in range(rng.choice((1, 1, 2)))]
         tasks.append({"id": f"test/{i}", "question": f"question {i}?", "answer_variants": variants,

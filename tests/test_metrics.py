@@ -471,3 +471,17 @@ def test_bootstrap_means_ci_is_paired() -> None:
     assert bootstrap_mean_ci(a, resamples=500, seed=7) == cis["a"]
     with pytest.raises(ValueError, match="differ in length"):
         bootstrap_means_ci({"a": a, "b": a[:10]})
+
+
+def test_exact_match_is_anls_star_of_one() -> None:
+    """Scoring sets `exact = (ANLS* == 1)` instead of calling exact_match: the two must agree."""
+    import random
+
+    from deskbench.scoring.answer import anls_star, exact_match
+
+    rng = random.Random(5)
+    words = ["a", "b", "Paris", "paris ", "12", "1 2", ""]
+    for _ in range(2000):
+        pred = [rng.choice(words) for _ in range(rng.randint(0, 3))]
+        variants = [[rng.choice(words) for _ in range(rng.randint(0, 3))] for _ in range(rng.randint(1, 3))]
+        assert exact_match(pred, variants) == (anls_star(pred, variants) == 1.0), (pred, variants)

@@ -7,8 +7,8 @@ import math
 from pathlib import Path
 
 import pytest
-
 from conftest import run_cli
+
 from deskbench.scoring.docqa import ScoreOptions, score_all, summarize
 from deskbench.scoring.judge import Judgement
 from deskbench.tasks.docqa import DocQASubmission, DocQATask, read_submissions

@@ -278,10 +278,10 @@ def _print_report(report, name: str) -> None:  # report: ScoreReport
         for col in (title, "n", "Accuracy", "Page F1", "Doc F1", "Kuiper ↓"):
             t.add_column(col, justify="left" if col == title else "right")
         for key, g in groups.items():
-            t.add_row(escape(key), str(g.n), _pct(g.accuracy, g.accuracy_ci), _pct(g.page_f1, g.page_f1_ci),
-                      _pct(g.doc_f1, g.doc_f1_ci), "–" if g.kuiper is None else f"{g.kuiper:.1f}")
+            t.add_row(escape(key), str(g.n), _pct(g.accuracy, g.accuracy_ci), _pct(g.page_f1),
+                      _pct(g.doc_f1), "–" if g.kuiper is None else f"{g.kuiper:.1f}")
         out.print(t)
-    out.print("CIs: accuracy Wilson 95%; Page/Doc F1 bootstrap 95% (1000 resamples, seed 0)")
+    out.print("CIs: accuracy Wilson 95%; Page/Doc F1 bootstrap 95% (1000 resamples, seed 0, whole set only)")
 
 
 @app.command()

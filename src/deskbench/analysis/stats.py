@@ -9,11 +9,11 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
+from statistics import NormalDist
 from typing import Any
 
 import numpy as np
 import numpy.typing as npt
-from scipy.stats import norm
 
 # Cap on resampled indices held in memory at once (rows x items): 4M int64 = 32 MB.
 _CHUNK_CELLS = 4_000_000
@@ -24,7 +24,7 @@ def wilson_interval(successes: float, n: int, alpha: float = 0.05) -> tuple[floa
     keeps its coverage near 0 and 1. `successes` may be fractional (a sum of partial credit)."""
     if n <= 0:
         return (math.nan, math.nan)
-    z = float(norm.ppf(1 - alpha / 2))
+    z = float(NormalDist().inv_cdf(1 - alpha / 2))
     p = successes / n
     denom = 1 + z * z / n
     center = (p + z * z / (2 * n)) / denom

@@ -21,7 +21,6 @@ from itertools import permutations
 
 import numpy as np
 from rapidfuzz.distance import Levenshtein
-from scipy.optimize import linear_sum_assignment
 
 ANLS_THRESHOLD = 0.5
 # Above this many candidate assignments, the Hungarian solver beats trying them all.
@@ -86,6 +85,8 @@ def _best_matching_sum(gold: Sequence[str], pred: Sequence[str]) -> float:
             for cols in permutations(range(n_long), n_short)
         )
     matrix = np.asarray(sim, dtype=float)
+    from scipy.optimize import linear_sum_assignment  # only for long lists; scipy loads slowly
+
     rows, cols = linear_sum_assignment(matrix, maximize=True)
     return float(matrix[rows, cols].sum())
 

@@ -13,8 +13,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
-
-from scipy.stats import norm
+from statistics import NormalDist
 
 Q0 = 1.000
 Q1 = 0.980
@@ -44,7 +43,7 @@ def _check_informative(q0: float, q1: float) -> None:
 
 
 def _z(alpha: float) -> float:
-    return float(norm.ppf(1 - alpha / 2))
+    return float(NormalDist().inv_cdf(1 - alpha / 2))
 
 
 def rogan_gladen(p: float, q0: float = Q0, q1: float = Q1) -> float:

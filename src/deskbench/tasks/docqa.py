@@ -8,6 +8,7 @@ reader is told to behave like the official script (context {"coerce_pages": Fals
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
@@ -207,8 +208,14 @@ class DocQASubmission(BaseModel):
 ScoreStatus = Literal["scored", "unscored", "missing"]
 
 
-class ItemScore(BaseModel):
-    """Everything known about one task after scoring; written to disk and re-analysed later."""
+@dataclass(frozen=True, slots=True)
+class ItemScore:
+    """Everything known about one task after scoring; written to disk and re-analysed later.
+
+    A plain dataclass, not a pydantic model: scoring makes one per task and pydantic's
+    construction cost more than the scoring. pydantic still validates it when read from disk
+    (`TypeAdapter(ItemScore)`).
+    """
 
     id: str
     status: ScoreStatus

@@ -6,13 +6,13 @@ turns it into one line and exit code 2), or, with `skip_invalid`, is skipped and
 
 from __future__ import annotations
 
-import json
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Generic, TypeVar
 
 from pydantic import BaseModel, ValidationError
+from pydantic_core import to_json
 
 from deskbench.errors import UserError
 
@@ -37,21 +37,26 @@ class ReadResult(Generic[M]):
 
 def _describe(exc: ValidationError) -> str:
     err = exc.errors(include_url=False)[0]
+    if err["type"] == "json_invalid":
+        return f"invalid JSON ({err['ctx'].get('error', err['msg']) if err.get('ctx') else err['msg']})"
+    if err["type"] in ("model_type", "model_attributes_type") and not err["loc"]:
+        return "expected a JSON object on this line"
     where = ".".join(str(p) for p in err["loc"]) or "(line)"
     more = f" (and {exc.error_count() - 1} more)" if exc.error_count() > 1 else ""
     return f"field '{where}': {err['msg']}{more}"
 
 
-def _lines(path: Path) -> Iterator[tuple[int, str]]:
+def _lines(path: Path) -> Iterator[tuple[int, bytes]]:
+    """Non-blank lines as bytes: pydantic parses UTF-8 itself, and reports bad encoding per line."""
     try:
-        with path.open(encoding="utf-8") as fh:
-            for number, line in enumerate(fh, 1):
-                if line.strip():
-                    yield number, line
+        data = path.read_bytes()
     except FileNotFoundError as exc:
         raise UserError(f"{path}: no such file; check the path") from exc
-    except UnicodeDecodeError as exc:
-        raise UserError(f"{path}: not UTF-8 text ({exc.reason}); save it as UTF-8 JSON Lines") from exc
+    except IsADirectoryError as exc:
+        raise UserError(f"{path} is a directory; give a JSON Lines file") from exc
+    for number, line in enumerate(data.splitlines(), 1):
+        if line.strip():
+            yield number, line
 
 
 def read_jsonl(
@@ -66,24 +71,19 @@ def read_jsonl(
     hint = "fix the line, or pass --skip-invalid to skip bad lines"
     for number, line in _lines(path):
         try:
-            data = json.loads(line)
-            if not isinstance(data, dict):
-                raise ValueError(f"expected a JSON object, got {type(data).__name__}")
-            result.items.append(model.model_validate(data, context=context))
+            result.items.append(model.model_validate_json(line, context=context))
+            continue
         except ValidationError as exc:
             error = LineError(str(path), number, _describe(exc))
-        except ValueError as exc:  # json.JSONDecodeError is a ValueError
-            error = LineError(str(path), number, f"invalid JSON ({exc})")
-        else:
-            continue
         if not skip_invalid:
             raise UserError(f"{error}; {hint}")
         result.skipped.append(error)
     return result
 
 
-def write_jsonl(path: Path, items: list[BaseModel]) -> None:
+def write_jsonl(path: Path, items: Sequence[object]) -> None:
+    """One JSON object a line: pydantic models and dataclasses alike."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    with path.open("w", encoding="utf-8") as fh:
+    with path.open("wb") as fh:
         for item in items:
-            fh.write(item.model_dump_json(exclude_none=True) + "\n")
+            fh.write(to_json(item, exclude_none=True) + b"\n")
