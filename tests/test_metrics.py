@@ -485,3 +485,20 @@ def test_exact_match_is_anls_star_of_one() -> None:
         pred = [rng.choice(words) for _ in range(rng.randint(0, 3))]
         variants = [[rng.choice(words) for _ in range(rng.randint(0, 3))] for _ in range(rng.randint(1, 3))]
         assert exact_match(pred, variants) == (anls_star(pred, variants) == 1.0), (pred, variants)
+
+
+def test_bootstrap_over_few_distinct_values_matches_index_resampling() -> None:
+    """The multinomial shortcut (few distinct per-item values) is the same bootstrap distribution
+    as resampling item indices: compare the two intervals on the same data."""
+    import numpy as np
+
+    from deskbench.analysis.stats import bootstrap_means_ci
+
+    rng = np.random.default_rng(1)
+    page = rng.choice([0.0, 0.5, 2 / 3, 1.0], size=4000, p=[0.3, 0.1, 0.1, 0.5])
+    doc = np.where(page > 0, 1.0, rng.choice([0.0, 1.0], size=4000))
+    fast = bootstrap_means_ci({"page": page, "doc": doc}, resamples=4000, seed=0)
+    idx = np.random.default_rng(2).integers(0, len(page), size=(4000, len(page)))
+    for name, values in (("page", page), ("doc", doc)):
+        slow = np.quantile(values[idx].mean(axis=1), [0.025, 0.975])
+        assert abs(fast[name][0] - slow[0]) < 0.004 and abs(fast[name][1] - slow[1]) < 0.004

@@ -11,7 +11,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Literal
 
 import numpy as np
 from pydantic import BaseModel, Field
@@ -76,33 +76,36 @@ def match(tasks: Sequence[DocQATask], submissions: Sequence[DocQASubmission]) ->
 
 
 def score_item(task: DocQATask, sub: DocQASubmission | None, opts: ScoreOptions) -> ItemScore:
-    common: dict[str, Any] = {"id": task.id, "hop_type": task.hop_type, "domain": task.domain, "category": task.document_category}
     if sub is None:
-        return ItemScore(**common, status="missing", accuracy=0.0, accuracy_source="missing")
+        return ItemScore(id=task.id, status="missing", hop_type=task.hop_type, domain=task.domain,
+                         category=task.document_category, accuracy=0.0, accuracy_source="missing")
     anls = anls_star(sub.answer, task.answer_variants)
     gold = [(e.document, e.page) for e in task.evidence]
     cited = [(c.document, c.page) for c in sub.citations]
-    fields: dict[str, Any] = {
-        **common,
-        "anls": anls,
-        "exact": anls == 1.0,  # ANLS* = 1 exactly when the normalised multisets are equal
-        "page_f1": page_f1(cited, gold),  # type: ignore[arg-type]
-        "doc_f1": doc_f1(cited, gold),  # type: ignore[arg-type]
-        "effort": sub.effort(opts.effort),
-    }
+    judgement = None
     if opts.judge is None:
-        return ItemScore(**fields, status="scored", accuracy=1.0 if anls_correct(anls) else 0.0,
-                         accuracy_source="anls")
-    if anls == 1.0:  # exact under ANLS*: the judge would only add noise and cost
-        return ItemScore(**fields, status="scored", accuracy=1.0, accuracy_source="exact")
-    judgement = opts.judge.judge(task.question, sub.answer, task.answer_variants)
+        accuracy: float | None = 1.0 if anls_correct(anls) else 0.0
+        source: Literal["anls", "exact", "judge"] = "anls"
+    elif anls == 1.0:  # exact under ANLS*: the judge would only add noise and cost
+        accuracy, source = 1.0, "exact"
+    else:
+        judgement = opts.judge.judge(task.question, sub.answer, task.answer_variants)
+        accuracy, source = judgement.score, "judge"
     return ItemScore(
-        **fields,
-        status="scored" if judgement.score is not None else "unscored",
-        accuracy=judgement.score,
-        accuracy_source="judge",
-        judge_verdict=judgement.verdict,
-        judge_error=judgement.error,
+        id=task.id,
+        status="unscored" if accuracy is None else "scored",
+        hop_type=task.hop_type,
+        domain=task.domain,
+        category=task.document_category,
+        accuracy=accuracy,
+        accuracy_source=source,
+        anls=anls,
+        exact=anls == 1.0,  # ANLS* = 1 exactly when the normalised multisets are equal
+        page_f1=page_f1(cited, gold),  # type: ignore[arg-type]  # str pages only in official mode
+        doc_f1=doc_f1(cited, gold),  # type: ignore[arg-type]
+        effort=sub.effort(opts.effort),
+        judge_verdict=judgement.verdict if judgement else None,
+        judge_error=judgement.error if judgement else None,
     )
 
 
