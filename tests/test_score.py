@@ -200,3 +200,18 @@ def test_kuiper_is_nan_with_a_reason_without_effort(tmp_path: Path) -> None:
     assert r["kuiper"] is None and "no effort reported" in r["kuiper_reason"]
     assert r["wasted_effort_ratio"] is None
     assert not math.isnan(r["accuracy"])
+
+
+def test_items_out_round_trips(files: tuple[Path, Path], tmp_path: Path) -> None:
+    from pydantic import TypeAdapter
+
+    from deskbench.tasks.docqa import ItemScore
+
+    tasks, subs = files
+    out = tmp_path / "items.jsonl"
+    assert run_cli("score", str(subs), "--tasks", str(tasks), "--items-out", str(out), "--json").returncode == 0
+    adapter = TypeAdapter(ItemScore)
+    items = [adapter.validate_json(line) for line in out.read_text().splitlines()]
+    assert [i.id for i in items] == ["t1", "t2", "t3", "t4", "t5"]
+    assert items[4].status == "missing" and items[1].page_f1 == pytest.approx(2 / 3)
+    assert items[2].effort == 5.0 and items[2].hop_type == "cross_doc"
