@@ -53,6 +53,13 @@ def rogan_gladen(p: float, q0: float = Q0, q1: float = Q1) -> float:
     return _clip((p + q0 - 1) / (q0 + q1 - 1))
 
 
+def _plug_in_se(p: float, n: float, q0: float, q1: float, m0: float, m1: float, theta: float) -> float:
+    """Delta-method standard error of the Rogan-Gladen estimate: the variance of p (n test items)
+    and of q0, q1 (m0, m1 calibration items), divided through by the judge's informedness."""
+    variance = p * (1 - p) / n + (1 - theta) ** 2 * q0 * (1 - q0) / m0 + theta**2 * q1 * (1 - q1) / m1
+    return math.sqrt(variance) / (q0 + q1 - 1)
+
+
 def rg_interval_simple(
     p: float,
     n: int,
@@ -68,10 +75,7 @@ def rg_interval_simple(
     _check_informative(q0, q1)
     z = _z(alpha)
     theta = (p + q0 - 1) / (q0 + q1 - 1)
-    variance = (
-        p * (1 - p) / n + (1 - theta) ** 2 * q0 * (1 - q0) / m0 + theta**2 * q1 * (1 - q1) / m1
-    )
-    se = math.sqrt(variance) / (q0 + q1 - 1)
+    se = _plug_in_se(p, n, q0, q1, m0, m1, theta)
     return Interval(_clip(theta - z * se), _clip(theta + z * se))
 
 
@@ -95,12 +99,8 @@ def rg_interval_lee(
     _check_informative(q0_, q1_)  # smoothing can, in a corner case, undo q0 + q1 > 1
     n_, m0_, m1_ = n + z2, m0 + 2, m1 + 2
     theta = (p_ + q0_ - 1) / (q0_ + q1_ - 1)
-    var_q0 = q0_ * (1 - q0_) / m0_
-    var_q1 = q1_ * (1 - q1_) / m1_
-    shift = 2 * z2 * (-(1 - theta) * var_q0 + theta * var_q1)
-    se = math.sqrt(p_ * (1 - p_) / n_ + (1 - theta) ** 2 * var_q0 + theta**2 * var_q1) / (
-        q0_ + q1_ - 1
-    )
+    shift = 2 * z2 * (-(1 - theta) * q0_ * (1 - q0_) / m0_ + theta * q1_ * (1 - q1_) / m1_)
+    se = _plug_in_se(p_, n_, q0_, q1_, m0_, m1_, theta)
     return Interval(_clip(theta + shift - z * se), _clip(theta + shift + z * se))
 
 

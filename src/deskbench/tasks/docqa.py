@@ -15,6 +15,7 @@ from typing import Annotated, Any, Literal
 from pydantic import (
     AliasChoices,
     BaseModel,
+    BeforeValidator,
     ConfigDict,
     Field,
     ValidationInfo,
@@ -36,11 +37,19 @@ class Evidence(BaseModel):
     page: int = Field(ge=1)
 
 
+def _id_as_text(v: Any) -> Any:
+    return str(v) if isinstance(v, int) and not isinstance(v, bool) else v
+
+
+ItemId = Annotated[str, BeforeValidator(_id_as_text)]
+"""Task ids are strings ("dev/0"); a bare number in a file is read as its text."""
+
+
 class DocQATask(BaseModel):
     """A MADQA question with its acceptable answers and minimal evidence set."""
 
     model_config = ConfigDict(extra="allow")
-    id: str
+    id: ItemId
     question: str
     answer_variants: list[list[str]] = Field(min_length=1)
     evidence: list[Evidence] = Field(default_factory=list)
@@ -48,11 +57,6 @@ class DocQATask(BaseModel):
     document_category: str | None = Field(
         default=None, validation_alias=AliasChoices("document_category", "category")
     )
-
-    @field_validator("id", mode="before")
-    @classmethod
-    def _id_as_text(cls, v: Any) -> Any:
-        return str(v) if isinstance(v, int) else v
 
     @field_validator("answer_variants", mode="before")
     @classmethod
@@ -162,7 +166,7 @@ class DocQASubmission(BaseModel):
     """One system's answer to one task (the official MADQA predictions format, or deskbench's)."""
 
     model_config = ConfigDict(extra="allow")
-    id: str
+    id: ItemId
     question: str | None = None
     answer: list[str]
     citations: list[Citation] = Field(default_factory=list)
@@ -171,11 +175,6 @@ class DocQASubmission(BaseModel):
     steps: int | None = Field(default=None, ge=0)
     usage: Usage | None = None
     trajectory: list[TrajectoryStep] | None = None
-
-    @field_validator("id", mode="before")
-    @classmethod
-    def _id_as_text(cls, v: Any) -> Any:
-        return str(v) if isinstance(v, int) else v
 
     @field_validator("answer", mode="before")
     @classmethod
