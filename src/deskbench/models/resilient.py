@@ -1,0 +1,111 @@
+"""The wrapper every adapter runs inside: cache, concurrency limit, retries, usage and cost.
+
+Retries use exponential backoff with full jitter on 429, 5xx, timeouts and dropped connections,
+and wait at least what the server's Retry-After asks for. A call that still fails raises
+ModelError; what that means (an unscored judgement, an episode error) is the caller's decision.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import random
+import time
+from dataclasses import dataclass, field
+
+from deskbench.models.cache import ResponseCache
+from deskbench.models.prices import PriceTable
+from deskbench.models.types import ChatModel, ChatRequest, ChatResponse, ModelError, Usage
+
+
+@dataclass(frozen=True)
+class RetryPolicy:
+    attempts: int = 5  # calls in all, the first included
+    base_delay: float = 1.0
+    max_delay: float = 60.0
+    max_retry_after: float = 300.0  # a server asking for longer is treated as an outage
+    timeout: float = 180.0  # per call, on top of the SDK's own timeout
+
+    def delay(self, attempt: int, retry_after: float | None, rng: random.Random) -> float:
+        backoff = rng.uniform(0, min(self.max_delay, self.base_delay * 2**attempt))
+        return max(backoff, min(retry_after, self.max_retry_after)) if retry_after else backoff
+
+
+@dataclass
+class UsageLedger:
+    """Running totals for the progress bar and the run summary."""
+
+    total: Usage = field(default_factory=Usage)
+    retries: int = 0
+    failures: int = 0
+    cache_hits: int = 0
+
+
+class ResilientModel:
+    """A ChatModel around another ChatModel; same `id`, so caches and prices see the real model."""
+
+    def __init__(
+        self,
+        inner: ChatModel,
+        *,
+        policy: RetryPolicy | None = None,
+        concurrency: int = 16,
+        cache: ResponseCache | None = None,
+        prices: PriceTable | None = None,
+        ledger: UsageLedger | None = None,
+        seed: int = 0,
+    ) -> None:
+        self.inner = inner
+        self.id = inner.id
+        self.policy = policy or RetryPolicy()
+        self.cache = cache
+        self.prices = prices or PriceTable()
+        self.ledger = ledger or UsageLedger()
+        self._slots = asyncio.Semaphore(concurrency)
+        self._rng = random.Random(seed)
+
+    async def complete(self, request: ChatRequest) -> ChatResponse:
+        key = request.fingerprint(self.id) if self.cache is not None else ""
+        if self.cache is not None and (hit := self.cache.get(key)) is not None:
+            self.ledger.cache_hits += 1
+            # A cached answer costs nothing now: report zero usage, keep the tokens for reference.
+            return hit.model_copy(update={"cached": True, "usage": Usage(calls=0, cost_known=True)})
+        response = await self._call_with_retries(request)
+        if self.cache is not None:
+            self.cache.put(key, self.id, response)
+        return response
+
+    async def _call_with_retries(self, request: ChatRequest) -> ChatResponse:
+        policy = self.policy
+        for attempt in range(policy.attempts):
+            started = time.monotonic()
+            try:
+                async with self._slots:
+                    response = await asyncio.wait_for(self.inner.complete(request), policy.timeout)
+            except (TimeoutError, ModelError) as exc:
+                error = exc if isinstance(exc, ModelError) else ModelError("call timed out", retryable=True)
+                if not error.retryable or attempt == policy.attempts - 1:
+                    self.ledger.failures += 1
+                    raise ModelError(
+                        f"{self.id}: {error} (after {attempt + 1} attempts)",
+                        retryable=False, status=error.status,
+                    ) from exc
+                self.ledger.retries += 1
+                await asyncio.sleep(policy.delay(attempt, error.retry_after, self._rng))
+                continue
+            return self._account(response, time.monotonic() - started)
+        raise AssertionError("unreachable: the loop returns or raises")
+
+    def _account(self, response: ChatResponse, seconds: float) -> ChatResponse:
+        usage = response.usage
+        cost = self.prices.cost(self.id, usage.input_tokens, usage.output_tokens)
+        usage = usage.model_copy(update={
+            "calls": max(usage.calls, 1),
+            "seconds": seconds,
+            "cost_usd": cost or 0.0,
+            "cost_known": cost is not None,
+        })
+        self.ledger.total = self.ledger.total + usage
+        return response.model_copy(update={"usage": usage})
+
+    async def aclose(self) -> None:
+        await self.inner.aclose()

@@ -1,0 +1,130 @@
+"""What goes to a chat model and what comes back, independent of any provider's SDK.
+
+Requests are pydantic models so that they can be hashed for the response cache and written
+into trajectories; adapters translate them into each provider's wire format.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import json
+from typing import Annotated, Any, Literal, Protocol
+
+from pydantic import BaseModel, Field
+
+
+class TextPart(BaseModel):
+    type: Literal["text"] = "text"
+    text: str
+
+
+class ImagePart(BaseModel):
+    type: Literal["image"] = "image"
+    mime: str = "image/png"
+    data_b64: str
+
+    @classmethod
+    def of(cls, data: bytes, mime: str = "image/png") -> ImagePart:
+        return cls(mime=mime, data_b64=base64.b64encode(data).decode("ascii"))
+
+    @property
+    def data(self) -> bytes:
+        return base64.b64decode(self.data_b64)
+
+
+Part = Annotated[TextPart | ImagePart, Field(discriminator="type")]
+
+
+class ToolCall(BaseModel):
+    id: str
+    name: str
+    arguments: str  # the raw JSON text the model produced: parsing it may fail, and that is data
+
+    def parsed(self) -> dict[str, Any]:
+        """The arguments as an object; ValueError (with the reason) when they are not."""
+        value = json.loads(self.arguments or "{}")
+        if not isinstance(value, dict):
+            raise ValueError(f"tool arguments must be a JSON object, got {type(value).__name__}")
+        return value
+
+
+class Message(BaseModel):
+    role: Literal["system", "user", "assistant", "tool"]
+    content: str | list[Part] = ""
+    tool_calls: list[ToolCall] = Field(default_factory=list)
+    tool_call_id: str | None = None  # on role "tool": which call this answers
+
+    def text(self) -> str:
+        if isinstance(self.content, str):
+            return self.content
+        return "\n".join(p.text for p in self.content if isinstance(p, TextPart))
+
+
+class ToolSpec(BaseModel):
+    name: str
+    description: str
+    parameters: dict[str, Any]  # JSON Schema of the arguments object
+
+
+class ChatRequest(BaseModel):
+    messages: list[Message]
+    tools: list[ToolSpec] = Field(default_factory=list)
+    tool_choice: Literal["auto", "none", "required"] | str | None = None  # a tool name forces that tool
+    response_schema: dict[str, Any] | None = None  # structured output: the reply must match it
+    temperature: float | None = None
+    max_tokens: int | None = None
+    seed: int | None = None
+
+    def fingerprint(self, model_id: str) -> str:
+        """Cache key: the model and every field of the request, canonically serialised."""
+        payload = json.dumps([model_id, self.model_dump(mode="json")], sort_keys=True, separators=(",", ":"))
+        return hashlib.sha256(payload.encode()).hexdigest()
+
+
+class Usage(BaseModel):
+    calls: int = 0
+    input_tokens: int = 0
+    output_tokens: int = 0
+    seconds: float = 0.0
+    cost_usd: float = 0.0
+    cost_known: bool = True  # False once any call's model had no price
+
+    def __add__(self, other: Usage) -> Usage:
+        return Usage(
+            calls=self.calls + other.calls,
+            input_tokens=self.input_tokens + other.input_tokens,
+            output_tokens=self.output_tokens + other.output_tokens,
+            seconds=self.seconds + other.seconds,
+            cost_usd=self.cost_usd + other.cost_usd,
+            cost_known=self.cost_known and other.cost_known,
+        )
+
+
+class ChatResponse(BaseModel):
+    message: Message
+    usage: Usage = Field(default_factory=Usage)
+    finish_reason: str | None = None
+    model: str = ""
+    cached: bool = False
+
+
+class ChatModel(Protocol):
+    """Anything that answers a ChatRequest. `id` names it in caches, prices and reports."""
+
+    id: str
+
+    async def complete(self, request: ChatRequest) -> ChatResponse: ...
+
+    async def aclose(self) -> None: ...
+
+
+class ModelError(Exception):
+    """A failed call, with what the retry policy needs to know."""
+
+    def __init__(self, message: str, *, retryable: bool, status: int | None = None,
+                 retry_after: float | None = None) -> None:
+        super().__init__(message)
+        self.retryable = retryable
+        self.status = status
+        self.retry_after = retry_after

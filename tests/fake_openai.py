@@ -1,0 +1,109 @@
+"""A small local HTTP server speaking the OpenAI chat API, for fault injection only.
+
+It answers from a script: plain replies or tool calls, and on request 429 with Retry-After,
+500, answers slower than the client's timeout, or malformed tool-call arguments. The real model
+on the wire in the tests is the llama.cpp server; this one exists to break things on purpose.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+Behaviour = dict[str, Any]
+"""{"kind": "text", "text": ...} | {"kind": "tool", "name": ..., "arguments": str}
+| {"kind": "status", "status": 429, "retry_after": "0.2"} | {"kind": "slow", "seconds": 2.0, ...}"""
+
+
+@dataclass
+class FakeOpenAI:
+    script: Callable[[dict[str, Any], int], Behaviour] = lambda body, n: {"kind": "text", "text": "ok"}
+    latency: float = 0.0
+    requests: list[dict[str, Any]] = field(default_factory=list)
+    headers: list[dict[str, str]] = field(default_factory=list)
+    in_flight: int = 0
+    max_in_flight: int = 0
+    _lock: threading.Lock = field(default_factory=threading.Lock)
+    _server: ThreadingHTTPServer | None = None
+
+    @property
+    def base_url(self) -> str:
+        assert self._server is not None
+        host, port = self._server.server_address[:2]
+        return f"http://{host}:{port}/v1"
+
+    def __enter__(self) -> FakeOpenAI:
+        fake = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, *args: Any) -> None:
+                pass
+
+            def do_POST(self) -> None:  # noqa: N802 (http.server's naming)
+                body = json.loads(self.rfile.read(int(self.headers.get("content-length", 0))) or b"{}")
+                with fake._lock:
+                    fake.requests.append(body)
+                    fake.headers.append({k.lower(): v for k, v in self.headers.items()})
+                    n = len(fake.requests)
+                    fake.in_flight += 1
+                    fake.max_in_flight = max(fake.max_in_flight, fake.in_flight)
+                try:
+                    fake._answer(self, body, n)
+                finally:
+                    with fake._lock:
+                        fake.in_flight -= 1
+
+        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self._server.daemon_threads = True
+        threading.Thread(target=self._server.serve_forever, daemon=True).start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        assert self._server is not None
+        self._server.shutdown()
+        self._server.server_close()
+
+    def _answer(self, handler: BaseHTTPRequestHandler, body: dict[str, Any], n: int) -> None:
+        behaviour = self.script(body, n)
+        if self.latency:
+            time.sleep(self.latency)
+        if behaviour["kind"] == "slow":
+            time.sleep(behaviour["seconds"])
+            behaviour = behaviour.get("then", {"kind": "text", "text": "late"})
+        if behaviour["kind"] == "status":
+            payload = json.dumps({"error": {"message": behaviour.get("message", "injected failure"),
+                                            "type": "server_error"}}).encode()
+            handler.send_response(behaviour["status"])
+            if "retry_after" in behaviour:
+                handler.send_header("Retry-After", str(behaviour["retry_after"]))
+            handler.send_header("Content-Type", "application/json")
+            handler.send_header("Content-Length", str(len(payload)))
+            handler.end_headers()
+            handler.wfile.write(payload)
+            return
+        message: dict[str, Any] = {"role": "assistant", "content": None}
+        finish = "stop"
+        if behaviour["kind"] == "tool":
+            message["tool_calls"] = [{"id": f"call_{n}", "type": "function",
+                                      "function": {"name": behaviour["name"], "arguments": behaviour["arguments"]}}]
+            finish = "tool_calls"
+        else:
+            message["content"] = behaviour["text"]
+        payload = json.dumps({
+            "id": f"chatcmpl-{n}", "object": "chat.completion", "created": 0, "model": body.get("model", "fake"),
+            "choices": [{"index": 0, "message": message, "finish_reason": finish}],
+            "usage": {"prompt_tokens": behaviour.get("prompt_tokens", 100),
+                      "completion_tokens": behaviour.get("completion_tokens", 20), "total_tokens": 120},
+        }).encode()
+        handler.send_response(200)
+        handler.send_header("Content-Type", "application/json")
+        handler.send_header("Content-Length", str(len(payload)))
+        handler.end_headers()
+        handler.wfile.write(payload)
