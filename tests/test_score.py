@@ -167,7 +167,7 @@ class ScriptedJudge:
         self.verdicts = verdicts
         self.calls: list[str] = []
 
-    def judge(self, question, predicted, variants):  # type: ignore[no-untyped-def]
+    async def judge(self, question, predicted, variants):  # type: ignore[no-untyped-def]
         self.calls.append(question)
         return self.verdicts[question]
 

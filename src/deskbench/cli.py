@@ -214,9 +214,17 @@ def score(
     effort: Annotated[str, typer.Option(help="Effort for Kuiper: steps | tokens | seconds")] = "steps",
     skip_invalid: Annotated[bool, typer.Option(help="Skip (and count) bad lines instead of stopping.")] = False,
     items_out: Annotated[Path | None, typer.Option("--items-out", help="Write per-item scores as JSONL.")] = None,
+    judge: Annotated[str | None, typer.Option(help="LLM judge model, e.g. openai/gpt-5-mini (else ANLS* >= 0.5).")] = None,
+    judge_cache: Annotated[Path | None, typer.Option(help="Judge response cache (SQLite).")] = None,
+    no_cache: Annotated[bool, typer.Option("--no-cache", help="Do not cache judge responses.")] = False,
+    concurrency: Annotated[int, typer.Option(help="Judge calls in flight at once.")] = 16,
+    q0: Annotated[float, typer.Option(help="Judge specificity, for bias correction.")] = 1.0,
+    q1: Annotated[float, typer.Option(help="Judge sensitivity, for bias correction.")] = 0.98,
+    m0: Annotated[int, typer.Option(help="Calibration items judged incorrect by humans.")] = 48,
+    m1: Annotated[int, typer.Option(help="Calibration items judged correct by humans.")] = 152,
     as_json: JsonOpt = False,
 ) -> None:
-    """Score docqa submissions: accuracy (ANLS*), Page/Doc F1, Kuiper, by hop type."""
+    """Score docqa submissions: accuracy (ANLS* or an LLM judge), Page/Doc F1, Kuiper, by hop type."""
     from deskbench.scoring.docqa import ScoreOptions, score_all, summarize
     from deskbench.tasks.docqa import read_submissions, read_tasks
     from deskbench.tasks.jsonl import write_jsonl
@@ -231,7 +239,13 @@ def score(
         raise UserError(f"--effort {effort!r} is not valid; use steps, tokens or seconds")
     task_rows = read_tasks(tasks, skip_invalid=skip_invalid)
     sub_rows, coerced = read_submissions(submissions, coerce_pages=not official, skip_invalid=skip_invalid)
-    opts = ScoreOptions(official=official, ties=kuiper_ties, effort=effort)  # type: ignore[arg-type]
+    if concurrency < 1:
+        raise UserError(f"--concurrency {concurrency} is not valid; use 1 or more")
+    if q0 + q1 <= 1:
+        raise UserError(f"--q0 {q0} plus --q1 {q1} must exceed 1: a judge no better than chance cannot be corrected")
+    answer_judge = _make_judge(judge, judge_cache, no_cache, concurrency) if judge else None
+    opts = ScoreOptions(official=official, ties=kuiper_ties, effort=effort, judge=answer_judge,  # type: ignore[arg-type]
+                        q0=q0, q1=q1, m0=m0, m1=m1)
     items, matched = score_all(task_rows.items, sub_rows.items, opts)
     report = summarize(items, matched, opts, by=groups,  # type: ignore[arg-type]
                        pages_coerced=coerced, skipped_lines=len(task_rows.skipped) + len(sub_rows.skipped))
@@ -248,6 +262,21 @@ def score(
         print(report.model_dump_json(indent=2))
         return
     _print_report(report, submissions.name)
+
+
+def _make_judge(spec: str, cache_path: Path | None, no_cache: bool, concurrency: int):  # -> LLMJudge
+    import os
+
+    from deskbench.models.cache import ResponseCache
+    from deskbench.models.registry import make_model
+    from deskbench.models.resilient import ResilientModel
+    from deskbench.scoring.llm_judge import LLMJudge
+
+    cache = None
+    if not no_cache:
+        default = Path(os.environ.get("DESKBENCH_CACHE_DIR", Path.home() / ".cache" / "deskbench")) / "responses.sqlite"
+        cache = ResponseCache(cache_path or default)
+    return LLMJudge(ResilientModel(make_model(spec), concurrency=concurrency, cache=cache))
 
 
 def _print_report(report, name: str) -> None:  # report: ScoreReport
@@ -269,6 +298,11 @@ def _print_report(report, name: str) -> None:  # report: ScoreReport
               f"unscored {report.n_unscored}, missing {report.n_missing}"
               f"{' (dropped, --official)' if report.official and report.missing_ids else ' (counted as incorrect)' if report.n_missing else ''}; "
               f"extra submissions {report.n_extra}; mean ANLS* {_pct(report.mean_anls)}")
+    if report.bias_corrected is not None:
+        bc = report.bias_corrected
+        out.print(f"judge {escape(report.judge or '')}: bias-corrected accuracy {_pct(bc.accuracy)} "
+                  f"[{_pct(bc.ci[0])}, {_pct(bc.ci[1])}] (Rogan-Gladen, q0={bc.q0:g}, q1={bc.q1:g}, "
+                  f"m0={bc.m0}, m1={bc.m1}; interval of Lee et al.)")
     if report.kuiper is None and report.kuiper_reason:
         out.print(f"Kuiper not computed: {escape(report.kuiper_reason)}")
     for title, groups in (("domain", report.by_domain), ("category", report.by_category)):

@@ -8,6 +8,7 @@ are read in input order ("stable"), and page strings are not coerced (they match
 
 from __future__ import annotations
 
+import asyncio
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -22,7 +23,7 @@ from deskbench.scoring.answer import anls_correct, anls_star
 from deskbench.scoring.attribution import doc_f1, page_f1
 from deskbench.scoring.bias import M0, M1, Q0, Q1, rg_interval_lee, rogan_gladen
 from deskbench.scoring.calibration import kuiper, wasted_effort_ratio
-from deskbench.scoring.judge import AnswerJudge
+from deskbench.scoring.judge import AnswerJudge, Judgement
 from deskbench.tasks.docqa import HOP_TYPES, DocQASubmission, DocQATask, EffortMeasure, ItemScore
 
 GroupBy = Literal["domain", "category"]
@@ -75,21 +76,24 @@ def match(tasks: Sequence[DocQATask], submissions: Sequence[DocQASubmission]) ->
     )
 
 
-def score_item(task: DocQATask, sub: DocQASubmission | None, opts: ScoreOptions) -> ItemScore:
+def score_item(
+    task: DocQATask, sub: DocQASubmission | None, opts: ScoreOptions, judgement: Judgement | None = None
+) -> ItemScore:
+    """One item's scores. With a judge configured, `judgement` is its verdict on this answer
+    (None when the answer was exact under ANLS* and the judge was not asked)."""
     if sub is None:
         return ItemScore(id=task.id, status="missing", hop_type=task.hop_type, domain=task.domain,
                          category=task.document_category, accuracy=0.0, accuracy_source="missing")
     anls = anls_star(sub.answer, task.answer_variants)
     gold = [(e.document, e.page) for e in task.evidence]
     cited = [(c.document, c.page) for c in sub.citations]
-    judgement = None
+    accuracy: float | None
+    source: Literal["anls", "exact", "judge"]
     if opts.judge is None:
-        accuracy: float | None = 1.0 if anls_correct(anls) else 0.0
-        source: Literal["anls", "exact", "judge"] = "anls"
-    elif anls == 1.0:  # exact under ANLS*: the judge would only add noise and cost
+        accuracy, source = (1.0 if anls_correct(anls) else 0.0), "anls"
+    elif judgement is None:
         accuracy, source = 1.0, "exact"
     else:
-        judgement = opts.judge.judge(task.question, sub.answer, task.answer_variants)
         accuracy, source = judgement.score, "judge"
     return ItemScore(
         id=task.id,
@@ -109,16 +113,30 @@ def score_item(task: DocQATask, sub: DocQASubmission | None, opts: ScoreOptions)
     )
 
 
+async def _judge_all(
+    judge: AnswerJudge, pairs: Sequence[tuple[DocQATask, DocQASubmission]]
+) -> list[Judgement]:
+    async def one(task: DocQATask, sub: DocQASubmission) -> Judgement:
+        try:
+            return await judge.judge(task.question, sub.answer, task.answer_variants)
+        except Exception as exc:  # a judge that breaks leaves the item unscored, never wrong
+            return Judgement("unscored", error=f"{type(exc).__name__}: {exc}")
+
+    return list(await asyncio.gather(*(one(t, s) for t, s in pairs)))
+
+
 def score_all(
     tasks: Sequence[DocQATask], submissions: Sequence[DocQASubmission], opts: ScoreOptions
 ) -> tuple[list[ItemScore], Matched]:
     matched = match(tasks, submissions)
-    items = [
-        score_item(task, sub, opts)
-        for task, sub in matched.pairs
-        if sub is not None or not opts.official  # the official script drops missing items
-    ]
-    return items, matched
+    pairs = [(t, s) for t, s in matched.pairs if s is not None or not opts.official]  # official drops missing
+    verdicts: dict[str, Judgement] = {}
+    if opts.judge is not None:
+        # Exact answers (ANLS* = 1) never reach the judge: it would only add noise and cost.
+        to_judge = [(t, s) for t, s in pairs if s is not None and anls_star(s.answer, t.answer_variants) < 1.0]
+        judged = asyncio.run(_judge_all(opts.judge, to_judge))  # type: ignore[arg-type]
+        verdicts = {t.id: j for (t, _), j in zip(to_judge, judged, strict=True)}
+    return [score_item(t, s, opts, verdicts.get(t.id)) for t, s in pairs], matched
 
 
 class GroupSummary(BaseModel):

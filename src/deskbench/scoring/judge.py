@@ -33,10 +33,13 @@ class Judgement:
 
 
 class AnswerJudge(Protocol):
-    """Decides whether a predicted answer matches any gold variant (MADQA Prompt 4)."""
+    """Decides whether a predicted answer matches any gold variant (MADQA Prompt 4).
+
+    Async, because a judge is usually a model behind an API and a run judges hundreds of answers
+    at once; the scorer gathers the calls and the model wrapper limits their concurrency."""
 
     name: str
 
-    def judge(
+    async def judge(
         self, question: str, predicted: Sequence[str], variants: Sequence[Sequence[str]]
     ) -> Judgement: ...
