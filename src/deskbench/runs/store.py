@@ -1,0 +1,188 @@
+"""The run store: one SQLite file (WAL) per run directory.
+
+An episode (task x system x attempt) is written in one transaction when it ends, with its
+submission, trajectory, usage and status, so a kill at any moment loses only the episodes in
+flight. The primary key makes a second write of the same episode a no-op: a resumed run, or two
+processes racing on one run, never duplicate an episode. Several systems may write the same run
+(merge-on-write); the run also keeps its tasks, so it can be re-scored on its own.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import threading
+from collections.abc import Sequence
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Literal
+
+from pydantic import BaseModel, Field, TypeAdapter
+
+from deskbench.errors import UserError
+from deskbench.models.types import Usage
+from deskbench.tasks.docqa import DocQASubmission, DocQATask, TrajectoryStep
+
+EpisodeStatus = Literal["ok", "error", "limit"]
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS tasks (id TEXT PRIMARY KEY, ord INTEGER NOT NULL, task TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS episodes (
+    task_id TEXT NOT NULL,
+    system TEXT NOT NULL,
+    attempt INTEGER NOT NULL,
+    status TEXT NOT NULL CHECK (status IN ('ok', 'error', 'limit')),
+    error TEXT,
+    submission TEXT,
+    trajectory TEXT NOT NULL,
+    usage TEXT NOT NULL,
+    started_at TEXT NOT NULL,
+    finished_at TEXT NOT NULL,
+    PRIMARY KEY (task_id, system, attempt)
+);
+"""
+
+_STEPS = TypeAdapter(list[TrajectoryStep])
+
+
+def now() -> str:
+    return datetime.now(UTC).isoformat(timespec="milliseconds")
+
+
+class Episode(BaseModel):
+    task_id: str
+    system: str
+    attempt: int = 0
+    status: EpisodeStatus
+    error: str | None = None  # the exception text, or why the limit was reached
+    submission: DocQASubmission | None = None
+    trajectory: list[TrajectoryStep] = Field(default_factory=list)
+    usage: Usage = Field(default_factory=Usage)
+    started_at: str = Field(default_factory=now)
+    finished_at: str = Field(default_factory=now)
+
+
+class RunStore:
+    FILENAME = "run.sqlite"
+
+    def __init__(self, run_dir: Path, *, create: bool = True) -> None:
+        self.dir = run_dir
+        path = run_dir / self.FILENAME
+        if not path.exists():
+            if not create:
+                raise UserError(f"{run_dir} is not a deskbench run (no {self.FILENAME}); give the --out of a run")
+            run_dir.mkdir(parents=True, exist_ok=True)
+        self._local = threading.local()
+        self.path = path
+        self._conn().executescript(_SCHEMA)  # executescript manages its own transaction
+
+    def _conn(self) -> sqlite3.Connection:
+        con: sqlite3.Connection | None = getattr(self._local, "con", None)
+        if con is None:
+            con = sqlite3.connect(self.path, timeout=60.0, isolation_level=None)
+            con.execute("PRAGMA journal_mode=WAL")
+            con.execute("PRAGMA synchronous=NORMAL")
+            self._local.con = con
+        return con
+
+    class _Tx:
+        def __init__(self, con: sqlite3.Connection) -> None:
+            self.con = con
+
+        def __enter__(self) -> sqlite3.Connection:
+            self.con.execute("BEGIN IMMEDIATE")
+            return self.con
+
+        def __exit__(self, exc_type: object, *rest: object) -> None:
+            self.con.execute("ROLLBACK" if exc_type else "COMMIT")
+
+    def _tx(self) -> RunStore._Tx:
+        return RunStore._Tx(self._conn())
+
+    # -- tasks and settings ---------------------------------------------------------------
+
+    def save_tasks(self, tasks: Sequence[DocQATask]) -> None:
+        """Remember the run's tasks; a resumed run must use the same ones."""
+        existing = {t.id: t for t in self.tasks()}
+        if existing:
+            new = {t.id for t in tasks} - set(existing)
+            if new:
+                raise UserError(
+                    f"{self.dir} already holds a run over other tasks ({len(new)} new ids, e.g. "
+                    f"{sorted(new)[0]!r}); use a new --out directory for a different task file"
+                )
+            return
+        with self._tx() as con:
+            con.executemany(
+                "INSERT INTO tasks(id, ord, task) VALUES (?, ?, ?)",
+                [(t.id, i, t.model_dump_json()) for i, t in enumerate(tasks)],
+            )
+
+    def tasks(self) -> list[DocQATask]:
+        rows = self._conn().execute("SELECT task FROM tasks ORDER BY ord").fetchall()
+        return [DocQATask.model_validate_json(r[0]) for r in rows]
+
+    def set_meta(self, key: str, value: object) -> None:
+        with self._tx() as con:
+            con.execute("INSERT OR REPLACE INTO meta(key, value) VALUES (?, ?)", (key, json.dumps(value)))
+
+    def meta(self, key: str) -> object | None:
+        row = self._conn().execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
+        return json.loads(row[0]) if row else None
+
+    # -- episodes -------------------------------------------------------------------------
+
+    def record(self, episode: Episode) -> bool:
+        """Commit one finished episode; False if it was already there (it is kept as it was)."""
+        with self._tx() as con:
+            cur = con.execute(
+                "INSERT OR IGNORE INTO episodes(task_id, system, attempt, status, error, submission,"
+                " trajectory, usage, started_at, finished_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                (
+                    episode.task_id,
+                    episode.system,
+                    episode.attempt,
+                    episode.status,
+                    episode.error,
+                    episode.submission.model_dump_json() if episode.submission else None,
+                    _STEPS.dump_json(episode.trajectory).decode(),
+                    episode.usage.model_dump_json(),
+                    episode.started_at,
+                    episode.finished_at,
+                ),
+            )
+            return cur.rowcount == 1
+
+    def done(self, system: str) -> set[tuple[str, int]]:
+        rows = self._conn().execute(
+            "SELECT task_id, attempt FROM episodes WHERE system = ?", (system,)
+        ).fetchall()
+        return {(t, a) for t, a in rows}
+
+    def systems(self) -> list[str]:
+        return [r[0] for r in self._conn().execute("SELECT DISTINCT system FROM episodes ORDER BY system")]
+
+    def episodes(self, system: str | None = None) -> list[Episode]:
+        sql = ("SELECT task_id, system, attempt, status, error, submission, trajectory, usage, started_at,"
+               " finished_at FROM episodes")
+        params: tuple[str, ...] = ()
+        if system is not None:
+            sql += " WHERE system = ?"
+            params = (system,)
+        out = []
+        for t, s, a, st, err, sub, traj, usage, started, finished in self._conn().execute(sql + " ORDER BY rowid", params):
+            out.append(Episode(
+                task_id=t, system=s, attempt=a, status=st, error=err,
+                submission=DocQASubmission.model_validate_json(sub) if sub else None,
+                trajectory=_STEPS.validate_json(traj),
+                usage=Usage.model_validate_json(usage),
+                started_at=started, finished_at=finished,
+            ))
+        return out
+
+    def close(self) -> None:
+        con: sqlite3.Connection | None = getattr(self._local, "con", None)
+        if con is not None:
+            con.close()
+            self._local.con = None
