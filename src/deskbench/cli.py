@@ -206,8 +206,9 @@ def _pct(value: float | None, ci: tuple[float, float] | None = None) -> str:
 
 @app.command()
 def score(
-    submissions: Annotated[Path, typer.Argument(help="Predictions JSONL (deskbench or official MADQA format).")],
-    tasks: Annotated[Path, typer.Option("--tasks", "-t", help="Tasks JSONL (MADQA dataset rows).")],
+    submissions: Annotated[Path, typer.Argument(help="Predictions JSONL (deskbench or official MADQA format), or a run directory.")],
+    tasks: Annotated[Path | None, typer.Option("--tasks", "-t", help="Tasks JSONL (MADQA dataset rows); a run knows its own.")] = None,
+    system: Annotated[str | None, typer.Option(help="In a run directory: score only this system.")] = None,
     by: Annotated[list[str] | None, typer.Option("--by", help="Also break down by: domain, category.")] = None,
     official: Annotated[bool, typer.Option(help="The official script's conventions: drop missing, stable ties, no page coercion.")] = False,
     kuiper_ties: Annotated[str, typer.Option(help="robust (tied efforts are one block) | stable (input order)")] = "robust",
@@ -225,9 +226,8 @@ def score(
     as_json: JsonOpt = False,
 ) -> None:
     """Score docqa submissions: accuracy (ANLS* or an LLM judge), Page/Doc F1, Kuiper, by hop type."""
-    from deskbench.scoring.docqa import ScoreOptions, score_all, summarize
+    from deskbench.scoring.docqa import ScoreOptions
     from deskbench.tasks.docqa import read_submissions, read_tasks
-    from deskbench.tasks.jsonl import write_jsonl
 
     groups = by or []
     for g in groups:
@@ -237,8 +237,6 @@ def score(
         raise UserError(f"--kuiper-ties {kuiper_ties!r} is not valid; use robust or stable")
     if effort not in ("steps", "tokens", "seconds"):
         raise UserError(f"--effort {effort!r} is not valid; use steps, tokens or seconds")
-    task_rows = read_tasks(tasks, skip_invalid=skip_invalid)
-    sub_rows, coerced = read_submissions(submissions, coerce_pages=not official, skip_invalid=skip_invalid)
     if concurrency < 1:
         raise UserError(f"--concurrency {concurrency} is not valid; use 1 or more")
     if q0 + q1 <= 1:
@@ -246,22 +244,55 @@ def score(
     answer_judge = _make_judge(judge, judge_cache, no_cache, concurrency) if judge else None
     opts = ScoreOptions(official=official, ties=kuiper_ties, effort=effort, judge=answer_judge,  # type: ignore[arg-type]
                         q0=q0, q1=q1, m0=m0, m1=m1)
-    items, matched = score_all(task_rows.items, sub_rows.items, opts)
-    report = summarize(items, matched, opts, by=groups,  # type: ignore[arg-type]
-                       pages_coerced=coerced, skipped_lines=len(task_rows.skipped) + len(sub_rows.skipped))
-    if items_out is not None:
-        write_jsonl(items_out, list(items))
+    if submissions.is_dir():
+        from deskbench.runs.runner import run_submissions
+        from deskbench.runs.store import RunStore
+
+        store = RunStore(submissions, create=False)
+        task_items = read_tasks(tasks, skip_invalid=skip_invalid).items if tasks else store.tasks()
+        systems = [system] if system else store.systems()
+        if not systems:
+            raise UserError(f"the run in {submissions} has no episodes yet; run 'deskbench run' first")
+        reports = {}
+        for name in systems:
+            subs, failed = run_submissions(store, name)
+            reports[name] = _score_and_show(task_items, subs, opts, groups, name=name, errors=failed,
+                                            as_json=as_json, items_out=None)
+        if as_json:
+            print(reports[systems[0]].model_dump_json(indent=2) if len(systems) == 1 else
+                  json.dumps({k: r.model_dump(mode="json") for k, r in reports.items()}, indent=2))
+        return
+    if tasks is None:
+        raise UserError("--tasks is needed to score a predictions file (only a run directory knows its tasks)")
+    task_rows = read_tasks(tasks, skip_invalid=skip_invalid)
+    sub_rows, coerced = read_submissions(submissions, coerce_pages=not official, skip_invalid=skip_invalid)
     for line in task_rows.skipped + sub_rows.skipped:
         err.print(f"[yellow]skipped[/yellow] {escape(str(line))}")
     if coerced:
         err.print(f"[yellow]warning:[/yellow] {coerced} citation pages were strings and were read as numbers")
+    report = _score_and_show(task_rows.items, sub_rows.items, opts, groups, name=submissions.name,
+                             as_json=as_json, items_out=items_out, pages_coerced=coerced,
+                             skipped_lines=len(task_rows.skipped) + len(sub_rows.skipped))
+    if as_json:
+        print(report.model_dump_json(indent=2))
+
+
+def _score_and_show(task_items, subs, opts, groups, *, name: str, as_json: bool, items_out: Path | None,
+                    errors=(), pages_coerced: int = 0, skipped_lines: int = 0):  # -> ScoreReport
+    from deskbench.scoring.docqa import score_all, summarize
+    from deskbench.tasks.jsonl import write_jsonl
+
+    items, matched = score_all(task_items, subs, opts)
+    report = summarize(items, matched, opts, by=groups, pages_coerced=pages_coerced,
+                       skipped_lines=skipped_lines, errors=errors)
+    if items_out is not None:
+        write_jsonl(items_out, list(items))
     if matched.extra:
         err.print(f"[yellow]warning:[/yellow] {len(matched.extra)} submissions match no task: "
                   f"{escape(', '.join(matched.extra[:5]))}{' …' if len(matched.extra) > 5 else ''}")
-    if as_json:
-        print(report.model_dump_json(indent=2))
-        return
-    _print_report(report, submissions.name)
+    if not as_json:
+        _print_report(report, name)
+    return report
 
 
 def _make_judge(spec: str, cache_path: Path | None, no_cache: bool, concurrency: int):  # -> LLMJudge
@@ -297,7 +328,8 @@ def _print_report(report, name: str) -> None:  # report: ScoreReport
     out.print(f"items {report.n}: scored {report.n - report.n_missing - report.n_unscored}, "
               f"unscored {report.n_unscored}, missing {report.n_missing}"
               f"{' (dropped, --official)' if report.official and report.missing_ids else ' (counted as incorrect)' if report.n_missing else ''}; "
-              f"extra submissions {report.n_extra}; mean ANLS* {_pct(report.mean_anls)}")
+              f"extra submissions {report.n_extra}; mean ANLS* {_pct(report.mean_anls)}"
+              + (f"; agent errors {report.n_errors} (counted as incorrect)" if report.n_errors else ""))
     if report.bias_corrected is not None:
         bc = report.bias_corrected
         out.print(f"judge {escape(report.judge or '')}: bias-corrected accuracy {_pct(bc.accuracy)} "

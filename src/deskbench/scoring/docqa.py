@@ -176,6 +176,8 @@ class ScoreReport(GroupSummary):
     kuiper_ties: Literal["robust", "stable"] = "robust"
     effort_measure: EffortMeasure = "steps"
     n_extra: int = 0
+    n_errors: int = 0  # episodes that ended in an error or a limit (in a run): among the missing
+    error_ids: list[str] = Field(default_factory=list)
     missing_ids: list[str] = Field(default_factory=list)
     extra_ids: list[str] = Field(default_factory=list)
     pages_coerced: int = 0
@@ -284,6 +286,7 @@ def summarize(
     *,
     pages_coerced: int = 0,
     skipped_lines: int = 0,
+    errors: Sequence[str] = (),
 ) -> ScoreReport:
     cols = _Columns.of(items)
     overall = summarize_group(cols, np.arange(len(items)), opts)
@@ -301,6 +304,8 @@ def summarize(
         kuiper_ties=opts.kuiper_ties,
         effort_measure=opts.effort,
         n_extra=len(matched.extra),
+        n_errors=len(errors),
+        error_ids=list(errors),
         missing_ids=matched.missing,
         extra_ids=matched.extra,
         pages_coerced=pages_coerced,

@@ -1,0 +1,184 @@
+"""What every docqa agent shares: the protocol, its result, the answer schema and its parser,
+and how retrieved pages are shown to a model (as images, or as text with --view text)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import re
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal, Protocol
+
+from pydantic import BaseModel, Field, ValidationError
+
+from deskbench.corpus import Corpus
+from deskbench.corpus.images import ImageSpec
+from deskbench.models.types import (
+    ChatModel,
+    ChatRequest,
+    ChatResponse,
+    ImagePart,
+    Message,
+    Part,
+    TextPart,
+    Usage,
+)
+from deskbench.tasks.docqa import (
+    Citation,
+    DocQASubmission,
+    DocQATask,
+    ModelCallStep,
+    TrajectoryStep,
+)
+
+View = Literal["image", "text"]
+
+
+@dataclass(frozen=True)
+class AgentSettings:
+    max_steps: int = 10  # T in Algorithm 1
+    top_k: int = 5
+    view: View = "image"
+    dpi: int = 150
+    max_image_bytes: int = 5_000_000  # Anthropic's limit; pages above it are downscaled (Lanczos)
+
+
+@dataclass
+class AgentContext:
+    model: ChatModel
+    corpus: Corpus | None
+    settings: AgentSettings = field(default_factory=AgentSettings)
+
+
+@dataclass
+class AgentResult:
+    status: Literal["ok", "error", "limit"]
+    submission: DocQASubmission | None = None
+    error: str | None = None
+    trajectory: list[TrajectoryStep] = field(default_factory=list)
+    usage: Usage = field(default_factory=Usage)
+
+
+class Agent(Protocol):
+    name: str
+
+    async def run(self, task: DocQATask, ctx: AgentContext) -> AgentResult: ...
+
+
+class AnswerArgs(BaseModel):
+    """The final answer, as the provide_answer tool and the JSON replies give it."""
+
+    answer: list[str] = Field(min_length=1)
+    citations: list[Citation] = Field(default_factory=list)
+
+
+ANSWER_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "answer": {"type": "array", "items": {"type": "string"}, "minItems": 1},
+        "citations": {
+            "type": "array",
+            "items": {
+                "type": "object",
+                "properties": {"file": {"type": "string"}, "page": {"type": "integer"}},
+                "required": ["file", "page"],
+            },
+        },
+    },
+    "required": ["answer", "citations"],
+}
+
+
+class UnparseableAnswer(ValueError):
+    """The model's answer could not be read, even after the repair turn."""
+
+
+_JSON_OBJECT = re.compile(r"\{.*\}", re.DOTALL)
+
+
+def parse_answer(payload: str | dict[str, Any]) -> AnswerArgs:
+    """An answer from tool arguments or from a reply's text (the first {...} block in it)."""
+    if isinstance(payload, str):
+        match = _JSON_OBJECT.search(payload)
+        if match is None:
+            raise ValueError("no JSON object in the reply")
+        payload = json.loads(match.group())
+    return AnswerArgs.model_validate(payload)
+
+
+def describe_problem(exc: Exception) -> str:
+    if isinstance(exc, ValidationError):
+        err = exc.errors(include_url=False)[0]
+        return f"{'.'.join(str(p) for p in err['loc']) or 'answer'}: {err['msg']}"
+    return str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+
+
+class Recorder:
+    """Calls the model, and keeps the trajectory and usage of the episode as it goes."""
+
+    def __init__(self, model: ChatModel) -> None:
+        self.model = model
+        self.trajectory: list[TrajectoryStep] = []
+        self.usage = Usage()
+
+    async def complete(self, request: ChatRequest) -> ChatResponse:
+        started = time.monotonic()
+        response = await self.model.complete(request)
+        self.usage = self.usage + response.usage
+        self.trajectory.append(ModelCallStep(
+            messages_hash=request.fingerprint(self.model.id)[:16],
+            input_tokens=response.usage.input_tokens,
+            output_tokens=response.usage.output_tokens,
+            seconds=round(time.monotonic() - started, 4),
+            cost_usd=response.usage.cost_usd,
+        ))
+        return response
+
+    def result(self, status: Literal["ok", "error", "limit"], submission: DocQASubmission | None = None,
+               error: str | None = None) -> AgentResult:
+        return AgentResult(status=status, submission=submission, error=error,
+                           trajectory=self.trajectory, usage=self.usage)
+
+
+async def page_parts(ctx: AgentContext, pages: Sequence[tuple[str, int]]) -> list[Part]:
+    """The pages as the model sees them: a label, then the image (or the page text)."""
+    assert ctx.corpus is not None
+    corpus, settings = ctx.corpus, ctx.settings
+    parts: list[Part] = []
+    for doc, page in pages:
+        parts.append(TextPart(text=f"file: {doc} page: {page}"))
+        if settings.view == "text":
+            record = await asyncio.to_thread(corpus.page_text, doc, page)
+            parts.append(TextPart(text=record.text))
+        else:
+            spec = ImageSpec(dpi=settings.dpi, format="png", max_bytes=settings.max_image_bytes)
+            data = await asyncio.to_thread(corpus.page_image, doc, page, spec)
+            parts.append(ImagePart.of(data, "image/png"))
+    return parts
+
+
+async def answer_once(
+    rec: Recorder, messages: list[Message], *, repairs: int = 1
+) -> tuple[AnswerArgs | None, str]:
+    """One answer call with structured output; a reply that does not parse gets `repairs` more
+    tries with the problem named. Returns the answer, or None and the last problem."""
+    problem = ""
+    for _ in range(1 + repairs):
+        response = await rec.complete(ChatRequest(messages=messages, response_schema=ANSWER_SCHEMA, temperature=0.0))
+        try:
+            return parse_answer(response.message.text()), ""
+        except (ValueError, ValidationError) as exc:
+            problem = describe_problem(exc)
+            messages = [*messages, response.message, Message(
+                role="user",
+                content=f"Your reply could not be read ({problem}). Reply with only the JSON object "
+                '{"answer": [...], "citations": [{"file": ..., "page": ...}]}.',
+            )]
+    return None, problem
+
+
+def submission_of(task: DocQATask, args: AnswerArgs, **effort: Any) -> DocQASubmission:
+    return DocQASubmission(id=task.id, question=task.question, answer=args.answer,
+                           citations=args.citations, **effort)

@@ -1,0 +1,132 @@
+"""The BM25 MLLM agent: MADQA Algorithm 1 (Appendix G.1).
+
+The model searches with `search_documents(query)` (top-k pages, shown as images or text) and
+answers with `provide_answer(answer, citations)`, for at most T iterations; on the last one the
+answer tool is forced. A malformed call gets one repair turn, then the episode ends as
+"error: unparseable answer". Effort = number of search calls.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+
+from pydantic import ValidationError
+
+from deskbench.agents.base import (
+    AgentContext,
+    AgentResult,
+    AnswerArgs,
+    Recorder,
+    describe_problem,
+    page_parts,
+    submission_of,
+)
+from deskbench.agents.prompts import BM25_SYSTEM, SEARCH_DESCRIPTION
+from deskbench.errors import QuerySyntaxError
+from deskbench.models.types import ChatRequest, Message, TextPart, ToolCall, ToolSpec
+from deskbench.tasks.docqa import DocQATask, ToolCallStep
+
+SEARCH_TOOL = ToolSpec(
+    name="search_documents",
+    description=SEARCH_DESCRIPTION,
+    parameters={"type": "object", "properties": {"query": {"type": "string"}}, "required": ["query"]},
+)
+ANSWER_TOOL = ToolSpec(
+    name="provide_answer",
+    description="Provide the final answer with citations of the pages it comes from.",
+    parameters={
+        "type": "object",
+        "properties": {
+            "answer": {"type": "array", "items": {"type": "string"}},
+            "citations": {
+                "type": "array",
+                "items": {"type": "object", "properties": {"file": {"type": "string"}, "page": {"type": "integer"}},
+                          "required": ["file", "page"]},
+            },
+        },
+        "required": ["answer", "citations"],
+    },
+)
+
+
+class Bm25Agent:
+    name = "bm25-agent"
+
+    async def run(self, task: DocQATask, ctx: AgentContext) -> AgentResult:
+        assert ctx.corpus is not None, "bm25-agent needs a corpus"
+        rec = Recorder(ctx.model)
+        messages = [Message(role="system", content=BM25_SYSTEM), Message(role="user", content=task.question)]
+        queries: list[str] = []
+        repairs_left = 1
+        max_steps = ctx.settings.max_steps
+        for step in range(1, max_steps + 1):
+            last = step == max_steps
+            request = ChatRequest(
+                messages=messages,
+                tools=[ANSWER_TOOL] if last else [SEARCH_TOOL, ANSWER_TOOL],
+                tool_choice=ANSWER_TOOL.name if last else "auto",
+                temperature=0.0,
+            )
+            response = await rec.complete(request)
+            messages.append(response.message)
+            calls = response.message.tool_calls
+            if not calls:
+                problem = "no tool call in the reply"
+            else:
+                answer, problem, follow_up = await self._handle(calls, ctx, rec, queries)
+                if answer is not None:
+                    return rec.result("ok", submission_of(task, answer, steps=len(queries),
+                                                          search_history=queries, iterations=step))
+                messages.extend(follow_up)
+                if not problem:
+                    continue
+            if repairs_left == 0:
+                return rec.result("error", error=f"unparseable answer: {problem}")
+            repairs_left -= 1
+            messages.append(Message(role="user", content=(
+                f"That could not be used ({problem}). Call search_documents with a query, or provide_answer "
+                'with {"answer": [...], "citations": [{"file": ..., "page": ...}]}.')))
+        return rec.result("limit", error=f"no answer after {max_steps} iterations")
+
+    async def _handle(
+        self, calls: list[ToolCall], ctx: AgentContext, rec: Recorder, queries: list[str]
+    ) -> tuple[AnswerArgs | None, str, list[Message]]:
+        """Run the tool calls of one reply: (the answer if given, a problem if any, new messages)."""
+        follow_up: list[Message] = []
+        images: list[Message] = []
+        problem = ""
+        for call in calls:
+            try:
+                args = call.parsed()
+                if call.name == ANSWER_TOOL.name:
+                    return AnswerArgs.model_validate(args), "", follow_up
+                if call.name != SEARCH_TOOL.name:
+                    raise ValueError(f"unknown tool {call.name!r}")
+                query = args.get("query")
+                if not isinstance(query, str) or not query.strip():
+                    raise ValueError("search_documents needs a non-empty 'query' string")
+            except (ValueError, ValidationError) as exc:
+                problem = f"{call.name}: {describe_problem(exc)}"
+                follow_up.append(Message(role="tool", tool_call_id=call.id, content=f"error: {problem}"))
+                continue
+            queries.append(query)
+            result_text, pages = await self._search(ctx, query)
+            rec.trajectory.append(ToolCallStep(name=SEARCH_TOOL.name, arguments={"query": query},
+                                               result={"pages": [list(p) for p in pages]}))
+            follow_up.append(Message(role="tool", tool_call_id=call.id, content=result_text))
+            if pages:
+                parts = await page_parts(ctx, pages)
+                images.append(Message(role="user", content=[TextPart(text=f"Results for: {query}"), *parts]))
+        return None, problem, follow_up + images
+
+    async def _search(self, ctx: AgentContext, query: str) -> tuple[str, list[tuple[str, int]]]:
+        assert ctx.corpus is not None
+        try:
+            hits = await asyncio.to_thread(ctx.corpus.search, query, ctx.settings.top_k)
+        except QuerySyntaxError as exc:  # the agent reads the message and may fix its query
+            return f"query error: {exc}", []
+        if not hits:
+            return "no results; try different terms (synonyms, abbreviations, rephrasing)", []
+        pages = [(h.document, h.page) for h in hits]
+        return json.dumps({"results": [{"file": d, "page": p} for d, p in pages]}), pages

@@ -1,0 +1,24 @@
+"""Agent names (as `deskbench run --agent` takes them) to agents."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from deskbench.agents.base import Agent
+from deskbench.agents.bm25 import Bm25Agent
+from deskbench.agents.single_call import GuessAgent, OracleAgent, RagAgent
+from deskbench.errors import UserError
+
+AGENTS: dict[str, Callable[[], Agent]] = {
+    "bm25-agent": Bm25Agent,
+    "rag": RagAgent,
+    "oracle": OracleAgent,
+    "guess": GuessAgent,
+}
+NEEDS_CORPUS = {"bm25-agent", "rag", "oracle"}
+
+
+def make_agent(name: str) -> Agent:
+    if name not in AGENTS:
+        raise UserError(f"unknown agent {name!r}; choose one of: {', '.join(AGENTS)}")
+    return AGENTS[name]()
