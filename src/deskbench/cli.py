@@ -363,6 +363,7 @@ def run(
     max_steps: Annotated[int, typer.Option(help="Iterations per episode (T).")] = 10,
     top_k: Annotated[int, typer.Option(help="Pages per search.")] = 5,
     view: Annotated[str, typer.Option(help="Pages shown as image | text.")] = "image",
+    max_tokens: Annotated[int, typer.Option(help="Output tokens per model call.")] = 2048,
     cache: Annotated[bool, typer.Option("--cache", help="Cache the agent's model responses.")] = False,
     prices: Annotated[Path | None, typer.Option(help="JSON price table to extend the built-in one.")] = None,
     as_json: JsonOpt = False,
@@ -385,7 +386,8 @@ def run(
 
     if view not in ("image", "text"):
         raise UserError(f"--view {view!r} is not valid; use image or text")
-    for flag, value in (("--concurrency", concurrency), ("--max-steps", max_steps), ("--top-k", top_k)):
+    for flag, value in (("--concurrency", concurrency), ("--max-steps", max_steps), ("--top-k", top_k),
+                        ("--max-tokens", max_tokens)):
         if value < 1:
             raise UserError(f"{flag} {value} is not valid; use 1 or more")
     chosen = make_agent(agent)
@@ -402,7 +404,7 @@ def run(
     chat = ResilientModel(make_model(model), concurrency=concurrency, cache=response_cache,
                           prices=PriceTable.load(prices))
     ctx = AgentContext(model=chat, corpus=Corpus.open(corpus) if corpus else None,
-                       settings=AgentSettings(max_steps=max_steps, top_k=top_k, view=view))  # type: ignore[arg-type]
+                       settings=AgentSettings(max_steps=max_steps, top_k=top_k, view=view, max_tokens=max_tokens))  # type: ignore[arg-type]
     name = system_name(agent, chat.id)
     with _progress(quiet) as progress:
         bar = progress.add_task(name, total=len(task_items), current="")

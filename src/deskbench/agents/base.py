@@ -7,7 +7,7 @@ import asyncio
 import json
 import re
 import time
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
@@ -21,6 +21,7 @@ from deskbench.models.types import (
     ChatResponse,
     ImagePart,
     Message,
+    ModelError,
     Part,
     TextPart,
     Usage,
@@ -43,6 +44,7 @@ class AgentSettings:
     view: View = "image"
     dpi: int = 150
     max_image_bytes: int = 5_000_000  # Anthropic's limit; pages above it are downscaled (Lanczos)
+    max_tokens: int | None = 2048  # per model call: answers are short, and a runaway reply costs
 
 
 @dataclass
@@ -118,13 +120,16 @@ def describe_problem(exc: Exception) -> str:
 class Recorder:
     """Calls the model, and keeps the trajectory and usage of the episode as it goes."""
 
-    def __init__(self, model: ChatModel) -> None:
+    def __init__(self, model: ChatModel, max_tokens: int | None = None) -> None:
         self.model = model
+        self.max_tokens = max_tokens
         self.trajectory: list[TrajectoryStep] = []
         self.usage = Usage()
 
     async def complete(self, request: ChatRequest) -> ChatResponse:
         started = time.monotonic()
+        if self.max_tokens is not None and request.max_tokens is None:
+            request = request.model_copy(update={"max_tokens": self.max_tokens})
         response = await self.model.complete(request)
         self.usage = self.usage + response.usage
         self.trajectory.append(ModelCallStep(
@@ -177,6 +182,19 @@ async def answer_once(
                 '{"answer": [...], "citations": [{"file": ..., "page": ...}]}.',
             )]
     return None, problem
+
+
+EpisodeBody = Callable[[Recorder], Awaitable[AgentResult]]
+
+
+async def recorded(ctx: AgentContext, body: EpisodeBody) -> AgentResult:
+    """Run an episode body with a fresh Recorder; a model call that fails for good ends the
+    episode as an error that keeps the trajectory and usage gathered so far."""
+    rec = Recorder(ctx.model, ctx.settings.max_tokens)
+    try:
+        return await body(rec)
+    except ModelError as exc:
+        return rec.result("error", error=f"model call failed: {exc}")
 
 
 def submission_of(task: DocQATask, args: AnswerArgs, **effort: Any) -> DocQASubmission:

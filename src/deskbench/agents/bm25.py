@@ -20,6 +20,7 @@ from deskbench.agents.base import (
     Recorder,
     describe_problem,
     page_parts,
+    recorded,
     submission_of,
 )
 from deskbench.agents.prompts import BM25_SYSTEM, SEARCH_DESCRIPTION
@@ -54,8 +55,10 @@ class Bm25Agent:
     name = "bm25-agent"
 
     async def run(self, task: DocQATask, ctx: AgentContext) -> AgentResult:
+        return await recorded(ctx, lambda rec: self._run(task, ctx, rec))
+
+    async def _run(self, task: DocQATask, ctx: AgentContext, rec: Recorder) -> AgentResult:
         assert ctx.corpus is not None, "bm25-agent needs a corpus"
-        rec = Recorder(ctx.model)
         messages = [Message(role="system", content=BM25_SYSTEM), Message(role="user", content=task.question)]
         queries: list[str] = []
         repairs_left = 1

@@ -12,6 +12,7 @@ from deskbench.agents.base import (
     Recorder,
     answer_once,
     page_parts,
+    recorded,
     submission_of,
 )
 from deskbench.agents.prompts import GUESS_SYSTEM, RAG_SYSTEM
@@ -44,8 +45,10 @@ class RagAgent:
     name = "rag"
 
     async def run(self, task: DocQATask, ctx: AgentContext) -> AgentResult:
+        return await recorded(ctx, lambda rec: self._run(task, ctx, rec))
+
+    async def _run(self, task: DocQATask, ctx: AgentContext, rec: Recorder) -> AgentResult:
         assert ctx.corpus is not None, "rag needs a corpus"
-        rec = Recorder(ctx.model)
         query = question_query(task.question)
         try:
             hits = await asyncio.to_thread(ctx.corpus.search, query, ctx.settings.top_k) if query else []
@@ -63,8 +66,10 @@ class OracleAgent:
     name = "oracle"
 
     async def run(self, task: DocQATask, ctx: AgentContext) -> AgentResult:
+        return await recorded(ctx, lambda rec: self._run(task, ctx, rec))
+
+    async def _run(self, task: DocQATask, ctx: AgentContext, rec: Recorder) -> AgentResult:
         assert ctx.corpus is not None, "oracle needs a corpus"
-        rec = Recorder(ctx.model)
         pages = sorted({(e.document, e.page) for e in task.evidence})
         return await _answer(task, rec, RAG_SYSTEM, await page_parts(ctx, pages), effort=0)
 
@@ -73,4 +78,4 @@ class GuessAgent:
     name = "guess"
 
     async def run(self, task: DocQATask, ctx: AgentContext) -> AgentResult:
-        return await _answer(task, Recorder(ctx.model), GUESS_SYSTEM, [], effort=0)
+        return await recorded(ctx, lambda rec: _answer(task, rec, GUESS_SYSTEM, [], effort=0))

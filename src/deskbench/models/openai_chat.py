@@ -76,7 +76,7 @@ def to_openai_messages(messages: list[Message]) -> list[dict[str, Any]]:
     return out
 
 
-def request_kwargs(request: ChatRequest) -> dict[str, Any]:
+def request_kwargs(request: ChatRequest, structured: str = "json_schema") -> dict[str, Any]:
     kwargs: dict[str, Any] = {"messages": to_openai_messages(request.messages)}
     if request.tools:
         kwargs["tools"] = [
@@ -88,10 +88,13 @@ def request_kwargs(request: ChatRequest) -> dict[str, Any]:
     elif request.tool_choice:
         kwargs["tool_choice"] = {"type": "function", "function": {"name": request.tool_choice}}
     if request.response_schema is not None:
-        kwargs["response_format"] = {
-            "type": "json_schema",
-            "json_schema": {"name": "response", "schema": request.response_schema},
-        }
+        if structured == "json_object":  # llama.cpp's form: grammar-constrained JSON for a schema
+            kwargs["response_format"] = {"type": "json_object", "schema": request.response_schema}
+        else:
+            kwargs["response_format"] = {
+                "type": "json_schema",
+                "json_schema": {"name": "response", "schema": request.response_schema},
+            }
     for name in ("temperature", "seed"):
         value = getattr(request, name)
         if value is not None:
@@ -123,8 +126,9 @@ class OpenAIChat:
     """
 
     def __init__(self, model: str, *, base_url: str | None = None, api_key: str | None = None,
-                 timeout: float = 120.0, id: str | None = None) -> None:
+                 timeout: float = 120.0, id: str | None = None, structured: str = "json_schema") -> None:
         self.model = model
+        self.structured = structured
         self.id = id or f"openai/{model}"
         try:
             self._client = AsyncOpenAI(base_url=base_url, api_key=api_key, timeout=timeout, max_retries=0)
@@ -135,7 +139,7 @@ class OpenAIChat:
 
     async def complete(self, request: ChatRequest) -> ChatResponse:
         try:
-            raw = await self._client.chat.completions.create(model=self.model, **request_kwargs(request))
+            raw = await self._client.chat.completions.create(model=self.model, **request_kwargs(request, self.structured))
         except openai.OpenAIError as exc:
             raise _error(exc) from exc
         if not raw.choices:

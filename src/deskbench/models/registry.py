@@ -29,9 +29,18 @@ def _openai_compat(rest: str, timeout: float) -> ChatModel:
     return OpenAIChat(name, base_url=url, api_key=key, timeout=timeout, id=f"openai-compat/{name}")
 
 
+def _local(rest: str, timeout: float) -> ChatModel:
+    from deskbench.models.local_llama import LocalChat
+
+    if rest not in ("", "smollm2", "smollm2-135m-instruct"):
+        raise UserError(f"unknown local model {rest!r}; the bundled one is local/smollm2")
+    return LocalChat()
+
+
 PROVIDERS: dict[str, Callable[[str, float], ChatModel]] = {
     "openai": _openai,
     "openai-compat": _openai_compat,
+    "local": _local,
 }
 
 
