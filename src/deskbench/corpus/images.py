@@ -119,14 +119,18 @@ def render_page(pdf_path: Path, page: int, spec: ImageSpec) -> bytes:
     finally:
         pdf.close()
     data = encode(array, spec.format)
-    image: Image.Image | None = None
-    while spec.max_bytes and len(data) > spec.max_bytes:
-        image = image or Image.fromarray(array)
-        if min(image.size) <= 32:
-            break
+    if spec.max_bytes and len(data) > spec.max_bytes:
+        return shrink_to_bytes(Image.fromarray(array), spec.format, spec.max_bytes)
+    return data
+
+
+def shrink_to_bytes(image: Image.Image, fmt: ImageFormat, max_bytes: int) -> bytes:
+    """Downscale by 75% steps with Lanczos until the encoded image fits (MADQA's 5 MB rule)."""
+    data = encode(image, fmt)
+    while len(data) > max_bytes and min(image.size) > 32:
         size = (max(1, int(image.width * DOWNSCALE_STEP)), max(1, int(image.height * DOWNSCALE_STEP)))
         image = image.resize(size, Image.Resampling.LANCZOS)
-        data = encode(image, spec.format)
+        data = encode(image, fmt)
     return data
 
 

@@ -29,6 +29,14 @@ def _openai_compat(rest: str, timeout: float) -> ChatModel:
     return OpenAIChat(name, base_url=url, api_key=key, timeout=timeout, id=f"openai-compat/{name}")
 
 
+def _anthropic(rest: str, timeout: float) -> ChatModel:
+    from deskbench.models.anthropic_chat import AnthropicChat
+
+    if not rest:
+        raise UserError("model 'anthropic/' needs a model name, e.g. anthropic/claude-sonnet-4-5")
+    return AnthropicChat(rest, timeout=timeout)
+
+
 def _local(rest: str, timeout: float) -> ChatModel:
     from deskbench.models.local_llama import LocalChat
 
@@ -40,6 +48,7 @@ def _local(rest: str, timeout: float) -> ChatModel:
 PROVIDERS: dict[str, Callable[[str, float], ChatModel]] = {
     "openai": _openai,
     "openai-compat": _openai_compat,
+    "anthropic": _anthropic,
     "local": _local,
 }
 
