@@ -57,11 +57,13 @@ def to_anthropic(request: ChatRequest) -> dict[str, Any]:
     for m in request.messages:
         if m.role == "system":
             continue
+        blocks: list[dict[str, Any]]
         if m.role == "tool":
             role, blocks = "user", [{"type": "tool_result", "tool_use_id": m.tool_call_id, "content": m.text()}]
         else:
             role, blocks = m.role, _blocks(m)
             for call in m.tool_calls:
+                arguments: dict[str, Any]
                 try:
                     arguments = call.parsed()
                 except ValueError:
