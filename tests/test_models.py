@@ -13,10 +13,11 @@ from fake_openai import FakeOpenAI
 
 from deskbench.errors import UserError
 from deskbench.models.cache import ResponseCache
-from deskbench.models.openai_chat import OpenAIChat, retry_after_seconds
+from deskbench.models.openai_chat import OpenAIChat
 from deskbench.models.prices import PriceTable
 from deskbench.models.registry import make_model
 from deskbench.models.resilient import ResilientModel, RetryPolicy
+from deskbench.models.sdk_errors import retry_after_seconds
 from deskbench.models.types import ChatRequest, ImagePart, Message, ModelError, TextPart, ToolSpec
 
 ANSWER_TOOL = ToolSpec(

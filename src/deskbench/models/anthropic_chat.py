@@ -19,7 +19,7 @@ from anthropic import AsyncAnthropic
 from PIL import Image
 
 from deskbench.corpus.images import shrink_to_bytes
-from deskbench.models.openai_chat import retry_after_seconds
+from deskbench.models.sdk_errors import sdk_error
 from deskbench.models.types import (
     ChatRequest,
     ChatResponse,
@@ -98,16 +98,7 @@ def to_anthropic(request: ChatRequest) -> dict[str, Any]:
 
 
 def _error(exc: Exception) -> ModelError:
-    if isinstance(exc, anthropic.APIStatusError):
-        status = exc.status_code
-        return ModelError(f"HTTP {status}: {str(getattr(exc, 'message', '') or exc)[:300]}",
-                          retryable=status in (408, 409, 429, 529) or status >= 500, status=status,
-                          retry_after=retry_after_seconds(exc.response.headers))
-    if isinstance(exc, anthropic.APITimeoutError):
-        return ModelError("request timed out", retryable=True)
-    if isinstance(exc, anthropic.APIConnectionError):
-        return ModelError(f"connection failed: {exc}", retryable=True)
-    return ModelError(f"{type(exc).__name__}: {exc}", retryable=False)
+    return sdk_error(exc, anthropic.APIStatusError, anthropic.APITimeoutError, anthropic.APIConnectionError)
 
 
 class AnthropicChat:

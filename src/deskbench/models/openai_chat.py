@@ -8,13 +8,12 @@ put in errors, logs or cache keys.
 
 from __future__ import annotations
 
-import email.utils
-import time
 from typing import Any
 
 import openai
 from openai import AsyncOpenAI
 
+from deskbench.models.sdk_errors import sdk_error
 from deskbench.models.types import (
     ChatRequest,
     ChatResponse,
@@ -25,26 +24,6 @@ from deskbench.models.types import (
     ToolCall,
     Usage,
 )
-
-
-def retry_after_seconds(headers: Any) -> float | None:
-    """Retry-After as seconds: either a number or an HTTP date."""
-    if headers is None:
-        return None
-    value = headers.get("retry-after-ms")
-    if value is not None:
-        try:
-            return float(value) / 1000
-        except ValueError:
-            pass
-    value = headers.get("retry-after")
-    if value is None:
-        return None
-    try:
-        return max(0.0, float(value))
-    except ValueError:
-        parsed = email.utils.parsedate_to_datetime(value)
-        return max(0.0, parsed.timestamp() - time.time()) if parsed else None
 
 
 def _content(msg: Message) -> str | list[dict[str, Any]]:
@@ -105,17 +84,7 @@ def request_kwargs(request: ChatRequest, structured: str = "json_schema") -> dic
 
 
 def _error(exc: Exception) -> ModelError:
-    if isinstance(exc, openai.APIStatusError):
-        status = exc.status_code
-        retryable = status in (408, 409, 429) or status >= 500
-        detail = str(getattr(exc, "message", "") or exc)[:300]
-        return ModelError(f"HTTP {status}: {detail}", retryable=retryable, status=status,
-                          retry_after=retry_after_seconds(exc.response.headers))
-    if isinstance(exc, openai.APITimeoutError):
-        return ModelError("request timed out", retryable=True)
-    if isinstance(exc, openai.APIConnectionError):
-        return ModelError(f"connection failed: {exc}", retryable=True)
-    return ModelError(f"{type(exc).__name__}: {exc}", retryable=False)
+    return sdk_error(exc, openai.APIStatusError, openai.APITimeoutError, openai.APIConnectionError)
 
 
 class OpenAIChat:
