@@ -12,6 +12,7 @@ from typing import Any
 
 import openai
 from openai import AsyncOpenAI
+from openai.types.chat import ChatCompletion
 
 from deskbench.models.sdk_errors import sdk_error
 from deskbench.models.types import (
@@ -108,7 +109,14 @@ class OpenAIChat:
 
     async def complete(self, request: ChatRequest) -> ChatResponse:
         try:
-            raw = await self._client.chat.completions.create(model=self.model, **request_kwargs(request, self.structured))
+            # The SDK's generic POST: same auth, errors and response model as chat.completions.create,
+            # without its per-call walk of the request through typed-dict transforms, which cost
+            # ~18 ms of CPU per call on long conversations and capped throughput at 64 episodes.
+            raw = await self._client.post(
+                "/chat/completions",
+                body={"model": self.model, **request_kwargs(request, self.structured)},
+                cast_to=ChatCompletion,
+            )
         except openai.OpenAIError as exc:
             raise _error(exc) from exc
         if not raw.choices:
@@ -118,7 +126,7 @@ class OpenAIChat:
         calls = [
             ToolCall(id=c.id or f"call_{i}", name=c.function.name, arguments=c.function.arguments or "")
             for i, c in enumerate(msg.tool_calls or [])
-            if getattr(c, "function", None) is not None
+            if getattr(c, "function", None) is not None  # custom (non-function) tool calls are skipped
         ]
         usage = Usage(calls=1)
         if raw.usage is not None:
