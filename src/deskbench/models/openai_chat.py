@@ -124,9 +124,9 @@ class OpenAIChat:
         choice = raw.choices[0]
         msg = choice.message
         calls = [
-            ToolCall(id=c.id or f"call_{i}", name=c.function.name, arguments=c.function.arguments or "")
+            ToolCall(id=c.id or f"call_{i}", name=fn.name, arguments=fn.arguments or "")
             for i, c in enumerate(msg.tool_calls or [])
-            if getattr(c, "function", None) is not None  # custom (non-function) tool calls are skipped
+            if (fn := getattr(c, "function", None)) is not None  # custom (non-function) calls are skipped
         ]
         usage = Usage(calls=1)
         if raw.usage is not None:
