@@ -9,14 +9,16 @@ ingest is completed by the next one.
 from __future__ import annotations
 
 import sqlite3
-import threading
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Literal
 
+from deskbench.sqlite import ThreadLocalDB
+
 TextSource = Literal["text_layer", "ocr"]
+
 
 SCHEMA_VERSION = 1
 
@@ -100,30 +102,19 @@ class PageStore:
 
     def __init__(self, path: Path, *, create: bool = False) -> None:
         self.path = path
-        self._local = threading.local()
+        self._db = ThreadLocalDB(path, foreign_keys=True)
         if create:
-            with self._conn() as con:
-                con.executescript(_SCHEMA)
-                con.execute(
-                    "INSERT OR IGNORE INTO meta(key, value) VALUES ('schema_version', ?)",
-                    (str(SCHEMA_VERSION),),
-                )
+            self._db.conn().executescript(_SCHEMA)  # executescript manages its own transaction
+            self._db.conn().execute(
+                "INSERT OR IGNORE INTO meta(key, value) VALUES ('schema_version', ?)",
+                (str(SCHEMA_VERSION),),
+            )
 
     def _conn(self) -> sqlite3.Connection:
-        con: sqlite3.Connection | None = getattr(self._local, "con", None)
-        if con is None:
-            con = sqlite3.connect(self.path, timeout=30.0, isolation_level=None)
-            con.execute("PRAGMA journal_mode=WAL")
-            con.execute("PRAGMA synchronous=NORMAL")
-            con.execute("PRAGMA foreign_keys=ON")
-            self._local.con = con
-        return con
+        return self._db.conn()
 
     def close(self) -> None:
-        con: sqlite3.Connection | None = getattr(self._local, "con", None)
-        if con is not None:
-            con.close()
-            self._local.con = None
+        self._db.close()
 
     # -- reads ---------------------------------------------------------------------------
 
@@ -199,9 +190,7 @@ class PageStore:
 
     def replace_document(self, doc: DocumentRecord, pages: Sequence[PageRecord]) -> None:
         """Write a document and all its pages atomically, replacing any earlier version."""
-        con = self._conn()
-        con.execute("BEGIN IMMEDIATE")
-        try:
+        with self._db.write() as con:
             con.execute("DELETE FROM pages WHERE doc_id = ?", (doc.doc_id,))
             con.execute("DELETE FROM documents WHERE doc_id = ?", (doc.doc_id,))
             con.execute("DELETE FROM ingest_errors WHERE source_path = ?", (doc.source_path,))
@@ -225,10 +214,6 @@ class PageStore:
                 "INSERT INTO pages(doc_id, page, text, text_source, error) VALUES (?, ?, ?, ?, ?)",
                 [(p.doc_id, p.page, p.text, p.text_source, p.error) for p in pages],
             )
-            con.execute("COMMIT")
-        except BaseException:
-            con.execute("ROLLBACK")
-            raise
 
     def record_error(self, err: IngestError) -> None:
         self._conn().execute(
@@ -239,13 +224,11 @@ class PageStore:
 
     def mark_indexed(self, items: Sequence[tuple[str, str]]) -> None:
         """Record that the index now holds these (doc_id, content_hash) versions."""
-        con = self._conn()
-        con.execute("BEGIN IMMEDIATE")
-        con.executemany(
-            "UPDATE documents SET indexed_hash = ? WHERE doc_id = ? AND content_hash = ?",
-            [(h, d, h) for d, h in items],
-        )
-        con.execute("COMMIT")
+        with self._db.write() as con:
+            con.executemany(
+                "UPDATE documents SET indexed_hash = ? WHERE doc_id = ? AND content_hash = ?",
+                [(h, d, h) for d, h in items],
+            )
 
     def forget_index(self) -> None:
         """The index was lost: every document must be indexed again."""

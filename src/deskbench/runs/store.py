@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import json
 import sqlite3
-import threading
 from collections.abc import Sequence
 from datetime import UTC, datetime
 from pathlib import Path
@@ -21,6 +20,7 @@ from pydantic import BaseModel, Field, TypeAdapter
 
 from deskbench.errors import UserError
 from deskbench.models.types import Usage
+from deskbench.sqlite import ThreadLocalDB
 from deskbench.tasks.docqa import DocQASubmission, DocQATask, TrajectoryStep
 
 EpisodeStatus = Literal["ok", "error", "limit"]
@@ -73,32 +73,12 @@ class RunStore:
             if not create:
                 raise UserError(f"{run_dir} is not a deskbench run (no {self.FILENAME}); give the --out of a run")
             run_dir.mkdir(parents=True, exist_ok=True)
-        self._local = threading.local()
         self.path = path
-        self._conn().executescript(_SCHEMA)  # executescript manages its own transaction
+        self._db = ThreadLocalDB(path, timeout=60.0)
+        self._db.conn().executescript(_SCHEMA)  # executescript manages its own transaction
 
     def _conn(self) -> sqlite3.Connection:
-        con: sqlite3.Connection | None = getattr(self._local, "con", None)
-        if con is None:
-            con = sqlite3.connect(self.path, timeout=60.0, isolation_level=None)
-            con.execute("PRAGMA journal_mode=WAL")
-            con.execute("PRAGMA synchronous=NORMAL")
-            self._local.con = con
-        return con
-
-    class _Tx:
-        def __init__(self, con: sqlite3.Connection) -> None:
-            self.con = con
-
-        def __enter__(self) -> sqlite3.Connection:
-            self.con.execute("BEGIN IMMEDIATE")
-            return self.con
-
-        def __exit__(self, exc_type: object, *rest: object) -> None:
-            self.con.execute("ROLLBACK" if exc_type else "COMMIT")
-
-    def _tx(self) -> RunStore._Tx:
-        return RunStore._Tx(self._conn())
+        return self._db.conn()
 
     # -- tasks and settings ---------------------------------------------------------------
 
@@ -113,7 +93,7 @@ class RunStore:
                     f"{sorted(new)[0]!r}); use a new --out directory for a different task file"
                 )
             return
-        with self._tx() as con:
+        with self._db.write() as con:
             con.executemany(
                 "INSERT INTO tasks(id, ord, task) VALUES (?, ?, ?)",
                 [(t.id, i, t.model_dump_json()) for i, t in enumerate(tasks)],
@@ -124,7 +104,7 @@ class RunStore:
         return [DocQATask.model_validate_json(r[0]) for r in rows]
 
     def set_meta(self, key: str, value: object) -> None:
-        with self._tx() as con:
+        with self._db.write() as con:
             con.execute("INSERT OR REPLACE INTO meta(key, value) VALUES (?, ?)", (key, json.dumps(value)))
 
     def meta(self, key: str) -> object | None:
@@ -135,7 +115,7 @@ class RunStore:
 
     def record(self, episode: Episode) -> bool:
         """Commit one finished episode; False if it was already there (it is kept as it was)."""
-        with self._tx() as con:
+        with self._db.write() as con:
             cur = con.execute(
                 "INSERT OR IGNORE INTO episodes(task_id, system, attempt, status, error, submission,"
                 " trajectory, usage, started_at, finished_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
@@ -182,7 +162,4 @@ class RunStore:
         return out
 
     def close(self) -> None:
-        con: sqlite3.Connection | None = getattr(self._local, "con", None)
-        if con is not None:
-            con.close()
-            self._local.con = None
+        self._db.close()
