@@ -167,6 +167,18 @@ def test_run_under_faults_loses_no_episode(operator_corpus: Corpus, tmp_path: Pa
     assert rescored["accuracy"] == report["accuracy"]  # re-scored from the store alone
 
 
+def _episode_count(db: Path) -> int:
+    """Episodes committed so far; 0 while the run has not yet created its file or tables."""
+    try:
+        con = sqlite3.connect(db, timeout=1)
+        try:
+            return int(con.execute("SELECT COUNT(*) FROM episodes").fetchone()[0])
+        finally:
+            con.close()
+    except sqlite3.Error:
+        return 0
+
+
 def test_kill_9_mid_run_then_resume(operator_corpus: Corpus, tmp_path: Path) -> None:
     tasks = _tasks_file(tmp_path, 40)
     run_dir = tmp_path / "run"
@@ -180,8 +192,7 @@ def test_kill_9_mid_run_then_resume(operator_corpus: Corpus, tmp_path: Path) -> 
         proc = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
         deadline = time.monotonic() + 120
         while True:
-            db = run_dir / "run.sqlite"
-            count = sqlite3.connect(db).execute("SELECT COUNT(*) FROM episodes").fetchone()[0] if db.exists() else 0
+            count = _episode_count(run_dir / "run.sqlite")
             if count >= 5:
                 break
             assert proc.poll() is None and time.monotonic() < deadline
