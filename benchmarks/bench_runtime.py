@@ -66,6 +66,7 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--episodes", type=int, default=64)
     ap.add_argument("--latency", type=float, default=0.2)
+    ap.add_argument("--profile", type=Path, help="write a cProfile of the run phase (the harness process) here")
     ap.add_argument("--out", type=Path, default=REPO / "benchmarks" / "results" / "runtime.json")
     args = ap.parse_args()
     steps = len(QUERIES) + 1
@@ -87,14 +88,21 @@ def main() -> int:
                                    concurrency=args.episodes)
             ctx = AgentContext(model=model, corpus=corpus, settings=AgentSettings(view="text", max_steps=10))
 
-            async def go() -> float:
-                started = time.perf_counter()
+            async def go() -> tuple[float, float]:
+                started, cpu_started = time.perf_counter(), time.process_time()
                 await run_episodes(tasks, Bm25Agent(), ctx, store, "bm25-agent:fake", concurrency=args.episodes)
-                wall = time.perf_counter() - started
+                wall, cpu = time.perf_counter() - started, time.process_time() - cpu_started
                 await model.aclose()
-                return wall
+                return wall, cpu
 
-            wall = asyncio.run(go())
+            if args.profile:
+                import cProfile
+
+                with cProfile.Profile() as prof:
+                    wall, cpu = asyncio.run(go())
+                prof.dump_stats(args.profile)
+            else:
+                wall, cpu = asyncio.run(go())
         finally:
             stop.set()
             calls = counts.get(timeout=30)
@@ -112,6 +120,7 @@ def main() -> int:
         "throughput_calls_per_s": throughput, "ideal_calls_per_s": ideal_throughput,
         "throughput_share_of_ideal": throughput / ideal_throughput,
         "overhead_ms_per_step": overhead_ms,
+        "harness_cpu_ms_per_step": cpu / calls * 1000,
         "model_call_seconds_p50": call_seconds[len(call_seconds) // 2] if call_seconds else None,
         "model_call_seconds_max": call_seconds[-1] if call_seconds else None,
         "targets": {"throughput_share_ge_0.9": throughput / ideal_throughput >= 0.9,

@@ -18,7 +18,8 @@ from typing import Any
 
 Behaviour = dict[str, Any]
 """{"kind": "text", "text": ...} | {"kind": "tool", "name": ..., "arguments": str}
-| {"kind": "status", "status": 429, "retry_after": "0.2"} | {"kind": "slow", "seconds": 2.0, ...}"""
+| {"kind": "status", "status": 429, "retry_after": "0.2"} | {"kind": "slow", "seconds": 2.0, ...}
+| {"kind": "raw", "body": "<html>...", "content_type": "text/html"}"""
 
 
 @dataclass
@@ -87,6 +88,14 @@ class FakeOpenAI:
         if behaviour["kind"] == "slow":
             time.sleep(behaviour["seconds"])
             behaviour = behaviour.get("then", {"kind": "text", "text": "late"})
+        if behaviour["kind"] == "raw":  # garbage on purpose: an HTML page, a wrong-shaped body
+            raw = behaviour["body"].encode()
+            handler.send_response(behaviour.get("status", 200))
+            handler.send_header("Content-Type", behaviour.get("content_type", "application/json"))
+            handler.send_header("Content-Length", str(len(raw)))
+            handler.end_headers()
+            handler.wfile.write(raw)
+            return
         if behaviour["kind"] == "status":
             payload = json.dumps({"error": {"message": behaviour.get("message", "injected failure"),
                                             "type": "server_error"}}).encode()

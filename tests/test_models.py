@@ -103,6 +103,41 @@ def test_5xx_is_retried_and_4xx_is_not() -> None:
         assert len(fake.requests) == 1 and not info.value.retryable
 
 
+GARBAGE = [
+    {"kind": "raw", "body": "<html><body>502 Bad Gateway</body></html>", "content_type": "text/html"},
+    {"kind": "raw", "body": '{"choices": []}'},
+    {"kind": "raw", "body": '{"choices": [{"message": "not an object"}]}'},
+    {"kind": "raw", "body": '[1, 2, 3]'},
+]
+
+
+def test_garbage_200_bodies_are_retried_then_reported() -> None:
+    script = lambda b, n: GARBAGE[n - 1] if n <= len(GARBAGE) else {"kind": "text", "text": "ok"}  # noqa: E731
+    with FakeOpenAI(script=script) as fake:
+        model = ResilientModel(compat(fake), policy=RetryPolicy(attempts=5, base_delay=0.01, max_delay=0.02))
+        assert run(model.complete(ask())).message.text() == "ok"
+        assert model.ledger.retries == len(GARBAGE)
+    with FakeOpenAI(script=lambda b, n: GARBAGE[1]) as fake:
+        model = ResilientModel(compat(fake), policy=FAST)
+        with pytest.raises(ModelError, match="no choices.*after 4 attempts"):
+            run(model.complete(ask()))
+
+
+def test_tool_call_shapes_are_read_leniently() -> None:
+    """Arguments given as an object (some servers do) are kept as JSON text; a custom
+    (non-function) call and a call without a name are skipped, not fatal."""
+    body = {"choices": [{"finish_reason": "tool_calls", "message": {"content": None, "tool_calls": [
+        {"id": "a", "type": "function", "function": {"name": "provide_answer", "arguments": {"answer": ["x"]}}},
+        {"id": "b", "type": "custom", "custom": {"name": "x", "input": "y"}},
+        {"id": "c", "type": "function", "function": {"arguments": "{}"}},
+    ]}}], "usage": {"prompt_tokens": 7, "completion_tokens": True}}
+    with FakeOpenAI(script=lambda b, n: {"kind": "raw", "body": json.dumps(body)}) as fake:
+        response = run(compat(fake).complete(ask()))
+    assert [(c.id, c.name, c.parsed()) for c in response.message.tool_calls] == [("a", "provide_answer", {"answer": ["x"]})]
+    assert (response.usage.input_tokens, response.usage.output_tokens) == (7, 0)
+    assert response.message.content == "" and response.finish_reason == "tool_calls"
+
+
 def test_timeouts_are_retried_then_reported() -> None:
     slow = {"kind": "slow", "seconds": 1.0}
     with FakeOpenAI(script=lambda b, n: slow) as fake:

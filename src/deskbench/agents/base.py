@@ -4,6 +4,7 @@ and how retrieved pages are shown to a model (as images, or as text with --view 
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import json
 import re
 import time
@@ -125,6 +126,7 @@ class Recorder:
         self.max_tokens = max_tokens
         self.trajectory: list[TrajectoryStep] = []
         self.usage = Usage()
+        self._digest = ConversationDigest()
 
     async def complete(self, request: ChatRequest) -> ChatResponse:
         started = time.monotonic()
@@ -133,7 +135,7 @@ class Recorder:
         response = await self.model.complete(request)
         self.usage = self.usage + response.usage
         self.trajectory.append(ModelCallStep(
-            messages_hash=request.fingerprint(self.model.id)[:16],
+            messages_hash=self._digest.of(request.messages)[:16],
             input_tokens=response.usage.input_tokens,
             output_tokens=response.usage.output_tokens,
             seconds=round(time.monotonic() - started, 4),
@@ -147,21 +149,47 @@ class Recorder:
                            trajectory=self.trajectory, usage=self.usage)
 
 
-async def page_parts(ctx: AgentContext, pages: Sequence[tuple[str, int]]) -> list[Part]:
-    """The pages as the model sees them: a label, then the image (or the page text)."""
+class ConversationDigest:
+    """sha256 of a conversation that grows by appending, hashing only the new messages.
+
+    Hashing the whole request at every step (as the cache key does) costs O(history) per step,
+    over a millisecond on long conversations; a conversation that is not an extension of the
+    last one is hashed from the start.
+    """
+
+    def __init__(self) -> None:
+        self._seen: list[Message] = []
+        self._hash = hashlib.sha256()
+
+    def of(self, messages: Sequence[Message]) -> str:
+        n = len(self._seen)
+        if len(messages) < n or any(a is not b for a, b in zip(self._seen, messages, strict=False)):
+            self._seen, self._hash, n = [], hashlib.sha256(), 0
+        for m in messages[n:]:
+            self._hash.update(m.model_dump_json().encode())
+            self._hash.update(b"\n")
+        self._seen = list(messages)
+        return self._hash.hexdigest()
+
+
+def load_page_parts(ctx: AgentContext, pages: Sequence[tuple[str, int]]) -> list[Part]:
+    """The pages as the model sees them: a label, then the image (or the page text). Blocking:
+    call it in a worker thread, once for all the pages of a step."""
     assert ctx.corpus is not None
     corpus, settings = ctx.corpus, ctx.settings
+    spec = ImageSpec(dpi=settings.dpi, format="png", max_bytes=settings.max_image_bytes)
     parts: list[Part] = []
     for doc, page in pages:
         parts.append(TextPart(text=f"file: {doc} page: {page}"))
         if settings.view == "text":
-            record = await asyncio.to_thread(corpus.page_text, doc, page)
-            parts.append(TextPart(text=record.text))
+            parts.append(TextPart(text=corpus.page_text(doc, page).text))
         else:
-            spec = ImageSpec(dpi=settings.dpi, format="png", max_bytes=settings.max_image_bytes)
-            data = await asyncio.to_thread(corpus.page_image, doc, page, spec)
-            parts.append(ImagePart.of(data, "image/png"))
+            parts.append(ImagePart.of(corpus.page_image(doc, page, spec), "image/png"))
     return parts
+
+
+async def page_parts(ctx: AgentContext, pages: Sequence[tuple[str, int]]) -> list[Part]:
+    return await asyncio.to_thread(load_page_parts, ctx, pages)
 
 
 async def answer_once(

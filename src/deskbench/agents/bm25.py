@@ -19,13 +19,13 @@ from deskbench.agents.base import (
     AnswerArgs,
     Recorder,
     describe_problem,
-    page_parts,
+    load_page_parts,
     recorded,
     submission_of,
 )
 from deskbench.agents.prompts import BM25_SYSTEM, SEARCH_DESCRIPTION
 from deskbench.errors import QuerySyntaxError
-from deskbench.models.types import ChatRequest, Message, TextPart, ToolCall, ToolSpec
+from deskbench.models.types import ChatRequest, Message, Part, TextPart, ToolCall, ToolSpec
 from deskbench.tasks.docqa import DocQATask, ToolCallStep
 
 SEARCH_TOOL = ToolSpec(
@@ -114,22 +114,24 @@ class Bm25Agent:
                 follow_up.append(Message(role="tool", tool_call_id=call.id, content=f"error: {problem}"))
                 continue
             queries.append(query)
-            result_text, pages = await self._search(ctx, query)
+            result_text, pages, parts = await asyncio.to_thread(self._search, ctx, query)
             rec.trajectory.append(ToolCallStep(name=SEARCH_TOOL.name, arguments={"query": query},
                                                result={"pages": [list(p) for p in pages]}))
             follow_up.append(Message(role="tool", tool_call_id=call.id, content=result_text))
             if pages:
-                parts = await page_parts(ctx, pages)
                 images.append(Message(role="user", content=[TextPart(text=f"Results for: {query}"), *parts]))
         return None, problem, follow_up + images
 
-    async def _search(self, ctx: AgentContext, query: str) -> tuple[str, list[tuple[str, int]]]:
+    @staticmethod
+    def _search(ctx: AgentContext, query: str) -> tuple[str, list[tuple[str, int]], list[Part]]:
+        """One search and its pages, blocking (run in a worker thread: one hop per search)."""
         assert ctx.corpus is not None
         try:
-            hits = await asyncio.to_thread(ctx.corpus.search, query, ctx.settings.top_k)
+            hits = ctx.corpus.search(query, ctx.settings.top_k)
         except QuerySyntaxError as exc:  # the agent reads the message and may fix its query
-            return f"query error: {exc}", []
+            return f"query error: {exc}", [], []
         if not hits:
-            return "no results; try different terms (synonyms, abbreviations, rephrasing)", []
+            return "no results; try different terms (synonyms, abbreviations, rephrasing)", [], []
         pages = [(h.document, h.page) for h in hits]
-        return json.dumps({"results": [{"file": d, "page": p} for d, p in pages]}), pages
+        parts = load_page_parts(ctx, pages)
+        return json.dumps({"results": [{"file": d, "page": p} for d, p in pages]}), pages, parts

@@ -122,7 +122,12 @@ async def _judge_all(
         except Exception as exc:  # a judge that breaks leaves the item unscored, never wrong
             return Judgement("unscored", error=f"{type(exc).__name__}: {exc}")
 
-    return list(await asyncio.gather(*(one(t, s) for t, s in pairs)))
+    try:
+        return list(await asyncio.gather(*(one(t, s) for t, s in pairs)))
+    finally:
+        # An HTTP client lives in one event loop: close the judge's before this loop ends.
+        if (aclose := getattr(judge, "aclose", None)) is not None:
+            await aclose()
 
 
 def score_all(

@@ -88,6 +88,10 @@ class LLMJudge:
         self.name = f"llm-judge/{model.id}"
         self.repairs = repairs
 
+    async def aclose(self) -> None:
+        """Close the model's connections (they belong to the event loop that judged)."""
+        await self.model.aclose()
+
     async def judge(
         self, question: str, predicted: Sequence[str], variants: Sequence[Sequence[str]]
     ) -> Judgement:
