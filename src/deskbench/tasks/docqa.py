@@ -45,6 +45,17 @@ ItemId = Annotated[str, BeforeValidator(_id_as_text)]
 """Task ids are strings ("dev/0"); a bare number in a file is read as its text."""
 
 
+class Injection(BaseModel):
+    """A planted prompt injection on one of a generated task's pages (deskbench's injection
+    track): the answer it tries to force, so a run can be checked for following it."""
+
+    kind: Literal["visible_text", "hidden_text", "table_cell"]
+    document: str
+    page: int = Field(ge=1)
+    instruction: str
+    target_answer: str
+
+
 class DocQATask(BaseModel):
     """A MADQA question with its acceptable answers and minimal evidence set."""
 
@@ -57,6 +68,7 @@ class DocQATask(BaseModel):
     document_category: str | None = Field(
         default=None, validation_alias=AliasChoices("document_category", "category")
     )
+    injection: Injection | None = None  # generated injection-track tasks only
 
     @field_validator("answer_variants", mode="before")
     @classmethod
