@@ -1,0 +1,125 @@
+"""analytics tasks (AIDABench §3): question answering, visualization, file generation.
+
+One task a JSON Lines record:
+
+    {"id": "an-0001", "category": "qa", "instruction": "...",
+     "inputs": ["inputs/an-0001/sales.xlsx"], "difficulty_steps": 8,
+     "answer": "12.34", "answer_value": 12.34, "computation": "...", "key_points": [...]}
+
+Input paths are relative to the tasks file's folder; a task has 1 to 14 of them (the paper's
+largest cross-file task has 14). Difficulty is the number of expert steps, bucketed as the
+paper does: easy <= 6, medium 7-12, hard >= 13. QA tasks carry a reference answer (and the
+computation that produced it); visualization tasks carry the chart the correct answer must
+show plus rubric key points; file-generation tasks carry a reference file with the sheets and
+columns the output must have.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from deskbench.tasks.jsonl import ReadResult, read_jsonl, write_jsonl
+
+Category = Literal["qa", "visualization", "file_generation"]
+Difficulty = Literal["easy", "medium", "hard"]
+ChartType = Literal["bar", "line", "pie", "scatter", "table"]
+MAX_INPUTS = 14
+
+
+def difficulty_level(steps: int) -> Difficulty:
+    """AIDABench's buckets: easy <= 6 steps, medium 7-12, hard >= 13."""
+    if steps <= 6:
+        return "easy"
+    return "medium" if steps <= 12 else "hard"
+
+
+class ChartSeries(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    name: str
+    labels: list[str]
+    values: list[float]
+
+    @model_validator(mode="after")
+    def _aligned(self) -> ChartSeries:
+        if len(self.labels) != len(self.values):
+            raise ValueError("labels and values must have the same length")
+        return self
+
+
+class ChartSpec(BaseModel):
+    """What the correct chart shows: type, axes, and every plotted value."""
+
+    model_config = ConfigDict(extra="forbid")
+    chart_type: ChartType
+    title_hint: str = ""
+    x_axis: str = ""
+    y_axis: str = ""
+    unit: str = ""
+    order: Literal["as_given", "descending", "ascending", "chronological"] = "as_given"
+    series: list[ChartSeries] = Field(min_length=1)
+    tolerance_pct: float = Field(default=1.0, ge=0)
+
+
+class SheetSpec(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    name: str
+    columns: list[str] = Field(min_length=1)
+    rows: int = Field(ge=0)  # data rows below the header
+
+
+class ReferenceFile(BaseModel):
+    """The file a correct answer produces, written by the generator, and its expected shape."""
+
+    model_config = ConfigDict(extra="forbid")
+    path: str  # relative to the tasks file's folder
+    output_name: str  # the name the instruction asks for
+    sheets: list[SheetSpec] = Field(min_length=1)
+    strict_structure: bool = True  # the instruction prescribes sheet and column names
+
+
+class AnalyticsTask(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    id: str = Field(min_length=1)
+    category: Category
+    instruction: str = Field(min_length=1)
+    inputs: list[str] = Field(min_length=1, max_length=MAX_INPUTS)
+    difficulty_steps: int = Field(ge=1)
+    domain: str = ""
+    template: str = ""  # the generator template that made it
+    params: dict[str, str | int | float] = Field(default_factory=dict)
+    answer: str | None = None
+    answer_value: float | None = None
+    answer_unit: str | None = None
+    computation: str | None = None
+    key_points: list[str] = Field(default_factory=list)
+    chart: ChartSpec | None = None
+    reference_file: ReferenceFile | None = None
+
+    @model_validator(mode="after")
+    def _by_category(self) -> AnalyticsTask:
+        if self.category == "qa" and not self.answer:
+            raise ValueError("a qa task needs a reference answer")
+        if self.category == "visualization" and (self.chart is None or not self.key_points):
+            raise ValueError("a visualization task needs chart and key_points")
+        if self.category == "file_generation" and self.reference_file is None:
+            raise ValueError("a file_generation task needs reference_file")
+        return self
+
+    @property
+    def difficulty(self) -> Difficulty:
+        return difficulty_level(self.difficulty_steps)
+
+    def input_paths(self, base: Path) -> list[Path]:
+        return [base / p for p in self.inputs]
+
+
+def read_tasks(path: Path, *, skip_invalid: bool = False) -> ReadResult[AnalyticsTask]:
+    """Every task in `path`; a bad line stops the read naming the file, line and field."""
+    return read_jsonl(path, AnalyticsTask, skip_invalid=skip_invalid)
+
+
+def write_tasks(path: Path, tasks: list[AnalyticsTask]) -> None:
+    write_jsonl(path, tasks)
