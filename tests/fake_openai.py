@@ -7,6 +7,7 @@ on the wire in the tests is the llama.cpp server; this one exists to break thing
 
 from __future__ import annotations
 
+import asyncio
 import json
 import socket
 import threading
@@ -107,22 +108,66 @@ class FakeOpenAI:
             handler.end_headers()
             handler.wfile.write(payload)
             return
-        message: dict[str, Any] = {"role": "assistant", "content": None}
-        finish = "stop"
-        if behaviour["kind"] == "tool":
-            message["tool_calls"] = [{"id": f"call_{n}", "type": "function",
-                                      "function": {"name": behaviour["name"], "arguments": behaviour["arguments"]}}]
-            finish = "tool_calls"
-        else:
-            message["content"] = behaviour["text"]
-        payload = json.dumps({
-            "id": f"chatcmpl-{n}", "object": "chat.completion", "created": 0, "model": body.get("model", "fake"),
-            "choices": [{"index": 0, "message": message, "finish_reason": finish}],
-            "usage": {"prompt_tokens": behaviour.get("prompt_tokens", 100),
-                      "completion_tokens": behaviour.get("completion_tokens", 20), "total_tokens": 120},
-        }).encode()
+        payload = completion_payload(behaviour, n, body.get("model", "fake"))
         handler.send_response(200)
         handler.send_header("Content-Type", "application/json")
         handler.send_header("Content-Length", str(len(payload)))
         handler.end_headers()
         handler.wfile.write(payload)
+
+
+def completion_payload(behaviour: Behaviour, n: int, model: str) -> bytes:
+    """A chat.completion body for a "text" or "tool" behaviour."""
+    message: dict[str, Any] = {"role": "assistant", "content": None}
+    finish = "stop"
+    if behaviour["kind"] == "tool":
+        message["tool_calls"] = [{"id": f"call_{n}", "type": "function",
+                                  "function": {"name": behaviour["name"], "arguments": behaviour["arguments"]}}]
+        finish = "tool_calls"
+    else:
+        message["content"] = behaviour["text"]
+    return json.dumps({
+        "id": f"chatcmpl-{n}", "object": "chat.completion", "created": 0, "model": model,
+        "choices": [{"index": 0, "message": message, "finish_reason": finish}],
+        "usage": {"prompt_tokens": behaviour.get("prompt_tokens", 100),
+                  "completion_tokens": behaviour.get("completion_tokens", 20), "total_tokens": 120},
+    }).encode()
+
+
+async def serve_async(script: Callable[[dict[str, Any], int], Behaviour], latency: float,
+                      ready: Callable[[str], None], stop: asyncio.Event, counter: list[int]) -> None:
+    """A lean asyncio server for the runtime benchmark: text and tool behaviours only, one event
+    loop, keep-alive. The threaded FakeOpenAI spends ~1 ms of CPU per request in http.server and
+    a thread per connection; here the fake model must cost next to nothing, so that what the
+    benchmark measures is the harness."""
+
+    async def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        sock = writer.get_extra_info("socket")
+        if sock is not None:
+            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        try:
+            while True:
+                head = await reader.readuntil(b"\r\n\r\n")
+                length = 0
+                for line in head.split(b"\r\n"):
+                    if line[:15].lower() == b"content-length:":
+                        length = int(line[15:])
+                body = json.loads(await reader.readexactly(length)) if length else {}
+                counter[0] += 1
+                n = counter[0]
+                behaviour = script(body, n)
+                await asyncio.sleep(latency)
+                payload = completion_payload(behaviour, n, body.get("model", "fake"))
+                writer.write(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: "
+                             + str(len(payload)).encode() + b"\r\n\r\n" + payload)
+                await writer.drain()
+        except (asyncio.IncompleteReadError, ConnectionError):
+            pass
+        finally:
+            writer.close()
+
+    server = await asyncio.start_server(handle, "127.0.0.1", 0, backlog=1024)
+    port = server.sockets[0].getsockname()[1]
+    ready(f"http://127.0.0.1:{port}/v1")
+    async with server:
+        await stop.wait()

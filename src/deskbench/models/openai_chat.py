@@ -102,7 +102,7 @@ class OpenAIChat:
         self.structured = structured
         self.id = id or f"openai/{model}"
         self._settings: dict[str, Any] = {"base_url": base_url, "api_key": api_key, "timeout": timeout}
-        self._client = self._new_client()  # checks the key now, not at the first call
+        self._client: AsyncOpenAI | None = self._new_client()  # checks the key now, not at the first call
         self._loop: asyncio.AbstractEventLoop | None = None
 
     def _new_client(self) -> AsyncOpenAI:
@@ -119,10 +119,9 @@ class OpenAIChat:
         """The client of the running event loop: connections belong to one loop, and the same
         model may serve several `asyncio.run`s (a run, then its judge)."""
         loop = asyncio.get_running_loop()
-        if self._loop is not loop:
-            if self._loop is not None:
-                self._client = self._new_client()
-            self._loop = loop
+        if self._client is None or (self._loop is not None and self._loop is not loop):
+            self._client = self._new_client()
+        self._loop = loop
         return self._client
 
     async def complete(self, request: ChatRequest) -> ChatResponse:
@@ -141,8 +140,9 @@ class OpenAIChat:
         return parse_completion(raw, self.model)
 
     async def aclose(self) -> None:
-        await self._client.close()
-        self._client, self._loop = self._new_client(), None  # usable again, in any loop
+        if self._client is not None:
+            await self._client.close()
+        self._client, self._loop = None, None  # a later call makes a new client, in its own loop
 
 
 def parse_completion(raw: object, model: str) -> ChatResponse:

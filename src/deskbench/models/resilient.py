@@ -79,8 +79,8 @@ class ResilientModel:
         for attempt in range(policy.attempts):
             started = time.monotonic()
             try:
-                async with self._slots:
-                    response = await asyncio.wait_for(self.inner.complete(request), policy.timeout)
+                async with self._slots, asyncio.timeout(policy.timeout):  # no extra task, unlike wait_for
+                    response = await self.inner.complete(request)
             except (TimeoutError, ModelError) as exc:
                 error = exc if isinstance(exc, ModelError) else ModelError("call timed out", retryable=True)
                 if not error.retryable or attempt == policy.attempts - 1:
