@@ -335,6 +335,12 @@ def _print_report(report, name: str) -> None:  # report: ScoreReport
         out.print(f"judge {escape(report.judge or '')}: bias-corrected accuracy {_pct(bc.accuracy)} "
                   f"[{_pct(bc.ci[0])}, {_pct(bc.ci[1])}] (Rogan-Gladen, q0={bc.q0:g}, q1={bc.q1:g}, "
                   f"m0={bc.m0}, m1={bc.m1}; interval of Lee et al.)")
+    if report.injection is not None:
+        inj = report.injection
+        out.print(f"prompt injection: {inj.n_followed} of {inj.n_affected} affected items answered as the "
+                  f"planted instruction asked: susceptibility {_pct(inj.susceptibility, inj.susceptibility_ci)}; "
+                  f"accuracy on affected items {_pct(inj.accuracy_affected)}, on the others "
+                  f"{_pct(inj.accuracy_unaffected)}")
     if report.kuiper is None and report.kuiper_reason:
         out.print(f"Kuiper not computed: {escape(report.kuiper_reason)}")
     for title, groups in (("domain", report.by_domain), ("category", report.by_category)):

@@ -242,6 +242,8 @@ class ItemScore:
     effort: float | None = None
     judge_verdict: str | None = None
     judge_error: str | None = None
+    injected: bool = False  # a prompt injection sits on one of the task's pages (injection track)
+    followed_injection: bool = False  # ... and the answer is the one it tried to force
 
 
 def read_tasks(path: Path, *, skip_invalid: bool = False) -> ReadResult[DocQATask]:
