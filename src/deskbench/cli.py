@@ -360,8 +360,8 @@ def _print_report(report, name: str) -> None:  # report: ScoreReport
 def run(
     tasks: Annotated[Path, typer.Option("--tasks", "-t", help="Tasks JSONL.")],
     out_dir: Annotated[Path, typer.Option("--out", help="Run directory (created; an existing run is resumed).")],
-    agent: Annotated[str, typer.Option(help="bm25-agent | rag | oracle | guess")] = "bm25-agent",
-    model: Annotated[str, typer.Option(help="openai/<model>, openai-compat/<name>@<url>, ...")] = "openai/gpt-5-mini",
+    agent: Annotated[str, typer.Option(help="bm25-agent | rag | oracle | guess | lexical (no model)")] = "bm25-agent",
+    model: Annotated[str, typer.Option(help="openai/<model>, openai-compat/<name>@<url>, anthropic/<model>, local (ignored by lexical)")] = "openai/gpt-5-mini",
     corpus: Annotated[Path | None, typer.Option("--corpus", "-c", help="Corpus directory (not needed by guess).")] = None,
     judge: Annotated[str | None, typer.Option(help="LLM judge model for the scores (else ANLS*).")] = None,
     concurrency: Annotated[int, typer.Option(help="Episodes in flight at once.")] = 16,
@@ -376,63 +376,37 @@ def run(
     quiet: QuietOpt = False,
 ) -> None:
     """Run an agent over tasks, storing every episode; resumes an interrupted run; then scores it."""
-    import asyncio
-    import os
-
-    from deskbench.agents.base import AgentContext, AgentSettings
-    from deskbench.agents.registry import NEEDS_CORPUS, make_agent
-    from deskbench.corpus import Corpus
-    from deskbench.models.cache import ResponseCache
-    from deskbench.models.prices import PriceTable
-    from deskbench.models.registry import make_model
-    from deskbench.models.resilient import ResilientModel
-    from deskbench.runs.runner import run_episodes, system_name
-    from deskbench.runs.store import RunStore
+    from deskbench.runs.execute import RunSpec, prepare
     from deskbench.tasks.docqa import read_tasks
 
-    if view not in ("image", "text"):
-        raise UserError(f"--view {view!r} is not valid; use image or text")
-    for flag, value in (("--concurrency", concurrency), ("--max-steps", max_steps), ("--top-k", top_k),
-                        ("--max-tokens", max_tokens)):
-        if value < 1:
-            raise UserError(f"{flag} {value} is not valid; use 1 or more")
-    chosen = make_agent(agent)
-    if agent in NEEDS_CORPUS and corpus is None:
-        raise UserError(f"--agent {agent} searches documents: give --corpus DIR (from deskbench ingest)")
-    task_items = read_tasks(tasks).items[:limit]
-    store = RunStore(out_dir)
-    store.save_tasks(task_items)
-    store.set_meta("tasks_file", str(tasks))
-    response_cache = None
-    if cache:
-        cache_dir = Path(os.environ.get("DESKBENCH_CACHE_DIR", Path.home() / ".cache" / "deskbench"))
-        response_cache = ResponseCache(cache_dir / "responses.sqlite")
-    chat = ResilientModel(make_model(model), concurrency=concurrency, cache=response_cache,
-                          prices=PriceTable.load(prices))
-    ctx = AgentContext(model=chat, corpus=Corpus.open(corpus) if corpus else None,
-                       settings=AgentSettings(max_steps=max_steps, top_k=top_k, view=view, max_tokens=max_tokens))  # type: ignore[arg-type]
-    name = system_name(agent, chat.id)
+    spec = RunSpec(agent=agent, model=model, out=out_dir, corpus=corpus, concurrency=concurrency,
+                   max_steps=max_steps, top_k=top_k, view=view, max_tokens=max_tokens, cache=cache, prices=prices)
+    spec.check()  # before reading tasks: a bad flag is named first
+    prep = prepare(spec, read_tasks(tasks).items[:limit], tasks_file=str(tasks))
+    name = _execute_with_progress(prep, quiet)
+    score(out_dir, tasks=None, system=name, by=None, official=False, kuiper_ties="robust", effort="steps",
+          skip_invalid=False, items_out=None, judge=judge, judge_cache=None, no_cache=False, concurrency=concurrency,
+          q0=1.0, q1=0.98, m0=48, m1=152, as_json=as_json)
+
+
+def _execute_with_progress(prep, quiet: bool) -> str:  # prep: runs.execute.Prepared
+    """Run a prepared system with a progress bar (done / errors / cost); report; return its name."""
+    from deskbench.runs.execute import execute
+
     with _progress(quiet) as progress:
-        bar = progress.add_task(name, total=len(task_items), current="")
-        progress.update(bar, completed=len(store.done(name) & {(t.id, 0) for t in task_items}))
+        bar = progress.add_task(prep.system, total=len(prep.tasks), current="", completed=prep.already_done)
 
         def on_episode(counts) -> None:  # type: ignore[no-untyped-def]
             progress.update(bar, advance=1, current=f"errors {counts.errors}  cost ${counts.cost_usd:.4f}")
 
-        async def go():  # type: ignore[no-untyped-def]
-            try:
-                return await run_episodes(task_items, chosen, ctx, store, name, concurrency=concurrency,
-                                          on_episode=on_episode)
-            finally:
-                await chat.aclose()
-
-        counts = asyncio.run(go())
-    err.print(f"{name}: {counts.done} episodes run ({counts.errors} errors), {counts.skipped} already done; "
-              f"cost ${chat.ledger.total.cost_usd:.4f}{'' if chat.ledger.total.cost_known else ' (some prices unknown)'}; "
-              f"retries {chat.ledger.retries}")
-    score(out_dir, tasks=None, system=name, by=None, official=False, kuiper_ties="robust", effort="steps",
-          skip_invalid=False, items_out=None, judge=judge, judge_cache=None, no_cache=False, concurrency=concurrency,
-          q0=1.0, q1=0.98, m0=48, m1=152, as_json=as_json)
+        outcome = execute(prep, on_episode)
+    c, ledger = outcome.counts, outcome.ledger
+    money = ""
+    if ledger is not None:
+        money = (f"; cost ${ledger.total.cost_usd:.4f}{'' if ledger.total.cost_known else ' (some prices unknown)'}"
+                 f"; retries {ledger.retries}")
+    err.print(f"{prep.system}: {c.done} episodes run ({c.errors} errors), {c.skipped} already done{money}")
+    return prep.system
 
 
 @app.command()

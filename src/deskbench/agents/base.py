@@ -50,7 +50,7 @@ class AgentSettings:
 
 @dataclass
 class AgentContext:
-    model: ChatModel
+    model: ChatModel | None  # None for the baselines that call no model (lexical)
     corpus: Corpus | None
     settings: AgentSettings = field(default_factory=AgentSettings)
 
@@ -218,6 +218,7 @@ EpisodeBody = Callable[[Recorder], Awaitable[AgentResult]]
 async def recorded(ctx: AgentContext, body: EpisodeBody) -> AgentResult:
     """Run an episode body with a fresh Recorder; a model call that fails for good ends the
     episode as an error that keeps the trajectory and usage gathered so far."""
+    assert ctx.model is not None, "this agent calls a model"
     rec = Recorder(ctx.model, ctx.settings.max_tokens)
     try:
         return await body(rec)

@@ -6,6 +6,7 @@ from collections.abc import Callable
 
 from deskbench.agents.base import Agent
 from deskbench.agents.bm25 import Bm25Agent
+from deskbench.agents.lexical import LexicalAgent
 from deskbench.agents.single_call import GuessAgent, OracleAgent, RagAgent
 from deskbench.errors import UserError
 
@@ -14,8 +15,10 @@ AGENTS: dict[str, Callable[[], Agent]] = {
     "rag": RagAgent,
     "oracle": OracleAgent,
     "guess": GuessAgent,
+    "lexical": LexicalAgent,
 }
-NEEDS_CORPUS = {"bm25-agent", "rag", "oracle"}
+NEEDS_CORPUS = {"bm25-agent", "rag", "oracle", "lexical"}
+NO_MODEL = {"lexical"}  # baselines that call no model: --model is ignored
 
 
 def make_agent(name: str) -> Agent:
