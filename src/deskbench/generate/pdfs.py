@@ -124,3 +124,21 @@ def _speckle(image: Image.Image, rng: random.Random) -> Image.Image:
         x, y = rng.randrange(image.width), rng.randrange(image.height)
         px[x, y] = rng.choice((0, 96, 255))
     return image
+
+
+def scan_image(pdf: bytes | Path, index: int = 0, dpi: int = 200, noise_seed: int | None = None) -> Image.Image:
+    """One page of a PDF as a greyscale 'scan' (speckle and blur with `noise_seed`).
+
+    Used to build documents where only some pages are scanned: the caller draws the image in
+    place of the page, so only OCR can read that page.
+    """
+    doc = pdfium.PdfDocument(pdf)
+    try:
+        page = doc[index]
+        image = page.render(scale=dpi / 72, grayscale=True).to_pil().convert("L")
+        page.close()
+    finally:
+        doc.close()
+    if noise_seed is not None:
+        image = _speckle(image, random.Random(noise_seed))
+    return image
