@@ -247,7 +247,7 @@ def _break(pkg: Path, edit: Any) -> None:
     [
         (lambda d: d.pop("golden"), "field 'golden'"),
         (lambda d: d.update(prompt_class="XYZ"), "field 'prompt_class'"),
-        (lambda d: d["verifiers"][2].pop("json_path"), "field 'verifiers.2.numeric'"),
+        (lambda d: d["verifiers"][2].pop("json_path"), "field 'verifiers.2' (numeric verifier)"),
         (lambda d: d["verifiers"][1].update(kind="magic"), "field 'verifiers.1'"),
         (lambda d: d["traps"][0]["verifiers"].append("ghost"), "ghost"),
         (lambda d: d["rubric"].pop(), "DI, AR, RF, EP, FD"),

@@ -17,7 +17,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from deskbench.errors import UserError
-from deskbench.tasks.verifier_specs import Unit, VerifierSpec
+from deskbench.tasks.verifier_specs import VERIFIER_KINDS, Unit, VerifierSpec
 
 PromptClass = Literal["CRP", "RCP", "SCP", "LDP", "FSP"]
 CorpusDiscipline = Literal["closed", "hybrid", "open"]
@@ -210,12 +210,13 @@ class DeliverableTask(_Strict):
 def _field_error(path: Path, exc: ValidationError) -> UserError:
     err = exc.errors(include_url=False)[0]
     loc = [str(p) for p in err["loc"]]
-    # Union members add their tag to the location ("verifiers.2.numeric.label"): keep it, it
-    # says which kind was being checked.
-    where = ".".join(loc) or "(top level)"
+    kind = ""
+    if len(loc) >= 3 and loc[0] == "verifiers" and loc[2] in VERIFIER_KINDS:
+        kind = f" ({loc.pop(2)} verifier)"  # the union's tag, not a field
+    where = (".".join(loc) or "(top level)") + "'" + kind
     msg = err["msg"].removeprefix("Value error, ")
     more = f" (and {exc.error_count() - 1} more)" if exc.error_count() > 1 else ""
-    return UserError(f"{path}: field '{where}': {msg}{more}; fix task.yaml and load again")
+    return UserError(f"{path}: field '{where}: {msg}{more}; fix task.yaml and load again")
 
 
 def parse_task(data: Any, path: Path) -> DeliverableTask:

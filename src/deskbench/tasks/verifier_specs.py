@@ -204,3 +204,7 @@ VerifierSpec = Annotated[
     | LlmCheckSpec,
     Field(discriminator="kind"),
 ]
+
+VERIFIER_KINDS: frozenset[str] = frozenset(
+    m.model_fields["kind"].default for m in VerifierSpec.__origin__.__args__  # type: ignore[attr-defined]
+)
