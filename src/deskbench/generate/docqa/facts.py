@@ -264,14 +264,12 @@ def _reports(b: Builder, budget: int) -> None:
         d.pages.append(Page(f"{org} Annual Report {year}", [
             Para(f"This report summarises the finances and operations of the {org} for fiscal year "
                  f"{year}. The budget was adopted by the board in March {year - 1} after public hearings."),
-            Para(f"At the end of {year} the {org} employed {staff_n} full-time staff. The board was "
-                 f"chaired by {chair_name} throughout the year."),
+            Para(f"Compared with {year - 1}, the {org} kept its services running while investing in capital "
+                 "projects. Staffing, the number of full-time staff and the board are reported with operating costs."),
             Para(f"Revenue came from {', '.join(k.lower() for k in revenues)}. Operating expenditure covered "
                  f"{', '.join(k.lower() for k in depts)}. Capital projects included the "
                  f"{', '.join(p.lower() for p in projects[:3])}. Major suppliers are listed at the end of this report."),
         ], f"{org} - {year}"))
-        staff = b.num(d, subj, "number of full-time staff", staff_n, "text")
-        chair = b.fact(d, subj, "board chair", chair_name)
         vals = {k: round(v * rng.uniform(0.8, 1.25)) for k, v in base.items()}
         rows = [["Source", "Amount ($000)"]] + [[k, f"{vals[k]:,}"] for k in revenues]
         total_rev = sum(vals[k] for k in revenues)
@@ -284,8 +282,12 @@ def _reports(b: Builder, budget: int) -> None:
         d.pages.append(Page("Operating Expenditures", [
             Para("Operating expenditure by department, in thousands of dollars."),
             Table([["Department", "Amount ($000)"]] + [[k, f"{vals[k]:,}"] for k in depts], widths=(2, 1)),
-            Para(rng.choice(N.FILLER)),
+            Heading("Staffing and governance"),
+            Para(f"At the end of the year the organisation employed {staff_n} full-time staff. The board was "
+                 f"chaired by {chair_name} throughout the year."),
         ], foot))
+        staff = b.num(d, subj, "number of full-time staff", staff_n, "text")
+        chair = b.fact(d, subj, "board chair", chair_name)
         spending = {k: b.num(d, subj, f"{k.lower()} operating expenditure", vals[k], "table") for k in depts}
         chosen = sorted(rng.sample(projects, 3), key=projects.index)
         budgets = {p: rng.randint(50, 2500) for p in chosen}
@@ -313,18 +315,13 @@ def _food(b: Builder, budget: int) -> None:
         r = b.name([f"{rng.choice(N.RESTAURANT_A)} {rng.choice(N.RESTAURANT_B)}" for _ in range(20)])
         d = b.doc(f"{slug(r)}-menu.pdf", f"{r} menu", "hospitality", "menu")
         founded, chef, seats = rng.randint(1978, 2021), b.person(), rng.randint(24, 160)
+        signature = sorted(rng.sample(range(8), 4))
         d.pages.append(Page(r, [
-            Para(f"{r} opened in {founded} on {rng.choice(N.STREETS)} in {town}. Head chef {chef} "
-                 f"cooks with produce from farms within fifty miles."),
-            Para(f"The dining room seats {seats} guests. Open Tuesday to Sunday from "
-                 f"{rng.randint(11, 12)}:00; reservations recommended at weekends."),
-            Para(f"Regulars come back for the {dishes[rng.randrange(8)][0].lower()} and the "
-                 f"{dishes[rng.randrange(8)][0].lower()}; our desserts and prices change with the seasons."),
+            Para(f"{r} is a neighbourhood restaurant on {rng.choice(N.STREETS)} in {town}. Open Tuesday to "
+                 f"Sunday from {rng.randint(11, 12)}:00; reservations recommended at weekends."),
+            Para(f"Signature dishes: {', '.join(dishes[i][0].lower() for i in signature)}. Desserts, prices and "
+                 "the story of how the restaurant opened and who cooks here follow inside."),
         ], f"{r}, {town}"))
-        f_founded = b.num(d, r, "year opened", founded, "text")
-        f_founded.value, f_founded.variants = str(founded), ()
-        f_chef = b.fact(d, r, "head chef", chef)
-        f_seats = b.num(d, r, "number of seats", seats, "text")
         mains = sorted(rng.sample(dishes, 6), key=dishes.index)
         prices = {m: rng.randint(14, 38) for m, _ in mains}
         d.pages.append(Page("Mains", [Table([["Dish", "Description", "Price"]]
@@ -339,6 +336,15 @@ def _food(b: Builder, budget: int) -> None:
                  "to tables of eight or more."),
         ], "All prices in US dollars"))
         f_des = {m: b.num(d, r, f"price of the {m.lower()}", dprice[m], "table", money=True) for m, _ in des}
+        d.pages.append(Page("Our Story", [
+            Para(f"The restaurant opened in {founded}. Head chef {chef} cooks with produce from farms within "
+                 f"fifty miles. The dining room seats {seats} guests."),
+            Para(rng.choice(N.FILLER)),
+        ], "Thank you for dining with us"))
+        f_founded = b.num(d, r, "year opened", founded, "text")
+        f_founded.value, f_founded.variants = str(founded), ()
+        f_chef = b.fact(d, r, "head chef", chef)
+        f_seats = b.num(d, r, "number of seats", seats, "text")
         b.world.menus.append(Menu(r, d, f_founded, f_chef, f_seats, f_mains, f_des))
     menus = b.world.menus[-n_menus:]
     for m in menus[: min(budget - n_menus, rng.randint(1, n_menus))]:
@@ -422,7 +428,8 @@ def _permits(b: Builder, budget: int) -> None:
         d.pages.append(Page("Conditions of Approval", [
             Para(f"Work must be completed within {months} months of the date of issue. Noisy work is "
                  "limited to 8:00 to 18:00 on weekdays."),
-            Para("Any change to the approved plans requires a written amendment before the work is done."),
+            Para("Any change to the approved plans requires a written amendment before the work is done. The "
+                 "contractor named on this building permit must display its county licence number on site."),
         ], "Building Department"))
         f_months = b.num(d, subj, "months allowed to complete the work", months, "text")
         stages = ("Footings", "Framing", "Final")
@@ -449,6 +456,7 @@ def _invoices(b: Builder, budget: int) -> None:
                   ("Bill to", client)]),
             Table([["Item", "Qty", "Unit price", "Amount"]]
                   + [[n, str(q), f"${p:,}", f"${q * p:,}"] for n, q, p in lines], widths=(2.4, 0.6, 1, 1)),
+            Para("The total due on this invoice, including sales tax, is shown in the payment summary."),
         ], f"{supplier} - accounts department"))
         subj = f"invoice {num}"
         f_bill = b.fact(d, subj, "billed organisation", client, layout="form")
@@ -503,6 +511,11 @@ def _rankings(b: Builder, budget: int) -> None:
                                  layout="colour", options=tuple(x[2] for x in N.LEVELS),
                                  variants=(N.LEVELS[lv[(t, cat)]][1],))
                 for t in towns for cat in N.CATEGORIES}
+        d.pages.append(Page("Notes and Method", [
+            Para(f"Points for each town are the sum of the panel's scores in five areas; a town's rank and score "
+                 f"can rise or fall from year to year. Towns assessed: {', '.join(sorted(towns))}."),
+            Para("Levels in each category are shown by colour; see the key under the results table."),
+        ], "Cycling-friendly towns ranking - notes"))
         b.world.rankings.append(Ranking(county, year, d, f_chair, f_pts, f_lv))
 
 
@@ -550,13 +563,21 @@ CLUSTERS = (_reports, _food, _permits, _invoices, _rankings, _newsletter)
 def build_world(rng: random.Random, docs: int) -> World:
     """Exactly `docs` documents in clusters; ~15% distractors; ~20% of docs get a scanned page."""
     b = Builder(rng)
+    cap = max(3, docs // 6)  # small collections still get every kind of cluster
     i = 0
     while len(b.world.docs) < docs:
-        CLUSTERS[i % len(CLUSTERS)](b, docs - len(b.world.docs))
+        CLUSTERS[i % len(CLUSTERS)](b, min(cap, docs - len(b.world.docs)))
         i += 1
     world = b.world
-    for k in sorted(rng.sample(range(len(world.docs)), round(DISTRACTOR_SHARE * len(world.docs)))):
-        world.docs[k].distractor = True
+    left = {d.category: 0 for d in world.docs}
+    for d in world.docs:
+        left[d.category] += 1
+    want = round(DISTRACTOR_SHARE * len(world.docs))
+    for k in rng.sample(range(len(world.docs)), len(world.docs)):
+        d = world.docs[k]
+        if want and left[d.category] > 2:  # every kind of document keeps evidence to ask about
+            d.distractor, want = True, want - 1
+            left[d.category] -= 1
     for d in world.docs:
         if rng.random() >= SCAN_SHARE:
             continue

@@ -19,7 +19,7 @@ from deskbench.tasks.docqa import Evidence, HopType, hop_type
 
 MULTI_HOP_SHARE = 0.20
 VISION_SHARE = 0.58
-MULTI_VISION_SHARE = 0.6  # of the multi-hop questions, how many also need layout
+MULTI_VISION_SHARE = 0.75  # of the multi-hop questions, how many also need layout
 
 SINGLE_KIND = {"text": "text_fact", "table": "table_lookup", "form": "form_field", "checkbox": "checkbox",
                "colour": "colour_level", "multi_column": "multi_column_fact"}

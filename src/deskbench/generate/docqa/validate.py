@@ -21,9 +21,7 @@ from deskbench.tasks.docqa import DocQATask, read_tasks
 
 TICK_GLYPHS = ("✓", "✔", "☑", "☒", "✗", "[x]", "(x)")
 STOPWORDS = frozenset(
-    "a an and the of in on at to for from by with what which who whom how much many did does do is was "
-    "were be its it their both or than more less over into as per during after before that this there "
-    "when where reach receive report set".split()
+    ["a", "an", "and", "the", "of", "in", "on", "at", "to", "for", "from", "by", "with", "what", "which", "who", "whom", "how", "much", "many", "did", "does", "do", "is", "was", "were", "be", "its", "it", "their", "both", "or", "than", "more", "less", "over", "into", "as", "per", "during", "after", "before", "that", "this", "there", "when", "where", "reach", "receive", "report", "set"]
 )
 
 
