@@ -1,0 +1,100 @@
+#!/usr/bin/env python
+"""docqa generator benchmark: a ~1,000-page seeded collection, generated, validated and probed.
+
+Measures, in one run:
+1. `generate_docqa` wall time for about 1,000 pages (target: <= 60 s on 2 cores), with the
+   page, scanned-page and question counts and the proportions hit (multi-hop ~20%, vision ~58%).
+2. `validate_docqa` wall time and the number of problems found (must be 0).
+3. The lexical hardness of the multi-hop questions: the share whose evidence a single naive
+   OR-query does not fully surface in the top 5 (ingest + search, information).
+
+Run: .venv/bin/python benchmarks/bench_generate.py
+Writes benchmarks/results/generate.json and the table between the bench:generate markers in README.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import platform
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from deskbench.generate.docqa import generate_docqa, lexical_miss_share, validate_docqa
+
+REPO = Path(__file__).resolve().parents[1]
+TARGET_SECONDS = 60.0
+
+
+def markdown(r: dict[str, Any]) -> str:
+    g = r["report"]
+    met = "yes" if r["target_met"] else "**no**"
+    return "\n".join([
+        "| metric | value | target | met |",
+        "|---|--:|---|---|",
+        f"| generate {g['pages']:,} pages / {g['documents']} PDFs / {g['questions']} questions (s) | "
+        f"{r['generate_s']:.1f} | <= 60 s for 1,000 pages | {met} |",
+        f"| of which scanned (OCR-only) pages | {g['scanned_pages']} ({g['scanned_pages'] / g['pages']:.1%}) | 5-8% | "
+        f"{'yes' if 0.05 <= g['scanned_pages'] / g['pages'] <= 0.08 else '**no**'} |",
+        f"| multi-hop share / vision share | {g['multi_hop_share']:.1%} / {g['vision_share']:.1%} | 20% / 58% (+-5) | "
+        f"{'yes' if abs(g['multi_hop_share'] - 0.2) <= 0.05 and abs(g['vision_share'] - 0.58) <= 0.05 else '**no**'} |",
+        f"| validate_docqa (s) / problems | {r['validate_s']:.1f} / {r['problems']} | 0 problems | "
+        f"{'yes' if r['problems'] == 0 else '**no**'} |",
+        f"| multi-hop items a single naive query misses (top 5) | {r['lexical_miss_share']:.0%} of "
+        f"{r['multi_hop']} | >= 70% | {'yes' if r['lexical_miss_share'] >= 0.7 else '**no**'} |",
+        f"| injected questions (rate {r['injections']}) | {g['injected']} | - | - |",
+    ])
+
+
+def update_readme(table: str, header: str) -> None:
+    readme = REPO / "README.md"
+    begin, end = "<!-- bench:generate -->", "<!-- /bench:generate -->"
+    text = readme.read_text()
+    if begin in text and end in text:
+        head, rest = text.split(begin, 1)
+        readme.write_text(f"{head}{begin}\n{header}\n\n{table}\n{end}{rest.split(end, 1)[1]}")
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--docs", type=int, default=340, help="about 1,000 pages")
+    ap.add_argument("--questions", type=int, default=500)
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--injections", type=float, default=0.1)
+    ap.add_argument("--out", type=Path, default=REPO / "benchmarks" / "results" / "generate.json")
+    args = ap.parse_args()
+    with tempfile.TemporaryDirectory() as tmp:
+        out = Path(tmp) / "docqa"
+        started = time.perf_counter()
+        report = generate_docqa(out, docs=args.docs, questions=args.questions, seed=args.seed,
+                                injections=args.injections)
+        generate_s = time.perf_counter() - started
+        started = time.perf_counter()
+        problems = validate_docqa(out)
+        validate_s = time.perf_counter() - started
+        miss, n_multi = lexical_miss_share(out)
+    result = {
+        "benchmark": "docqa generation",
+        "timestamp": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        "machine": {"python": platform.python_version(), "platform": platform.platform()},
+        "docs": args.docs, "questions": args.questions, "seed": args.seed, "injections": args.injections,
+        "generate_s": generate_s, "pages_per_s": report.pages / generate_s,
+        "validate_s": validate_s, "problems": len(problems), "problem_sample": problems[:5],
+        "lexical_miss_share": miss, "multi_hop": n_multi,
+        "report": report.model_dump(),
+        # scaled to exactly 1,000 pages, so the target is judged on the number it names
+        "target_met": generate_s * 1000 / report.pages <= TARGET_SECONDS,
+    }
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(json.dumps(result, indent=2) + "\n")
+    table = markdown(result)
+    print(table)
+    update_readme(table, f"Run of {result['timestamp'][:10]}, Python {result['machine']['python']}, "
+                         f"docs={args.docs}, questions={args.questions}, seed {args.seed}.")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
