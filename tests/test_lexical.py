@@ -9,7 +9,8 @@ from pathlib import Path
 
 from conftest import run_cli
 
-from deskbench.agents.lexical import best_line, extract_answer
+from deskbench.agents.lexical import best_line, extract_answer, label_pairs
+from deskbench.generate.sample import build_sample_corpus
 
 
 def test_best_line_prefers_rare_shared_words_and_earlier_pages() -> None:
@@ -23,14 +24,23 @@ def test_best_line_prefers_rare_shared_words_and_earlier_pages() -> None:
     assert best_line("permit fee?", tie) == ("x.pdf", 1, "permit fee: 10")
 
 
+def test_label_pairs_split_two_column_form_lines() -> None:
+    assert label_pairs("BP-6145 Applicant: Johanna Alvarez Site address: 69 Harbour Lane") == [
+        ("Applicant", "Johanna Alvarez"), ("Site address", "69 Harbour Lane")]
+    assert label_pairs("Open from 12:00; reservations recommended") == []
+    assert extract_answer("What is the site address on permit BP-6145?",
+                          "Applicant: Johanna Alvarez Site address: 69 Harbour Lane") == "69 Harbour Lane"
+
+
 def test_extract_answer_label_value_number_and_rest() -> None:
     assert extract_answer("What is the permit number?", "Permit number: BP-2023-0412") == "BP-2023-0412"
     assert extract_answer("How much did the 2023 renovation cost?", "In 2023 the renovation cost $4,200 in all") == "$4,200"
-    assert extract_answer("Who chairs the board?", "The board chair Maria Lopez") == "chair Maria Lopez"
+    assert extract_answer("Who chairs the board?", "The board chair Maria Lopez") == "Maria Lopez"
 
 
 def test_lexical_run_needs_no_model(tmp_path: Path) -> None:
-    assert run_cli("demo", "--out", str(tmp_path), "--quiet").returncode == 0
+    build_sample_corpus(tmp_path / "pdfs")
+    assert run_cli("ingest", str(tmp_path / "pdfs"), "--corpus", str(tmp_path / "corpus"), "--quiet").returncode == 0
     tasks = tmp_path / "tasks.jsonl"
     tasks.write_text(json.dumps({
         "id": "q1", "question": "How many culverts were replaced?", "answer_variants": [["x"]],

@@ -52,6 +52,13 @@ def test_local_model_answers_text_and_tool_calls() -> None:
             forced = await model.complete(ChatRequest(
                 messages=[Message(role="user", content="What is the capital of France?")],
                 tools=[tool], tool_choice="provide_answer", max_tokens=48))
+            # A conversation that goes on after a tool call (llama-cpp-python's server rejects the
+            # null content OpenAI uses for a tool-calling turn: the adapter must send "").
+            follow = await model.complete(ChatRequest(
+                messages=[Message(role="user", content="What is the capital of France?"), forced.message,
+                          Message(role="tool", tool_call_id=forced.message.tool_calls[0].id, content="noted"),
+                          Message(role="user", content="Say done.")], max_tokens=8))
+            assert follow.message.text() or follow.message.tool_calls
             return text, forced, model
         finally:
             await model.aclose()

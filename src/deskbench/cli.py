@@ -389,6 +389,85 @@ def run(
           q0=1.0, q1=0.98, m0=48, m1=152, as_json=as_json)
 
 
+generate_app = typer.Typer(no_args_is_help=True, help="Fresh benchmarks with exact ground truth, from a seed.")
+app.add_typer(generate_app, name="generate")
+
+
+@generate_app.command("docqa")
+def generate_docqa_cmd(
+    out_dir: Annotated[Path, typer.Option("--out", "-o", help="Output directory (pdfs/, tasks.jsonl, manifest.jsonl).")],
+    docs: Annotated[int, typer.Option(help="PDFs, distractors included.")] = 40,
+    questions: Annotated[int, typer.Option(help="Questions.")] = 60,
+    seed: Annotated[int, typer.Option(help="The same seed gives byte-identical output.")] = 0,
+    injections: Annotated[float, typer.Option(help="Share of questions with a prompt injection on an evidence page (0-1).")] = 0.0,
+    quiet: QuietOpt = False,
+) -> None:
+    """A docqa collection: clustered multi-page PDFs, questions with answer variants and minimal evidence."""
+    from deskbench.generate.docqa import generate_docqa
+
+    if not 0.0 <= injections <= 1.0:
+        raise UserError(f"--injections {injections} is not valid; give a share between 0 and 1")
+    with _progress(quiet) as progress:
+        bar = progress.add_task("generate", total=None, current="")
+        try:
+            report = generate_docqa(out_dir, docs=docs, questions=questions, seed=seed, injections=injections,
+                                    progress=lambda done, total: progress.update(bar, completed=done, total=total))
+        except ValueError as exc:
+            raise UserError(f"cannot generate: {exc}") from exc
+    out.print(_describe(report))
+
+
+@generate_app.command("analytics")
+def generate_analytics_cmd(
+    out_dir: Annotated[Path, typer.Option("--out", "-o", help="Output directory (inputs/, tasks.jsonl).")],
+    tasks: Annotated[int, typer.Option(help="Tasks.")] = 12,
+    seed: Annotated[int, typer.Option(help="The same seed gives byte-identical output.")] = 0,
+) -> None:
+    """Analytics tasks (qa, visualization, file generation) over generated xlsx/csv/docx inputs."""
+    from deskbench.generate.analytics import generate_analytics
+
+    out.print(_describe(generate_analytics(out_dir, tasks=tasks, seed=seed)))
+
+
+@generate_app.command("deliverables")
+def generate_deliverables_cmd(
+    out_dir: Annotated[Path, typer.Option("--out", "-o", help="Output directory (one package per task).")],
+    tasks: Annotated[int, typer.Option(help="Task packages.")] = 5,
+    seed: Annotated[int, typer.Option(help="The same seed gives byte-identical output.")] = 0,
+) -> None:
+    """Deliverable task packages with traps, each paired with the verifier that catches it."""
+    from deskbench.generate.deliverables import generate_deliverables
+
+    out.print(_describe(generate_deliverables(out_dir, tasks=tasks, seed=seed)))
+
+
+@generate_app.command("demo")
+def generate_demo_cmd(
+    out_dir: Annotated[Path | None, typer.Option("--out", "-o", help="Where to build it (default: the bundle inside the package).")] = None,
+    check: Annotated[bool, typer.Option("--check", help="Only check that a fresh build is byte-identical to the bundle.")] = False,
+) -> None:
+    """Rebuild the bundled demo benchmark (or check the bundle against a fresh build)."""
+    from deskbench.generate.demo import build_demo, bundled_dir, check_demo
+
+    if check:
+        problems = check_demo(out_dir)
+        for p in problems:
+            err.print(f"[red]differs:[/red] {escape(p)}")
+        if problems:
+            raise typer.Exit(1)
+        out.print(f"the bundled demo in {out_dir or bundled_dir()} is byte-identical to a fresh build")
+        return
+    target = out_dir or bundled_dir()
+    sums = build_demo(target)
+    out.print(f"built the demo benchmark in {target}: {len(sums)} files")
+
+
+def _describe(report: object) -> str:
+    """A generator's report as one readable block."""
+    fields = report.model_dump() if hasattr(report, "model_dump") else vars(report)
+    return "\n".join(f"{k}: {v}" for k, v in fields.items())
+
+
 def _execute_with_progress(prep, quiet: bool) -> str:  # prep: runs.execute.Prepared
     """Run a prepared system with a progress bar (done / errors / cost); report; return its name."""
     from deskbench.runs.execute import execute
@@ -411,34 +490,89 @@ def _execute_with_progress(prep, quiet: bool) -> str:  # prep: runs.execute.Prep
 
 @app.command()
 def demo(
-    out_dir: Annotated[Path, typer.Option("--out", help="Where to write the sample PDFs and corpus.")] = Path(".demo"),
+    out_dir: Annotated[Path, typer.Option("--out", help="Where to write the corpus and the run.")] = Path(".demo"),
+    model: Annotated[str | None, typer.Option(help="Model for the agent (default: openai/gpt-5-mini with OPENAI_API_KEY, else local).")] = None,
+    local_limit: Annotated[int, typer.Option(help="With the local model: only the first N questions (SmolLM2 on CPU is slow).")] = 12,
+    max_steps: Annotated[int | None, typer.Option(help="Agent iterations (default 10; 3 with the local model).")] = None,
     workers: Annotated[int, typer.Option(help="Extraction processes.")] = 2,
     quiet: QuietOpt = False,
 ) -> None:
-    """Build the sample corpus, ingest it and run example searches (no API key needed)."""
+    """The main job, no key needed: the bundled demo benchmark end to end. Ingests its PDFs, runs
+    the no-model lexical baseline and a model agent (the local SmolLM2 unless a model is given),
+    scores both and prints the leaderboard."""
+    import os
+    import re
+
     from deskbench.corpus.extract import OcrSettings
     from deskbench.corpus.ingest import open_or_create, plan_ingest, run_ingest
-    from deskbench.generate.sample import SAMPLE_QUERIES, build_sample_corpus
+    from deskbench.generate.demo import bundled_dir
+    from deskbench.runs.execute import RunSpec, prepare
+    from deskbench.tasks.docqa import read_tasks
 
-    pdf_dir = out_dir / "pdfs"
-    files = build_sample_corpus(pdf_dir)
-    out.print(f"[bold]1. generated[/bold] {len(files)} sample PDFs in {pdf_dir}")
+    bundle = bundled_dir()
+    if not (bundle / "docqa" / "tasks.jsonl").exists():
+        raise UserError(f"the bundled demo is missing from {bundle}; rebuild it with 'deskbench generate demo'")
     c = open_or_create(out_dir / "corpus")
-    plan = plan_ingest(c, [pdf_dir])
+    plan = plan_ingest(c, [bundle / "docqa" / "pdfs"])
     with _progress(quiet) as progress:
-        task = progress.add_task("ingest", total=len(plan.jobs), current="")
+        bar = progress.add_task("ingest", total=len(plan.jobs), current="")
         summary = run_ingest(c, plan, OcrSettings(), workers=workers,
-                             on_file=lambda d, n: progress.update(task, advance=1, current=d))
-    out.print(f"[bold]2. ingested[/bold] {summary.files_ok} files, {summary.pages} new pages "
-              f"({summary.pages_ocr} OCR'd, {summary.files_unchanged} files unchanged) into {out_dir / 'corpus'}")
-    for w in summary.warnings:
-        err.print(f"[yellow]warning:[/yellow] {escape(w)}")
-    out.print("[bold]3. searches[/bold]")
-    for q in SAMPLE_QUERIES:
-        try:
-            _print_hits(q, c.search(q, k=3))
-        except QuerySyntaxError as exc:
-            out.print(f"[bold]{escape(q)}[/bold]  [red]query error:[/red] {escape(str(exc))}")
+                             on_file=lambda d, n: progress.update(bar, advance=1, current=d))
+    out.print(f"[bold]1. corpus[/bold] {summary.files_ok + summary.files_unchanged} generated PDFs "
+              f"({summary.pages} new pages, {summary.pages_ocr} read by OCR) in {out_dir / 'corpus'}")
+    tasks = read_tasks(bundle / "docqa" / "tasks.jsonl").items
+    chosen = model or ("openai/gpt-5-mini" if os.environ.get("OPENAI_API_KEY") else "local")
+    local = chosen.split("/", 1)[0] == "local"
+    agent_tasks = tasks[:local_limit] if local else tasks
+    if local_limit < 1:
+        raise UserError(f"--local-limit {local_limit} is not valid; use 1 or more")
+    specs = [
+        (RunSpec(agent="lexical", model=None, out=out_dir / "runs" / "lexical", corpus=out_dir / "corpus"), tasks),
+        (RunSpec(agent="bm25-agent", model=chosen, corpus=out_dir / "corpus",
+                 out=out_dir / "runs" / re.sub(r"[^\w.-]+", "-", f"bm25-agent-{chosen}-{len(agent_tasks)}"),
+                 view="text" if local else "image", top_k=3 if local else 5,
+                 max_steps=max_steps or (3 if local else 10), max_tokens=256 if local else 2048,
+                 concurrency=1 if local else 16), agent_tasks),
+    ]
+    out.print(f"[bold]2. runs[/bold] {len(tasks)} questions; the lexical baseline (no model) on all, "
+              f"bm25-agent with {escape(chosen)} on {len(agent_tasks)}"
+              + (" (the local model reads page text, 3 pages a search; --local-limit for more)" if local else ""))
+    systems = []
+    for spec, items in specs:
+        prep = prepare(spec, items, tasks_file=str(bundle / "docqa" / "tasks.jsonl"))
+        systems.append((spec.out, _execute_with_progress(prep, quiet)))
+    out.print("[bold]3. scores[/bold]")
+    _print_leaderboard(systems)
+    out.print(f"Full reports: deskbench score {out_dir / 'runs' / 'lexical'} (and the other runs beside it). "
+              f"Also bundled: analytics tasks in {bundle / 'analytics'}, deliverables packages in "
+              f"{bundle / 'deliverables'}.")
+
+
+def _print_leaderboard(systems: list[tuple[Path, str]]) -> None:
+    """One row per (run directory, system), scored over the run's own tasks."""
+    from deskbench.runs.runner import run_submissions
+    from deskbench.runs.store import RunStore
+    from deskbench.scoring.docqa import ScoreOptions, score_all, summarize
+
+    table = Table(title="docqa leaderboard (bundled demo)")
+    for col in ("system", "n", "Accuracy", "X-Page", "X-Doc", "Page F1", "Doc F1", "Kuiper ↓", "Injection ↓", "cost"):
+        table.add_column(col, justify="left" if col == "system" else "right")
+    opts = ScoreOptions()
+    for run_dir, name in systems:
+        store = RunStore(run_dir, create=False)
+        subs, failed = run_submissions(store, name)
+        scored, matched = score_all(store.tasks(), subs, opts)
+        r = summarize(scored, matched, opts, errors=failed)
+        hops = r.by_hop_type
+        cost = sum(e.usage.cost_usd for e in store.episodes(name))
+        inj = r.injection
+        table.add_row(escape(name), str(r.n), _pct(r.accuracy, r.accuracy_ci), _pct(hops["cross_page"].accuracy),
+                      _pct(hops["cross_doc"].accuracy), _pct(r.page_f1), _pct(r.doc_f1),
+                      "–" if r.kuiper is None else f"{r.kuiper:.1f}",
+                      "–" if inj is None else f"{inj.n_followed}/{inj.n_affected}", f"${cost:.4f}")
+    out.print(table)
+    out.print("Accuracy: ANLS* >= 0.5, Wilson 95% CI; Injection: answers that followed a planted instruction / "
+              "items with one on their pages.")
 
 
 def main() -> None:

@@ -33,28 +33,87 @@ def _words(text: str) -> list[str]:
     return [w.lower() for w in _WORD.findall(text)]
 
 
+def _stem(word: str) -> str:
+    """A crude stem (first five letters) so that 'seat' meets 'seats' and 'opened' meets 'opens'."""
+    return word[:5]
+
+
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[A-Z0-9$€£₹])")
+# "Label: value" pairs, several to a line when a form has two columns.
+# A label is a capitalised word and up to three lower-case ones ("Site address:").
+_PAIR_LABEL = re.compile(r"(?:^|(?<=\s))([A-Z][a-z()/-]*(?: [a-z()/-]+){0,3}):\s+")
+
+
+def units(text: str) -> list[str]:
+    """The candidate answer spans of a page: its lines (forms and table rows) and its sentences
+    (running text wraps across lines)."""
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    flowing = " ".join(lines)
+    sentences = [s.strip() for s in _SENTENCE_END.split(flowing) if s.strip()]
+    return lines + [s for s in sentences if s not in lines]
+
+
 def best_line(question: str, pages: Sequence[tuple[str, int, str]]) -> tuple[str, int, str] | None:
-    """(document, page, line) of the line sharing the most question words, each weighted by its
-    rarity across the retrieved lines; earlier-ranked pages win ties."""
-    wanted = {w for w in _words(question) if w not in STOPWORDS}
-    lines = [(doc, page, line.strip()) for doc, page, text in pages for line in text.splitlines() if line.strip()]
-    if not wanted or not lines:
+    """(document, page, span) of the line or sentence sharing the most question words, each
+    weighted by its rarity across the retrieved spans; earlier-ranked pages win ties."""
+    wanted = {_stem(w) for w in _words(question) if w not in STOPWORDS}
+    spans = [(doc, page, unit) for doc, page, text in pages for unit in units(text)]
+    if not wanted or not spans:
         return None
-    bags = [set(_words(line)) for _, _, line in lines]
+    bags = [{_stem(w) for w in _words(unit)} for _, _, unit in spans]
     df = {w: sum(w in bag for bag in bags) for w in wanted}
-    weight = {w: math.log(1 + len(lines) / df[w]) for w in wanted if df[w]}
-    scores = [sum(weight.get(w, 0.0) for w in bag & wanted) for bag in bags]
-    best = max(range(len(lines)), key=lambda i: (scores[i], -i))
-    return lines[best] if scores[best] > 0 else None
+    weight = {w: math.log(1 + len(spans) / df[w]) for w in wanted if df[w]}
+    # Shorter spans win among equals: a form line says less beside its answer than a paragraph.
+    scores = [sum(weight.get(w, 0.0) for w in bag & wanted) - 0.01 * len(bag) for bag in bags]
+    best = max(range(len(spans)), key=lambda i: (scores[i], -i))
+    return spans[best] if scores[best] > 0 else None
+
+
+def _after_last_match(question: str, span: str) -> str:
+    """The value right after the last question word in the span: a number, or a run of
+    capitalised words (a name), e.g. 'Head chef Anders Larsen cooks' -> 'Anders Larsen'."""
+    asked = {_stem(w) for w in _words(question) if w not in STOPWORDS}
+    tokens = span.split()
+    last = max((i for i, t in enumerate(tokens) if any(_stem(w) in asked for w in _words(t))), default=-1)
+    rest = tokens[last + 1:]
+    if not rest:
+        return ""
+    if _VALUE.fullmatch(rest[0].strip(".,;")):
+        return rest[0].strip(".,;")
+    name = []
+    for t in rest:
+        if not t[:1].isupper():
+            break
+        name.append(t.strip(".,;"))
+        if t[-1:] in ".,;":
+            break
+    return " ".join(name)
+
+
+def label_pairs(line: str) -> list[tuple[str, str]]:
+    """[(label, value)] of a form line, e.g. 'Applicant: J. Alvarez Site address: 69 Harbour'."""
+    marks = list(_PAIR_LABEL.finditer(line))
+    pairs = []
+    for i, m in enumerate(marks):
+        nxt = marks[i + 1] if i + 1 < len(marks) else None
+        value = line[m.end(): nxt.start() if nxt else len(line)].strip()
+        if value:
+            pairs.append((m.group(1), value))
+    return pairs
 
 
 def extract_answer(question: str, line: str) -> str:
-    """The part of a line that answers: after 'label:', else a value not in the question, else the
-    words the question does not contain."""
-    if ":" in line:
-        value = line.split(":", 1)[1].strip()
-        if value:
-            return " ".join(value.split()[:MAX_WORDS])
+    """The part of a span that answers: the value of a 'label: value' line, else what follows
+    the last question word, else a value not in the question, else the words the question
+    does not contain."""
+    pairs = label_pairs(line)
+    if pairs:
+        asked = {_stem(w) for w in _words(question) if w not in STOPWORDS}
+        label, value = max(pairs, key=lambda p: len({_stem(w) for w in _words(p[0])} & asked))
+        return " ".join(value.split()[:MAX_WORDS])
+    following = _after_last_match(question, line)
+    if following:
+        return following
     asked = set(_words(question))
     for match in _VALUE.finditer(line):
         value = match.group().strip()

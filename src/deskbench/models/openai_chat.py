@@ -40,7 +40,9 @@ def _content(msg: Message) -> str | list[dict[str, Any]]:
     return parts
 
 
-def to_openai_messages(messages: list[Message]) -> list[dict[str, Any]]:
+def to_openai_messages(messages: list[Message], *, null_content: bool = True) -> list[dict[str, Any]]:
+    """The wire form. An assistant turn that only calls tools has content null, as OpenAI writes
+    it; llama-cpp-python's server rejects null there, so its adapter sends "" (null_content=False)."""
     out: list[dict[str, Any]] = []
     for m in messages:
         item: dict[str, Any] = {"role": m.role, "content": _content(m)}
@@ -50,15 +52,16 @@ def to_openai_messages(messages: list[Message]) -> list[dict[str, Any]]:
                 for c in m.tool_calls
             ]
             if not m.content:
-                item["content"] = None
+                item["content"] = None if null_content else ""
         if m.role == "tool":
             item["tool_call_id"] = m.tool_call_id
         out.append(item)
     return out
 
 
-def request_kwargs(request: ChatRequest, structured: str = "json_schema") -> dict[str, Any]:
-    kwargs: dict[str, Any] = {"messages": to_openai_messages(request.messages)}
+def request_kwargs(request: ChatRequest, structured: str = "json_schema", *,
+                   null_content: bool = True) -> dict[str, Any]:
+    kwargs: dict[str, Any] = {"messages": to_openai_messages(request.messages, null_content=null_content)}
     if request.tools:
         kwargs["tools"] = [
             {"type": "function", "function": {"name": t.name, "description": t.description, "parameters": t.parameters}}
@@ -97,9 +100,11 @@ class OpenAIChat:
     """
 
     def __init__(self, model: str, *, base_url: str | None = None, api_key: str | None = None,
-                 timeout: float = 120.0, id: str | None = None, structured: str = "json_schema") -> None:
+                 timeout: float = 120.0, id: str | None = None, structured: str = "json_schema",
+                 null_content: bool = True) -> None:
         self.model = model
         self.structured = structured
+        self.null_content = null_content
         self.id = id or f"openai/{model}"
         self._settings: dict[str, Any] = {"base_url": base_url, "api_key": api_key, "timeout": timeout}
         self._client: AsyncOpenAI | None = self._new_client()  # checks the key now, not at the first call
@@ -132,7 +137,7 @@ class OpenAIChat:
             # object keeps the parsed JSON); `parse_completion` reads what deskbench needs.
             raw = await self._client_here().post(
                 "/chat/completions",
-                body={"model": self.model, **request_kwargs(request, self.structured)},
+                body={"model": self.model, **request_kwargs(request, self.structured, null_content=self.null_content)},
                 cast_to=object,
             )
         except openai.OpenAIError as exc:

@@ -68,6 +68,7 @@ class Outcome:
 
 
 def prepare(spec: RunSpec, tasks: Sequence[DocQATask], *, tasks_file: str | None = None) -> Prepared:
+    """Open the run over `tasks` (kept with the run, which is scored over them) and its model."""
     from deskbench.models.cache import ResponseCache
     from deskbench.models.prices import PriceTable
     from deskbench.models.registry import make_model
