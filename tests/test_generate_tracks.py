@@ -6,6 +6,8 @@ from __future__ import annotations
 import csv
 import hashlib
 import io
+import re
+import zipfile
 from pathlib import Path
 from typing import Any
 
@@ -54,6 +56,19 @@ def test_same_seed_byte_identical_other_seed_differs(
     assert _hashes(tmp_path / "d") == first_d
     generate_analytics(tmp_path / "a2", tasks=N_ANALYTICS, seed=6)
     assert _hashes(tmp_path / "a2")["tasks.jsonl"] != first_a["tasks.jsonl"]
+
+
+def test_office_files_carry_no_wall_clock(analytics: Path, deliverables: Path) -> None:
+    """Two runs inside one second hash alike even with clock stamps; check the stamps directly."""
+    office = [p for root in (analytics, deliverables) for p in root.rglob("*")
+              if p.suffix in (".xlsx", ".docx", ".pptx")]
+    assert office
+    for path in office:
+        with zipfile.ZipFile(path) as z:
+            assert {i.date_time for i in z.infolist()} == {(2024, 1, 1, 0, 0, 0)}, path
+            core = z.read("docProps/core.xml").decode()
+            stamps = re.findall(r"<dcterms:(?:created|modified)[^>]*>([^<]*)<", core)
+            assert stamps and set(stamps) == {"2024-01-01T00:00:00Z"}, (path, stamps)
 
 
 # ---- analytics: recompute every reference from the files ------------------------------------
