@@ -241,6 +241,8 @@ def test_deliverables_cover_classes_and_traps(deliverables: Path) -> None:
     for t in tasks:
         assert t.full_prompt.startswith("CORPUS DISCIPLINE:")
         assert [c.code for c in t.rubric] == ["DI", "AR", "RF", "EP", "FD"]
+        if t.corpus_discipline == "hybrid":
+            assert "Authorized external sources: Mordor Intelligence" in t.full_prompt
         kinds_here = {v.kind for v in t.verifiers}
         assert {"decision_line", "file_sections"} <= kinds_here
 
