@@ -20,7 +20,7 @@ CITIES = ("Pune", "Noida", "Hyderabad", "Kolkata", "Jaipur", "Indore", "Kochi", 
 
 
 def rcp_contact_centre(rng: random.Random, task_id: str, pkg: Path) -> DeliverableTask:
-    while True:
+    for _attempt in range(10_000):  # redraw until the trap separates the answers
         sites = rng.sample(CITIES, 5)
         calls = {s: rng.randrange(20_000, 400_000, 500) for s in sites}
         aht = {s: round(rng.uniform(5.6, 8.2), 1) for s in sites}
@@ -31,6 +31,8 @@ def rcp_contact_centre(rng: random.Random, task_id: str, pkg: Path) -> Deliverab
         w_fcr = round(sum(calls[s] * fcr[s] for s in sites) / total_calls, 1)
         if abs(w_aht - s_aht) >= 0.15:
             break
+    else:
+        raise RuntimeError("could not draw sites whose weighted and simple AHT differ")
     headline_tq = round(rng.uniform(4.8, 5.6), 1)
     true_tq = round(headline_tq + rng.choice((0.5, 0.6, 0.7, 0.8)), 1)
     tq_fcr = float(rng.randrange(80, 86))
@@ -147,7 +149,7 @@ FORBIDDEN = r"\b(?:Statista|Gartner|IBISWorld|Euromonitor|Grand View Research)\b
 
 
 def crp_market_entry(rng: random.Random, task_id: str, pkg: Path) -> DeliverableTask:
-    while True:
+    for _attempt in range(10_000):  # redraw until the trap separates the answers
         chans = rng.sample(CHANNELS, 4)
         volume = {c: rng.randrange(2_000, 60_000, 100) for c in chans}
         margin = {c: round(rng.uniform(12, 38), 1) for c in chans}
@@ -155,6 +157,8 @@ def crp_market_entry(rng: random.Random, task_id: str, pkg: Path) -> Deliverable
         simple = round(sum(margin.values()) / len(chans), 2)
         if simple - weighted >= 2.0:
             break
+    else:
+        raise RuntimeError("could not draw channels whose weighted margin is below the mean")
     hurdle = round(weighted + (simple - weighted) * rng.uniform(0.35, 0.65), 1)
     market_cr = rng.randrange(30_000, 50_000, 500)
     wb = Workbook()
