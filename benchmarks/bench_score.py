@@ -145,15 +145,6 @@ def markdown(r: dict[str, Any]) -> str:
     ])
 
 
-def update_readme(table: str, header: str) -> None:
-    readme = REPO / "README.md"
-    begin, end = "<!-- bench:score -->", "<!-- /bench:score -->"
-    text = readme.read_text()
-    if begin in text and end in text:
-        head, rest = text.split(begin, 1)
-        readme.write_text(f"{head}{begin}\n{header}\n\n{table}\n{end}{rest.split(end, 1)[1]}")
-
-
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--items", type=int, default=10_000)
@@ -194,8 +185,8 @@ def main() -> int:
     args.out.write_text(json.dumps(result, indent=2) + "\n")
     table = markdown(result)
     print(table)
-    update_readme(table, f"Run of {result['timestamp'][:10]}, Python {result['machine']['python']}, "
-                         f"{args.items:,} items, seed {args.seed}.")
+    update_readme("score", f"Run of {result['timestamp'][:10]}, Python {result['machine']['python']}, "
+                         f"{args.items:,} items, seed {args.seed}.", table)
     return 0
 
 

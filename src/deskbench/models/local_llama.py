@@ -44,12 +44,13 @@ def gguf_path() -> Path:
 
 
 def _die_with_parent() -> None:
-    """In the server's process, before exec: get SIGTERM when deskbench dies, even by kill -9."""
+    """In the server's process, before exec: get SIGKILL when deskbench dies, even by kill -9
+    (not SIGTERM: uvicorn waits for the request in flight, which may run for minutes)."""
     try:
         import ctypes
         import signal
 
-        ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGTERM)  # 1 = PR_SET_PDEATHSIG
+        ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGKILL)  # 1 = PR_SET_PDEATHSIG
     except (OSError, AttributeError):  # not Linux: atexit below still stops it on a normal exit
         pass
 
@@ -77,7 +78,7 @@ class LlamaServer:
         return f"http://127.0.0.1:{self.port}/v1"
 
     def start(self, timeout: float = 180.0) -> None:
-        cmd = [sys.executable, "-m", "llama_cpp.server", "--model", str(self.model), "--host", "127.0.0.1",
+        cmd = [sys.executable, "-m", "deskbench.models.llama_server", "--model", str(self.model), "--host", "127.0.0.1",
                "--port", str(self.port), "--chat_format", "chatml-function-calling", "--n_ctx", str(self.n_ctx),
                "--n_threads", str(self.threads), "--verbose", "False"]
         self.proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,

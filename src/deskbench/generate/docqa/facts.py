@@ -175,7 +175,7 @@ def slug(text: str) -> str:
 def num_text(n: int, money: bool = False) -> tuple[str, tuple[str, ...]]:
     """Display form and the other acceptable spellings of a whole number."""
     shown = f"${n:,}" if money else f"{n:,}"
-    alts = [f"{n:,}", str(n), f"${n:,}"]
+    alts = [f"{n:,}", str(n), *([f"${n:,}", f"${n}"] if money else [])]  # "$9" is no way to say 9 months
     return shown, tuple(dict.fromkeys(a for a in alts if a != shown))
 
 

@@ -1,0 +1,63 @@
+"""The bundled demo benchmark and `deskbench demo`, the README's main job: the bundle is what
+the generators make, byte for byte; the demo ingests it, runs the no-model baseline and the local
+model agent, stores every episode and prints the leaderboard; a second run resumes."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from pathlib import Path
+
+from conftest import require_local_model, require_tool, run_cli
+
+from deskbench.generate.demo import DEMO, bundled_dir, checksums, recorded_sums
+from deskbench.tasks.docqa import read_tasks
+
+
+def test_bundle_is_complete_and_matches_its_sums() -> None:
+    bundle = bundled_dir()
+    tasks = read_tasks(bundle / "docqa" / "tasks.jsonl").items
+    assert len(tasks) == DEMO.questions
+    assert len(list((bundle / "docqa" / "pdfs").glob("*.pdf"))) == DEMO.docs
+    assert sum(t.injection is not None for t in tasks) == round(DEMO.injections * DEMO.questions)
+    assert len((bundle / "analytics" / "tasks.jsonl").read_text().splitlines()) == DEMO.analytics_tasks
+    assert len([p for p in (bundle / "deliverables").iterdir() if p.is_dir()]) == DEMO.deliverables_tasks
+    assert checksums(bundle) == recorded_sums(bundle)
+
+
+def test_a_fresh_build_is_byte_identical_to_the_bundle() -> None:
+    proc = run_cli("generate", "demo", "--check")
+    assert proc.returncode == 0, proc.stderr
+    assert "byte-identical" in proc.stdout
+
+
+def test_check_reports_a_tampered_bundle(tmp_path: Path) -> None:
+    copy = tmp_path / "demo"
+    assert run_cli("generate", "demo", "--out", str(copy)).returncode == 0
+    tasks = copy / "docqa" / "tasks.jsonl"
+    tasks.write_text(tasks.read_text().replace('"', "'", 1))
+    proc = run_cli("generate", "demo", "--check", "--out", str(copy))
+    assert proc.returncode == 1
+    assert "docqa/tasks.jsonl" in proc.stderr
+
+
+def test_demo_runs_both_systems_and_resumes(tmp_path: Path) -> None:
+    require_tool("tesseract")
+    require_local_model()
+    out = tmp_path / "demo"
+    args = ("demo", "--out", str(out), "--local-limit", "2", "--max-steps", "1", "--quiet")
+    proc = run_cli(*args, timeout=900)
+    assert proc.returncode == 0, proc.stderr
+    assert "docqa leaderboard" in proc.stdout and "read by OCR" in proc.stdout
+    lexical = sqlite3.connect(out / "runs" / "lexical" / "run.sqlite")
+    assert lexical.execute("SELECT count(*), sum(status = 'ok') FROM episodes").fetchone() == (DEMO.questions,) * 2
+    agent_dir = next(p for p in (out / "runs").iterdir() if p.name.startswith("bm25-agent"))
+    rows = sqlite3.connect(agent_dir / "run.sqlite").execute("SELECT status, trajectory FROM episodes").fetchall()
+    assert len(rows) == 2
+    for status, trajectory in rows:
+        assert status in ("ok", "error", "limit")
+        assert any(step["kind"] == "model_call" for step in json.loads(trajectory))
+    again = run_cli(*args, timeout=900)
+    assert again.returncode == 0, again.stderr
+    assert f"0 episodes run (0 errors), {DEMO.questions} already done" in again.stderr
+    assert "0 episodes run (0 errors), 2 already done" in again.stderr
