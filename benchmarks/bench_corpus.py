@@ -51,7 +51,7 @@ import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from functools import lru_cache
 from importlib import metadata
 from pathlib import Path
@@ -93,42 +93,13 @@ TARGETS = {
 # Synthetic text
 # ---------------------------------------------------------------------------------------------
 
-FUNCTION_WORDS = (
-    "the of and to in a is for that on with as by was are be this from or at which an it not "
-    "have has were their will been its such other all also more than these any under each "
-    "into between after during but only within both there most"
-).split()
+FUNCTION_WORDS = ["the", "of", "and", "to", "in", "a", "is", "for", "that", "on", "with", "as", "by", "was", "are", "be", "this", "from", "or", "at", "which", "an", "it", "not", "have", "has", "were", "their", "will", "been", "its", "such", "other", "all", "also", "more", "than", "these", "any", "under", "each", "into", "between", "after", "during", "but", "only", "within", "both", "there", "most"]
 
-BUSINESS_WORDS = (
-    "revenue quarter report board budget contract policy committee agreement audit annual "
-    "financial statement operating costs capital investment assets liabilities equity cash "
-    "dividend shareholder director management review risk compliance procurement supplier "
-    "customer service delivery project programme schedule milestone payment invoice tender "
-    "award evaluation criteria performance indicator target forecast variance expenditure "
-    "income growth margin profit loss depreciation amortisation provision reserve fund grant "
-    "council authority department ministry regulation licence permit inspection incident "
-    "safety environment emissions energy water waste transport infrastructure maintenance "
-    "facility equipment property lease rental valuation insurance claim settlement dispute "
-    "litigation counsel legal clause obligation termination renewal amendment appendix "
-    "schedule exhibit section paragraph summary overview objective strategy initiative "
-    "employee staff headcount salary pension benefit training recruitment retention "
-    "meeting minutes resolution approval decision recommendation proposal motion vote "
-    "chairman secretary treasurer member officer executive chief president region market "
-    "sector industry product pricing volume sales contractor consultant partnership "
-    "subsidiary acquisition merger disposal restructuring impairment goodwill taxation "
-    "interest loan credit facility covenant bond debt liquidity exposure hedging currency"
-).split()
+BUSINESS_WORDS = ["revenue", "quarter", "report", "board", "budget", "contract", "policy", "committee", "agreement", "audit", "annual", "financial", "statement", "operating", "costs", "capital", "investment", "assets", "liabilities", "equity", "cash", "dividend", "shareholder", "director", "management", "review", "risk", "compliance", "procurement", "supplier", "customer", "service", "delivery", "project", "programme", "schedule", "milestone", "payment", "invoice", "tender", "award", "evaluation", "criteria", "performance", "indicator", "target", "forecast", "variance", "expenditure", "income", "growth", "margin", "profit", "loss", "depreciation", "amortisation", "provision", "reserve", "fund", "grant", "council", "authority", "department", "ministry", "regulation", "licence", "permit", "inspection", "incident", "safety", "environment", "emissions", "energy", "water", "waste", "transport", "infrastructure", "maintenance", "facility", "equipment", "property", "lease", "rental", "valuation", "insurance", "claim", "settlement", "dispute", "litigation", "counsel", "legal", "clause", "obligation", "termination", "renewal", "amendment", "appendix", "schedule", "exhibit", "section", "paragraph", "summary", "overview", "objective", "strategy", "initiative", "employee", "staff", "headcount", "salary", "pension", "benefit", "training", "recruitment", "retention", "meeting", "minutes", "resolution", "approval", "decision", "recommendation", "proposal", "motion", "vote", "chairman", "secretary", "treasurer", "member", "officer", "executive", "chief", "president", "region", "market", "sector", "industry", "product", "pricing", "volume", "sales", "contractor", "consultant", "partnership", "subsidiary", "acquisition", "merger", "disposal", "restructuring", "impairment", "goodwill", "taxation", "interest", "loan", "credit", "facility", "covenant", "bond", "debt", "liquidity", "exposure", "hedging", "currency"]
 
-FIRST_NAMES = (
-    "Anna Peter Maria John Laura David Sofia Michael Elena Thomas Clara James Julia Robert "
-    "Helen Daniel Sarah Martin Eva Paul Nina Mark Alice Simon Irene Victor Lucia Oscar Marta "
-    "Henry Rosa Felix Ines Adam Lena Hugo Vera Ivan Nora Leon"
-).split()
+FIRST_NAMES = ["Anna", "Peter", "Maria", "John", "Laura", "David", "Sofia", "Michael", "Elena", "Thomas", "Clara", "James", "Julia", "Robert", "Helen", "Daniel", "Sarah", "Martin", "Eva", "Paul", "Nina", "Mark", "Alice", "Simon", "Irene", "Victor", "Lucia", "Oscar", "Marta", "Henry", "Rosa", "Felix", "Ines", "Adam", "Lena", "Hugo", "Vera", "Ivan", "Nora", "Leon"]
 
-ORG_SUFFIXES = (
-    "Holdings Group Bank Energy Logistics Partners Industries Capital Systems Foods Mining "
-    "Pharma Telecom Insurance Utilities"
-).split()
+ORG_SUFFIXES = ["Holdings", "Group", "Bank", "Energy", "Logistics", "Partners", "Industries", "Capital", "Systems", "Foods", "Mining", "Pharma", "Telecom", "Insurance", "Utilities"]
 
 DOC_TYPES = (
     "Annual Report", "Board Minutes", "Audit Report", "Sustainability Report",
@@ -140,8 +111,8 @@ TABLE_ITEMS = (
     "Total assets", "Cash reserves", "Debt", "Emissions (t)", "Headcount", "Grants", "Claims",
 )
 
-_ONSETS = "b c d f g h k l m n p r s t v w z br cr dr fr gr pr tr st pl bl cl sk sl".split()
-_VOWELS = "a e i o u a e i o ai ea io ou".split()
+_ONSETS = ["b", "c", "d", "f", "g", "h", "k", "l", "m", "n", "p", "r", "s", "t", "v", "w", "z", "br", "cr", "dr", "fr", "gr", "pr", "tr", "st", "pl", "bl", "cl", "sk", "sl"]
+_VOWELS = ["a", "e", "i", "o", "u", "a", "e", "i", "o", "ai", "ea", "io", "ou"]
 _CODAS = ["", "", "", "", "", "n", "r", "s", "l", "t", "m", "nd", "st", "x", "rk"]
 _SUFFIXES = ["", "", "", "", "", "", "", "ion", "ment", "ity", "al", "er", "ing", "ed", "ory", "ance"]
 
@@ -358,7 +329,7 @@ def source_fingerprint() -> dict[str, Any]:
     return {
         "sha256": h.hexdigest(),
         "files": len(files),
-        "newest_mtime": datetime.fromtimestamp(newest, timezone.utc).isoformat(timespec="seconds"),
+        "newest_mtime": datetime.fromtimestamp(newest, UTC).isoformat(timespec="seconds"),
     }
 
 
@@ -992,7 +963,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     source = source_fingerprint()
     results: dict[str, Any] = {
         "benchmark": "corpus substrate",
-        "timestamp": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "timestamp": datetime.now(UTC).isoformat(timespec="seconds"),
         "machine": machine_info(),
         "deskbench_source": source,
         "parameters": {k: (str(v) if isinstance(v, Path) else v) for k, v in vars(args).items()},

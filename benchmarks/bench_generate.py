@@ -22,6 +22,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from readme_table import update_readme
+
 from deskbench.generate.docqa import generate_docqa, lexical_miss_share, validate_docqa
 
 REPO = Path(__file__).resolve().parents[1]

@@ -39,6 +39,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "tests"))
 
 from fake_openai import serve_async  # noqa: E402
+from readme_table import update_readme  # noqa: E402
 
 from deskbench.agents.base import AgentContext, AgentSettings  # noqa: E402
 from deskbench.agents.bm25 import Bm25Agent  # noqa: E402
@@ -220,13 +221,8 @@ def main() -> int:
     print(table)
     if args.out != DEFAULT_OUT:  # a trial run: leave the README's table alone
         return 0
-    readme = REPO / "README.md"
-    text = readme.read_text()
-    begin, end = "<!-- bench:runtime -->", "<!-- /bench:runtime -->"
-    if begin in text and end in text:
-        head, rest = text.split(begin, 1)
-        readme.write_text(f"{head}{begin}\nRun of {result['timestamp'][:10]}, {os.cpu_count()} CPUs "
-                          f"({ok}/{args.episodes} episodes ok in every run).\n\n{table}\n{end}{rest.split(end, 1)[1]}")
+    update_readme("runtime", f"Run of {result['timestamp'][:10]}, {os.cpu_count()} CPUs "
+                  f"({ok}/{args.episodes} episodes ok in every run).", table)
     return 0
 
 

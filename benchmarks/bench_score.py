@@ -29,6 +29,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from readme_table import update_readme
+
 from deskbench.scoring.docqa import ScoreOptions, score_all, summarize
 from deskbench.tasks.docqa import read_submissions, read_tasks
 

@@ -13,7 +13,7 @@ from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from deskbench.errors import QuerySyntaxError, UserError
+from deskbench.errors import UserError
 
 app = typer.Typer(
     add_completion=False,

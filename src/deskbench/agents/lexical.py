@@ -23,8 +23,7 @@ from deskbench.tasks.docqa import Citation, DocQATask, ToolCallStep
 _WORD = re.compile(r"[^\W_]+")
 _VALUE = re.compile(r"[$€£₹]?\s?-?\d[\d,]*(?:\.\d+)?\s?%?|\b\d{4}-\d{2}-\d{2}\b")
 STOPWORDS = frozenset(
-    "a an and are as at be by did do does for from had has have how in is it its of on or that the "
-    "their there these this to was were what when where which who whom whose why will with".split()
+    ["a", "an", "and", "are", "as", "at", "be", "by", "did", "do", "does", "for", "from", "had", "has", "have", "how", "in", "is", "it", "its", "of", "on", "or", "that", "the", "their", "there", "these", "this", "to", "was", "were", "what", "when", "where", "which", "who", "whom", "whose", "why", "will", "with"]
 )
 MAX_WORDS = 8
 
