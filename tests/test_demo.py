@@ -61,3 +61,10 @@ def test_demo_runs_both_systems_and_resumes(tmp_path: Path) -> None:
     assert again.returncode == 0, again.stderr
     assert f"0 episodes run (0 errors), {DEMO.questions} already done" in again.stderr
     assert "0 episodes run (0 errors), 2 already done" in again.stderr
+
+
+def test_generate_commands_refuse_bad_counts(tmp_path: Path) -> None:
+    for args, flag in ((("docqa", "--docs", "3"), "docs=3 is too small"), (("docqa", "--injections", "1.5"), "--injections"),
+                       (("analytics", "--tasks", "0"), "--tasks 0"), (("deliverables", "--tasks", "-1"), "--tasks -1")):
+        proc = run_cli("generate", *args, "-o", str(tmp_path / "g"))
+        assert proc.returncode == 2 and flag in proc.stderr and "Traceback" not in proc.stderr

@@ -405,6 +405,8 @@ def generate_docqa_cmd(
     """A docqa collection: clustered multi-page PDFs, questions with answer variants and minimal evidence."""
     from deskbench.generate.docqa import generate_docqa
 
+    _at_least_one("--docs", docs)
+    _at_least_one("--questions", questions)
     if not 0.0 <= injections <= 1.0:
         raise UserError(f"--injections {injections} is not valid; give a share between 0 and 1")
     with _progress(quiet) as progress:
@@ -426,6 +428,7 @@ def generate_analytics_cmd(
     """Analytics tasks (qa, visualization, file generation) over generated xlsx/csv/docx inputs."""
     from deskbench.generate.analytics import generate_analytics
 
+    _at_least_one("--tasks", tasks)
     out.print(_describe(generate_analytics(out_dir, tasks=tasks, seed=seed)))
 
 
@@ -438,6 +441,7 @@ def generate_deliverables_cmd(
     """Deliverable task packages with traps, each paired with the verifier that catches it."""
     from deskbench.generate.deliverables import generate_deliverables
 
+    _at_least_one("--tasks", tasks)
     out.print(_describe(generate_deliverables(out_dir, tasks=tasks, seed=seed)))
 
 
@@ -460,6 +464,11 @@ def generate_demo_cmd(
     target = out_dir or bundled_dir()
     sums = build_demo(target)
     out.print(f"built the demo benchmark in {target}: {len(sums)} files")
+
+
+def _at_least_one(flag: str, value: int) -> None:
+    if value < 1:
+        raise UserError(f"{flag} {value} is not valid; use 1 or more")
 
 
 def _describe(report: object) -> str:
