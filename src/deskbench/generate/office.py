@@ -53,27 +53,24 @@ def save_workbook(wb: Workbook, path: Path) -> Path:
 
 def save_docx(doc: Any, path: Path) -> Path:
     """A python-docx Document saved with pinned core properties."""
-    props = doc.core_properties
-    props.author = AUTHOR
-    props.last_modified_by = AUTHOR
-    props.created = FIXED_TIME
-    props.modified = FIXED_TIME
-    props.revision = 1
-    path.parent.mkdir(parents=True, exist_ok=True)
-    doc.save(str(path))
-    normalize_zip(path)
-    return path
+    return _save_opc(doc, path)
 
 
 def save_pptx(prs: Any, path: Path) -> Path:
-    props = prs.core_properties
+    """A python-pptx Presentation saved with pinned core properties."""
+    return _save_opc(prs, path)
+
+
+def _save_opc(package: Any, path: Path) -> Path:
+    """docx and pptx share the OPC core properties: pin them, save, normalise the zip."""
+    props = package.core_properties
     props.author = AUTHOR
     props.last_modified_by = AUTHOR
     props.created = FIXED_TIME
     props.modified = FIXED_TIME
     props.revision = 1
     path.parent.mkdir(parents=True, exist_ok=True)
-    prs.save(str(path))
+    package.save(str(path))
     normalize_zip(path)
     return path
 
