@@ -565,7 +565,7 @@ def _print_leaderboard(systems: list[tuple[Path, str]]) -> None:
 
     table = Table(title="docqa leaderboard (bundled demo)")
     for col in ("system", "n", "Accuracy", "X-Page", "X-Doc", "Page F1", "Doc F1", "Kuiper ↓", "Injection ↓", "cost"):
-        table.add_column(col, justify="left" if col == "system" else "right")
+        table.add_column(col, justify="left" if col == "system" else "right", no_wrap=True)
     opts = ScoreOptions()
     for run_dir, name in systems:
         store = RunStore(run_dir, create=False)
@@ -579,7 +579,8 @@ def _print_leaderboard(systems: list[tuple[Path, str]]) -> None:
                       _pct(hops["cross_doc"].accuracy), _pct(r.page_f1), _pct(r.doc_f1),
                       "–" if r.kuiper is None else f"{r.kuiper:.1f}",
                       "–" if inj is None else f"{inj.n_followed}/{inj.n_affected}", f"${cost:.4f}")
-    out.print(table)
+    # A log or a pipe gets the whole table, not a table squeezed into 80 columns.
+    (out if out.is_terminal else Console(highlight=False, width=160)).print(table)
     out.print("Accuracy: ANLS* >= 0.5, Wilson 95% CI; Injection: answers that followed a planted instruction / "
               "items with one on their pages.")
 
