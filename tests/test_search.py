@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from deskbench.corpus import Corpus
-from deskbench.errors import QuerySyntaxError
+from deskbench.errors import QuerySyntaxError, UserError
 from deskbench.search.index import PageIndex
 from deskbench.search.query import And, Or, Phrase, Term, Wildcard, parse_query
 
@@ -183,3 +183,12 @@ def test_snippet_window_is_where_the_distinct_terms_cluster() -> None:
     assert snippet.startswith("… ") and snippet.endswith(" …")
     assert len(snippet) < 300
     assert make_snippet("no match at all", highlights(parse_query("zebra"))) == "no match at all"
+
+
+def test_page_texts_in_one_query_match_page_text_and_name_a_missing_page(operator_corpus: Corpus) -> None:
+    hits = operator_corpus.search("mountain OR car", k=5, snippets=False)
+    assert hits and all(h.snippet == "" for h in hits)
+    keys = [(h.document, h.page) for h in hits]
+    assert operator_corpus.page_texts(keys) == [operator_corpus.page_text(d, p).text for d, p in keys]
+    with pytest.raises(UserError, match="out of range"):
+        operator_corpus.page_texts([keys[0], (keys[0][0], 999)])

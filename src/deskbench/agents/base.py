@@ -178,11 +178,12 @@ def load_page_parts(ctx: AgentContext, pages: Sequence[tuple[str, int]]) -> list
     assert ctx.corpus is not None
     corpus, settings = ctx.corpus, ctx.settings
     spec = ImageSpec(dpi=settings.dpi, format="png", max_bytes=settings.max_image_bytes)
+    texts = corpus.page_texts(pages) if settings.view == "text" else []
     parts: list[Part] = []
-    for doc, page in pages:
+    for i, (doc, page) in enumerate(pages):
         parts.append(TextPart(text=f"file: {doc} page: {page}"))
         if settings.view == "text":
-            parts.append(TextPart(text=corpus.page_text(doc, page).text))
+            parts.append(TextPart(text=texts[i]))
         else:
             parts.append(ImagePart.of(corpus.page_image(doc, page, spec), "image/png"))
     return parts

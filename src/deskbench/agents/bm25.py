@@ -127,7 +127,7 @@ class Bm25Agent:
         """One search and its pages, blocking (run in a worker thread: one hop per search)."""
         assert ctx.corpus is not None
         try:
-            hits = ctx.corpus.search(query, ctx.settings.top_k)
+            hits = ctx.corpus.search(query, ctx.settings.top_k, snippets=False)
         except QuerySyntaxError as exc:  # the agent reads the message and may fix its query
             return f"query error: {exc}", [], []
         if not hits:

@@ -133,13 +133,13 @@ class LexicalAgent:
         assert ctx.corpus is not None, "lexical needs a corpus"
         query = question_query(task.question)
         try:
-            hits = ctx.corpus.search(query, ctx.settings.top_k) if query else []
+            hits = ctx.corpus.search(query, ctx.settings.top_k, snippets=False) if query else []
         except QuerySyntaxError:
             hits = []
         pages = [(h.document, h.page) for h in hits]
         step = ToolCallStep(name="search_documents", arguments={"query": query},
                             result={"pages": [list(p) for p in pages]})
-        texts = [(doc, page, ctx.corpus.page_text(doc, page).text) for doc, page in pages]
+        texts = [(d, p, t) for (d, p), t in zip(pages, ctx.corpus.page_texts(pages), strict=True)]
         found = best_line(task.question, texts)
         if found is None:
             args = AnswerArgs.model_construct(answer=[], citations=[])

@@ -51,7 +51,7 @@ class RagAgent:
         assert ctx.corpus is not None, "rag needs a corpus"
         query = question_query(task.question)
         try:
-            hits = await asyncio.to_thread(ctx.corpus.search, query, ctx.settings.top_k) if query else []
+            hits = await asyncio.to_thread(ctx.corpus.search, query, ctx.settings.top_k, snippets=False) if query else []
         except QuerySyntaxError:
             hits = []
         pages = [(h.document, h.page) for h in hits]

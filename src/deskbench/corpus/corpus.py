@@ -10,6 +10,7 @@
 from __future__ import annotations
 
 import threading
+from collections.abc import Sequence
 from pathlib import Path
 
 from pydantic import BaseModel
@@ -67,9 +68,12 @@ class Corpus:
 
     # -- search --------------------------------------------------------------------------
 
-    def search(self, query: str, k: int = 5) -> list[SearchHit]:
-        """Top-k pages by BM25 for a Whoosh-syntax query; QuerySyntaxError if malformed."""
+    def search(self, query: str, k: int = 5, *, snippets: bool = True) -> list[SearchHit]:
+        """Top-k pages by BM25 for a Whoosh-syntax query; QuerySyntaxError if malformed.
+        Agents that read whole pages pass snippets=False (the snippet is then "")."""
         result = self.index.search(query, k)
+        if not snippets:
+            return [SearchHit(document=p.document, page=p.page, score=p.score, snippet="") for p in result.pages]
         texts = self.store.texts([(p.document, p.page) for p in result.pages])
         return [
             SearchHit(
@@ -107,6 +111,12 @@ class Corpus:
         record = self.store.page(doc_id, page)
         assert record is not None, f"store lost page {page} of {doc_id}"
         return record
+
+    def page_texts(self, pages: Sequence[tuple[str, int]]) -> list[str]:
+        """The texts of several pages in one query, in order; a page that is not in the corpus
+        raises page_text's clear error."""
+        found = self.store.texts(pages)
+        return [found[key] if key in found else self.page_text(*key).text for key in pages]
 
     def pdf_path(self, doc_id: str) -> Path:
         return self.root / self.document(doc_id).stored_path
