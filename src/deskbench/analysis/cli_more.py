@@ -1,0 +1,92 @@
+"""`deskbench analyse drift | guessability | multihop | lexical`: thin shells over the analysis
+modules of the same names. Each writes its pydantic report as JSON (the model is the schema) and,
+where offered, a PNG plot. `register` adds them to the `analyse` sub-app."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from pydantic import BaseModel
+
+from deskbench.errors import UserError
+
+RunDirsArg = Annotated[list[Path], typer.Argument(metavar="RUNDIR...", help="Run directories (deskbench run --out).")]
+RunDirArg = Annotated[Path, typer.Argument(metavar="RUNDIR", help="Run directory (deskbench run --out).")]
+OutOpt = Annotated[Path, typer.Option("--output", "-o", help="JSON report to write.")]
+PlotOpt = Annotated[Path | None, typer.Option("--plot", help="Also write a PNG plot here.")]
+CorpusOpt = Annotated[Path, typer.Option("--corpus", "-c", help="Corpus directory.")]
+TasksOpt = Annotated[Path, typer.Option("--tasks", help="docqa tasks JSONL.")]
+
+
+def write_report(path: Path, report: BaseModel) -> None:
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(report.model_dump_json(indent=2) + "\n", encoding="utf-8")
+    except OSError as exc:
+        raise UserError(f"cannot write {path}: {exc.strerror or exc}; choose another -o path") from exc
+
+
+def _say(text: str) -> None:
+    typer.echo(text, err=True)
+
+
+def drift(run_dirs: RunDirsArg, output: OutOpt, plot: PlotOpt = None) -> None:
+    """Query reformulation: cosine drift between consecutive search queries (MADQA H.6)."""
+    from deskbench.analysis.drift import load_drift, plot_drift
+
+    report = load_drift(run_dirs)
+    write_report(output, report)
+    if plot is not None:
+        plot_drift(report, plot)
+    for s in report.systems:
+        d = "-" if s.mean_drift is None else f"{s.mean_drift:.3f}"
+        r = "-" if s.point_biserial_r is None else f"{s.point_biserial_r:+.2f}"
+        _say(f"{s.system}: mean drift {d} over {s.reformulated}/{s.episodes} reformulated episodes, r(drift, correct) {r}")
+    _say(f"wrote {output}" + (f" and {plot}" if plot else ""))
+
+
+def guessability(run_dir: RunDirArg, output: OutOpt) -> None:
+    """Accuracy without documents by question type: yes/no, binary choice, other (MADQA E.2)."""
+    from deskbench.analysis.guessability import load_guessability
+
+    report = load_guessability(run_dir)
+    write_report(output, report)
+    for s in report.systems:
+        _say(f"{s.system}: guessability {100 * s.guessability:.1f}% (random {100 * s.random:.1f}%, "
+             f"memorised {100 * s.contamination:.1f}%) over {s.questions} questions")
+    _say(f"wrote {output}")
+
+
+def multihop(run_dir: RunDirArg, corpus: CorpusOpt, output: OutOpt, plot: PlotOpt = None) -> None:
+    """Multi-hop accuracy by page gap and by semantic distance of the evidence pages (MADQA H.1)."""
+    from deskbench.analysis.multihop import load_multihop, plot_multihop
+
+    report = load_multihop(run_dir, corpus)
+    write_report(output, report)
+    if plot is not None:
+        plot_multihop(report, plot)
+    _say(f"{len(report.items)} multi-hop items, {len(report.systems)} system row(s); wrote {output}"
+         + (f" and {plot}" if plot else ""))
+
+
+def lexical(tasks: TasksOpt, corpus: CorpusOpt, output: OutOpt) -> None:
+    """n-gram overlap between questions and their evidence; Ctrl+F precision and recall (MADQA E.1)."""
+    from deskbench.analysis.lexical import load_lexical
+
+    report = load_lexical(tasks, corpus)
+    write_report(output, report)
+    for s in report.summary:
+        pct = lambda x: "-" if x is None else f"{100 * x:.1f}%"  # noqa: E731
+        _say(f"{s.n}-grams: overlap {pct(s.mean_overlap)}, median pages {s.median_pages}, "
+             f"precision {pct(s.precision)}, recall {pct(s.recall)}")
+    _say(f"wrote {output}")
+
+
+def register(app: typer.Typer) -> None:
+    """Add the four commands to the `analyse` sub-app."""
+    app.command("drift")(drift)
+    app.command("guessability")(guessability)
+    app.command("multihop")(multihop)
+    app.command("lexical")(lexical)

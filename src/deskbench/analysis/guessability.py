@@ -1,0 +1,144 @@
+"""Guessability (MADQA §3, Appendix E.2): accuracy of the `guess` agent, which sees no document,
+split by question type so that random chance on constrained answers is told apart from knowledge
+(contamination).
+
+Classes follow the E.2 classification prompt, in its order, as deterministic patterns:
+1. yes_no: the answer has to be Yes or No. With a gold answer: some acceptable answer is the single
+   word yes or no. Without one: the question opens with an auxiliary verb ("Is", "Does", "Did", ...)
+   and lists no two options.
+2. binary_choice: the question explicitly states exactly two options to pick from ("Which is larger:
+   A or B?", "Is it X or Y?", "A vs. B"). "or" in fixed phrases ("or more", "or not", "and/or",
+   "greater than or equal") offers no option, and "A, B, or C" offers three.
+3. other: everything else (facts, names, dates, values: answered by recall, not by chance).
+The paper classifies with GPT-5-mini; a model classifier is out of scope here.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Literal
+
+from pydantic import BaseModel
+
+from deskbench.analysis.drift import run_accuracies
+from deskbench.errors import UserError
+from deskbench.runs.store import RunStore
+from deskbench.tasks.docqa import DocQATask
+
+QuestionClass = Literal["yes_no", "binary_choice", "other"]
+CLASSES: tuple[QuestionClass, ...] = ("yes_no", "binary_choice", "other")
+
+_AUXILIARY = re.compile(
+    r"^\s*(?:is|are|was|were|am|do|does|did|has|have|had|can|could|will|would|shall|should|may|might|must)\b",
+    re.IGNORECASE,
+)
+# "or" that does not join two options: "or more", "or not", "greater than or equal to", "(or ...)".
+_FIXED_OR = re.compile(
+    r"\bor\s+(?:not|more|less|fewer|greater|higher|lower|above|below|later|earlier|so|otherwise|else|equal|any)\b"
+    r"|\(\s*or\b|/or\b|\bor/",
+    re.IGNORECASE,
+)
+_OR = re.compile(r"\bor\b", re.IGNORECASE)
+_VERSUS = re.compile(r"\b(?:vs\.?|versus)(?=\s)", re.IGNORECASE)
+# Three or more options: "A, B, or C" (a comma right before "or", after an earlier comma).
+_THREE_WAY = re.compile(r",[^,?:;]+,\s*or\b", re.IGNORECASE)
+_YES_NO = frozenset({"yes", "no"})
+
+
+def _offers_two_options(question: str) -> bool:
+    """Exactly two options are spelled out: one choosing 'or' (or 'vs') and no three-way list."""
+    text = _FIXED_OR.sub(" ", question)
+    if _THREE_WAY.search(text):
+        return False
+    return len(_OR.findall(text)) + len(_VERSUS.findall(text)) == 1
+
+
+def _is_yes_no_answer(variants: Sequence[Sequence[str]]) -> bool:
+    return any(len(v) == 1 and v[0].strip().strip(".!").strip().lower() in _YES_NO for v in variants)
+
+
+def classify_question(question: str, answer_variants: Sequence[Sequence[str]] | None = None) -> QuestionClass:
+    """The E.2 class of a question; the gold answer, when given, decides yes/no as in the prompt."""
+    two_options = _offers_two_options(question)
+    if answer_variants is not None:
+        if _is_yes_no_answer(answer_variants):
+            return "yes_no"
+    elif _AUXILIARY.match(question) and not two_options:
+        return "yes_no"
+    return "binary_choice" if two_options else "other"
+
+
+class ClassCounts(BaseModel):
+    questions: int  # test-set questions of this class
+    correct: float  # correct guesses (sum of accuracy)
+    accuracy: float | None  # correct / questions
+    share_of_correct: float | None  # this class's part of all correct guesses (Table 9 breakdown)
+
+
+class SystemGuessability(BaseModel):
+    system: str
+    questions: int
+    correct: float
+    guessability: float  # correct / questions: accuracy without documents
+    by_class: dict[str, ClassCounts]
+    # Table 9: half the correct yes/no and binary guesses would be right by chance anyway ...
+    random: float
+    # ... and correct "other" guesses are recall of facts: memorisation, as a share of the test set.
+    contamination: float
+    knowledge: float  # guessability - random: every answer that chance does not explain
+    chance_baseline: float  # 0.5 x (yes/no + binary questions) / questions: a coin on every one
+
+
+class GuessabilityReport(BaseModel):
+    run: str
+    classes: dict[str, QuestionClass]  # task id -> class
+    systems: list[SystemGuessability]
+
+
+def guessability(
+    tasks: Sequence[DocQATask], accuracy: Mapping[str, float | None], system: str = "guess",
+    classes: Mapping[str, QuestionClass] | None = None,
+) -> SystemGuessability:
+    """Guessability of one system over `tasks`; a task without an accuracy counts as wrong (a guess
+    that failed to come back is no correct guess)."""
+    if not tasks:
+        raise UserError("no tasks to measure guessability on")
+    cls = classes or {t.id: classify_question(t.question, t.answer_variants) for t in tasks}
+    n = len(tasks)
+    questions = {c: 0 for c in CLASSES}
+    correct = {c: 0.0 for c in CLASSES}
+    for t in tasks:
+        questions[cls[t.id]] += 1
+        correct[cls[t.id]] += accuracy.get(t.id) or 0.0
+    total = sum(correct.values())
+    by_class = {
+        c: ClassCounts(questions=questions[c], correct=correct[c],
+                       accuracy=correct[c] / questions[c] if questions[c] else None,
+                       share_of_correct=correct[c] / total if total else None)
+        for c in CLASSES
+    }
+    random = 0.5 * (correct["yes_no"] + correct["binary_choice"]) / n
+    return SystemGuessability(
+        system=system, questions=n, correct=total, guessability=total / n, by_class=by_class,
+        random=random, contamination=correct["other"] / n, knowledge=total / n - random,
+        chance_baseline=0.5 * (questions["yes_no"] + questions["binary_choice"]) / n,
+    )
+
+
+def is_guess_system(system: str) -> bool:
+    return system.split(":", 1)[0] == "guess"
+
+
+def load_guessability(run_dir: Path) -> GuessabilityReport:
+    """Guessability of every `guess` system in a run directory."""
+    store = RunStore(run_dir, create=False)
+    systems = [s for s in store.systems() if is_guess_system(s)]
+    if not systems:
+        raise UserError(f"the run in {run_dir} has no guess-agent episodes; run 'deskbench run --agent guess' into it")
+    tasks = store.tasks()
+    classes = {t.id: classify_question(t.question, t.answer_variants) for t in tasks}
+    out = [guessability(tasks, run_accuracies(store, s), s, classes) for s in systems]
+    store.close()
+    return GuessabilityReport(run=str(run_dir), classes=classes, systems=out)
