@@ -391,6 +391,9 @@ def run(
 
 generate_app = typer.Typer(no_args_is_help=True, help="Fresh benchmarks with exact ground truth, from a seed.")
 app.add_typer(generate_app, name="generate")
+from deskbench.analysis.cli import analyse_app  # noqa: E402
+
+app.add_typer(analyse_app, name="analyse")
 
 
 @generate_app.command("docqa")

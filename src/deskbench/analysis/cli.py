@@ -1,0 +1,253 @@
+"""`deskbench analyse items | splits | agreement`: item analysis over saved runs.
+
+Thin shells over analysis.items / splits / agreement: load the response matrix, compute, write a
+JSON report (the pydantic models below are its schema) and, with --plot, a PNG.
+"""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+from typing import Annotated
+
+import numpy as np
+import numpy.typing as npt
+import typer
+from pydantic import BaseModel
+
+from deskbench.analysis.agreement import CORRECT_AT, kappa_matrix
+from deskbench.analysis.items import difficulty, discrimination
+from deskbench.analysis.matrix import ResponseMatrix, load_matrix
+from deskbench.analysis.splits import (
+    N_BINS,
+    SENTINEL_FRACTION,
+    SENTINEL_P,
+    build_splits,
+    difficulty_bin,
+    is_sentinel,
+    ranking_agreement,
+    system_means,
+)
+from deskbench.errors import UserError
+
+analyse_app = typer.Typer(no_args_is_help=True, help="Item analysis over runs: CTT items, splits, agreement.")
+
+RunDirsArg = Annotated[list[Path], typer.Argument(metavar="RUNDIR...", help="Run directories (deskbench run --out).")]
+OutOpt = Annotated[Path, typer.Option("--output", "-o", help="JSON report to write.")]
+PlotOpt = Annotated[Path | None, typer.Option("--plot", help="Also write a PNG plot here.")]
+
+
+def _num(x: float) -> float | None:
+    """JSON has no NaN: an undefined statistic is written as null."""
+    return None if math.isnan(x) else float(x)
+
+
+def _write(path: Path, report: BaseModel) -> None:
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(report.model_dump_json(indent=2) + "\n", encoding="utf-8")
+    except OSError as exc:
+        raise UserError(f"cannot write {path}: {exc.strerror}; choose another -o path") from exc
+
+
+def _figure():  # -> tuple[Figure, Axes]
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    return plt.subplots(figsize=(7, 5))
+
+
+def _save(fig, path: Path) -> None:  # fig: matplotlib Figure
+    import matplotlib.pyplot as plt
+
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fig.tight_layout()
+        fig.savefig(path, dpi=120)
+    except OSError as exc:
+        raise UserError(f"cannot write {path}: {exc.strerror}; choose another --plot path") from exc
+    finally:
+        plt.close(fig)
+
+
+# -- items ----------------------------------------------------------------------------------
+
+
+class ItemStat(BaseModel):
+    id: str
+    difficulty: float | None  # p_j, mean accuracy over systems
+    discrimination: float | None  # corrected point-biserial r_j; null when undefined
+    sentinel: bool  # p_j <= 0.1
+    bin: int | None  # 0..8 for 0.1 < p <= 0.2 ... 0.9 < p <= 1.0
+
+
+class ItemsReport(BaseModel):
+    systems: list[str]
+    system_accuracy: list[float | None]
+    n_items: int
+    items: list[ItemStat]
+
+
+def items_report(rm: ResponseMatrix) -> ItemsReport:
+    p, r = difficulty(rm.values), discrimination(rm.values)
+    stats = [ItemStat(id=i, difficulty=_num(p[j]), discrimination=_num(r[j]), sentinel=is_sentinel(p[j]),
+                      bin=difficulty_bin(p[j])) for j, i in enumerate(rm.items)]
+    return ItemsReport(systems=rm.systems, system_accuracy=[_num(x) for x in system_means(rm.values)],
+                       n_items=len(rm.items), items=stats)
+
+
+@analyse_app.command("items")
+def items_cmd(run_dirs: RunDirsArg, output: OutOpt, plot: PlotOpt = None) -> None:
+    """Difficulty p_j and corrected point-biserial discrimination r_j of every common item."""
+    report = items_report(load_matrix(run_dirs))
+    _write(output, report)
+    if plot is not None:
+        fig, ax = _figure()
+        pts = [(s.difficulty, s.discrimination, s.sentinel) for s in report.items
+               if s.difficulty is not None and s.discrimination is not None]
+        for flag, colour, label in ((True, "tab:red", f"sentinel (p ≤ {SENTINEL_P})"), (False, "tab:blue", "other")):
+            xs = [x for x, _, s in pts if s is flag]
+            ys = [y for _, y, s in pts if s is flag]
+            ax.scatter(xs, ys, s=18, c=colour, label=label, alpha=0.7)
+        # Constant items (often the sentinels) have no r; show them on the zero line, marked apart.
+        flat = [s.difficulty for s in report.items if s.difficulty is not None and s.discrimination is None]
+        if flat:
+            ax.scatter(flat, [0.0] * len(flat), s=30, marker="x", c="grey", label="r undefined (drawn at 0)")
+        ax.axhline(0.0, color="grey", linewidth=0.5)
+        ax.set_xlabel("difficulty p (mean accuracy)")
+        ax.set_ylabel("discrimination r (corrected point-biserial)")
+        ax.set_xlim(-0.02, 1.02)
+        ax.set_title(f"{report.n_items} items, {len(report.systems)} systems")
+        ax.legend()
+        _save(fig, plot)
+
+
+# -- splits ---------------------------------------------------------------------------------
+
+
+class SplitSummary(BaseModel):
+    n: int
+    n_sentinel: int
+    mean_difficulty: float | None
+    mean_discrimination: float | None  # over items with a defined r
+    spearman_vs_full: float | None  # rank agreement of systems: this split vs all common items
+
+
+class SplitsReport(BaseModel):
+    seed: int
+    sentinel_fraction: float
+    n_items: int
+    sentinel_pool: int
+    systems: list[str]
+    test: list[str]
+    dev: list[str]
+    train: list[str]
+    summary: dict[str, SplitSummary]
+
+
+def _nanmean(x: npt.NDArray[np.float64]) -> float | None:
+    x = x[~np.isnan(x)]
+    return float(x.mean()) if x.size else None
+
+
+def splits_report(rm: ResponseMatrix, n_test: int, n_dev: int, seed: int, n_train: int | None = None,
+                  sentinel_fraction: float = SENTINEL_FRACTION) -> SplitsReport:
+    p, r = difficulty(rm.values), discrimination(rm.values)
+    sp = build_splits(p, r, n_test, n_dev, seed=seed, n_train=n_train, sentinel_fraction=sentinel_fraction)
+    summary = {}
+    for name, cols in (("test", sp.test), ("dev", sp.dev), ("train", sp.train)):
+        idx = np.array(cols, dtype=np.int64)
+        summary[name] = SplitSummary(
+            n=len(cols), n_sentinel=sum(is_sentinel(p[j]) for j in cols),
+            mean_difficulty=_nanmean(p[idx]), mean_discrimination=_nanmean(r[idx]),
+            spearman_vs_full=_num(ranking_agreement(rm.values, cols)) if cols else None,
+        )
+    return SplitsReport(seed=seed, sentinel_fraction=sentinel_fraction, n_items=len(rm.items),
+                        sentinel_pool=len(sp.sentinel_pool), systems=rm.systems,
+                        test=[rm.items[j] for j in sp.test], dev=[rm.items[j] for j in sp.dev],
+                        train=[rm.items[j] for j in sp.train], summary=summary)
+
+
+@analyse_app.command("splits")
+def splits_cmd(
+    run_dirs: RunDirsArg,
+    output: OutOpt,
+    test: Annotated[int, typer.Option("--test", help="Test split size.")],
+    dev: Annotated[int, typer.Option("--dev", help="Dev split size.")],
+    seed: Annotated[int, typer.Option(help="Seed for tie-breaking; same seed, same splits.")] = 0,
+    train: Annotated[int | None, typer.Option("--train", help="Train size (default: every item left).")] = None,
+    sentinel_fraction: Annotated[float, typer.Option(help="Share of each split reserved for p <= 0.1 items.")] = SENTINEL_FRACTION,
+    plot: PlotOpt = None,
+) -> None:
+    """Test/dev/train splits by the paper's rule: sentinel pool, 9 difficulty bins, best discrimination."""
+    rm = load_matrix(run_dirs)
+    report = splits_report(rm, test, dev, seed, train, sentinel_fraction)
+    _write(output, report)
+    if plot is not None:
+        # Bars over the paper's own bins (right-closed: 0.1 < p <= 0.2 ...), sentinel pool first.
+        p = dict(zip(rm.items, difficulty(rm.values), strict=True))
+        labels = [f"≤{SENTINEL_P:g}"] + [f"({0.1 * (b + 1):.1f},{0.1 * (b + 2):.1f}]" for b in range(N_BINS)]
+        fig, ax = _figure()
+        width = 0.27
+        for k, (name, ids) in enumerate((("test", report.test), ("dev", report.dev), ("train", report.train))):
+            counts = np.zeros(N_BINS + 1)
+            for i in ids:
+                b = difficulty_bin(p[i])
+                if b is not None:
+                    counts[b + 1] += 1
+                elif is_sentinel(p[i]):
+                    counts[0] += 1
+            share = counts / counts.sum() if counts.sum() else counts
+            ax.bar(np.arange(N_BINS + 1) + (k - 1) * width, share, width=width, label=f"{name} (n={len(ids)})")
+        ax.set_xticks(range(N_BINS + 1), labels, rotation=45, ha="right")
+        ax.set_xlabel("difficulty p (mean accuracy) bin")
+        ax.set_ylabel("share of the split")
+        rho = report.summary["test"].spearman_vs_full
+        ax.set_title("difficulty by split" + (f"; test vs full Spearman ρ = {rho:.2f}" if rho is not None else ""))
+        ax.legend()
+        _save(fig, plot)
+
+
+# -- agreement ------------------------------------------------------------------------------
+
+
+class AgreementReport(BaseModel):
+    systems: list[str]
+    correct_at: float  # accuracy >= this counts as correct
+    kappa: list[list[float | None]]  # systems x systems; null when undefined
+    n_items: list[list[int]]  # items both systems were scored on
+
+
+def agreement_report(rm: ResponseMatrix) -> AgreementReport:
+    kappas, counts = kappa_matrix(rm.values)
+    return AgreementReport(systems=rm.systems, correct_at=CORRECT_AT,
+                           kappa=[[_num(x) for x in row] for row in kappas],
+                           n_items=[[int(c) for c in row] for row in counts])
+
+
+@analyse_app.command("agreement")
+def agreement_cmd(run_dirs: RunDirsArg, output: OutOpt, plot: PlotOpt = None) -> None:
+    """Pairwise Cohen's kappa between systems on correct/incorrect, over items both were scored on."""
+    report = agreement_report(load_matrix(run_dirs))
+    _write(output, report)
+    if plot is not None:
+        k = np.array([[np.nan if x is None else x for x in row] for row in report.kappa], dtype=np.float64)
+        n = len(report.systems)
+        fig, ax = _figure()
+        im = ax.imshow(k, vmin=-1, vmax=1, cmap="RdBu_r")
+        ax.set_xticks(range(n), report.systems, rotation=45, ha="right")
+        ax.set_yticks(range(n), report.systems)
+        for i in range(n):
+            for j in range(n):
+                ax.text(j, i, "–" if math.isnan(k[i, j]) else f"{k[i, j]:.2f}", ha="center", va="center", fontsize=8,
+                        color="white" if not math.isnan(k[i, j]) and abs(k[i, j]) > 0.6 else "black")
+        fig.colorbar(im, ax=ax, label="Cohen's κ")
+        ax.set_title("agreement on correct / incorrect")
+        _save(fig, plot)
+
+
+from deskbench.analysis.cli_more import register  # noqa: E402
+
+register(analyse_app)
