@@ -19,6 +19,9 @@ if [ "$local_model" = 1 ]; then
   command -v cmake >/dev/null 2>&1 || need+=(cmake)
 fi
 if [[ "$extras" == *test* ]]; then
+  # The HTML report is tested in a real headless Chromium (driven by Playwright's Python package,
+  # which never downloads a browser here: the tests point it at Debian's).
+  command -v chromium >/dev/null 2>&1 || need+=(chromium)
   # rapidocr (the OCR fallback the tests exercise) imports OpenCV, which needs these libraries.
   ldconfig -p | grep -q 'libGL.so.1' || need+=(libgl1)
   ldconfig -p | grep -q 'libgthread-2.0.so.0' || need+=(libglib2.0-0)

@@ -54,6 +54,22 @@ def require_local_model() -> None:
         pytest.skip(msg)
 
 
+CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-sync",
+                 "--disable-background-networking", "--disable-component-update"]
+
+
+@pytest.fixture(scope="session")
+def browser():  # -> playwright Browser
+    """Debian's Chromium, headless, driven by Playwright (never a downloaded browser)."""
+    exe = require_tool("chromium")
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as pw:
+        b = pw.chromium.launch(executable_path=exe, args=CHROMIUM_ARGS)
+        yield b
+        b.close()
+
+
 def require_tool(name: str) -> str:
     """A system tool the README test command installs: skip outside CI when absent, fail in CI."""
     exe = shutil.which(name)
