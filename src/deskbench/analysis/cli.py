@@ -30,7 +30,7 @@ from deskbench.analysis.splits import (
 )
 from deskbench.errors import UserError
 
-analyse_app = typer.Typer(no_args_is_help=True, help="Item analysis over runs: CTT items, splits, agreement.")
+analyse_app = typer.Typer(no_args_is_help=True, help="Analyses over stored runs (MADQA §2.4, §5, App. D, E, H): items, splits, agreement, drift, guessability, multihop, lexical.")
 
 RunDirsArg = Annotated[list[Path], typer.Argument(metavar="RUNDIR...", help="Run directories (deskbench run --out).")]
 OutOpt = Annotated[Path, typer.Option("--output", "-o", help="JSON report to write.")]
