@@ -560,6 +560,20 @@ def demo(
               f"{bundle / 'deliverables'}.")
 
 
+@app.command()
+def report(
+    run_dirs: Annotated[list[Path], typer.Argument(help="Run directories (the --out of 'deskbench run').")],
+    output: Annotated[Path, typer.Option("--output", "-o", help="HTML file to write.")] = Path("report.html"),
+) -> None:
+    """Write a self-contained HTML report: leaderboard, calibration and budget curves, error classes."""
+    from deskbench.report.data import build_report
+    from deskbench.report.render import write_report
+
+    data = build_report(run_dirs)
+    write_report(data, output)
+    out.print(f"wrote {output} ({len(data.systems)} systems)")
+
+
 def _print_leaderboard(systems: list[tuple[Path, str]]) -> None:
     """One row per (run directory, system), scored over the run's own tasks."""
     from deskbench.runs.runner import run_submissions

@@ -31,12 +31,14 @@ class KuiperResult:
 
     `curve` holds D_0 = 0 followed by D at each point the statistic reads, and `effort` the effort
     at each of those points (the block's effort; the smallest effort for D_0). Both are empty when
-    `value` is NaN."""
+    `value` is NaN. `ranks` holds k (how many items lie at or below each point: 0 for D_0), so
+    the curve can be drawn against the share of items, as in MADQA Figures 6 and 10."""
 
     value: float
     reason: str | None
     effort: tuple[float, ...]
     curve: tuple[float, ...]
+    ranks: tuple[int, ...] = ()
 
 
 def _undefined(reason: str) -> KuiperResult:
@@ -90,8 +92,10 @@ def kuiper(
     # D_k = (sum of the first k correctness values) - k * ybar: no drift from adding ybar n times.
     curve = np.concatenate(([0.0], running[ends] - (ends + 1) * ybar))
     points = np.concatenate((s_sorted[:1], s_sorted[ends]))
+    ranks = np.concatenate(([0], ends + 1))
     return KuiperResult(
-        float(curve.max() - curve.min()), None, tuple(points.tolist()), tuple(curve.tolist())
+        float(curve.max() - curve.min()), None, tuple(points.tolist()), tuple(curve.tolist()),
+        tuple(int(k) for k in ranks),
     )
 
 

@@ -1,0 +1,1 @@
+"""The docqa HTML report: leaderboard, calibration and budget curves, error decomposition."""

@@ -1,0 +1,151 @@
+"""Everything the report shows, computed from run directories with the scoring API (the same
+numbers `deskbench score` prints), into the pydantic models of models.py."""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from deskbench.errors import UserError
+from deskbench.report.models import (
+    ERROR_CLASSES,
+    BudgetCurve,
+    ErrorBreakdown,
+    KuiperCurve,
+    LeaderboardRow,
+    Report,
+    SystemReport,
+)
+from deskbench.report.taxonomy import budget_curve, decompose
+from deskbench.runs.runner import run_submissions
+from deskbench.runs.store import Episode, RunStore
+from deskbench.scoring.calibration import kuiper
+from deskbench.scoring.docqa import ScoreOptions, ScoreReport, score_all, summarize
+from deskbench.tasks.docqa import ItemScore, ToolCallStep
+
+ACCURACY_METHOD = (
+    "ANLS* >= 0.5 against the best answer variant (Wilson 95% CI). Runs store no judge verdicts, so "
+    "judged and bias-corrected accuracy are not shown: run 'deskbench score RUNDIR --judge MODEL' for them."
+)
+
+
+@dataclass
+class _Scored:
+    """One system of one run, scored."""
+
+    run_dir: Path
+    system: str
+    items: list[ItemScore]
+    report: ScoreReport
+    episodes: list[Episode]
+    steps: dict[str, int]  # task id -> steps of its (successful) episode
+    answers: dict[str, list[str]]
+
+
+def episode_steps(ep: Episode) -> int | None:
+    """Steps of an episode: the submission's own count (steps, iterations or searches), else the
+    tool calls in its trajectory. None for an episode without a submission."""
+    if ep.submission is None:
+        return None
+    effort = ep.submission.effort("steps")
+    if effort is not None:
+        return int(effort)
+    return sum(isinstance(s, ToolCallStep) for s in ep.trajectory)
+
+
+def _score(run_dir: Path, store: RunStore, system: str, opts: ScoreOptions) -> _Scored:
+    tasks = store.tasks()
+    if not tasks:
+        raise UserError(f"the run in {run_dir} holds no tasks; give the --out of a 'deskbench run'")
+    subs, failed = run_submissions(store, system)
+    items, matched = score_all(tasks, subs, opts)
+    report = summarize(items, matched, opts, by=("domain", "category"), errors=failed)
+    episodes = store.episodes(system)
+    steps = {ep.task_id: s for ep in episodes if ep.status == "ok" and (s := episode_steps(ep)) is not None}
+    answers = {s.id: list(s.answer) for s in subs}
+    return _Scored(run_dir, system, items, report, episodes, steps, answers)
+
+
+def _row(label: str, s: _Scored) -> LeaderboardRow:
+    r = s.report
+    efforts = {i.effort for i in s.items if i.status == "scored" and i.effort is not None}
+    note: str | None = None
+    k = r.kuiper
+    if len(efforts) == 1:
+        k, note = None, "every item took the same effort (a fixed budget, as for non-agentic systems)"
+    elif k is None:
+        note = r.kuiper_reason
+    n_eps = len(s.episodes)
+    cost = sum(e.usage.cost_usd for e in s.episodes)
+    tokens = sum(e.usage.input_tokens + e.usage.output_tokens for e in s.episodes)
+    correct = sum(i.accuracy or 0.0 for i in s.items)
+    return LeaderboardRow(
+        label=label, system=s.system, run_dir=str(s.run_dir), n=r.n, n_errors=r.n_errors,
+        accuracy=r.accuracy, accuracy_ci=r.accuracy_ci,
+        cross_page=r.by_hop_type["cross_page"].accuracy, cross_doc=r.by_hop_type["cross_doc"].accuracy,
+        page_f1=r.page_f1, doc_f1=r.doc_f1, kuiper=k, kuiper_note=note, cost_usd=cost,
+        cost_per_item=cost / n_eps if n_eps else None,
+        tokens_per_item=tokens / n_eps if n_eps else None,
+        cost_per_correct=cost / correct if correct else None,
+    )
+
+
+def _kuiper_curve(label: str, s: _Scored, opts: ScoreOptions) -> KuiperCurve:
+    """The curve Kuiper is read from, over the same items as the leaderboard's value."""
+    timed = [i for i in s.items if i.status == "scored" and i.effort is not None and i.accuracy is not None]
+    if len({i.effort for i in timed}) < 2:
+        return KuiperCurve(label=label, share=[], curve=[], effort=[], kuiper=None)
+    k = kuiper([i.effort for i in timed], [i.accuracy for i in timed], ties=opts.kuiper_ties)
+    n = len(timed)
+    return KuiperCurve(label=label, share=[r / n for r in k.ranks], curve=list(k.curve),
+                       effort=list(k.effort), kuiper=None if k.reason else k.value)
+
+
+def _errors(label: str, s: _Scored) -> ErrorBreakdown:
+    classes = decompose(s.items, s.answers)
+    return ErrorBreakdown(
+        label=label, n=len(s.items), n_correct=sum(i.accuracy or 0.0 for i in s.items),
+        counts={c: len(classes[c]) for c in ERROR_CLASSES}, ids={c: classes[c] for c in ERROR_CLASSES},
+    )
+
+
+def _open(run_dir: Path) -> RunStore:
+    if not run_dir.is_dir():
+        raise UserError(f"{run_dir} is not a directory; give the --out of a 'deskbench run'")
+    return RunStore(run_dir, create=False)
+
+
+def build_report(run_dirs: Sequence[Path], opts: ScoreOptions | None = None) -> Report:
+    """Score every system of every run; budgets run from 1 to the most steps any episode took."""
+    opts = opts or ScoreOptions()
+    if opts.judge is not None:
+        raise ValueError("the report scores with ANLS*; judged accuracy is not supported here")
+    if not run_dirs:
+        raise UserError("give at least one run directory")
+    scored: list[_Scored] = []
+    for run_dir in run_dirs:
+        store = _open(run_dir)
+        try:
+            systems = store.systems()
+            if not systems:
+                raise UserError(f"the run in {run_dir} has no episodes yet; run 'deskbench run' first")
+            scored += [_score(run_dir, store, name, opts) for name in systems]
+        finally:
+            store.close()
+    names = Counter(s.system for s in scored)
+    max_steps = max((v for s in scored for v in s.steps.values()), default=0)
+    budgets = list(range(1, max(max_steps, 1) + 1))
+    out = []
+    for s in scored:
+        label = s.system if names[s.system] == 1 else f"{s.system} ({s.run_dir.name})"
+        out.append(SystemReport(
+            row=_row(label, s),
+            kuiper_curve=_kuiper_curve(label, s, opts),
+            budget=BudgetCurve(label=label, budgets=budgets, accuracy=budget_curve(s.items, s.steps, budgets)),
+            errors=_errors(label, s),
+            by_domain=s.report.by_domain or {},
+            by_category=s.report.by_category or {},
+        ))
+    return Report(run_dirs=[str(d) for d in run_dirs], accuracy_method=ACCURACY_METHOD, systems=out)

@@ -1,0 +1,81 @@
+"""What the report shows, as data: computed once (data.py), then drawn (plots.py) and rendered
+(render.py), so tests can check every number without parsing HTML."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel
+
+from deskbench.scoring.docqa import GroupSummary
+
+ErrorClass = Literal["retrieval", "navigation", "comprehension", "refusal"]
+ERROR_CLASSES: tuple[ErrorClass, ...] = ("retrieval", "navigation", "comprehension", "refusal")
+
+
+class LeaderboardRow(BaseModel):
+    """One MADQA Table 3 row plus the cost columns the paper asks to report beside Kuiper."""
+
+    label: str  # the system, with its run directory's name when two runs share a system name
+    system: str
+    run_dir: str
+    n: int
+    n_errors: int  # episodes that ended in an error or a limit (counted incorrect)
+    accuracy: float | None
+    accuracy_ci: tuple[float, float] | None
+    cross_page: float | None
+    cross_doc: float | None
+    page_f1: float | None
+    doc_f1: float | None
+    kuiper: float | None  # None when undefined or when every item took the same effort
+    kuiper_note: str | None  # why Kuiper is not shown
+    cost_usd: float
+    cost_per_item: float | None
+    tokens_per_item: float | None  # input + output tokens per episode
+    cost_per_correct: float | None  # total cost / number of correct answers
+
+
+class KuiperCurve(BaseModel):
+    """D_k against k / n (items sorted by effort); empty when Kuiper is undefined."""
+
+    label: str
+    share: list[float]
+    curve: list[float]
+    effort: list[float]
+    kuiper: float | None
+
+
+class BudgetCurve(BaseModel):
+    """Accuracy at step limit N: correct answers found within N steps, over all items."""
+
+    label: str
+    budgets: list[int]
+    accuracy: list[float]
+
+
+class ErrorBreakdown(BaseModel):
+    """Every incorrect item in exactly one class (MADQA H.3); shares are over all items."""
+
+    label: str
+    n: int
+    n_correct: float
+    counts: dict[str, int]
+    ids: dict[str, list[str]]
+
+    def share(self, cls: str) -> float:
+        return self.counts[cls] / self.n if self.n else 0.0
+
+
+class SystemReport(BaseModel):
+    row: LeaderboardRow
+    kuiper_curve: KuiperCurve
+    budget: BudgetCurve
+    errors: ErrorBreakdown
+    by_domain: dict[str, GroupSummary]
+    by_category: dict[str, GroupSummary]
+
+
+class Report(BaseModel):
+    run_dirs: list[str]
+    accuracy_method: str  # how accuracy was decided (the run store holds no judge verdicts)
+    systems: list[SystemReport]

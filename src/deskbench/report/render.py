@@ -1,0 +1,75 @@
+"""The report as one self-contained HTML page: CSS inline, plots as base64 PNG data URIs, no
+JavaScript, nothing fetched, so it opens from an e-mail or an air-gapped machine."""
+
+from __future__ import annotations
+
+import base64
+import math
+from pathlib import Path
+
+from jinja2 import Environment, PackageLoader, StrictUndefined, select_autoescape
+
+from deskbench.errors import UserError
+from deskbench.report import plots
+from deskbench.report.models import ERROR_CLASSES, Report
+from deskbench.report.taxonomy import RULES
+
+
+def _missing(x: float | None) -> bool:
+    return x is None or math.isnan(x)
+
+
+def pct(x: float | None, ci: tuple[float, float] | None = None) -> str:
+    """A share as a percentage, with the half-width of its interval when given."""
+    if _missing(x):
+        return "–"
+    text = f"{100 * x:.1f}"  # type: ignore[operator]
+    if ci is not None:
+        text += f" ± {100 * (ci[1] - ci[0]) / 2:.1f}"
+    return text
+
+
+def num(x: float | None, digits: int = 1) -> str:
+    return "–" if _missing(x) else f"{x:,.{digits}f}"
+
+
+def money(x: float | None) -> str:
+    return "–" if _missing(x) else f"${x:.4f}"
+
+
+def data_uri(png: bytes) -> str:
+    return "data:image/png;base64," + base64.b64encode(png).decode("ascii")
+
+
+def _env() -> Environment:
+    env = Environment(loader=PackageLoader("deskbench.report", "templates"),
+                      autoescape=select_autoescape(["html", "j2"]), undefined=StrictUndefined,
+                      trim_blocks=True, lstrip_blocks=True)
+    env.filters.update(pct=pct, num=num, money=money)
+    return env
+
+
+def render_html(report: Report) -> str:
+    systems = report.systems
+    images = {
+        "kuiper": data_uri(plots.kuiper_png([s.kuiper_curve for s in systems])),
+        "budget": data_uri(plots.budget_png([s.budget for s in systems])),
+        "errors": data_uri(plots.errors_png([s.errors for s in systems])),
+    }
+    accuracies = [s.row.accuracy for s in systems if s.row.accuracy is not None]
+    breakdowns = [
+        ("domain", "domain", sorted({g for s in systems for g in s.by_domain})),
+        ("category", "category", sorted({g for s in systems for g in s.by_category})),
+    ]
+    return _env().get_template("report.html.j2").render(
+        report=report, images=images, classes=ERROR_CLASSES, rules=RULES, breakdowns=breakdowns,
+        best_accuracy=max(accuracies) if len(accuracies) > 1 else None,
+    )
+
+
+def write_report(report: Report, path: Path) -> None:
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(render_html(report), encoding="utf-8")
+    except OSError as exc:
+        raise UserError(f"cannot write {path}: {exc.strerror or exc}; choose another -o path") from exc

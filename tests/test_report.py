@@ -1,0 +1,226 @@
+"""`deskbench report`: every number of the page checked by hand on a tiny run.
+
+Six tasks, gold answer "answer number i"; evidence (document, page), hop type, domain, category:
+
+    t0  a1             single      finance  report
+    t1  a1 a2          cross_page  finance  report
+    t2  a3 b1          cross_doc   legal    contract
+    t3  b2             single      legal    contract
+    t4  c1             single      legal    -
+    t5  c2 c3          cross_page  health   form
+
+Two systems. "agent" (steps vary, $0.01 and 100 + 10 tokens an episode):
+
+    t0 right, cites a1, 1 step                  page F1 1    doc F1 1
+    t1 right, cites a1 a2, 2 steps              1            1
+    t2 wrong, cites a3, 3 steps                 2/3          2/3     comprehension
+    t3 wrong, cites b5, 4 steps                 0            1       navigation
+    t4 "Not found.", no citation, 5 steps       0            0       refusal
+    t5 right, cites c2, 2 steps                 2/3          1
+
+"rag<1>" (1 step each, $0.002 and 50 + 5 tokens an episode, the name checks HTML escaping):
+
+    t0 wrong, cites b1                          0            0       retrieval
+    t1 right, cites a2                          2/3          1
+    t2 right, cites a3 b1                       1            1
+    t3 episode error                            0            0       refusal
+    t4 wrong, no citation                       0            0       retrieval
+    t5 empty answer, cites c2                   2/3          1       refusal
+"""
+
+from __future__ import annotations
+
+import base64
+import re
+from pathlib import Path
+
+import pytest
+from conftest import run_cli
+
+from deskbench.errors import UserError
+from deskbench.models.types import Usage
+from deskbench.report.data import build_report, episode_steps
+from deskbench.report.models import Report
+from deskbench.report.render import render_html
+from deskbench.report.taxonomy import is_refusal
+from deskbench.runs.store import Episode, RunStore
+from deskbench.tasks.docqa import (
+    Citation,
+    DocQASubmission,
+    DocQATask,
+    Evidence,
+    ModelCallStep,
+    ToolCallStep,
+)
+
+EVIDENCE = {
+    "t0": [("a", 1)], "t1": [("a", 1), ("a", 2)], "t2": [("a", 3), ("b", 1)],
+    "t3": [("b", 2)], "t4": [("c", 1)], "t5": [("c", 2), ("c", 3)],
+}
+DOMAINS = {"t0": "finance", "t1": "finance", "t2": "legal", "t3": "legal", "t4": "legal", "t5": "health"}
+CATEGORIES = {"t0": "report", "t1": "report", "t2": "contract", "t3": "contract", "t4": None, "t5": "form"}
+TASKS = [
+    DocQATask(id=t, question=f"q{t}?", answer_variants=[[f"answer number {t[1]}"]],
+              evidence=[Evidence(document=f"{d}.pdf", page=p) for d, p in ev],
+              domain=DOMAINS[t], document_category=CATEGORIES[t])
+    for t, ev in EVIDENCE.items()
+]
+RIGHT, WRONG = "right", "zzzzzzzzzzzzzzzzzzzz"
+# task -> (answer, citations, steps); None = the episode ended in an error
+AGENT = {
+    "t0": (RIGHT, [("a", 1)], 1), "t1": (RIGHT, [("a", 1), ("a", 2)], 2), "t2": (WRONG, [("a", 3)], 3),
+    "t3": (WRONG, [("b", 5)], 4), "t4": ("Not found.", [], 5), "t5": (RIGHT, [("c", 2)], 2),
+}
+RAG = {
+    "t0": (WRONG, [("b", 1)], 1), "t1": (RIGHT, [("a", 2)], 1), "t2": (RIGHT, [("a", 3), ("b", 1)], 1),
+    "t3": None, "t4": (WRONG, [], 1), "t5": ("", [("c", 2)], 1),
+}
+
+
+def _record(store: RunStore, system: str, plan: dict, cost: float, tokens: tuple[int, int]) -> None:
+    for tid, spec in plan.items():
+        usage = Usage(input_tokens=tokens[0], output_tokens=tokens[1], cost_usd=cost)
+        if spec is None:
+            store.record(Episode(task_id=tid, system=system, status="error", error="RuntimeError: boom", usage=usage))
+            continue
+        answer, cites, steps = spec
+        text = f"answer number {tid[1]}" if answer == RIGHT else answer
+        sub = DocQASubmission(id=tid, answer=[text] if text else [], steps=steps,
+                              citations=[Citation(document=f"{d}.pdf", page=p) for d, p in cites])
+        store.record(Episode(task_id=tid, system=system, status="ok", submission=sub, usage=usage))
+
+
+def _make_run(path: Path) -> Path:
+    store = RunStore(path)
+    store.save_tasks(TASKS)
+    _record(store, "agent", AGENT, 0.01, (100, 10))
+    _record(store, "rag<1>", RAG, 0.002, (50, 5))
+    store.close()
+    return path
+
+
+@pytest.fixture()
+def run(tmp_path: Path) -> Path:
+    return _make_run(tmp_path / "run")
+
+
+@pytest.fixture()
+def report(run: Path) -> Report:
+    return build_report([run])
+
+
+def test_leaderboard_rows_match_the_hand_computed_table(report: Report) -> None:
+    agent, rag = (s.row for s in report.systems)
+    assert (agent.label, rag.label) == ("agent", "rag<1>")
+    assert agent.n == rag.n == 6 and (agent.n_errors, rag.n_errors) == (0, 1)
+    assert agent.accuracy == pytest.approx(3 / 6) and rag.accuracy == pytest.approx(2 / 6)
+    assert agent.accuracy_ci is not None and agent.accuracy_ci[0] < 0.5 < agent.accuracy_ci[1]
+    assert (agent.cross_page, agent.cross_doc) == (pytest.approx(1.0), pytest.approx(0.0))
+    assert (rag.cross_page, rag.cross_doc) == (pytest.approx(0.5), pytest.approx(1.0))
+    assert agent.page_f1 == pytest.approx(5 / 9) and agent.doc_f1 == pytest.approx(7 / 9)
+    assert rag.page_f1 == pytest.approx(7 / 18) and rag.doc_f1 == pytest.approx(0.5)
+    assert agent.kuiper == pytest.approx(1.5) and agent.kuiper_note is None
+    assert rag.kuiper is None and rag.kuiper_note and "same effort" in rag.kuiper_note
+    assert agent.cost_per_item == pytest.approx(0.01) and agent.tokens_per_item == pytest.approx(110)
+    assert agent.cost_per_correct == pytest.approx(0.06 / 3)
+    assert rag.cost_per_item == pytest.approx(0.002) and rag.tokens_per_item == pytest.approx(55)
+    assert rag.cost_per_correct == pytest.approx(0.012 / 2)
+
+
+def test_kuiper_curve_is_read_at_effort_block_ends(report: Report) -> None:
+    # efforts 1, 2, 2, 3, 4, 5 with correctness 1, 1, 1, 0, 0, 0; mean 0.5; the two 2s form one block
+    curve = report.systems[0].kuiper_curve
+    assert curve.share == pytest.approx([0, 1 / 6, 3 / 6, 4 / 6, 5 / 6, 1])
+    assert curve.curve == pytest.approx([0, 0.5, 1.5, 1.0, 0.5, 0])
+    assert curve.effort == [1, 1, 2, 3, 4, 5]
+    assert curve.kuiper == pytest.approx(1.5)
+    assert report.systems[1].kuiper_curve.curve == []  # one effort for every item: nothing to draw
+
+
+def test_budget_curve_counts_answers_that_needed_more_steps_as_incorrect(report: Report) -> None:
+    agent, rag = (s.budget for s in report.systems)
+    assert agent.budgets == rag.budgets == [1, 2, 3, 4, 5]  # up to the most steps any episode took
+    assert agent.accuracy == pytest.approx([1 / 6, 3 / 6, 3 / 6, 3 / 6, 3 / 6])
+    assert rag.accuracy == pytest.approx([2 / 6] * 5)
+
+
+def test_every_incorrect_item_gets_exactly_one_error_class(report: Report) -> None:
+    agent, rag = (s.errors for s in report.systems)
+    assert agent.ids == {"retrieval": [], "navigation": ["t3"], "comprehension": ["t2"], "refusal": ["t4"]}
+    assert rag.ids == {"retrieval": ["t0", "t4"], "navigation": [], "comprehension": [], "refusal": ["t3", "t5"]}
+    assert rag.counts == {"retrieval": 2, "navigation": 0, "comprehension": 0, "refusal": 2}
+    assert (agent.n_correct, rag.n_correct) == (3, 2) and rag.share("refusal") == pytest.approx(2 / 6)
+
+
+def test_breakdowns_by_domain_and_category(report: Report) -> None:
+    agent, rag = report.systems
+    assert {k: g.accuracy for k, g in agent.by_domain.items()} == {"finance": 1.0, "health": 1.0, "legal": 0.0}
+    assert {k: (g.n, g.accuracy) for k, g in rag.by_domain.items()} == {
+        "finance": (2, 0.5), "health": (1, 0.0), "legal": (3, pytest.approx(1 / 3))}
+    assert {k: g.n for k, g in agent.by_category.items()} == {"(none)": 1, "contract": 2, "form": 1, "report": 2}
+
+
+@pytest.mark.parametrize(("answer", "refusal"), [
+    ([], True), ([""], True), (["Not found."], True), (["UNKNOWN"], True), (["N/A"], True),
+    (["I could not find the total in the filings"], True), (["none"], False), (["42"], False),
+    (["unknown parties agreed"], False),
+])
+def test_refusals(answer: list[str], refusal: bool) -> None:
+    assert is_refusal(answer) is refusal
+
+
+def test_steps_fall_back_to_tool_calls_in_the_trajectory() -> None:
+    trajectory = [ModelCallStep(), ToolCallStep(name="search"), ModelCallStep(), ToolCallStep(name="search")]
+    ep = Episode(task_id="t0", system="s", status="ok", trajectory=trajectory,
+                 submission=DocQASubmission(id="t0", answer=["x"]))
+    assert episode_steps(ep) == 2
+    ep.submission = DocQASubmission(id="t0", answer=["x"], search_history=["a", "b", "c"])
+    assert episode_steps(ep) == 3
+    assert episode_steps(Episode(task_id="t0", system="s", status="error")) is None
+
+
+def test_html_is_self_contained_and_has_the_stable_structure(report: Report) -> None:
+    page = render_html(report)
+    assert "http://" not in page and "https://" not in page and "<script" not in page.lower()
+    assert '<table id="leaderboard">' in page
+    for section in ("leaderboard-section", "calibration", "budget", "errors", "breakdowns"):
+        assert f'<section id="{section}">' in page
+    figures = re.findall(r'<figure class="plot" id="([^"]+)"><img [^>]*src="data:image/png;base64,([^"]+)"', page)
+    assert [f for f, _ in figures] == ["plot-kuiper", "plot-budget", "plot-errors"]
+    assert page.count("<img") == 3
+    for _, data in figures:
+        assert base64.b64decode(data, validate=True).startswith(b"\x89PNG\r\n\x1a\n")
+    leaderboard = page.split('<table id="leaderboard">')[1].split("</table>")[0]
+    assert "rag&lt;1&gt;" in leaderboard and "rag<1>" not in page  # names are escaped
+    assert "50.0 ± " in leaderboard and "1.5" in leaderboard and "$0.0200" in leaderboard
+    assert '<table id="by-domain"' in page and '<table id="by-category"' in page
+
+
+def test_same_system_in_two_runs_is_told_apart(tmp_path: Path) -> None:
+    report = build_report([_make_run(tmp_path / "A"), _make_run(tmp_path / "B")])
+    assert [s.row.label for s in report.systems] == ["agent (A)", "rag<1> (A)", "agent (B)", "rag<1> (B)"]
+
+
+def test_bad_run_directories_are_user_errors(tmp_path: Path) -> None:
+    with pytest.raises(UserError, match="not a deskbench run"):
+        build_report([tmp_path])
+    RunStore(tmp_path / "empty").save_tasks(TASKS)
+    with pytest.raises(UserError, match="no episodes"):
+        build_report([tmp_path / "empty"])
+
+
+def test_cli_writes_the_report(run: Path, tmp_path: Path) -> None:
+    target = tmp_path / "out" / "report.html"
+    proc = run_cli("report", str(run), "-o", str(target))
+    assert proc.returncode == 0, proc.stderr
+    assert '<table id="leaderboard">' in target.read_text(encoding="utf-8")
+
+
+@pytest.mark.parametrize("name", ["missing", "plain"])
+def test_cli_bad_directory_is_one_line_and_exit_2(tmp_path: Path, name: str) -> None:
+    (tmp_path / "plain").mkdir()
+    proc = run_cli("report", str(tmp_path / name), "-o", str(tmp_path / "r.html"))
+    assert proc.returncode == 2, proc.stderr
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: ") and "Traceback" not in proc.stderr
+    assert not (tmp_path / "r.html").exists()
