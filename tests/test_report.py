@@ -41,7 +41,7 @@ from deskbench.errors import UserError
 from deskbench.models.types import Usage
 from deskbench.report.data import build_report, episode_steps
 from deskbench.report.models import Report
-from deskbench.report.render import render_html
+from deskbench.report.render import best_values, render_html
 from deskbench.report.taxonomy import is_refusal
 from deskbench.runs.store import Episode, RunStore
 from deskbench.tasks.docqa import (
@@ -197,8 +197,39 @@ def test_html_is_self_contained_and_has_the_stable_structure(report: Report) -> 
 
 
 def test_same_system_in_two_runs_is_told_apart(tmp_path: Path) -> None:
-    report = build_report([_make_run(tmp_path / "A"), _make_run(tmp_path / "B")])
+    a, b = _make_run(tmp_path / "A"), _make_run(tmp_path / "B")
+    report = build_report([a, b, tmp_path / "A" / ".." / "A"])  # a directory given twice is one run
     assert [s.row.label for s in report.systems] == ["agent (A)", "rag<1> (A)", "agent (B)", "rag<1> (B)"]
+    c = _make_run(tmp_path / "x" / "A")  # same directory name as the first: the path tells them apart
+    labels = [s.row.label for s in build_report([a, c]).systems]
+    assert labels == [f"agent ({a})", f"rag<1> ({a})", f"agent ({c})", f"rag<1> ({c})"]
+
+
+def test_best_value_of_each_column_is_marked(report: Report) -> None:
+    assert best_values(report) == {
+        "accuracy": pytest.approx(0.5), "cross_page": pytest.approx(1.0), "cross_doc": pytest.approx(1.0),
+        "page_f1": pytest.approx(5 / 9), "doc_f1": pytest.approx(7 / 9),
+        "kuiper": None,  # only one system has a Kuiper value
+    }
+    rows = render_html(report).split('<table id="leaderboard">')[1].split("</table>")[0].split("<tr data-system=")
+    agent, rag = rows[1], rows[2]
+    assert agent.count('class="best"') == 4 and rag.count('class="best"') == 1
+
+
+def test_a_system_whose_episodes_all_failed(tmp_path: Path) -> None:
+    store = RunStore(tmp_path / "run")
+    store.save_tasks(TASKS)
+    _record(store, "broken", dict.fromkeys(EVIDENCE), 0.001, (1, 1))
+    store.close()
+    (system,) = build_report([tmp_path / "run"]).systems
+    assert system.row.accuracy == 0.0 and system.row.n_errors == 6 and system.row.cost_per_correct is None
+    assert system.row.kuiper is None and system.row.kuiper_note
+    assert system.errors.counts["refusal"] == 6 and system.budget.budgets == [1]
+    assert system.budget.accuracy == [0.0] and system.kuiper_curve.curve == []
+
+
+def test_the_page_is_deterministic(report: Report) -> None:
+    assert render_html(report) == render_html(report)
 
 
 def test_bad_run_directories_are_user_errors(tmp_path: Path) -> None:

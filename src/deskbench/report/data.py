@@ -117,6 +117,14 @@ def _open(run_dir: Path) -> RunStore:
     return RunStore(run_dir, create=False)
 
 
+def _labels(scored: Sequence[_Scored]) -> dict[int, str]:
+    """The system name, with the run directory's name (else its path) when runs share a name."""
+    names = Counter(s.system for s in scored)
+    short = {id(s): s.system if names[s.system] == 1 else f"{s.system} ({s.run_dir.name})" for s in scored}
+    clashes = Counter(short.values())
+    return {id(s): f"{s.system} ({s.run_dir})" if clashes[short[id(s)]] > 1 else short[id(s)] for s in scored}
+
+
 def build_report(run_dirs: Sequence[Path], opts: ScoreOptions | None = None) -> Report:
     """Score every system of every run; budgets run from 1 to the most steps any episode took."""
     opts = opts or ScoreOptions()
@@ -124,6 +132,7 @@ def build_report(run_dirs: Sequence[Path], opts: ScoreOptions | None = None) -> 
         raise ValueError("the report scores with ANLS*; judged accuracy is not supported here")
     if not run_dirs:
         raise UserError("give at least one run directory")
+    run_dirs = list({d.resolve(): d for d in run_dirs}.values())  # a directory given twice is one run
     scored: list[_Scored] = []
     for run_dir in run_dirs:
         store = _open(run_dir)
@@ -134,12 +143,12 @@ def build_report(run_dirs: Sequence[Path], opts: ScoreOptions | None = None) -> 
             scored += [_score(run_dir, store, name, opts) for name in systems]
         finally:
             store.close()
-    names = Counter(s.system for s in scored)
+    labels = _labels(scored)
     max_steps = max((v for s in scored for v in s.steps.values()), default=0)
     budgets = list(range(1, max(max_steps, 1) + 1))
     out = []
     for s in scored:
-        label = s.system if names[s.system] == 1 else f"{s.system} ({s.run_dir.name})"
+        label = labels[id(s)]
         out.append(SystemReport(
             row=_row(label, s),
             kuiper_curve=_kuiper_curve(label, s, opts),

@@ -4,8 +4,11 @@ and render with no network and no files beside it."""
 from __future__ import annotations
 
 import io
+import textwrap
 from collections.abc import Sequence
 from typing import Any
+
+from matplotlib.ticker import MaxNLocator
 
 from deskbench.analysis.plotting import pyplot
 from deskbench.report.models import ERROR_CLASSES, BudgetCurve, ErrorBreakdown, KuiperCurve
@@ -18,7 +21,7 @@ def _png(fig: Any) -> bytes:
     try:
         buf = io.BytesIO()
         # No timestamp or software metadata: the same report gives the same bytes.
-        fig.savefig(buf, format="png", dpi=100, metadata={"Software": None})
+        fig.savefig(buf, format="png", dpi=100, bbox_inches="tight", metadata={"Software": None})
         return buf.getvalue()
     finally:
         plt.close(fig)
@@ -54,6 +57,13 @@ def budget_png(curves: Sequence[BudgetCurve]) -> bytes:
         ax.plot(c.budgets, [100 * a for a in c.accuracy], marker="o", markersize=3, label=c.label)
     if curves:
         ax.legend(fontsize=8)
+    budgets = [b for c in curves for b in c.budgets]
+    if budgets:
+        ax.set_xlim(min(budgets) - 0.5, max(budgets) + 0.5)
+        if len(set(budgets)) <= 20:
+            ax.set_xticks(sorted(set(budgets)))
+        else:
+            ax.xaxis.set_major_locator(MaxNLocator(integer=True))
     ax.set_xlabel("step limit N")
     ax.set_ylabel("accuracy (%)")
     ax.set_ylim(0, 100)
@@ -64,8 +74,8 @@ def budget_png(curves: Sequence[BudgetCurve]) -> bytes:
 
 def errors_png(breakdowns: Sequence[ErrorBreakdown]) -> bytes:
     """Stacked bars: each error class as a share of all items (Figure 8)."""
-    fig, ax = pyplot().subplots(figsize=(7, 0.6 * max(len(breakdowns), 2) + 1.4))
-    labels = [b.label for b in breakdowns]
+    fig, ax = pyplot().subplots(figsize=(8, 0.7 * max(len(breakdowns), 2) + 1.4))
+    labels = [textwrap.fill(b.label, 28) for b in breakdowns]  # long names would squeeze the bars
     left = [0.0] * len(breakdowns)
     for cls in ERROR_CLASSES:
         widths = [100 * b.share(cls) for b in breakdowns]

@@ -49,6 +49,20 @@ def _env() -> Environment:
     return env
 
 
+# Leaderboard columns marked when best (MADQA Table 3 bolds the best system): higher is better,
+# except for Kuiper.
+BEST_COLUMNS = {"accuracy": max, "cross_page": max, "cross_doc": max, "page_f1": max, "doc_f1": max, "kuiper": min}
+
+
+def best_values(report: Report) -> dict[str, float | None]:
+    """The best value of each marked column; None when fewer than two systems have one."""
+    out: dict[str, float | None] = {}
+    for column, pick in BEST_COLUMNS.items():
+        values = [v for s in report.systems if (v := getattr(s.row, column)) is not None]
+        out[column] = pick(values) if len(values) > 1 else None
+    return out
+
+
 def render_html(report: Report) -> str:
     systems = report.systems
     images = {
@@ -56,14 +70,13 @@ def render_html(report: Report) -> str:
         "budget": data_uri(plots.budget_png([s.budget for s in systems])),
         "errors": data_uri(plots.errors_png([s.errors for s in systems])),
     }
-    accuracies = [s.row.accuracy for s in systems if s.row.accuracy is not None]
     breakdowns = [
         ("domain", "domain", sorted({g for s in systems for g in s.by_domain})),
         ("category", "category", sorted({g for s in systems for g in s.by_category})),
     ]
     return _env().get_template("report.html.j2").render(
         report=report, images=images, classes=ERROR_CLASSES, rules=RULES, breakdowns=breakdowns,
-        best_accuracy=max(accuracies) if len(accuracies) > 1 else None,
+        best=best_values(report),
     )
 
 
