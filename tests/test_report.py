@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import base64
 import re
+from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
@@ -44,6 +45,8 @@ from deskbench.report.models import Report
 from deskbench.report.render import best_values, render_html
 from deskbench.report.taxonomy import is_refusal
 from deskbench.runs.store import Episode, RunStore
+from deskbench.scoring.docqa import ScoreOptions
+from deskbench.scoring.judge import Judgement
 from deskbench.tasks.docqa import (
     Citation,
     DocQASubmission,
@@ -255,3 +258,28 @@ def test_cli_bad_directory_is_one_line_and_exit_2(tmp_path: Path, name: str) -> 
     lines = proc.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("error: ") and "Traceback" not in proc.stderr
     assert not (tmp_path / "r.html").exists()
+
+
+class FakeJudge:
+    """partial for t2's question, a failed call for t3's, incorrect for every other answer."""
+
+    name = "fake-judge"
+
+    async def judge(self, question: str, predicted: Sequence[str], variants: Sequence[Sequence[str]]) -> Judgement:
+        if question == "qt3?":
+            raise RuntimeError("judge endpoint down")
+        return Judgement("partial" if question == "qt2?" else "incorrect")
+
+
+def test_judged_accuracy_is_bias_corrected_and_unscored_items_are_left_out(run: Path) -> None:
+    # agent: t0 t1 t5 exact (1, no call), t2 partial (0.5), t3 unscored, t4 incorrect -> 3.5 / 5
+    report = build_report([run], ScoreOptions(judge=FakeJudge()))
+    agent = report.systems[0]
+    assert report.judge == "fake-judge" and "fake-judge" in report.accuracy_method
+    assert agent.row.accuracy == pytest.approx(0.7) and agent.row.n_unscored == 1
+    assert agent.row.bias_corrected == pytest.approx(0.7 / 0.98)  # (p + q0 - 1) / (q0 + q1 - 1)
+    assert agent.budget.accuracy == pytest.approx([1 / 5, 3 / 5, 3.5 / 5, 3.5 / 5, 3.5 / 5])
+    assert agent.errors.ids == {"retrieval": [], "navigation": [], "comprehension": [], "refusal": ["t4"]}
+    page = render_html(report)
+    assert "<th>Bias-corrected</th>" in page and "71.4 ± " in page
+    assert "<th>Bias-corrected</th>" not in render_html(build_report([run]))

@@ -564,12 +564,20 @@ def demo(
 def report(
     run_dirs: Annotated[list[Path], typer.Argument(help="Run directories (the --out of 'deskbench run').")],
     output: Annotated[Path, typer.Option("--output", "-o", help="HTML file to write.")] = Path("report.html"),
+    judge: Annotated[str | None, typer.Option(help="LLM judge model for judged and bias-corrected accuracy (else ANLS* >= 0.5).")] = None,
+    judge_cache: Annotated[Path | None, typer.Option(help="Judge response cache (SQLite).")] = None,
+    no_cache: Annotated[bool, typer.Option("--no-cache", help="Do not cache judge responses.")] = False,
+    concurrency: Annotated[int, typer.Option(help="Judge calls in flight at once.")] = 16,
 ) -> None:
     """Write a self-contained HTML report: leaderboard, calibration and budget curves, error classes."""
     from deskbench.report.data import build_report
     from deskbench.report.render import write_report
+    from deskbench.scoring.docqa import ScoreOptions
 
-    data = build_report(run_dirs)
+    if concurrency < 1:
+        raise UserError(f"--concurrency {concurrency} is not valid; use 1 or more")
+    answer_judge = _make_judge(judge, judge_cache, no_cache, concurrency) if judge else None
+    data = build_report(run_dirs, ScoreOptions(judge=answer_judge))
     write_report(data, output)
     out.print(f"wrote {output} ({len(data.systems)} systems)")
 

@@ -25,10 +25,20 @@ from deskbench.scoring.calibration import kuiper
 from deskbench.scoring.docqa import ScoreOptions, ScoreReport, score_all, summarize
 from deskbench.tasks.docqa import ItemScore, ToolCallStep
 
-ACCURACY_METHOD = (
+ANLS_METHOD = (
     "ANLS* >= 0.5 against the best answer variant (Wilson 95% CI). Runs store no judge verdicts, so "
-    "judged and bias-corrected accuracy are not shown: run 'deskbench score RUNDIR --judge MODEL' for them."
+    "judged and bias-corrected accuracy are shown only when the report is made with --judge MODEL."
 )
+
+
+def judge_method(opts: ScoreOptions) -> str:
+    name = opts.judge.name if opts.judge else "?"
+    return (
+        f"LLM judge {name} (MADQA Prompt 4): correct 1, partial 0.5, incorrect 0; answers exact under ANLS* "
+        "score 1 without a call; items whose judge call failed are unscored: left out of accuracy and counted "
+        f"(Wilson 95% CI). Bias-corrected: Rogan-Gladen with q0 = {opts.q0:g}, q1 = {opts.q1:g} "
+        f"(m0 = {opts.m0}, m1 = {opts.m1} calibration items), interval of Lee et al."
+    )
 
 
 @dataclass
@@ -83,7 +93,9 @@ def _row(label: str, s: _Scored) -> LeaderboardRow:
     correct = sum(i.accuracy or 0.0 for i in s.items)
     return LeaderboardRow(
         label=label, system=s.system, run_dir=str(s.run_dir), n=r.n, n_errors=r.n_errors,
-        accuracy=r.accuracy, accuracy_ci=r.accuracy_ci,
+        accuracy=r.accuracy, accuracy_ci=r.accuracy_ci, n_unscored=r.n_unscored,
+        bias_corrected=r.bias_corrected.accuracy if r.bias_corrected else None,
+        bias_corrected_ci=r.bias_corrected.ci if r.bias_corrected else None,
         cross_page=r.by_hop_type["cross_page"].accuracy, cross_doc=r.by_hop_type["cross_doc"].accuracy,
         page_f1=r.page_f1, doc_f1=r.doc_f1, kuiper=k, kuiper_note=note, cost_usd=cost,
         cost_per_item=cost / n_eps if n_eps else None,
@@ -126,10 +138,9 @@ def _labels(scored: Sequence[_Scored]) -> dict[int, str]:
 
 
 def build_report(run_dirs: Sequence[Path], opts: ScoreOptions | None = None) -> Report:
-    """Score every system of every run; budgets run from 1 to the most steps any episode took."""
+    """Score every system of every run (with `opts.judge`, every non-exact answer is judged);
+    budgets run from 1 to the most steps any episode took."""
     opts = opts or ScoreOptions()
-    if opts.judge is not None:
-        raise ValueError("the report scores with ANLS*; judged accuracy is not supported here")
     if not run_dirs:
         raise UserError("give at least one run directory")
     run_dirs = list({d.resolve(): d for d in run_dirs}.values())  # a directory given twice is one run
@@ -157,4 +168,6 @@ def build_report(run_dirs: Sequence[Path], opts: ScoreOptions | None = None) -> 
             by_domain=s.report.by_domain or {},
             by_category=s.report.by_category or {},
         ))
-    return Report(run_dirs=[str(d) for d in run_dirs], accuracy_method=ACCURACY_METHOD, systems=out)
+    return Report(run_dirs=[str(d) for d in run_dirs], systems=out,
+                  accuracy_method=judge_method(opts) if opts.judge else ANLS_METHOD,
+                  judge=opts.judge.name if opts.judge else None)

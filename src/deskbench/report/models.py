@@ -23,6 +23,9 @@ class LeaderboardRow(BaseModel):
     n_errors: int  # episodes that ended in an error or a limit (counted incorrect)
     accuracy: float | None
     accuracy_ci: tuple[float, float] | None
+    n_unscored: int = 0  # judge calls that failed: left out of accuracy, never counted wrong
+    bias_corrected: float | None = None  # Rogan-Gladen, only with a judge
+    bias_corrected_ci: tuple[float, float] | None = None
     cross_page: float | None
     cross_doc: float | None
     page_f1: float | None
@@ -77,5 +80,6 @@ class SystemReport(BaseModel):
 
 class Report(BaseModel):
     run_dirs: list[str]
-    accuracy_method: str  # how accuracy was decided (the run store holds no judge verdicts)
+    accuracy_method: str  # how accuracy was decided, in words for the page
+    judge: str | None = None  # the judge model, when accuracy was judged
     systems: list[SystemReport]

@@ -68,9 +68,10 @@ def decompose(
 def budget_curve(
     items: Sequence[ItemScore], steps: Mapping[str, int], budgets: Sequence[int]
 ) -> list[float]:
-    """Accuracy at each step limit N over all items: an item earns its accuracy at N only if its
-    episode took at most N steps; one that needed more (or has no answer) counts as incorrect."""
-    n = len(items)
+    """Accuracy at each step limit N: an item earns its accuracy at N only if its episode took at
+    most N steps; one that needed more (or has no answer) counts as incorrect. Unscored items are
+    left out, as in the leaderboard, so the last point equals the leaderboard's accuracy."""
+    n = sum(i.status != "unscored" for i in items)
     if n == 0:
         return [0.0 for _ in budgets]
     out = []
