@@ -58,9 +58,11 @@ CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-
                  "--disable-background-networking", "--disable-component-update"]
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def browser():  # -> playwright Browser
-    """Debian's Chromium, headless, driven by Playwright (never a downloaded browser)."""
+    """Debian's Chromium, headless, driven by Playwright (never a downloaded browser). Module
+    scope: Playwright's sync API keeps an event loop in the main thread while it lives, and a
+    later test's asyncio.run would fail."""
     exe = require_tool("chromium")
     from playwright.sync_api import sync_playwright
 

@@ -49,6 +49,8 @@ def test_demo_runs_both_systems_and_resumes(tmp_path: Path) -> None:
     proc = run_cli(*args, timeout=900)
     assert proc.returncode == 0, proc.stderr
     assert "docqa leaderboard" in proc.stdout and "read by OCR" in proc.stdout
+    html = (out / "report.html").read_text(encoding="utf-8")
+    assert '<table id="leaderboard">' in html and html.count('data:image/png;base64,') >= 3
     lexical = sqlite3.connect(out / "runs" / "lexical" / "run.sqlite")
     assert lexical.execute("SELECT count(*), sum(status = 'ok') FROM episodes").fetchone() == (DEMO.questions,) * 2
     agent_dir = next(p for p in (out / "runs").iterdir() if p.name.startswith("bm25-agent"))

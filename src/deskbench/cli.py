@@ -555,7 +555,13 @@ def demo(
         systems.append((spec.out, _execute_with_progress(prep, quiet)))
     out.print("[bold]3. scores[/bold]")
     _print_leaderboard(systems)
-    out.print(f"Full reports: deskbench score {out_dir / 'runs' / 'lexical'} (and the other runs beside it). "
+    from deskbench.report.data import build_report
+    from deskbench.report.render import write_report
+
+    write_report(build_report([run_dir for run_dir, _ in systems]), out_dir / "report.html")
+    out.print(f"[bold]4. report[/bold] {out_dir / 'report.html'} (open it in a browser: leaderboard, calibration, "
+              "step budget, error classes, breakdowns)")
+    out.print(f"Per-system scores: deskbench score {out_dir / 'runs' / 'lexical'} (and the other runs beside it). "
               f"Also bundled: analytics tasks in {bundle / 'analytics'}, deliverables packages in "
               f"{bundle / 'deliverables'}.")
 
