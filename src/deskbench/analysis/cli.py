@@ -16,6 +16,7 @@ import typer
 from pydantic import BaseModel
 
 from deskbench.analysis.agreement import CORRECT_AT, kappa_matrix
+from deskbench.analysis.cli_more import write_report as _write
 from deskbench.analysis.items import difficulty, discrimination
 from deskbench.analysis.matrix import ResponseMatrix, load_matrix
 from deskbench.analysis.splits import (
@@ -40,14 +41,6 @@ PlotOpt = Annotated[Path | None, typer.Option("--plot", help="Also write a PNG p
 def _num(x: float) -> float | None:
     """JSON has no NaN: an undefined statistic is written as null."""
     return None if math.isnan(x) else float(x)
-
-
-def _write(path: Path, report: BaseModel) -> None:
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(report.model_dump_json(indent=2) + "\n", encoding="utf-8")
-    except OSError as exc:
-        raise UserError(f"cannot write {path}: {exc.strerror}; choose another -o path") from exc
 
 
 def _figure():  # -> tuple[Figure, Axes]

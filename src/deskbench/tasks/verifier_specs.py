@@ -82,30 +82,26 @@ class DecisionLineSpec(_Spec):
         return self
 
 
-class RegexPresentSpec(_Spec):
+class _RegexSpec(_Spec):
+    pattern: str
+    ignore_case: bool = True
+
+    @field_validator("pattern")
+    @classmethod
+    def _pattern(cls, v: str) -> str:
+        return _check_pattern(v)
+
+
+class RegexPresentSpec(_RegexSpec):
     """A pattern that must occur (a required phrase, a citation of an authorized source)."""
 
     kind: Literal["regex_present"] = "regex_present"
-    pattern: str
-    ignore_case: bool = True
-
-    @field_validator("pattern")
-    @classmethod
-    def _pattern(cls, v: str) -> str:
-        return _check_pattern(v)
 
 
-class RegexAbsentSpec(_Spec):
+class RegexAbsentSpec(_RegexSpec):
     """A pattern that must not occur: a trap value used as the answer, a forbidden source."""
 
     kind: Literal["regex_absent"] = "regex_absent"
-    pattern: str
-    ignore_case: bool = True
-
-    @field_validator("pattern")
-    @classmethod
-    def _pattern(cls, v: str) -> str:
-        return _check_pattern(v)
 
 
 class JsonStrictSpec(_Spec):
