@@ -334,3 +334,33 @@ def test_cli_commands_write_reports_and_plots(tmp_path: Path, operator_corpus: C
     assert uni["overlap"] == 1.0 and uni["recall"] == 1.0
     with pytest.raises(UserError, match="is not a file"):
         load_lexical(tmp_path / "none.jsonl", operator_corpus.root)
+
+
+def test_guessability_classes_from_a_model_on_the_wire(tmp_path: Path) -> None:
+    """Prompt 2 through a model (a local OpenAI-compatible server that answers per question): the
+    model's classes are used; a question it answers with garbage falls back to the patterns and is
+    listed. The model here calls every question "other" except g4, which it calls "yes_no"."""
+    from fake_openai import FakeOpenAI
+
+    from deskbench.models.openai_chat import OpenAIChat
+    from deskbench.models.resilient import ResilientModel, RetryPolicy
+
+    def script(body: dict, n: int) -> dict:
+        prompt = body["messages"][0]["content"]
+        assert body["tool_choice"] == {"type": "function", "function": {"name": "submit_class"}}
+        assert "Gold answer:" in prompt and "Classify this question:" in prompt
+        if "night work" in prompt:  # g1: an invalid category, twice
+            return {"kind": "tool", "name": "submit_class", "arguments": '{"category": "maybe"}'}
+        category = "yes_no" if "signed the lease" in prompt else "other"
+        return {"kind": "tool", "name": "submit_class", "arguments": json.dumps({"category": category})}
+
+    write_run(tmp_path / "run", GUESS_TASKS, "guess:m", {"g4": ("Ann Lee", [])}).close()
+    with FakeOpenAI(script=script) as fake:
+        model = ResilientModel(OpenAIChat("m", base_url=fake.base_url, api_key="k", id="openai-compat/m"),
+                               policy=RetryPolicy(attempts=2, base_delay=0.01, max_delay=0.01))
+        rep = load_guessability(tmp_path / "run", model)
+        assert len(fake.requests) == len(GUESS_TASKS)
+    assert rep.classifier == "openai-compat/m" and rep.pattern_fallbacks == ["g1"]
+    assert rep.classes["g1"] == "yes_no"  # the patterns' verdict
+    assert rep.classes["g4"] == "yes_no" and rep.classes["g2"] == "other"
+    assert rep.systems[0].by_class["yes_no"].correct == 1.0  # g4's right guess now counts as yes/no

@@ -4,6 +4,7 @@ where offered, a PNG plot. `register` adds them to the `analyse` sub-app."""
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Annotated
 
@@ -47,11 +48,24 @@ def drift(run_dirs: RunDirsArg, output: OutOpt, plot: PlotOpt = None) -> None:
     _say(f"wrote {output}" + (f" and {plot}" if plot else ""))
 
 
-def guessability(run_dir: RunDirArg, output: OutOpt) -> None:
+def guessability(
+    run_dir: RunDirArg, output: OutOpt,
+    model: Annotated[str | None, typer.Option(help="Classify the questions with this model (MADQA Prompt 2) instead of patterns.")] = None,
+) -> None:
     """Accuracy without documents by question type: yes/no, binary choice, other (MADQA E.2)."""
     from deskbench.analysis.guessability import load_guessability
 
-    report = load_guessability(run_dir)
+    chat = None
+    if model:
+        from deskbench.models.cache import ResponseCache
+        from deskbench.models.registry import make_model
+        from deskbench.models.resilient import ResilientModel
+
+        cache_dir = Path(os.environ.get("DESKBENCH_CACHE_DIR", Path.home() / ".cache" / "deskbench"))
+        chat = ResilientModel(make_model(model), concurrency=16, cache=ResponseCache(cache_dir / "responses.sqlite"))
+    report = load_guessability(run_dir, chat)
+    if report.pattern_fallbacks:
+        _say(f"{len(report.pattern_fallbacks)} questions the model could not classify were classified by patterns")
     write_report(output, report)
     for s in report.systems:
         _say(f"{s.system}: guessability {100 * s.guessability:.1f}% (random {100 * s.random:.1f}%, "

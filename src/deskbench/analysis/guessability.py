@@ -24,6 +24,7 @@ from pydantic import BaseModel
 
 from deskbench.analysis.drift import run_accuracies
 from deskbench.errors import UserError
+from deskbench.models.types import ChatModel
 from deskbench.runs.store import RunStore
 from deskbench.tasks.docqa import DocQATask
 
@@ -94,6 +95,8 @@ class SystemGuessability(BaseModel):
 class GuessabilityReport(BaseModel):
     run: str
     classes: dict[str, QuestionClass]  # task id -> class
+    classifier: str = "patterns"  # or the model that classified (MADQA Prompt 2)
+    pattern_fallbacks: list[str] = []  # ids the model could not classify: patterns used instead
     systems: list[SystemGuessability]
 
 
@@ -131,14 +134,25 @@ def is_guess_system(system: str) -> bool:
     return system.split(":", 1)[0] == "guess"
 
 
-def load_guessability(run_dir: Path) -> GuessabilityReport:
-    """Guessability of every `guess` system in a run directory."""
+def load_guessability(run_dir: Path, model: ChatModel | None = None) -> GuessabilityReport:
+    """Guessability of every `guess` system in a run directory; questions are classified by
+    `model` with MADQA's Prompt 2 when one is given, else by the deterministic patterns."""
     store = RunStore(run_dir, create=False)
     systems = [s for s in store.systems() if is_guess_system(s)]
     if not systems:
         raise UserError(f"the run in {run_dir} has no guess-agent episodes; run 'deskbench run --agent guess' into it")
     tasks = store.tasks()
-    classes = {t.id: classify_question(t.question, t.answer_variants) for t in tasks}
+    fallback: list[str] = []
+    if model is not None:
+        import asyncio
+
+        from deskbench.analysis.classify_model import classify_all
+
+        classes, fallback = asyncio.run(classify_all(model, tasks))
+    else:
+        classes = {t.id: classify_question(t.question, t.answer_variants) for t in tasks}
     out = [guessability(tasks, run_accuracies(store, s), s, classes) for s in systems]
     store.close()
-    return GuessabilityReport(run=str(run_dir), classes=classes, systems=out)
+    return GuessabilityReport(run=str(run_dir), classes=classes, systems=out,
+                              classifier=model.id if model is not None else "patterns",
+                              pattern_fallbacks=fallback)
