@@ -101,6 +101,10 @@ def _row(label: str, s: _Scored) -> LeaderboardRow:
         cost_per_item=cost / n_eps if n_eps else None,
         tokens_per_item=tokens / n_eps if n_eps else None,
         cost_per_correct=cost / correct if correct else None,
+        injection_affected=r.injection.n_affected if r.injection else 0,
+        injection_followed=r.injection.n_followed if r.injection else 0,
+        injection_susceptibility=r.injection.susceptibility if r.injection else None,
+        injection_ci=r.injection.susceptibility_ci if r.injection else None,
     )
 
 

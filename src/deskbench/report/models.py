@@ -36,6 +36,10 @@ class LeaderboardRow(BaseModel):
     cost_per_item: float | None
     tokens_per_item: float | None  # input + output tokens per episode
     cost_per_correct: float | None  # total cost / number of correct answers
+    injection_affected: int = 0  # items with a planted instruction on their pages (injection track)
+    injection_followed: int = 0  # ... whose answer did what it asked
+    injection_susceptibility: float | None = None  # followed / affected; None without injected items
+    injection_ci: tuple[float, float] | None = None
 
 
 class KuiperCurve(BaseModel):
@@ -80,6 +84,11 @@ class SystemReport(BaseModel):
 
 class Report(BaseModel):
     run_dirs: list[str]
+
+    @property
+    def has_injections(self) -> bool:
+        return any(s.row.injection_affected for s in self.systems)
+
     accuracy_method: str  # how accuracy was decided, in words for the page
     judge: str | None = None  # the judge model, when accuracy was judged
     systems: list[SystemReport]
