@@ -83,6 +83,7 @@ class DecisionLineSpec(_Spec):
 
 
 class _RegexSpec(_Spec):
+    kind: str  # narrowed by each subclass; declared here so that it is written before the pattern
     pattern: str
     ignore_case: bool = True
 
