@@ -172,7 +172,7 @@ def plot_drift(report: DriftReport, path: Path) -> None:
     rows.sort(key=lambda sd: float(median(sd[1])))
     several_runs = len({s.run for s in report.systems}) > 1
     fig, ax = plt.subplots(figsize=(7, 0.5 * len(rows) + 1.5))
-    ax.boxplot([d for _, d in rows], vert=False)
+    ax.boxplot([d for _, d in rows], orientation="horizontal")
     ax.set_yticks(range(1, len(rows) + 1), [f"{s.system} ({Path(s.run).name})" if several_runs else s.system for s, _ in rows])
     ax.set_xlabel(f"mean drift per step (1 - cosine, {report.method})")
     ax.set_title("Query reformulation magnitude")
