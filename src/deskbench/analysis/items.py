@@ -7,10 +7,10 @@ the run already scores missing answers as 0, so a NaN is a measurement we do not
 
 from __future__ import annotations
 
-import math
-
 import numpy as np
 import numpy.typing as npt
+
+from deskbench.analysis.stats import pearson
 
 Matrix = npt.NDArray[np.float64]
 
@@ -26,21 +26,6 @@ def difficulty(matrix: Matrix) -> Matrix:
     sums = np.where(scored, m, 0.0).sum(axis=0)
     with np.errstate(invalid="ignore", divide="ignore"):
         return np.where(counts > 0, sums / np.maximum(counts, 1), np.nan)
-
-
-def pearson(x: Matrix, y: Matrix) -> float:
-    """Pearson correlation; NaN when either side is constant (or fewer than 2 points), where a
-    correlation is undefined rather than zero."""
-    x = np.asarray(x, dtype=np.float64)
-    y = np.asarray(y, dtype=np.float64)
-    if x.size < 2:
-        return math.nan
-    dx, dy = x - x.mean(), y - y.mean()
-    sxx, syy = float((dx * dx).sum()), float((dy * dy).sum())
-    # Relative tolerance: sums of 0.5s can leave 1e-17 residue that is not real variance.
-    if sxx <= 1e-12 * max(1.0, float((x * x).sum())) or syy <= 1e-12 * max(1.0, float((y * y).sum())):
-        return math.nan
-    return float((dx * dy).sum() / math.sqrt(sxx * syy))
 
 
 def rest_scores(matrix: Matrix, j: int) -> Matrix:

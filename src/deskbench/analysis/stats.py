@@ -96,3 +96,18 @@ def bootstrap_mean_ci(
     return bootstrap_means_ci({"values": values}, resamples=resamples, alpha=alpha, seed=seed)[
         "values"
     ]
+
+
+def pearson(x: npt.ArrayLike, y: npt.ArrayLike) -> float:
+    """Pearson correlation; NaN when either side is constant (or fewer than 2 points), where a
+    correlation is undefined rather than zero."""
+    x = np.asarray(x, dtype=np.float64)
+    y = np.asarray(y, dtype=np.float64)
+    if x.size < 2:
+        return math.nan
+    dx, dy = x - x.mean(), y - y.mean()
+    sxx, syy = float((dx * dx).sum()), float((dy * dy).sum())
+    # Relative tolerance: sums of 0.5s can leave 1e-17 residue that is not real variance.
+    if sxx <= 1e-12 * max(1.0, float((x * x).sum())) or syy <= 1e-12 * max(1.0, float((y * y).sum())):
+        return math.nan
+    return float((dx * dy).sum() / math.sqrt(sxx * syy))

@@ -17,6 +17,7 @@ import numpy as np
 import numpy.typing as npt
 
 from deskbench.agents.lexical import STOPWORDS
+from deskbench.analysis.stats import pearson
 
 Embedder = Callable[[Sequence[str]], npt.NDArray[np.float64]]
 
@@ -59,12 +60,8 @@ def pearson_r(x: Sequence[float], y: Sequence[float]) -> float | None:
     With a 0/1 column this is the point-biserial correlation."""
     if len(x) != len(y) or len(x) < 3:
         return None
-    a, b = np.asarray(x, dtype=float), np.asarray(y, dtype=float)
-    da, db = a - a.mean(), b - b.mean()
-    denom = math.sqrt(float((da * da).sum()) * float((db * db).sum()))
-    if denom == 0.0:
-        return None
-    return float((da * db).sum() / denom)
+    r = pearson(x, y)
+    return None if math.isnan(r) else r
 
 
 def correlation_p(r: float | None, n: int) -> float | None:
