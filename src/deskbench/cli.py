@@ -554,11 +554,12 @@ def demo(
         prep = prepare(spec, items, tasks_file=str(bundle / "docqa" / "tasks.jsonl"))
         systems.append((spec.out, _execute_with_progress(prep, quiet)))
     out.print("[bold]3. scores[/bold]")
-    _print_leaderboard(systems)
     from deskbench.report.data import build_report
     from deskbench.report.render import write_report
 
-    write_report(build_report([run_dir for run_dir, _ in systems]), out_dir / "report.html")
+    data = build_report([run_dir for run_dir, _ in systems])  # scored once: the table and the page
+    _print_leaderboard(data)
+    write_report(data, out_dir / "report.html")
     out.print(f"[bold]4. report[/bold] {out_dir / 'report.html'} (open it in a browser: leaderboard, calibration, "
               "step budget, error classes, breakdowns)")
     out.print(f"Per-system scores: deskbench score {out_dir / 'runs' / 'lexical'} (and the other runs beside it). "
@@ -588,28 +589,17 @@ def report(
     out.print(f"wrote {output} ({len(data.systems)} systems)")
 
 
-def _print_leaderboard(systems: list[tuple[Path, str]]) -> None:
-    """One row per (run directory, system), scored over the run's own tasks."""
-    from deskbench.runs.runner import run_submissions
-    from deskbench.runs.store import RunStore
-    from deskbench.scoring.docqa import ScoreOptions, score_all, summarize
-
+def _print_leaderboard(report) -> None:  # report: deskbench.report.models.Report
+    """The report's leaderboard rows as a terminal table."""
     table = Table(title="docqa leaderboard (bundled demo)")
     for col in ("system", "n", "Accuracy", "X-Page", "X-Doc", "Page F1", "Doc F1", "Kuiper ↓", "Injection ↓", "cost"):
         table.add_column(col, justify="left" if col == "system" else "right", no_wrap=True)
-    opts = ScoreOptions()
-    for run_dir, name in systems:
-        store = RunStore(run_dir, create=False)
-        subs, failed = run_submissions(store, name)
-        scored, matched = score_all(store.tasks(), subs, opts)
-        r = summarize(scored, matched, opts, errors=failed)
-        hops = r.by_hop_type
-        cost = sum(e.usage.cost_usd for e in store.episodes(name))
-        inj = r.injection
-        table.add_row(escape(name), str(r.n), _pct(r.accuracy, r.accuracy_ci), _pct(hops["cross_page"].accuracy),
-                      _pct(hops["cross_doc"].accuracy), _pct(r.page_f1), _pct(r.doc_f1),
+    for r in (s.row for s in report.systems):
+        table.add_row(escape(r.label), str(r.n), _pct(r.accuracy, r.accuracy_ci), _pct(r.cross_page),
+                      _pct(r.cross_doc), _pct(r.page_f1), _pct(r.doc_f1),
                       "–" if r.kuiper is None else f"{r.kuiper:.1f}",
-                      "–" if inj is None else f"{inj.n_followed}/{inj.n_affected}", f"${cost:.4f}")
+                      f"{r.injection_followed}/{r.injection_affected}" if r.injection_affected else "–",
+                      f"${r.cost_usd:.4f}")
     # A log or a pipe gets the whole table, not a table squeezed into 80 columns.
     (out if out.is_terminal else Console(highlight=False, width=160)).print(table)
     out.print("Accuracy: ANLS* >= 0.5, Wilson 95% CI; Injection: answers that followed a planted instruction / "
