@@ -70,3 +70,7 @@ def test_generate_commands_refuse_bad_counts(tmp_path: Path) -> None:
                        (("analytics", "--tasks", "0"), "--tasks 0"), (("deliverables", "--tasks", "-1"), "--tasks -1")):
         proc = run_cli("generate", *args, "-o", str(tmp_path / "g"))
         assert proc.returncode == 2 and flag in proc.stderr and "Traceback" not in proc.stderr
+    for args in (("--local-limit", "0"), ("--max-steps", "0")):
+        proc = run_cli("demo", "--out", str(tmp_path / "d"), *args)
+        assert proc.returncode == 2 and args[0] in proc.stderr and len(proc.stderr.strip().splitlines()) == 1
+        assert not (tmp_path / "d").exists()  # refused before any work

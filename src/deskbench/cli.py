@@ -521,6 +521,9 @@ def demo(
     from deskbench.runs.execute import RunSpec, prepare
     from deskbench.tasks.docqa import read_tasks
 
+    _at_least_one("--local-limit", local_limit)
+    if max_steps is not None:
+        _at_least_one("--max-steps", max_steps)
     bundle = bundled_dir()
     if not (bundle / "docqa" / "tasks.jsonl").exists():
         raise UserError(f"the bundled demo is missing from {bundle}; rebuild it with 'deskbench generate demo'")
@@ -536,8 +539,6 @@ def demo(
     chosen = model or ("openai/gpt-5-mini" if os.environ.get("OPENAI_API_KEY") else "local")
     local = chosen.split("/", 1)[0] == "local"
     agent_tasks = tasks[:local_limit] if local else tasks
-    if local_limit < 1:
-        raise UserError(f"--local-limit {local_limit} is not valid; use 1 or more")
     specs = [
         (RunSpec(agent="lexical", model=None, out=out_dir / "runs" / "lexical", corpus=out_dir / "corpus"), tasks),
         (RunSpec(agent="bm25-agent", model=chosen, corpus=out_dir / "corpus",
