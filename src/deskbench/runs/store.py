@@ -22,12 +22,15 @@ from deskbench.errors import UserError
 from deskbench.models.types import Usage
 from deskbench.sqlite import ThreadLocalDB
 from deskbench.tasks.analytics import AnalyticsSubmission, AnalyticsTask
+from deskbench.tasks.deliverables import DeliverableSubmission, DeliverableTask
 from deskbench.tasks.docqa import DocQASubmission, DocQATask, TrajectoryStep
 
 EpisodeStatus = Literal["ok", "error", "limit"]
-Track = Literal["docqa", "analytics"]
-AnyTask = DocQATask | AnalyticsTask
-TASK_TYPES: dict[str, type[DocQATask] | type[AnalyticsTask]] = {"docqa": DocQATask, "analytics": AnalyticsTask}
+Track = Literal["docqa", "analytics", "deliverables"]
+AnyTask = DocQATask | AnalyticsTask | DeliverableTask
+AnySubmission = AnalyticsSubmission | DeliverableSubmission | DocQASubmission
+TASK_TYPES: dict[Track, type[DocQATask] | type[AnalyticsTask] | type[DeliverableTask]] = {
+    "docqa": DocQATask, "analytics": AnalyticsTask, "deliverables": DeliverableTask}
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -48,8 +51,23 @@ CREATE TABLE IF NOT EXISTS episodes (
 """
 
 _STEPS = TypeAdapter(list[TrajectoryStep])
-_SUBMISSION: TypeAdapter[AnalyticsSubmission | DocQASubmission] = TypeAdapter(
-    Annotated[AnalyticsSubmission | DocQASubmission, Field(union_mode="left_to_right")])
+_SUBMISSION: TypeAdapter[AnySubmission] = TypeAdapter(
+    Annotated[AnySubmission, Field(union_mode="left_to_right")])
+
+
+def _task_json(task: AnyTask) -> str:
+    """A task as stored; a deliverables package keeps its folder (task.yaml does not say it)."""
+    if isinstance(task, DeliverableTask):
+        return json.dumps({"task": task.model_dump(mode="json", by_alias=True),
+                           "directory": str(task.directory.resolve()) if task.directory else None})
+    return task.model_dump_json()
+
+
+def _deliverable(text: str) -> DeliverableTask:
+    row = json.loads(text)
+    task = DeliverableTask.model_validate(row["task"])
+    task.directory = Path(row["directory"]) if row.get("directory") else None
+    return task
 
 
 def now() -> str:
@@ -62,8 +80,9 @@ class Episode(BaseModel):
     attempt: int = 0
     status: EpisodeStatus
     error: str | None = None  # the exception text, or why the limit was reached
-    # analytics first: its `track` field and extra="forbid" keep docqa rows from matching it
-    submission: AnalyticsSubmission | DocQASubmission | None = Field(default=None, union_mode="left_to_right")
+    # analytics and deliverables first: their `track` field and extra="forbid" keep docqa rows
+    # from matching them
+    submission: AnySubmission | None = Field(default=None, union_mode="left_to_right")
     trajectory: list[TrajectoryStep] = Field(default_factory=list)
     usage: Usage = Field(default_factory=Usage)
     started_at: str = Field(default_factory=now)
@@ -92,11 +111,15 @@ class RunStore:
     def track(self) -> Track:
         """Which track the run belongs to (docqa unless its tasks said otherwise)."""
         value = self.meta("track")
-        return "analytics" if value == "analytics" else "docqa"
+        return value if value in ("analytics", "deliverables") else "docqa"  # type: ignore[return-value]
 
     def save_tasks(self, tasks: Sequence[AnyTask]) -> None:
         """Remember the run's tasks; a resumed run must use the same ones, of the same track."""
-        track: Track = "analytics" if tasks and isinstance(tasks[0], AnalyticsTask) else "docqa"
+        track: Track = "docqa"
+        if tasks and isinstance(tasks[0], AnalyticsTask):
+            track = "analytics"
+        elif tasks and isinstance(tasks[0], DeliverableTask):
+            track = "deliverables"
         existing = {t.id: t for t in self._load_tasks()}
         if existing and self.track() != track:
             raise UserError(f"{self.dir} holds a {self.track()} run; use a new --out directory for {track} tasks")
@@ -111,14 +134,17 @@ class RunStore:
         with self._db.write() as con:
             con.executemany(
                 "INSERT INTO tasks(id, ord, task) VALUES (?, ?, ?)",
-                [(t.id, i, t.model_dump_json()) for i, t in enumerate(tasks)],
+                [(t.id, i, _task_json(t)) for i, t in enumerate(tasks)],
             )
             # in the same transaction: a run's tasks are never read as the wrong track
             con.execute("INSERT OR REPLACE INTO meta(key, value) VALUES ('track', ?)", (json.dumps(track),))
 
     def _load_tasks(self) -> list[AnyTask]:
-        kind = TASK_TYPES[self.track()]
+        track = self.track()
         rows = self._conn().execute("SELECT task FROM tasks ORDER BY ord").fetchall()
+        if track == "deliverables":
+            return [_deliverable(r[0]) for r in rows]
+        kind = TASK_TYPES[track]
         return [kind.model_validate_json(r[0]) for r in rows]
 
     def tasks(self) -> list[DocQATask]:
@@ -132,6 +158,12 @@ class RunStore:
             raise UserError(f"{self.dir} is a {self.track()} run, not an analytics run")
         return [t for t in self._load_tasks() if isinstance(t, AnalyticsTask)]
 
+    def deliverable_tasks(self) -> list[DeliverableTask]:
+        """The packages of a deliverables run, each with the folder its input files are in."""
+        if self.track() != "deliverables":
+            raise UserError(f"{self.dir} is a {self.track()} run, not a deliverables run")
+        return [t for t in self._load_tasks() if isinstance(t, DeliverableTask)]
+
     def set_meta(self, key: str, value: object) -> None:
         with self._db.write() as con:
             con.execute("INSERT OR REPLACE INTO meta(key, value) VALUES (?, ?)", (key, json.dumps(value)))
@@ -142,11 +174,14 @@ class RunStore:
 
     # -- episodes -------------------------------------------------------------------------
 
-    def record(self, episode: Episode) -> bool:
-        """Commit one finished episode; False if it was already there (it is kept as it was)."""
+    def record(self, episode: Episode, *, replace: bool = False) -> bool:
+        """Commit one finished episode; False if it was already there (it is kept as it was),
+        unless `replace` (a deliberate rerun): then the new episode takes the old one's place in
+        the same transaction, so a rerun cut short keeps the old episode."""
+        verb = "INSERT OR REPLACE" if replace else "INSERT OR IGNORE"
         with self._db.write() as con:
             cur = con.execute(
-                "INSERT OR IGNORE INTO episodes(task_id, system, attempt, status, error, submission,"
+                f"{verb} INTO episodes(task_id, system, attempt, status, error, submission,"
                 " trajectory, usage, started_at, finished_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 (
                     episode.task_id,

@@ -17,6 +17,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from deskbench.errors import UserError
+from deskbench.tasks.analytics import OutputFileRecord, StopReason
 from deskbench.tasks.verifier_specs import VERIFIER_KINDS, Unit, VerifierSpec
 
 PromptClass = Literal["CRP", "RCP", "SCP", "LDP", "FSP"]
@@ -260,3 +261,37 @@ def dump_task(task: DeliverableTask) -> str:
     """task.yaml text: field order as declared, keys unsorted, stable across runs."""
     data = task.model_dump(mode="json", by_alias=True, exclude_none=True)
     return yaml.safe_dump(data, sort_keys=False, allow_unicode=True, width=100)
+
+
+def load_packages(path: Path) -> list[DeliverableTask]:
+    """One package (a folder with task.yaml) or a folder of packages, sorted by folder name."""
+    if (path / "task.yaml").is_file():
+        return [load_package(path)]
+    if not path.is_dir():
+        raise UserError(f"{path}: not a folder; give a task package (a folder with task.yaml) or a folder of them")
+    found = sorted(p for p in path.iterdir() if (p / "task.yaml").is_file())
+    if not found:
+        raise UserError(f"{path}: no task packages in it (no */task.yaml); generate some with "
+                        "'deskbench generate deliverables'")
+    tasks = [load_package(p) for p in found]
+    ids = [t.id for t in tasks]
+    dupes = sorted({i for i in ids if ids.count(i) > 1})
+    if dupes:
+        raise UserError(f"{path}: two packages share the id {dupes[0]!r}; give each task.yaml its own id")
+    return tasks
+
+
+class DeliverableSubmission(BaseModel):
+    """One deliverables episode: the response text (markdown) and the files it produced.
+
+    `track` tells it apart from the other tracks' submissions in a run store; `files_dir` is
+    relative to the run directory."""
+
+    model_config = ConfigDict(extra="forbid")
+    track: Literal["deliverables"] = "deliverables"
+    id: str
+    response: str = ""
+    files: list[OutputFileRecord] = Field(default_factory=list)
+    files_dir: str = ""
+    rounds: int = Field(default=0, ge=0)
+    stop: StopReason = "answer"
