@@ -21,7 +21,7 @@ import shutil
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Protocol
+from typing import Literal, Protocol
 
 from deskbench.agents.analytics_prompts import (
     ANALYST_PROMPT,
@@ -52,6 +52,7 @@ EXECUTE_TOOL = ToolSpec(
     },
 )
 # Lines of sandbox stderr worth keeping with the submission: later checks read them.
+ERROR_TAIL_CHARS = 600
 _KEEP_STDERR = re.compile(r"missing from (current )?font", re.IGNORECASE)
 
 
@@ -138,6 +139,78 @@ class Deliverables:
         return out
 
 
+@dataclass
+class LoopEnd:
+    """How a code loop ended: ok with the final reply, limit (round budget spent), or error."""
+
+    status: Literal["ok", "error", "limit"]
+    stop: StopReason
+    rounds: int
+    answer: str = ""
+    error: str | None = None
+
+
+async def code_loop(prompt: str, inputs: list[Path], ctx: AnalystContext, files: Deliverables,
+                    rec: Recorder) -> LoopEnd:
+    """The execute_code loop both code agents share (analytics and deliverables): the model
+    calls the tool until it replies without one, or the round budget is spent."""
+    settings = ctx.settings
+    messages = [Message(role="user", content=prompt)]
+    rounds = 0
+    try:
+        while True:
+            response = await rec.complete(ChatRequest(
+                messages=messages, tools=[EXECUTE_TOOL], tool_choice="auto",
+                temperature=settings.temperature))
+            messages.append(response.message)
+            calls = response.message.tool_calls
+            if not calls:
+                return LoopEnd("ok", "answer", rounds, response.message.text().strip())
+            if rounds >= settings.max_rounds:
+                return LoopEnd("limit", "round_limit", rounds,
+                               error=f"round limit: still calling execute_code after {rounds} calls")
+            for call in calls:
+                if rounds >= settings.max_rounds:  # calls beyond the budget in one reply
+                    messages.append(Message(role="tool", tool_call_id=call.id,
+                                            content="not run: the execute_code budget is spent"))
+                    continue
+                rounds += 1
+                text = await _execute(call, ctx, inputs, files, rec)
+                if rounds == settings.max_rounds:
+                    text += "\n" + LAST_ROUND_NOTE.format(n=settings.max_rounds)
+                messages.append(Message(role="tool", tool_call_id=call.id, content=text))
+    except ModelError as exc:
+        return LoopEnd("error", "error", rounds, error=f"model call failed: {exc}")
+
+
+async def _execute(call: ToolCall, ctx: AnalystContext, inputs: list[Path], files: Deliverables,
+                   rec: Recorder) -> str:
+    """Run one execute_code call; the text the model reads back."""
+    started = time.monotonic()
+    try:
+        if call.name != EXECUTE_TOOL.name:
+            raise ValueError(f"unknown tool {call.name!r}; the only tool is execute_code")
+        code = call.parsed().get("code")
+        if not isinstance(code, str) or not code.strip():
+            raise ValueError("execute_code needs a non-empty 'code' string")
+    except ValueError as exc:
+        problem = describe_problem(exc)
+        rec.trajectory.append(ToolCallStep(name=call.name, arguments={"raw": call.arguments[:2000]},
+                                           result={"error": problem}))
+        return f"error: {problem}"
+    res = await ctx.sandbox.arun(code, inputs=inputs, collect_to=files.next_call_dir())
+    files.merge(res)
+    rec.trajectory.append(ToolCallStep(
+        name=EXECUTE_TOOL.name, arguments={"code": code},
+        result={"exit_code": res.exit_code, "signal": res.signal, "limit_hits": res.limit_hits,
+                "files": [[f.name, f.size] for f in res.files], "stdout_chars": len(res.stdout),
+                "stderr_chars": len(res.stderr),
+                # the end of a failed call's traceback: what `deskbench diagnose` classifies
+                **({"error_tail": res.stderr[-ERROR_TAIL_CHARS:]} if res.exit_code or res.signal else {})},
+        seconds=round(time.monotonic() - started, 4)))
+    return res.for_model()
+
+
 class AnalystAgent:
     name = "analyst-agent"
 
@@ -151,62 +224,9 @@ class AnalystAgent:
         files = Deliverables(workdir)
         prompt = ANALYST_PROMPT.format(task_prompt=task_prompt(task, inputs, summary=settings.summary),
                                        max_rounds=settings.max_rounds)
-        messages = [Message(role="user", content=prompt)]
-        rounds = 0
-
-        def finish(status: str, stop: StopReason, answer: str = "", error: str | None = None) -> AgentResult:
-            sub = AnalyticsSubmission(
-                id=task.id, answer=answer, files=files.records(),
-                files_dir=os.path.relpath(files.result, ctx.run_dir), rounds=rounds, stop=stop,
-                file_warnings=files.warnings)
-            return rec.result(status, sub, error=error)  # type: ignore[arg-type]
-
-        try:
-            while True:
-                response = await rec.complete(ChatRequest(
-                    messages=messages, tools=[EXECUTE_TOOL], tool_choice="auto",
-                    temperature=settings.temperature))
-                messages.append(response.message)
-                calls = response.message.tool_calls
-                if not calls:
-                    return finish("ok", "answer", response.message.text().strip())
-                if rounds >= settings.max_rounds:
-                    return finish("limit", "round_limit",
-                                  error=f"round limit: still calling execute_code after {rounds} calls")
-                for call in calls:
-                    if rounds >= settings.max_rounds:  # calls beyond the budget in one reply
-                        messages.append(Message(role="tool", tool_call_id=call.id,
-                                                content="not run: the execute_code budget is spent"))
-                        continue
-                    rounds += 1
-                    text = await self._execute(call, task, ctx, inputs, files, rec)
-                    if rounds == settings.max_rounds:
-                        text += "\n" + LAST_ROUND_NOTE.format(n=settings.max_rounds)
-                    messages.append(Message(role="tool", tool_call_id=call.id, content=text))
-        except ModelError as exc:
-            return finish("error", "error", error=f"model call failed: {exc}")
-
-    async def _execute(self, call: ToolCall, task: AnalyticsTask, ctx: AnalystContext, inputs: list[Path],
-                       files: Deliverables, rec: Recorder) -> str:
-        """Run one execute_code call; the text the model reads back."""
-        started = time.monotonic()
-        try:
-            if call.name != EXECUTE_TOOL.name:
-                raise ValueError(f"unknown tool {call.name!r}; the only tool is execute_code")
-            code = call.parsed().get("code")
-            if not isinstance(code, str) or not code.strip():
-                raise ValueError("execute_code needs a non-empty 'code' string")
-        except ValueError as exc:
-            problem = describe_problem(exc)
-            rec.trajectory.append(ToolCallStep(name=call.name, arguments={"raw": call.arguments[:2000]},
-                                               result={"error": problem}))
-            return f"error: {problem}"
-        res = await ctx.sandbox.arun(code, inputs=inputs, collect_to=files.next_call_dir())
-        files.merge(res)
-        rec.trajectory.append(ToolCallStep(
-            name=EXECUTE_TOOL.name, arguments={"code": code},
-            result={"exit_code": res.exit_code, "signal": res.signal, "limit_hits": res.limit_hits,
-                    "files": [[f.name, f.size] for f in res.files], "stdout_chars": len(res.stdout),
-                    "stderr_chars": len(res.stderr)},
-            seconds=round(time.monotonic() - started, 4)))
-        return res.for_model()
+        end = await code_loop(prompt, inputs, ctx, files, rec)
+        sub = AnalyticsSubmission(
+            id=task.id, answer=end.answer, files=files.records(),
+            files_dir=os.path.relpath(files.result, ctx.run_dir), rounds=end.rounds, stop=end.stop,
+            file_warnings=files.warnings)
+        return rec.result(end.status, sub, error=end.error)

@@ -28,6 +28,7 @@ from deskbench.models.types import (
     Usage,
 )
 from deskbench.tasks.analytics import AnalyticsSubmission
+from deskbench.tasks.deliverables import DeliverableSubmission
 from deskbench.tasks.docqa import (
     Citation,
     DocQASubmission,
@@ -63,7 +64,7 @@ class AgentContext:
 @dataclass
 class AgentResult:
     status: Literal["ok", "error", "limit"]
-    submission: DocQASubmission | AnalyticsSubmission | None = None
+    submission: DocQASubmission | AnalyticsSubmission | DeliverableSubmission | None = None
     error: str | None = None
     trajectory: list[TrajectoryStep] = field(default_factory=list)
     usage: Usage = field(default_factory=Usage)
@@ -149,7 +150,7 @@ class Recorder:
         return response
 
     def result(self, status: Literal["ok", "error", "limit"],
-               submission: DocQASubmission | AnalyticsSubmission | None = None,
+               submission: DocQASubmission | AnalyticsSubmission | DeliverableSubmission | None = None,
                error: str | None = None) -> AgentResult:
         return AgentResult(status=status, submission=submission, error=error,
                            trajectory=self.trajectory, usage=self.usage)

@@ -14,6 +14,7 @@ from deskbench.errors import UserError
 
 if TYPE_CHECKING:
     from deskbench.agents.analyst import AnalyticsAgent
+    from deskbench.agents.deliverable import DeliverablesAgent
 
 AGENTS: dict[str, Callable[[], Agent]] = {
     "bm25-agent": Bm25Agent,
@@ -33,6 +34,16 @@ def _analyst() -> AnalyticsAgent:
 
 # analytics agents take an analytics task, a context with the sandbox, and a work directory
 ANALYTICS_AGENTS: dict[str, Callable[[], AnalyticsAgent]] = {"analyst-agent": _analyst}
+
+
+def _deliverable(inline_chars: int = 24_000) -> DeliverablesAgent:
+    from deskbench.agents.deliverable import DeliverableAgent  # the sandbox: only when asked for
+
+    return DeliverableAgent(inline_chars)
+
+
+# deliverables agents take a task package, the same context as analytics agents, and a work directory
+DELIVERABLE_AGENTS: dict[str, Callable[..., DeliverablesAgent]] = {"deliverable-agent": _deliverable}
 NEEDS_CORPUS = {"bm25-agent", "rag", "oracle", "lexical", "rlm"}
 NEEDS_SANDBOX = {"rlm"}  # docqa agents that run model-written code
 NO_MODEL = {"lexical"}  # baselines that call no model: --model is ignored
@@ -40,5 +51,5 @@ NO_MODEL = {"lexical"}  # baselines that call no model: --model is ignored
 
 def make_agent(name: str) -> Agent:
     if name not in AGENTS:
-        raise UserError(f"unknown agent {name!r}; choose one of: {', '.join([*AGENTS, *ANALYTICS_AGENTS])}")
+        raise UserError(f"unknown agent {name!r}; choose one of: {', '.join([*AGENTS, *ANALYTICS_AGENTS, *DELIVERABLE_AGENTS])}")
     return AGENTS[name]()

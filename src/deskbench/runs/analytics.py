@@ -9,7 +9,6 @@ it runs again, so a resumed run never mixes two attempts' files.
 from __future__ import annotations
 
 import asyncio
-import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -20,7 +19,7 @@ from deskbench.agents.registry import ANALYTICS_AGENTS
 from deskbench.errors import UserError
 from deskbench.models.resilient import ResilientModel
 from deskbench.runs.execute import Outcome, resilient_model
-from deskbench.runs.runner import HasId, RunCounts, run_attempts, system_name
+from deskbench.runs.runner import HasId, RunCounts, episode_dir, run_attempts, system_name
 from deskbench.runs.store import RunStore
 from deskbench.sandbox import Limits, Sandbox
 from deskbench.tasks.analytics import AnalyticsTask
@@ -57,11 +56,6 @@ def analytics_system(spec: AnalyticsRunSpec, model_id: str) -> str:
     """The system's name; the summary ablation is a different system of the same run."""
     agent = spec.agent if spec.summary else f"{spec.agent}[no-summary]"
     return system_name(agent, model_id)
-
-
-def episode_dir(run_dir: Path, system: str, task_id: str, attempt: int) -> Path:
-    safe = lambda text: re.sub(r"[^A-Za-z0-9._-]+", "_", text).strip("._") or "_"  # noqa: E731
-    return run_dir / "outputs" / safe(system) / safe(task_id) / str(attempt)
 
 
 @dataclass

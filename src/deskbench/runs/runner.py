@@ -8,8 +8,10 @@ inside an episode is recorded as that episode's error; it never stops the run.
 from __future__ import annotations
 
 import asyncio
+import re
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Protocol
 
 from deskbench.agents.base import Agent, AgentContext, AgentResult
@@ -36,6 +38,12 @@ class RunCounts:
 
 def system_name(agent: str, model: str) -> str:
     return f"{agent}:{model}"
+
+
+def episode_dir(run_dir: Path, system: str, task_id: str, attempt: int) -> Path:
+    """Where an episode's output files live: RUNDIR/outputs/<system>/<task>/<attempt>/."""
+    safe = lambda text: re.sub(r"[^A-Za-z0-9._-]+", "_", text).strip("._") or "_"  # noqa: E731
+    return run_dir / "outputs" / safe(system) / safe(task_id) / str(attempt)
 
 
 async def run_episodes(
@@ -65,11 +73,13 @@ async def run_attempts(
     attempts: int = 1,
     concurrency: int = 16,
     on_episode: Callable[[RunCounts], None] | None = None,
+    replace: bool = False,
 ) -> RunCounts:
     """Every (task, attempt) not yet in the store, `concurrency` at a time; attempts of a task
-    are scheduled after the first attempt of every task, so a cut-short run has pass@1 first."""
+    are scheduled after the first attempt of every task, so a cut-short run has pass@1 first.
+    `replace` runs every (task, attempt) again, each new episode replacing the stored one."""
     counts = RunCounts()
-    done = store.done(system)
+    done = set() if replace else store.done(system)
     wanted = [(t, a) for a in range(attempts) for t in tasks]
     pending = [(t, a) for t, a in wanted if (t.id, a) not in done]
     counts.skipped = len(wanted) - len(pending)
@@ -86,7 +96,7 @@ async def run_attempts(
                 task_id=task.id, system=system, attempt=attempt, status=result.status, error=result.error,
                 submission=result.submission, trajectory=result.trajectory, usage=result.usage,
                 started_at=started, finished_at=now(),
-            ))
+            ), replace=replace)
         counts.done += 1
         counts.errors += result.status != "ok"
         counts.cost_usd += result.usage.cost_usd

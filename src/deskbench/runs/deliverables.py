@@ -1,0 +1,171 @@
+"""Deliverables runs: several (agent, model) systems on the same task packages at once.
+
+The paper's dispatcher sends every agent the identical packages simultaneously and merges each
+result into one store as it lands (§3.4, Appendix D). Here every system's episodes run
+concurrently into the run's SQLite store; a rerun of named tasks or systems (`rerun`) replaces
+just those episodes, each in one transaction when its new version ends, and leaves every other
+episode as it was. An episode's output files live under RUNDIR/outputs/<system>/<task>/<attempt>/.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from deskbench.agents.analyst import AnalystContext, AnalystSettings
+from deskbench.agents.base import AgentResult
+from deskbench.agents.registry import DELIVERABLE_AGENTS
+from deskbench.errors import UserError
+from deskbench.models.resilient import ResilientModel
+from deskbench.runs.execute import Outcome, resilient_model
+from deskbench.runs.runner import HasId, RunCounts, episode_dir, run_attempts, system_name
+from deskbench.runs.store import RunStore
+from deskbench.sandbox import Limits, Sandbox
+from deskbench.tasks.deliverables import DeliverableTask, load_packages
+
+
+@dataclass(frozen=True)
+class SystemSpec:
+    agent: str
+    model: str
+
+
+def pair_systems(agents: Sequence[str], models: Sequence[str]) -> list[SystemSpec]:
+    """`--agent`/`--model` pairs in order; one agent with several models (or the reverse) is
+    paired with each. Anything else is ambiguous and refused."""
+    if not agents or not models:
+        raise UserError("give at least one --agent and one --model")
+    if len(agents) == 1:
+        agents = list(agents) * len(models)
+    elif len(models) == 1:
+        models = list(models) * len(agents)
+    if len(agents) != len(models):
+        raise UserError(f"{len(agents)} --agent and {len(models)} --model options do not pair up; give one "
+                        "--model per --agent (in order), or one agent with several models")
+    systems = [SystemSpec(a, m) for a, m in zip(agents, models, strict=True)]
+    for s in systems:
+        if s.agent not in DELIVERABLE_AGENTS:
+            raise UserError(f"unknown deliverables agent {s.agent!r}; choose one of: {', '.join(DELIVERABLE_AGENTS)}")
+    if len(set(systems)) != len(systems):
+        raise UserError("the same --agent/--model pair is given twice; give each system once")
+    return systems
+
+
+@dataclass(frozen=True)
+class DeliverablesRunSpec:
+    systems: tuple[SystemSpec, ...]
+    packages: Path
+    out: Path
+    only_tasks: tuple[str, ...] = ()
+    only_systems: tuple[str, ...] = ()  # names as stored ("agent:model"), for reruns
+    rerun: bool = False
+    attempts: int = 1
+    concurrency: int = 2  # episodes in flight per system
+    max_rounds: int = 20
+    max_tokens: int = 4096
+    inline_chars: int = 24_000
+    cache: bool = False
+    prices: Path | None = None
+    unsafe_local: bool = False
+    limits: Limits = field(default_factory=Limits)
+
+    def check(self) -> None:
+        for flag, value in (("--attempts", self.attempts), ("--concurrency", self.concurrency),
+                            ("--max-rounds", self.max_rounds), ("--max-tokens", self.max_tokens)):
+            if value < 1:
+                raise UserError(f"{flag} {value} is not valid; use 1 or more")
+        if self.inline_chars < 0:
+            raise UserError(f"--inline-chars {self.inline_chars} is not valid; use 0 or more")
+
+
+@dataclass
+class PreparedSystem:
+    name: str
+    agent: str
+    model: ResilientModel
+    already_done: int
+
+
+@dataclass
+class PreparedDeliverables:
+    spec: DeliverablesRunSpec
+    tasks: list[DeliverableTask]  # the ones to run (all packages are kept with the run)
+    store: RunStore
+    systems: list[PreparedSystem]
+    sandbox: Sandbox
+
+    @property
+    def total(self) -> int:
+        return len(self.tasks) * self.spec.attempts * len(self.systems)
+
+    @property
+    def already_done(self) -> int:
+        return sum(s.already_done for s in self.systems)
+
+
+def select_tasks(all_tasks: list[DeliverableTask], only: Sequence[str]) -> list[DeliverableTask]:
+    if not only:
+        return all_tasks
+    known = {t.id for t in all_tasks}
+    unknown = [i for i in only if i not in known]
+    if unknown:
+        raise UserError(f"--only-task {unknown[0]!r} is not a package here; known ids: {', '.join(sorted(known))}")
+    return [t for t in all_tasks if t.id in set(only)]
+
+
+def prepare_deliverables(spec: DeliverablesRunSpec) -> PreparedDeliverables:
+    spec.check()
+    all_tasks = load_packages(spec.packages)
+    tasks = select_tasks(all_tasks, spec.only_tasks)
+    sandbox = Sandbox(spec.limits, unsafe_local=spec.unsafe_local)  # refuses early without bubblewrap
+    store = RunStore(spec.out)
+    store.save_tasks(all_tasks)
+    store.set_meta("packages", str(spec.packages.resolve()))
+    models: dict[str, ResilientModel] = {}
+    systems: list[PreparedSystem] = []
+    wanted = {(t.id, a) for t in tasks for a in range(spec.attempts)}
+    for s in spec.systems:
+        if s.model not in models:  # one server / client per model, shared by its systems
+            models[s.model] = resilient_model(s.model, concurrency=spec.concurrency * len(spec.systems),
+                                              cache=spec.cache, prices=spec.prices)
+        name = system_name(s.agent, models[s.model].id)
+        if spec.only_systems and name not in spec.only_systems:
+            continue
+        done = 0 if spec.rerun else len(store.done(name) & wanted)
+        systems.append(PreparedSystem(name=name, agent=s.agent, model=models[s.model], already_done=done))
+    if spec.only_systems and not systems:
+        raise UserError(f"--only-system {spec.only_systems[0]!r} matches none of the systems given "
+                        f"({', '.join(system_name(s.agent, models[s.model].id) for s in spec.systems)})")
+    return PreparedDeliverables(spec=spec, tasks=tasks, store=store, systems=systems, sandbox=sandbox)
+
+
+def execute_deliverables(prep: PreparedDeliverables,
+                         on_episode: Callable[[str, RunCounts], None] | None = None) -> list[Outcome]:
+    """Every system at once; each system's episodes `concurrency` at a time."""
+    spec = prep.spec
+    settings = AnalystSettings(max_rounds=spec.max_rounds, summary=False, max_tokens=spec.max_tokens)
+
+    def runner(system: PreparedSystem):  # -> coroutine of RunCounts
+        ctx = AnalystContext(model=system.model, sandbox=prep.sandbox, tasks_dir=spec.packages.resolve(),
+                             run_dir=prep.store.dir, settings=settings)
+        agent = DELIVERABLE_AGENTS[system.agent](spec.inline_chars)
+
+        async def episode(task: HasId, attempt: int) -> AgentResult:
+            assert isinstance(task, DeliverableTask)
+            return await agent.run(task, ctx, episode_dir(prep.store.dir, system.name, task.id, attempt))
+
+        report = (lambda c: on_episode(system.name, c)) if on_episode else None
+        return run_attempts(prep.tasks, episode, prep.store, system.name, attempts=spec.attempts,
+                            concurrency=spec.concurrency, on_episode=report, replace=spec.rerun)
+
+    async def go() -> list[RunCounts]:
+        try:
+            return list(await asyncio.gather(*(runner(s) for s in prep.systems)))
+        finally:
+            for model in {id(s.model): s.model for s in prep.systems}.values():
+                await model.aclose()
+
+    counts = asyncio.run(go())
+    return [Outcome(system=s.name, counts=c, ledger=s.model.ledger) for s, c in zip(prep.systems, counts, strict=True)]
