@@ -270,3 +270,88 @@ def test_load_package_bad_yaml_and_missing_file(package: Path, tmp_path: Path) -
         load_package(package)
     with pytest.raises(UserError, match="no such file"):
         load_package(tmp_path / "nowhere")
+
+
+# ---- citation_domains (the paper's §4.7, §4.12: o3's real-but-unrelated citations) -------------
+
+O3_CITATIONS = """Sources:
+- <https://datasheet.eeworld.com.cn/view/85833854.html>
+- [SO](https://stackoverflow.com/questions/13385860)
+- https://stackoverflow.com/questions/42039629.
+"""
+
+
+def test_citation_domains_allowed_subdomains_pass() -> None:
+    spec = {"kind": "citation_domains", "allowed": ["https://www.MordorIntelligence.com/", "rbi.org.in"]}
+    text = ("Market size per https://www.mordorintelligence.com/industry-reports/x and "
+            "[RBI](https://dbie.rbi.org.in/page), also www.rbi.org.in/Scripts.")
+    r = check(spec, text)
+    assert r.status == "pass"
+    assert "mordorintelligence.com" in r.evidence and "dbie.rbi.org.in" in r.evidence
+    # a suffix that is not a subdomain is another site
+    r = check(spec, "see https://notmordorintelligence.com/a and https://evil-rbi.org.in")
+    assert r.status == "fail"
+    assert "notmordorintelligence.com" in r.evidence and "evil-rbi.org.in" in r.evidence
+
+
+def test_citation_domains_o3_urls_fail_on_a_closed_corpus() -> None:
+    r = check({"kind": "citation_domains", "allowed": []}, O3_CITATIONS)
+    assert r.status == "fail"
+    assert "datasheet.eeworld.com.cn, stackoverflow.com" in r.evidence
+    assert "closed corpus" in r.evidence
+    r = check({"kind": "citation_domains", "allowed": ["mordorintelligence.com"]}, O3_CITATIONS)
+    assert r.status == "fail" and "stackoverflow.com" in r.evidence
+    # a bare www. host counts as a citation too
+    r = check({"kind": "citation_domains", "allowed": []}, "per www.eeworld.com.cn (2021)")
+    assert r.status == "fail" and "eeworld.com.cn" in r.evidence
+
+
+def test_citation_domains_no_urls_and_require_citation() -> None:
+    text = "Per the client brief (client_brief.docx), the hurdle is 30%."
+    assert check({"kind": "citation_domains", "allowed": []}, text).status == "pass"
+    r = check({"kind": "citation_domains", "allowed": ["rbi.org.in"], "require_citation": True}, text)
+    assert r.status == "fail" and "citation is required" in r.evidence
+    r = check({"kind": "citation_domains", "allowed": ["rbi.org.in"], "require_citation": True},
+              "RBI data: https://rbi.org.in/x")
+    assert r.status == "pass"
+
+
+def test_citation_domains_spec_rejects_a_non_domain() -> None:
+    with pytest.raises(ValueError, match="not a domain"):
+        SPECS.validate_python([{"id": "c", "kind": "citation_domains", "allowed": ["the RBI site"]}])
+
+
+def _docx_with_link(path: Path, text: str, shown: str, url: str) -> None:
+    from docx.opc.constants import RELATIONSHIP_TYPE
+    from docx.oxml.ns import qn
+    from docx.oxml.parser import OxmlElement
+
+    doc = DocxDocument()
+    doc.add_heading("Sources", level=1)
+    doc.add_paragraph(text)
+    para = doc.add_paragraph("Further reading: ")
+    link = OxmlElement("w:hyperlink")
+    link.set(qn("r:id"), doc.part.relate_to(url, RELATIONSHIP_TYPE.HYPERLINK, is_external=True))
+    run = OxmlElement("w:r")
+    t = OxmlElement("w:t")
+    t.text = shown
+    run.append(t)
+    link.append(run)
+    para._p.append(link)
+    doc.save(str(path))
+
+
+def test_citation_domains_in_a_docx_output(tmp_path: Path) -> None:
+    spec = {"kind": "citation_domains", "allowed": ["mordorintelligence.com"], "file": "memo.docx"}
+    # the URL in the text is allowed; the hyperlink's shown text is no URL, its target is
+    _docx_with_link(tmp_path / "memo.docx", "Market: https://www.mordorintelligence.com/r",
+                    "pandas whitespace answer", "https://stackoverflow.com/questions/13385860")
+    r = check(spec, "", tmp_path)
+    assert r.status == "fail" and "stackoverflow.com" in r.evidence
+    assert "mordorintelligence.com" not in r.evidence.split(";")[0]
+    _docx_with_link(tmp_path / "memo.docx", "Market: https://www.mordorintelligence.com/r",
+                    "the report", "https://reports.mordorintelligence.com/full")
+    r = check(spec, "", tmp_path)
+    assert r.status == "pass" and "reports.mordorintelligence.com" in r.evidence
+    r = check({**spec, "file": "absent.docx"}, "", tmp_path)
+    assert r.status == "unobservable" and "not found" in r.evidence

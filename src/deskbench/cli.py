@@ -421,9 +421,11 @@ from deskbench.analysis.cli import analyse_app  # noqa: E402
 app.add_typer(analyse_app, name="analyse")
 from deskbench.sandbox.cli import register as register_sandbox  # noqa: E402
 from deskbench.scoring.sheets_cli import register as register_compare  # noqa: E402
+from deskbench.scoring.verify_cli import register as register_verify  # noqa: E402
 
 register_sandbox(app)
 register_compare(app)
+register_verify(app)
 
 
 @generate_app.command("docqa")

@@ -6,7 +6,7 @@ not found, no judge for an `llm_check`); the pass rate counts it as failed and r
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, Protocol
@@ -29,6 +29,14 @@ class VerifierResult(BaseModel):
 
 LlmJudge = Callable[[str, str], tuple[bool, str]]
 """(criterion, response text) -> (satisfied, reason); supplied by whoever runs the judge."""
+
+AsyncLlmJudge = Callable[[str, str], Awaitable[tuple[bool, str]]]
+"""The same over a model call (`verifiers_judge.llm_check_judge`), for `arun_verifiers`."""
+
+
+class JudgeError(Exception):
+    """A judge that could not decide (the call failed, the reply never validated): the
+    `llm_check` is unobservable with this message as evidence, never failed."""
 
 
 @dataclass

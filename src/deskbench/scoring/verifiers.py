@@ -4,23 +4,35 @@ Each verifier reads the response text (markdown) or a produced output file (docx
 json) and returns pass, fail or unobservable, with the evidence it looked at. Verifiers are
 found by spec `kind` in REGISTRY; `verifier_pass_rate` is the paper's V, with unobservable
 results counted as failed and reported.
+
+`run_verifiers` takes a sync judge for `llm_check`; `arun_verifiers` takes an async one (a model
+behind `verifiers_judge.llm_check_judge`) and asks it for every judged check concurrently. Both
+go through `run_verifier` for every other kind, and share how a judged check reads its text and
+turns the judge's answer (or its failure) into a result.
 """
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Sequence
 from pathlib import Path
 
 from pydantic import BaseModel
 
 from deskbench.scoring.verifier_base import (
+    AsyncLlmJudge,
+    JudgeError,
     LlmJudge,
     Status,
     Verifier,
     VerifierContext,
     VerifierResult,
 )
+from deskbench.scoring.verifiers_citations import verify_citation_domains
+from deskbench.scoring.verifiers_judge import llm_check_judge
 from deskbench.scoring.verifiers_structure import (
+    llm_check_text,
+    llm_check_verdict,
     verify_exact_value,
     verify_file_sections,
     verify_json_strict,
@@ -34,16 +46,20 @@ from deskbench.scoring.verifiers_values import (
     verify_regex_absent,
     verify_regex_present,
 )
-from deskbench.tasks.verifier_specs import VerifierSpec
+from deskbench.tasks.verifier_specs import LlmCheckSpec, VerifierSpec
 
 __all__ = [
     "REGISTRY",
+    "AsyncLlmJudge",
+    "JudgeError",
     "LlmJudge",
     "PassRate",
     "Status",
     "Verifier",
     "VerifierContext",
     "VerifierResult",
+    "arun_verifiers",
+    "llm_check_judge",
     "run_verifier",
     "run_verifiers",
     "verifier_pass_rate",
@@ -59,14 +75,18 @@ REGISTRY: dict[str, Verifier] = {
     "file_sections": verify_file_sections,
     "word_limit": verify_word_limit,
     "section_count": verify_section_count,
+    "citation_domains": verify_citation_domains,
     "llm_check": verify_llm_check,
 }
 
 
+def _tag(spec: VerifierSpec, result: VerifierResult) -> VerifierResult:
+    return result.model_copy(update={"id": spec.id, "kind": spec.kind})
+
+
 def run_verifier(spec: VerifierSpec, ctx: VerifierContext) -> VerifierResult:
     """One spec checked against `ctx`, its result tagged with the spec's id and kind."""
-    result = REGISTRY[spec.kind](spec, ctx)
-    return result.model_copy(update={"id": spec.id, "kind": spec.kind})
+    return _tag(spec, REGISTRY[spec.kind](spec, ctx))
 
 
 def run_verifiers(
@@ -79,6 +99,33 @@ def run_verifiers(
     """Every spec against one response; output files are read once and shared."""
     ctx = VerifierContext(response=response, outputs_dir=outputs_dir, judge=judge)
     return [run_verifier(spec, ctx) for spec in specs]
+
+
+async def arun_verifiers(
+    specs: Sequence[VerifierSpec],
+    response: str,
+    outputs_dir: Path | None = None,
+    *,
+    judge: AsyncLlmJudge | None,
+) -> list[VerifierResult]:
+    """`run_verifiers` with an async judge: the judged checks are asked concurrently (the
+    judge's model limits its own concurrency); results come back in spec order. A judge that
+    raises JudgeError leaves its check unobservable, with the error as evidence."""
+    ctx = VerifierContext(response=response, outputs_dir=outputs_dir)
+
+    async def one(spec: VerifierSpec) -> VerifierResult:
+        if judge is None or not isinstance(spec, LlmCheckSpec):
+            return run_verifier(spec, ctx)  # no judge: llm_check says so, as in run_verifiers
+        text = llm_check_text(spec, ctx)
+        if isinstance(text, VerifierResult):
+            return _tag(spec, text)
+        try:
+            outcome: tuple[bool, str] | JudgeError = await judge(spec.criterion, text)
+        except JudgeError as exc:
+            outcome = exc
+        return _tag(spec, llm_check_verdict(outcome))
+
+    return list(await asyncio.gather(*(one(spec) for spec in specs)))
 
 
 class PassRate(BaseModel):

@@ -8,7 +8,7 @@ import re
 from typing import Any
 
 from deskbench.scoring.office import Document, json_at, xlsx_cell
-from deskbench.scoring.verifier_base import VerifierContext, VerifierResult
+from deskbench.scoring.verifier_base import JudgeError, VerifierContext, VerifierResult
 from deskbench.scoring.verifier_base import result as _res
 from deskbench.scoring.verifier_base import where as _where
 from deskbench.tasks.verifier_specs import (
@@ -167,11 +167,34 @@ def verify_section_count(spec: SectionCountSpec, ctx: VerifierContext) -> Verifi
                 f"(limits {spec.min_sections}..{spec.max_sections or 'any'})")
 
 
-def verify_llm_check(spec: LlmCheckSpec, ctx: VerifierContext) -> VerifierResult:
-    if ctx.judge is None:
-        return _res("unobservable", f"judged check, no judge given: {spec.criterion}", judged=True)
+def no_judge(spec: LlmCheckSpec) -> VerifierResult:
+    return _res("unobservable", f"judged check, no judge given: {spec.criterion}", judged=True)
+
+
+def llm_check_text(spec: LlmCheckSpec, ctx: VerifierContext) -> str | VerifierResult:
+    """The text the judge reads (the response or a markdown/JSON file as written, other files
+    as their text), or the unobservable result when there is none."""
     doc = ctx.document(spec.file)
-    if isinstance(doc, str):
-        return _res("unobservable", doc, judged=True)
-    ok, reason = ctx.judge(spec.criterion, doc.text)
+    return _res("unobservable", doc, judged=True) if isinstance(doc, str) else doc.raw or doc.text
+
+
+def llm_check_verdict(outcome: tuple[bool, str] | JudgeError) -> VerifierResult:
+    """A judge's (satisfied, reason) as pass/fail; a JudgeError as unobservable."""
+    if isinstance(outcome, JudgeError):
+        return _res("unobservable", f"judge failed: {outcome}", judged=True)
+    ok, reason = outcome
     return _res("pass" if ok else "fail", reason, judged=True)
+
+
+def verify_llm_check(spec: LlmCheckSpec, ctx: VerifierContext) -> VerifierResult:
+    """With a sync judge in `ctx`; `verifiers.arun_verifiers` awaits an async one instead."""
+    if ctx.judge is None:
+        return no_judge(spec)
+    text = llm_check_text(spec, ctx)
+    if isinstance(text, VerifierResult):
+        return text
+    try:
+        outcome: tuple[bool, str] | JudgeError = ctx.judge(spec.criterion, text)
+    except JudgeError as exc:
+        outcome = exc
+    return llm_check_verdict(outcome)

@@ -180,6 +180,32 @@ class SectionCountSpec(_Spec):
     max_sections: int | None = Field(default=None, ge=0)
 
 
+def _domain(entry: str) -> str:
+    """An allowed domain as written in task.yaml ("www.Example.com", "https://x.org/path")
+    reduced to the bare lower-case host."""
+    host = entry.strip().casefold()
+    host = re.sub(r"^[a-z][a-z0-9+.-]*://", "", host).split("/", 1)[0].split(":", 1)[0]
+    host = host.strip(".").removeprefix("www.")
+    if not re.fullmatch(r"(?:[^\W_]|-)+(?:\.(?:[^\W_]|-)+)*", host):  # IDN letters too
+        raise ValueError(f"{entry!r} is not a domain (write it as example.com)")
+    return host
+
+
+class CitationDomainsSpec(_Spec):
+    """Every URL cited (http/https, or a bare www. host) points to an `allowed` domain or a
+    subdomain of one ("www." ignored). `allowed: []` is a closed corpus: any external URL fails.
+    With no URL at all: pass, unless `require_citation`."""
+
+    kind: Literal["citation_domains"] = "citation_domains"
+    allowed: list[str] = Field(default_factory=list)
+    require_citation: bool = False
+
+    @field_validator("allowed")
+    @classmethod
+    def _domains(cls, v: list[str]) -> list[str]:
+        return list(dict.fromkeys(_domain(d) for d in v))
+
+
 class LlmCheckSpec(_Spec):
     """A criterion only a reader can decide; flagged as judged and left unobservable until an
     LLM judge is supplied."""
@@ -198,6 +224,7 @@ VerifierSpec = Annotated[
     | FileSectionsSpec
     | WordLimitSpec
     | SectionCountSpec
+    | CitationDomainsSpec
     | LlmCheckSpec,
     Field(discriminator="kind"),
 ]
