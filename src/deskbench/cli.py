@@ -366,10 +366,10 @@ def _print_report(report, name: str) -> None:  # report: ScoreReport
 
 @app.command()
 def run(
-    tasks: Annotated[Path, typer.Option("--tasks", "-t", help="Tasks JSONL.")],
+    tasks: Annotated[Path, typer.Option("--tasks", "-t", help="Tasks JSONL; for deliverables, a task package folder or a folder of packages.")],
     out_dir: Annotated[Path, typer.Option("--out", help="Run directory (created; an existing run is resumed).")],
-    agent: Annotated[str, typer.Option(help="docqa: bm25-agent | rag | oracle | guess | lexical (no model) | rlm (REPL in the sandbox); analytics: analyst-agent")] = "bm25-agent",
-    model: Annotated[str, typer.Option(help="openai/<model>, openai-compat/<name>@<url>, anthropic/<model>, local (ignored by lexical)")] = "openai/gpt-5-mini",
+    agent: Annotated[list[str] | None, typer.Option(help="docqa: bm25-agent (default) | rag | oracle | guess | lexical (no model) | rlm (REPL in the sandbox); analytics: analyst-agent; deliverables: deliverable-agent (default). Deliverables take several --agent/--model pairs.")] = None,
+    model: Annotated[list[str] | None, typer.Option(help="openai/<model> (default openai/gpt-5-mini), openai-compat/<name>@<url>, anthropic/<model>, local (ignored by lexical); repeat with --agent for several systems (deliverables)")] = None,
     corpus: Annotated[Path | None, typer.Option("--corpus", "-c", help="Corpus directory (not needed by guess).")] = None,
     judge: Annotated[str | None, typer.Option(help="LLM judge model for the scores (else ANLS*).")] = None,
     concurrency: Annotated[int, typer.Option(help="Episodes in flight at once.")] = 16,
@@ -385,6 +385,10 @@ def run(
     no_summary: Annotated[bool, typer.Option("--no-summary", help="analytics: leave out the auxiliary spreadsheet summary (the paper's ablation).")] = False,
     unsafe_local: Annotated[bool, typer.Option("--unsafe-local", help="analytics and rlm: run model code without bubblewrap (unsafe; debugging only).")] = False,
     chart_judge: Annotated[str | None, typer.Option(help="analytics: vision judge for charts (default: --judge).")] = None,
+    only_task: Annotated[list[str] | None, typer.Option("--only-task", help="deliverables: run only these package ids (repeat).")] = None,
+    only_system: Annotated[list[str] | None, typer.Option("--only-system", help="deliverables: run only these systems (agent:model as stored; repeat).")] = None,
+    rerun: Annotated[bool, typer.Option("--rerun", help="deliverables: run the selected episodes again, replacing the stored ones (others are kept).")] = False,
+    inline_chars: Annotated[int, typer.Option(help="deliverables: characters of normalised input text put in the prompt.")] = 24_000,
     as_json: JsonOpt = False,
     quiet: QuietOpt = False,
 ) -> None:
@@ -393,17 +397,29 @@ def run(
     from deskbench.runs.execute import RunSpec, prepare
     from deskbench.tasks.docqa import read_tasks
 
-    if agent in ANALYTICS_AGENTS:
+    if tasks.is_dir():
+        from deskbench.cli_deliverables import DeliverablesRunArgs, run_deliverables
+
+        run_deliverables(DeliverablesRunArgs(
+            packages=tasks, out=out_dir, agents=agent or ["deliverable-agent"], models=model or ["openai/gpt-5-mini"],
+            only_tasks=only_task or [], only_systems=only_system or [], rerun=rerun, attempts=attempts,
+            concurrency=min(concurrency, 4), max_rounds=max_rounds, max_tokens=max_tokens, inline_chars=inline_chars,
+            cache=cache, prices=prices, unsafe_local=unsafe_local, judge=judge), as_json=as_json, quiet=quiet)
+        return
+    if len(agent or []) > 1 or len(model or []) > 1:
+        raise UserError("several --agent/--model pairs are for deliverables packages; run docqa and analytics systems one at a time")
+    agent_name, model_name = (agent or ["bm25-agent"])[0], (model or ["openai/gpt-5-mini"])[0]
+    if agent_name in ANALYTICS_AGENTS:
         from deskbench.cli_analytics import AnalyticsRunArgs, run_analytics
 
         run_analytics(AnalyticsRunArgs(
-            tasks=tasks, out=out_dir, agent=agent, model=model, attempts=attempts, concurrency=concurrency,
+            tasks=tasks, out=out_dir, agent=agent_name, model=model_name, attempts=attempts, concurrency=concurrency,
             limit=limit, max_rounds=max_rounds, summary=not no_summary, max_tokens=max_tokens, cache=cache,
             prices=prices, unsafe_local=unsafe_local, judge=judge, chart_judge=chart_judge or judge),
             as_json=as_json, quiet=quiet)
         return
 
-    spec = RunSpec(agent=agent, model=model, out=out_dir, corpus=corpus, concurrency=concurrency,
+    spec = RunSpec(agent=agent_name, model=model_name, out=out_dir, corpus=corpus, concurrency=concurrency,
                    max_steps=max_steps, top_k=top_k, view=view, max_tokens=max_tokens, cache=cache, prices=prices,
                    unsafe_local=unsafe_local)
     spec.check()  # before reading tasks: a bad flag is named first

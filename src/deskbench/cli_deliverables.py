@@ -1,0 +1,140 @@
+"""`deskbench run` on task packages, `deskbench diagnose`, and the deliverables part of `deskbench
+score`: the CLI shell over runs/deliverables.py (dispatch), runs/diagnose.py and scoring."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.console import Console
+from rich.markup import escape
+from rich.table import Table
+
+from deskbench.errors import UserError
+from deskbench.runs.store import RunStore
+
+out = Console(highlight=False, soft_wrap=True)
+err = Console(stderr=True, highlight=False, soft_wrap=True)
+
+
+@dataclass(frozen=True)
+class DeliverablesRunArgs:
+    packages: Path
+    out: Path
+    agents: list[str]
+    models: list[str]
+    only_tasks: list[str]
+    only_systems: list[str]
+    rerun: bool
+    attempts: int
+    concurrency: int
+    max_rounds: int
+    max_tokens: int
+    inline_chars: int
+    cache: bool
+    prices: Path | None
+    unsafe_local: bool
+    judge: str | None
+
+
+def run_deliverables(args: DeliverablesRunArgs, *, as_json: bool, quiet: bool) -> None:
+    """Every system on the packages at once, one progress bar per system; then the scores."""
+    from deskbench.cli import _progress
+    from deskbench.runs.deliverables import (
+        DeliverablesRunSpec,
+        execute_deliverables,
+        pair_systems,
+        prepare_deliverables,
+    )
+
+    spec = DeliverablesRunSpec(
+        systems=tuple(pair_systems(args.agents, args.models)), packages=args.packages, out=args.out,
+        only_tasks=tuple(args.only_tasks), only_systems=tuple(args.only_systems), rerun=args.rerun,
+        attempts=args.attempts, concurrency=args.concurrency, max_rounds=args.max_rounds,
+        max_tokens=args.max_tokens, inline_chars=args.inline_chars, cache=args.cache, prices=args.prices,
+        unsafe_local=args.unsafe_local)
+    prep = prepare_deliverables(spec)
+    per_system = len(prep.tasks) * spec.attempts
+    with _progress(quiet) as progress:
+        bars = {s.name: progress.add_task(s.name, total=per_system, current="", completed=s.already_done)
+                for s in prep.systems}
+
+        def on_episode(system: str, counts) -> None:  # type: ignore[no-untyped-def]
+            progress.update(bars[system], advance=1, current=f"errors {counts.errors}  cost ${counts.cost_usd:.4f}")
+
+        outcomes = execute_deliverables(prep, on_episode)
+    for o in outcomes:
+        c = o.counts
+        money = f"; cost ${o.ledger.total.cost_usd:.4f}; retries {o.ledger.retries}" if o.ledger else ""
+        err.print(f"{escape(o.system)}: {c.done} episodes run ({c.errors} errors), {c.skipped} already done{money}")
+    score_deliverables(prep.store, systems=[s.name for s in prep.systems], judge=args.judge,
+                       concurrency=args.concurrency, as_json=as_json)
+
+
+def score_deliverables(store: RunStore, *, systems: list[str] | None, judge: str | None, concurrency: int,
+                       as_json: bool, items_out: Path | None = None) -> None:
+    """Verifiers on every episode, the stored grades applied, the paper's tables printed."""
+    import asyncio
+
+    from deskbench.cli_analytics import _judge_model, close_models
+    from deskbench.scoring.deliverables_run import score_run
+    from deskbench.scoring.deliverables_summary import print_summary, summarize
+
+    judge_model = _judge_model(judge, concurrency)
+    try:
+        items = asyncio.run(score_run(store, systems=systems, judge_model=judge_model, concurrency=concurrency))
+    finally:
+        close_models(judge_model)
+    if not items:
+        raise UserError(f"the run in {store.dir} has no episodes yet; run 'deskbench run' first")
+    if items_out is not None:
+        items_out.write_text("".join(i.model_dump_json() + "\n" for i in items), encoding="utf-8")
+    report = summarize(items, store.deliverable_tasks())
+    if as_json:
+        print(report.model_dump_json(indent=2))
+    else:
+        print_summary(report, out)
+
+
+def register(app: typer.Typer) -> None:
+    """Add `deskbench diagnose`."""
+
+    @app.command()
+    def diagnose(
+        run_dir: Annotated[Path, typer.Argument(help="A run directory (the --out of 'deskbench run').")],
+        episodes: Annotated[bool, typer.Option("--episodes", help="Also list every failed episode with its category.")] = False,
+        as_json: Annotated[bool, typer.Option("--json", help="Print machine-readable JSON on stdout.")] = False,
+    ) -> None:
+        """Failure categories per system (timeouts, refusals, files not produced, file generation
+        failures by cause), with cost and success per system."""
+        from deskbench.runs.diagnose import CATEGORIES
+        from deskbench.runs.diagnose import diagnose as run_diagnose
+
+        store = RunStore(run_dir, create=False)
+        eps = store.episodes()
+        if not eps:
+            raise UserError(f"the run in {run_dir} has no episodes yet; run 'deskbench run' first")
+        tasks = {t.id: t for t in store.deliverable_tasks()} if store.track() == "deliverables" else {}
+        result = run_diagnose(eps, tasks)
+        if as_json:
+            print(json.dumps(result.model_dump(mode="json", exclude={} if episodes else {"episodes"}), indent=2))
+            return
+        seen = [c for c in CATEGORIES if any(c in s.categories for s in result.systems)]
+        table = Table(title=f"diagnose {run_dir}")
+        for col in ("system", "episodes", "success", *seen, "cost $", "$ per ok", "tokens in/out"):
+            table.add_column(col, justify="left" if col == "system" else "right")
+        for s in result.systems:
+            table.add_row(escape(s.system), str(s.episodes), f"{100 * s.success_rate:.1f}%",
+                          *(str(s.categories.get(c, 0)) for c in seen),
+                          f"{s.cost_usd:.4f}" + ("" if s.cost_known else "?"),
+                          "-" if s.cost_per_ok_usd is None else f"{s.cost_per_ok_usd:.4f}",
+                          f"{s.input_tokens}/{s.output_tokens}")
+        out.print(table)
+        if episodes:
+            for d in result.episodes:
+                if d.category != "ok":
+                    out.print(f"{escape(d.system)} {escape(d.task_id)}#{d.attempt}: [bold]{d.category}[/bold] "
+                              f"{escape(d.detail)}")

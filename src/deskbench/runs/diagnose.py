@@ -1,0 +1,148 @@
+"""Why episodes failed, per system: the consulting paper's `diagnose_run.py` (Appendix D, §4.6).
+
+Each episode gets exactly one category, the first that applies in this order:
+
+    timeout            a model call or the sandbox's wall-time limit timed out
+    content_policy     the provider refused (content policy / safety filter) or the reply is a refusal
+    context_overflow   the prompt did not fit the model's context window
+    round_limit        the agent was still calling tools when its round budget ran out
+    model_error        any other failed episode (API errors after retries, unparseable replies)
+    no_output          the episode ended without response text or files
+    file_generation_failed:<why>   a required output file is missing and a code call failed;
+                       <why> from the last failed call's traceback: missing_library,
+                       file_not_found, wrong_column, wrong_header, wrong_api, other
+    file_not_produced  a required output file is missing and no code call failed (never written)
+    ok                 a response, and every required file
+
+Per system it also reports cost, tokens and the success rate (ok episodes over all).
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from collections.abc import Sequence
+
+from pydantic import BaseModel, Field
+
+from deskbench.runs.store import Episode
+from deskbench.tasks.analytics import AnalyticsSubmission
+from deskbench.tasks.deliverables import DeliverableSubmission, DeliverableTask
+from deskbench.tasks.docqa import ToolCallStep
+
+_TIMEOUT = re.compile(r"time[d ]?out|timeout|deadline exceeded", re.I)
+_POLICY = re.compile(r"content[_ ]?(policy|filter|management)|safety (system|filter)|flagged as (unsafe|harmful)"
+                     r"|invalid_prompt|refus", re.I)
+_CONTEXT = re.compile(r"context[_ ]?(length|window)|maximum context|too many tokens|prompt is too long"
+                      r"|exceeds? the (model'?s )?(context|token)", re.I)
+_REFUSAL = re.compile(r"^\W*(I('| a)m sorry|I can(no|')t (help|assist|comply)|I('m| am) (unable|not able) to (help|assist))",
+                      re.I)
+FILE_ERRORS: tuple[tuple[str, re.Pattern[str]], ...] = (
+    ("missing_library", re.compile(r"ModuleNotFoundError|ImportError|No module named", re.I)),
+    ("file_not_found", re.compile(r"FileNotFoundError|No such file or directory|IsADirectoryError", re.I)),
+    ("wrong_header", re.compile(r"header|Unnamed: \d|ParserError|usecols", re.I)),
+    ("wrong_column", re.compile(r"KeyError|not in index|None of \[|column", re.I)),
+    ("wrong_api", re.compile(r"AttributeError|has no attribute|unexpected keyword argument|TypeError|"
+                             r"takes \d+ positional argument", re.I)),
+)
+CATEGORIES = ("ok", "timeout", "content_policy", "context_overflow", "round_limit", "model_error", "no_output",
+              *(f"file_generation_failed:{name}" for name, _ in FILE_ERRORS), "file_generation_failed:other",
+              "file_not_produced")
+
+
+class EpisodeDiagnosis(BaseModel):
+    task_id: str
+    system: str
+    attempt: int
+    category: str
+    detail: str = ""
+
+
+class SystemDiagnosis(BaseModel):
+    system: str
+    episodes: int
+    ok: int
+    success_rate: float
+    categories: dict[str, int]
+    cost_usd: float
+    cost_known: bool
+    input_tokens: int
+    output_tokens: int
+    cost_per_ok_usd: float | None = None
+
+
+class Diagnosis(BaseModel):
+    systems: list[SystemDiagnosis]
+    episodes: list[EpisodeDiagnosis] = Field(default_factory=list)
+
+
+def _failed_calls(episode: Episode) -> list[ToolCallStep]:
+    return [s for s in episode.trajectory if isinstance(s, ToolCallStep) and s.name == "execute_code"
+            and (s.result.get("exit_code") or s.result.get("signal") or s.result.get("limit_hits"))]
+
+
+def file_error_kind(tail: str) -> str:
+    """The kind of a failed file-writing call, from the end of its traceback."""
+    last = tail.strip().splitlines()[-1] if tail.strip() else ""
+    for text in (last, tail):  # the exception line decides; the whole tail breaks ties
+        for name, pattern in FILE_ERRORS:
+            if pattern.search(text):
+                return name
+    return "other"
+
+
+def diagnose_episode(episode: Episode, task: DeliverableTask | None) -> EpisodeDiagnosis:
+    def verdict(category: str, detail: str = "") -> EpisodeDiagnosis:
+        return EpisodeDiagnosis(task_id=episode.task_id, system=episode.system, attempt=episode.attempt,
+                                category=category, detail=detail[:300])
+
+    error = episode.error or ""
+    failed = _failed_calls(episode)
+    if episode.status != "ok":
+        if _TIMEOUT.search(error):
+            return verdict("timeout", error)
+        if _POLICY.search(error):
+            return verdict("content_policy", error)
+        if _CONTEXT.search(error):
+            return verdict("context_overflow", error)
+        if episode.status == "limit":
+            return verdict("round_limit", error)
+        return verdict("model_error", error)
+    sub = episode.submission
+    text = sub.response if isinstance(sub, DeliverableSubmission) else (
+        sub.answer if isinstance(sub, AnalyticsSubmission) else "")
+    files = [f.name for f in sub.files] if isinstance(sub, DeliverableSubmission | AnalyticsSubmission) else []
+    if _REFUSAL.search(text) and not files:
+        return verdict("content_policy", text)
+    if not text.strip() and not files:
+        return verdict("no_output")
+    required = [o.name for o in task.required_outputs] if task else []
+    missing = [name for name in required if name not in files]
+    if missing:
+        if failed:
+            tail = str(failed[-1].result.get("error_tail", ""))
+            if not tail and "wall_time" in (failed[-1].result.get("limit_hits") or []):
+                return verdict("timeout", f"{missing[0]} not produced; the code call hit the wall-time limit")
+            return verdict(f"file_generation_failed:{file_error_kind(tail)}",
+                           f"{', '.join(missing)} missing; last failed call: {tail.strip()[-200:]}")
+        return verdict("file_not_produced", f"{', '.join(missing)} missing")
+    return verdict("ok")
+
+
+def diagnose(episodes: Sequence[Episode], tasks: dict[str, DeliverableTask] | None = None) -> Diagnosis:
+    tasks = tasks or {}
+    per_episode = [diagnose_episode(ep, tasks.get(ep.task_id)) for ep in episodes]
+    systems = []
+    for name in sorted({ep.system for ep in episodes}):
+        eps = [ep for ep in episodes if ep.system == name]
+        cats = Counter(d.category for d in per_episode if d.system == name)
+        ok = cats.get("ok", 0)
+        cost = sum(ep.usage.cost_usd for ep in eps)
+        systems.append(SystemDiagnosis(
+            system=name, episodes=len(eps), ok=ok, success_rate=ok / len(eps) if eps else 0.0,
+            categories={c: cats[c] for c in CATEGORIES if cats.get(c)}, cost_usd=round(cost, 6),
+            cost_known=all(ep.usage.cost_known for ep in eps),
+            input_tokens=sum(ep.usage.input_tokens for ep in eps),
+            output_tokens=sum(ep.usage.output_tokens for ep in eps),
+            cost_per_ok_usd=round(cost / ok, 6) if ok else None))
+    return Diagnosis(systems=systems, episodes=per_episode)
