@@ -257,6 +257,12 @@ def score(
             score_analytics(store, system=system, judge=judge, chart_judge=chart_judge or judge,
                             concurrency=concurrency, items_out=items_out, as_json=as_json)
             return
+        if store.track() == "deliverables":
+            from deskbench.cli_deliverables import score_deliverables
+
+            score_deliverables(store, systems=[system] if system else None, judge=judge,
+                               concurrency=concurrency, as_json=as_json, items_out=items_out)
+            return
         task_items = read_tasks(tasks, skip_invalid=skip_invalid).items if tasks else store.tasks()
         systems = [system] if system else store.systems()
         if not systems:
@@ -435,10 +441,12 @@ app.add_typer(generate_app, name="generate")
 from deskbench.analysis.cli import analyse_app  # noqa: E402
 
 app.add_typer(analyse_app, name="analyse")
+from deskbench.cli_deliverables import register as register_diagnose  # noqa: E402
 from deskbench.sandbox.cli import register as register_sandbox  # noqa: E402
 from deskbench.scoring.sheets_cli import register as register_compare  # noqa: E402
 from deskbench.scoring.verify_cli import register as register_verify  # noqa: E402
 
+register_diagnose(app)
 register_sandbox(app)
 register_compare(app)
 register_verify(app)
