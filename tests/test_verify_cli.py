@@ -174,7 +174,7 @@ def test_verify_json(rcp: tuple[Path, Path, Path]) -> None:
             report["judged"]) == ("dl-0002-rcp", 14, 4, 1, 1)
     assert report["passed"] == 9 and report["v"] == pytest.approx(100 * 9 / 14)
     traps = {t["id"]: t for t in report["traps"]}
-    assert traps["footnote_tq_aht"]["status"] == "caught"
+    assert traps["footnote_tq_aht"]["status"] == "fell"
     assert traps["footnote_tq_aht"]["verifiers"]["aht_gap"] == "fail"
     assert traps["unweighted_site_aht"]["status"] == "avoided"
 
@@ -190,7 +190,7 @@ def test_verify_table(rcp: tuple[Path, Path, Path]) -> None:
     assert "no outputs directory given" in res.output
     # the xlsx verifiers are unobservable now: 3 of them, plus the judged check
     assert "V = 7/14 = 50.0% (failed 4, unobservable 3, judged 1; unobservable counts as failed)" in res.output
-    assert "footnote_tq_aht [footnote_override]: caught" in res.output
+    assert "footnote_tq_aht [footnote_override]: fell" in res.output
     assert "unweighted_site_aht [unweighted_average]: unobservable" in res.output
 
 

@@ -1,7 +1,7 @@
 """`deskbench verify PACKAGE_DIR RESPONSE.md`: a deliverables task's verifiers on one response.
 
 Prints each verifier's status and evidence, the paper's V (unobservable counted as failed) and
-each embedded trap: caught (one of its verifiers failed: the response fell into it), avoided
+each embedded trap: fell (one of its verifiers failed: the response fell into it), avoided
 (all passed) or unobservable. `--judge MODEL` decides the `llm_check` verifiers; without it they
 are unobservable. Exit codes: 0 whatever V is (it is a measurement), 2 for bad input.
 """
@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 import json
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any
 
 import typer
 from rich.console import Console
@@ -22,9 +22,8 @@ from rich.text import Text
 from deskbench.errors import UserError
 
 _out = Console(highlight=False, soft_wrap=True)
-TrapStatus = Literal["caught", "avoided", "unobservable"]
 _STYLE = {"pass": "green", "fail": "red", "unobservable": "yellow",
-          "caught": "red", "avoided": "green"}
+          "fell": "red", "avoided": "green"}
 
 
 def read_response(path: Path) -> str:
@@ -39,16 +38,10 @@ def read_response(path: Path) -> str:
         raise UserError(f"response file {path} cannot be read: {exc.strerror or exc}") from None
 
 
-def trap_status(statuses: list[str]) -> TrapStatus:
-    """caught if any of the trap's verifiers failed, avoided if all passed, else unobservable."""
-    if "fail" in statuses:
-        return "caught"
-    return "avoided" if all(s == "pass" for s in statuses) else "unobservable"
-
-
 def verify_package(package: Path, response_file: Path, outputs: Path | None,
                    judge: str | None, concurrency: int = 4) -> dict[str, Any]:
     """Load, check, judge: the report `--json` prints."""
+    from deskbench.scoring.deliverables import trap_results
     from deskbench.scoring.verifiers import arun_verifiers, llm_check_judge, verifier_pass_rate
     from deskbench.tasks.deliverables import load_package
 
@@ -76,9 +69,8 @@ def verify_package(package: Path, response_file: Path, outputs: Path | None,
     results = asyncio.run(go())
     rate = verifier_pass_rate(results)
     by_id = {r.id: r.status for r in results}
-    traps = [{"id": t.id, "kind": t.kind,
-              "status": trap_status([by_id[v] for v in t.verifiers]),
-              "verifiers": {v: by_id[v] for v in t.verifiers}} for t in task.traps]
+    traps = [{"id": t.id, "kind": t.kind, "status": t.outcome, "verifiers": {v: by_id[v] for v in t.verifiers}}
+             for t in trap_results(task, results)]
     return {"task": task.id, "v": rate.v, "passed": rate.passed, "failed": rate.failed,
             "unobservable": rate.unobservable, "judged": rate.judged, "total": rate.total,
             "results": [r.model_dump(mode="json") for r in results], "traps": traps}
@@ -97,8 +89,8 @@ def print_report(report: dict[str, Any]) -> None:
                   f"(failed {report['failed']}, unobservable {report['unobservable']}, judged "
                   f"{report['judged']}; unobservable counts as failed)")
     if report["traps"]:
-        console.print("Traps (caught: a verifier tied to the trap failed, the response fell into it; "
-                      "avoided: all passed):")
+        console.print("Traps (fell: a verifier tied to the trap failed, the verifiers caught the response "
+                      "falling into it; avoided: all passed):")
     for t in report["traps"]:
         why = ", ".join(f"{v} {s}" for v, s in t["verifiers"].items())
         console.print(f"  {escape(t['id'])} {escape('[' + t['kind'] + ']')}: "
