@@ -142,13 +142,13 @@ def test_arun_verifiers_keeps_order_and_shares_the_sync_dispatch() -> None:
 
 @pytest.fixture()
 def rcp(tmp_path: Path) -> tuple[Path, Path, Path]:
-    """A copy of dl-0002-rcp (plus a closed-corpus citation verifier) and a response falling
-    into its footnote trap, with benchmark_table.xlsx in out/."""
+    """A copy of dl-0002-rcp (a closed-corpus package: its citation verifier allows no domain)
+    and a response falling into its footnote trap, with benchmark_table.xlsx in out/."""
     pkg = tmp_path / "dl-0002-rcp"
     shutil.copytree(DEMO_RCP, pkg)
     data = yaml.safe_load((pkg / "task.yaml").read_text())
-    data["verifiers"].append({"id": "closed_citations", "kind": "citation_domains", "allowed": []})
-    (pkg / "task.yaml").write_text(yaml.safe_dump(data, sort_keys=False))
+    assert {"id": "no_external_citations", "kind": "citation_domains", "allowed": []}.items() <= next(
+        v for v in data["verifiers"] if v["kind"] == "citation_domains").items()
     task = load_package(pkg)
     out = tmp_path / "out"
     response = respond(task, recompute(task, pkg), out, {"footnote_override"})
@@ -169,7 +169,7 @@ def test_verify_json(rcp: tuple[Path, Path, Path]) -> None:
     status = {r["id"]: r["status"] for r in report["results"]}
     assert {i for i, s in status.items() if s == "fail"} == EXPECTED_FAILS
     assert {i for i, s in status.items() if s == "unobservable"} == {"derived_metrics"}
-    assert status["closed_citations"] == "pass"
+    assert status["no_external_citations"] == "pass"
     assert (report["task"], report["total"], report["failed"], report["unobservable"],
             report["judged"]) == ("dl-0002-rcp", 14, 4, 1, 1)
     assert report["passed"] == 9 and report["v"] == pytest.approx(100 * 9 / 14)

@@ -96,6 +96,7 @@ def rcp_contact_centre(rng: random.Random, task_id: str, pkg: Path) -> Deliverab
                       f"|(?:{lure_pattern('AHT gap', lazy_gap, 2)})")
     p.verify("regex_absent", "no_filler", "Out-of-scope filler (marketing, ESG) left out",
              pattern=r"\b(?:ESG|brand campaign|marketing spend|intranet)\b")
+    p.verify("citation_domains", "no_external_citations", "Closed corpus: no external URL cited", allowed=[])
     p.verify("word_limit", "section_a_words", "Section A at most 180 words", section="Section A",
              max_words=180)
     p.verify("word_limit", "section_b_words", "Section B at most 120 words", section="Section B",
@@ -194,6 +195,8 @@ def crp_market_entry(rng: random.Random, task_id: str, pkg: Path) -> Deliverable
              pattern=r"Mordor Intelligence")
     p.verify("regex_absent", "no_unauthorized_sources", "No unauthorized market reports",
              pattern=FORBIDDEN)
+    p.verify("citation_domains", "cited_domains", "Every cited URL is on the authorized source's domain",
+             allowed=["mordorintelligence.com"])
     p.verify("llm_check", "assumptions_stated", "Judged", criterion="States the assumptions "
              "taken, including the export-only entry restriction.")
     p.trap("simple_margin_average", "unweighted_average",
