@@ -24,7 +24,11 @@ from deskbench.runs.store import Episode, RunStore
 from deskbench.scoring.analytics import AnalyticsJudges, score_run
 from deskbench.scoring.analytics_metrics import AnalyticsScoreReport, summarize_analytics
 from deskbench.scoring.calibration import kuiper
+from deskbench.scoring.deliverables import DeliverableItemScore
+from deskbench.scoring.deliverables_summary import DeliverablesReport
+from deskbench.scoring.deliverables_summary import summarize as summarize_deliverables
 from deskbench.scoring.docqa import ScoreOptions, ScoreReport, score_all, summarize
+from deskbench.tasks.deliverables import DeliverableTask
 from deskbench.tasks.docqa import ItemScore, ToolCallStep
 
 ANLS_METHOD = (
@@ -153,6 +157,7 @@ def build_report(run_dirs: Sequence[Path], opts: ScoreOptions | None = None,
     run_dirs = list({d.resolve(): d for d in run_dirs}.values())  # a directory given twice is one run
     scored: list[_Scored] = []
     analytics: list[AnalyticsScoreReport] = []
+    deliverables: list[DeliverablesRun] = []
     for run_dir in run_dirs:
         store = _open(run_dir)
         try:
@@ -161,6 +166,8 @@ def build_report(run_dirs: Sequence[Path], opts: ScoreOptions | None = None,
                 raise UserError(f"the run in {run_dir} has no episodes yet; run 'deskbench run' first")
             if store.track() == "analytics":
                 analytics += score_analytics_runs(store, systems, analytics_judges or AnalyticsJudges())
+            elif store.track() == "deliverables":
+                deliverables.append(DeliverablesRun(run_dir, score_deliverables_run(store), store.deliverable_tasks()))
             else:
                 scored += [_score(run_dir, store, name, opts) for name in systems]
         finally:
@@ -182,7 +189,9 @@ def build_report(run_dirs: Sequence[Path], opts: ScoreOptions | None = None,
     return Report(run_dirs=[str(d) for d in run_dirs], systems=out,
                   accuracy_method=judge_method(opts) if opts.judge else ANLS_METHOD,
                   judge=opts.judge.name if opts.judge else None,
-                  analytics=analytics, analytics_judges=analytics_method(analytics_judges or AnalyticsJudges()))
+                  analytics=analytics, analytics_judges=analytics_method(analytics_judges or AnalyticsJudges()),
+                  deliverables=deliverables_report(deliverables),
+                  deliverables_runs=[str(r.run_dir) for r in deliverables])
 
 
 def score_analytics_runs(store: RunStore, systems: Sequence[str], judges: AnalyticsJudges) -> list[AnalyticsScoreReport]:
@@ -204,3 +213,43 @@ def analytics_method(judges: AnalyticsJudges) -> str:
              else "no vision judge (charts are unscored; the missing-glyph check still runs)")
     return (f"QA: the deterministic numeric check first, then {qa}. Charts: {chart}. Files: the three-stage "
             "spreadsheet comparator (structure, normalised content, instruction constraints).")
+
+
+@dataclass
+class DeliverablesRun:
+    """One deliverables run, scored (every system, attempt 0 and later)."""
+
+    run_dir: Path
+    items: list[DeliverableItemScore]
+    tasks: list[DeliverableTask]
+
+
+def score_deliverables_run(store: RunStore) -> list[DeliverableItemScore]:
+    """Verifiers on every episode with the run's final rubric grades (no judge model: an
+    `llm_check` verifier is unobservable), as `deskbench score` without --judge."""
+    import asyncio
+
+    from deskbench.scoring.deliverables_run import score_run as score_deliverables
+
+    return asyncio.run(score_deliverables(store, systems=None, judge_model=None))
+
+
+def deliverables_report(runs: Sequence[DeliverablesRun], *, resamples: int = 1000, seed: int = 0) -> DeliverablesReport | None:
+    """The consulting paper's tables over the systems of every deliverables run, side by side
+    (None without one). A system name found in several runs is suffixed with its run directory's
+    name (its path when those clash too); a task id in several runs is one task."""
+    if not runs:
+        return None
+    found = Counter(s for r in runs for s in {i.system for i in r.items})
+    dir_names = Counter(r.run_dir.name for r in runs)
+    items: list[DeliverableItemScore] = []
+    tasks: dict[str, DeliverableTask] = {}
+    for r in runs:
+        where = r.run_dir.name if dir_names[r.run_dir.name] == 1 else str(r.run_dir)
+        for item in r.items:
+            if found[item.system] > 1:
+                item = item.model_copy(update={"system": f"{item.system} ({where})"})
+            items.append(item)
+        for task in r.tasks:
+            tasks.setdefault(task.id, task)
+    return summarize_deliverables(items, list(tasks.values()), resamples=resamples, seed=seed)

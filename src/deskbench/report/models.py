@@ -8,6 +8,7 @@ from typing import Literal
 from pydantic import BaseModel
 
 from deskbench.scoring.analytics_metrics import AnalyticsScoreReport
+from deskbench.scoring.deliverables_summary import DeliverablesReport
 from deskbench.scoring.docqa import GroupSummary
 
 ErrorClass = Literal["retrieval", "navigation", "comprehension", "refusal"]
@@ -95,3 +96,5 @@ class Report(BaseModel):
     systems: list[SystemReport]  # docqa systems
     analytics: list[AnalyticsScoreReport] = []  # analytics systems (AIDABench metrics)
     analytics_judges: str = ""  # which judges decided, in words for the page
+    deliverables: DeliverablesReport | None = None  # the deliverables runs' systems (consulting paper)
+    deliverables_runs: list[str] = []  # the run directories it was computed from

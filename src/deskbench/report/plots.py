@@ -13,6 +13,7 @@ from matplotlib.ticker import MaxNLocator
 from deskbench.analysis.plotting import pyplot
 from deskbench.report.models import ERROR_CLASSES, BudgetCurve, ErrorBreakdown, KuiperCurve
 from deskbench.scoring.analytics_metrics import AnalyticsScoreReport
+from deskbench.scoring.deliverables_summary import DeliverablesReport
 
 COLORS = {"retrieval": "#d62728", "navigation": "#ff7f0e", "comprehension": "#1f77b4", "refusal": "#7f7f7f"}
 
@@ -137,5 +138,36 @@ def analytics_errors_png(reports: Sequence[AnalyticsScoreReport]) -> bytes:
                       rotation=35, ha="right", fontsize=7)
         ax.set_title(ANALYTICS_TITLES[cat], fontsize=9)
     axes[0].set_yticks(range(len(reports)), [textwrap.fill(r.system, 30) for r in reports], fontsize=7)
+    fig.tight_layout()
+    return _png(fig)
+
+
+def deliverables_class_png(report: DeliverablesReport) -> bytes:
+    """Mean strict VRS per prompt class and system (the consulting paper's Table 7 as bars);
+    a class a system has no graded item in gets no bar."""
+    import numpy as np
+
+    fig, ax = pyplot().subplots(figsize=(8, 4))
+    classes = [row.prompt_class for row in report.by_class]
+    systems = report.systems
+    width = 0.8 / max(len(systems), 1)
+    x = np.arange(len(classes))
+    drawn = False
+    for i, system in enumerate(systems):
+        cells = [(k, row.cells[system]) for k, row in enumerate(report.by_class)]
+        shown = [(k, c.vrs_strict) for k, c in cells if c.vrs_strict is not None]
+        if shown:
+            drawn = True
+            ax.bar([x[k] + i * width for k, _ in shown], [v for _, v in shown], width,
+                   label=textwrap.fill(system, 40))
+    if drawn:
+        ax.set_xticks(x + width * (len(systems) - 1) / 2, classes)
+        ax.legend(fontsize=7)
+    else:
+        ax.set_xticks([])
+        _empty(ax, "no rubric grades")
+    ax.set_ylim(0, 100)
+    ax.set_ylabel("mean strict VRS (0-100)")
+    ax.set_title("Strict VRS by prompt class")
     fig.tight_layout()
     return _png(fig)

@@ -14,6 +14,7 @@ from deskbench.report import plots
 from deskbench.report.models import ERROR_CLASSES, Report
 from deskbench.report.taxonomy import RULES
 from deskbench.scoring.analytics import ERROR_CATEGORIES
+from deskbench.tasks.deliverables import RUBRIC_CODES
 
 
 def _missing(x: float | None) -> bool:
@@ -38,6 +39,13 @@ def money(x: float | None) -> str:
     return "–" if _missing(x) else f"${x:.4f}"
 
 
+def interval(ci: tuple[float, float] | None, digits: int = 1, scale: float = 1.0) -> str:
+    """A 95% interval as " [lo, hi]", or nothing when there is none."""
+    if ci is None or _missing(ci[0]) or _missing(ci[1]):
+        return ""
+    return f" [{scale * ci[0]:.{digits}f}, {scale * ci[1]:.{digits}f}]"
+
+
 def data_uri(png: bytes) -> str:
     return "data:image/png;base64," + base64.b64encode(png).decode("ascii")
 
@@ -46,7 +54,7 @@ def _env() -> Environment:
     env = Environment(loader=PackageLoader("deskbench.report", "templates"),
                       autoescape=select_autoescape(["html", "j2"]), undefined=StrictUndefined,
                       trim_blocks=True, lstrip_blocks=True)
-    env.filters.update(pct=pct, num=num, money=money)
+    env.filters.update(pct=pct, num=num, money=money, interval=interval)
     return env
 
 
@@ -78,6 +86,8 @@ def render_html(report: Report) -> str:
             "analytics_pass": data_uri(plots.analytics_pass_png(report.analytics)),
             "analytics_errors": data_uri(plots.analytics_errors_png(report.analytics)),
         }
+    if report.deliverables is not None and report.deliverables.graded:
+        images["deliverables_class"] = data_uri(plots.deliverables_class_png(report.deliverables))
     breakdowns = [
         ("domain", "domain", sorted({g for s in systems for g in s.by_domain})),
         ("category", "category", sorted({g for s in systems for g in s.by_category})),
@@ -85,7 +95,7 @@ def render_html(report: Report) -> str:
     return _env().get_template("report.html.j2").render(
         report=report, images=images, classes=ERROR_CLASSES, rules=RULES, breakdowns=breakdowns,
         best=best_values(report), error_categories=ERROR_CATEGORIES,
-        analytics_titles=plots.ANALYTICS_TITLES,
+        analytics_titles=plots.ANALYTICS_TITLES, rubric_codes=RUBRIC_CODES,
     )
 
 
