@@ -443,12 +443,14 @@ from deskbench.analysis.cli import analyse_app  # noqa: E402
 app.add_typer(analyse_app, name="analyse")
 from deskbench.cli_deliverables import register as register_diagnose  # noqa: E402
 from deskbench.sandbox.cli import register as register_sandbox  # noqa: E402
+from deskbench.scoring.rubric_cli import register as register_rubric  # noqa: E402
 from deskbench.scoring.sheets_cli import register as register_compare  # noqa: E402
 from deskbench.scoring.verify_cli import register as register_verify  # noqa: E402
 
 register_diagnose(app)
 register_sandbox(app)
 register_compare(app)
+register_rubric(app)
 register_verify(app)
 
 
