@@ -52,6 +52,14 @@ def test_demo_runs_both_systems_and_resumes(tmp_path: Path) -> None:
     html = (out / "report.html").read_text(encoding="utf-8")
     assert '<table id="leaderboard">' in html and html.count('data:image/png;base64,') >= 5
     assert '<table id="analytics-leaderboard">' in html and "analytics score" in proc.stdout
+    assert 'id="deliverables-leaderboard"' in html
+    deliverables_dir = next(p for p in (out / "runs").iterdir() if p.name.startswith("deliverable-agent"))
+    db = sqlite3.connect(deliverables_dir / "run.sqlite")
+    assert db.execute("SELECT count(*) FROM episodes").fetchone() == (1,)
+    graded = db.execute("SELECT count(*) FROM rubric_grades").fetchone()[0]
+    failed = db.execute("SELECT count(*) FROM rubric_failures").fetchone()[0]
+    episode_ok = db.execute("SELECT status = 'ok' FROM episodes").fetchone()[0]
+    assert graded + failed == episode_ok  # an ok deliverable is graded by the model, or recorded as not
     analytics_dir = next(p for p in (out / "runs").iterdir() if p.name.startswith("analyst-agent"))
     (status,) = sqlite3.connect(analytics_dir / "run.sqlite").execute("SELECT status FROM episodes").fetchone()
     assert status in ("ok", "error", "limit")
@@ -67,7 +75,7 @@ def test_demo_runs_both_systems_and_resumes(tmp_path: Path) -> None:
     assert again.returncode == 0, again.stderr
     assert f"0 episodes run (0 errors), {DEMO.questions} already done" in again.stderr
     assert "0 episodes run (0 errors), 2 already done" in again.stderr
-    assert "0 episodes run (0 errors), 1 already done" in again.stderr  # the analytics leg
+    assert again.stderr.count("0 episodes run (0 errors), 1 already done") == 2  # analytics, deliverables
 
 
 def test_generate_commands_refuse_bad_counts(tmp_path: Path) -> None:

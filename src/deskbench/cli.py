@@ -566,6 +566,7 @@ def demo(
     model: Annotated[str | None, typer.Option(help="Model for the agent (default: openai/gpt-5-mini with OPENAI_API_KEY, else local).")] = None,
     local_limit: Annotated[int, typer.Option(help="With the local model: only the first N questions (SmolLM2 on 2 CPU cores takes 20-70 s a call).")] = 5,
     analytics_limit: Annotated[int, typer.Option(help="With the local model: only the first N analytics tasks.")] = 2,
+    deliverables_limit: Annotated[int, typer.Option(help="With the local model: only the first N deliverables packages.")] = 1,
     max_steps: Annotated[int | None, typer.Option(help="Agent iterations (default 10; 3 with the local model).")] = None,
     workers: Annotated[int, typer.Option(help="Extraction processes.")] = 2,
     quiet: QuietOpt = False,
@@ -584,6 +585,7 @@ def demo(
 
     _at_least_one("--local-limit", local_limit)
     _at_least_one("--analytics-limit", analytics_limit)
+    _at_least_one("--deliverables-limit", deliverables_limit)
     if max_steps is not None:
         _at_least_one("--max-steps", max_steps)
     bundle = bundled_dir()
@@ -620,6 +622,11 @@ def demo(
     analytics_run = _demo_analytics(bundle, out_dir, chosen, analytics_limit if local else None, quiet)
     if analytics_run is not None:
         run_dirs.append(analytics_run)
+    from deskbench.cli_deliverables import demo_deliverables
+
+    deliverables_run = demo_deliverables(bundle, out_dir, chosen, deliverables_limit if local else None, quiet)
+    if deliverables_run is not None:
+        run_dirs.append(deliverables_run)
     out.print("[bold]3. scores[/bold]")
     from deskbench.cli_analytics import print_analytics_report
     from deskbench.report.data import build_report
@@ -629,11 +636,15 @@ def demo(
     _print_leaderboard(data)
     for analytics_report in data.analytics:
         print_analytics_report(analytics_report)
+    if data.deliverables is not None:
+        from deskbench.scoring.deliverables_summary import print_summary
+
+        print_summary(data.deliverables, out)
     write_report(data, out_dir / "report.html")
     out.print(f"[bold]4. report[/bold] {out_dir / 'report.html'} (open it in a browser: leaderboard, calibration, "
-              "step budget, error classes, breakdowns, analytics pass@k)")
-    out.print(f"Per-system scores: deskbench score {out_dir / 'runs' / 'lexical'} (and the other runs beside it). "
-              f"Also bundled: deliverables packages in {bundle / 'deliverables'}.")
+              "step budget, error classes, breakdowns, analytics pass@k, deliverables VRS and ACCEPT)")
+    out.print(f"Per-system scores: deskbench score {out_dir / 'runs' / 'lexical'} (and the other runs beside it); "
+              f"all 5 deliverables packages are in {bundle / 'deliverables'} (--deliverables-limit).")
 
 
 def _demo_analytics(bundle: Path, out_dir: Path, model: str, limit: int | None, quiet: bool) -> Path | None:

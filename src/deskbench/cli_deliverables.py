@@ -42,13 +42,7 @@ class DeliverablesRunArgs:
 
 def run_deliverables(args: DeliverablesRunArgs, *, as_json: bool, quiet: bool) -> None:
     """Every system on the packages at once, one progress bar per system; then the scores."""
-    from deskbench.cli import _progress
-    from deskbench.runs.deliverables import (
-        DeliverablesRunSpec,
-        execute_deliverables,
-        pair_systems,
-        prepare_deliverables,
-    )
+    from deskbench.runs.deliverables import DeliverablesRunSpec, pair_systems, prepare_deliverables
 
     spec = DeliverablesRunSpec(
         systems=tuple(pair_systems(args.agents, args.models)), packages=args.packages, out=args.out,
@@ -57,7 +51,17 @@ def run_deliverables(args: DeliverablesRunArgs, *, as_json: bool, quiet: bool) -
         max_tokens=args.max_tokens, inline_chars=args.inline_chars, cache=args.cache, prices=args.prices,
         unsafe_local=args.unsafe_local)
     prep = prepare_deliverables(spec)
-    per_system = len(prep.tasks) * spec.attempts
+    execute_with_progress(prep, quiet)
+    score_deliverables(prep.store, systems=[s.name for s in prep.systems], judge=args.judge,
+                       concurrency=args.concurrency, as_json=as_json)
+
+
+def execute_with_progress(prep, quiet: bool) -> None:  # prep: PreparedDeliverables
+    """Run every prepared system at once, one progress bar each; report each system's counts."""
+    from deskbench.cli import _progress
+    from deskbench.runs.deliverables import execute_deliverables
+
+    per_system = len(prep.tasks) * prep.spec.attempts
     with _progress(quiet) as progress:
         bars = {s.name: progress.add_task(s.name, total=per_system, current="", completed=s.already_done)
                 for s in prep.systems}
@@ -70,8 +74,6 @@ def run_deliverables(args: DeliverablesRunArgs, *, as_json: bool, quiet: bool) -
         c = o.counts
         money = f"; cost ${o.ledger.total.cost_usd:.4f}; retries {o.ledger.retries}" if o.ledger else ""
         err.print(f"{escape(o.system)}: {c.done} episodes run ({c.errors} errors), {c.skipped} already done{money}")
-    score_deliverables(prep.store, systems=[s.name for s in prep.systems], judge=args.judge,
-                       concurrency=args.concurrency, as_json=as_json)
 
 
 def score_deliverables(store: RunStore, *, systems: list[str] | None, judge: str | None, concurrency: int,
@@ -138,3 +140,53 @@ def register(app: typer.Typer) -> None:
                 if d.category != "ok":
                     out.print(f"{escape(d.system)} {escape(d.task_id)}#{d.attempt}: [bold]{d.category}[/bold] "
                               f"{escape(d.detail)}")
+
+
+def demo_deliverables(bundle: Path, out_dir: Path, model: str, limit: int | None, quiet: bool) -> Path | None:
+    """The demo's deliverables leg: deliverable-agent in the sandbox on the bundled packages (the
+    first `limit` with the local model, 2 rounds), graded on the rubric by the same model (a
+    real grader call; with the local model the grades say little), then scored. Skipped, with
+    the reason, without bubblewrap."""
+    import asyncio
+    import re
+
+    from deskbench.runs.deliverables import DeliverablesRunSpec, SystemSpec, prepare_deliverables
+    from deskbench.sandbox import SandboxUnavailable
+    from deskbench.tasks.deliverables import load_packages
+
+    packages = bundle / "deliverables"
+    ids = [t.id for t in load_packages(packages)][:limit]
+    local = limit is not None
+    spec = DeliverablesRunSpec(
+        systems=(SystemSpec("deliverable-agent", model),), packages=packages, only_tasks=tuple(ids),
+        out=out_dir / "runs" / re.sub(r"[^\w.-]+", "-", f"deliverable-agent-{model}-{len(ids)}"),
+        max_rounds=2 if local else 20, max_tokens=512 if local else 4096, inline_chars=2500 if local else 24_000,
+        concurrency=1 if local else 2)
+    try:
+        prep = prepare_deliverables(spec)
+    except SandboxUnavailable as exc:
+        err.print(f"[yellow]deliverables skipped:[/yellow] {escape(str(exc))}")
+        return None
+    out.print(f"     deliverable-agent with {escape(model)} on {len(ids)} deliverables packages in the sandbox"
+              + (" (2 rounds each; --deliverables-limit for more)" if local else ""))
+    execute_with_progress(prep, quiet)
+    from deskbench.runs.execute import resilient_model
+    from deskbench.runs.grades import GradeStore
+    from deskbench.scoring.rubric_run import episodes_to_grade, grade_run
+
+    grades = GradeStore(spec.out)
+    grader = resilient_model(model, concurrency=1 if local else 4, cache=True, prices=None)
+    todo, _ = episodes_to_grade(grades, grader.id)
+
+    async def go():  # -> GradingCounts
+        try:
+            return await grade_run(grades, grader, todo, concurrency=1 if local else 4,
+                                   max_tokens=768 if local else None)
+        finally:
+            await grader.aclose()
+
+    counts = asyncio.run(go())
+    grades.close()
+    out.print(f"     rubric graded by {escape(grader.id)}: {counts.graded} graded, {counts.failed} could not be graded"
+              + (" (a 135M model is a poor grader: this shows the pipeline, not a verdict)" if local else ""))
+    return spec.out

@@ -14,7 +14,7 @@ from __future__ import annotations
 import asyncio
 import json
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated
 
 import typer
 from rich.console import Console
@@ -61,10 +61,7 @@ def register(app: typer.Typer) -> None:
         """Grade each ok episode with an LLM on the five criteria; failures are kept apart from grades."""
         from deskbench.cli import _progress
         from deskbench.runs.execute import resilient_model
-        from deskbench.runs.store import Episode
-        from deskbench.scoring.rubric import GradeFailure, grade_episode
-        from deskbench.scoring.verifiers import run_verifiers
-        from deskbench.tasks.deliverables import DeliverableSubmission
+        from deskbench.scoring.rubric_run import episodes_to_grade, grade_run
 
         if mode not in ("all", "per-criterion"):
             raise UserError(f"--mode {mode} is not valid; use all or per-criterion")
@@ -73,46 +70,26 @@ def register(app: typer.Typer) -> None:
         if max_tokens is not None and max_tokens < 1:
             raise UserError(f"--max-tokens {max_tokens} is not valid; use 1 or more")
         store = _store(run_dir)
-        tasks = store.tasks()
         if system is not None and system not in store.runs.systems():
             raise UserError(f"no episodes of system {system!r} in {run_dir}; systems: "
                             + (", ".join(store.runs.systems()) or "none"))
         grader = resilient_model(model, concurrency=concurrency * (5 if mode == "per-criterion" else 1),
                                  cache=cache, prices=None)
-        done = set() if regrade else store.graded(grader.id, system)
-        todo = [e for e in store.runs.episodes(system)
-                if e.status == "ok" and isinstance(e.submission, DeliverableSubmission)
-                and e.task_id in tasks and (e.task_id, e.system, e.attempt) not in done]
-        counts = {"graded": 0, "failed": 0, "skipped": len(done & set(store.episodes(system)))}
-        failures: list[dict[str, Any]] = []
+        todo, skipped = episodes_to_grade(store, grader.id, system=system, regrade=regrade)
 
-        async def go() -> None:
-            slots = asyncio.Semaphore(concurrency)
+        async def go():  # -> GradingCounts
             with _progress(quiet) as progress:
                 bar = progress.add_task("grading", total=len(todo), current="")
-
-                async def one(ep: Episode) -> None:
-                    async with slots:
-                        task = tasks[ep.task_id]
-                        sub = ep.submission
-                        results = run_verifiers(task.verifiers, sub.response, run_dir / sub.files_dir)
-                        result = await grade_episode(grader, task, ep, run_dir, mode=mode,  # type: ignore[arg-type]
-                                                     verifier_results=results, max_tokens=max_tokens)
-                    store.save(result)
-                    if isinstance(result, GradeFailure):
-                        counts["failed"] += 1
-                        failures.append({"task_id": ep.task_id, "system": ep.system, "attempt": ep.attempt,
-                                         "error": result.error})
-                    else:
-                        counts["graded"] += 1
-                    progress.update(bar, advance=1, current=f"{ep.system} {ep.task_id}")
-
                 try:
-                    await asyncio.gather(*(one(e) for e in todo))
+                    return await grade_run(
+                        store, grader, todo, mode=mode, concurrency=concurrency, max_tokens=max_tokens,  # type: ignore[arg-type]
+                        on_graded=lambda ep: progress.update(bar, advance=1, current=f"{ep.system} {ep.task_id}"))
                 finally:
                     await grader.aclose()
 
-        asyncio.run(go())
+        result = asyncio.run(go())
+        counts = {"graded": result.graded, "failed": result.failed, "skipped": skipped}
+        failures = result.failures
         if as_json:
             _out.print_json(json.dumps({"grader": grader.id, "mode": mode, **counts, "failures": failures}))
             return
