@@ -165,3 +165,25 @@ def test_local_model_writes_a_deliverable(packages: Path, tmp_path: Path) -> Non
     assert ep.status in ("ok", "limit", "error")
     proc = run_cli("diagnose", str(out), "--json")
     assert proc.returncode == 0 and json.loads(proc.stdout)["systems"][0]["episodes"] == 1
+
+
+def test_budget_spent_asks_once_for_the_deliverable(packages: Path, tmp_path: Path) -> None:
+    """A model that keeps calling tools gets one last call with tools off: the deliverable it then
+    writes is the episode's response (stop: round_limit), unlike analytics' round-limit exception."""
+    require_tool("bwrap")
+
+    def script(body: dict[str, Any], n: int) -> dict[str, Any]:
+        if body.get("tool_choice") == "none":
+            return text("# Memo\nWritten after the budget ran out.")
+        return tool("print('still exploring')")
+
+    out = tmp_path / "run"
+    with FakeOpenAI(script=script) as fake:
+        run(packages, out, fake, "--model", f"openai-compat/explorer@{fake.base_url}", "--only-task",
+            "dl-0003-scp", "--max-rounds", "2")
+        final = fake.requests[-1]
+    assert "budget (2 calls) is spent" in final["messages"][-1]["content"]
+    [ep] = RunStore(out, create=False).episodes()
+    assert ep.status == "ok" and isinstance(ep.submission, DeliverableSubmission)
+    assert ep.submission.stop == "round_limit" and ep.submission.rounds == 2
+    assert ep.submission.response == "# Memo\nWritten after the budget ran out."

@@ -151,9 +151,12 @@ class LoopEnd:
 
 
 async def code_loop(prompt: str, inputs: list[Path], ctx: AnalystContext, files: Deliverables,
-                    rec: Recorder) -> LoopEnd:
+                    rec: Recorder, *, final_note: str | None = None) -> LoopEnd:
     """The execute_code loop both code agents share (analytics and deliverables): the model
-    calls the tool until it replies without one, or the round budget is spent."""
+    calls the tool until it replies without one, or the round budget is spent. With
+    `final_note`, a model still calling tools once the budget is spent is told so and asked
+    once more with tools off (the deliverables agent: a deliverable in hand beats none); without
+    it the episode ends at the round limit (AIDABench's exception)."""
     settings = ctx.settings
     messages = [Message(role="user", content=prompt)]
     rounds = 0
@@ -167,8 +170,15 @@ async def code_loop(prompt: str, inputs: list[Path], ctx: AnalystContext, files:
             if not calls:
                 return LoopEnd("ok", "answer", rounds, response.message.text().strip())
             if rounds >= settings.max_rounds:
-                return LoopEnd("limit", "round_limit", rounds,
-                               error=f"round limit: still calling execute_code after {rounds} calls")
+                if final_note is None:
+                    return LoopEnd("limit", "round_limit", rounds,
+                                   error=f"round limit: still calling execute_code after {rounds} calls")
+                messages += [Message(role="tool", tool_call_id=c.id, content="not run: the execute_code budget is spent")
+                             for c in calls]
+                messages.append(Message(role="user", content=final_note))
+                final = await rec.complete(ChatRequest(messages=messages, tools=[EXECUTE_TOOL], tool_choice="none",
+                                                       temperature=settings.temperature))
+                return LoopEnd("ok", "round_limit", rounds, final.message.text().strip())
             for call in calls:
                 if rounds >= settings.max_rounds:  # calls beyond the budget in one reply
                     messages.append(Message(role="tool", tool_call_id=call.id,

@@ -12,6 +12,7 @@ from deskbench.agents.analyst import AnalystContext, Deliverables, code_loop
 from deskbench.agents.base import AgentResult, Recorder
 from deskbench.agents.deliverable_prompts import (
     DELIVERABLE_PROMPT,
+    FINAL_NOTE,
     INLINE_HEADER,
     INPUTS_HEADER,
     OUTPUTS_HEADER,
@@ -84,7 +85,8 @@ class DeliverableAgent:
         files = Deliverables(workdir)
         prompt = deliverable_prompt(task, inputs, max_rounds=ctx.settings.max_rounds,
                                     inline_chars=self.inline_chars)
-        end = await code_loop(prompt, inputs, ctx, files, rec)
+        end = await code_loop(prompt, inputs, ctx, files, rec,
+                              final_note=FINAL_NOTE.format(max_rounds=ctx.settings.max_rounds))
         sub = DeliverableSubmission(
             id=task.id, response=end.answer, files=files.records(),
             files_dir=os.path.relpath(files.result, ctx.run_dir), rounds=end.rounds, stop=end.stop)

@@ -30,3 +30,5 @@ OUTPUTS_HEADER = "Required output files (save them under /mnt/result/):"
 INPUTS_HEADER = "Input files (read-only, under /mnt/data/):"
 INLINE_HEADER = "Their contents, normalised to text (spreadsheets as annotated TSV):"
 TRUNCATED = "[... truncated: read the file with execute_code for the rest]"
+FINAL_NOTE = ("The execute_code budget ({max_rounds} calls) is spent: no more code runs. Write the final "
+              "deliverable now, in markdown, from what you have found, without a tool call.")
