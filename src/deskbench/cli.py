@@ -446,12 +446,14 @@ from deskbench.sandbox.cli import register as register_sandbox  # noqa: E402
 from deskbench.scoring.rubric_cli import register as register_rubric  # noqa: E402
 from deskbench.scoring.sheets_cli import register as register_compare  # noqa: E402
 from deskbench.scoring.verify_cli import register as register_verify  # noqa: E402
+from deskbench.web.cli import register as register_serve  # noqa: E402
 
 register_diagnose(app)
 register_sandbox(app)
 register_compare(app)
 register_rubric(app)
 register_verify(app)
+register_serve(app)
 
 
 @generate_app.command("docqa")

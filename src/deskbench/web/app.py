@@ -1,0 +1,363 @@
+"""`create_app(corpus_dir, tasks_file, run_dir)`: the docqa human baseline (MADQA Appendix C.2).
+
+Screens are rendered on the server (Jinja2); the only assets are static/app.css and app.js, served
+from a fixed table (no path reaches the filesystem). Every POST carries the session's CSRF token.
+Every action (search, page view, citation, answer) is written at once to the run directory's
+SQLite (web_work + web_actions); submit records the finished Episode in the run store as system
+`human:<name>` (or `human-oracle:<name>` with oracle=True: the gold evidence pages replace search).
+"""
+
+from __future__ import annotations
+
+import hmac
+import secrets
+import time
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+from urllib.parse import parse_qs
+
+import jinja2
+from fastapi import FastAPI, HTTPException, Request
+from fastapi.responses import HTMLResponse, RedirectResponse, Response
+from pydantic import TypeAdapter
+
+from deskbench.corpus import Corpus
+from deskbench.corpus.images import ImageSpec
+from deskbench.errors import QuerySyntaxError, UserError
+from deskbench.models.types import Usage as RunUsage
+from deskbench.runs.store import Episode, RunStore, now
+from deskbench.tasks.docqa import (
+    AnswerStep,
+    Citation,
+    DocQASubmission,
+    DocQATask,
+    TrajectoryStep,
+    Usage,
+    read_tasks,
+)
+from deskbench.web.store import Session, WebStore
+
+HERE = Path(__file__).resolve().parent
+SESSION_COOKIE = "deskbench_session"
+LOGIN_COOKIE = "deskbench_login"
+MAX_BODY = 64 * 1024
+SIZES = {"thumb": ImageSpec(dpi=40), "view": ImageSpec(dpi=110)}
+STATIC = {"app.css": "text/css; charset=utf-8", "app.js": "text/javascript; charset=utf-8"}
+CSP = ("default-src 'none'; img-src 'self'; style-src 'self'; script-src 'self'; connect-src 'self'; "
+       "form-action 'self'; frame-ancestors 'none'; base-uri 'none'")
+_STEPS = TypeAdapter(list[TrajectoryStep])
+
+
+def system_name(user: str, oracle: bool) -> str:
+    return f"{'human-oracle' if oracle else 'human'}:{user}"
+
+
+def _seconds(a: str, b: str) -> float:
+    return max(0.0, (datetime.fromisoformat(b) - datetime.fromisoformat(a)).total_seconds())
+
+
+def safe_doc_id(doc: str) -> bool:
+    """A document id as the corpus names it: a bare file name, never a path."""
+    return bool(doc) and len(doc) <= 512 and not any(c in doc for c in "/\\\x00") \
+        and not doc.startswith(".") and ":" not in doc[:3]
+
+
+def create_app(corpus_dir: Path | str, tasks_file: Path | str, run_dir: Path | str, *,
+               oracle: bool = False, top_k: int = 5) -> FastAPI:
+    corpus_root = Path(corpus_dir).resolve()
+    corpus = Corpus.open(corpus_root)
+    tasks: list[DocQATask] = read_tasks(Path(tasks_file)).items
+    if not tasks:
+        raise UserError(f"{tasks_file} holds no docqa tasks")
+    run = RunStore(Path(run_dir))
+    run.save_tasks(tasks)
+    web = WebStore(Path(run_dir))
+    env = jinja2.Environment(loader=jinja2.FileSystemLoader(HERE / "templates"),
+                             autoescape=True, undefined=jinja2.StrictUndefined)
+    app = FastAPI(title="deskbench", docs_url=None, redoc_url=None, openapi_url=None)
+    app.state.corpus, app.state.run, app.state.web = corpus, run, web
+
+    @app.middleware("http")
+    async def headers(request: Request, call_next):  # noqa: ANN001, ANN202
+        response = await call_next(request)
+        response.headers["Content-Security-Policy"] = CSP
+        response.headers["X-Content-Type-Options"] = "nosniff"
+        response.headers["Referrer-Policy"] = "no-referrer"
+        response.headers.setdefault("Cache-Control", "no-store")
+        return response
+
+    # -- helpers --------------------------------------------------------------------------
+
+    def render(name: str, status: int = 200, **ctx: Any) -> HTMLResponse:
+        return HTMLResponse(env.get_template(name).render(oracle=oracle, **ctx), status_code=status)
+
+    def session(request: Request) -> Session:
+        s = web.session(request.cookies.get(SESSION_COOKIE))
+        if s is None:
+            if request.method == "GET" and "text/html" in request.headers.get("accept", ""):
+                raise HTTPException(303, headers={"Location": "/login"})
+            raise HTTPException(401, "log in first")
+        return s
+
+    async def form(request: Request) -> dict[str, str]:
+        body = await request.body()
+        if len(body) > MAX_BODY:
+            raise HTTPException(413, "form too large")
+        try:
+            parsed = parse_qs(body.decode(), keep_blank_values=True, max_num_fields=50)
+        except (UnicodeDecodeError, ValueError) as exc:
+            raise HTTPException(400, "bad form") from exc
+        return {k: v[0] for k, v in parsed.items()}
+
+    async def posted(request: Request) -> tuple[Session, dict[str, str]]:
+        """The session and form of a POST, after the CSRF check."""
+        s = session(request)
+        data = await form(request)
+        if not hmac.compare_digest(data.get("csrf", ""), s.csrf):
+            raise HTTPException(403, "missing or wrong CSRF token")
+        return s, data
+
+    def task_at(n: int) -> DocQATask:
+        if not 1 <= n <= len(tasks):
+            raise HTTPException(404, "no such question")
+        return tasks[n - 1]
+
+    def submitted(system: str) -> set[str]:
+        return {t for t, a in run.done(system) if a == 0}
+
+    def fresh_state(task: DocQATask) -> dict[str, Any]:
+        state: dict[str, Any] = {"started_at": now(), "query": "", "results": [], "error": None,
+                                 "viewer": None, "citations": [], "draft": "", "searches": [],
+                                 "submitted": False}
+        if oracle:
+            state["results"] = [{"document": e.document, "page": e.page, "snippet": ""} for e in task.evidence]
+        return state
+
+    def load(system: str, task: DocQATask) -> dict[str, Any]:
+        state = web.state(system, task.id)
+        if state is None:
+            state = fresh_state(task)
+            web.save(system, task.id, state)
+        return state
+
+    def open_work(request: Request, s: Session, n: int) -> tuple[DocQATask, str, dict[str, Any]]:
+        task = task_at(n)
+        system = system_name(s.user, oracle)
+        state = load(system, task)
+        if state["submitted"] or task.id in submitted(system):
+            raise HTTPException(409, "this question is already submitted")
+        return task, system, state
+
+    def page_ref(data: dict[str, str]) -> tuple[str, int]:
+        doc = data.get("document", "")
+        if not safe_doc_id(doc):
+            raise HTTPException(400, "bad document id")
+        record = corpus.store.document(doc)
+        if record is None:
+            raise HTTPException(404, "no such document")
+        try:
+            page = int(data.get("page", ""))
+        except ValueError as exc:
+            raise HTTPException(400, "page must be a number") from exc
+        return doc, min(max(page, 1), record.page_count)
+
+    def back(n: int) -> RedirectResponse:
+        return RedirectResponse(f"/q/{n}", status_code=303)
+
+    # -- static and login -----------------------------------------------------------------
+
+    @app.get("/static/{name}")
+    def static(name: str) -> Response:
+        if name not in STATIC:  # a fixed table: no name reaches the filesystem
+            raise HTTPException(404)
+        return Response((HERE / "static" / name).read_bytes(), media_type=STATIC[name],
+                        headers={"Cache-Control": "private, max-age=300"})
+
+    @app.get("/favicon.ico")
+    def favicon() -> Response:  # browsers ask for it; nothing to send
+        return Response(status_code=204)
+
+    def login_page(status: int = 200, error: str = "") -> HTMLResponse:
+        token = secrets.token_urlsafe(24)
+        response = render("login.html", status, csrf=token, error=error, user=None)
+        response.set_cookie(LOGIN_COOKIE, token, httponly=True, samesite="strict", path="/login")
+        return response
+
+    @app.get("/login")
+    def login_form() -> HTMLResponse:
+        return login_page()
+
+    @app.post("/login")
+    async def login(request: Request) -> Response:
+        data = await form(request)
+        expected = request.cookies.get(LOGIN_COOKIE, "")
+        if not expected or not hmac.compare_digest(data.get("csrf", ""), expected):
+            raise HTTPException(403, "missing or wrong CSRF token; reload the login page")
+        made = web.login(data.get("token", ""))
+        if made is None:
+            return login_page(401, "That token is not valid.")
+        response = RedirectResponse("/", status_code=303)
+        response.set_cookie(SESSION_COOKIE, made[0], httponly=True, samesite="strict", path="/")
+        response.delete_cookie(LOGIN_COOKIE, path="/login")
+        return response
+
+    @app.post("/logout")
+    async def logout(request: Request) -> Response:
+        await posted(request)
+        web.logout(request.cookies.get(SESSION_COOKIE, ""))
+        response = RedirectResponse("/login", status_code=303)
+        response.delete_cookie(SESSION_COOKIE, path="/")
+        return response
+
+    # -- screens --------------------------------------------------------------------------
+
+    @app.get("/", response_class=HTMLResponse)
+    def question_list(request: Request) -> HTMLResponse:
+        s = session(request)
+        system = system_name(s.user, oracle)
+        done = submitted(system)
+        rows = []
+        for n, t in enumerate(tasks, 1):
+            status = "done" if t.id in done else ("started" if web.state(system, t.id) else "todo")
+            rows.append({"n": n, "id": t.id, "question": t.question, "status": status})
+        return render("tasks.html", rows=rows, user=s.user, csrf=s.csrf,
+                      done=sum(r["status"] == "done" for r in rows), total=len(rows))
+
+    @app.get("/q/{n}", response_class=HTMLResponse)
+    def question(request: Request, n: int) -> HTMLResponse:
+        s = session(request)
+        task = task_at(n)
+        system = system_name(s.user, oracle)
+        state = load(system, task)
+        done = submitted(system)
+        viewer = None
+        if state["viewer"]:
+            doc, page = state["viewer"]
+            record = corpus.store.document(doc)
+            if record is not None:
+                viewer = {"document": doc, "page": page, "pages": record.page_count,
+                          "cited": [doc, page] in state["citations"]}
+        episode = None
+        if task.id in done:
+            episode = next((e for e in run.episodes(system) if e.task_id == task.id and e.attempt == 0), None)
+        return render("question.html", user=s.user, csrf=s.csrf, n=n, total=len(tasks), task=task,
+                      state=state, viewer=viewer, submitted=task.id in done, episode=episode,
+                      done=len(done), next_n=n + 1 if n < len(tasks) else None)
+
+    # -- actions: each one saved at once --------------------------------------------------
+
+    @app.post("/q/{n}/search")
+    async def search(request: Request, n: int) -> Response:
+        s, data = await posted(request)
+        if oracle:
+            raise HTTPException(404, "oracle mode shows the evidence pages; there is no search")
+        task, system, state = open_work(request, s, n)
+        query = data.get("query", "").strip()[:500]
+        if not query:
+            return back(n)
+        start = time.monotonic()
+        result: dict[str, Any]
+        try:
+            hits = corpus.search(query, k=top_k)
+            state["results"] = [{"document": h.document, "page": h.page, "snippet": h.snippet} for h in hits]
+            state["error"] = None
+            result = {"pages": [[h.document, h.page] for h in hits]}
+        except QuerySyntaxError as exc:
+            state["results"], state["error"] = [], str(exc)
+            result = {"pages": [], "error": str(exc)}
+        state["query"] = query
+        state["searches"].append(query)
+        step = {"kind": "tool_call", "name": "search_documents", "arguments": {"query": query},
+                "result": result, "seconds": round(time.monotonic() - start, 4)}
+        web.save(system, task.id, state, step)
+        return back(n)
+
+    @app.post("/q/{n}/view")
+    async def view(request: Request, n: int) -> Response:
+        s, data = await posted(request)
+        task, system, state = open_work(request, s, n)
+        doc, page = page_ref(data)
+        state["viewer"] = [doc, page]
+        web.save(system, task.id, state, {"kind": "page_view", "document": doc, "page": page})
+        return back(n)
+
+    @app.post("/q/{n}/cite")
+    async def cite(request: Request, n: int) -> Response:
+        s, data = await posted(request)
+        task, system, state = open_work(request, s, n)
+        doc, page = page_ref(data)
+        ref = [doc, page]
+        if data.get("op") == "remove":
+            if ref in state["citations"]:
+                state["citations"].remove(ref)
+                web.save(system, task.id, state, {"kind": "citation_removed", "document": doc, "page": page})
+        elif ref not in state["citations"]:
+            state["citations"].append(ref)
+            web.save(system, task.id, state, {"kind": "citation_added", "document": doc, "page": page})
+        return back(n)
+
+    @app.post("/q/{n}/draft")
+    async def draft(request: Request, n: int) -> Response:
+        s, data = await posted(request)
+        task, system, state = open_work(request, s, n)
+        state["draft"] = data.get("answer", "")[:20_000]
+        web.save(system, task.id, state)
+        return Response(status_code=204) if request.headers.get("x-deskbench") == "autosave" else back(n)
+
+    @app.post("/q/{n}/submit")
+    async def submit(request: Request, n: int) -> Response:
+        s, data = await posted(request)
+        task, system, state = open_work(request, s, n)
+        text = data.get("answer", "")[:20_000]
+        state["draft"] = text
+        answer = [line.strip() for line in text.splitlines() if line.strip()]
+        if not answer:
+            state["error"] = "Write an answer (one item per line) before submitting."
+            web.save(system, task.id, state)
+            return back(n)
+        citations = [Citation(document=d, page=p) for d, p in state["citations"]]
+        state["submitted"] = True
+        at = web.save(system, task.id, state, AnswerStep(answer=answer, citations=citations).model_dump())
+        actions = web.actions(system, task.id)
+        steps = []
+        for i, (when, step) in enumerate(actions):
+            if step["kind"] == "page_view":  # dwell: until the next action
+                step = {**step, "seconds": round(_seconds(when, actions[i + 1][0]), 3) if i + 1 < len(actions) else 0.0}
+            if step["kind"] == "tool_call":
+                step = {**step, "result": {**step["result"], "at": when}}
+            steps.append(step)
+        trajectory = _STEPS.validate_python(steps)
+        seconds = round(_seconds(state["started_at"], at), 3)
+        submission = DocQASubmission(
+            id=task.id, question=task.question, answer=answer, citations=citations,
+            search_history=list(state["searches"]), iterations=len(state["searches"]),
+            usage=Usage(seconds=seconds))
+        run.record(Episode(task_id=task.id, system=system, status="ok", submission=submission,
+                           trajectory=trajectory, usage=RunUsage(seconds=seconds),
+                           started_at=state["started_at"], finished_at=at))
+        return back(n)
+
+    # -- page images: by (document id, page number) only ----------------------------------
+
+    @app.get("/page-image")
+    def page_image(request: Request, doc: str = "", page: int = 1, size: str = "thumb") -> Response:
+        session(request)
+        if size not in SIZES or not safe_doc_id(doc):
+            raise HTTPException(400, "bad image request")
+        record = corpus.store.document(doc)
+        if record is None:
+            raise HTTPException(404, "no such document")
+        try:  # the stored copy must resolve inside the corpus, symlinks included
+            resolved = (corpus_root / record.stored_path).resolve(strict=True)
+        except (OSError, RuntimeError) as exc:
+            raise HTTPException(404, "no such document") from exc
+        if not resolved.is_relative_to(corpus_root) or not resolved.is_file():
+            raise HTTPException(404, "no such document")
+        try:
+            data = corpus.page_image(doc, page, SIZES[size])
+        except UserError as exc:
+            raise HTTPException(404, "no such page") from exc
+        return Response(data, media_type="image/png", headers={"Cache-Control": "private, max-age=3600"})
+
+    return app
