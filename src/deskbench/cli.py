@@ -219,10 +219,11 @@ def score(
     judge_cache: Annotated[Path | None, typer.Option(help="Judge response cache (SQLite).")] = None,
     no_cache: Annotated[bool, typer.Option("--no-cache", help="Do not cache judge responses.")] = False,
     concurrency: Annotated[int, typer.Option(help="Judge calls in flight at once.")] = 16,
-    q0: Annotated[float, typer.Option(help="Judge specificity, for bias correction.")] = 1.0,
-    q1: Annotated[float, typer.Option(help="Judge sensitivity, for bias correction.")] = 0.98,
-    m0: Annotated[int, typer.Option(help="Calibration items judged incorrect by humans.")] = 48,
-    m1: Annotated[int, typer.Option(help="Calibration items judged correct by humans.")] = 152,
+    q0: Annotated[float | None, typer.Option(help="Judge specificity, for bias correction [default: 1.0].")] = None,
+    q1: Annotated[float | None, typer.Option(help="Judge sensitivity, for bias correction [default: 0.98].")] = None,
+    m0: Annotated[int | None, typer.Option(help="Calibration items judged incorrect by humans [default: 48].")] = None,
+    m1: Annotated[int | None, typer.Option(help="Calibration items judged correct by humans [default: 152].")] = None,
+    judge_calibration: Annotated[Path | None, typer.Option(help="q0, q1, m0, m1 from 'deskbench calibrate compute --json' output.")] = None,
     chart_judge: Annotated[str | None, typer.Option(help="analytics runs: vision judge for charts (default: --judge).")] = None,
     as_json: JsonOpt = False,
 ) -> None:
@@ -241,6 +242,13 @@ def score(
         raise UserError(f"--effort {effort!r} is not valid; use steps, tokens or seconds")
     if concurrency < 1:
         raise UserError(f"--concurrency {concurrency} is not valid; use 1 or more")
+    if judge_calibration is not None:
+        from deskbench.scoring.judge_calibration import read_calibration
+
+        if any(v is not None for v in (q0, q1, m0, m1)):
+            raise UserError("--judge-calibration sets q0, q1, m0, m1: drop --q0/--q1/--m0/--m1 or the calibration file")
+        q0, q1, m0, m1 = read_calibration(judge_calibration).for_score(str(judge_calibration))
+    q0, q1, m0, m1 = (1.0 if q0 is None else q0), (0.98 if q1 is None else q1), (48 if m0 is None else m0), (152 if m1 is None else m1)
     if q0 + q1 <= 1:
         raise UserError(f"--q0 {q0} plus --q1 {q1} must exceed 1: a judge no better than chance cannot be corrected")
     answer_judge = _make_judge(judge, judge_cache, no_cache, concurrency) if judge else None
@@ -443,6 +451,7 @@ from deskbench.analysis.cli import analyse_app  # noqa: E402
 app.add_typer(analyse_app, name="analyse")
 from deskbench.cli_deliverables import register as register_diagnose  # noqa: E402
 from deskbench.sandbox.cli import register as register_sandbox  # noqa: E402
+from deskbench.scoring.calibrate_cli import register as register_calibrate  # noqa: E402
 from deskbench.scoring.rubric_cli import register as register_rubric  # noqa: E402
 from deskbench.scoring.sheets_cli import register as register_compare  # noqa: E402
 from deskbench.scoring.verify_cli import register as register_verify  # noqa: E402
@@ -452,6 +461,7 @@ register_diagnose(app)
 register_sandbox(app)
 register_compare(app)
 register_rubric(app)
+register_calibrate(app)
 register_verify(app)
 register_serve(app)
 

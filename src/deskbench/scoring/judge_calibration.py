@@ -1,0 +1,359 @@
+"""Judge calibration (MADQA Appendix F.1): humans label a sample of (question, gold variants,
+prediction) items correct / incorrect; the judge's sensitivity q1 and specificity q0 on them,
+with the class counts m1, m0, feed the Rogan-Gladen correction of `deskbench score`.
+
+- q1 = P(judge says correct | human says correct) = tp / m1
+- q0 = P(judge says incorrect | human says incorrect) = tn / m0
+
+The judge is the scoring pipeline as `deskbench score --judge` runs it: an answer exact under
+ANLS* scores 1 without asking the model (verdict 1, source "exact"); the rest get the model's
+verdict 1 / 0.5 / 0. Items the judge could not score carry no verdict.
+
+Partial rule: a partial verdict (0.5) counts as half a "correct" and half an "incorrect" call:
+on a human-correct item it adds 0.5 to tp and 0.5 to fn, on a human-incorrect item 0.5 to fp and
+0.5 to tn. This is the rule that matches the scorer, where a partial adds 0.5 to the raw
+accuracy p, so E[p] = theta q1 + (1 - theta)(1 - q0) holds and Rogan-Gladen inverts it. tp, fn,
+tn, fp may therefore be halves; the partial items are counted (n_partial).
+
+Labels: one JSON object a line, {"item_id", "labeller", "label": "correct" | "incorrect",
+"timestamp"}. A labeller's latest label of an item replaces their earlier ones; an item whose
+labellers disagree is left out and counted (n_disagreed).
+
+Sampling: from the ok attempt-0 episodes of docqa run directories, with `random.Random(seed)`.
+With verdicts, the sample is stratified by verdict class (exact, correct, partial, incorrect)
+with proportional allocation (largest remainder, at least one item from every non-empty class),
+so the sample is self-weighting: q0 and q1 need no reweighting. Items the judge left unscored
+are not sampled.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import math
+import random
+from collections.abc import Iterable, Mapping, Sequence
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Literal, TypeVar
+
+from pydantic import BaseModel, Field, ValidationError, field_validator
+
+from deskbench.analysis.stats import wilson_interval
+from deskbench.errors import UserError
+from deskbench.tasks.jsonl import _describe
+
+PARTIAL_RULE = ("a partial verdict (0.5) counts half as a correct call and half as an incorrect one "
+                "(tp/fn or fp/tn += 0.5), as it adds 0.5 to the judged accuracy")
+
+VerdictSource = Literal["exact", "judge"]
+
+
+class CalibrationItem(BaseModel):
+    """One item to label: a system's answer to a question, and the judge's verdict when known."""
+
+    id: str  # "<run dir name>/<system>/<task id>"
+    task_id: str
+    run: str
+    system: str
+    question: str
+    answer_variants: list[list[str]]
+    prediction: list[str]
+    judge_verdict: float | None = None  # 1, 0.5 or 0; None when not judged (or unscored)
+    verdict_source: VerdictSource | None = None
+    judge: str | None = None
+    judge_reason: str | None = None
+
+    @field_validator("judge_verdict")
+    @classmethod
+    def _verdict(cls, v: float | None) -> float | None:
+        if v is not None and v not in (0.0, 0.5, 1.0):
+            raise ValueError("must be 1, 0.5 or 0")
+        return v
+
+
+class HumanLabel(BaseModel):
+    item_id: str
+    labeller: str = Field(min_length=1)
+    label: Literal["correct", "incorrect"]
+    timestamp: datetime = Field(default_factory=lambda: datetime.now(UTC))
+
+
+class Calibration(BaseModel):
+    """The judge's sensitivity q1 and specificity q0 on human labels (see the module docstring).
+    q1 (q0) is None when no labelled item is human-correct (incorrect)."""
+
+    q1: float | None
+    q0: float | None
+    q1_ci: tuple[float, float] | None
+    q0_ci: tuple[float, float] | None
+    m1: int
+    m0: int
+    tp: float
+    fn: float
+    tn: float
+    fp: float
+    n_partial: int
+    n_labelled: int  # items with a usable label and a verdict (= m0 + m1)
+    n_unlabelled: int
+    n_no_verdict: int  # labelled items the judge did not score
+    n_disagreed: int
+    judge: str | None = None
+    labellers: list[str] = Field(default_factory=list)
+    partial_rule: str = PARTIAL_RULE
+    ci_method: str = "Wilson score interval, 95%"
+
+    def for_score(self, source: str = "the calibration") -> tuple[float, float, int, int]:
+        """(q0, q1, m0, m1) for Rogan-Gladen, or a UserError saying what is missing."""
+        if self.q0 is None or self.q1 is None:
+            missing = "incorrect" if self.q0 is None else "correct"
+            raise UserError(f"{source} has no item a human labelled {missing}; label more items "
+                            "(both kinds are needed for q0 and q1)")
+        if self.q0 + self.q1 <= 1:
+            raise UserError(f"{source}: q0={self.q0:.3f} plus q1={self.q1:.3f} do not exceed 1: a judge no better "
+                            "than chance cannot be corrected; use a better judge")
+        return self.q0, self.q1, self.m0, self.m1
+
+
+# -- files -----------------------------------------------------------------------------------
+
+M = TypeVar("M", bound=BaseModel)
+
+
+def _read(path: Path, model: type[M], fix: str) -> list[tuple[int, M]]:
+    try:
+        data = path.read_bytes()
+    except FileNotFoundError:
+        raise UserError(f"{path}: no such file; check the path") from None
+    except IsADirectoryError:
+        raise UserError(f"{path} is a directory; give a JSON Lines file") from None
+    rows: list[tuple[int, M]] = []
+    for number, line in enumerate(data.splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            rows.append((number, model.model_validate_json(line)))
+        except ValidationError as exc:
+            raise UserError(f"{path}:{number}: {_describe(exc)}; {fix}") from None
+    return rows
+
+
+def read_items(path: Path) -> list[CalibrationItem]:
+    rows = _read(path, CalibrationItem, "give the -o file of 'deskbench calibrate sample'")
+    seen: set[str] = set()
+    for number, item in rows:
+        if item.id in seen:
+            raise UserError(f"{path}:{number}: field 'id': {item.id!r} appears twice; remove the repeat")
+        seen.add(item.id)
+    return [item for _, item in rows]
+
+
+def read_labels(path: Path, items: Iterable[CalibrationItem] | None = None) -> list[HumanLabel]:
+    """Labels from JSONL; with `items`, a label of an unknown item is an error naming its line."""
+    rows = _read(path, HumanLabel, 'fix the line: {"item_id": ..., "labeller": ..., '
+                                   '"label": "correct" | "incorrect", "timestamp": ISO 8601}')
+    if items is not None:
+        known = {i.id for i in items}
+        for number, label in rows:
+            if label.item_id not in known:
+                raise UserError(f"{path}:{number}: field 'item_id': {label.item_id!r} is not an item of the "
+                                "items file; label only items of that sample")
+    return [label for _, label in rows]
+
+
+def write_items(path: Path, items: Sequence[CalibrationItem]) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        with path.open("w", encoding="utf-8") as fh:
+            for item in items:
+                fh.write(item.model_dump_json() + "\n")
+    except OSError as exc:
+        raise UserError(f"cannot write {path}: {exc.strerror or exc}; choose another -o path") from None
+
+
+def read_calibration(path: Path) -> Calibration:
+    """The JSON of 'deskbench calibrate compute --json'."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (FileNotFoundError, IsADirectoryError):
+        raise UserError(f"{path}: no such file; give the JSON of 'deskbench calibrate compute --json'") from None
+    try:
+        return Calibration.model_validate_json(text)
+    except ValidationError as exc:
+        raise UserError(f"{path}: {_describe(exc)}; give the JSON of 'deskbench calibrate compute --json'") from None
+
+
+# -- the q's ---------------------------------------------------------------------------------
+
+
+def resolve_labels(labels: Sequence[HumanLabel]) -> tuple[dict[str, bool], int]:
+    """item id -> human says correct, and the number of items left out because labellers
+    disagree. A labeller's latest label of an item replaces their earlier ones."""
+    latest: dict[tuple[str, str], HumanLabel] = {}
+    for label in labels:
+        key = (label.item_id, label.labeller)
+        if key not in latest or label.timestamp >= latest[key].timestamp:
+            latest[key] = label
+    per_item: dict[str, set[str]] = {}
+    for (item_id, _), label in latest.items():
+        per_item.setdefault(item_id, set()).add(label.label)
+    agreed = {i: next(iter(v)) == "correct" for i, v in per_item.items() if len(v) == 1}
+    return agreed, len(per_item) - len(agreed)
+
+
+def calibration(
+    labels: Sequence[HumanLabel], verdicts: Mapping[str, float | None], *, judge: str | None = None
+) -> Calibration:
+    """q1, q0 (with Wilson intervals) and the confusion counts from human labels and the judge's
+    verdicts (item id -> 1, 0.5, 0 or None); see the module docstring for the partial rule."""
+    human, disagreed = resolve_labels(labels)
+    tp = fn = tn = fp = 0.0
+    m0 = m1 = n_partial = no_verdict = 0
+    for item_id, correct in human.items():
+        v = verdicts.get(item_id)
+        if v is None:
+            no_verdict += 1
+            continue
+        n_partial += v == 0.5
+        if correct:
+            m1 += 1
+            tp, fn = tp + v, fn + (1 - v)
+        else:
+            m0 += 1
+            fp, tn = fp + v, tn + (1 - v)
+    q1 = tp / m1 if m1 else None
+    q0 = tn / m0 if m0 else None
+    return Calibration(
+        q1=q1, q0=q0,
+        q1_ci=wilson_interval(tp, m1) if m1 else None,
+        q0_ci=wilson_interval(tn, m0) if m0 else None,
+        m1=m1, m0=m0, tp=tp, fn=fn, tn=tn, fp=fp, n_partial=n_partial,
+        n_labelled=m0 + m1,
+        n_unlabelled=len(set(verdicts) - {label.item_id for label in labels}),
+        n_no_verdict=no_verdict, n_disagreed=disagreed, judge=judge,
+        labellers=sorted({label.labeller for label in labels}),
+    )
+
+
+def calibration_of(items: Sequence[CalibrationItem], labels: Sequence[HumanLabel]) -> Calibration:
+    judges = sorted({i.judge for i in items if i.judge})
+    return calibration(labels, {i.id: i.judge_verdict for i in items}, judge=", ".join(judges) or None)
+
+
+# -- sampling --------------------------------------------------------------------------------
+
+
+def collect_items(run_dirs: Sequence[Path], system: str | None = None) -> list[CalibrationItem]:
+    """Every ok attempt-0 docqa answer of the runs (no verdicts), in a stable order."""
+    from deskbench.runs.runner import run_submissions
+    from deskbench.runs.store import RunStore
+
+    names: dict[str, Path] = {}
+    items: list[CalibrationItem] = []
+    for run_dir in run_dirs:
+        if run_dir.name in names:
+            raise UserError(f"two run directories are named {run_dir.name!r} ({names[run_dir.name]}, {run_dir}); "
+                            "item ids use the directory name: rename one")
+        names[run_dir.name] = run_dir
+        store = RunStore(run_dir, create=False)
+        if store.track() != "docqa":
+            raise UserError(f"{run_dir} is a {store.track()} run; judge calibration needs docqa runs")
+        tasks = {t.id: t for t in store.tasks()}
+        for name in sorted(store.systems()):
+            if system is not None and name != system:
+                continue
+            subs, _ = run_submissions(store, name)
+            for sub in sorted(subs, key=lambda s: s.id):
+                task = tasks.get(sub.id)
+                if task is None:
+                    continue
+                items.append(CalibrationItem(
+                    id=f"{run_dir.name}/{name}/{task.id}", task_id=task.id, run=run_dir.name, system=name,
+                    question=task.question, answer_variants=task.answer_variants, prediction=list(sub.answer)))
+    if not items:
+        raise UserError(f"no answered docqa items in {', '.join(str(d) for d in run_dirs)}"
+                        f"{f' for system {system!r}' if system else ''}; run 'deskbench run' first")
+    return items
+
+
+def judge_items(items: Sequence[CalibrationItem], judge: object) -> list[CalibrationItem]:
+    """The items with the scorer's verdict: exact under ANLS* -> 1 ("exact", the judge is not
+    asked, as in `deskbench score --judge`), else the judge's 1 / 0.5 / 0 (None if unscored)."""
+    from deskbench.scoring.answer import anls_star
+    from deskbench.scoring.docqa import _judge_all
+
+    name = getattr(judge, "name", None)
+    exact = [anls_star(i.prediction, i.answer_variants) == 1.0 for i in items]
+    to_judge = [i for i, e in zip(items, exact, strict=True) if not e]
+
+    class _Task:  # what _judge_all reads of a task and a submission
+        def __init__(self, item: CalibrationItem) -> None:
+            self.question, self.answer_variants, self.answer = item.question, item.answer_variants, item.prediction
+
+    pairs = [(_Task(i), _Task(i)) for i in to_judge]
+    judged = asyncio.run(_judge_all(judge, pairs)) if pairs else []  # type: ignore[arg-type]
+    by_id = {i.id: j for i, j in zip(to_judge, judged, strict=True)}
+    out = []
+    for item, is_exact in zip(items, exact, strict=True):
+        if is_exact:
+            out.append(item.model_copy(update={"judge_verdict": 1.0, "verdict_source": "exact", "judge": name,
+                                               "judge_reason": "exact match (ANLS* = 1): the judge is not asked"}))
+            continue
+        j = by_id[item.id]
+        out.append(item.model_copy(update={"judge_verdict": j.score, "verdict_source": "judge", "judge": name,
+                                           "judge_reason": j.reasoning or j.error}))
+    return out
+
+
+def _stratum(item: CalibrationItem) -> str:
+    if item.verdict_source == "exact":
+        return "exact"
+    return {1.0: "correct", 0.5: "partial", 0.0: "incorrect"}[item.judge_verdict]  # type: ignore[index]
+
+
+def _allocate(sizes: Mapping[str, int], n: int) -> dict[str, int]:
+    """Proportional allocation of n over the strata (largest remainder), at least one each."""
+    total = sum(sizes.values())
+    if n >= total:
+        return dict(sizes)
+    quota = {k: n * s / total for k, s in sizes.items()}
+    alloc = {k: min(s, max(1, math.floor(quota[k]))) for k, s in sizes.items()}
+    order = sorted(sizes, key=lambda k: (-(quota[k] - math.floor(quota[k])), k))
+    while sum(alloc.values()) < n:
+        grew = False
+        for k in order:
+            if sum(alloc.values()) < n and alloc[k] < sizes[k]:
+                alloc[k] += 1
+                grew = True
+        if not grew:
+            break
+    while sum(alloc.values()) > n:  # the at-least-one floor overshot: take from the largest
+        k = max((k for k in alloc if alloc[k] > 1), key=lambda k: (alloc[k], k))
+        alloc[k] -= 1
+    return alloc
+
+
+def sample_items(items: Sequence[CalibrationItem], n: int = 200, seed: int = 0) -> list[CalibrationItem]:
+    """A deterministic sample of n items (all of them if fewer). Items with verdicts are stratified
+    by verdict class (proportional allocation, self-weighting); items the judge left unscored are
+    not sampled. Without verdicts, a simple random sample. Output is sorted by id."""
+    if n < 1:
+        raise UserError(f"--n {n} is not valid; use 1 or more")
+    rng = random.Random(seed)
+    pool = sorted(items, key=lambda i: i.id)
+    judged = [i for i in pool if i.verdict_source is not None]
+    if not judged:
+        return sorted(rng.sample(pool, min(n, len(pool))), key=lambda i: i.id)
+    usable = [i for i in judged if i.judge_verdict is not None]
+    strata: dict[str, list[CalibrationItem]] = {}
+    for item in usable:
+        strata.setdefault(_stratum(item), []).append(item)
+    alloc = _allocate({k: len(v) for k, v in sorted(strata.items())}, n)
+    chosen: list[CalibrationItem] = []
+    for k in sorted(strata):
+        chosen += rng.sample(strata[k], alloc[k])
+    return sorted(chosen, key=lambda i: i.id)
+
+
+def calibration_json(cal: Calibration) -> str:
+    return json.dumps(cal.model_dump(mode="json"), indent=2)
