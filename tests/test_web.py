@@ -299,3 +299,35 @@ def test_oracle_mode_shows_the_evidence_instead_of_search(setup: dict, tmp_path:
     [episode] = RunStore(run_dir, create=False).episodes("human-oracle:dora")
     assert episode.submission.iterations == 0 and episode.submission.answer == ["Bell 412"]
     assert [s.kind for s in episode.trajectory] == ["page_view", "citation_added", "answer"]
+
+
+def test_serve_command_binds_localhost(setup: dict) -> None:
+    import socket
+    import subprocess
+    import sys
+
+    proc = run_cli("serve", "--corpus", str(setup["root"] / "corpus"))
+    assert proc.returncode != 0 and "--tasks" in proc.stderr and "--out" in proc.stderr
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    server = subprocess.Popen(
+        [sys.executable, "-m", "deskbench.cli", "serve", "--corpus", str(setup["root"] / "corpus"),
+         "--tasks", str(setup["tasks"]), "--out", str(setup["run"]), "--port", str(port)],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                status, _, html = Client(port).request("GET", "/login")
+                break
+            except OSError:
+                assert server.poll() is None and time.monotonic() < deadline, "deskbench serve did not start"
+                time.sleep(0.1)
+        assert status == 200 and 'name="token"' in html
+        if shutil.which("ss"):  # the local address column: 127.0.0.1 only
+            rows = subprocess.run(["ss", "-ltnH", f"sport = :{port}"], capture_output=True, text=True).stdout
+            assert [r.split()[3] for r in rows.splitlines()] == [f"127.0.0.1:{port}"], rows
+    finally:
+        server.terminate()
+        server.wait(10)
