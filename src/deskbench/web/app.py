@@ -64,7 +64,7 @@ def safe_doc_id(doc: str) -> bool:
 
 
 def create_app(corpus_dir: Path | str, tasks_file: Path | str, run_dir: Path | str, *,
-               oracle: bool = False, top_k: int = 5) -> FastAPI:
+               oracle: bool = False, top_k: int = 5, calibration: Path | str | None = None) -> FastAPI:
     corpus_root = Path(corpus_dir).resolve()
     corpus = Corpus.open(corpus_root)
     tasks: list[DocQATask] = read_tasks(Path(tasks_file)).items
@@ -360,4 +360,7 @@ def create_app(corpus_dir: Path | str, tasks_file: Path | str, run_dir: Path | s
             raise HTTPException(404, "no such page") from exc
         return Response(data, media_type="image/png", headers={"Cache-Control": "private, max-age=3600"})
 
+    if calibration is not None:  # judge calibration screens: web/calibration.py
+        from deskbench.web.calibration import mount
+        mount(app, Path(calibration), Path(run_dir), render=render, session=session, posted=posted)
     return app

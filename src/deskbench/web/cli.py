@@ -24,6 +24,7 @@ def register(app: typer.Typer) -> None:
         port: Annotated[int, typer.Option(help="Port.")] = 8765,
         oracle: Annotated[bool, typer.Option("--oracle", help="Show the gold evidence pages instead of search (system human-oracle:NAME).")] = False,
         top_k: Annotated[int, typer.Option(help="Pages per search (the agents' default is 5).")] = 5,
+        calibration: Annotated[Path | None, typer.Option(help="Items JSONL of 'deskbench calibrate sample --judge': adds the /calibration labelling screens.")] = None,
     ) -> None:
         """Serve the annotation app: deskbench serve --corpus DIR --tasks T.jsonl --out RUNDIR.
         Create annotators first with: deskbench serve add-user NAME --out RUNDIR."""
@@ -41,7 +42,7 @@ def register(app: typer.Typer) -> None:
         from deskbench.web.store import WebStore
 
         assert corpus and tasks and out
-        web_app = create_app(corpus, tasks, out, oracle=oracle, top_k=top_k)
+        web_app = create_app(corpus, tasks, out, oracle=oracle, top_k=top_k, calibration=calibration)
         users = WebStore(out).users()
         if not users:
             typer.echo(f"warning: no users yet; create one with: deskbench serve add-user NAME --out {out}", err=True)
