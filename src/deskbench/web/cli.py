@@ -10,6 +10,13 @@ import typer
 from deskbench.errors import UserError
 
 
+def _deliverables_run(out: Path) -> bool:
+    """A deliverables run directory: served without --corpus/--tasks, for rubric grading."""
+    from deskbench.runs.store import RunStore
+
+    return (out / RunStore.FILENAME).is_file() and RunStore(out, create=False).track() == "deliverables"
+
+
 def register(app: typer.Typer) -> None:
     serve_app = typer.Typer(
         help="The web app for people: the docqa human baseline (search, page viewer, citations, answers).")
@@ -30,6 +37,10 @@ def register(app: typer.Typer) -> None:
         Create annotators first with: deskbench serve add-user NAME --out RUNDIR."""
         if ctx.invoked_subcommand is not None:
             return
+        if out is not None and corpus is None and tasks is None and _deliverables_run(out):
+            from deskbench.web.grading import serve_grading
+
+            return serve_grading(out, host, port)
         missing = [flag for flag, v in (("--corpus", corpus), ("--tasks", tasks), ("--out", out)) if v is None]
         if missing:
             raise UserError(f"deskbench serve needs {', '.join(missing)}: "

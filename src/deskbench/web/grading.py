@@ -1,0 +1,342 @@
+"""`create_grading_app(run_dir)`: rubric grading and QC of a deliverables run (issue 9 item 2).
+
+A grader sees the task prompt, the response, the produced files (their text, and a download
+served only by (episode, file name) looked up in the submission's file list) and the verifier
+results, and scores DI/AR/RF/EP/FD 0-3, each with a justification, with the Table 19 anchors on
+screen; the grade is a RubricGrade(source="human", grader=<user>) in the GradeStore. A QC
+reviewer (not the grader) confirms or edits each cell, or rejects (returns) the row; each action
+is a QCAction (validated with qc_problem) and the final grade (apply_qc) is shown.
+Login, sessions and CSRF are the docqa app's (WebStore tokens; every POST carries the token).
+"""
+
+from __future__ import annotations
+
+import hmac
+import secrets
+from pathlib import Path
+from typing import Any
+from urllib.parse import parse_qs, urlencode
+
+import jinja2
+from fastapi import FastAPI, HTTPException, Request
+from fastapi.responses import HTMLResponse, RedirectResponse, Response
+
+from deskbench.errors import UserError
+from deskbench.runs.grades import GradeStore
+from deskbench.runs.store import Episode, RunStore
+from deskbench.scoring.rubric import CriterionGrade, RubricGrade
+from deskbench.scoring.rubric_qc import QCAction, qc_problem, score0_mismatches
+from deskbench.tasks.deliverables import RUBRIC_CODES, DeliverableSubmission, DeliverableTask
+from deskbench.web.app import CSP, HERE, LOGIN_COOKIE, MAX_BODY, SESSION_COOKIE, STATIC
+from deskbench.web.store import Session, WebStore
+
+FILE_TEXT_CAP = 20_000
+Key = tuple[str, str, int]
+
+
+def create_grading_app(run_dir: Path | str) -> FastAPI:
+    root = Path(run_dir).resolve()
+    runs = RunStore(root, create=False)
+    if runs.track() != "deliverables":
+        raise UserError(f"{root} is a {runs.track()} run; rubric grading needs a deliverables run")
+    grades = GradeStore(root)
+    web = WebStore(root)
+    env = jinja2.Environment(loader=jinja2.FileSystemLoader(HERE / "templates"),
+                             autoescape=True, undefined=jinja2.StrictUndefined)
+    app = FastAPI(title="deskbench grading", docs_url=None, redoc_url=None, openapi_url=None)
+    app.state.grades, app.state.web = grades, web
+
+    @app.middleware("http")
+    async def headers(request: Request, call_next):  # noqa: ANN001, ANN202
+        response = await call_next(request)
+        response.headers["Content-Security-Policy"] = CSP
+        response.headers["X-Content-Type-Options"] = "nosniff"
+        response.headers["Referrer-Policy"] = "no-referrer"
+        response.headers.setdefault("Cache-Control", "no-store")
+        return response
+
+    # -- helpers --------------------------------------------------------------------------
+
+    def render(name: str, status: int = 200, **ctx: Any) -> HTMLResponse:
+        return HTMLResponse(env.get_template(name).render(oracle=False, **ctx), status_code=status)
+
+    def session(request: Request) -> Session:
+        s = web.session(request.cookies.get(SESSION_COOKIE))
+        if s is None:
+            if request.method == "GET" and "text/html" in request.headers.get("accept", ""):
+                raise HTTPException(303, headers={"Location": "/login"})
+            raise HTTPException(401, "log in first")
+        return s
+
+    async def form(request: Request) -> dict[str, str]:
+        body = await request.body()
+        if len(body) > MAX_BODY:
+            raise HTTPException(413, "form too large")
+        try:
+            parsed = parse_qs(body.decode(), keep_blank_values=True, max_num_fields=50)
+        except (UnicodeDecodeError, ValueError) as exc:
+            raise HTTPException(400, "bad form") from exc
+        return {k: v[0] for k, v in parsed.items()}
+
+    async def posted(request: Request) -> tuple[Session, dict[str, str]]:
+        s = session(request)
+        data = await form(request)
+        if not hmac.compare_digest(data.get("csrf", ""), s.csrf):
+            raise HTTPException(403, "missing or wrong CSRF token")
+        return s, data
+
+    def gradable() -> dict[Key, Episode]:
+        return {k: e for k, e in sorted(grades.episodes().items())
+                if e.status == "ok" and isinstance(e.submission, DeliverableSubmission)}
+
+    def episode_of(data: dict[str, str]) -> tuple[Key, Episode, DeliverableSubmission, DeliverableTask]:
+        try:
+            key = (data.get("task", ""), data.get("system", ""), int(data.get("attempt", "0")))
+        except ValueError as exc:
+            raise HTTPException(400, "attempt must be a number") from exc
+        ep = gradable().get(key)
+        task = grades.tasks().get(key[0])
+        if ep is None or task is None:
+            raise HTTPException(404, "no such episode to grade")
+        assert isinstance(ep.submission, DeliverableSubmission)
+        return key, ep, ep.submission, task
+
+    def query(key: Key) -> str:
+        return urlencode({"task": key[0], "system": key[1], "attempt": key[2]})
+
+    def files_dir(sub: DeliverableSubmission) -> Path | None:
+        """The submission's files folder, only when it resolves inside the run directory."""
+        try:
+            base = (root / sub.files_dir).resolve()
+        except (OSError, RuntimeError):
+            return None
+        return base if base.is_relative_to(root) and base.is_dir() else None
+
+    def contained_file(sub: DeliverableSubmission, name: str) -> Path | None:
+        """A produced file by the name the submission lists; resolved (symlinks too) inside the run."""
+        if name not in {f.name for f in sub.files}:
+            return None
+        base = files_dir(sub)
+        if base is None:
+            return None
+        try:
+            path = (base / name).resolve(strict=True)
+        except (OSError, RuntimeError):
+            return None
+        return path if path.is_relative_to(root) and path.is_file() else None
+
+    def file_views(sub: DeliverableSubmission) -> list[dict[str, Any]]:
+        from deskbench.scoring.office import UnreadableFile, read_output
+
+        out = []
+        for rec in sub.files:
+            path = contained_file(sub, rec.name)
+            if path is None:
+                text, ok = "(file recorded but not found in the run directory)", False
+            else:
+                ok = True
+                try:
+                    text = read_output(path).text or "(the file opens but holds no text)"
+                except UnreadableFile as exc:
+                    text = f"(the file does not open: {exc})"
+            if len(text) > FILE_TEXT_CAP:
+                text = text[:FILE_TEXT_CAP] + f"\n[... cut at {FILE_TEXT_CAP} characters; download the file]"
+            out.append({"name": rec.name, "size": rec.size, "text": text, "ok": ok})
+        return out
+
+    def verifier_results(task: DeliverableTask, sub: DeliverableSubmission) -> list[Any]:
+        from deskbench.scoring.verifiers import run_verifiers
+
+        return run_verifiers(task.verifiers, sub.response, files_dir(sub))
+
+    def my_grade(key: Key, user: str, stamp: str) -> RubricGrade | None:
+        mine = [g for g in grades.grades(key[1], user) if g.key == key and g.source == "human"
+                and g.episode_stamp == stamp]
+        return mine[-1] if mine else None
+
+    def anchors(task: DeliverableTask) -> list[dict[str, Any]]:
+        by = {c.code: c for c in task.rubric}
+        return [{"code": c, "name": by[c].name, "anchors": [by[c].anchors[i] for i in range(4)]}
+                for c in RUBRIC_CODES]
+
+    # -- static and login -----------------------------------------------------------------
+
+    @app.get("/static/{name}")
+    def static(name: str) -> Response:
+        if name not in STATIC:
+            raise HTTPException(404)
+        return Response((HERE / "static" / name).read_bytes(), media_type=STATIC[name],
+                        headers={"Cache-Control": "private, max-age=300"})
+
+    @app.get("/favicon.ico")
+    def favicon() -> Response:
+        return Response(status_code=204)
+
+    def login_page(status: int = 200, error: str = "") -> HTMLResponse:
+        token = secrets.token_urlsafe(24)
+        response = render("login.html", status, csrf=token, error=error, user=None)
+        response.set_cookie(LOGIN_COOKIE, token, httponly=True, samesite="strict", path="/login")
+        return response
+
+    @app.get("/login")
+    def login_form() -> HTMLResponse:
+        return login_page()
+
+    @app.post("/login")
+    async def login(request: Request) -> Response:
+        data = await form(request)
+        expected = request.cookies.get(LOGIN_COOKIE, "")
+        if not expected or not hmac.compare_digest(data.get("csrf", ""), expected):
+            raise HTTPException(403, "missing or wrong CSRF token; reload the login page")
+        made = web.login(data.get("token", ""))
+        if made is None:
+            return login_page(401, "That token is not valid.")
+        response = RedirectResponse("/", status_code=303)
+        response.set_cookie(SESSION_COOKIE, made[0], httponly=True, samesite="strict", path="/")
+        response.delete_cookie(LOGIN_COOKIE, path="/login")
+        return response
+
+    @app.post("/logout")
+    async def logout(request: Request) -> Response:
+        await posted(request)
+        web.logout(request.cookies.get(SESSION_COOKIE, ""))
+        response = RedirectResponse("/login", status_code=303)
+        response.delete_cookie(SESSION_COOKIE, path="/")
+        return response
+
+    # -- screens --------------------------------------------------------------------------
+
+    @app.get("/", response_class=HTMLResponse)
+    def episode_list(request: Request) -> HTMLResponse:
+        s = session(request)
+        mine = grades.graded(s.user)
+        primary, _ = grades.primary()
+        reviewed = {a.key for a in grades.qc_actions()}
+        rows = []
+        for key in gradable():
+            status = "graded" if key in mine else "todo"
+            g = primary.get(key)
+            qc = "no grade yet" if g is None else ("QC started" if key in reviewed else "awaiting QC")
+            rows.append({"key": key, "q": query(key), "status": status, "qc": qc,
+                         "grader": g.grader if g else "", "qc_ok": g is not None and g.grader != s.user})
+        return render("grading_list.html", user=s.user, csrf=s.csrf, rows=rows,
+                      done=sum(r["status"] == "graded" for r in rows))
+
+    def grade_screen(s: Session, key: Key, ep: Episode, sub: DeliverableSubmission, task: DeliverableTask,
+                     *, values: dict[str, str] | None = None, errors: list[str] | None = None,
+                     status: int = 200, saved: bool = False) -> HTMLResponse:
+        grade = my_grade(key, s.user, ep.finished_at)
+        if values is None:
+            values = {"comment": grade.comment if grade else ""}
+            for c in RUBRIC_CODES:
+                values[f"score_{c}"] = str(grade.criteria[c].score) if grade else ""
+                values[f"just_{c}"] = grade.criteria[c].justification if grade else ""
+        warnings = [f"{m.code} is 0 but its justification describes score-1 behaviour "
+                    f"({'; '.join(m.score1_wording)}); the score-1 anchor is: {m.anchor}"
+                    for m in (score0_mismatches(grade, task.rubric) if grade else [])]
+        return render("grading.html", status, user=s.user, csrf=s.csrf, key=key, q=query(key), task=task,
+                      episode=ep, sub=sub, files=file_views(sub), verifiers=verifier_results(task, sub),
+                      criteria=anchors(task), values=values, errors=errors or [], warnings=warnings,
+                      graded=grade is not None, saved=saved)
+
+    @app.get("/grade", response_class=HTMLResponse)
+    def grade_form(request: Request) -> HTMLResponse:
+        s = session(request)
+        key, ep, sub, task = episode_of(dict(request.query_params))
+        return grade_screen(s, key, ep, sub, task, saved=request.query_params.get("saved") == "1")
+
+    @app.post("/grade")
+    async def grade_save(request: Request) -> Response:
+        s, data = await posted(request)
+        key, ep, sub, task = episode_of(data)
+        if data.get("stamp") != ep.finished_at:
+            raise HTTPException(409, "the episode was rerun since this form was opened; reload it")
+        errors, cells = [], []
+        for c in RUBRIC_CODES:
+            raw, just = data.get(f"score_{c}", "").strip(), data.get(f"just_{c}", "").strip()[:5000]
+            if raw not in ("0", "1", "2", "3"):
+                errors.append(f"{c}: choose a score 0-3")
+                continue
+            if not just:  # every score needs one; the Score-0 rule above all
+                errors.append(f"{c}: a score of {raw} needs a justification"
+                              + (" (Score-0 rule: say what was fabricated, ignored or unusable)" if raw == "0" else ""))
+                continue
+            cells.append(CriterionGrade(code=c, score=int(raw), justification=just))  # type: ignore[arg-type]
+        if errors:
+            return grade_screen(s, key, ep, sub, task, values=data, errors=errors, status=400)
+        grades.save_grade(RubricGrade(task_id=key[0], system=key[1], attempt=key[2], grader=s.user,
+                                      source="human", criteria=cells,  # type: ignore[arg-type]
+                                      comment=data.get("comment", "").strip()[:5000],
+                                      episode_stamp=ep.finished_at))
+        return RedirectResponse(f"/grade?{query(key)}&saved=1", status_code=303)
+
+    @app.get("/file")
+    def download(request: Request) -> Response:
+        session(request)
+        _, _, sub, _ = episode_of(dict(request.query_params))
+        name = request.query_params.get("name", "")
+        path = contained_file(sub, name)
+        if path is None:
+            raise HTTPException(404, "no such file in this submission")
+        safe = "".join(ch if ch.isalnum() or ch in "._-" else "_" for ch in Path(name).name) or "file"
+        return Response(path.read_bytes(), media_type="application/octet-stream",
+                        headers={"Content-Disposition": f'attachment; filename="{safe}"'})
+
+    def qc_screen(s: Session, key: Key, ep: Episode, sub: DeliverableSubmission, task: DeliverableTask,
+                  *, error: str = "", status: int = 200) -> HTMLResponse:
+        primary, _ = grades.primary(key[1])
+        grade = primary.get(key)
+        final = grades.final_grades(key[1]).get(key) if grade else None
+        actions = [a for a in grades.qc_actions(key[1]) if a.key == key]
+        return render("qc.html", status, user=s.user, csrf=s.csrf, key=key, q=query(key), task=task,
+                      episode=ep, sub=sub, grade=grade, final=final, actions=actions, error=error,
+                      criteria=anchors(task), own=grade is not None and grade.grader == s.user)
+
+    @app.get("/qc", response_class=HTMLResponse)
+    def qc_form(request: Request) -> HTMLResponse:
+        s = session(request)
+        key, ep, sub, task = episode_of(dict(request.query_params))
+        return qc_screen(s, key, ep, sub, task)
+
+    @app.post("/qc")
+    async def qc_save(request: Request) -> Response:
+        s, data = await posted(request)
+        key, ep, sub, task = episode_of(data)
+        primary, _ = grades.primary(key[1])
+        grade = primary.get(key)
+        if grade is None:
+            raise HTTPException(409, "this episode has no current grade to review")
+        if grade.grader == s.user:
+            raise HTTPException(403, "QC is a second person's review: you graded this episode")
+        target, action = data.get("target", ""), data.get("action", "")
+        raw = data.get("score", "").strip()
+        try:
+            score = int(raw) if raw else None
+        except ValueError:
+            return qc_screen(s, key, ep, sub, task, error="score: give a whole number", status=400)
+        justification, reason = data.get("justification", "").strip()[:5000], data.get("reason", "").strip()[:500]
+        problem = qc_problem(target, action, score, justification, reason)
+        if problem:
+            column, what, fix = problem
+            return qc_screen(s, key, ep, sub, task, error=f"{target} {column}: {what}; {fix}", status=400)
+        grades.add_qc([QCAction(task_id=key[0], system=key[1], attempt=key[2], target=target,
+                                action=action, score=score, justification=justification,  # type: ignore[arg-type]
+                                reason=reason, reviewer=s.user)])
+        return RedirectResponse(f"/qc?{query(key)}", status_code=303)
+
+    return app
+
+
+def serve_grading(out: Path, host: str, port: int) -> None:
+    """`deskbench serve --out RUNDIR` on a deliverables run."""
+    import typer
+    import uvicorn
+
+    app = create_grading_app(out)
+    users = app.state.web.users()
+    if not users:
+        typer.echo(f"warning: no users yet; create one with: deskbench serve add-user NAME --out {out}", err=True)
+    if host not in ("127.0.0.1", "localhost", "::1"):
+        typer.echo(f"warning: binding {host}: reachable from other machines; use TLS in front of it", err=True)
+    typer.echo(f"deskbench serve: rubric grading at http://{host}:{port}/ ({len(users)} users, run {out})", err=True)
+    uvicorn.run(app, host=host, port=port, log_level="warning")

@@ -1,0 +1,192 @@
+"""Rubric grading and QC of a deliverables run (issue 9 item 2): access, CSRF and file-name safety
+over real HTTP on 127.0.0.1, and a grader plus a QC reviewer in Debian's headless Chromium.
+DESKBENCH_DOCS_SCREENSHOT=1 also refreshes docs/web-grading.png and docs/web-qc.png."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from pathlib import Path
+from urllib.parse import urlencode
+
+import pytest
+from test_web import Client, serve
+
+from deskbench.generate.demo import bundled_dir
+from deskbench.runs.grades import GradeStore
+from deskbench.runs.store import Episode, RunStore
+from deskbench.tasks.analytics import OutputFileRecord
+from deskbench.tasks.deliverables import DeliverableSubmission, load_packages
+from deskbench.web.grading import create_grading_app
+from deskbench.web.store import WebStore
+
+SYSTEM = "sys-a"
+RESPONSE = "DECISION: GO <script>alert(1)</script>\nRevenue is INR 1,500 Cr per Mordor Intelligence."
+NOTES = "# Memo\nBasic Company Information\nThe market is growing.\n"
+
+
+@pytest.fixture(scope="module")
+def setup(tmp_path_factory: pytest.TempPathFactory) -> dict:
+    run_dir = tmp_path_factory.mktemp("grading") / "run"
+    store = RunStore(run_dir)
+    tasks = load_packages(bundled_dir() / "deliverables")
+    store.save_tasks(tasks)
+    task = tasks[0]
+    files_dir = Path("outputs") / SYSTEM / task.id / "0"
+    (run_dir / files_dir).mkdir(parents=True)
+    (run_dir / files_dir / "notes.md").write_text(NOTES)
+    (run_dir / files_dir / "unlisted.md").write_text("not in the submission")
+    (run_dir / "secret.txt").write_text("secret")
+    rec = OutputFileRecord(name="notes.md", size=len(NOTES.encode()), sha256=hashlib.sha256(NOTES.encode()).hexdigest())
+    store.record(Episode(task_id=task.id, system=SYSTEM, status="ok", submission=DeliverableSubmission(
+        id=task.id, response=RESPONSE, files=[rec], files_dir=files_dir.as_posix())))
+    store.record(Episode(task_id=tasks[1].id, system=SYSTEM, status="error", error="boom"))
+    web = WebStore(run_dir)
+    tokens = {u: web.add_user(u) for u in ("alice", "bob")}
+    with serve(create_grading_app(run_dir)) as port:
+        yield {"port": port, "run": run_dir, "tokens": tokens, "task": task,
+               "q": urlencode({"task": task.id, "system": SYSTEM, "attempt": 0})}
+
+
+def test_access_csrf_and_file_names(setup: dict) -> None:
+    q = setup["q"]
+    anon = Client(setup["port"])
+    assert anon.request("GET", "/", headers={"Accept": "text/html"})[0] == 303
+    assert anon.request("GET", f"/grade?{q}")[0] == 401
+    assert anon.request("GET", f"/file?{q}&name=notes.md")[0] == 401
+    assert anon.request("POST", "/grade", {"csrf": "x", "task": setup["task"].id})[0] == 401
+    assert anon.request("POST", "/qc", {"csrf": "x"})[0] == 401
+
+    c = Client(setup["port"])
+    c.login(setup["tokens"]["alice"])
+    status, _, html = c.request("GET", "/")
+    assert status == 200 and setup["task"].id in html and html.count("<tr") == 2  # the error episode is not listed
+    status, _, html = c.request("GET", f"/grade?{q}")
+    assert status == 200 and "&lt;script&gt;alert(1)" in html and "<script>alert" not in html
+    assert "Basic Company Information" in html  # the file's text, via read_output
+    assert "Completely ignores source constraints" in html  # a Table 19 anchor
+    form = {"task": setup["task"].id, "system": SYSTEM, "attempt": "0", "score_DI": "0", "just_DI": ""}
+    assert c.request("POST", "/grade", form)[0] == 403  # no CSRF token
+    assert c.request("POST", "/grade", {**form, "csrf": "wrong"})[0] == 403
+    assert c.request("POST", "/qc", {"target": "DI", "action": "confirm", **form})[0] == 403
+    # downloads: only names listed in the submission; nothing from the request reaches the filesystem
+    status, headers, body = c.request("GET", f"/file?{q}&name=notes.md")
+    assert status == 200 and body == NOTES and "attachment" in headers["content-disposition"]
+    for name in ("unlisted.md", "../../../secret.txt", "..%2F..%2F..%2Fsecret.txt", "../../../run.sqlite", "/etc/passwd"):
+        assert c.request("GET", f"/file?{q}&name={name}")[0] == 404, name
+    assert c.request("GET", f"/file/../secret.txt?{q}")[0] == 404
+    assert c.request("GET", "/file?task=../x&system=sys-a&attempt=0&name=notes.md")[0] == 404
+    # the Score-0 rule server-side: a 0 without a justification is refused, nothing stored
+    stamp = RunStore(setup["run"], create=False).episodes(SYSTEM)[0].finished_at
+    full = {**form, "csrf": c.csrf, "stamp": stamp,
+            **{f"score_{k}": "2" for k in ("AR", "RF", "EP", "FD")}, **{f"just_{k}": "ok" for k in ("AR", "RF", "EP", "FD")}}
+    status, _, html = c.request("POST", "/grade", full)
+    assert status == 400 and "DI: a score of 0 needs a justification" in html
+    assert GradeStore(setup["run"]).grades() == []
+
+
+def test_grader_and_qc_reviewer_in_chromium(setup: dict, browser) -> None:  # noqa: ANN001
+    base = f"http://127.0.0.1:{setup['port']}"
+    task = setup["task"]
+    problems: list[str] = []
+
+    def open_as(user: str):  # noqa: ANN202
+        page = browser.new_page(viewport={"width": 1280, "height": 900})
+        page.on("console", lambda m: problems.append(f"console {m.type}: {m.text}") if m.type in ("error", "warning") else None)
+        page.on("pageerror", lambda e: problems.append(f"page error: {e}"))
+        page.on("request", lambda r: None if r.url.startswith(base) else problems.append(f"request: {r.url}"))
+        page.goto(base + "/")
+        page.fill("#token", setup["tokens"][user])
+        page.click("#login button[type=submit]")
+        page.wait_for_url(base + "/")
+        return page
+
+    page = open_as("alice")
+    page.click("#episodes >> text=to grade")
+    page.wait_for_selector("#grade-form")
+    assert "Basic Company Information" in page.locator("#files").inner_text()
+    assert page.locator("#verifiers tbody tr").count() == len(task.verifiers)
+    justifications = {"DI": "Multiple factual errors; vague citations.", "AR": "Sound logic, small gaps.",
+                      "RF": "Focused on the question.", "EP": "Numbers mostly right.", "FD": "Memo format followed."}
+    scores = {"DI": 0, "AR": 2, "RF": 3, "EP": 2, "FD": 2}
+    for code, score in scores.items():
+        page.check(f"#crit-{code} input[value='{score}']")
+        page.fill(f"textarea[name=just_{code}]", justifications[code])
+    page.click("#save-grade")
+    page.wait_for_selector("#saved")
+    # DI 0 with score-1 wording: the Score-0 mismatch is shown as a warning
+    assert "DI is 0 but its justification describes score-1 behaviour" in page.locator("#grade").inner_text()
+    shot = page.screenshot(full_page=True)
+    if os.environ.get("DESKBENCH_DOCS_SCREENSHOT"):
+        docs = Path(__file__).resolve().parents[1] / "docs"
+        docs.mkdir(exist_ok=True)
+        (docs / "web-grading.png").write_bytes(shot)
+    page.close()
+    store = GradeStore(setup["run"])
+    [grade] = store.grades()
+    assert grade.grader == "alice" and grade.source == "human" and grade.scores == scores
+    final = store.final_grades()[(task.id, SYSTEM, 0)]
+    assert final.scores == scores and final.status == "unreviewed"
+
+    page = open_as("bob")
+    page.goto(f"{base}/qc?{setup['q']}")
+    row = page.locator("#cell-DI")
+    row.locator("summary").click()
+    row.locator("select[name=score]").select_option("1")
+    row.locator("textarea[name=justification]").fill("Multiple factual errors and vague citations; no fabrication.")
+    row.locator("input[name=reason]").fill("Score-0 mismatch: the text describes score 1")
+    row.locator("form.edit button").click()
+    page.wait_for_selector("#cell-DI .final-score:text-is('1')")
+    page.locator("#cell-AR button.confirm").click()
+    page.wait_for_selector("#log li:has-text('confirm AR')")
+    assert page.locator("#final-status").inner_text() == "reviewed"
+    shot = page.screenshot(full_page=True)
+    if os.environ.get("DESKBENCH_DOCS_SCREENSHOT"):
+        (Path(__file__).resolve().parents[1] / "docs" / "web-qc.png").write_bytes(shot)
+    assert problems == []
+    # an edit without a reason is refused (400) with the qc_problem message
+    row = page.locator("#cell-FD")
+    row.locator("summary").click()
+    row.locator("textarea[name=justification]").fill("Fine.")
+    row.locator("form.edit button").click()
+    page.wait_for_selector("#qc-error")
+    assert "an edit has no reason" in page.locator("#qc-error").inner_text()
+    page.close()
+
+    actions = store.qc_actions()
+    assert [(a.target, a.action, a.score, a.reviewer) for a in actions] == [("DI", "edit", 1, "bob"), ("AR", "confirm", None, "bob")]
+    assert actions[0].reason == "Score-0 mismatch: the text describes score 1"
+    final = store.final_grades()[(task.id, SYSTEM, 0)]
+    assert final.scores["DI"] == 1 and final.primary_scores["DI"] == 0 and final.status == "reviewed"
+    # the grader may not QC their own grade
+    alice = Client(setup["port"])
+    alice.login(setup["tokens"]["alice"])
+    form = {"csrf": alice.csrf, "task": task.id, "system": SYSTEM, "attempt": "0", "target": "RF", "action": "confirm"}
+    assert alice.request("POST", "/qc", form)[0] == 403
+
+
+def test_serve_command_needs_no_corpus_for_a_deliverables_run(setup: dict) -> None:
+    import socket
+    import subprocess
+    import sys
+    import time
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    server = subprocess.Popen([sys.executable, "-m", "deskbench.cli", "serve", "--out", str(setup["run"]),
+                               "--port", str(port)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                status, _, html = Client(port).request("GET", "/login")
+                break
+            except OSError:
+                assert server.poll() is None and time.monotonic() < deadline, "deskbench serve did not start"
+                time.sleep(0.1)
+        assert status == 200 and 'name="token"' in html
+        assert Client(port).request("GET", f"/grade?{setup['q']}")[0] == 401  # the grading app, not docqa
+    finally:
+        server.terminate()
+        server.wait(10)
