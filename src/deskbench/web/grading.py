@@ -11,11 +11,9 @@ Login, sessions and CSRF are the docqa app's (WebStore tokens; every POST carrie
 
 from __future__ import annotations
 
-import hmac
-import secrets
 from pathlib import Path
 from typing import Any
-from urllib.parse import parse_qs, urlencode
+from urllib.parse import urlencode
 
 import jinja2
 from fastapi import FastAPI, HTTPException, Request
@@ -27,7 +25,7 @@ from deskbench.runs.store import Episode, RunStore
 from deskbench.scoring.rubric import CriterionGrade, RubricGrade
 from deskbench.scoring.rubric_qc import QCAction, qc_problem, score0_mismatches
 from deskbench.tasks.deliverables import RUBRIC_CODES, DeliverableSubmission, DeliverableTask
-from deskbench.web.app import CSP, HERE, LOGIN_COOKIE, MAX_BODY, SESSION_COOKIE, STATIC
+from deskbench.web.common import HERE, install_basics
 from deskbench.web.store import Session, WebStore
 
 FILE_TEXT_CAP = 20_000
@@ -46,44 +44,13 @@ def create_grading_app(run_dir: Path | str) -> FastAPI:
     app = FastAPI(title="deskbench grading", docs_url=None, redoc_url=None, openapi_url=None)
     app.state.grades, app.state.web = grades, web
 
-    @app.middleware("http")
-    async def headers(request: Request, call_next):  # noqa: ANN001, ANN202
-        response = await call_next(request)
-        response.headers["Content-Security-Policy"] = CSP
-        response.headers["X-Content-Type-Options"] = "nosniff"
-        response.headers["Referrer-Policy"] = "no-referrer"
-        response.headers.setdefault("Cache-Control", "no-store")
-        return response
-
     # -- helpers --------------------------------------------------------------------------
 
     def render(name: str, status: int = 200, **ctx: Any) -> HTMLResponse:
         return HTMLResponse(env.get_template(name).render(oracle=False, **ctx), status_code=status)
 
-    def session(request: Request) -> Session:
-        s = web.session(request.cookies.get(SESSION_COOKIE))
-        if s is None:
-            if request.method == "GET" and "text/html" in request.headers.get("accept", ""):
-                raise HTTPException(303, headers={"Location": "/login"})
-            raise HTTPException(401, "log in first")
-        return s
-
-    async def form(request: Request) -> dict[str, str]:
-        body = await request.body()
-        if len(body) > MAX_BODY:
-            raise HTTPException(413, "form too large")
-        try:
-            parsed = parse_qs(body.decode(), keep_blank_values=True, max_num_fields=50)
-        except (UnicodeDecodeError, ValueError) as exc:
-            raise HTTPException(400, "bad form") from exc
-        return {k: v[0] for k, v in parsed.items()}
-
-    async def posted(request: Request) -> tuple[Session, dict[str, str]]:
-        s = session(request)
-        data = await form(request)
-        if not hmac.compare_digest(data.get("csrf", ""), s.csrf):
-            raise HTTPException(403, "missing or wrong CSRF token")
-        return s, data
+    access = install_basics(app, web, render)
+    session, posted = access.session, access.posted
 
     def gradable() -> dict[Key, Episode]:
         return {k: e for k, e in sorted(grades.episodes().items())
@@ -158,51 +125,6 @@ def create_grading_app(run_dir: Path | str) -> FastAPI:
         by = {c.code: c for c in task.rubric}
         return [{"code": c, "name": by[c].name, "anchors": [by[c].anchors[i] for i in range(4)]}
                 for c in RUBRIC_CODES]
-
-    # -- static and login -----------------------------------------------------------------
-
-    @app.get("/static/{name}")
-    def static(name: str) -> Response:
-        if name not in STATIC:
-            raise HTTPException(404)
-        return Response((HERE / "static" / name).read_bytes(), media_type=STATIC[name],
-                        headers={"Cache-Control": "private, max-age=300"})
-
-    @app.get("/favicon.ico")
-    def favicon() -> Response:
-        return Response(status_code=204)
-
-    def login_page(status: int = 200, error: str = "") -> HTMLResponse:
-        token = secrets.token_urlsafe(24)
-        response = render("login.html", status, csrf=token, error=error, user=None)
-        response.set_cookie(LOGIN_COOKIE, token, httponly=True, samesite="strict", path="/login")
-        return response
-
-    @app.get("/login")
-    def login_form() -> HTMLResponse:
-        return login_page()
-
-    @app.post("/login")
-    async def login(request: Request) -> Response:
-        data = await form(request)
-        expected = request.cookies.get(LOGIN_COOKIE, "")
-        if not expected or not hmac.compare_digest(data.get("csrf", ""), expected):
-            raise HTTPException(403, "missing or wrong CSRF token; reload the login page")
-        made = web.login(data.get("token", ""))
-        if made is None:
-            return login_page(401, "That token is not valid.")
-        response = RedirectResponse("/", status_code=303)
-        response.set_cookie(SESSION_COOKIE, made[0], httponly=True, samesite="strict", path="/")
-        response.delete_cookie(LOGIN_COOKIE, path="/login")
-        return response
-
-    @app.post("/logout")
-    async def logout(request: Request) -> Response:
-        await posted(request)
-        web.logout(request.cookies.get(SESSION_COOKIE, ""))
-        response = RedirectResponse("/login", status_code=303)
-        response.delete_cookie(SESSION_COOKIE, path="/")
-        return response
 
     # -- screens --------------------------------------------------------------------------
 
