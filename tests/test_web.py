@@ -118,6 +118,45 @@ def setup(tmp_path_factory: pytest.TempPathFactory) -> dict:
         yield {"root": root, "port": port, "run": run_dir, "tokens": tokens, "tasks": tasks}
 
 
+
+@contextmanager
+def serve_command(*args: str) -> Iterator[tuple[int, int, str]]:
+    """The real `deskbench serve ARGS --port P` in a subprocess: (port, status, html) of its
+    login page once it answers; stopped on exit."""
+    import socket
+    import subprocess
+    import sys
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    server = subprocess.Popen([sys.executable, "-m", "deskbench.cli", "serve", *args, "--port", str(port)],
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                status, _, html = Client(port).request("GET", "/login")
+                break
+            except OSError:
+                assert server.poll() is None and time.monotonic() < deadline, "deskbench serve did not start"
+                time.sleep(0.1)
+        yield port, status, html
+    finally:
+        server.terminate()
+        server.wait(10)
+
+
+def watched_page(browser, base: str, **options):  # noqa: ANN001, ANN201 -> (Page, list[str])
+    """A new page whose console errors/warnings, page errors and requests leaving `base` are
+    collected in the returned list (a test asserts it stays empty)."""
+    page = browser.new_page(**options)
+    problems: list[str] = []
+    page.on("console", lambda m: problems.append(f"console {m.type}: {m.text}") if m.type in ("error", "warning") else None)
+    page.on("pageerror", lambda e: problems.append(f"page error: {e}"))
+    page.on("request", lambda r: None if r.url.startswith(base) else problems.append(f"request: {r.url}"))
+    return page, problems
+
 def test_unauthenticated_requests_are_refused(setup: dict) -> None:
     c = Client(setup["port"])
     status, headers, _ = c.request("GET", "/", headers={"Accept": "text/html"})
@@ -216,11 +255,7 @@ def test_other_users_cannot_see_or_submit_my_work(setup: dict) -> None:
 
 def test_annotator_in_chromium(setup: dict, browser) -> None:  # noqa: ANN001
     base = f"http://127.0.0.1:{setup['port']}"
-    page = browser.new_page(viewport={"width": 1280, "height": 900})
-    problems: list[str] = []
-    page.on("console", lambda m: problems.append(f"console {m.type}: {m.text}") if m.type in ("error", "warning") else None)
-    page.on("pageerror", lambda e: problems.append(f"page error: {e}"))
-    page.on("request", lambda r: None if r.url.startswith(base) else problems.append(f"request: {r.url}"))
+    page, problems = watched_page(browser, base, viewport={"width": 1280, "height": 900})
     page.goto(base + "/")
     assert page.url == base + "/login"
     page.fill("#token", setup["tokens"]["alice"])
@@ -302,32 +337,13 @@ def test_oracle_mode_shows_the_evidence_instead_of_search(setup: dict, tmp_path:
 
 
 def test_serve_command_binds_localhost(setup: dict) -> None:
-    import socket
     import subprocess
-    import sys
 
     proc = run_cli("serve", "--corpus", str(setup["root"] / "corpus"))
     assert proc.returncode != 0 and "--tasks" in proc.stderr and "--out" in proc.stderr
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    server = subprocess.Popen(
-        [sys.executable, "-m", "deskbench.cli", "serve", "--corpus", str(setup["root"] / "corpus"),
-         "--tasks", str(setup["tasks"]), "--out", str(setup["run"]), "--port", str(port)],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    try:
-        deadline = time.monotonic() + 30
-        while True:
-            try:
-                status, _, html = Client(port).request("GET", "/login")
-                break
-            except OSError:
-                assert server.poll() is None and time.monotonic() < deadline, "deskbench serve did not start"
-                time.sleep(0.1)
+    with serve_command("--corpus", str(setup["root"] / "corpus"), "--tasks", str(setup["tasks"]),
+                       "--out", str(setup["run"])) as (port, status, html):
         assert status == 200 and 'name="token"' in html
         if shutil.which("ss"):  # the local address column: 127.0.0.1 only
             rows = subprocess.run(["ss", "-ltnH", f"sport = :{port}"], capture_output=True, text=True).stdout
             assert [r.split()[3] for r in rows.splitlines()] == [f"127.0.0.1:{port}"], rows
-    finally:
-        server.terminate()
-        server.wait(10)

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 from conftest import OPERATOR_DOCS, ingest, run_cli, write_text_pdf
-from test_web import TASKS, Client, serve
+from test_web import TASKS, Client, serve, watched_page
 
 from deskbench.scoring.judge_calibration import read_calibration, read_labels
 from deskbench.web.app import create_app
@@ -88,11 +88,7 @@ def test_labelling_screen_hides_the_verdict_and_escapes(setup: dict) -> None:
 
 def test_a_person_labels_every_item_in_chromium(setup: dict, browser) -> None:  # noqa: ANN001
     base = f"http://127.0.0.1:{setup['port']}"
-    page = browser.new_page(viewport={"width": 1100, "height": 800}, accept_downloads=True)
-    problems: list[str] = []
-    page.on("console", lambda m: problems.append(f"console {m.type}: {m.text}") if m.type in ("error", "warning") else None)
-    page.on("pageerror", lambda e: problems.append(f"page error: {e}"))
-    page.on("request", lambda r: None if r.url.startswith(base) else problems.append(f"request: {r.url}"))
+    page, problems = watched_page(browser, base, viewport={"width": 1100, "height": 800}, accept_downloads=True)
     page.goto(base + "/calibration")
     assert page.url == base + "/login"
     page.fill("#token", setup["tokens"]["erin"])

@@ -10,7 +10,7 @@ from pathlib import Path
 from urllib.parse import urlencode
 
 import pytest
-from test_web import Client, serve
+from test_web import Client, serve, serve_command
 
 from deskbench.generate.demo import bundled_dir
 from deskbench.runs.grades import GradeStore
@@ -166,27 +166,6 @@ def test_grader_and_qc_reviewer_in_chromium(setup: dict, browser) -> None:  # no
 
 
 def test_serve_command_needs_no_corpus_for_a_deliverables_run(setup: dict) -> None:
-    import socket
-    import subprocess
-    import sys
-    import time
-
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    server = subprocess.Popen([sys.executable, "-m", "deskbench.cli", "serve", "--out", str(setup["run"]),
-                               "--port", str(port)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    try:
-        deadline = time.monotonic() + 30
-        while True:
-            try:
-                status, _, html = Client(port).request("GET", "/login")
-                break
-            except OSError:
-                assert server.poll() is None and time.monotonic() < deadline, "deskbench serve did not start"
-                time.sleep(0.1)
+    with serve_command("--out", str(setup["run"])) as (port, status, html):
         assert status == 200 and 'name="token"' in html
         assert Client(port).request("GET", f"/grade?{setup['q']}")[0] == 401  # the grading app, not docqa
-    finally:
-        server.terminate()
-        server.wait(10)

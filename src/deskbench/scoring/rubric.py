@@ -91,23 +91,28 @@ def _justification(value: Any) -> str:
     return value.strip()
 
 
-class CriterionGrade(BaseModel):
+class _ScoreChecks(BaseModel):
+    """The score and justification rules, for every model that holds a graded cell (the fields
+    are declared by each subclass, in the order its readers want them)."""
+
+    @field_validator("score", mode="before", check_fields=False)
+    @classmethod
+    def _s(cls, v: Any) -> int:
+        return _score(v)
+
+    @field_validator("justification", mode="before", check_fields=False)
+    @classmethod
+    def _j(cls, v: Any) -> str:
+        return _justification(v)
+
+
+class CriterionGrade(_ScoreChecks):
     """One criterion's score (0..3) and the justification for it (never empty)."""
 
     model_config = ConfigDict(extra="forbid")
     code: RubricCode
     score: int
     justification: str
-
-    @field_validator("score", mode="before")
-    @classmethod
-    def _s(cls, v: Any) -> int:
-        return _score(v)
-
-    @field_validator("justification", mode="before")
-    @classmethod
-    def _j(cls, v: Any) -> str:
-        return _justification(v)
 
 
 class RubricGrade(BaseModel):
@@ -277,19 +282,9 @@ def evidence_text(task: DeliverableTask, submission: DeliverableSubmission, run_
 # -- the grader's replies ---------------------------------------------------------------------
 
 
-class _Cell(BaseModel):
-    justification: str
+class _Cell(_ScoreChecks):
+    justification: str  # before the score: the grader reasons, then scores
     score: int
-
-    @field_validator("score", mode="before")
-    @classmethod
-    def _s(cls, v: Any) -> int:
-        return _score(v)
-
-    @field_validator("justification", mode="before")
-    @classmethod
-    def _j(cls, v: Any) -> str:
-        return _justification(v)
 
 
 class _AllReply(BaseModel):
