@@ -105,9 +105,11 @@ def setup(tmp_path_factory: pytest.TempPathFactory) -> dict:
     tasks = root / "tasks.jsonl"
     tasks.write_text("".join(json.dumps(t) + "\n" for t in TASKS))
     run_dir = root / "run"
+    proc = run_cli("serve", "batches", "--out", str(run_dir), "--tasks", str(tasks))
+    assert proc.returncode == 0 and proc.stdout.startswith("Aquarius\t2 questions\tunassigned"), proc
     tokens = {}
-    for user in ("alice", "bob"):
-        proc = run_cli("serve", "add-user", user, "--out", str(run_dir))
+    for user in ("alice", "bob"):  # the same batch for both (as when measuring agreement)
+        proc = run_cli("serve", "add-user", user, "--out", str(run_dir), "--batch", "Aquarius")
         assert proc.returncode == 0, proc.stderr
         tokens[user] = proc.stdout.strip()
     assert run_cli("serve", "add-user", "alice", "--out", str(run_dir)).returncode != 0  # no duplicates
@@ -221,7 +223,8 @@ def test_symlink_escape_is_refused(setup: dict, tmp_path: Path) -> None:
     stored.unlink()
     stored.symlink_to(outside)  # the stored copy now points out of the corpus
     run_dir = tmp_path / "run"
-    token = run_cli("serve", "add-user", "carol", "--out", str(run_dir)).stdout.strip()
+    run_cli("serve", "batches", "--out", str(run_dir), "--tasks", str(setup["tasks"]))
+    token = run_cli("serve", "add-user", "carol", "--out", str(run_dir), "--batch", "Aquarius").stdout.strip()
     with serve(create_app(corpus, setup["tasks"], run_dir)) as port:
         c = Client(port)
         c.login(token)
@@ -251,6 +254,40 @@ def test_other_users_cannot_see_or_submit_my_work(setup: dict) -> None:
     assert bob.request("POST", "/logout", {"csrf": bob.csrf})[0] == 303
     bob.cookies["deskbench_session"] = "x"
     assert bob.request("GET", "/q/2")[0] == 401
+
+
+def test_batches_decide_what_each_user_sees(setup: dict, tmp_path: Path) -> None:
+    run_dir = tmp_path / "run"
+    out = ("--out", str(run_dir))
+    proc = run_cli("serve", "batches", *out, "--tasks", str(setup["tasks"]), "--size", "1")
+    assert proc.returncode == 0 and "2 new batches: Aquarius, Orion" in proc.stderr, proc
+    again = run_cli("serve", "batches", *out, "--tasks", str(setup["tasks"]), "--size", "1")
+    assert "0 new batches" in again.stderr  # existing batches never change
+    bad = run_cli("serve", "add-user", "gus", *out, "--batch", "Andromeda")
+    assert bad.returncode == 2 and "no batch 'Andromeda'" in bad.stderr and "Traceback" not in bad.stderr
+    erin = run_cli("serve", "add-user", "erin", *out, "--batch", "Orion").stdout.strip()
+    finn = run_cli("serve", "add-user", "finn", *out).stdout.strip()  # gus was never created: the name is free
+    assert run_cli("serve", "add-user", "gus", *out).returncode == 0
+    assert run_cli("serve", "assign", "Lyra", "--user", "finn", *out).returncode == 2
+    with serve(create_app(setup["root"] / "corpus", setup["tasks"], run_dir)) as port:
+        e, f = Client(port), Client(port)
+        e.login(erin)
+        f.login(finn)
+        listing = e.request("GET", "/")[2]
+        assert "Batch Orion" in listing and "helicopter" in listing and "cars parked" not in listing
+        assert e.request("GET", "/q/1")[0] == 404  # Aquarius is not hers
+        assert e.request("POST", "/q/1/search", {"csrf": e.csrf, "query": "harbour"})[0] == 404
+        status, _, page = e.request("GET", "/q/2")
+        assert status == 200 and "Batch Orion · question 1 of 1" in page
+        assert 'id="no-batches"' in f.request("GET", "/")[2] and f.request("GET", "/q/2")[0] == 404
+        assert run_cli("serve", "assign", "Aquarius", "Orion", "--user", "finn", *out).returncode == 0
+        assert f.request("GET", "/q/1")[0] == 200  # assignment takes effect without a restart
+        assert f.request("POST", "/q/1/submit", {"csrf": f.csrf, "answer": "a fee"})[0] == 303
+        assert run_cli("serve", "assign", "Aquarius", "--user", "finn", "--remove", *out).returncode == 0
+        assert f.request("GET", "/q/1")[0] == 404
+    listing = run_cli("serve", "batches", *out).stdout.splitlines()
+    assert listing == ["Aquarius\t1 questions\tunassigned", "Orion\t1 questions\terin 0/1, finn 0/1"], listing
+    assert [e.task_id for e in RunStore(run_dir, create=False).episodes("human:finn")] == ["web/1"]  # work stays
 
 
 def test_annotator_in_chromium(setup: dict, browser) -> None:  # noqa: ANN001
@@ -294,7 +331,7 @@ def test_annotator_in_chromium(setup: dict, browser) -> None:  # noqa: ANN001
     page.click("#submit")
     page.wait_for_selector("#submitted")
     page.goto(base + "/")
-    assert page.locator("#questions tr.done").count() == 1
+    assert page.locator("#batch-Aquarius tr.done").count() == 1
     assert problems == []
     page.close()
 
@@ -320,7 +357,8 @@ def test_annotator_in_chromium(setup: dict, browser) -> None:  # noqa: ANN001
 
 def test_oracle_mode_shows_the_evidence_instead_of_search(setup: dict, tmp_path: Path) -> None:
     run_dir = tmp_path / "run"
-    token = run_cli("serve", "add-user", "dora", "--out", str(run_dir)).stdout.strip()
+    run_cli("serve", "batches", "--out", str(run_dir), "--tasks", str(setup["tasks"]))
+    token = run_cli("serve", "add-user", "dora", "--out", str(run_dir), "--batch", "Aquarius").stdout.strip()
     with serve(create_app(setup["root"] / "corpus", setup["tasks"], run_dir, oracle=True)) as port:
         c = Client(port)
         c.login(token)

@@ -2,6 +2,8 @@
 
 Screens are rendered on the server (Jinja2); the only assets are static/app.css and app.js, served
 from a fixed table (no path reaches the filesystem). Every POST carries the session's CSRF token.
+Annotators see only the batches assigned to them (web/batches.py; `deskbench serve batches |
+assign`); tasks of the served file that are in no batch yet are cut into batches of 25 at start.
 Every action (search, page view, citation, answer) is written at once to the run directory's
 SQLite (web_work + web_actions); submit records the finished Episode in the run store as system
 `human:<name>` (or `human-oracle:<name>` with oracle=True: the gold evidence pages replace search).
@@ -58,7 +60,8 @@ def safe_doc_id(doc: str) -> bool:
 
 
 def create_app(corpus_dir: Path | str, tasks_file: Path | str, run_dir: Path | str, *,
-               oracle: bool = False, top_k: int = 5, calibration: Path | str | None = None) -> FastAPI:
+               oracle: bool = False, top_k: int = 5, calibration: Path | str | None = None,
+               batch_size: int = 25) -> FastAPI:
     corpus_root = Path(corpus_dir).resolve()
     corpus = Corpus.open(corpus_root)
     tasks: list[DocQATask] = read_tasks(Path(tasks_file)).items
@@ -67,6 +70,8 @@ def create_app(corpus_dir: Path | str, tasks_file: Path | str, run_dir: Path | s
     run = RunStore(Path(run_dir))
     run.save_tasks(tasks)
     web = WebStore(Path(run_dir))
+    web.add_batches([t.id for t in tasks], batch_size)
+    index = {t.id: n for n, t in enumerate(tasks, 1)}
     env = jinja2.Environment(loader=jinja2.FileSystemLoader(HERE / "templates"),
                              autoescape=True, undefined=jinja2.StrictUndefined)
     app = FastAPI(title="deskbench", docs_url=None, redoc_url=None, openapi_url=None)
@@ -80,10 +85,16 @@ def create_app(corpus_dir: Path | str, tasks_file: Path | str, run_dir: Path | s
     access = install_basics(app, web, render)
     session, posted = access.session, access.posted
 
-    def task_at(n: int) -> DocQATask:
-        if not 1 <= n <= len(tasks):
-            raise HTTPException(404, "no such question")
-        return tasks[n - 1]
+    def my_batches(user: str) -> list[tuple[str, list[int]]]:
+        """The user's batches as (name, question numbers), questions of the served file only."""
+        return [(b.name, [index[t] for t in b.task_ids if t in index]) for b in web.batches_of(user)]
+
+    def task_at(s: Session, n: int) -> tuple[DocQATask, str, list[int]]:
+        """Question n with its batch; a question outside the user's batches does not exist for them."""
+        for name, numbers in my_batches(s.user):
+            if n in numbers:
+                return tasks[n - 1], name, numbers
+        raise HTTPException(404, "no such question in your batches")
 
     def submitted(system: str) -> set[str]:
         return {t for t, a in run.done(system) if a == 0}
@@ -104,7 +115,7 @@ def create_app(corpus_dir: Path | str, tasks_file: Path | str, run_dir: Path | s
         return state
 
     def open_work(request: Request, s: Session, n: int) -> tuple[DocQATask, str, dict[str, Any]]:
-        task = task_at(n)
+        task = task_at(s, n)[0]
         system = system_name(s.user, oracle)
         state = load(system, task)
         if state["submitted"] or task.id in submitted(system):
@@ -134,17 +145,21 @@ def create_app(corpus_dir: Path | str, tasks_file: Path | str, run_dir: Path | s
         s = session(request)
         system = system_name(s.user, oracle)
         done = submitted(system)
-        rows = []
-        for n, t in enumerate(tasks, 1):
-            status = "done" if t.id in done else ("started" if web.state(system, t.id) else "todo")
-            rows.append({"n": n, "id": t.id, "question": t.question, "status": status})
-        return render("tasks.html", rows=rows, user=s.user, csrf=s.csrf,
-                      done=sum(r["status"] == "done" for r in rows), total=len(rows))
+        groups = []
+        for name, numbers in my_batches(s.user):
+            rows = []
+            for n in numbers:
+                t = tasks[n - 1]
+                status = "done" if t.id in done else ("started" if web.state(system, t.id) else "todo")
+                rows.append({"n": n, "id": t.id, "question": t.question, "status": status})
+            groups.append({"name": name, "rows": rows, "done": sum(r["status"] == "done" for r in rows)})
+        return render("tasks.html", groups=groups, user=s.user, csrf=s.csrf,
+                      done=sum(g["done"] for g in groups), total=sum(len(g["rows"]) for g in groups))
 
     @app.get("/q/{n}", response_class=HTMLResponse)
     def question(request: Request, n: int) -> HTMLResponse:
         s = session(request)
-        task = task_at(n)
+        task, batch, numbers = task_at(s, n)
         system = system_name(s.user, oracle)
         state = load(system, task)
         done = submitted(system)
@@ -158,9 +173,13 @@ def create_app(corpus_dir: Path | str, tasks_file: Path | str, run_dir: Path | s
         episode = None
         if task.id in done:
             episode = next((e for e in run.episodes(system) if e.task_id == task.id and e.attempt == 0), None)
-        return render("question.html", user=s.user, csrf=s.csrf, n=n, total=len(tasks), task=task,
+        everything = [m for _, ns in my_batches(s.user) for m in ns]
+        later = everything[everything.index(n) + 1:]
+        return render("question.html", user=s.user, csrf=s.csrf, n=n, task=task, batch=batch,
+                      position=numbers.index(n) + 1, total=len(numbers),
                       state=state, viewer=viewer, submitted=task.id in done, episode=episode,
-                      done=len(done), next_n=n + 1 if n < len(tasks) else None)
+                      done=sum(tasks[m - 1].id in done for m in numbers),
+                      next_n=next((m for m in later if tasks[m - 1].id not in done), later[0] if later else None))
 
     # -- actions: each one saved at once --------------------------------------------------
 

@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from deskbench.errors import UserError
+
+if TYPE_CHECKING:
+    from deskbench.web.store import WebStore
 
 
 def _deliverables_run(out: Path) -> bool:
@@ -15,6 +18,14 @@ def _deliverables_run(out: Path) -> bool:
     from deskbench.runs.store import RunStore
 
     return (out / RunStore.FILENAME).is_file() and RunStore(out, create=False).track() == "deliverables"
+
+
+def _check_batches(web: WebStore, names: list[str]) -> None:
+    known = {b.name for b in web.batches()}
+    unknown = [b for b in names if b not in known]
+    if unknown:
+        raise UserError(f"no batch {', '.join(map(repr, unknown))} in this run; "
+                        "cut them first with: deskbench serve batches --out RUNDIR --tasks T.jsonl")
 
 
 def register(app: typer.Typer) -> None:
@@ -32,6 +43,7 @@ def register(app: typer.Typer) -> None:
         oracle: Annotated[bool, typer.Option("--oracle", help="Show the gold evidence pages instead of search (system human-oracle:NAME).")] = False,
         top_k: Annotated[int, typer.Option(help="Pages per search (the agents' default is 5).")] = 5,
         calibration: Annotated[Path | None, typer.Option(help="Items JSONL of 'deskbench calibrate sample --judge': adds the /calibration labelling screens.")] = None,
+        batch_size: Annotated[int, typer.Option(help="Questions per batch for tasks in no batch yet (see 'serve batches').")] = 25,
     ) -> None:
         """Serve the annotation app: deskbench serve --corpus DIR --tasks T.jsonl --out RUNDIR.
         Create annotators first with: deskbench serve add-user NAME --out RUNDIR."""
@@ -47,16 +59,24 @@ def register(app: typer.Typer) -> None:
                             "deskbench serve --corpus DIR --tasks T.jsonl --out RUNDIR")
         if top_k < 1:
             raise UserError(f"--top-k {top_k} is not valid; use 1 or more")
+        if batch_size < 1:
+            raise UserError(f"--batch-size {batch_size} is not valid; use 1 or more")
         import uvicorn
 
         from deskbench.web.app import create_app
         from deskbench.web.store import WebStore
 
         assert corpus and tasks and out
-        web_app = create_app(corpus, tasks, out, oracle=oracle, top_k=top_k, calibration=calibration)
-        users = WebStore(out).users()
+        web_app = create_app(corpus, tasks, out, oracle=oracle, top_k=top_k, calibration=calibration,
+                             batch_size=batch_size)
+        web = WebStore(out)
+        users = web.users()
         if not users:
-            typer.echo(f"warning: no users yet; create one with: deskbench serve add-user NAME --out {out}", err=True)
+            typer.echo(f"warning: no users yet; create one with: deskbench serve add-user NAME --out {out} --batch BATCH", err=True)
+        idle = sorted(set(users) - {u for b in web.batches() for u in b.users})
+        if idle:
+            typer.echo(f"warning: {', '.join(idle)} have no batch and will see no question; list batches with"
+                       f" 'deskbench serve batches --out {out}', assign with 'deskbench serve assign --out {out} --user NAME BATCH'", err=True)
         if host not in ("127.0.0.1", "localhost", "::1"):
             typer.echo(f"warning: binding {host}: reachable from other machines; use TLS in front of it", err=True)
         typer.echo(f"deskbench serve: http://{host}:{port}/ ({len(users)} users, run {out})", err=True)
@@ -66,12 +86,60 @@ def register(app: typer.Typer) -> None:
     def add_user(
         name: Annotated[str, typer.Argument(help="Annotator name (letters, digits, . _ -).")],
         out: Annotated[Path, typer.Option("--out", "-o", help="Run directory the app serves.")],
+        batch: Annotated[list[str] | None, typer.Option("--batch", "-b", help="Assign this batch too (repeatable).")] = None,
     ) -> None:
         """Create an annotator and print their token once (only its sha256 is stored)."""
         from deskbench.web.store import WebStore
 
-        token = WebStore(out).add_user(name)
+        web = WebStore(out)
+        if batch:  # refuse unknown batches before creating the user, so a typo leaves nothing behind
+            _check_batches(web, batch)
+        token = web.add_user(name)
+        if batch:
+            web.assign(name, batch)
         typer.echo(token)
-        typer.echo(f"user {name} added to {out}; the token above is shown only once", err=True)
+        typer.echo(f"user {name} added to {out}{' with batches ' + ', '.join(batch) if batch else ''};"
+                   " the token above is shown only once", err=True)
+
+    @serve_app.command("batches")
+    def batches(
+        out: Annotated[Path, typer.Option("--out", "-o", help="Run directory the app serves.")],
+        tasks: Annotated[Path | None, typer.Option("--tasks", "-t", help="docqa tasks JSONL: batch those not in a batch yet.")] = None,
+        size: Annotated[int, typer.Option(help="Questions per batch (MADQA: 25).")] = 25,
+        seed: Annotated[int | None, typer.Option(help="Shuffle the new tasks under this seed first (default: file order).")] = None,
+    ) -> None:
+        """Cut the tasks into batches with constellation code names (MADQA C.2) and list every
+        batch with its users and their progress. Existing batches never change."""
+        from deskbench.runs.store import RunStore
+        from deskbench.tasks.docqa import read_tasks
+        from deskbench.web.store import WebStore
+
+        web = WebStore(out)
+        if tasks is not None:
+            items = read_tasks(tasks).items
+            RunStore(out).save_tasks(items)
+            new = web.add_batches([t.id for t in items], size, seed)
+            typer.echo(f"{len(new)} new batches" + (f": {', '.join(b.name for b in new)}" if new else ""), err=True)
+        run = RunStore(out)
+        for b in web.batches():
+            progress = []
+            for user in b.users:
+                done = {t for t, a in run.done(f"human:{user}") if a == 0} | \
+                       {t for t, a in run.done(f"human-oracle:{user}") if a == 0}
+                progress.append(f"{user} {len(done & set(b.task_ids))}/{len(b.task_ids)}")
+            typer.echo(f"{b.name}\t{len(b.task_ids)} questions\t{', '.join(progress) or 'unassigned'}")
+
+    @serve_app.command("assign")
+    def assign(
+        batch: Annotated[list[str], typer.Argument(help="Batch code names (see: deskbench serve batches --out RUNDIR).")],
+        user: Annotated[str, typer.Option("--user", "-u", help="The annotator.")],
+        out: Annotated[Path, typer.Option("--out", "-o", help="Run directory the app serves.")],
+        remove: Annotated[bool, typer.Option("--remove", help="Take the batches away instead (work done stays).")] = False,
+    ) -> None:
+        """Give batches to an annotator (a batch may go to several, e.g. to measure agreement)."""
+        from deskbench.web.store import WebStore
+
+        WebStore(out).assign(user, batch, remove=remove)
+        typer.echo(f"{'removed' if remove else 'assigned'} {', '.join(batch)} {'from' if remove else 'to'} {user}", err=True)
 
     app.add_typer(serve_app, name="serve")

@@ -4,6 +4,8 @@
     web_sessions  logged-in browsers: sha256 of the session id, the user, the CSRF token
     web_work      a question in progress per (system, task): the screen's state as JSON
     web_actions   every action, timestamped, in order: the trajectory so far
+    web_batches   annotator batches: code name, position, the ordered task ids (web/batches.py)
+    web_assign    which user works on which batch (a batch may go to several users)
 
 Every action is one write transaction (state + action together), so a closed tab loses nothing.
 """
@@ -21,6 +23,7 @@ from typing import Any
 from deskbench.errors import UserError
 from deskbench.runs.store import RunStore, now
 from deskbench.sqlite import ThreadLocalDB
+from deskbench.web.batches import Batch, cut_batches
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS web_users (
@@ -33,6 +36,10 @@ CREATE TABLE IF NOT EXISTS web_work (
 CREATE TABLE IF NOT EXISTS web_actions (
     system TEXT NOT NULL, task_id TEXT NOT NULL, seq INTEGER NOT NULL, at TEXT NOT NULL,
     step TEXT NOT NULL, PRIMARY KEY (system, task_id, seq));
+CREATE TABLE IF NOT EXISTS web_batches (
+    name TEXT PRIMARY KEY, position INTEGER NOT NULL, task_ids TEXT NOT NULL, created_at TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS web_assign (
+    batch TEXT NOT NULL, user TEXT NOT NULL, assigned_at TEXT NOT NULL, PRIMARY KEY (batch, user));
 """
 
 NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
@@ -119,3 +126,50 @@ class WebStore:
         rows = self._db.conn().execute(
             "SELECT at, step FROM web_actions WHERE system = ? AND task_id = ? ORDER BY seq", (system, task_id))
         return [(at, json.loads(step)) for at, step in rows]
+
+    # -- batches --------------------------------------------------------------------------
+
+    def batches(self) -> list[Batch]:
+        con = self._db.conn()
+        users: dict[str, list[str]] = {}
+        for batch, user in con.execute("SELECT batch, user FROM web_assign ORDER BY user"):
+            users.setdefault(batch, []).append(user)
+        return [Batch(name=name, task_ids=tuple(json.loads(ids)), users=tuple(users.get(name, ())))
+                for name, ids in con.execute("SELECT name, task_ids FROM web_batches ORDER BY position")]
+
+    def add_batches(self, task_ids: list[str], size: int, seed: int | None = None) -> list[Batch]:
+        """Batch the given tasks that are in no batch yet; existing batches never change."""
+        if size < 1:
+            raise UserError(f"batch size {size} is not valid; use 1 or more")
+        with self._db.write() as con:
+            batched: set[str] = set()
+            taken: set[str] = set()
+            for name, ids in con.execute("SELECT name, task_ids FROM web_batches"):
+                taken.add(name)
+                batched.update(json.loads(ids))
+            fresh = [t for t in dict.fromkeys(task_ids) if t not in batched]
+            new = cut_batches(fresh, size, taken, seed)
+            start = con.execute("SELECT COALESCE(MAX(position), -1) + 1 FROM web_batches").fetchone()[0]
+            for i, b in enumerate(new):
+                con.execute("INSERT INTO web_batches(name, position, task_ids, created_at) VALUES (?, ?, ?, ?)",
+                            (b.name, start + i, json.dumps(list(b.task_ids)), now()))
+        return new
+
+    def assign(self, user: str, batch_names: list[str], *, remove: bool = False) -> None:
+        with self._db.write() as con:
+            if not con.execute("SELECT 1 FROM web_users WHERE name = ?", (user,)).fetchone():
+                raise UserError(f"no user {user!r} in this run; create it with: deskbench serve add-user {user} --out RUNDIR")
+            known = {r[0] for r in con.execute("SELECT name FROM web_batches")}
+            unknown = [b for b in batch_names if b not in known]
+            if unknown:
+                raise UserError(f"no batch {', '.join(map(repr, unknown))} in this run; "
+                                "list them with: deskbench serve batches --out RUNDIR")
+            for b in batch_names:
+                if remove:
+                    con.execute("DELETE FROM web_assign WHERE batch = ? AND user = ?", (b, user))
+                else:
+                    con.execute("INSERT OR IGNORE INTO web_assign(batch, user, assigned_at) VALUES (?, ?, ?)",
+                                (b, user, now()))
+
+    def batches_of(self, user: str) -> list[Batch]:
+        return [b for b in self.batches() if user in b.users]
