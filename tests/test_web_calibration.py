@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 from conftest import OPERATOR_DOCS, ingest, run_cli, write_text_pdf
-from test_web import TASKS, Client, serve, watched_page
+from test_web import TASKS, Client, serve, serve_command, watched_page
 
 from deskbench.scoring.judge_calibration import read_calibration, read_labels
 from deskbench.web.app import create_app
@@ -156,3 +156,20 @@ def test_bad_items_file_is_refused(setup: dict, tmp_path: Path) -> None:
     unjudged.write_text(json.dumps({**ITEMS[0][0], "judge_verdict": None, "verdict_source": None}) + "\n")
     with pytest.raises(UserError, match="no item carries a judge verdict"):
         create_app(setup["root"] / "corpus", setup["root"] / "tasks.jsonl", tmp_path / "run", calibration=unjudged)
+
+
+def test_calibration_alone_needs_no_corpus_or_tasks(setup: dict, tmp_path: Path) -> None:
+    """`deskbench serve --out RUNDIR --calibration ITEMS`: the items carry everything shown."""
+    run_dir = tmp_path / "cal"
+    token = run_cli("serve", "add-user", "gail", "--out", str(run_dir)).stdout.strip()
+    with serve_command("--out", str(run_dir), "--calibration", str(setup["items"])) as (port, status, _):
+        assert status == 200
+        c = Client(port)
+        assert c.request("GET", "/calibration/1")[0] == 401
+        c.login(token)
+        assert "Judge calibration" in c.request("GET", "/")[2]
+        assert "gold 1" in c.request("GET", "/calibration/1")[2]
+        assert c.request("POST", "/calibration/1/label", {"label": "correct", "csrf": c.csrf})[0] == 303
+        assert c.request("GET", "/q/1")[0] == 404  # no annotator screens in this mode
+    [line] = (run_dir / LABELS_FILE).read_text().splitlines()
+    assert json.loads(line)["labeller"] == "gail"

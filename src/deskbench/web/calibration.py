@@ -75,8 +75,9 @@ class LabelFile:
 
 def mount(app: FastAPI, items_path: Path, run_dir: Path, *, render: Callable[..., HTMLResponse],
           session: Callable[[Request], Session],
-          posted: Callable[[Request], Awaitable[tuple[Session, dict[str, str]]]]) -> None:
-    """Add the calibration routes to `app` (helpers from create_app: render, session, posted)."""
+          posted: Callable[[Request], Awaitable[tuple[Session, dict[str, str]]]], home: bool = False) -> None:
+    """Add the calibration routes to `app` (helpers from create_app: render, session, posted);
+    with `home`, the item list is also the app's "/" (the calibration-only app)."""
     items = read_items(Path(items_path))
     if not items:
         raise UserError(f"{items_path} holds no items; write them with 'deskbench calibrate sample'")
@@ -105,6 +106,9 @@ def mount(app: FastAPI, items_path: Path, run_dir: Path, *, render: Callable[...
         first = next((r["n"] for r in rows if r["label"] is None), None)
         return render("calibration.html", user=s.user, csrf=s.csrf, rows=rows, done=len(mine),
                       total=len(items), first=first)
+
+    if home:
+        app.get("/", response_class=HTMLResponse)(cal_list)
 
     @app.get("/calibration/results", response_class=HTMLResponse)
     def cal_results(request: Request) -> HTMLResponse:
@@ -147,3 +151,26 @@ def mount(app: FastAPI, items_path: Path, run_dir: Path, *, render: Callable[...
         order = list(range(n + 1, len(items) + 1)) + list(range(1, n))
         nxt = next((k for k in order if items[k - 1].id not in mine), None)
         return RedirectResponse(f"/calibration/{nxt}" if nxt else "/calibration/results", status_code=303)
+
+
+def create_calibration_app(run_dir: Path | str, items_path: Path | str) -> FastAPI:
+    """The labelling screens alone (`deskbench serve --out RUNDIR --calibration ITEMS`): the items
+    carry question, gold variants and prediction, so no corpus or task file is needed."""
+    import jinja2
+
+    from deskbench.web.common import HERE, install_basics
+    from deskbench.web.store import WebStore
+
+    root = Path(run_dir)
+    web = WebStore(root)
+    env = jinja2.Environment(loader=jinja2.FileSystemLoader(HERE / "templates"),
+                             autoescape=True, undefined=jinja2.StrictUndefined)
+    app = FastAPI(title="deskbench calibration", docs_url=None, redoc_url=None, openapi_url=None)
+    app.state.web = web
+
+    def render(name: str, status: int = 200, **ctx: Any) -> HTMLResponse:
+        return HTMLResponse(env.get_template(name).render(oracle=False, **ctx), status_code=status)
+
+    access = install_basics(app, web, render)
+    mount(app, Path(items_path), root, render=render, session=access.session, posted=access.posted, home=True)
+    return app

@@ -10,6 +10,8 @@ import typer
 from deskbench.errors import UserError
 
 if TYPE_CHECKING:
+    from fastapi import FastAPI
+
     from deskbench.web.store import WebStore
 
 
@@ -26,6 +28,17 @@ def _check_batches(web: WebStore, names: list[str]) -> None:
     if unknown:
         raise UserError(f"no batch {', '.join(map(repr, unknown))} in this run; "
                         "cut them first with: deskbench serve batches --out RUNDIR --tasks T.jsonl")
+
+
+def _run(web_app: FastAPI, out: Path, host: str, port: int) -> None:
+    import uvicorn
+
+    from deskbench.web.store import WebStore
+
+    if host not in ("127.0.0.1", "localhost", "::1"):
+        typer.echo(f"warning: binding {host}: reachable from other machines; use TLS in front of it", err=True)
+    typer.echo(f"deskbench serve: http://{host}:{port}/ ({len(WebStore(out).users())} users, run {out})", err=True)
+    uvicorn.run(web_app, host=host, port=port, log_level="warning")
 
 
 def register(app: typer.Typer) -> None:
@@ -53,6 +66,10 @@ def register(app: typer.Typer) -> None:
             from deskbench.web.grading import serve_grading
 
             return serve_grading(out, host, port)
+        if out is not None and calibration is not None and corpus is None and tasks is None:
+            from deskbench.web.calibration import create_calibration_app
+
+            return _run(create_calibration_app(out, calibration), out, host, port)
         missing = [flag for flag, v in (("--corpus", corpus), ("--tasks", tasks), ("--out", out)) if v is None]
         if missing:
             raise UserError(f"deskbench serve needs {', '.join(missing)}: "
@@ -61,8 +78,6 @@ def register(app: typer.Typer) -> None:
             raise UserError(f"--top-k {top_k} is not valid; use 1 or more")
         if batch_size < 1:
             raise UserError(f"--batch-size {batch_size} is not valid; use 1 or more")
-        import uvicorn
-
         from deskbench.web.app import create_app
         from deskbench.web.store import WebStore
 
@@ -77,10 +92,7 @@ def register(app: typer.Typer) -> None:
         if idle:
             typer.echo(f"warning: {', '.join(idle)} have no batch and will see no question; list batches with"
                        f" 'deskbench serve batches --out {out}', assign with 'deskbench serve assign --out {out} --user NAME BATCH'", err=True)
-        if host not in ("127.0.0.1", "localhost", "::1"):
-            typer.echo(f"warning: binding {host}: reachable from other machines; use TLS in front of it", err=True)
-        typer.echo(f"deskbench serve: http://{host}:{port}/ ({len(users)} users, run {out})", err=True)
-        uvicorn.run(web_app, host=host, port=port, log_level="warning")
+        _run(web_app, out, host, port)
 
     @serve_app.command("add-user")
     def add_user(
