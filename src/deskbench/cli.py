@@ -208,7 +208,8 @@ def _pct(value: float | None, ci: tuple[float, float] | None = None) -> str:
 def score(
     submissions: Annotated[Path, typer.Argument(help="Predictions JSONL (deskbench or official MADQA format), or a run directory.")],
     tasks: Annotated[Path | None, typer.Option("--tasks", "-t", help="Tasks JSONL (MADQA dataset rows); a run knows its own.")] = None,
-    system: Annotated[str | None, typer.Option(help="In a run directory: score only this system.")] = None,
+    system: Annotated[str | None, typer.Option(help="In a run directory: score only this system ('human' pools every annotator).")] = None,
+    pool_humans: Annotated[bool, typer.Option("--pool-humans", help="docqa run: one 'human' row for every annotator's human:NAME episodes (earliest answer per question).")] = False,
     by: Annotated[list[str] | None, typer.Option("--by", help="Also break down by: domain, category.")] = None,
     official: Annotated[bool, typer.Option(help="The official script's conventions: drop missing, stable ties, no page coercion.")] = False,
     kuiper_ties: Annotated[str, typer.Option(help="robust (tied efforts are one block) | stable (input order)")] = "robust",
@@ -255,6 +256,7 @@ def score(
     opts = ScoreOptions(official=official, ties=kuiper_ties, effort=effort, judge=answer_judge,  # type: ignore[arg-type]
                         q0=q0, q1=q1, m0=m0, m1=m1)
     if submissions.is_dir():
+        from deskbench.runs.humans import pooled_systems, tasks_scored
         from deskbench.runs.runner import run_submissions
         from deskbench.runs.store import RunStore
 
@@ -273,12 +275,15 @@ def score(
             return
         task_items = read_tasks(tasks, skip_invalid=skip_invalid).items if tasks else store.tasks()
         systems = [system] if system else store.systems()
+        if pool_humans:
+            systems = pooled_systems(systems)
         if not systems:
             raise UserError(f"the run in {submissions} has no episodes yet; run 'deskbench run' first")
         reports = {}
         for name in systems:
             subs, failed = run_submissions(store, name)
-            reports[name] = _score_and_show(task_items, subs, opts, groups, name=name, errors=failed,
+            scored_tasks = tasks_scored(name, task_items, {s.id for s in subs} | set(failed))
+            reports[name] = _score_and_show(scored_tasks, subs, opts, groups, name=name, errors=failed,
                                             as_json=as_json, items_out=None)
         if as_json:
             print(reports[systems[0]].model_dump_json(indent=2) if len(systems) == 1 else
@@ -695,6 +700,7 @@ def report(
     no_cache: Annotated[bool, typer.Option("--no-cache", help="Do not cache judge responses.")] = False,
     concurrency: Annotated[int, typer.Option(help="Judge calls in flight at once.")] = 16,
     chart_judge: Annotated[str | None, typer.Option(help="analytics runs: vision judge for charts (default: --judge).")] = None,
+    pool_humans: Annotated[bool, typer.Option("--pool-humans", help="docqa runs: one 'human' row for every annotator's human:NAME episodes (earliest answer per question).")] = False,
 ) -> None:
     """Write a self-contained HTML report: docqa leaderboard, calibration and budget curves, error
     classes; analytics pass@1 / pass@k / avg@k by category and difficulty, and bad cases."""
@@ -709,7 +715,7 @@ def report(
     answer_judge = _make_judge(judge, judge_cache, no_cache, concurrency) if judge else None
     judges = AnalyticsJudges(qa=_judge_model(judge, concurrency), chart=_judge_model(chart_judge or judge, concurrency))
     try:
-        data = build_report(run_dirs, ScoreOptions(judge=answer_judge), analytics_judges=judges)
+        data = build_report(run_dirs, ScoreOptions(judge=answer_judge), analytics_judges=judges, pool_humans=pool_humans)
     finally:
         close_models(judges.qa, judges.chart)
     write_report(data, output)

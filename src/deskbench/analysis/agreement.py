@@ -48,3 +48,12 @@ def kappa_matrix(matrix: npt.NDArray[np.float64]) -> tuple[npt.NDArray[np.float6
             kappas[i, j] = kappas[j, i] = cohen_kappa(correct[i, both], correct[j, both])
             counts[i, j] = counts[j, i] = int(both.sum())
     return kappas, counts
+
+
+def outcome_table(a: npt.ArrayLike, b: npt.ArrayLike) -> tuple[int, int, int, int]:
+    """(both correct, only a, only b, neither) over the items both were scored on (MADQA H.4's
+    "54 solved only by humans and 53 only by the model")."""
+    x, y = np.asarray(a, dtype=np.float64), np.asarray(b, dtype=np.float64)
+    both = ~np.isnan(x) & ~np.isnan(y)
+    cx, cy = x[both] >= CORRECT_AT, y[both] >= CORRECT_AT
+    return int((cx & cy).sum()), int((cx & ~cy).sum()), int((~cx & cy).sum()), int((~cx & ~cy).sum())

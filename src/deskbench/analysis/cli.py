@@ -6,6 +6,7 @@ JSON report (the pydantic models below are its schema) and, with --plot, a PNG.
 
 from __future__ import annotations
 
+import itertools
 import math
 from pathlib import Path
 from typing import Annotated
@@ -15,7 +16,7 @@ import numpy.typing as npt
 import typer
 from pydantic import BaseModel
 
-from deskbench.analysis.agreement import CORRECT_AT, kappa_matrix
+from deskbench.analysis.agreement import CORRECT_AT, kappa_matrix, outcome_table
 from deskbench.analysis.cli_more import write_report as _write
 from deskbench.analysis.items import difficulty, discrimination
 from deskbench.analysis.matrix import ResponseMatrix, load_matrix
@@ -30,12 +31,18 @@ from deskbench.analysis.splits import (
     system_means,
 )
 from deskbench.errors import UserError
+from deskbench.runs.humans import is_human
 
 analyse_app = typer.Typer(no_args_is_help=True, help="Analyses over stored runs (MADQA §2.4, §5, App. D, E, H): items, splits, agreement, drift, guessability, multihop, lexical.")
 
 RunDirsArg = Annotated[list[Path], typer.Argument(metavar="RUNDIR...", help="Run directories (deskbench run --out).")]
 OutOpt = Annotated[Path, typer.Option("--output", "-o", help="JSON report to write.")]
 PlotOpt = Annotated[Path | None, typer.Option("--plot", help="Also write a PNG plot here.")]
+PoolOpt = Annotated[bool, typer.Option("--pool-humans", help="One Human row (and one Human-oracle row) from every annotator's human:NAME episodes; an item answered by several annotators counts their earliest answer.")]
+
+
+def matrix_of(run_dirs: list[Path], pool: bool) -> ResponseMatrix:
+    return load_matrix(run_dirs, pool_humans=pool)
 
 
 def _num(x: float) -> float | None:
@@ -92,9 +99,9 @@ def items_report(rm: ResponseMatrix) -> ItemsReport:
 
 
 @analyse_app.command("items")
-def items_cmd(run_dirs: RunDirsArg, output: OutOpt, plot: PlotOpt = None) -> None:
+def items_cmd(run_dirs: RunDirsArg, output: OutOpt, plot: PlotOpt = None, pool: PoolOpt = False) -> None:
     """Difficulty p_j and corrected point-biserial discrimination r_j of every common item."""
-    report = items_report(load_matrix(run_dirs))
+    report = items_report(matrix_of(run_dirs, pool))
     _write(output, report)
     if plot is not None:
         fig, ax = _figure()
@@ -173,9 +180,10 @@ def splits_cmd(
     train: Annotated[int | None, typer.Option("--train", help="Train size (default: every item left).")] = None,
     sentinel_fraction: Annotated[float, typer.Option(help="Share of each split reserved for p <= 0.1 items.")] = SENTINEL_FRACTION,
     plot: PlotOpt = None,
+    pool: PoolOpt = False,
 ) -> None:
     """Test/dev/train splits by the paper's rule: sentinel pool, 9 difficulty bins, best discrimination."""
-    rm = load_matrix(run_dirs)
+    rm = matrix_of(run_dirs, pool)
     report = splits_report(rm, test, dev, seed, train, sentinel_fraction)
     _write(output, report)
     if plot is not None:
@@ -206,24 +214,44 @@ def splits_cmd(
 # -- agreement ------------------------------------------------------------------------------
 
 
+class AgreementPair(BaseModel):
+    a: str
+    b: str
+    kappa: float | None
+    n_items: int
+    both_correct: int
+    only_a: int
+    only_b: int
+    neither: int
+
+
 class AgreementReport(BaseModel):
     systems: list[str]
+    humans: list[str]  # the rows that are people (human:NAME, or the pooled human)
     correct_at: float  # accuracy >= this counts as correct
     kappa: list[list[float | None]]  # systems x systems; null when undefined
     n_items: list[list[int]]  # items both systems were scored on
+    pairs: list[AgreementPair]  # every unordered pair, with who solved what
 
 
 def agreement_report(rm: ResponseMatrix) -> AgreementReport:
     kappas, counts = kappa_matrix(rm.values)
-    return AgreementReport(systems=rm.systems, correct_at=CORRECT_AT,
-                           kappa=[[_num(x) for x in row] for row in kappas],
-                           n_items=[[int(c) for c in row] for row in counts])
+    pairs = []
+    for i, j in itertools.combinations(range(len(rm.systems)), 2):
+        both, only_a, only_b, neither = outcome_table(rm.values[i], rm.values[j])
+        pairs.append(AgreementPair(a=rm.systems[i], b=rm.systems[j], kappa=_num(kappas[i, j]),
+                                   n_items=int(counts[i, j]), both_correct=both, only_a=only_a,
+                                   only_b=only_b, neither=neither))
+    return AgreementReport(systems=rm.systems, humans=[s for s in rm.systems if is_human(s)],
+                           correct_at=CORRECT_AT, kappa=[[_num(x) for x in row] for row in kappas],
+                           n_items=[[int(c) for c in row] for row in counts], pairs=pairs)
 
 
 @analyse_app.command("agreement")
-def agreement_cmd(run_dirs: RunDirsArg, output: OutOpt, plot: PlotOpt = None) -> None:
-    """Pairwise Cohen's kappa between systems on correct/incorrect, over items both were scored on."""
-    report = agreement_report(load_matrix(run_dirs))
+def agreement_cmd(run_dirs: RunDirsArg, output: OutOpt, plot: PlotOpt = None, pool: PoolOpt = False) -> None:
+    """Pairwise Cohen's kappa between systems (people included) on correct/incorrect, over items
+    both were scored on, with who solved what for every pair (MADQA H.4)."""
+    report = agreement_report(matrix_of(run_dirs, pool))
     _write(output, report)
     if plot is not None:
         k = np.array([[np.nan if x is None else x for x in row] for row in report.kappa], dtype=np.float64)

@@ -27,13 +27,15 @@ class ResponseMatrix:
     values: npt.NDArray[np.float64]
 
 
-def load_matrix(run_dirs: Sequence[Path]) -> ResponseMatrix:
-    """Score every system of every run and keep the items common to all runs.
+def load_matrix(run_dirs: Sequence[Path], pool_humans: bool = False) -> ResponseMatrix:
+    """Score every system of every run and keep the items common to all runs; with
+    `pool_humans`, the annotators make one `human` row (runs/humans.py: earliest answer wins).
 
     A system that appears in several runs is labelled `<run dir name>/<system>` so rows stay
     distinct. Raises UserError for a path that is not a run, a run without episodes, or no
     common items.
     """
+    from deskbench.runs.humans import pooled_systems, tasks_scored
     from deskbench.runs.runner import run_submissions
     from deskbench.runs.store import RunStore
     from deskbench.scoring.docqa import ScoreOptions, score_all
@@ -49,14 +51,14 @@ def load_matrix(run_dirs: Sequence[Path]) -> ResponseMatrix:
         store = RunStore(run_dir, create=False)
         try:
             tasks = store.tasks()
-            systems = store.systems()
+            systems = pooled_systems(store.systems()) if pool_humans else store.systems()
             if not systems:
                 raise UserError(f"the run in {run_dir} has no episodes yet; run 'deskbench run' first")
             ids = [t.id for t in tasks]
             common = ids if common is None else [i for i in common if i in set(ids)]
             for name in systems:
-                subs, _failed = run_submissions(store, name)
-                scored, _matched = score_all(tasks, subs, opts)
+                subs, failed = run_submissions(store, name)
+                scored, _matched = score_all(tasks_scored(name, tasks, {s.id for s in subs} | set(failed)), subs, opts)
                 acc = {s.id: math.nan if s.accuracy is None else float(s.accuracy) for s in scored}
                 rows.append((run_dir, name, acc))
         finally:
@@ -69,3 +71,4 @@ def load_matrix(run_dirs: Sequence[Path]) -> ResponseMatrix:
         raise UserError("two runs with the same directory name hold the same system; rename one directory")
     values = np.array([[acc.get(i, math.nan) for i in common] for _, _, acc in rows], dtype=np.float64)
     return ResponseMatrix(systems=labels, items=list(common), values=values)
+

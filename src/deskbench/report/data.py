@@ -19,6 +19,7 @@ from deskbench.report.models import (
     SystemReport,
 )
 from deskbench.report.taxonomy import budget_curve, decompose
+from deskbench.runs.humans import episodes_of, pooled_systems, tasks_scored
 from deskbench.runs.runner import run_submissions
 from deskbench.runs.store import Episode, RunStore
 from deskbench.scoring.analytics import AnalyticsJudges, score_run
@@ -76,9 +77,9 @@ def _score(run_dir: Path, store: RunStore, system: str, opts: ScoreOptions) -> _
     if not tasks:
         raise UserError(f"the run in {run_dir} holds no tasks; give the --out of a 'deskbench run'")
     subs, failed = run_submissions(store, system)
-    items, matched = score_all(tasks, subs, opts)
+    items, matched = score_all(tasks_scored(system, tasks, {s.id for s in subs} | set(failed)), subs, opts)
     report = summarize(items, matched, opts, by=("domain", "category"), errors=failed)
-    episodes = store.episodes(system)
+    episodes = episodes_of(store, system)
     steps = {ep.task_id: s for ep in episodes if ep.status == "ok" and (s := episode_steps(ep)) is not None}
     answers = {s.id: list(s.answer) for s in subs}
     return _Scored(run_dir, system, items, report, episodes, steps, answers)
@@ -148,9 +149,10 @@ def _labels(scored: Sequence[_Scored]) -> dict[int, str]:
 
 
 def build_report(run_dirs: Sequence[Path], opts: ScoreOptions | None = None,
-                 analytics_judges: AnalyticsJudges | None = None) -> Report:
+                 analytics_judges: AnalyticsJudges | None = None, pool_humans: bool = False) -> Report:
     """Score every system of every run (with `opts.judge`, every non-exact answer is judged);
-    budgets run from 1 to the most steps any episode took."""
+    budgets run from 1 to the most steps any episode took. `pool_humans`: the annotators of a
+    docqa run make one Human row (runs/humans.py)."""
     opts = opts or ScoreOptions()
     if not run_dirs:
         raise UserError("give at least one run directory")
@@ -169,7 +171,8 @@ def build_report(run_dirs: Sequence[Path], opts: ScoreOptions | None = None,
             elif store.track() == "deliverables":
                 deliverables.append(DeliverablesRun(run_dir, score_deliverables_run(store), store.deliverable_tasks()))
             else:
-                scored += [_score(run_dir, store, name, opts) for name in systems]
+                names = pooled_systems(systems) if pool_humans else systems
+                scored += [_score(run_dir, store, name, opts) for name in names]
         finally:
             store.close()
     labels = _labels(scored)

@@ -109,8 +109,10 @@ async def run_attempts(
 
 def run_submissions(store: RunStore, system: str) -> tuple[list[DocQASubmission], list[str]]:
     """The submissions of a run's successful episodes, and the ids of episodes that failed."""
+    from deskbench.runs.humans import episodes_of
+
     subs, failed = [], []
-    for ep in store.episodes(system):
+    for ep in episodes_of(store, system):
         if ep.attempt != 0:
             continue
         if ep.status == "ok" and isinstance(ep.submission, DocQASubmission):

@@ -25,6 +25,7 @@ from deskbench.corpus import Corpus
 from deskbench.corpus.images import ImageSpec
 from deskbench.errors import QuerySyntaxError, UserError
 from deskbench.models.types import Usage as RunUsage
+from deskbench.runs.humans import human_system
 from deskbench.runs.store import Episode, RunStore, now
 from deskbench.tasks.docqa import (
     AnswerStep,
@@ -45,8 +46,6 @@ SIZES = {"thumb": ImageSpec(dpi=40), "view": ImageSpec(dpi=110)}
 _STEPS = TypeAdapter(list[TrajectoryStep])
 
 
-def system_name(user: str, oracle: bool) -> str:
-    return f"{'human-oracle' if oracle else 'human'}:{user}"
 
 
 def _seconds(a: str, b: str) -> float:
@@ -116,7 +115,7 @@ def create_app(corpus_dir: Path | str, tasks_file: Path | str, run_dir: Path | s
 
     def open_work(request: Request, s: Session, n: int) -> tuple[DocQATask, str, dict[str, Any]]:
         task = task_at(s, n)[0]
-        system = system_name(s.user, oracle)
+        system = human_system(s.user, oracle)
         state = load(system, task)
         if state["submitted"] or task.id in submitted(system):
             raise HTTPException(409, "this question is already submitted")
@@ -143,7 +142,7 @@ def create_app(corpus_dir: Path | str, tasks_file: Path | str, run_dir: Path | s
     @app.get("/", response_class=HTMLResponse)
     def question_list(request: Request) -> HTMLResponse:
         s = session(request)
-        system = system_name(s.user, oracle)
+        system = human_system(s.user, oracle)
         done = submitted(system)
         groups = []
         for name, numbers in my_batches(s.user):
@@ -160,7 +159,7 @@ def create_app(corpus_dir: Path | str, tasks_file: Path | str, run_dir: Path | s
     def question(request: Request, n: int) -> HTMLResponse:
         s = session(request)
         task, batch, numbers = task_at(s, n)
-        system = system_name(s.user, oracle)
+        system = human_system(s.user, oracle)
         state = load(system, task)
         done = submitted(system)
         viewer = None

@@ -122,6 +122,7 @@ def register(app: typer.Typer) -> None:
     ) -> None:
         """Cut the tasks into batches with constellation code names (MADQA C.2) and list every
         batch with its users and their progress. Existing batches never change."""
+        from deskbench.runs.humans import human_system
         from deskbench.runs.store import RunStore
         from deskbench.tasks.docqa import read_tasks
         from deskbench.web.store import WebStore
@@ -136,8 +137,7 @@ def register(app: typer.Typer) -> None:
         for b in web.batches():
             progress = []
             for user in b.users:
-                done = {t for t, a in run.done(f"human:{user}") if a == 0} | \
-                       {t for t, a in run.done(f"human-oracle:{user}") if a == 0}
+                done = {t for oracle in (False, True) for t, a in run.done(human_system(user, oracle)) if a == 0}
                 progress.append(f"{user} {len(done & set(b.task_ids))}/{len(b.task_ids)}")
             typer.echo(f"{b.name}\t{len(b.task_ids)} questions\t{', '.join(progress) or 'unassigned'}")
 
