@@ -1,22 +1,30 @@
 """Rubric grading and QC of a deliverables run (issue 9 item 2): access, CSRF and file-name safety
-over real HTTP on 127.0.0.1, and a grader plus a QC reviewer in Debian's headless Chromium.
+over real HTTP on 127.0.0.1, a grader plus a QC reviewer in Debian's headless Chromium, and a
+QC edit of a verifier outcome made on the QC screen down to `deskbench score`.
 DESKBENCH_DOCS_SCREENSHOT=1 also refreshes docs/web-grading.png and docs/web-qc.png."""
 
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 from pathlib import Path
 from urllib.parse import urlencode
 
 import pytest
-from test_web import Client, serve, serve_command
+from conftest import run_cli
+from test_web import Client, serve, serve_command, watched_page
 
 from deskbench.generate.demo import bundled_dir
 from deskbench.runs.grades import GradeStore
 from deskbench.runs.store import Episode, RunStore
 from deskbench.tasks.analytics import OutputFileRecord
-from deskbench.tasks.deliverables import DeliverableSubmission, load_packages
+from deskbench.tasks.deliverables import (
+    RUBRIC_CODES,
+    DeliverableSubmission,
+    DeliverableTask,
+    load_packages,
+)
 from deskbench.web.grading import create_grading_app
 from deskbench.web.store import WebStore
 
@@ -25,9 +33,9 @@ RESPONSE = "DECISION: GO <script>alert(1)</script>\nRevenue is INR 1,500 Cr per 
 NOTES = "# Memo\nBasic Company Information\nThe market is growing.\n"
 
 
-@pytest.fixture(scope="module")
-def setup(tmp_path_factory: pytest.TempPathFactory) -> dict:
-    run_dir = tmp_path_factory.mktemp("grading") / "run"
+def make_run(run_dir: Path) -> tuple[DeliverableTask, dict[str, str]]:
+    """A deliverables run with one ok episode (a response and notes.md) and one error episode;
+    users alice and bob: (the ok episode's task, their login tokens)."""
     store = RunStore(run_dir)
     tasks = load_packages(bundled_dir() / "deliverables")
     store.save_tasks(tasks)
@@ -42,7 +50,13 @@ def setup(tmp_path_factory: pytest.TempPathFactory) -> dict:
         id=task.id, response=RESPONSE, files=[rec], files_dir=files_dir.as_posix())))
     store.record(Episode(task_id=tasks[1].id, system=SYSTEM, status="error", error="boom"))
     web = WebStore(run_dir)
-    tokens = {u: web.add_user(u) for u in ("alice", "bob")}
+    return task, {u: web.add_user(u) for u in ("alice", "bob")}
+
+
+@pytest.fixture(scope="module")
+def setup(tmp_path_factory: pytest.TempPathFactory) -> dict:
+    run_dir = tmp_path_factory.mktemp("grading") / "run"
+    task, tokens = make_run(run_dir)
     with serve(create_grading_app(run_dir)) as port:
         yield {"port": port, "run": run_dir, "tokens": tokens, "task": task,
                "q": urlencode({"task": task.id, "system": SYSTEM, "attempt": 0})}
@@ -88,13 +102,11 @@ def test_access_csrf_and_file_names(setup: dict) -> None:
 def test_grader_and_qc_reviewer_in_chromium(setup: dict, browser) -> None:  # noqa: ANN001
     base = f"http://127.0.0.1:{setup['port']}"
     task = setup["task"]
-    problems: list[str] = []
+    problems: list[list[str]] = []  # per page: console errors, page errors, requests leaving the app
 
     def open_as(user: str):  # noqa: ANN202
-        page = browser.new_page(viewport={"width": 1280, "height": 900})
-        page.on("console", lambda m: problems.append(f"console {m.type}: {m.text}") if m.type in ("error", "warning") else None)
-        page.on("pageerror", lambda e: problems.append(f"page error: {e}"))
-        page.on("request", lambda r: None if r.url.startswith(base) else problems.append(f"request: {r.url}"))
+        page, seen = watched_page(browser, base, viewport={"width": 1280, "height": 900})
+        problems.append(seen)
         page.goto(base + "/")
         page.fill("#token", setup["tokens"][user])
         page.click("#login button[type=submit]")
@@ -140,10 +152,20 @@ def test_grader_and_qc_reviewer_in_chromium(setup: dict, browser) -> None:  # no
     page.locator("#cell-AR button.confirm").click()
     page.wait_for_selector("#log li:has-text('confirm AR')")
     assert page.locator("#final-status").inner_text() == "reviewed"
+    # a verifier outcome: the automatic fail set to pass, with a reason
+    row = page.locator("#verifier-decision")
+    assert row.locator(".final-outcome").inner_text() == "fail"
+    row.locator("summary").click()
+    assert row.locator("select[name=score]").input_value() == "1"  # the edit offers the other outcome
+    row.locator("input[name=reason]").fill("The memo's decision line reads NO GO")
+    row.locator("form.edit button").click()
+    page.wait_for_selector("#verifier-decision .final-outcome:text-is('pass')")
+    assert "edited by bob: The memo's decision line reads NO GO" in page.locator("#verifier-decision").inner_text()
+    assert page.locator("#verifiers tbody tr").count() == len(task.verifiers)
     shot = page.screenshot(full_page=True)
     if os.environ.get("DESKBENCH_DOCS_SCREENSHOT"):
         (Path(__file__).resolve().parents[1] / "docs" / "web-qc.png").write_bytes(shot)
-    assert problems == []
+    assert problems == [[], []]
     # an edit without a reason is refused (400) with the qc_problem message
     row = page.locator("#cell-FD")
     row.locator("summary").click()
@@ -154,18 +176,92 @@ def test_grader_and_qc_reviewer_in_chromium(setup: dict, browser) -> None:  # no
     page.close()
 
     actions = store.qc_actions()
-    assert [(a.target, a.action, a.score, a.reviewer) for a in actions] == [("DI", "edit", 1, "bob"), ("AR", "confirm", None, "bob")]
+    assert [(a.target, a.action, a.score, a.reviewer) for a in actions] == [
+        ("DI", "edit", 1, "bob"), ("AR", "confirm", None, "bob"), ("verifier:decision", "edit", 1, "bob")]
     assert actions[0].reason == "Score-0 mismatch: the text describes score 1"
     final = store.final_grades()[(task.id, SYSTEM, 0)]
     assert final.scores["DI"] == 1 and final.primary_scores["DI"] == 0 and final.status == "reviewed"
+    assert [(o.id, o.automatic, o.final) for o in final.verifier_overrides] == [("decision", "fail", "pass")]
     # the grader may not QC their own grade
     alice = Client(setup["port"])
     alice.login(setup["tokens"]["alice"])
     form = {"csrf": alice.csrf, "task": task.id, "system": SYSTEM, "attempt": "0", "target": "RF", "action": "confirm"}
-    assert alice.request("POST", "/qc", form)[0] == 403
+    status, _, html = alice.request("POST", "/qc", form)
+    assert status == 403 and "you graded this episode" in html
+
+
+def test_verifier_qc_over_http_reaches_the_score(tmp_path: Path) -> None:
+    """A QC reviewer sets a verifier outcome on the QC screen; `deskbench score` uses it."""
+    run_dir = tmp_path / "run"
+    task, tokens = make_run(run_dir)
+    q = urlencode({"task": task.id, "system": SYSTEM, "attempt": 0})
+    items = tmp_path / "items.jsonl"
+
+    def scored() -> dict:
+        proc = run_cli("score", str(run_dir), "--items-out", str(items))
+        assert proc.returncode == 0, proc.stderr
+        [item] = [i for i in map(json.loads, items.read_text().splitlines()) if i["task_id"] == task.id]
+        return item
+
+    def outcome(item: dict, vid: str) -> tuple[str, str]:
+        [r] = [r for r in item["verifiers"] if r["id"] == vid]
+        return r["status"], r["evidence"]
+
+    with serve(create_grading_app(run_dir)) as port:
+        alice, bob = Client(port), Client(port)
+        alice.login(tokens["alice"])
+        bob.login(tokens["bob"])
+        stamp = RunStore(run_dir, create=False).episodes(SYSTEM)[0].finished_at
+        grade = {"csrf": alice.csrf, "task": task.id, "system": SYSTEM, "attempt": "0", "stamp": stamp,
+                 **{f"score_{c}": "2" for c in RUBRIC_CODES}, **{f"just_{c}": "Adequate." for c in RUBRIC_CODES}}
+        assert alice.request("POST", "/grade", grade)[0] == 303
+        before = scored()
+        assert before["v"] == 50.0 and outcome(before, "decision")[0] == "fail"  # 4 of 8 pass
+
+        # every verifier listed with kind, automatic outcome and (escaped) evidence
+        status, _, html = bob.request("GET", f"/qc?{q}")
+        assert status == 200 and html.count('<tr id="verifier-') == len(task.verifiers)
+        assert "(want &#39;DECISION: NO GO&#39;)" in html and "<script>alert" not in html
+        assert "rubric grading and QC" in html and "human baseline" not in html
+
+        # validation errors come back on the page (400), nothing stored
+        form = {"csrf": bob.csrf, "task": task.id, "system": SYSTEM, "attempt": "0", "target": "verifier:decision"}
+        for extra, message in [
+            ({"action": "edit", "score": "1"}, "verifier:decision reason: an edit has no reason"),
+            ({"action": "edit", "score": "2", "reason": "r"}, "2 is not a verifier score"),
+            ({"action": "edit", "score": "", "reason": "r"}, "an edit has no replacement score"),
+            ({"action": "edit", "score": "x", "reason": "r"}, "score: give a whole number"),
+            ({"action": "confirm", "target": "verifier:nope"}, "has no such verifier; use one of: file_gtm_onepager"),
+            ({"action": "reject", "reason": "r"}, "reject applies to the row"),
+        ]:
+            status, _, html = bob.request("POST", "/qc", {**form, **extra})
+            assert status == 400 and 'id="qc-error"' in html and message in html, (extra, html[-3000:])
+        # the grader may not QC their own grade; no CSRF token, no action
+        status, _, html = alice.request("POST", "/qc", {**form, "csrf": alice.csrf, "action": "edit", "score": "1",
+                                                        "reason": "mine"})
+        assert status == 403 and "you graded this episode" in html
+        assert bob.request("POST", "/qc", {**form, "csrf": "", "action": "confirm"})[0] == 403
+        assert GradeStore(run_dir).qc_actions() == []
+
+        reason = "The memo's decision line reads NO GO; the response quotes a draft"
+        assert bob.request("POST", "/qc", {**form, "action": "edit", "score": "1", "reason": reason})[0] == 303
+        assert bob.request("POST", "/qc", {**form, "target": "verifier:cites_authorized", "action": "confirm"})[0] == 303
+        status, _, html = bob.request("GET", f"/qc?{q}")
+        row = html.split('<tr id="verifier-decision">')[1].split("</tr>")[0]
+        assert '<strong class="final-outcome">pass</strong>' in row and "edited by bob: The memo&#39;s decision" in row
+        row = html.split('<tr id="verifier-cites_authorized">')[1].split("</tr>")[0]
+        assert '<strong class="final-outcome">pass</strong>' in row and "confirmed by bob" in row
+        assert "V 62%" in html and "edit verifier:decision → pass" in html
+
+    after = scored()
+    assert after["v"] == 62.5 and after["scores"] == dict.fromkeys(RUBRIC_CODES, 2)
+    status, evidence = outcome(after, "decision")
+    assert status == "pass" and evidence.startswith("QC edit: pass (was fail")
+    assert after["grade_status"] == "reviewed"
 
 
 def test_serve_command_needs_no_corpus_for_a_deliverables_run(setup: dict) -> None:
     with serve_command("--out", str(setup["run"])) as (port, status, html):
         assert status == 200 and 'name="token"' in html
+        assert "rubric grading and QC" in html and "human baseline" not in html  # the login page's header too
         assert Client(port).request("GET", f"/grade?{setup['q']}")[0] == 401  # the grading app, not docqa

@@ -4,8 +4,10 @@ A grader sees the task prompt, the response, the produced files (their text, and
 served only by (episode, file name) looked up in the submission's file list) and the verifier
 results, and scores DI/AR/RF/EP/FD 0-3, each with a justification, with the Table 19 anchors on
 screen; the grade is a RubricGrade(source="human", grader=<user>) in the GradeStore. A QC
-reviewer (not the grader) confirms or edits each cell, or rejects (returns) the row; each action
-is a QCAction (validated with qc_problem) and the final grade (apply_qc) is shown.
+reviewer (not the grader) confirms or edits each cell (a criterion, or a verifier outcome: set
+to pass or fail with a reason, target "verifier:<id>", which V and `deskbench score` then use), or
+rejects (returns) the row; each action is a QCAction (validated with qc_problem) and the final
+grade (apply_qc) is shown.
 Login, sessions and CSRF are the docqa app's (WebStore tokens; every POST carries the token).
 """
 
@@ -29,6 +31,7 @@ from deskbench.web.common import HERE, install_basics
 from deskbench.web.store import Session, WebStore
 
 FILE_TEXT_CAP = 20_000
+APP_NAME = "rubric grading and QC"  # the header of every page, the login page's too
 Key = tuple[str, str, int]
 
 
@@ -47,7 +50,7 @@ def create_grading_app(run_dir: Path | str) -> FastAPI:
     # -- helpers --------------------------------------------------------------------------
 
     def render(name: str, status: int = 200, **ctx: Any) -> HTMLResponse:
-        return HTMLResponse(env.get_template(name).render(oracle=False, **ctx), status_code=status)
+        return HTMLResponse(env.get_template(name).render(oracle=False, app_name=APP_NAME, **ctx), status_code=status)
 
     access = install_basics(app, web, render)
     session, posted = access.session, access.posted
@@ -210,9 +213,17 @@ def create_grading_app(run_dir: Path | str) -> FastAPI:
         grade = primary.get(key)
         final = grades.final_grades(key[1]).get(key) if grade else None
         actions = [a for a in grades.qc_actions(key[1]) if a.key == key]
+        # the latest action per target among those reviewing this grade (the ones apply_qc used)
+        latest = {a.target: a for a in actions if grade is not None and a.created_at >= grade.created_at}
+        verifiers = []
+        if final is not None:
+            finals = {r.id: r.status for r in final.verifiers or []}
+            verifiers = [{"result": r, "final": finals.get(r.id, r.status), "qc": latest.get(f"verifier:{r.id}"),
+                          "flip": "fail" if r.status == "pass" else "pass"} for r in verifier_results(task, sub)]
         return render("qc.html", status, user=s.user, csrf=s.csrf, key=key, q=query(key), task=task,
                       episode=ep, sub=sub, grade=grade, final=final, actions=actions, error=error,
-                      criteria=anchors(task), own=grade is not None and grade.grader == s.user)
+                      latest=latest, verifiers=verifiers, criteria=anchors(task),
+                      own=grade is not None and grade.grader == s.user)
 
     @app.get("/qc", response_class=HTMLResponse)
     def qc_form(request: Request) -> HTMLResponse:
@@ -229,8 +240,13 @@ def create_grading_app(run_dir: Path | str) -> FastAPI:
         if grade is None:
             raise HTTPException(409, "this episode has no current grade to review")
         if grade.grader == s.user:
-            raise HTTPException(403, "QC is a second person's review: you graded this episode")
+            return qc_screen(s, key, ep, sub, task, status=403,
+                             error="QC is a second person's review: you graded this episode")
         target, action = data.get("target", ""), data.get("action", "")
+        ids = [v.id for v in task.verifiers]
+        if target.startswith("verifier:") and target.removeprefix("verifier:") not in ids:
+            return qc_screen(s, key, ep, sub, task, status=400,
+                             error=f"{target}: task {key[0]} has no such verifier; use one of: {', '.join(ids)}")
         raw = data.get("score", "").strip()
         try:
             score = int(raw) if raw else None
