@@ -59,7 +59,10 @@ def test_unit_norm_deterministic_and_padding_invariant(minilm: emb.MiniLM) -> No
     assert np.allclose(batched[0], batched[2], atol=1e-6)  # rows stay in input order
     assert np.allclose(np.linalg.norm(batched, axis=1), 1.0, atol=1e-5)
     assert np.array_equal(minilm.encode([short])[0], alone)
-    assert minilm([short]).dtype == np.float64  # the Embedder protocol
+    rows = minilm([short, long, short])  # the Embedder protocol: float64, duplicates encoded once
+    assert rows.dtype == np.float64 and rows.shape == (3, 384)
+    assert np.allclose(rows[0], alone, atol=1e-6) and np.allclose(rows[2], alone, atol=1e-6)
+    assert np.allclose(rows[1], batched[0], atol=1e-5) and minilm([]).shape == (0, 384)
 
 
 def test_paraphrases_are_closer_than_unrelated_texts(minilm: emb.MiniLM) -> None:
