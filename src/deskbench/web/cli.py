@@ -30,14 +30,18 @@ def _check_batches(web: WebStore, names: list[str]) -> None:
                         "cut them first with: deskbench serve batches --out RUNDIR --tasks T.jsonl")
 
 
-def _run(web_app: FastAPI, out: Path, host: str, port: int) -> None:
+def _run(web_app: FastAPI, out: Path, host: str, port: int, what: str = "human baseline") -> None:
+    """Serve one of the apps, after the warnings every app shares."""
     import uvicorn
 
     from deskbench.web.store import WebStore
 
+    users = WebStore(out).users()
+    if not users:
+        typer.echo(f"warning: no users yet; create one with: deskbench serve add-user NAME --out {out}", err=True)
     if host not in ("127.0.0.1", "localhost", "::1"):
         typer.echo(f"warning: binding {host}: reachable from other machines; use TLS in front of it", err=True)
-    typer.echo(f"deskbench serve: http://{host}:{port}/ ({len(WebStore(out).users())} users, run {out})", err=True)
+    typer.echo(f"deskbench serve: {what} at http://{host}:{port}/ ({len(users)} users, run {out})", err=True)
     uvicorn.run(web_app, host=host, port=port, log_level="warning")
 
 
@@ -63,13 +67,13 @@ def register(app: typer.Typer) -> None:
         if ctx.invoked_subcommand is not None:
             return
         if out is not None and corpus is None and tasks is None and _deliverables_run(out):
-            from deskbench.web.grading import serve_grading
+            from deskbench.web.grading import create_grading_app
 
-            return serve_grading(out, host, port)
+            return _run(create_grading_app(out), out, host, port, what="rubric grading")
         if out is not None and calibration is not None and corpus is None and tasks is None:
             from deskbench.web.calibration import create_calibration_app
 
-            return _run(create_calibration_app(out, calibration), out, host, port)
+            return _run(create_calibration_app(out, calibration), out, host, port, what="judge calibration")
         missing = [flag for flag, v in (("--corpus", corpus), ("--tasks", tasks), ("--out", out)) if v is None]
         if missing:
             raise UserError(f"deskbench serve needs {', '.join(missing)}: "
@@ -85,10 +89,7 @@ def register(app: typer.Typer) -> None:
         web_app = create_app(corpus, tasks, out, oracle=oracle, top_k=top_k, calibration=calibration,
                              batch_size=batch_size)
         web = WebStore(out)
-        users = web.users()
-        if not users:
-            typer.echo(f"warning: no users yet; create one with: deskbench serve add-user NAME --out {out} --batch BATCH", err=True)
-        idle = sorted(set(users) - {u for b in web.batches() for u in b.users})
+        idle = sorted(set(web.users()) - {u for b in web.batches() for u in b.users})
         if idle:
             typer.echo(f"warning: {', '.join(idle)} have no batch and will see no question; list batches with"
                        f" 'deskbench serve batches --out {out}', assign with 'deskbench serve assign --out {out} --user NAME BATCH'", err=True)

@@ -264,17 +264,3 @@ def create_grading_app(run_dir: Path | str) -> FastAPI:
 
     return app
 
-
-def serve_grading(out: Path, host: str, port: int) -> None:
-    """`deskbench serve --out RUNDIR` on a deliverables run."""
-    import typer
-    import uvicorn
-
-    app = create_grading_app(out)
-    users = app.state.web.users()
-    if not users:
-        typer.echo(f"warning: no users yet; create one with: deskbench serve add-user NAME --out {out}", err=True)
-    if host not in ("127.0.0.1", "localhost", "::1"):
-        typer.echo(f"warning: binding {host}: reachable from other machines; use TLS in front of it", err=True)
-    typer.echo(f"deskbench serve: rubric grading at http://{host}:{port}/ ({len(users)} users, run {out})", err=True)
-    uvicorn.run(app, host=host, port=port, log_level="warning")
