@@ -47,7 +47,7 @@ def drift(
     for s in report.systems:
         d = "-" if s.mean_drift is None else f"{s.mean_drift:.3f}"
         r = "-" if s.point_biserial_r is None else f"{s.point_biserial_r:+.2f}"
-        _say(f"{s.system}: mean drift {d} over {s.reformulated}/{s.episodes} reformulated episodes, r(drift, correct) {r}")
+        _say(f"{s.system}: mean drift {d} ({report.method}) over {s.reformulated}/{s.episodes} reformulated episodes, r(drift, correct) {r}")
     _say(f"wrote {output}" + (f" and {plot}" if plot else ""))
 
 
