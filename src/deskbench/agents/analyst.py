@@ -205,12 +205,12 @@ async def _execute(call: ToolCall, ctx: AnalystContext, inputs: list[Path], file
             raise ValueError("execute_code needs a non-empty 'code' string")
     except ValueError as exc:
         problem = describe_problem(exc)
-        rec.trajectory.append(ToolCallStep(name=call.name, arguments={"raw": call.arguments[:2000]},
-                                           result={"error": problem}))
+        rec.add(ToolCallStep(name=call.name, arguments={"raw": call.arguments[:2000]},
+                             result={"error": problem}))
         return f"error: {problem}"
     res = await ctx.sandbox.arun(code, inputs=inputs, collect_to=files.next_call_dir())
     files.merge(res)
-    rec.trajectory.append(ToolCallStep(
+    rec.add(ToolCallStep(
         name=EXECUTE_TOOL.name, arguments={"code": code},
         result={"exit_code": res.exit_code, "signal": res.signal, "limit_hits": res.limit_hits,
                 "files": [[f.name, f.size] for f in res.files], "stdout_chars": len(res.stdout),

@@ -10,7 +10,7 @@ import re
 import time
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Literal, Protocol
+from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeVar
 
 from pydantic import BaseModel, Field, ValidationError
 
@@ -27,6 +27,7 @@ from deskbench.models.types import (
     TextPart,
     Usage,
 )
+from deskbench.runs.store import now
 from deskbench.tasks.analytics import AnalyticsSubmission
 from deskbench.tasks.deliverables import DeliverableSubmission
 from deskbench.tasks.docqa import (
@@ -34,6 +35,7 @@ from deskbench.tasks.docqa import (
     DocQASubmission,
     DocQATask,
     ModelCallStep,
+    Step,
     TrajectoryStep,
 )
 
@@ -41,6 +43,7 @@ if TYPE_CHECKING:  # only the rlm agent runs code: the others never import the s
     from deskbench.sandbox import Sandbox
 
 View = Literal["image", "text"]
+S = TypeVar("S", bound=Step)
 
 
 @dataclass(frozen=True)
@@ -140,7 +143,7 @@ class Recorder:
             request = request.model_copy(update={"max_tokens": self.max_tokens})
         response = await self.model.complete(request)
         self.usage = self.usage + response.usage
-        self.trajectory.append(ModelCallStep(
+        self.add(ModelCallStep(
             messages_hash=self._digest.of(request.messages)[:16],
             input_tokens=response.usage.input_tokens,
             output_tokens=response.usage.output_tokens,
@@ -149,11 +152,22 @@ class Recorder:
         ))
         return response
 
+    def add(self, step: TrajectoryStep) -> None:
+        """Append a step that has just ended, stamped with the time (every step goes in here)."""
+        self.trajectory.append(stamped(step))
+
     def result(self, status: Literal["ok", "error", "limit"],
                submission: DocQASubmission | AnalyticsSubmission | DeliverableSubmission | None = None,
                error: str | None = None) -> AgentResult:
         return AgentResult(status=status, submission=submission, error=error,
                            trajectory=self.trajectory, usage=self.usage)
+
+
+def stamped(step: S) -> S:
+    """The step with `at` set to now, the time it ended, unless it already says when."""
+    if step.at is None:
+        step.at = now()
+    return step
 
 
 class ConversationDigest:

@@ -115,8 +115,8 @@ class Bm25Agent:
                 continue
             queries.append(query)
             result_text, pages, parts = await asyncio.to_thread(self._search, ctx, query)
-            rec.trajectory.append(ToolCallStep(name=SEARCH_TOOL.name, arguments={"query": query},
-                                               result={"pages": [list(p) for p in pages]}))
+            rec.add(ToolCallStep(name=SEARCH_TOOL.name, arguments={"query": query},
+                                 result={"pages": [list(p) for p in pages]}))
             follow_up.append(Message(role="tool", tool_call_id=call.id, content=result_text))
             if pages:
                 images.append(Message(role="user", content=[TextPart(text=f"Results for: {query}"), *parts]))

@@ -15,7 +15,7 @@ import math
 import re
 from collections.abc import Sequence
 
-from deskbench.agents.base import AgentContext, AgentResult, AnswerArgs, submission_of
+from deskbench.agents.base import AgentContext, AgentResult, AnswerArgs, stamped, submission_of
 from deskbench.agents.single_call import question_query
 from deskbench.errors import QuerySyntaxError
 from deskbench.tasks.docqa import Citation, DocQATask, ToolCallStep
@@ -137,8 +137,8 @@ class LexicalAgent:
         except QuerySyntaxError:
             hits = []
         pages = [(h.document, h.page) for h in hits]
-        step = ToolCallStep(name="search_documents", arguments={"query": query},
-                            result={"pages": [list(p) for p in pages]})
+        step = stamped(ToolCallStep(name="search_documents", arguments={"query": query},
+                                    result={"pages": [list(p) for p in pages]}))
         texts = [(d, p, t) for (d, p), t in zip(pages, ctx.corpus.page_texts(pages), strict=True)]
         found = best_line(task.question, texts)
         if found is None:

@@ -454,8 +454,8 @@ class RlmAgent:
                                           "llm_queries": out.llm_queries}
                 if out.lost is not None:
                     result["repl_lost"] = out.lost
-                rec.trajectory.append(ToolCallStep(name="repl", arguments={"code": code}, result=result,
-                                                   seconds=out.seconds))
+                rec.add(ToolCallStep(name="repl", arguments={"code": code}, result=result,
+                                     seconds=out.seconds))
                 if out.restart_failed is not None:
                     return rec.result("error", error=f"the REPL {out.lost} and could not be restarted: "
                                                      f"{out.restart_failed}")

@@ -55,8 +55,8 @@ class RagAgent:
         except QuerySyntaxError:
             hits = []
         pages = [(h.document, h.page) for h in hits]
-        rec.trajectory.append(ToolCallStep(name="search_documents", arguments={"query": query},
-                                           result={"pages": [list(p) for p in pages]}))
+        rec.add(ToolCallStep(name="search_documents", arguments={"query": query},
+                             result={"pages": [list(p) for p in pages]}))
         return await _answer(task, rec, RAG_SYSTEM, await page_parts(ctx, pages), effort=1)
 
 

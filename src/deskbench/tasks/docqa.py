@@ -130,7 +130,16 @@ class Usage(BaseModel):
     seconds: float = 0.0
 
 
-class ModelCallStep(BaseModel):
+class Step(BaseModel):
+    """What every trajectory step has: `at`, the ISO-8601 UTC time the step ended, written as
+    `deskbench.runs.store.now()` writes it (MADQA Appendix C.2 logs a timestamp with every search
+    and page view). None on steps stored before steps were timed: an old run loads as it was,
+    and no time is made up for it."""
+
+    at: str | None = None
+
+
+class ModelCallStep(Step):
     kind: Literal["model_call"] = "model_call"
     messages_hash: str = ""
     input_tokens: int = 0
@@ -139,7 +148,7 @@ class ModelCallStep(BaseModel):
     cost_usd: float = 0.0
 
 
-class ToolCallStep(BaseModel):
+class ToolCallStep(Step):
     kind: Literal["tool_call"] = "tool_call"
     name: str
     arguments: dict[str, Any] = Field(default_factory=dict)
@@ -147,7 +156,7 @@ class ToolCallStep(BaseModel):
     seconds: float = 0.0
 
 
-class PageViewStep(BaseModel):
+class PageViewStep(Step):
     """A human (or agent) opened a page outside a search result."""
 
     kind: Literal["page_view"] = "page_view"
@@ -156,13 +165,13 @@ class PageViewStep(BaseModel):
     seconds: float = 0.0
 
 
-class CitationStep(BaseModel):
+class CitationStep(Step):
     kind: Literal["citation_added", "citation_removed"] = "citation_added"
     document: str
     page: int
 
 
-class AnswerStep(BaseModel):
+class AnswerStep(Step):
     kind: Literal["answer"] = "answer"
     answer: list[str]
     citations: list[Citation] = Field(default_factory=list)
