@@ -341,7 +341,10 @@ def test_annotator_in_chromium(setup: dict, browser) -> None:  # noqa: ANN001
     assert kinds == ["tool_call", "page_view", "page_view", "page_view", "citation_added", "answer"], kinds
     search = episode.trajectory[0]
     assert search.name == "search_documents" and search.arguments == {"query": '"annual report" harbour'}
-    assert search.result["pages"] == [["alpha.pdf", 2]] and "at" in search.result
+    assert search.result["pages"] == [["alpha.pdf", 2]]
+    times = [s.at for s in episode.trajectory]  # every action's own timestamp, in order (MADQA C.2)
+    assert all(times) and times == sorted(times) and times[-1] == episode.finished_at
+    assert episode.started_at <= times[0]
     assert [(s.document, s.page) for s in episode.trajectory[1:4]] == [("alpha.pdf", 2), ("alpha.pdf", 3), ("alpha.pdf", 2)]
     sub = episode.submission
     assert sub.answer == ["a fee"] and [(c.document, c.page) for c in sub.citations] == [("alpha.pdf", 2)]

@@ -259,9 +259,7 @@ def create_app(corpus_dir: Path | str, tasks_file: Path | str, run_dir: Path | s
         for i, (when, step) in enumerate(actions):
             if step["kind"] == "page_view":  # dwell: until the next action
                 step = {**step, "seconds": round(_seconds(when, actions[i + 1][0]), 3) if i + 1 < len(actions) else 0.0}
-            if step["kind"] == "tool_call":
-                step = {**step, "result": {**step["result"], "at": when}}
-            steps.append(step)
+            steps.append({**step, "at": when})  # the moment the action was saved
         trajectory = _STEPS.validate_python(steps)
         seconds = round(_seconds(state["started_at"], at), 3)
         submission = DocQASubmission(
