@@ -226,3 +226,74 @@ def test_retry_after_formats() -> None:
     assert retry_after_seconds({}) is None
     future = time.strftime("%a, %d %b %Y %H:%M:%S GMT", time.gmtime(time.time() + 30))
     assert 25 < (retry_after_seconds({"retry-after": future}) or 0) <= 31
+
+
+def test_first_requests_need_no_worker_thread(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The SDK works out its platform header on a client's first request in a worker thread;
+    the adapter works it out once per process instead, so 64 episodes starting together do not
+    make 64 thread hops before their first requests. The header on the wire is the same."""
+    from openai._base_client import get_platform
+
+    async def no_threads(*args: Any, **kwargs: Any) -> Any:
+        raise AssertionError("a worker thread on the request path")
+
+    with FakeOpenAI() as fake:
+        model = compat(fake)
+        monkeypatch.setattr(asyncio, "to_thread", no_threads)
+
+        async def burst() -> None:
+            await asyncio.gather(*(model.complete(ask(f"q{i}")) for i in range(8)))
+
+        run(burst())
+        assert len(fake.requests) == 8
+        assert {h["x-stainless-os"] for h in fake.headers} == {str(get_platform())}
+
+
+def test_calls_needing_new_connections_go_ahead_one_per_loop_turn() -> None:
+    """Episodes that start together make their first calls in one turn of the event loop; the
+    calls that need a new connection go ahead one per turn, so the first requests go on the wire
+    while the others are still being built (not all after the last one). A call that can reuse a
+    warm connection is never held, and a held call that is cancelled holds up no one."""
+    from deskbench.models.openai_chat import _NewConnectionRamp
+
+    async def go() -> None:
+        loop = asyncio.get_running_loop()
+        turn = [0]
+
+        def tick() -> None:  # counts the loop's turns
+            turn[0] += 1
+            loop.call_soon(tick)
+
+        loop.call_soon(tick)
+        await asyncio.sleep(0)
+        ramp = _NewConnectionRamp()
+        passed: list[tuple[int, int]] = []
+
+        async def call(i: int) -> None:
+            await ramp.turn()
+            passed.append((i, turn[0]))
+            ramp.in_flight += 1
+            ramp.peak = max(ramp.peak, ramp.in_flight)
+            await asyncio.sleep(0.05)  # the request in flight
+            ramp.in_flight -= 1
+
+        await asyncio.gather(*(call(i) for i in range(6)))
+        assert [i for i, _ in passed] == list(range(6))  # in the order they came
+        assert len({t for _, t in passed}) == 6  # one per turn
+        assert ramp.peak == 6 and ramp.in_flight == 0
+
+        # a warm pool: as many calls as have been in flight at once go ahead in the same turn
+        passed.clear()
+        await asyncio.gather(*(call(i) for i in range(6)))
+        assert len({t for _, t in passed}) == 1
+
+        # a held call that is cancelled (its call timed out) does not hold up those behind it
+        passed.clear()
+        ramp = _NewConnectionRamp()
+        tasks = [asyncio.create_task(call(i)) for i in range(4)]
+        await asyncio.sleep(0)
+        tasks[1].cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+        assert [i for i, _ in passed] == [0, 2, 3]
+
+    run(go())

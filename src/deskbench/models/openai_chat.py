@@ -9,7 +9,9 @@ put in errors, logs or cache keys.
 from __future__ import annotations
 
 import asyncio
+import functools
 import json
+from collections import deque
 from typing import Any
 
 import openai
@@ -88,6 +90,59 @@ def request_kwargs(request: ChatRequest, structured: str = "json_schema", *,
     return kwargs
 
 
+@functools.cache
+def _sdk_platform() -> object | None:
+    """The SDK's platform description (its X-Stainless-OS header), worked out once per process.
+
+    The SDK otherwise works it out on a client's first request, in a worker thread; 64 episodes
+    starting together then make 64 thread hops, and their first requests wait for all of them."""
+    try:
+        from openai._base_client import get_platform
+    except ImportError:  # a later SDK without it: it works the platform out itself
+        return None
+    return get_platform()
+
+
+class _NewConnectionRamp:
+    """Calls that may need a new connection go ahead one per event-loop turn.
+
+    Episodes that start together make their first calls in the same turn of the event loop, and
+    a call that needs a new connection cannot send before the loop next polls its sockets: so,
+    without this, no first request goes on the wire until every episode has built its own and
+    started its connect, and every first call waits for the CPU of all of them. Let through one
+    per turn, the first requests go out one after another while the rest are built. A call that
+    can reuse a warm connection (fewer calls in flight than the most there have been) is never
+    held; a held call waits at most one turn per call ahead of it."""
+
+    def __init__(self) -> None:
+        self.in_flight = 0
+        self.peak = 0  # the most calls in flight so far: about the connections the pool holds
+        self._waiting: deque[asyncio.Future[None]] = deque()
+        self._passed_this_turn = False
+
+    async def turn(self) -> None:
+        if self.in_flight < self.peak:
+            return
+        loop = asyncio.get_running_loop()
+        if not self._passed_this_turn and not self._waiting:
+            self._passed_this_turn = True
+            loop.call_soon(self._next_turn)
+            return
+        waiter = loop.create_future()
+        self._waiting.append(waiter)
+        await waiter
+
+    def _next_turn(self) -> None:
+        self._passed_this_turn = False
+        while self._waiting:
+            waiter = self._waiting.popleft()
+            if not waiter.done():  # a cancelled waiter (its call timed out) is skipped
+                waiter.set_result(None)
+                self._passed_this_turn = True
+                asyncio.get_running_loop().call_soon(self._next_turn)
+                return
+
+
 def _error(exc: Exception) -> ModelError:
     return sdk_error(exc, openai.APIStatusError, openai.APITimeoutError, openai.APIConnectionError)
 
@@ -109,16 +164,20 @@ class OpenAIChat:
         self._settings: dict[str, Any] = {"base_url": base_url, "api_key": api_key, "timeout": timeout}
         self._client: AsyncOpenAI | None = self._new_client()  # checks the key now, not at the first call
         self._loop: asyncio.AbstractEventLoop | None = None
+        self._ramp = _NewConnectionRamp()
 
     def _new_client(self) -> AsyncOpenAI:
         try:
             # aiohttp as the SDK's transport (its documented option "for improved concurrency"):
             # httpx's pool walks every connection on every request, which cost ~3 ms a call at 64.
-            return AsyncOpenAI(**self._settings, max_retries=0, http_client=DefaultAioHttpClient())
+            client = AsyncOpenAI(**self._settings, max_retries=0, http_client=DefaultAioHttpClient())
         except openai.OpenAIError as exc:  # e.g. no OPENAI_API_KEY in the environment
             from deskbench.errors import UserError
 
             raise UserError(f"cannot use {self.id}: {exc}") from exc
+        if getattr(client, "_platform", False) is None and (known := _sdk_platform()) is not None:
+            client._platform = known  # type: ignore[assignment]  # see _sdk_platform
+        return client
 
     def _client_here(self) -> AsyncOpenAI:
         """The client of the running event loop: connections belong to one loop, and the same
@@ -126,22 +185,30 @@ class OpenAIChat:
         loop = asyncio.get_running_loop()
         if self._client is None or (self._loop is not None and self._loop is not loop):
             self._client = self._new_client()
+            self._ramp = _NewConnectionRamp()  # the new client's pool is empty
         self._loop = loop
         return self._client
 
     async def complete(self, request: ChatRequest) -> ChatResponse:
+        client = self._client_here()
+        ramp = self._ramp
+        await ramp.turn()
+        ramp.in_flight += 1
+        ramp.peak = max(ramp.peak, ramp.in_flight)
         try:
             # The SDK's generic POST: same auth, errors and transport as chat.completions.create,
             # without its per-call walk of the request through typed-dict transforms (~18 ms of
             # CPU per call on long conversations) or the response model's construction (cast_to
             # object keeps the parsed JSON); `parse_completion` reads what deskbench needs.
-            raw = await self._client_here().post(
+            raw = await client.post(
                 "/chat/completions",
                 body={"model": self.model, **request_kwargs(request, self.structured, null_content=self.null_content)},
                 cast_to=object,
             )
         except openai.OpenAIError as exc:
             raise _error(exc) from exc
+        finally:
+            ramp.in_flight -= 1
         return parse_completion(raw, self.model)
 
     async def aclose(self) -> None:
