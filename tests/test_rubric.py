@@ -18,7 +18,7 @@ from fake_openai import FakeOpenAI
 from deskbench.errors import UserError
 from deskbench.models.openai_chat import OpenAIChat
 from deskbench.models.resilient import ResilientModel, RetryPolicy
-from deskbench.runs.grades import GradeStore
+from deskbench.runs.grades import GradeStore, StaleQC
 from deskbench.runs.store import Episode, RunStore
 from deskbench.scoring.failure_tags import (
     TAGS,
@@ -540,11 +540,16 @@ def test_qc_csv_flow(run: Path, tmp_path: Path) -> None:
     assert next(r for r in lazy.verifiers or [] if r.id == "decision").status == "pass"
     assert finals[(SCP, "sys-lazy", 0)].status == "returned"
     assert finals[(FSP, "sys-good", 0)].status == "reviewed"
+    # each action is bound to the grade it reviewed, the primary grade at import time
+    assert {(a.grader, a.graded_at) for a in actions if a.key == (FSP, "sys-lazy", 0)} == {
+        ("sme-ana", store.primary_grade((FSP, "sys-lazy", 0)).created_at)}  # type: ignore[union-attr]
     # a regrade after QC: the old actions reviewed the old grade
     import_grades(store, filled_template(run, tmp_path / "grades2.csv"))
-    lazy = store.final_grades()[(FSP, "sys-lazy", 0)]
-    assert lazy.scores["DI"] == 0 and lazy.status == "unreviewed"
-    assert any("predate this grade" in f for f in lazy.flags)
+    finals = store.final_grades()
+    lazy = finals[(FSP, "sys-lazy", 0)]
+    assert lazy.scores["DI"] == 0 and lazy.status == "unreviewed" and lazy.qc_actions == 0
+    assert len(lazy.stale_qc) == 2 and any(f.startswith("2 stale QC action(s) not applied") for f in lazy.flags)
+    assert finals.stale_qc == 4 and finals.stale == 0
 
 
 @pytest.mark.parametrize(("row", "column", "problem"), [
@@ -568,6 +573,142 @@ def test_qc_csv_bad_row(run: Path, tmp_path: Path, row: dict[str, Any], column: 
     msg = str(exc.value)
     assert msg.startswith(f"{path}: line 3, column {column}: ") and problem in msg and "\n" not in msg
     assert store.qc_actions() == []
+
+
+def good_grade(run: Path, grader: str = "sme-1", source: str = "human", scores: dict[str, int] | int = 2, *,
+               at: str, tid: str = FSP, system: str = "sys-lazy") -> RubricGrade:
+    ep = episode_of(run, tid, system)
+    return make_grade(scores, task_id=tid, system=system).model_copy(
+        update={"grader": grader, "source": source, "episode_stamp": ep.finished_at, "created_at": at})
+
+
+def qc(target: str, action: str, score: int | None = None, *, at: str, tid: str = FSP, system: str = "sys-lazy",
+       **kw: Any) -> QCAction:
+    return QCAction(task_id=tid, system=system, target=target, action=action, score=score,  # type: ignore[arg-type]
+                    reviewer=kw.pop("reviewer", "qc-bo"), created_at=at, **kw)
+
+
+EDIT_DI = {"justification": "DI: one figure is off, the rest verified.", "reason": "one figure off, not two"}
+
+
+def test_regrade_after_qc_makes_the_qc_stale(run: Path) -> None:
+    store = GradeStore(run)
+    key = (FSP, "sys-lazy", 0)
+    first = good_grade(run, at="2030-01-01T00:00:00.000+00:00")
+    store.save_grade(first)
+    store.add_qc([qc("DI", "edit", 3, at="2030-01-01T00:01:00.000+00:00", **EDIT_DI),
+                  qc("row", "confirm", at="2030-01-01T00:02:00.000+00:00")])
+    [a, b] = store.qc_actions()
+    assert (a.grader, a.graded_at) == (b.grader, b.graded_at) == ("sme-1", first.created_at)  # bound by add_qc
+    final = store.final_grades()[key]
+    assert final.scores["DI"] == 3 and final.status == "reviewed" and final.qc_actions == 2 and final.stale_qc == []
+    # an LLM grade does not displace the human primary: the QC still reviews the final grade
+    store.save_grade(good_grade(run, "openai/x", "llm", 1, at="2030-01-02T00:00:00.000+00:00"))
+    assert store.final_grades()[key].scores["DI"] == 3 and store.final_grades().stale_qc == 0
+    # the same grader regrades: the QC reviewed the replaced grade, it is stale, not applied
+    regrade = good_grade(run, scores=1, at="2030-01-03T00:00:00.000+00:00")
+    store.save_grade(regrade)
+    finals = store.final_grades()
+    final = finals[key]
+    assert final.graded_at == regrade.created_at and final.scores == dict.fromkeys(RUBRIC_CODES, 1)
+    assert final.status == "unreviewed" and final.qc_actions == 0 and [x.id for x in final.stale_qc] == [a.id, b.id]
+    assert finals.stale_qc == 2 and [x.id for x in finals.stale_qc_actions] == [a.id, b.id]
+    assert any(f"reviewed sme-1's grade of {first.created_at}, not this grade" in f for f in final.flags)
+    # the single-episode path gives the same row
+    assert store.final_grade(key) == final
+    # QC of the new grade applies; an action naming the old grade is refused, nothing written
+    store.add_qc([qc("row", "confirm", at="2030-01-03T00:01:00.000+00:00")])
+    with pytest.raises(StaleQC, match="reviewed sme-1's grade of 2030-01-01T00:00:00.000"):
+        store.add_qc([qc("DI", "confirm", at="2030-01-03T00:02:00.000+00:00").bind(first)])
+    assert len(store.qc_actions()) == 3
+    final = store.final_grade(key)
+    assert final is not None and final.qc_actions == 1 and len(final.stale_qc) == 2
+    # another grader's grade becomes primary: the QC of sme-1's grade is stale for it, and still
+    # applies when sme-1's grade is asked for
+    store.save_grade(good_grade(run, "sme-2", scores=3, at="2030-01-04T00:00:00.000+00:00"))
+    final = store.final_grade(key)
+    assert final is not None and final.grader == "sme-2" and final.qc_actions == 0 and len(final.stale_qc) == 3
+    assert store.final_grades(grader="sme-1")[key].qc_actions == 1
+    # the episode is rerun: every grade and QC action of it is stale
+    add_episode(RunStore(run), task_of(run, FSP), "sys-lazy", set(), replace=True, finished_at="2099-01-01T00:00:00")
+    finals = store.final_grades()
+    assert key not in finals and finals.stale == 3 and finals.stale_qc == 3
+    with pytest.raises(UserError, match="no current grade to review"):
+        store.add_qc([qc("row", "confirm", at="2099-01-02T00:00:00.000+00:00")])
+
+
+def test_an_llm_regrade_makes_the_qc_of_an_llm_grade_stale(run: Path) -> None:
+    store = GradeStore(run)
+    key = (FSP, "sys-lazy", 0)
+    store.save_grade(good_grade(run, "openai/x", "llm", at="2030-01-01T00:00:00.000+00:00"))
+    store.add_qc([qc("row", "confirm", at="2030-01-01T00:01:00.000+00:00")])
+    assert store.final_grade(key).status == "reviewed"  # type: ignore[union-attr]
+    store.save_grade(good_grade(run, "openai/y", "llm", at="2030-01-02T00:00:00.000+00:00"))
+    final = store.final_grade(key)
+    assert final is not None and final.grader == "openai/y" and final.status == "unreviewed"
+    assert len(final.stale_qc) == 1
+
+
+def insert_legacy(store: GradeStore, action: QCAction) -> None:
+    """A QC row as stored before actions were bound: no grader, no graded_at in its JSON."""
+    body = action.model_dump(mode="json", exclude={"id", "grader", "graded_at"})
+    with store._db.write() as con:
+        con.execute("INSERT INTO rubric_qc(task_id, system, attempt, created_at, action) VALUES (?, ?, ?, ?, ?)",
+                    (action.task_id, action.system, action.attempt, action.created_at, json.dumps(body)))
+
+
+def test_legacy_qc_rows_bind_to_the_grade_current_when_they_were_made(run: Path) -> None:
+    store = GradeStore(run)
+    key, good = (FSP, "sys-lazy", 0), (SCP, "sys-good", 0)
+    sme1 = good_grade(run, at="2030-01-01T00:00:00.000+00:00")
+    store.save_grade(sme1)
+    store.save_grade(good_grade(run, at="2030-01-01T00:00:00.000+00:00", tid=SCP, system="sys-good"))
+    insert_legacy(store, qc("DI", "edit", 3, at="2030-01-01T00:01:00.000+00:00", **EDIT_DI))
+    insert_legacy(store, qc("row", "confirm", at="2030-01-01T00:01:00.000+00:00", tid=SCP, system="sys-good"))
+    raw = store.qc_actions()
+    assert len(raw) == 2 and all(not a.bound for a in raw)  # they load, unbound
+    final = store.final_grades()[key]
+    assert final.scores["DI"] == 3 and final.qc_actions == 1 and final.stale_qc == []
+    # later, sme-2 grades (primary now) and sme-1 regrades the other episode
+    store.save_grade(good_grade(run, "sme-2", at="2030-01-02T00:00:00.000+00:00"))
+    store.save_grade(good_grade(run, scores=1, at="2030-01-02T00:00:00.000+00:00", tid=SCP, system="sys-good"))
+    insert_legacy(store, qc("row", "confirm", at="2030-01-02T00:01:00.000+00:00"))  # reviewed sme-2's
+    finals = store.final_grades()
+    # the first legacy row reviewed sme-1's grade (primary then): stale for sme-2's, applied to sme-1's
+    final = finals[key]
+    assert final.grader == "sme-2" and final.qc_actions == 1 and final.scores["DI"] == 2
+    [old] = final.stale_qc
+    assert (old.grader, old.graded_at, old.target) == ("sme-1", sme1.created_at, "DI")
+    assert store.final_grades(grader="sme-1")[key].scores["DI"] == 3
+    # the other episode's grade was replaced: its legacy row reviewed a grade no longer stored
+    other = finals[good]
+    assert other.status == "unreviewed" and len(other.stale_qc) == 1 and not other.stale_qc[0].bound
+    assert any("reviewed a grade no longer stored" in f for f in other.flags)
+    assert finals.stale_qc == 2
+    assert store.final_grade(key) == final and store.final_grade(good) == other
+
+
+def test_final_grade_verifies_one_episode(run: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import deskbench.scoring.verifiers as verifiers_module
+
+    store = GradeStore(run)
+    for tid in (FSP, SCP):
+        for system in ("sys-good", "sys-lazy"):
+            store.save_grade(good_grade(run, at="2030-01-01T00:00:00.000+00:00", tid=tid, system=system))
+    calls: list[str] = []
+    real = verifiers_module.run_verifiers
+
+    def counting(*args: Any, **kw: Any) -> Any:
+        calls.append("x")
+        return real(*args, **kw)
+
+    monkeypatch.setattr(verifiers_module, "run_verifiers", counting)
+    finals = store.final_grades("sys-lazy")
+    assert len(calls) == 2
+    calls.clear()
+    final = store.final_grade((FSP, "sys-lazy", 0))
+    assert len(calls) == 1 and final == finals[(FSP, "sys-lazy", 0)]
+    assert store.final_grade((FSP, "sys-broken", 0)) is None and store.final_grade(("nope", "sys-lazy", 0)) is None
 
 
 def test_qc_of_an_ungraded_episode_is_an_error(run: Path, tmp_path: Path) -> None:
@@ -672,7 +813,7 @@ def test_cli_export_import_qc_show_tags(run: Path, tmp_path: Path) -> None:
     assert "recorded 2 QC action(s)" in cli_ok("rubric", "qc", str(run), str(qc))
     shown = json.loads(cli_ok("rubric", "show", str(run), "--json"))
     by = {(g["task_id"], g["system"]): g for g in shown["grades"]}
-    assert len(by) == 4 and shown["stale"] == 0 and shown["failures"] == []
+    assert len(by) == 4 and shown["stale"] == 0 and shown["stale_qc"] == 0 and shown["failures"] == []
     assert by[(FSP, "sys-lazy")]["status"] == "reviewed" and by[(FSP, "sys-lazy")]["scores"]["DI"] == 0
     assert by[(SCP, "sys-lazy")]["status"] == "returned" and by[(FSP, "sys-good")]["status"] == "unreviewed"
     assert by[(FSP, "sys-good")]["accept"] is True and by[(FSP, "sys-lazy")]["accept"] is False

@@ -8,6 +8,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 from pathlib import Path
 from urllib.parse import urlencode
 
@@ -224,8 +225,11 @@ def test_verifier_qc_over_http_reaches_the_score(tmp_path: Path) -> None:
         assert "(want &#39;DECISION: NO GO&#39;)" in html and "<script>alert" not in html
         assert "rubric grading and QC" in html and "human baseline" not in html
 
-        # validation errors come back on the page (400), nothing stored
-        form = {"csrf": bob.csrf, "task": task.id, "system": SYSTEM, "attempt": "0", "target": "verifier:decision"}
+        # validation errors come back on the page (400), nothing stored; each form names the grade it shows
+        graded = GradeStore(run_dir).primary_grade((task.id, SYSTEM, 0))
+        assert graded is not None and f'name="graded_at" value="{graded.created_at}"' in html
+        form = {"csrf": bob.csrf, "task": task.id, "system": SYSTEM, "attempt": "0", "target": "verifier:decision",
+                "grader": "alice", "graded_at": graded.created_at}
         for extra, message in [
             ({"action": "edit", "score": "1"}, "verifier:decision reason: an edit has no reason"),
             ({"action": "edit", "score": "2", "reason": "r"}, "2 is not a verifier score"),
@@ -258,6 +262,65 @@ def test_verifier_qc_over_http_reaches_the_score(tmp_path: Path) -> None:
     status, evidence = outcome(after, "decision")
     assert status == "pass" and evidence.startswith("QC edit: pass (was fail")
     assert after["grade_status"] == "reviewed"
+
+
+def test_qc_post_reviewing_a_replaced_grade_is_refused(tmp_path: Path) -> None:
+    """The grader regrades while the QC page is open: the reviewer's post names the old grade,
+    gets a 409 page saying so, and nothing is stored; the page then offers the new grade."""
+    run_dir = tmp_path / "run"
+    task, tokens = make_run(run_dir)
+    key = (task.id, SYSTEM, 0)
+    q = urlencode({"task": task.id, "system": SYSTEM, "attempt": 0})
+    with serve(create_grading_app(run_dir)) as port:
+        alice, bob = Client(port), Client(port)
+        alice.login(tokens["alice"])
+        bob.login(tokens["bob"])
+        stamp = RunStore(run_dir, create=False).episodes(SYSTEM)[0].finished_at
+        grade = {"csrf": alice.csrf, "task": task.id, "system": SYSTEM, "attempt": "0", "stamp": stamp,
+                 **{f"score_{c}": "2" for c in RUBRIC_CODES}, **{f"just_{c}": "Adequate." for c in RUBRIC_CODES}}
+        assert alice.request("POST", "/grade", grade)[0] == 303
+        status, _, html = bob.request("GET", f"/qc?{q}")  # the reviewer opens the page
+        assert status == 200 and 'name="grader" value="alice"' in html
+        m = re.search(r'name="graded_at" value="([^"]+)"', html)
+        assert m is not None
+        opened = m.group(1)
+        assert alice.request("POST", "/grade", {**grade, "score_DI": "3", "just_DI": "Regraded."})[0] == 303
+        regraded = GradeStore(run_dir).primary_grade(key)
+        assert regraded is not None and regraded.created_at != opened
+
+        form = {"csrf": bob.csrf, "task": task.id, "system": SYSTEM, "attempt": "0", "target": "DI",
+                "action": "confirm", "grader": "alice", "graded_at": opened}
+        status, _, html = bob.request("POST", "/qc", form)
+        assert status == 409 and 'id="qc-error"' in html
+        assert (f"The grade changed since this page was opened: your action reviewed alice&#39;s grade of {opened}, "
+                f"the current grade is alice&#39;s of {regraded.created_at}. Nothing was recorded") in html
+        assert f'name="graded_at" value="{regraded.created_at}"' in html  # the page now shows the new grade
+        assert GradeStore(run_dir).qc_actions() == []
+        # a post naming no grade is refused the same way
+        status, _, html = bob.request("POST", "/qc", {k: v for k, v in form.items() if k not in ("grader", "graded_at")})
+        assert status == 409 and "the form names none; reload the page" in html
+        # an edit too: nothing stored
+        edit = {**form, "action": "edit", "score": "1", "justification": "j", "reason": "r"}
+        assert bob.request("POST", "/qc", edit)[0] == 409
+        assert GradeStore(run_dir).qc_actions() == []
+
+        # naming the current grade, the action is recorded and bound to it
+        assert bob.request("POST", "/qc", {**form, "graded_at": regraded.created_at})[0] == 303
+        [action] = GradeStore(run_dir).qc_actions()
+        assert (action.grader, action.graded_at) == ("alice", regraded.created_at)
+        status, _, html = bob.request("GET", "/")
+        assert "QC started" in html
+        # the grader is told an update makes it stale; another regrade does
+        status, _, html = alice.request("GET", f"/grade?{q}")
+        assert 'id="qc-note"' in html and "1 QC action(s)" in html
+        assert alice.request("POST", "/grade", {**grade, "just_DI": "Regraded again."})[0] == 303
+        final = GradeStore(run_dir).final_grade(key)
+        assert final is not None and final.status == "unreviewed" and len(final.stale_qc) == 1
+        status, _, html = bob.request("GET", f"/qc?{q}")
+        assert status == 200 and f"(stale, not applied: reviewed alice&#39;s grade of {regraded.created_at})" in html
+        assert "1 stale QC action(s) not applied" in html
+        status, _, html = bob.request("GET", "/")
+        assert "awaiting QC (earlier QC is stale: regraded)" in html
 
 
 def test_serve_command_needs_no_corpus_for_a_deliverables_run(setup: dict) -> None:

@@ -153,6 +153,7 @@ def register(app: typer.Typer) -> None:
                 "grades": [g.model_dump(mode="json") for g in finals.values()],
                 "failures": [f.model_dump(mode="json") for f in failures],
                 "stale": finals.stale,
+                "stale_qc": finals.stale_qc,
             }))
             return
         from deskbench.tasks.deliverables import RUBRIC_CODES
@@ -172,6 +173,9 @@ def register(app: typer.Typer) -> None:
                 console.print(f"  {escape(g.system)} {escape(g.task_id)}/{g.attempt}: {escape(flag)}")
         if finals.stale:
             console.print(f"{finals.stale} stale grade(s) ignored (their episode was rerun); grade again")
+        if finals.stale_qc:
+            console.print(f"{finals.stale_qc} stale QC action(s) not applied (they reviewed an earlier or another "
+                          "grade than the final one); QC the current grade again")
         for f in failures:
             console.print(f"could not grade {escape(f.system)} {escape(f.task_id)}/{f.attempt} "
                           f"({escape(f.grader)}): {escape(f.error)}")

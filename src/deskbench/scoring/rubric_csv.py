@@ -6,7 +6,8 @@ one row per ok episode with the scores empty.
 
 QC CSV: task_id, system, attempt, target, action, score, justification, reason, reviewer
 (target DI..FD, verifier:<id> or row; action confirm, edit or reject; "ok" and "return" are
-read as confirm and reject).
+read as confirm and reject). Each action reviews the episode's primary grade at import time (it
+is bound to it, see rubric_qc): a later regrade makes it stale.
 
 An import reads the whole file first: any bad row raises a UserError of one line naming the
 file, the line, the column, the problem and the fix, and nothing is written. Rows naming an
@@ -157,9 +158,9 @@ def read_grades_csv(path: Path, episodes: Mapping[Key, Episode]) -> list[RubricG
 
 
 def read_qc_csv(path: Path, episodes: Mapping[Key, Episode], tasks: Mapping[str, DeliverableTask],
-                graded: set[Key]) -> list[QCAction]:
-    """Every row as a QCAction; `graded` are the episodes holding a current grade (QC reviews a
-    grade, so a row for an ungraded episode is an error)."""
+                graded: Mapping[Key, RubricGrade]) -> list[QCAction]:
+    """Every row as a QCAction bound to its episode's grade in `graded` (the primary current
+    grade per episode: QC reviews a grade, so a row for an ungraded episode is an error)."""
     actions: list[QCAction] = []
     for line, row in _rows(path, QC_COLUMNS, "QC"):
         try:
@@ -194,10 +195,11 @@ def read_qc_csv(path: Path, episodes: Mapping[Key, Episode], tasks: Mapping[str,
             if not reviewer:
                 raise _Bad("reviewer", "empty", "give the QC reviewer's name or id")
             try:
+                reviewed = graded[key]
                 actions.append(QCAction(task_id=key[0], system=key[1], attempt=key[2], target=target,
                                         action=action, score=score,  # type: ignore[arg-type]
                                         justification=row["justification"].strip(), reason=row["reason"].strip(),
-                                        reviewer=reviewer))
+                                        reviewer=reviewer, grader=reviewed.grader, graded_at=reviewed.created_at))
             except ValidationError as exc:  # qc_problem above catches what the model checks
                 raise _Bad("-", str(exc.errors()[0]["msg"]), "fix the row") from None
         except _Bad as bad:
@@ -213,9 +215,11 @@ def import_grades(store: GradeStore, path: Path) -> list[RubricGrade]:
 
 
 def import_qc(store: GradeStore, path: Path) -> list[QCAction]:
-    """Read the whole file, then append every action in one transaction, in file order."""
-    current, _ = store.current_grades()
-    actions = read_qc_csv(path, store.episodes(), store.tasks(), {g.key for g in current})
+    """Read the whole file, then append every action in one transaction, in file order, each
+    bound to its episode's primary grade now (a grade that changes meanwhile: StaleQC, a
+    UserError, and nothing is written)."""
+    primary, _ = store.primary()
+    actions = read_qc_csv(path, store.episodes(), store.tasks(), primary)
     ids = store.add_qc(actions)
     return [a.model_copy(update={"id": i}) for a, i in zip(actions, ids, strict=True)]
 

@@ -8,6 +8,15 @@ FD), a verifier ("verifier:<id>") or the row itself ("row").
   criterion a complete replacement justification, and always a one-line auditable reason.
 - Reject (or Return): the row is not salvageable by surgical edit; only on "row", with a reason.
 
+Each action is bound to the grade it reviewed: that grade's grader and created_at (`grader`,
+`graded_at`; a grade is identified by its episode, grader and created_at, which every save path
+stamps anew, so a regrade is a new grade). An action reviewing another grade (an earlier one by
+the same grader, replaced since, or another grader's) is STALE for a grade: not applied to it,
+reported in `FinalGrade.stale_qc` and flagged. An action stored before the binding existed has
+neither field (a legacy row); GradeStore binds it, from the timestamps, to the grade that was
+primary when it was recorded (see runs/grades.py); an unbound action handed to `apply_qc`
+directly counts as reviewing the grade when it was recorded at or after that grade.
+
 `apply_qc` turns a grade and its actions into a `FinalGrade`. What it does falls in two kinds:
 
 RULES (they change what the row says):
@@ -137,6 +146,10 @@ class QCAction(BaseModel):
     reason: str = ""
     reviewer: str = Field(min_length=1)
     created_at: str = Field(default_factory=now)
+    # the reviewed grade: its grader and created_at (None on a legacy row, recorded before QC
+    # actions were bound; the grade store binds those from the timestamps)
+    grader: str | None = None
+    graded_at: str | None = None
     id: int | None = None  # set by the grade store (the order of the log)
 
     @model_validator(mode="after")
@@ -145,11 +158,34 @@ class QCAction(BaseModel):
         if problem:
             column, what, fix = problem
             raise ValueError(f"{column}: {what}; {fix}")
+        if (self.grader is None) != (self.graded_at is None):
+            raise ValueError("grader, graded_at: the reviewed grade is named by both or by neither")
         return self
 
     @property
     def key(self) -> tuple[str, str, int]:
         return (self.task_id, self.system, self.attempt)
+
+    @property
+    def bound(self) -> bool:
+        return self.grader is not None
+
+    def bind(self, grade: RubricGrade) -> QCAction:
+        """This action, reviewing `grade`."""
+        return self.model_copy(update={"grader": grade.grader, "graded_at": grade.created_at})
+
+    def reviews(self, grade: RubricGrade) -> bool:
+        """Whether this action reviewed `grade` (same episode, grader and created_at); an
+        unbound action: whether it was recorded at or after the grade."""
+        if self.key != grade.key:
+            return False
+        if self.grader is None:
+            return self.created_at >= grade.created_at
+        return (self.grader, self.graded_at) == (grade.grader, grade.created_at)
+
+    def reviewed(self) -> str:
+        """The reviewed grade, for messages."""
+        return f"{self.grader}'s grade of {self.graded_at}" if self.bound else "a grade no longer stored"
 
 
 class VerifierOverride(BaseModel):
@@ -186,6 +222,7 @@ class FinalGrade(BaseModel):
     edits: list[QCAction] = Field(default_factory=list)
     returned: QCAction | None = None
     qc_actions: int = 0  # actions applied
+    stale_qc: list[QCAction] = Field(default_factory=list)  # this row's actions that reviewed another grade
     verifiers: list[VerifierResult] | None = None  # final results (overrides applied)
     verifier_overrides: list[VerifierOverride] = Field(default_factory=list)
     v: float | None = None  # verifier pass rate (percent) after overrides
@@ -324,11 +361,14 @@ def apply_qc(
 ) -> FinalGrade:
     """The row after QC (rules R1-R3 and flags F1-F3 of the module docstring).
 
-    `actions` are this row's, oldest first (others are ignored). `verifier_results` are the
-    automatic verifier results; `verifier_ids` the task's verifier ids (for the missing-score
-    trigger); `required_outputs` / `produced_files` / `placeholder_files` the C.1 output-file
-    trigger (give produced_files to check it)."""
-    mine = [a for a in actions if a.key == grade.key]
+    `actions` are this row's, oldest first (other episodes' are ignored); those that reviewed
+    another grade (QCAction.reviews) are stale: not applied, listed in `stale_qc` and flagged.
+    `verifier_results` are the automatic verifier results; `verifier_ids` the task's verifier
+    ids (for the missing-score trigger); `required_outputs` / `produced_files` /
+    `placeholder_files` the C.1 output-file trigger (give produced_files to check it)."""
+    row_actions = [a for a in actions if a.key == grade.key]
+    mine = [a for a in row_actions if a.reviews(grade)]
+    stale = [a for a in row_actions if not a.reviews(grade)]
     latest: dict[str, QCAction] = {}
     for a in mine:
         latest[a.target] = a  # R1: the latest action per target wins
@@ -336,6 +376,10 @@ def apply_qc(
     justifications = {c: grade.criteria[c].justification for c in RUBRIC_CODES}
     edits = [a for a in latest.values() if a.action == "edit"]
     flags: list[str] = []
+    if stale:
+        reviewed = sorted({a.reviewed() for a in stale})
+        flags.append(f"{len(stale)} stale QC action(s) not applied: they reviewed {', '.join(reviewed)}, "
+                     f"not this grade ({grade.grader}'s of {grade.created_at}); QC this grade again")
 
     for a in edits:
         if a.target in RUBRIC_CODES:
@@ -391,7 +435,7 @@ def apply_qc(
         task_id=grade.task_id, system=grade.system, attempt=grade.attempt, grader=grade.grader,
         source=grade.source, episode_stamp=grade.episode_stamp, graded_at=grade.created_at,
         scores=scores, justifications=justifications, primary_scores=dict(grade.scores), comment=grade.comment,
-        status=status, edits=edits, returned=returned, qc_actions=len(mine), verifiers=results,
+        status=status, edits=edits, returned=returned, qc_actions=len(mine), stale_qc=stale, verifiers=results,
         verifier_overrides=overrides, v=v, mean=mean, zeros=final_zeros,
     )
     mismatches = score0_mismatches(out, rubric)

@@ -7,7 +7,10 @@ screen; the grade is a RubricGrade(source="human", grader=<user>) in the GradeSt
 reviewer (not the grader) confirms or edits each cell (a criterion, or a verifier outcome: set
 to pass or fail with a reason, target "verifier:<id>", which V and `deskbench score` then use), or
 rejects (returns) the row; each action is a QCAction (validated with qc_problem) and the final
-grade (apply_qc) is shown.
+grade (apply_qc) is shown. Each QC form carries the grade it shows (its grader and created_at):
+the action is bound to that grade, and a post whose grade is no longer the episode's primary
+grade (a regrade meanwhile) is refused with a 409 page and nothing is stored. A QC screen reads
+and verifies its one episode (GradeStore.final_grade), not the whole system.
 Login, sessions and CSRF are the docqa app's (WebStore tokens; every POST carries the token).
 """
 
@@ -22,7 +25,7 @@ from fastapi import FastAPI, HTTPException, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 
 from deskbench.errors import UserError
-from deskbench.runs.grades import GradeStore
+from deskbench.runs.grades import GradeStore, StaleQC, primary_of
 from deskbench.runs.store import Episode, RunStore
 from deskbench.scoring.rubric import CriterionGrade, RubricGrade
 from deskbench.scoring.rubric_qc import QCAction, qc_problem, score0_mismatches
@@ -120,8 +123,7 @@ def create_grading_app(run_dir: Path | str) -> FastAPI:
         return run_verifiers(task.verifiers, sub.response, files_dir(sub))
 
     def my_grade(key: Key, user: str, stamp: str) -> RubricGrade | None:
-        mine = [g for g in grades.grades(key[1], user) if g.key == key and g.source == "human"
-                and g.episode_stamp == stamp]
+        mine = [g for g in grades.grades(key[1], user, key=key) if g.source == "human" and g.episode_stamp == stamp]
         return mine[-1] if mine else None
 
     def anchors(task: DeliverableTask) -> list[dict[str, Any]]:
@@ -134,15 +136,26 @@ def create_grading_app(run_dir: Path | str) -> FastAPI:
     @app.get("/", response_class=HTMLResponse)
     def episode_list(request: Request) -> HTMLResponse:
         s = session(request)
-        mine = grades.graded(s.user)
-        primary, _ = grades.primary()
-        reviewed = {a.key for a in grades.qc_actions()}
+        current, _ = grades.current_grades()  # oldest first
+        mine = {g.key for g in current if g.grader == s.user}
+        by_key: dict[Key, list[RubricGrade]] = {}
+        for g in current:
+            by_key.setdefault(g.key, []).append(g)
+        primary = {k: primary_of(gs) for k, gs in by_key.items()}
+        qc: dict[Key, list[QCAction]] = {}
+        for a in grades.resolved_qc(current=current):
+            qc.setdefault(a.key, []).append(a)
         rows = []
         for key in gradable():
             status = "graded" if key in mine else "todo"
             g = primary.get(key)
-            qc = "no grade yet" if g is None else ("QC started" if key in reviewed else "awaiting QC")
-            rows.append({"key": key, "q": query(key), "status": status, "qc": qc,
+            if g is None:
+                qc_state = "no grade yet"
+            elif any(a.reviews(g) for a in qc.get(key, [])):
+                qc_state = "QC started"
+            else:
+                qc_state = "awaiting QC" + (" (earlier QC is stale: regraded)" if key in qc else "")
+            rows.append({"key": key, "q": query(key), "status": status, "qc": qc_state,
                          "grader": g.grader if g else "", "qc_ok": g is not None and g.grader != s.user})
         return render("grading_list.html", user=s.user, csrf=s.csrf, rows=rows,
                       done=sum(r["status"] == "graded" for r in rows))
@@ -159,10 +172,12 @@ def create_grading_app(run_dir: Path | str) -> FastAPI:
         warnings = [f"{m.code} is 0 but its justification describes score-1 behaviour "
                     f"({'; '.join(m.score1_wording)}); the score-1 anchor is: {m.anchor}"
                     for m in (score0_mismatches(grade, task.rubric) if grade else [])]
+        # QC that reviewed this grade: an update makes it stale (the reviewer reviews the new grade)
+        reviewed = sum(a.reviews(grade) for a in grades.resolved_qc(key[1], key=key)) if grade else 0
         return render("grading.html", status, user=s.user, csrf=s.csrf, key=key, q=query(key), task=task,
                       episode=ep, sub=sub, files=file_views(sub), verifiers=verifier_results(task, sub),
                       criteria=anchors(task), values=values, errors=errors or [], warnings=warnings,
-                      graded=grade is not None, saved=saved)
+                      graded=grade is not None, saved=saved, reviewed=reviewed)
 
     @app.get("/grade", response_class=HTMLResponse)
     def grade_form(request: Request) -> HTMLResponse:
@@ -209,20 +224,25 @@ def create_grading_app(run_dir: Path | str) -> FastAPI:
 
     def qc_screen(s: Session, key: Key, ep: Episode, sub: DeliverableSubmission, task: DeliverableTask,
                   *, error: str = "", status: int = 200) -> HTMLResponse:
-        primary, _ = grades.primary(key[1])
-        grade = primary.get(key)
-        final = grades.final_grades(key[1]).get(key) if grade else None
-        actions = [a for a in grades.qc_actions(key[1]) if a.key == key]
+        """One episode only: its grades, its QC log, its verifiers (run once)."""
+        current, _ = grades.current_grades(key[1], key=key)
+        actions = grades.resolved_qc(key[1], key=key, current=current)
+        automatic = verifier_results(task, sub)
+        final = grades.final_grade(key, episode=ep, verifier_results=automatic)
+        # the grade shown (and bound by the forms) is the one the final grade was computed from
+        grade = next((g for g in current if final is not None and (g.grader, g.created_at)
+                      == (final.grader, final.graded_at)), None)
         # the latest action per target among those reviewing this grade (the ones apply_qc used)
-        latest = {a.target: a for a in actions if grade is not None and a.created_at >= grade.created_at}
+        latest = {a.target: a for a in actions if grade is not None and a.reviews(grade)}
         verifiers = []
         if final is not None:
             finals = {r.id: r.status for r in final.verifiers or []}
             verifiers = [{"result": r, "final": finals.get(r.id, r.status), "qc": latest.get(f"verifier:{r.id}"),
-                          "flip": "fail" if r.status == "pass" else "pass"} for r in verifier_results(task, sub)]
+                          "flip": "fail" if r.status == "pass" else "pass"} for r in automatic]
+        stale = {a.id for a in actions if grade is None or not a.reviews(grade)}
         return render("qc.html", status, user=s.user, csrf=s.csrf, key=key, q=query(key), task=task,
                       episode=ep, sub=sub, grade=grade, final=final, actions=actions, error=error,
-                      latest=latest, verifiers=verifiers, criteria=anchors(task),
+                      latest=latest, verifiers=verifiers, criteria=anchors(task), stale=stale,
                       own=grade is not None and grade.grader == s.user)
 
     @app.get("/qc", response_class=HTMLResponse)
@@ -235,13 +255,20 @@ def create_grading_app(run_dir: Path | str) -> FastAPI:
     async def qc_save(request: Request) -> Response:
         s, data = await posted(request)
         key, ep, sub, task = episode_of(data)
-        primary, _ = grades.primary(key[1])
-        grade = primary.get(key)
+        grade = grades.primary_grade(key)
         if grade is None:
             raise HTTPException(409, "this episode has no current grade to review")
         if grade.grader == s.user:
             return qc_screen(s, key, ep, sub, task, status=403,
                              error="QC is a second person's review: you graded this episode")
+        reviewed = (data.get("grader", ""), data.get("graded_at", ""))
+        if reviewed != (grade.grader, grade.created_at):
+            shown = (f"{reviewed[0]}'s grade of {reviewed[1]}" if all(reviewed)
+                     else "no grade (the form names none; reload the page)")
+            return qc_screen(s, key, ep, sub, task, status=409, error=(
+                f"The grade changed since this page was opened: your action reviewed {shown}, the current grade "
+                f"is {grade.grader}'s of {grade.created_at}. Nothing was recorded: review the current grade "
+                "below and act again."))
         target, action = data.get("target", ""), data.get("action", "")
         ids = [v.id for v in task.verifiers]
         if target.startswith("verifier:") and target.removeprefix("verifier:") not in ids:
@@ -257,9 +284,13 @@ def create_grading_app(run_dir: Path | str) -> FastAPI:
         if problem:
             column, what, fix = problem
             return qc_screen(s, key, ep, sub, task, error=f"{target} {column}: {what}; {fix}", status=400)
-        grades.add_qc([QCAction(task_id=key[0], system=key[1], attempt=key[2], target=target,
-                                action=action, score=score, justification=justification,  # type: ignore[arg-type]
-                                reason=reason, reviewer=s.user)])
+        try:  # the grade is checked again in the write transaction (a regrade in between: refused)
+            grades.add_qc([QCAction(task_id=key[0], system=key[1], attempt=key[2], target=target,
+                                    action=action, score=score, justification=justification,  # type: ignore[arg-type]
+                                    reason=reason, reviewer=s.user, grader=grade.grader,
+                                    graded_at=grade.created_at)])
+        except StaleQC as exc:
+            return qc_screen(s, key, ep, sub, task, status=409, error=str(exc))
         return RedirectResponse(f"/qc?{query(key)}", status_code=303)
 
     return app
