@@ -46,9 +46,14 @@ def make_run(run_dir: Path) -> tuple[DeliverableTask, dict[str, str]]:
     (run_dir / files_dir / "notes.md").write_text(NOTES)
     (run_dir / files_dir / "unlisted.md").write_text("not in the submission")
     (run_dir / "secret.txt").write_text("secret")
-    rec = OutputFileRecord(name="notes.md", size=len(NOTES.encode()), sha256=hashlib.sha256(NOTES.encode()).hexdigest())
+    from PIL import Image
+
+    Image.new("RGB", (320, 200), (30, 90, 200)).save(run_dir / files_dir / "chart.png")
+    (run_dir / files_dir / "trap.png").write_text("<script>alert(1)</script>")  # not an image
+    recs = [OutputFileRecord(name=n, size=len(b), sha256=hashlib.sha256(b).hexdigest())
+            for n in ("notes.md", "chart.png", "trap.png") for b in [(run_dir / files_dir / n).read_bytes()]]
     store.record(Episode(task_id=task.id, system=SYSTEM, status="ok", submission=DeliverableSubmission(
-        id=task.id, response=RESPONSE, files=[rec], files_dir=files_dir.as_posix())))
+        id=task.id, response=RESPONSE, files=recs, files_dir=files_dir.as_posix())))
     store.record(Episode(task_id=tasks[1].id, system=SYSTEM, status="error", error="boom"))
     web = WebStore(run_dir)
     return task, {u: web.add_user(u) for u in ("alice", "bob")}
@@ -87,6 +92,12 @@ def test_access_csrf_and_file_names(setup: dict) -> None:
     # downloads: only names listed in the submission; nothing from the request reaches the filesystem
     status, headers, body = c.request("GET", f"/file?{q}&name=notes.md")
     assert status == 200 and body == NOTES and "attachment" in headers["content-disposition"]
+    # a chart is shown on the page (a raster image that decodes); anything else stays a download
+    assert 'src="/file?' in html and "name=chart.png&amp;inline=1" in html and "name=trap.png&amp;inline=1" not in html
+    status, headers, _ = c.request("GET", f"/file?{q}&name=chart.png&inline=1")
+    assert status == 200 and headers["content-type"] == "image/png" and "inline" in headers["content-disposition"]
+    status, headers, _ = c.request("GET", f"/file?{q}&name=trap.png&inline=1")
+    assert status == 200 and headers["content-type"] == "application/octet-stream" and "attachment" in headers["content-disposition"]
     for name in ("unlisted.md", "../../../secret.txt", "..%2F..%2F..%2Fsecret.txt", "../../../run.sqlite", "/etc/passwd"):
         assert c.request("GET", f"/file?{q}&name={name}")[0] == 404, name
     assert c.request("GET", f"/file/../secret.txt?{q}")[0] == 404
@@ -118,6 +129,7 @@ def test_grader_and_qc_reviewer_in_chromium(setup: dict, browser) -> None:  # no
     page.click("#episodes >> text=to grade")
     page.wait_for_selector("#grade-form")
     assert "Basic Company Information" in page.locator("#files").inner_text()
+    assert page.locator("#files img.output").evaluate("e => e.complete && e.naturalWidth") == 320
     assert page.locator("#verifiers tbody tr").count() == len(task.verifiers)
     justifications = {"DI": "Multiple factual errors; vague citations.", "AR": "Sound logic, small gaps.",
                       "RF": "Focused on the question.", "EP": "Numbers mostly right.", "FD": "Memo format followed."}

@@ -34,6 +34,20 @@ from deskbench.web.common import HERE, install_basics
 from deskbench.web.store import Session, WebStore
 
 FILE_TEXT_CAP = 20_000
+IMAGE_TYPES = {"PNG": "image/png", "JPEG": "image/jpeg", "GIF": "image/gif", "WEBP": "image/webp"}
+
+
+def image_type(path: Path) -> str | None:
+    """The media type of a raster image that really decodes as one (the name's suffix is not
+    trusted: a deliverable is agent output), else None."""
+    from PIL import Image, UnidentifiedImageError
+
+    try:
+        with Image.open(path) as im:
+            im.verify()
+            return IMAGE_TYPES.get(im.format or "")
+    except (UnidentifiedImageError, OSError, ValueError, SyntaxError):
+        return None
 APP_NAME = "rubric grading and QC"  # the header of every page, the login page's too
 Key = tuple[str, str, int]
 
@@ -104,17 +118,18 @@ def create_grading_app(run_dir: Path | str) -> FastAPI:
         out = []
         for rec in sub.files:
             path = contained_file(sub, rec.name)
+            image = path is not None and image_type(path) is not None
+            text, ok = "", path is not None
             if path is None:
-                text, ok = "(file recorded but not found in the run directory)", False
-            else:
-                ok = True
+                text = "(file recorded but not found in the run directory)"
+            elif not image:
                 try:
                     text = read_output(path).text or "(the file opens but holds no text)"
                 except UnreadableFile as exc:
                     text = f"(the file does not open: {exc})"
             if len(text) > FILE_TEXT_CAP:
                 text = text[:FILE_TEXT_CAP] + f"\n[... cut at {FILE_TEXT_CAP} characters; download the file]"
-            out.append({"name": rec.name, "size": rec.size, "text": text, "ok": ok})
+            out.append({"name": rec.name, "size": rec.size, "text": text, "ok": ok, "image": image})
         return out
 
     def verifier_results(task: DeliverableTask, sub: DeliverableSubmission) -> list[Any]:
@@ -219,6 +234,10 @@ def create_grading_app(run_dir: Path | str) -> FastAPI:
         if path is None:
             raise HTTPException(404, "no such file in this submission")
         safe = "".join(ch if ch.isalnum() or ch in "._-" else "_" for ch in Path(name).name) or "file"
+        shown = image_type(path) if request.query_params.get("inline") == "1" else None
+        if shown is not None:  # a chart on the grading screen: a decoded raster image only, never SVG
+            return Response(path.read_bytes(), media_type=shown,
+                            headers={"Content-Disposition": f'inline; filename="{safe}"'})
         return Response(path.read_bytes(), media_type="application/octet-stream",
                         headers={"Content-Disposition": f'attachment; filename="{safe}"'})
 
