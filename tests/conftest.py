@@ -119,11 +119,15 @@ def write_text_pdf(path: Path, pages: list[str]) -> Path:
     return write_pdf(path, [PageSpec(title="Document", paragraphs=[t]) for t in pages])
 
 
-@pytest.fixture(scope="session")
-def operator_corpus(tmp_path_factory: pytest.TempPathFactory) -> Corpus:
-    root = tmp_path_factory.mktemp("operators")
+def write_operator_corpus(root: Path) -> Corpus:
+    """The two operator PDFs under root/pdfs, ingested into root/corpus."""
     for name, pages in OPERATOR_DOCS.items():
         write_text_pdf(root / "pdfs" / name, pages)
     c, summary = ingest(root / "corpus", [root / "pdfs"])
     assert summary.files_ok == 2 and not summary.files_failed
     return c
+
+
+@pytest.fixture(scope="session")
+def operator_corpus(tmp_path_factory: pytest.TempPathFactory) -> Corpus:
+    return write_operator_corpus(tmp_path_factory.mktemp("operators"))

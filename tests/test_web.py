@@ -18,7 +18,7 @@ from urllib.parse import urlencode
 
 import pytest
 import uvicorn
-from conftest import OPERATOR_DOCS, ingest, run_cli, write_text_pdf
+from conftest import run_cli, write_operator_corpus
 
 from deskbench.runs.store import RunStore
 from deskbench.web.app import create_app
@@ -98,10 +98,7 @@ def _csrf(html: str) -> str:
 @pytest.fixture(scope="module")
 def setup(tmp_path_factory: pytest.TempPathFactory) -> dict:
     root = tmp_path_factory.mktemp("web")
-    for name, pages in OPERATOR_DOCS.items():
-        write_text_pdf(root / "pdfs" / name, pages)
-    _, summary = ingest(root / "corpus", [root / "pdfs"])
-    assert summary.files_ok == 2
+    write_operator_corpus(root)
     tasks = root / "tasks.jsonl"
     tasks.write_text("".join(json.dumps(t) + "\n" for t in TASKS))
     run_dir = root / "run"

@@ -11,7 +11,7 @@ import os
 from pathlib import Path
 
 import pytest
-from conftest import OPERATOR_DOCS, ingest, run_cli, write_text_pdf
+from conftest import run_cli, write_operator_corpus
 from test_web import TASKS, Client, serve, serve_command, watched_page
 
 from deskbench.scoring.judge_calibration import read_calibration, read_labels
@@ -43,9 +43,7 @@ ITEMS = [
 @pytest.fixture(scope="module")
 def setup(tmp_path_factory: pytest.TempPathFactory) -> dict:
     root = tmp_path_factory.mktemp("webcal")
-    for name, pages in OPERATOR_DOCS.items():
-        write_text_pdf(root / "pdfs" / name, pages)
-    ingest(root / "corpus", [root / "pdfs"])
+    write_operator_corpus(root)
     tasks = root / "tasks.jsonl"
     tasks.write_text("".join(json.dumps(t) + "\n" for t in TASKS))
     items = root / "items.jsonl"

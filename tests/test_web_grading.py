@@ -59,6 +59,18 @@ def make_run(run_dir: Path) -> tuple[DeliverableTask, dict[str, str]]:
     return task, {u: web.add_user(u) for u in ("alice", "bob")}
 
 
+def graded_by_alice(port: int, run_dir: Path, task: DeliverableTask, tokens: dict[str, str]) -> tuple[Client, Client, dict[str, str]]:
+    """alice and bob logged in; alice has graded the ok episode 2 on every criterion (the form)."""
+    alice, bob = Client(port), Client(port)
+    alice.login(tokens["alice"])
+    bob.login(tokens["bob"])
+    stamp = RunStore(run_dir, create=False).episodes(SYSTEM)[0].finished_at
+    grade = {"csrf": alice.csrf, "task": task.id, "system": SYSTEM, "attempt": "0", "stamp": stamp,
+             **{f"score_{c}": "2" for c in RUBRIC_CODES}, **{f"just_{c}": "Adequate." for c in RUBRIC_CODES}}
+    assert alice.request("POST", "/grade", grade)[0] == 303
+    return alice, bob, grade
+
+
 @pytest.fixture(scope="module")
 def setup(tmp_path_factory: pytest.TempPathFactory) -> dict:
     run_dir = tmp_path_factory.mktemp("grading") / "run"
@@ -221,13 +233,7 @@ def test_verifier_qc_over_http_reaches_the_score(tmp_path: Path) -> None:
         return r["status"], r["evidence"]
 
     with serve(create_grading_app(run_dir)) as port:
-        alice, bob = Client(port), Client(port)
-        alice.login(tokens["alice"])
-        bob.login(tokens["bob"])
-        stamp = RunStore(run_dir, create=False).episodes(SYSTEM)[0].finished_at
-        grade = {"csrf": alice.csrf, "task": task.id, "system": SYSTEM, "attempt": "0", "stamp": stamp,
-                 **{f"score_{c}": "2" for c in RUBRIC_CODES}, **{f"just_{c}": "Adequate." for c in RUBRIC_CODES}}
-        assert alice.request("POST", "/grade", grade)[0] == 303
+        alice, bob, grade = graded_by_alice(port, run_dir, task, tokens)
         before = scored()
         assert before["v"] == 50.0 and outcome(before, "decision")[0] == "fail"  # 4 of 8 pass
 
@@ -284,13 +290,7 @@ def test_qc_post_reviewing_a_replaced_grade_is_refused(tmp_path: Path) -> None:
     key = (task.id, SYSTEM, 0)
     q = urlencode({"task": task.id, "system": SYSTEM, "attempt": 0})
     with serve(create_grading_app(run_dir)) as port:
-        alice, bob = Client(port), Client(port)
-        alice.login(tokens["alice"])
-        bob.login(tokens["bob"])
-        stamp = RunStore(run_dir, create=False).episodes(SYSTEM)[0].finished_at
-        grade = {"csrf": alice.csrf, "task": task.id, "system": SYSTEM, "attempt": "0", "stamp": stamp,
-                 **{f"score_{c}": "2" for c in RUBRIC_CODES}, **{f"just_{c}": "Adequate." for c in RUBRIC_CODES}}
-        assert alice.request("POST", "/grade", grade)[0] == 303
+        alice, bob, grade = graded_by_alice(port, run_dir, task, tokens)
         status, _, html = bob.request("GET", f"/qc?{q}")  # the reviewer opens the page
         assert status == 200 and 'name="grader" value="alice"' in html
         m = re.search(r'name="graded_at" value="([^"]+)"', html)

@@ -17,7 +17,7 @@ import json
 from pathlib import Path
 
 import pytest
-from conftest import OPERATOR_DOCS, ingest, run_cli, write_text_pdf
+from conftest import run_cli, write_operator_corpus
 from test_web import TASKS, Client, serve
 
 from deskbench.runs.store import RunStore
@@ -42,9 +42,7 @@ def answer(c: Client, task: str, right: bool) -> None:
 @pytest.fixture(scope="module")
 def run(tmp_path_factory: pytest.TempPathFactory) -> dict:
     root = tmp_path_factory.mktemp("humans")
-    for name, pages in OPERATOR_DOCS.items():
-        write_text_pdf(root / "pdfs" / name, pages)
-    ingest(root / "corpus", [root / "pdfs"])
+    write_operator_corpus(root)
     tasks = root / "tasks.jsonl"
     tasks.write_text("".join(json.dumps(t) + "\n" for t in [*TASKS, *MORE]))
     run_dir = root / "run"
