@@ -210,7 +210,8 @@ class ReplProcess:
         self.lines: asyncio.Queue[bytes | None] = asyncio.Queue()
         self.stderr_tail: collections.deque[bytes] = collections.deque(maxlen=40)
         threading.Thread(target=self._read_stdout, daemon=True).start()
-        threading.Thread(target=self._read_stderr, daemon=True).start()
+        self._stderr_thread = threading.Thread(target=self._read_stderr, daemon=True)
+        self._stderr_thread.start()
 
     def _read_stdout(self) -> None:
         assert self.proc.stdout is not None
@@ -231,7 +232,15 @@ class ReplProcess:
         except (OSError, ValueError):
             pass
 
-    def why_dead(self) -> str:
+    async def why_dead(self) -> str:
+        """Why the REPL stopped answering. Its output closes a moment before the process is
+        reaped: wait briefly for the exit status (and the last stderr) instead of guessing."""
+        def reap() -> None:
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                self.proc.wait(timeout=2.0)
+            self._stderr_thread.join(timeout=0.5)
+
+        await asyncio.to_thread(reap)
         code = self.proc.poll()
         tail = b"".join(self.stderr_tail).decode("utf-8", errors="replace").strip()[-600:]
         status = f"exit status {code}" if code is not None and code >= 0 else (
@@ -270,14 +279,14 @@ class ReplProcess:
         except TimeoutError:
             return f"did not start within {timeout:g} s"
         if message is None or not message.get("ready"):
-            return self.why_dead()
+            return await self.why_dead()
         return None
 
     async def execute(self, code: str, wall: float, answer: QueryFn) -> ExecOutcome:
         started = time.monotonic()
         out = ExecOutcome()
         if not await self.send({"exec": code}):
-            out.lost = self.why_dead()
+            out.lost = await self.why_dead()
             return out
         left = wall
         while True:
@@ -289,7 +298,7 @@ class ReplProcess:
                 break
             left -= time.monotonic() - t0
             if message is None:
-                out.lost = self.why_dead()
+                out.lost = await self.why_dead()
                 break
             if "llm_query" in message:
                 prompts = [str(p) for p in message["llm_query"]]
@@ -299,7 +308,7 @@ class ReplProcess:
                 except QueryRefused as exc:
                     reply = {"error": str(exc)}
                 if not await self.send(reply):
-                    out.lost = self.why_dead()
+                    out.lost = await self.why_dead()
                     break
                 continue
             if message.get("done"):
@@ -313,13 +322,13 @@ class ReplProcess:
     async def get_var(self, name: str, timeout: float) -> tuple[str | None, str]:
         """(the variable's value as text, "") or (None, the problem)."""
         if not await self.send({"get_var": name}):
-            return None, f"the REPL process {self.why_dead()}"
+            return None, f"the REPL process {await self.why_dead()}"
         try:
             message = await self.receive(timeout)
         except TimeoutError:
             return None, f"reading {name!r} took longer than {timeout:g} s"
         if message is None:
-            return None, f"the REPL process {self.why_dead()}"
+            return None, f"the REPL process {await self.why_dead()}"
         if "value" in message:
             return str(message["value"]), ""
         return None, str(message.get("error", "no value"))
