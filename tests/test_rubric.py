@@ -822,6 +822,9 @@ def test_cli_export_import_qc_show_tags(run: Path, tmp_path: Path) -> None:
     tags = json.loads(cli_ok("rubric", "tags", str(run), "--json"))
     regex = tags["counts"]["regex"]
     assert regex["counts"]["sys-lazy"]["cascading_math_errors"] == 2 and regex["counts"]["sys-good"]["noise_inclusion"] == 0
+    scored = json.loads(cli_ok("score", str(run), "--json"))  # Table 11 with the other tables
+    assert scored["failure_tags"] == regex
+    assert "Table 11: failure tags (regex)" in cli_ok("score", str(run))
 
 
 def test_cli_bad_input_is_one_line_and_exit_2(run: Path, tmp_path: Path) -> None:

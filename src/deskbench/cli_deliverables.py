@@ -82,8 +82,10 @@ def score_deliverables(store: RunStore, *, systems: list[str] | None, judge: str
     import asyncio
 
     from deskbench.cli_analytics import _judge_model, close_models
+    from deskbench.runs.grades import GradeStore
     from deskbench.scoring.deliverables_run import score_run
     from deskbench.scoring.deliverables_summary import print_summary, summarize
+    from deskbench.scoring.failure_tags import regex_tags, tag_counts
 
     judge_model = _judge_model(judge, concurrency)
     try:
@@ -95,6 +97,9 @@ def score_deliverables(store: RunStore, *, systems: list[str] | None, judge: str
     if items_out is not None:
         items_out.write_text("".join(i.model_dump_json() + "\n" for i in items), encoding="utf-8")
     report = summarize(items, store.deliverable_tasks())
+    finals = GradeStore(store.dir).final_grades(None, verifiers=False)
+    chosen = {k: f for k, f in finals.items() if systems is None or f.system in systems}
+    report.failure_tags = tag_counts(chosen, regex_tags, name="regex")
     if as_json:
         print(report.model_dump_json(indent=2))
     else:

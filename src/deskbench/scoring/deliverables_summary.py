@@ -43,6 +43,7 @@ from deskbench.analysis.stats import (
     wilson_interval,
 )
 from deskbench.scoring.deliverables import DeliverableItemScore
+from deskbench.scoring.failure_tags import TagCounts, tag_table
 from deskbench.scoring.vrs import GradedRow
 from deskbench.tasks.deliverables import RUBRIC_CODES, DeliverableTask
 
@@ -263,6 +264,7 @@ class DeliverablesReport(BaseModel):
     by_class: list[ClassRow]
     cross: CrossSystem | None = None  # None when no task is graded for every system
     ungraded: list[UngradedItem] = Field(default_factory=list)
+    failure_tags: TagCounts | None = None  # Table 11 by the regex tagger (`rubric tags --model` adds an LLM's)
     notes: list[str] = Field(default_factory=list)
 
     @property
@@ -556,6 +558,8 @@ def print_summary(report: DeliverablesReport, console: Console) -> None:
     systems = report.systems
     pairs = len(systems) > 1
     _show(console, _table6(report))
+    if report.failure_tags is not None and report.failure_tags.cells:
+        _show(console, tag_table(report.failure_tags))
     if report.graded:
         t = _table("Table 7: mean strict VRS by prompt class (n graded)", "Class", "tasks", *systems)
         for row in report.by_class:

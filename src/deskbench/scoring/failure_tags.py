@@ -37,6 +37,8 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from pydantic import BaseModel
+from rich.markup import escape
+from rich.table import Table
 
 from deskbench.models.types import ChatModel, Message
 from deskbench.scoring import rubric_prompts as P
@@ -205,3 +207,21 @@ async def llm_tag_cells(model: ChatModel, final_grades: Mapping[object, FinalGra
         else:
             out.tags[k] = tags
     return out
+
+
+def tag_table(r: TagCounts, agreement: Mapping[str, float | None] | None = None) -> Table:
+    """Table 11 as printed by `rubric tags` and `score`: a row per tag, a column per system."""
+    table = Table(title=f"Table 11: failure tags ({escape(r.tagger)}), (system, task) pairs")
+    table.add_column("tag")
+    for s in r.systems:
+        table.add_column(f"{escape(s)} (n={r.tasks[s]})", justify="right")
+    table.add_column("total", justify="right")
+    if agreement is not None:
+        table.add_column("jaccard", justify="right")
+    for t in TAGS:
+        row = [t, *(str(r.counts[s][t]) for s in r.systems), str(r.total[t])]
+        if agreement is not None:
+            j = agreement[t]
+            row.append("–" if j is None else f"{j:.2f}")
+        table.add_row(*row)
+    return table

@@ -193,12 +193,12 @@ def register(app: typer.Typer) -> None:
     ) -> None:
         """Failure-mode tag counts per system (Table 11): once per (system, task) if any justification carries it."""
         from deskbench.scoring.failure_tags import (
-            TAGS,
             jaccard,
             llm_tag_cells,
             regex_tags,
             tag_cells,
             tag_counts,
+            tag_table,
         )
 
         if concurrency < 1:
@@ -228,20 +228,7 @@ def register(app: typer.Typer) -> None:
                                         "jaccard": agreement, "llm_failed_cells": failed}))
             return
         for label, r in reports.items():
-            table = Table(title=f"failure tags ({escape(r.tagger)}): (system, task) pairs")
-            table.add_column("tag")
-            for s in r.systems:
-                table.add_column(f"{escape(s)} (n={r.tasks[s]})", justify="right")
-            table.add_column("total", justify="right")
-            if agreement is not None and label == "llm":
-                table.add_column("jaccard", justify="right")
-            for t in TAGS:
-                row = [t, *(str(r.counts[s][t]) for s in r.systems), str(r.total[t])]
-                if agreement is not None and label == "llm":
-                    j = agreement[t]
-                    row.append("–" if j is None else f"{j:.2f}")
-                table.add_row(*row)
-            _out.print(table)
+            _out.print(tag_table(r, agreement if label == "llm" else None))
         if failed:
             _out.print(f"the LLM tagger could not tag {failed} cell(s); they count as untagged")
         if not finals:
