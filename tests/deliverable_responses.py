@@ -67,6 +67,7 @@ def _scp(task: DeliverableTask, d: Path) -> dict[str, Any]:
     a = {r["assumption"]: float(r["value"]) for r in _csv(d / "assumptions.csv")}
     volume, cut = a["annual_production_volume_units"], a["cost_reduction_on_operational_base_pct"]
     threshold = a["acceptance_min_absolute_savings_inr_cr"]
+    ceiling = a["acceptance_max_annual_cost_after_inr_cr"]
 
     def plan(unit: float) -> dict[str, Any]:
         reduced = round(unit * (1 - cut / 100), 2)
@@ -76,9 +77,11 @@ def _scp(task: DeliverableTask, d: Path) -> dict[str, Any]:
                 "unit_cost_reduced": reduced, "annual_cost_before": before,
                 "annual_cost_after": after, "absolute_savings": savings,
                 "percentage_savings": round(savings / before * 100, 2),
-                "decision": "ACCEPT" if savings >= threshold else "REJECT"}
+                "decision": "ACCEPT" if savings >= threshold and after <= ceiling else "REJECT"}
 
-    return {"right": plan(reported - non_op), "lazy": plan(reported)}
+    right, lazy = plan(reported - non_op), plan(reported)
+    return {"right": right, "lazy": lazy, "decision": right["decision"],
+            "lazy_decision": lazy["decision"]}
 
 
 def _ldp(task: DeliverableTask, d: Path) -> dict[str, Any]:
@@ -86,11 +89,14 @@ def _ldp(task: DeliverableTask, d: Path) -> dict[str, Any]:
     exp = {r[0]: r[1] for r in _rows(d / "segment_revenue.xlsx", "Export")[1:]}
     vc = {r["segment"]: float(r["variable_cost_pct_of_revenue"]) for r in
           _csv(d / "variable_costs.csv")}
-    bar = _num(r"at least INR ([\d.]+) crore", _docx_text(d / "investment_brief.docx"))
-    rev = {**{s: v / 100 for s, v in dom.items()}, **exp}
+    brief = _docx_text(d / "investment_brief.docx")
+    unit = re.search(r"at least INR [\d,.]+ (lakh|crore)", brief).group(1)  # type: ignore[union-attr]
+    bar = _num(r"at least INR ([\d,.]+) (?:lakh|crore)", brief)
+    per_cr = 100 if unit == "lakh" else 1  # figures are reported in the bar's unit
+    rev = {**{s: v / 100 * per_cr for s, v in dom.items()}, **{s: v * per_cr for s, v in exp.items()}}
     total = sum(v * (1 - vc[s] / 100) for s, v in rev.items())
-    lazy = sum(v * (1 - vc[s] / 100) for s, v in {**dom, **exp}.items())
-    return {"revenue": sum(rev.values()), "total": total, "lazy": lazy,
+    lazy = sum(v * (1 - vc[s] / 100) for s, v in {**dom, **exp}.items())  # the tables as they stand
+    return {"unit": unit, "revenue": sum(rev.values()), "total": total, "lazy": lazy,
             "decision": "INVEST" if total >= bar else "DO NOT INVEST",
             "lazy_decision": "INVEST" if lazy >= bar else "DO NOT INVEST"}
 
@@ -160,12 +166,12 @@ def respond(task: DeliverableTask, v: dict[str, Any], out: Path, falls: set[str]
         wb = Workbook()
         wb.active.title = "Inputs"
         ws = wb.create_sheet("Contribution")
-        ws.append(["Segment", "Contribution (INR crore)"])
+        ws.append(["Segment", f"Contribution (INR {v['unit']})"])
         ws.append(["Total contribution", round(total, 2)])
         wb.create_sheet("Decision").append(["Decision", dec])
         wb.save(out / "contribution_model.xlsx")
-        return (f"## Model\nTotal revenue: INR {v['revenue']:,.2f} crore\n"
-                f"Total contribution: INR {total:,.2f} crore\n\nDECISION: {dec}\n")
+        return (f"## Model\nTotal revenue: INR {v['revenue']:,.2f} {v['unit']}\n"
+                f"Total contribution: INR {total:,.2f} {v['unit']}\n\nDECISION: {dec}\n")
     if cls == "RCP":
         cur = v["s_aht"] if "unweighted_average" in falls else v["w_aht"]
         tq = v["headline"] if "footnote_override" in falls else v["true_tq"]

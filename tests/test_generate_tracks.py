@@ -247,66 +247,183 @@ def test_deliverables_cover_classes_and_traps(deliverables: Path) -> None:
         assert {"decision_line", "file_sections"} <= kinds_here
 
 
+def _check_golden(t: DeliverableTask, d: Path) -> dict[str, Any]:
+    """The golden values and decision of package `t` (in `d`) recomputed from its input files;
+    the recomputed figures (correct and trap-falling) for further checks."""
+    v = recompute(t, d)
+    gold = {g.name: g.value for g in t.golden.values}
+    if t.prompt_class == "FSP":
+        for key, name in (("fixed", "fixed_cost_usd"), ("fuel", "fuel_surcharge_usd"),
+                          ("spot", "spot_all_in_usd"), ("teu", "annual_teu"),
+                          ("base", "spot_base_usd")):
+            assert gold[name] == pytest.approx(v[key], abs=0.01)
+    elif t.prompt_class == "SCP":
+        for name in ("unit_cost_operational", "unit_cost_reduced", "annual_cost_before",
+                     "absolute_savings", "annual_cost_after", "percentage_savings"):
+            assert gold[name] == pytest.approx(v["right"][name], abs=0.006)
+    elif t.prompt_class == "LDP":
+        unit = {g.name: g.unit for g in t.golden.values}["total_contribution"]
+        assert unit == v["unit"]  # the golden figures are in the bar's unit
+        tol = 0.006 * (100 if unit == "lakh" else 1)
+        assert gold["total_contribution"] == pytest.approx(v["total"], abs=tol)
+        assert gold["total_revenue"] == pytest.approx(v["revenue"], abs=tol)
+    elif t.prompt_class == "RCP":
+        assert (gold["current_aht"], gold["true_tq_aht"]) == (v["w_aht"], v["true_tq"])
+        assert gold["fcr_gap"] == pytest.approx(v["fcr_gap"], abs=0.051)
+    elif t.prompt_class == "CRP":
+        assert gold["blended_margin"] == pytest.approx(v["weighted"], abs=0.006)
+    if "decision" in v:
+        assert t.golden.decision == f"DECISION: {v['decision']}"
+        # the trap recomputed from the inputs flips the decision
+        assert v["lazy_decision"] != v["decision"]
+    return v
+
+
 def test_deliverables_golden_recomputed_from_inputs(deliverables: Path) -> None:
     for t in _packages(deliverables):
-        v = recompute(t, deliverables / t.id)
-        gold = {g.name: g.value for g in t.golden.values}
-        if t.prompt_class == "FSP":
-            for key, name in (("fixed", "fixed_cost_usd"), ("fuel", "fuel_surcharge_usd"),
-                              ("spot", "spot_all_in_usd"), ("teu", "annual_teu")):
-                assert gold[name] == pytest.approx(v[key], abs=0.01)
-        elif t.prompt_class == "SCP":
-            for name in ("unit_cost_operational", "absolute_savings", "annual_cost_after"):
-                assert gold[name] == pytest.approx(v["right"][name], abs=0.006)
-            v["decision"] = v["right"]["decision"]
-        elif t.prompt_class == "LDP":
-            assert gold["total_contribution"] == pytest.approx(v["total"], abs=0.006)
-        elif t.prompt_class == "RCP":
-            assert (gold["current_aht"], gold["true_tq_aht"]) == (v["w_aht"], v["true_tq"])
-            assert gold["fcr_gap"] == pytest.approx(v["fcr_gap"], abs=0.051)
-        elif t.prompt_class == "CRP":
-            assert gold["blended_margin"] == pytest.approx(v["weighted"], abs=0.006)
-        if "decision" in v:
-            assert t.golden.decision == f"DECISION: {v['decision']}"
+        _check_golden(t, deliverables / t.id)
 
 
 def _deterministic(results: list[Any]) -> list[Any]:
     return [r for r in results if not r.judged]
 
 
+def _check_correct_response(t: DeliverableTask, v: dict[str, Any], out: Path) -> None:
+    text = respond(t, v, out, falls=set())
+    results = run_verifiers(t.verifiers, text, out)
+    failed = [(r.id, r.status, r.evidence) for r in _deterministic(results) if r.status != "pass"]
+    assert not failed, (t.id, failed)
+    assert verifier_pass_rate(_deterministic(results)).v == 100.0
+    rate = verifier_pass_rate(results)  # llm_check without a judge: counted, not passed
+    assert rate.unobservable == rate.judged
+    if rate.judged:
+        assert rate.v < 100.0
+    judged = run_verifiers(t.verifiers, text, out, judge=lambda c, x: (True, "ok"))
+    assert verifier_pass_rate(judged).v == 100.0
+
+
+def _check_traps(t: DeliverableTask, v: dict[str, Any], out: Path) -> int:
+    """Each trap's verifiers fail on a response that falls into it; the number of traps."""
+    for trap in t.traps:
+        trap_out = out / trap.id
+        text = respond(t, v, trap_out, falls={trap.kind})
+        results = {r.id: r for r in run_verifiers(t.verifiers, text, trap_out)}
+        for vid in trap.verifiers:
+            assert results[vid].status == "fail", (t.id, trap.id, vid, results[vid].evidence)
+        assert verifier_pass_rate(list(results.values())).v < 80.0 or len(trap.verifiers) < 3
+    return len(t.traps)
+
+
 def test_correct_response_passes_every_deterministic_verifier(
     deliverables: Path, tmp_path: Path
 ) -> None:
     for t in _packages(deliverables):
-        v = recompute(t, deliverables / t.id)
-        out = tmp_path / t.id
-        text = respond(t, v, out, falls=set())
-        results = run_verifiers(t.verifiers, text, out)
-        failed = [(r.id, r.status, r.evidence) for r in _deterministic(results)
-                  if r.status != "pass"]
-        assert not failed, (t.id, failed)
-        assert verifier_pass_rate(_deterministic(results)).v == 100.0
-        rate = verifier_pass_rate(results)  # llm_check without a judge: counted, not passed
-        assert rate.unobservable == rate.judged
-        if rate.judged:
-            assert rate.v < 100.0
-        judged = run_verifiers(t.verifiers, text, out, judge=lambda c, x: (True, "ok"))
-        assert verifier_pass_rate(judged).v == 100.0
+        _check_correct_response(t, recompute(t, deliverables / t.id), tmp_path / t.id)
 
 
 def test_each_trap_is_caught_by_its_verifiers(deliverables: Path, tmp_path: Path) -> None:
-    caught = 0
-    for t in _packages(deliverables):
-        v = recompute(t, deliverables / t.id)
-        for trap in t.traps:
-            out = tmp_path / f"{t.id}-{trap.id}"
-            text = respond(t, v, out, falls={trap.kind})
-            results = {r.id: r for r in run_verifiers(t.verifiers, text, out)}
-            for vid in trap.verifiers:
-                assert results[vid].status == "fail", (t.id, trap.id, vid, results[vid].evidence)
-            assert verifier_pass_rate(list(results.values())).v < 80.0 or len(trap.verifiers) < 3
-            caught += 1
+    caught = sum(_check_traps(t, recompute(t, deliverables / t.id), tmp_path / t.id)
+                 for t in _packages(deliverables))
     assert caught >= 6
+
+
+# ---- deliverables: no class has a fixed decision ---------------------------------------------
+
+DECISION_SEEDS = (11, 12, 13, 14)
+DECISION_TASKS = 50  # 10 per class per seed: 40 per class
+# per decision: what the expert test says, and what the lazy test says when the lure gives it
+EXPERT_SAYS = {"SIGN FIXED CONTRACT": "recommends to sign the fixed contract",
+               "USE SPOT MARKET": "recommends to use the spot market",
+               "ACCEPT": "accepts", "REJECT": "rejects",
+               "INVEST": "invests", "DO NOT INVEST": "declines",
+               "GO": "says Go.", "NO GO": "says No Go."}
+LAZY_SAYS = {"SIGN FIXED CONTRACT": "recommends the fixed contract",
+             "USE SPOT MARKET": "recommends the spot market",
+             "ACCEPT": "flipping the decision to ACCEPT", "REJECT": "flipping the decision to REJECT",
+             "INVEST": "invests", "DO NOT INVEST": "declines",
+             "GO": "says Go.", "NO GO": "says No Go."}
+# how the golden answer (after ': ') and the last solution step (after '-> ') conclude
+CONCLUSION = {"SIGN FIXED CONTRACT": "sign the fixed contract", "USE SPOT MARKET": "use the spot market",
+              "ACCEPT": "ACCEPT", "REJECT": "REJECT", "INVEST": "invest",
+              "DO NOT INVEST": "do not invest", "GO": "Go", "NO GO": "No Go"}
+
+
+@pytest.fixture(scope="module")
+def many_deliverables(tmp_path_factory: pytest.TempPathFactory) -> list[tuple[DeliverableTask, Path]]:
+    root = tmp_path_factory.mktemp("many-deliverables")
+    for seed in DECISION_SEEDS:
+        generate_deliverables(root / str(seed), tasks=DECISION_TASKS, seed=seed)
+    return [(t, t.directory) for seed in DECISION_SEEDS  # type: ignore[misc]
+            for t in _packages(root / str(seed))]
+
+
+def _decision(text: str) -> str:
+    found = re.findall(r"DECISION: ([A-Z][A-Z ]*[A-Z])", text)
+    assert len(found) == 1, text
+    return found[0]
+
+
+def test_every_decision_class_has_both_decisions(
+    many_deliverables: list[tuple[DeliverableTask, Path]]
+) -> None:
+    """An agent that always gives one answer for a class cannot pass the decision verifier: over
+    40 packages per class both decisions are right, and each is right at least a quarter of the
+    time."""
+    decisions: dict[str, list[str]] = {}
+    for t, _ in many_deliverables:
+        if t.golden.decision and t.golden.decision.startswith("DECISION: "):
+            decisions.setdefault(t.prompt_class, []).append(_decision(t.golden.decision))
+    assert set(decisions) == {"CRP", "SCP", "LDP", "FSP"}  # RCP ends in a mandated line
+    for cls, got in decisions.items():
+        assert len(got) == 4 * DECISION_TASKS // len(SCENARIOS)
+        options = set(re.findall(r"`DECISION: ([A-Z ]+)`", _task(many_deliverables, cls).prompt))
+        assert set(got) == options and len(options) == 2, (cls, set(got), options)
+        assert min(got.count(o) for o in options) >= len(got) // 4, (cls, sorted(got))
+
+
+def _task(pkgs: list[tuple[DeliverableTask, Path]], cls: str) -> DeliverableTask:
+    return next(t for t, _ in pkgs if t.prompt_class == cls)
+
+
+def test_lure_gives_the_other_decision_and_texts_agree(
+    many_deliverables: list[tuple[DeliverableTask, Path]]
+) -> None:
+    """Per package, read back with load_package: the trap's lure leads to the decision that is
+    not golden, and every text stating the decision or its reasoning says the golden one."""
+    for t, _ in many_deliverables:
+        if t.prompt_class == "RCP":
+            assert all("DECISION:" not in trap.lure for trap in t.traps)
+            continue
+        golden = _decision(t.golden.decision or "")
+        options = set(re.findall(r"`DECISION: ([A-Z ]+)`", t.prompt))
+        [other] = options - {golden}
+        for trap in t.traps:
+            assert _decision(trap.lure) == other, (t.id, trap.lure)
+        specs = {s.id: s for s in t.verifiers}
+        assert specs["decision"].expected == t.golden.decision  # type: ignore[union-attr]
+        if t.prompt_class == "SCP":
+            assert specs["recommendation"].expected == golden  # type: ignore[union-attr]
+        assert t.golden.answer.rstrip(".").endswith(f": {CONCLUSION[golden]}"), t.golden.answer
+        assert t.solution_logic[-1].rstrip(".").endswith(f"-> {CONCLUSION[golden]}"), t.solution_logic
+        assert EXPERT_SAYS[golden] in t.expert_test and EXPERT_SAYS[other] not in t.expert_test
+        assert LAZY_SAYS[other] in t.lazy_ai_test and LAZY_SAYS[golden] not in t.lazy_ai_test
+        for c in (s for s in t.verifiers if s.kind == "llm_check"):  # judged criteria: no verdict
+            assert not set(CONCLUSION.values()) & set(re.findall(r"[A-Za-z ]+", c.criterion)), c  # type: ignore[union-attr]
+
+
+def test_both_directions_recomputed_verified_and_trapped(
+    many_deliverables: list[tuple[DeliverableTask, Path]], tmp_path: Path
+) -> None:
+    """The golden figures follow from the inputs, the correct response passes, and each trap is
+    caught, in packages of either direction."""
+    seen: set[tuple[str, str]] = set()
+    for t, d in many_deliverables:
+        v = _check_golden(t, d)
+        seen.add((t.prompt_class, v.get("decision", "")))
+        out = tmp_path / d.parent.name / t.id
+        _check_correct_response(t, v, out / "right")
+        _check_traps(t, v, out / "traps")
+    assert len(seen) == 2 * 4 + 1  # two decisions for four classes, RCP without one
 
 
 def test_missing_outputs_are_failed_or_unobservable(deliverables: Path, tmp_path: Path) -> None:

@@ -842,9 +842,13 @@ def test_cli_grade_on_the_wire_skips_graded_episodes(run: Path, tmp_path: Path,
                                                       monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("DESKBENCH_CACHE_DIR", str(tmp_path / "cache"))
 
+    lure = task_of(run, FSP).traps[0].lure  # the lazy FSP answer's decision: the lure's, not golden
+    lazy_decision = "DECISION: " + lure.partition("DECISION: ")[2]
+    assert lazy_decision != task_of(run, FSP).golden.decision
+
     def script(body: dict[str, Any], n: int) -> dict[str, Any]:
         prompt = user_text(body)
-        return text("garbage") if "USE SPOT MARKET" in prompt.split("# RESPONSE")[1] else all_reply(2)
+        return text("garbage") if lazy_decision in prompt.split("# RESPONSE")[1] else all_reply(2)
 
     with FakeOpenAI(script=script) as fake:
         model = f"openai-compat/grader@{fake.base_url}"

@@ -128,6 +128,13 @@ def test_regex_present_absent_and_lure_pattern() -> None:
     assert check(absent, "Spot Market All-In Cost: USD 8,676,000").status == "pass"
     # explaining the trap on another line is not using it
     assert check(absent, "All-In Cost: 8,676,000\nthe draft gave 7,380,000").status == "pass"
+    assert check(absent, "Spot Market All-In Cost: USD 7,380,000.40").status == "fail"  # cents
+    # a value whose decimals are zero is not the whole part of a different figure
+    headline = {"kind": "regex_absent", "pattern": lure_pattern("Top Quartile AHT", 5.0, 1)}
+    for text, status in (("Top Quartile AHT: 5.6 min", "pass"), ("Top Quartile AHT: 5 min", "fail"),
+                         ("Top Quartile AHT: 5.0 min", "fail"), ("Top Quartile AHT: 5.", "fail"),
+                         ("Top Quartile AHT: 15.0 min", "pass")):
+        assert check(headline, text).status == status, text
     present = {"kind": "regex_present", "pattern": "Mordor Intelligence"}
     assert check(present, "source: mordor intelligence 2025").status == "pass"
     assert check(present, "source: a blog").status == "fail"

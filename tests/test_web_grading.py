@@ -30,8 +30,22 @@ from deskbench.web.grading import create_grading_app
 from deskbench.web.store import WebStore
 
 SYSTEM = "sys-a"
-RESPONSE = "DECISION: GO <script>alert(1)</script>\nRevenue is INR 1,500 Cr per Mordor Intelligence."
+RESPONSE = "{wrong} <script>alert(1)</script>\nRevenue is INR 1,500 Cr per Mordor Intelligence."
 NOTES = "# Memo\nBasic Company Information\nThe market is growing.\n"
+
+
+def wrong_decision(task: DeliverableTask) -> str:
+    """The decision line the task's trap leads to (never the golden one: each package draws its
+    golden decision)."""
+    lure = next(t.lure for t in task.traps if "DECISION: " in t.lure)
+    wrong = "DECISION: " + lure.partition("DECISION: ")[2]
+    assert wrong != task.golden.decision
+    return wrong
+
+
+def memo_reads(task: DeliverableTask) -> str:
+    """A QC reviewer's reason for passing the decision verifier: the memo has the golden decision."""
+    return f"The memo's decision line reads {(task.golden.decision or '').removeprefix('DECISION: ')}"
 
 
 def make_run(run_dir: Path) -> tuple[DeliverableTask, dict[str, str]]:
@@ -53,7 +67,7 @@ def make_run(run_dir: Path) -> tuple[DeliverableTask, dict[str, str]]:
     recs = [OutputFileRecord(name=n, size=len(b), sha256=hashlib.sha256(b).hexdigest())
             for n in ("notes.md", "chart.png", "trap.png") for b in [(run_dir / files_dir / n).read_bytes()]]
     store.record(Episode(task_id=task.id, system=SYSTEM, status="ok", submission=DeliverableSubmission(
-        id=task.id, response=RESPONSE, files=recs, files_dir=files_dir.as_posix())))
+        id=task.id, response=RESPONSE.format(wrong=wrong_decision(task)), files=recs, files_dir=files_dir.as_posix())))
     store.record(Episode(task_id=tasks[1].id, system=SYSTEM, status="error", error="boom"))
     web = WebStore(run_dir)
     return task, {u: web.add_user(u) for u in ("alice", "bob")}
@@ -182,10 +196,10 @@ def test_grader_and_qc_reviewer_in_chromium(setup: dict, browser) -> None:  # no
     assert row.locator(".final-outcome").inner_text() == "fail"
     row.locator("summary").click()
     assert row.locator("select[name=score]").input_value() == "1"  # the edit offers the other outcome
-    row.locator("input[name=reason]").fill("The memo's decision line reads NO GO")
+    row.locator("input[name=reason]").fill(memo_reads(task))
     row.locator("form.edit button").click()
     page.wait_for_selector("#verifier-decision .final-outcome:text-is('pass')")
-    assert "edited by bob: The memo's decision line reads NO GO" in page.locator("#verifier-decision").inner_text()
+    assert f"edited by bob: {memo_reads(task)}" in page.locator("#verifier-decision").inner_text()
     assert page.locator("#verifiers tbody tr").count() == len(task.verifiers)
     shot = page.screenshot(full_page=True)
     if os.environ.get("DESKBENCH_DOCS_SCREENSHOT"):
@@ -240,7 +254,7 @@ def test_verifier_qc_over_http_reaches_the_score(tmp_path: Path) -> None:
         # every verifier listed with kind, automatic outcome and (escaped) evidence
         status, _, html = bob.request("GET", f"/qc?{q}")
         assert status == 200 and html.count('<tr id="verifier-') == len(task.verifiers)
-        assert "(want &#39;DECISION: NO GO&#39;)" in html and "<script>alert" not in html
+        assert f"(want &#39;{task.golden.decision}&#39;)" in html and "<script>alert" not in html
         assert "rubric grading and QC" in html and "human baseline" not in html
 
         # validation errors come back on the page (400), nothing stored; each form names the grade it shows
@@ -265,7 +279,7 @@ def test_verifier_qc_over_http_reaches_the_score(tmp_path: Path) -> None:
         assert bob.request("POST", "/qc", {**form, "csrf": "", "action": "confirm"})[0] == 403
         assert GradeStore(run_dir).qc_actions() == []
 
-        reason = "The memo's decision line reads NO GO; the response quotes a draft"
+        reason = f"{memo_reads(task)}; the response quotes a draft"
         assert bob.request("POST", "/qc", {**form, "action": "edit", "score": "1", "reason": reason})[0] == 303
         assert bob.request("POST", "/qc", {**form, "target": "verifier:cites_authorized", "action": "confirm"})[0] == 303
         status, _, html = bob.request("GET", f"/qc?{q}")

@@ -3,7 +3,10 @@
 SCP, LDP and FSP. Each package embeds cognitive traps (footnote overriding a headline figure,
 lakh vs crore between tables, a stale placeholder superseded by a later file, a simple average
 where weighting is required), each paired with the verifiers that catch it; golden answers are
-computed from the numbers written into the inputs. One random.Random(seed) drives everything.
+computed from the numbers written into the inputs. Where a class ends in a decision (CRP, SCP,
+LDP, FSP) each package draws which decision is right, about half each way, and builds its numbers
+so that falling into the trap gives the other one: no class has a fixed answer to memorise.
+One random.Random(seed) drives everything.
 """
 
 from __future__ import annotations

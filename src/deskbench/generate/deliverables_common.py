@@ -17,14 +17,20 @@ _SPECS = TypeAdapter(list[VerifierSpec])
 
 def number_pattern(value: float, decimals: int = 2) -> str:
     """A regex for `value` as people write it: optional thousands separators (western or
-    Indian), trailing zeros optional, not part of a longer number."""
+    Indian), trailing zeros optional, further digits allowed (any cents when decimals=0), not
+    part of a longer number: 5.0 (decimals=1) matches 5, 5.0 and 5.04 but not the 5 of 5.6."""
     text = f"{abs(value):.{decimals}f}"
     whole, _, frac = text.partition(".")
     whole_re = ",?".join(whole)
     frac = frac.rstrip("0")
-    frac_re = rf"\.{frac}\d*" if frac else r"(?:\.0+)?"
+    if frac:
+        frac_re = rf"\.{frac}\d*"
+    elif decimals:
+        frac_re = r"(?:\.0\d*)?"
+    else:
+        frac_re = r"(?:\.\d+)?"
     sign = "-?" if value >= 0 else r"(?:-|\()"
-    return rf"(?<![\d.,]){sign}[₹$]?\s?{whole_re}{frac_re}(?![\d])"
+    return rf"(?<![\d.,]){sign}[₹$]?\s?{whole_re}{frac_re}(?!\.?\d)"
 
 
 def lure_pattern(label: str, value: float, decimals: int = 2) -> str:

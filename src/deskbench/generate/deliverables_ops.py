@@ -150,17 +150,28 @@ FORBIDDEN = r"\b(?:Statista|Gartner|IBISWorld|Euromonitor|Grand View Research)\b
 
 
 def crp_market_entry(rng: random.Random, task_id: str, pkg: Path) -> DeliverableTask:
+    """Either decision can be right (drawn per package): the volume-weighted margin is at least
+    2 points below the simple mean (NO GO; the mean clears the hurdle) or at least 2 points above
+    it (GO; the mean falls short), with the hurdle between the two."""
+    go = rng.random() < 0.5
     for _attempt in range(10_000):  # redraw until the trap separates the answers
         chans = rng.sample(CHANNELS, 4)
         volume = {c: rng.randrange(2_000, 60_000, 100) for c in chans}
         margin = {c: round(rng.uniform(12, 38), 1) for c in chans}
         weighted = round(sum(volume[c] * margin[c] for c in chans) / sum(volume.values()), 2)
         simple = round(sum(margin.values()) / len(chans), 2)
-        if simple - weighted >= 2.0:
+        if (weighted - simple if go else simple - weighted) >= 2.0:
             break
     else:
-        raise RuntimeError("could not draw channels whose weighted margin is below the mean")
+        raise RuntimeError("could not draw channels whose weighted margin is 2 points off the mean")
     hurdle = round(weighted + (simple - weighted) * rng.uniform(0.35, 0.65), 1)
+    if go:
+        assert simple < hurdle <= weighted
+    else:
+        assert weighted < hurdle <= simple
+    decision, lure_decision = ("DECISION: GO", "DECISION: NO GO") if go else ("DECISION: NO GO",
+                                                                             "DECISION: GO")
+    verdict, lure_verdict = ("Go", "No Go") if go else ("No Go", "Go")
     market_cr = rng.randrange(30_000, 50_000, 500)
     wb = Workbook()
     ws = wb.active
@@ -190,7 +201,7 @@ def crp_market_entry(rng: random.Random, task_id: str, pkg: Path) -> Deliverable
                         unit="percent")
     v_lure = p.verify("regex_absent", "no_simple_average", "The simple mean is not the answer",
                       pattern=lure_pattern("Blended gross margin", simple, 2))
-    v_dec = p.verify("decision_line", "decision", "Exact decision line", expected="DECISION: NO GO")
+    v_dec = p.verify("decision_line", "decision", "Exact decision line", expected=decision)
     p.verify("regex_present", "cites_authorized", "Cites the authorized market source",
              pattern=r"Mordor Intelligence")
     p.verify("regex_absent", "no_unauthorized_sources", "No unauthorized market reports",
@@ -201,8 +212,9 @@ def crp_market_entry(rng: random.Random, task_id: str, pkg: Path) -> Deliverable
              "taken, including the export-only entry restriction.")
     p.trap("simple_margin_average", "unweighted_average",
            f"Channel margins must be weighted by planned volume ({weighted}%); the simple mean "
-           f"({simple}%) clears the {hurdle}% hurdle and flips the decision to GO.",
-           lure=f"Blended gross margin {simple}%, DECISION: GO",
+           f"({simple}%) {'falls short of' if go else 'clears'} the {hurdle}% hurdle and flips "
+           f"the decision to {lure_verdict.upper()}.",
+           lure=f"Blended gross margin {simple}%, {lure_decision}",
            location="channel_economics.xlsx Channels", verifiers=[v_margin, v_lure, v_dec])
     return DeliverableTask(
         id=task_id, title="EU market entry go / no-go", prompt_class="CRP",
@@ -217,13 +229,13 @@ def crp_market_entry(rng: random.Random, task_id: str, pkg: Path) -> Deliverable
                             {"name": "Mordor Intelligence", "kind": "external",
                              "note": "the only market report allowed (extract provided)"}],
         required_outputs=p.outputs,
-        golden=Golden(answer=f"Blended margin {weighted}% < hurdle {hurdle}%: No Go.",
-                      decision="DECISION: NO GO",
+        golden=Golden(answer=f"Blended margin {weighted}% {'>=' if go else '<'} hurdle "
+                      f"{hurdle}%: {verdict}.", decision=decision,
                       values=[GoldenValue(name="blended_margin", value=weighted, unit="percent",
                                           abs_tol=0.05)]),
         solution_logic=["Blended margin = sum(volume x margin) / sum(volume).",
-                        f"{weighted}% vs hurdle {hurdle}% -> No Go."],
-        lazy_ai_test=f"Averages channel margins simply ({simple}%) and says Go.",
-        expert_test="Weights by planned volume, respects export-only entry, says No Go.",
+                        f"{weighted}% vs hurdle {hurdle}% -> {verdict}."],
+        lazy_ai_test=f"Averages channel margins simply ({simple}%) and says {lure_verdict}.",
+        expert_test=f"Weights by planned volume, respects export-only entry, says {verdict}.",
         traps=p.traps, verifiers=p.specs(), rubric=table19_rubric(),
     )
