@@ -226,6 +226,7 @@ def score(
     m1: Annotated[int | None, typer.Option(help="Calibration items judged correct by humans [default: 152].")] = None,
     judge_calibration: Annotated[Path | None, typer.Option(help="q0, q1, m0, m1 from 'deskbench calibrate compute --json' output.")] = None,
     chart_judge: Annotated[str | None, typer.Option(help="analytics runs: vision judge for charts (default: --judge).")] = None,
+    file_judge: Annotated[str | None, typer.Option("--file-judge", help="analytics runs: the agentic File Judge model (AIDABench Listing 5: sandboxed code, at most 20 calls) for output files the spreadsheet comparator cannot read; off by default.")] = None,
     as_json: JsonOpt = False,
 ) -> None:
     """Score a run or a predictions file. docqa: accuracy (ANLS* or an LLM judge), Page/Doc F1,
@@ -265,7 +266,7 @@ def score(
             from deskbench.cli_analytics import score_analytics
 
             score_analytics(store, system=system, judge=judge, chart_judge=chart_judge or judge,
-                            concurrency=concurrency, items_out=items_out, as_json=as_json)
+                            concurrency=concurrency, items_out=items_out, as_json=as_json, file_judge=file_judge)
             return
         if store.track() == "deliverables":
             from deskbench.cli_deliverables import score_deliverables
@@ -404,6 +405,7 @@ def run(
     no_summary: Annotated[bool, typer.Option("--no-summary", help="analytics: leave out the auxiliary spreadsheet summary (the paper's ablation).")] = False,
     unsafe_local: Annotated[bool, typer.Option("--unsafe-local", help="analytics and rlm: run model code without bubblewrap (unsafe; debugging only).")] = False,
     chart_judge: Annotated[str | None, typer.Option(help="analytics: vision judge for charts (default: --judge).")] = None,
+    file_judge: Annotated[str | None, typer.Option("--file-judge", help="analytics: the agentic File Judge model (AIDABench Listing 5: sandboxed code, at most 20 calls) for output files the spreadsheet comparator cannot read; off by default.")] = None,
     only_task: Annotated[list[str] | None, typer.Option("--only-task", help="deliverables: run only these package ids (repeat).")] = None,
     only_system: Annotated[list[str] | None, typer.Option("--only-system", help="deliverables: run only these systems (agent:model as stored; repeat).")] = None,
     rerun: Annotated[bool, typer.Option("--rerun", help="deliverables: run the selected episodes again, replacing the stored ones (others are kept).")] = False,
@@ -434,8 +436,8 @@ def run(
         run_analytics(AnalyticsRunArgs(
             tasks=tasks, out=out_dir, agent=agent_name, model=model_name, attempts=attempts, concurrency=concurrency,
             limit=limit, max_rounds=max_rounds, summary=not no_summary, max_tokens=max_tokens, cache=cache,
-            prices=prices, unsafe_local=unsafe_local, judge=judge, chart_judge=chart_judge or judge),
-            as_json=as_json, quiet=quiet)
+            prices=prices, unsafe_local=unsafe_local, judge=judge, chart_judge=chart_judge or judge,
+            file_judge=file_judge), as_json=as_json, quiet=quiet)
         return
 
     spec = RunSpec(agent=agent_name, model=model_name, out=out_dir, corpus=corpus, concurrency=concurrency,
@@ -446,7 +448,7 @@ def run(
     name = _execute_with_progress(prep, quiet)
     score(out_dir, tasks=None, system=name, by=None, official=False, kuiper_ties="robust", effort="steps",
           skip_invalid=False, items_out=None, judge=judge, judge_cache=None, no_cache=False, concurrency=concurrency,
-          q0=1.0, q1=0.98, m0=48, m1=152, chart_judge=None, as_json=as_json)
+          q0=1.0, q1=0.98, m0=48, m1=152, chart_judge=None, file_judge=None, as_json=as_json)
 
 
 generate_app = typer.Typer(no_args_is_help=True, help="Fresh benchmarks with exact ground truth, from a seed.")
@@ -700,11 +702,12 @@ def report(
     no_cache: Annotated[bool, typer.Option("--no-cache", help="Do not cache judge responses.")] = False,
     concurrency: Annotated[int, typer.Option(help="Judge calls in flight at once.")] = 16,
     chart_judge: Annotated[str | None, typer.Option(help="analytics runs: vision judge for charts (default: --judge).")] = None,
+    file_judge: Annotated[str | None, typer.Option("--file-judge", help="analytics runs: the agentic File Judge model (AIDABench Listing 5: sandboxed code, at most 20 calls) for output files the spreadsheet comparator cannot read; off by default.")] = None,
     pool_humans: Annotated[bool, typer.Option("--pool-humans", help="docqa runs: one 'human' row for every annotator's human:NAME episodes (earliest answer per question).")] = False,
 ) -> None:
     """Write a self-contained HTML report: docqa leaderboard, calibration and budget curves, error
     classes; analytics pass@1 / pass@k / avg@k by category and difficulty, and bad cases."""
-    from deskbench.cli_analytics import _judge_model, close_models
+    from deskbench.cli_analytics import _judge_model, close_judges, file_judge_for
     from deskbench.report.data import build_report
     from deskbench.report.render import write_report
     from deskbench.scoring.analytics import AnalyticsJudges
@@ -713,11 +716,13 @@ def report(
     if concurrency < 1:
         raise UserError(f"--concurrency {concurrency} is not valid; use 1 or more")
     answer_judge = _make_judge(judge, judge_cache, no_cache, concurrency) if judge else None
-    judges = AnalyticsJudges(qa=_judge_model(judge, concurrency), chart=_judge_model(chart_judge or judge, concurrency))
+    files = file_judge_for(file_judge, concurrency)
+    judges = AnalyticsJudges(qa=_judge_model(judge, concurrency), chart=_judge_model(chart_judge or judge, concurrency),
+                             file=files)
     try:
         data = build_report(run_dirs, ScoreOptions(judge=answer_judge), analytics_judges=judges, pool_humans=pool_humans)
     finally:
-        close_models(judges.qa, judges.chart)
+        close_judges(judges)
     write_report(data, output)
     out.print(f"wrote {output} ({len(data.systems)} docqa, {len(data.analytics)} analytics systems)")
 

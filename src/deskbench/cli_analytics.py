@@ -7,6 +7,7 @@ import asyncio
 import json
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from rich.console import Console
 from rich.markup import escape
@@ -25,6 +26,9 @@ from deskbench.scoring.analytics_metrics import (
     PassMetrics,
     summarize_analytics,
 )
+
+if TYPE_CHECKING:
+    from deskbench.scoring.file_judge import FileJudge
 
 out = Console(highlight=False, soft_wrap=True)
 err = Console(stderr=True, highlight=False, soft_wrap=True)
@@ -47,6 +51,7 @@ class AnalyticsRunArgs:
     unsafe_local: bool
     judge: str | None
     chart_judge: str | None
+    file_judge: str | None = None
 
 
 def run_analytics(args: AnalyticsRunArgs, *, as_json: bool, quiet: bool) -> None:
@@ -64,7 +69,8 @@ def run_analytics(args: AnalyticsRunArgs, *, as_json: bool, quiet: bool) -> None
     prep = prepare_analytics(spec, read_tasks(args.tasks).items[:args.limit])
     name = _execute_with_progress(prep, quiet, run=execute_analytics, total=prep.total)
     score_analytics(prep.store, system=name, judge=args.judge, chart_judge=args.chart_judge,
-                    concurrency=args.concurrency, items_out=None, as_json=as_json)
+                    concurrency=args.concurrency, items_out=None, as_json=as_json, file_judge=args.file_judge,
+                    unsafe_local=args.unsafe_local)
 
 
 def _judge_model(name: str | None, concurrency: int):  # -> ResilientModel | None
@@ -74,6 +80,25 @@ def _judge_model(name: str | None, concurrency: int):  # -> ResilientModel | Non
     from deskbench.runs.execute import resilient_model
 
     return resilient_model(name, concurrency=concurrency, cache=True, prices=None)
+
+
+def file_judge_for(name: str | None, concurrency: int, *, unsafe_local: bool = False) -> FileJudge | None:
+    """The File Judge behind --file-judge: its model (cached, as every judge) and a sandbox,
+    made before any scoring so a missing bubblewrap is named first."""
+    if not name:
+        return None
+    from deskbench.sandbox import Sandbox
+    from deskbench.scoring.file_judge import FileJudge
+
+    sandbox = Sandbox(unsafe_local=unsafe_local)
+    return FileJudge(model=_judge_model(name, concurrency), sandbox=sandbox)
+
+
+def close_judges(judges: AnalyticsJudges) -> None:
+    """Close the judges' models (each once) and the File Judge's sandbox."""
+    close_models(judges.qa, judges.chart, judges.file.model if judges.file else None)
+    if judges.file is not None:
+        judges.file.sandbox.close()
 
 
 def close_models(*models) -> None:  # ResilientModel | None
@@ -88,15 +113,17 @@ def close_models(*models) -> None:  # ResilientModel | None
 
 
 def score_analytics(store: RunStore, *, system: str | None, judge: str | None, chart_judge: str | None,
-                    concurrency: int, items_out: Path | None, as_json: bool) -> dict[str, AnalyticsScoreReport]:
+                    concurrency: int, items_out: Path | None, as_json: bool, file_judge: str | None = None,
+                    unsafe_local: bool = False) -> dict[str, AnalyticsScoreReport]:
     systems = [system] if system else store.systems()
     if not systems:
         raise UserError(f"the run in {store.dir} has no episodes yet; run 'deskbench run' first")
     if concurrency < 1:
         raise UserError(f"--concurrency {concurrency} is not valid; use 1 or more")
     task_ids = [t.id for t in store.analytics_tasks()]
-    qa_model, chart_model = _judge_model(judge, concurrency), _judge_model(chart_judge, concurrency)
-    judges = AnalyticsJudges(qa=qa_model, chart=chart_model)
+    files = file_judge_for(file_judge, concurrency, unsafe_local=unsafe_local)
+    judges = AnalyticsJudges(qa=_judge_model(judge, concurrency), chart=_judge_model(chart_judge, concurrency),
+                             file=files)
 
     async def go() -> dict[str, list[AnalyticsItemScore]]:
         return {name: await score_run(store, name, judges, concurrency=concurrency) for name in systems}
@@ -104,7 +131,7 @@ def score_analytics(store: RunStore, *, system: str | None, judge: str | None, c
     try:
         scored = asyncio.run(go())
     finally:
-        close_models(qa_model, chart_model)
+        close_judges(judges)
     reports = {}
     for name, items in scored.items():
         k = max([it.attempt + 1 for it in items], default=1)

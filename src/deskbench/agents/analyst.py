@@ -148,17 +148,22 @@ class LoopEnd:
     rounds: int
     answer: str = ""
     error: str | None = None
+    # the conversation the final reply answered (without that reply): a caller that cannot read
+    # the answer (the File Judge's verdict) asks again in the same conversation
+    messages: list[Message] = field(default_factory=list)
 
 
 async def code_loop(prompt: str, inputs: list[Path], ctx: AnalystContext, files: Deliverables,
-                    rec: Recorder, *, final_note: str | None = None) -> LoopEnd:
-    """The execute_code loop both code agents share (analytics and deliverables): the model
-    calls the tool until it replies without one, or the round budget is spent. With
-    `final_note`, a model still calling tools once the budget is spent is told so and asked
-    once more with tools off (the deliverables agent: a deliverable in hand beats none); without
-    it the episode ends at the round limit (AIDABench's exception)."""
+                    rec: Recorder, *, final_note: str | None = None, system: str | None = None) -> LoopEnd:
+    """The execute_code loop the code agents and the File Judge share: the model calls the tool
+    until it replies without one, or the round budget is spent. With `final_note`, a model
+    still calling tools once the budget is spent is told so and asked once more with tools off
+    (the deliverables agent: a deliverable in hand beats none; the File Judge: a verdict);
+    without it the episode ends at the round limit (AIDABench's exception). `system`, if given,
+    is a system turn before the prompt."""
     settings = ctx.settings
-    messages = [Message(role="user", content=prompt)]
+    messages = [Message(role="system", content=system)] if system else []
+    messages.append(Message(role="user", content=prompt))
     rounds = 0
     try:
         while True:
@@ -168,7 +173,7 @@ async def code_loop(prompt: str, inputs: list[Path], ctx: AnalystContext, files:
             messages.append(response.message)
             calls = response.message.tool_calls
             if not calls:
-                return LoopEnd("ok", "answer", rounds, response.message.text().strip())
+                return LoopEnd("ok", "answer", rounds, response.message.text().strip(), messages=messages[:-1])
             if rounds >= settings.max_rounds:
                 if final_note is None:
                     return LoopEnd("limit", "round_limit", rounds,
@@ -178,7 +183,7 @@ async def code_loop(prompt: str, inputs: list[Path], ctx: AnalystContext, files:
                 messages.append(Message(role="user", content=final_note))
                 final = await rec.complete(ChatRequest(messages=messages, tools=[EXECUTE_TOOL], tool_choice="none",
                                                        temperature=settings.temperature))
-                return LoopEnd("ok", "round_limit", rounds, final.message.text().strip())
+                return LoopEnd("ok", "round_limit", rounds, final.message.text().strip(), messages=messages)
             for call in calls:
                 if rounds >= settings.max_rounds:  # calls beyond the budget in one reply
                     messages.append(Message(role="tool", tool_call_id=call.id,

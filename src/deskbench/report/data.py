@@ -214,8 +214,11 @@ def analytics_method(judges: AnalyticsJudges) -> str:
     qa = f"the binary judge {judges.qa.id} (Listing 2)" if judges.qa else "no judge (answers the numeric check cannot decide are unscored)"
     chart = (f"the vision judge {judges.chart.id} (Listings 3 and 4, S = 0.7 C + 0.3 R)" if judges.chart
              else "no vision judge (charts are unscored; the missing-glyph check still runs)")
+    files = (f"; files it cannot read (the reference, or the prediction's format) go to the agentic File Judge "
+             f"{judges.file.model.id} (Listing 5, at most {judges.file.max_calls} sandboxed execute_code calls)"
+             if judges.file else "")
     return (f"QA: the deterministic numeric check first, then {qa}. Charts: {chart}. Files: the three-stage "
-            "spreadsheet comparator (structure, normalised content, instruction constraints).")
+            f"spreadsheet comparator (structure, normalised content, instruction constraints){files}.")
 
 
 @dataclass

@@ -3,7 +3,11 @@
 - qa: the deterministic numeric check, then the binary judge (Listing 2) when one is given;
 - visualization: the chart among the output files, scored by the vision judges (Listings 3, 4)
   as S = 0.7 C + 0.3 R, plus the missing-glyph check on the sandbox's warnings;
-- file_generation: the named output file against the reference by the three-stage comparator.
+- file_generation: the named output file against the reference by the three-stage comparator;
+  what it cannot decide (it cannot read the reference, or the prediction's format) goes to the
+  agentic File Judge (Listing 5, scoring/file_judge.py) when one is given (`--file-judge`);
+  without one the comparator's own outcome stands (a prediction it cannot read fails at "open";
+  a reference that does not open stops the scoring with a UserError: the task is broken).
 
 An episode that ended in an error or at the round limit scores 0 (as the paper counts a round-
 limit exception); an evaluator that could not decide (no judge, a judge that failed) leaves the
@@ -15,7 +19,8 @@ labels drawn with missing glyphs), calculation (a QA answer whose numbers disagr
 reference; a file whose structure is right but whose values differ), semantic (a QA answer
 judged wrong without a numeric disagreement; a chart missing rubric items; a file with the wrong
 structure or that breaks the instruction's constraints), other (no answer or no output file,
-an agent error).
+an agent error, a file the File Judge rejected: its reason is prose, and no rule tells a
+calculation error from a semantic one there).
 """
 
 from __future__ import annotations
@@ -24,14 +29,18 @@ import asyncio
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 from pydantic import BaseModel
 
 from deskbench.errors import UserError
 from deskbench.models.types import ChatModel
 from deskbench.runs.store import Episode, RunStore
+from deskbench.scoring.file_judge import FileJudgeRecord
 from deskbench.tasks.analytics import AnalyticsSubmission, AnalyticsTask, Category, Difficulty
+
+if TYPE_CHECKING:
+    from deskbench.scoring.file_judge import FileJudge
 
 ErrorCategory = Literal["calculation", "semantic", "round_limit", "garbled_text", "other"]
 ERROR_CATEGORIES: tuple[ErrorCategory, ...] = ("calculation", "semantic", "round_limit", "garbled_text", "other")
@@ -48,13 +57,14 @@ class AnalyticsItemScore(BaseModel):
     difficulty: Difficulty
     status: Literal["scored", "unscored"]
     score: float | None  # 0/1 for qa and files; S in [0, 1] for charts
-    source: str  # which evaluator decided: numeric, exact, judge, chart_judge, comparator, episode
+    source: str  # which evaluator decided: numeric, exact, judge, chart_judge, comparator, file_judge, episode
     reason: str = ""
     error_category: ErrorCategory | None = None  # for failed episodes (score < 1)
     glyph_check: str | None = None  # charts: pass / fail / unobservable / not_applicable
     rounds: int = 0
     tokens: int = 0
     episode_status: str = "ok"
+    file_judge: FileJudgeRecord | None = None  # files the comparator deferred: the judge's verdict and trajectory
 
 
 @dataclass(frozen=True)
@@ -63,6 +73,7 @@ class AnalyticsJudges:
 
     qa: ChatModel | None = None
     chart: ChatModel | None = None
+    file: FileJudge | None = None  # only for files the comparator cannot decide
 
 
 def _output_paths(sub: AnalyticsSubmission, run_dir: Path) -> list[Path]:
@@ -97,7 +108,7 @@ async def score_episode(task: AnalyticsTask, ep: Episode, run_dir: Path, tasks_d
         return await _qa(task, sub, base, judges)
     if task.category == "visualization":
         return await _chart(task, sub, run_dir / sub.files_dir, paths, base, judges)
-    return _file(task, paths, base, tasks_dir)
+    return await _file(task, paths, base, tasks_dir, judges.file)
 
 
 async def _qa(task: AnalyticsTask, sub: AnalyticsSubmission, base: AnalyticsItemScore,
@@ -141,8 +152,10 @@ async def _chart(task: AnalyticsTask, sub: AnalyticsSubmission, files_dir: Path,
                                    "glyph_check": v.glyph_check, "error_category": error})
 
 
-def _file(task: AnalyticsTask, paths: list[Path], base: AnalyticsItemScore, tasks_dir: Path) -> AnalyticsItemScore:
-    from deskbench.scoring.sheets import compare_sheets
+async def _file(task: AnalyticsTask, paths: list[Path], base: AnalyticsItemScore, tasks_dir: Path,
+                judge: FileJudge | None) -> AnalyticsItemScore:
+    from deskbench.scoring.file_judge import task_question
+    from deskbench.scoring.sheets import compare_or_defer
 
     assert task.reference_file is not None
     produced = find_output_sheet(task, paths)
@@ -151,8 +164,23 @@ def _file(task: AnalyticsTask, paths: list[Path], base: AnalyticsItemScore, task
         return base.model_copy(update={
             "reason": f"no output file {task.reference_file.output_name!r} (files produced: {names})",
             "error_category": "other"})
-    result = compare_sheets(tasks_dir / task.reference_file.path, produced, instruction=task.instruction,
-                            key_points=task.key_points, strict=task.reference_file.strict_structure)
+    reference = tasks_dir / task.reference_file.path
+    outcome = compare_or_defer(reference, produced, instruction=task.instruction, key_points=task.key_points,
+                               strict=task.reference_file.strict_structure)
+    if outcome.undecided and judge is not None:
+        record = await judge.judge(task_question(task.instruction, task.key_points), reference, produced,
+                                   deferred=outcome.undecided)
+        if record.status != "scored" or record.is_correct is None:
+            reason = f"{record.reason}: {record.error}" if record.error else record.reason
+            return base.model_copy(update={"status": "unscored", "score": None, "source": "file_judge",
+                                           "reason": reason, "file_judge": record})
+        return base.model_copy(update={
+            "score": 1.0 if record.is_correct else 0.0, "source": "file_judge", "reason": record.reason,
+            "error_category": None if record.is_correct else "other", "file_judge": record})
+    if outcome.verdict is None:  # no judge: a reference that does not open stops the scoring, as it always has
+        raise UserError(f"task {task.id}: {outcome.reference_error}; fix the task's reference file, or score "
+                        "with --file-judge MODEL")
+    result = outcome.verdict
     error: ErrorCategory | None = None
     if not result.passed:
         error = "calculation" if result.stage == "content" else "semantic"

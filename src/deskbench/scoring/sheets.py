@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from collections import deque
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
@@ -28,7 +29,7 @@ from deskbench.scoring.sheets_constraints import (
     extract_constraints,
     resolve_column,
 )
-from deskbench.scoring.sheets_load import UnreadableSheet, load_tables
+from deskbench.scoring.sheets_load import READABLE_SUFFIXES, UnreadableSheet, load_tables
 from deskbench.scoring.sheets_structure import Pair, detect_strict, index_line, structure
 from deskbench.scoring.sheets_values import (
     Norm,
@@ -217,6 +218,36 @@ def compare_sheets(reference: Path, predicted: Path, *, instruction: str = "", k
               f"{len(constraints)} constraint(s) recognised, none violated")
     return SheetComparison(passed=True, stage="done", reason=reason, mode=mode, checked=checked,
                            constraints=[c.label for c in constraints])
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """The comparator's verdict, or why it cannot decide (for the optional File Judge).
+
+    It cannot decide, narrowly, when it cannot read a file in its format: the reference does not
+    open as a table (`verdict` is None and `reference_error` holds what compare_sheets raises),
+    or the prediction is in a format it does not read at all (.xls, .ods, .json, ...: `verdict`
+    is its fail at "open"). A prediction in a format it reads that does not parse (a corrupt
+    .xlsx) is a decided fail, as is everything past stage "open"."""
+
+    verdict: SheetComparison | None
+    undecided: str = ""  # why the comparator cannot decide; "" when it decided
+    reference_error: UnreadableSheet | None = None
+
+
+def compare_or_defer(reference: Path, predicted: Path, *, instruction: str = "", key_points: Sequence[str] = (),
+                     strict: bool | None = None, sample_n: int = 30, seed: int = 0) -> Outcome:
+    """compare_sheets, saying when its verdict is no verdict (instead of raising for the reference)."""
+    try:
+        verdict = compare_sheets(reference, predicted, instruction=instruction, key_points=key_points,
+                                 strict=strict, sample_n=sample_n, seed=seed)
+    except UnreadableSheet as exc:
+        return Outcome(None, f"the comparator cannot read the {exc}", exc)
+    if verdict.stage == "open" and predicted.suffix.lower() not in READABLE_SUFFIXES:
+        what = f"a {predicted.suffix} file" if predicted.suffix else "a file without an extension"
+        return Outcome(verdict, f"the comparator cannot read the prediction: {what} (it reads "
+                                f"{', '.join(READABLE_SUFFIXES)})")
+    return Outcome(verdict)
 
 
 def compare_task_output(task: AnalyticsTask, tasks_dir: Path, predicted: Path, *, sample_n: int = 30,

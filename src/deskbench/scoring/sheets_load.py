@@ -23,6 +23,7 @@ from deskbench.corpus.xlvalues import ExcelError, Unevaluated
 
 EXCEL_SUFFIXES = (".xlsx", ".xlsm")
 CSV_SUFFIXES = (".csv", ".tsv")
+READABLE_SUFFIXES = EXCEL_SUFFIXES + CSV_SUFFIXES  # the formats the comparator reads
 HEADER_WINDOW = 10  # a header further down than the 10th non-empty row is not a header
 
 _LEADING_ZERO = re.compile(r"^[+-]?0\d")  # "007": an identifier, not the number 7
@@ -154,7 +155,7 @@ def read_rows(path: Path) -> list[tuple[str, list[list[Any]]]]:
     suffix = path.suffix.lower()
     if suffix == ".xls":
         raise UnreadableSheet(f"{path.name} is a legacy .xls workbook; save it as .xlsx")
-    if suffix not in EXCEL_SUFFIXES + CSV_SUFFIXES:
+    if suffix not in READABLE_SUFFIXES:
         raise UnreadableSheet(f"{path.name}: not a spreadsheet (.xlsx, .xlsm or .csv)")
     try:
         book = read_spreadsheet(path)
