@@ -4,12 +4,21 @@ The model searches with `search_documents(query)` (top-k pages, shown as images 
 answers with `provide_answer(answer, citations)`, for at most T iterations; on the last one the
 answer tool is forced. A malformed call gets one repair turn, then the episode ends as
 "error: unparseable answer". Effort = number of search calls.
+
+Searches that show page text run on the event loop while they are cheap. On a small corpus a
+search and its page texts cost ~0.1-0.2 ms of CPU, less than the hop to a worker thread; in a
+worker, each time tantivy or SQLite lets the GIL go, the search waits for the busy event loop to
+hand it back (up to the 5 ms switch interval): with 64 episodes in flight (bench_runtime), worker
+searches of 0.12 ms CPU took 1.8 ms on average and up to 40 ms. A corpus whose searches cost more
+(a phrase query over 18,000 pages: ~2 ms) gets them in a worker thread, where tantivy runs the
+query without the GIL; pages shown as images always load there (a page may need rendering).
 """
 
 from __future__ import annotations
 
 import asyncio
 import json
+import time
 
 from pydantic import ValidationError
 
@@ -51,8 +60,15 @@ ANSWER_TOOL = ToolSpec(
 )
 
 
+INLINE_SEARCH_SECONDS = 0.001
+"""Text-view searches run on the event loop while they cost less CPU than this (moving average)."""
+
+
 class Bm25Agent:
     name = "bm25-agent"
+
+    def __init__(self) -> None:
+        self._search_cpu = 0.0  # CPU seconds a search costs, a moving average over this agent's searches
 
     async def run(self, task: DocQATask, ctx: AgentContext) -> AgentResult:
         return await recorded(ctx, lambda rec: self._run(task, ctx, rec))
@@ -114,7 +130,10 @@ class Bm25Agent:
                 follow_up.append(Message(role="tool", tool_call_id=call.id, content=f"error: {problem}"))
                 continue
             queries.append(query)
-            result_text, pages, parts = await asyncio.to_thread(self._search, ctx, query)
+            if ctx.settings.view == "text" and self._search_cpu < INLINE_SEARCH_SECONDS:
+                result_text, pages, parts = self._timed_search(ctx, query)
+            else:
+                result_text, pages, parts = await asyncio.to_thread(self._timed_search, ctx, query)
             rec.add(ToolCallStep(name=SEARCH_TOOL.name, arguments={"query": query},
                                  result={"pages": [list(p) for p in pages]}))
             follow_up.append(Message(role="tool", tool_call_id=call.id, content=result_text))
@@ -122,9 +141,16 @@ class Bm25Agent:
                 images.append(Message(role="user", content=[TextPart(text=f"Results for: {query}"), *parts]))
         return None, problem, follow_up + images
 
+    def _timed_search(self, ctx: AgentContext, query: str) -> tuple[str, list[tuple[str, int]], list[Part]]:
+        started = time.thread_time()
+        try:
+            return self._search(ctx, query)
+        finally:  # from any thread: a lost update of the average does no harm
+            self._search_cpu += (time.thread_time() - started - self._search_cpu) / 4
+
     @staticmethod
     def _search(ctx: AgentContext, query: str) -> tuple[str, list[tuple[str, int]], list[Part]]:
-        """One search and its pages, blocking (run in a worker thread: one hop per search)."""
+        """One search and its pages, blocking."""
         assert ctx.corpus is not None
         try:
             hits = ctx.corpus.search(query, ctx.settings.top_k, snippets=False)
