@@ -131,3 +131,14 @@ def write_operator_corpus(root: Path) -> Corpus:
 @pytest.fixture(scope="session")
 def operator_corpus(tmp_path_factory: pytest.TempPathFactory) -> Corpus:
     return write_operator_corpus(tmp_path_factory.mktemp("operators"))
+
+
+def watched_page(browser, allowed: str | tuple[str, ...], **options):  # noqa: ANN001, ANN201 -> (Page, list[str])
+    """A new page whose console errors/warnings, page errors and requests to URLs not starting
+    with `allowed` are collected in the returned list (a test asserts it stays empty)."""
+    page = browser.new_page(**options)
+    problems: list[str] = []
+    page.on("console", lambda m: problems.append(f"console {m.type}: {m.text}") if m.type in ("error", "warning") else None)
+    page.on("pageerror", lambda e: problems.append(f"page error: {e}"))
+    page.on("request", lambda r: None if r.url.startswith(allowed) else problems.append(f"request: {r.url}"))
+    return page, problems

@@ -35,6 +35,7 @@ import math
 from pathlib import Path
 
 import pytest
+from conftest import watched_page
 from rich.console import Console
 
 from deskbench.analysis.stats import bootstrap_means_ci, wilson_interval
@@ -350,11 +351,7 @@ def test_report_section_in_chromium(browser, tmp_path: Path, report: Deliverable
 
     target = tmp_path / "report.html"
     write_report(_report_of(report), target)
-    page = browser.new_page(viewport={"width": 1280, "height": 900})
-    problems: list[str] = []
-    page.on("console", lambda m: problems.append(f"console {m.type}: {m.text}") if m.type in ("error", "warning") else None)
-    page.on("pageerror", lambda e: problems.append(f"page error: {e}"))
-    page.on("request", lambda r: None if r.url.startswith(("file:", "data:")) else problems.append(f"request: {r.url}"))
+    page, problems = watched_page(browser, ("file:", "data:"), viewport={"width": 1280, "height": 900})
     page.goto(target.as_uri(), wait_until="load")
     assert problems == []
     rows = page.locator("table#deliverables-leaderboard tbody tr")

@@ -7,7 +7,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from conftest import run_cli
+from conftest import run_cli, watched_page
 from test_report import _make_analytics_run, _make_run
 
 SECTIONS = ("leaderboard", "calibration", "budget", "errors", "breakdowns", "analytics")
@@ -18,11 +18,7 @@ def test_report_renders_offline_with_every_part(browser, tmp_path: Path) -> None
     proc = run_cli("report", str(_make_run(tmp_path / "run")), str(_make_analytics_run(tmp_path / "an")),
                    "-o", str(target))
     assert proc.returncode == 0, proc.stderr
-    page = browser.new_page(viewport={"width": 1280, "height": 900})
-    problems: list[str] = []
-    page.on("console", lambda m: problems.append(f"console {m.type}: {m.text}") if m.type in ("error", "warning") else None)
-    page.on("pageerror", lambda e: problems.append(f"page error: {e}"))
-    page.on("request", lambda r: None if r.url.startswith(("file:", "data:")) else problems.append(f"request: {r.url}"))
+    page, problems = watched_page(browser, ("file:", "data:"), viewport={"width": 1280, "height": 900})
     page.goto(target.as_uri(), wait_until="load")
     assert problems == []
     assert page.title()

@@ -18,7 +18,7 @@ from urllib.parse import urlencode
 
 import pytest
 import uvicorn
-from conftest import run_cli, write_operator_corpus
+from conftest import run_cli, watched_page, write_operator_corpus
 
 from deskbench.runs.store import RunStore
 from deskbench.web.app import create_app
@@ -146,15 +146,6 @@ def serve_command(*args: str) -> Iterator[tuple[int, int, str]]:
         server.wait(10)
 
 
-def watched_page(browser, base: str, **options):  # noqa: ANN001, ANN201 -> (Page, list[str])
-    """A new page whose console errors/warnings, page errors and requests leaving `base` are
-    collected in the returned list (a test asserts it stays empty)."""
-    page = browser.new_page(**options)
-    problems: list[str] = []
-    page.on("console", lambda m: problems.append(f"console {m.type}: {m.text}") if m.type in ("error", "warning") else None)
-    page.on("pageerror", lambda e: problems.append(f"page error: {e}"))
-    page.on("request", lambda r: None if r.url.startswith(base) else problems.append(f"request: {r.url}"))
-    return page, problems
 
 def test_unauthenticated_requests_are_refused(setup: dict) -> None:
     c = Client(setup["port"])

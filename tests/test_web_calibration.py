@@ -11,8 +11,8 @@ import os
 from pathlib import Path
 
 import pytest
-from conftest import run_cli, write_operator_corpus
-from test_web import TASKS, Client, serve, serve_command, watched_page
+from conftest import run_cli, watched_page, write_operator_corpus
+from test_web import TASKS, Client, serve, serve_command
 
 from deskbench.scoring.judge_calibration import read_calibration, read_labels
 from deskbench.web.app import create_app

@@ -13,8 +13,8 @@ from pathlib import Path
 from urllib.parse import urlencode
 
 import pytest
-from conftest import run_cli
-from test_web import Client, serve, serve_command, watched_page
+from conftest import run_cli, watched_page
+from test_web import Client, serve, serve_command
 
 from deskbench.generate.demo import bundled_dir
 from deskbench.runs.grades import GradeStore

@@ -13,6 +13,7 @@ from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
+from deskbench.console import err, out
 from deskbench.errors import UserError
 
 app = typer.Typer(
@@ -21,8 +22,6 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
     help="Evaluate AI agents on analysts' desk work: document QA, analytics, deliverables.",
 )
-out = Console(highlight=False, soft_wrap=True)
-err = Console(stderr=True, highlight=False, soft_wrap=True)
 
 CorpusOpt = Annotated[Path, typer.Option("--corpus", "-c", help="Corpus directory.")]
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print machine-readable JSON on stdout.")]

@@ -13,6 +13,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from deskbench.console import out
 from deskbench.errors import UserError
 from deskbench.runs.store import RunStore
 from deskbench.scoring.analytics import (
@@ -30,8 +31,6 @@ from deskbench.scoring.analytics_metrics import (
 if TYPE_CHECKING:
     from deskbench.scoring.file_judge import FileJudge
 
-out = Console(highlight=False, soft_wrap=True)
-err = Console(stderr=True, highlight=False, soft_wrap=True)
 
 
 @dataclass(frozen=True)

@@ -9,15 +9,12 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
-from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from deskbench.console import err, out
 from deskbench.errors import UserError
 from deskbench.runs.store import RunStore
-
-out = Console(highlight=False, soft_wrap=True)
-err = Console(stderr=True, highlight=False, soft_wrap=True)
 
 
 @dataclass(frozen=True)

@@ -11,13 +11,12 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
-from rich.console import Console
 from rich.markup import escape
 
+from deskbench.console import out
 from deskbench.errors import UserError
 
 sandbox_app = typer.Typer(no_args_is_help=True, help="Run model-written Python in the sandbox.")
-out = Console(highlight=False, soft_wrap=True)
 
 
 @sandbox_app.command("run")

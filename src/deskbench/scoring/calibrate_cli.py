@@ -14,12 +14,9 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
-from rich.console import Console
 
+from deskbench.console import out as _out
 from deskbench.errors import UserError
-
-_out = Console(highlight=False, soft_wrap=True)
-_err = Console(stderr=True, highlight=False, soft_wrap=True)
 
 
 def _pct(x: float | None) -> str:

@@ -21,10 +21,8 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from deskbench.console import out as _out
 from deskbench.errors import UserError
-
-_out = Console(highlight=False, soft_wrap=True)
-_err = Console(stderr=True, highlight=False, soft_wrap=True)
 
 RunDirArg = Annotated[Path, typer.Argument(help="The run directory (the --out of a deliverables run).")]
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print machine-readable JSON on stdout.")]

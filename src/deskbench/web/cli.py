@@ -12,7 +12,6 @@ from deskbench.errors import UserError
 if TYPE_CHECKING:
     from fastapi import FastAPI
 
-    from deskbench.web.store import WebStore
 
 
 def _deliverables_run(out: Path) -> bool:
@@ -20,14 +19,6 @@ def _deliverables_run(out: Path) -> bool:
     from deskbench.runs.store import RunStore
 
     return (out / RunStore.FILENAME).is_file() and RunStore(out, create=False).track() == "deliverables"
-
-
-def _check_batches(web: WebStore, names: list[str]) -> None:
-    known = {b.name for b in web.batches()}
-    unknown = [b for b in names if b not in known]
-    if unknown:
-        raise UserError(f"no batch {', '.join(map(repr, unknown))} in this run; "
-                        "cut them first with: deskbench serve batches --out RUNDIR --tasks T.jsonl")
 
 
 def _run(web_app: FastAPI, out: Path, host: str, port: int, what: str = "human baseline") -> None:
@@ -104,12 +95,7 @@ def register(app: typer.Typer) -> None:
         """Create an annotator and print their token once (only its sha256 is stored)."""
         from deskbench.web.store import WebStore
 
-        web = WebStore(out)
-        if batch:  # refuse unknown batches before creating the user, so a typo leaves nothing behind
-            _check_batches(web, batch)
-        token = web.add_user(name)
-        if batch:
-            web.assign(name, batch)
+        token = WebStore(out).add_user(name, batch)
         typer.echo(token)
         typer.echo(f"user {name} added to {out}{' with batches ' + ', '.join(batch) if batch else ''};"
                    " the token above is shown only once", err=True)

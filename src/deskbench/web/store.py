@@ -16,6 +16,7 @@ import hashlib
 import json
 import re
 import secrets
+import sqlite3
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -63,8 +64,9 @@ class WebStore:
 
     # -- users and sessions ---------------------------------------------------------------
 
-    def add_user(self, name: str) -> str:
-        """Create an annotator; returns the token (only its hash is stored)."""
+    def add_user(self, name: str, batches: list[str] | None = None) -> str:
+        """Create an annotator with their batches in one transaction (a bad batch name leaves
+        nothing behind); returns the token (only its hash is stored)."""
         if not NAME_RE.match(name):
             raise UserError(f"user name {name!r} is not valid; use letters, digits, '.', '_' or '-' (max 64)")
         token = secrets.token_urlsafe(24)
@@ -73,6 +75,7 @@ class WebStore:
                 raise UserError(f"user {name!r} already exists in this run")
             con.execute("INSERT INTO web_users(name, token_sha256, created_at) VALUES (?, ?, ?)",
                         (name, sha256(token), now()))
+            self._assign(con, name, batches or [], remove=False)
         return token
 
     def users(self) -> list[str]:
@@ -159,17 +162,21 @@ class WebStore:
         with self._db.write() as con:
             if not con.execute("SELECT 1 FROM web_users WHERE name = ?", (user,)).fetchone():
                 raise UserError(f"no user {user!r} in this run; create it with: deskbench serve add-user {user} --out RUNDIR")
-            known = {r[0] for r in con.execute("SELECT name FROM web_batches")}
-            unknown = [b for b in batch_names if b not in known]
-            if unknown:
-                raise UserError(f"no batch {', '.join(map(repr, unknown))} in this run; "
-                                "list them with: deskbench serve batches --out RUNDIR")
-            for b in batch_names:
-                if remove:
-                    con.execute("DELETE FROM web_assign WHERE batch = ? AND user = ?", (b, user))
-                else:
-                    con.execute("INSERT OR IGNORE INTO web_assign(batch, user, assigned_at) VALUES (?, ?, ?)",
-                                (b, user, now()))
+            self._assign(con, user, batch_names, remove=remove)
+
+    @staticmethod
+    def _assign(con: sqlite3.Connection, user: str, batch_names: list[str], *, remove: bool) -> None:
+        known = {r[0] for r in con.execute("SELECT name FROM web_batches")}
+        unknown = [b for b in batch_names if b not in known]
+        if unknown:
+            raise UserError(f"no batch {', '.join(map(repr, unknown))} in this run; list them with "
+                            "'deskbench serve batches --out RUNDIR', cut them with '... --tasks T.jsonl'")
+        for b in batch_names:
+            if remove:
+                con.execute("DELETE FROM web_assign WHERE batch = ? AND user = ?", (b, user))
+            else:
+                con.execute("INSERT OR IGNORE INTO web_assign(batch, user, assigned_at) VALUES (?, ?, ?)",
+                            (b, user, now()))
 
     def batches_of(self, user: str) -> list[Batch]:
         return [b for b in self.batches() if user in b.users]
