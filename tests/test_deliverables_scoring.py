@@ -178,6 +178,9 @@ def test_judge_qc_edit_and_no_deliverable(run: RunStore) -> None:
                                          reason="justification describes score 1", reviewer="qc")])
     # a refusal with nothing delivered: every criterion 0 by rule, without any grader
     run.record(Episode(task_id="plan", system="refuser", status="error", error="content policy refusal"))
+    # an empty memo: run on "", the lure check (no_jv, regex_absent) would pass and give V 12.5
+    run.record(Episode(task_id="memo", system="refuser", status="ok",
+                       submission=DeliverableSubmission(id="memo", response="  \n")))
 
     async def judge(criterion: str, text: str) -> tuple[bool, str]:
         return ("Assumptions" in text, "has an assumptions section" if "Assumptions" in text else "none")
@@ -203,6 +206,11 @@ def test_judge_qc_edit_and_no_deliverable(run: RunStore) -> None:
     refuser = got[("refuser", "plan")]
     assert refuser.grader == "auto:no-deliverable" and refuser.scores == dict.fromkeys(RUBRIC_CODES, 0)
     assert refuser.v == 0.0 and refuser.vrs_relaxed == 0.0 and refuser.accept is False
+    empty = got[("refuser", "memo")]
+    assert empty.v == 0.0 and empty.vrs_relaxed == 0.0 and empty.failed == len(empty.verifiers) == 8
+    assert {r.status for r in empty.verifiers} == {"fail"} and "nothing delivered" in empty.verifiers[0].evidence
+    # it did not take the JV lure either: the trap is unobservable, not fallen into
+    assert [t.outcome for t in empty.traps] == ["unobservable"]
 
 
 def test_a_rerun_makes_old_grades_stale(run: RunStore) -> None:

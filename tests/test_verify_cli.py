@@ -179,6 +179,26 @@ def test_verify_json(rcp: tuple[Path, Path, Path]) -> None:
     assert traps["unweighted_site_aht"]["status"] == "avoided"
 
 
+def test_verify_an_empty_response_fails_every_check(rcp: tuple[Path, Path, Path], tmp_path: Path) -> None:
+    """Nothing delivered is V = 0, not the share of "lure absent" checks an empty text passes;
+    its traps are unobservable (no lure taken, none avoided)."""
+    pkg, _, _ = rcp
+    empty = tmp_path / "empty.md"
+    empty.write_text("\n")
+    report = json.loads(CliRunner().invoke(app, ["verify", str(pkg), str(empty), "--json"]).output)
+    assert report["v"] == 0.0 and report["failed"] == report["total"] == 14
+    assert all("nothing delivered" in r["evidence"] for r in report["results"])
+    assert {t["status"] for t in report["traps"]} == {"unobservable"}
+    # a response with no text but its output files is a delivery: the checks run
+    out = tmp_path / "files"
+    out.mkdir()
+    (out / "benchmark_table.xlsx").write_bytes(b"not a workbook")
+    report = json.loads(CliRunner().invoke(app, ["verify", str(pkg), str(empty), "--outputs", str(out),
+                                                  "--json"]).output)
+    assert report["failed"] < report["total"] and not any("nothing delivered" in r["evidence"]
+                                                            for r in report["results"])
+
+
 def test_verify_table(rcp: tuple[Path, Path, Path]) -> None:
     pkg, response, _ = rcp
     res = CliRunner().invoke(app, ["verify", str(pkg), str(response)])  # no --outputs

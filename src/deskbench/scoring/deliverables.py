@@ -87,12 +87,15 @@ class DeliverableItemScore(BaseModel):
         return set(self.required_files) <= set(self.files_produced)
 
 
-def trap_results(task: DeliverableTask, results: list[VerifierResult]) -> list[TrapResult]:
+def trap_results(task: DeliverableTask, results: list[VerifierResult], *,
+                 nothing_delivered: bool = False) -> list[TrapResult]:
+    """Fell / avoided / unobservable per trap. Nothing delivered is unobservable: the agent did
+    not take the lure, it did not get that far (its verifiers fail all the same)."""
     by_id = {r.id: r.status for r in results}
     out = []
     for trap in task.traps:
         statuses = [by_id.get(v, "unobservable") for v in trap.verifiers]
-        outcome: TrapOutcome = ("fell" if "fail" in statuses else
+        outcome: TrapOutcome = ("unobservable" if nothing_delivered else "fell" if "fail" in statuses else
                                 "unobservable" if "unobservable" in statuses else "avoided")
         out.append(TrapResult(id=trap.id, kind=trap.kind, outcome=outcome, verifiers=trap.verifiers))
     return out
@@ -104,15 +107,29 @@ def _outputs_dir(run_dir: Path, sub: DeliverableSubmission | None) -> Path | Non
     return run_dir / sub.files_dir
 
 
+NOTHING_DELIVERED = "nothing delivered (no response text, no files): every check of the deliverable fails"
+
+
 def delivered_nothing(sub: DeliverableSubmission | None) -> bool:
     return sub is None or (not sub.response.strip() and not sub.files)
+
+
+async def verify_deliverable(task: DeliverableTask, response: str, outputs: Path | None, *, delivered: bool,
+                             judge: AsyncLlmJudge | None = None) -> list[VerifierResult]:
+    """The task's verifiers on a response and its output files. A deliverable that was not
+    delivered fails them all: run on an empty text, the checks that a lure is absent would pass
+    and give a non-delivery credit in V (and in the relaxed VRS, 0.5 V)."""
+    if not delivered:
+        return [VerifierResult(id=v.id, kind=v.kind, status="fail", evidence=NOTHING_DELIVERED)
+                for v in task.verifiers]
+    return await arun_verifiers(task.verifiers, response, outputs, judge=judge)
 
 
 async def score_episode(task: DeliverableTask, episode: Episode, run_dir: Path, *,
                         grade: GradeInput | None = None, judge: AsyncLlmJudge | None = None) -> DeliverableItemScore:
     sub = episode.submission if isinstance(episode.submission, DeliverableSubmission) else None
-    results = await arun_verifiers(task.verifiers, sub.response if sub else "", _outputs_dir(run_dir, sub),
-                                   judge=judge)
+    results = await verify_deliverable(task, sub.response if sub else "", _outputs_dir(run_dir, sub),
+                                       delivered=not delivered_nothing(sub), judge=judge)
     if grade is not None and grade.verifier_overrides:  # QC edits of a verifier replace its outcome
         results = [r.model_copy(update={"status": grade.verifier_overrides[r.id],
                                         "evidence": f"QC edit: {grade.verifier_overrides[r.id]} (was {r.status}: {r.evidence})"})
@@ -124,7 +141,7 @@ async def score_episode(task: DeliverableTask, episode: Episode, run_dir: Path, 
         task_id=task.id, system=episode.system, attempt=episode.attempt, prompt_class=task.prompt_class,
         status=episode.status, error=episode.error, verifiers=results, v=rate.v, passed=rate.passed,
         failed=rate.failed, unobservable=rate.unobservable, judged=rate.judged,
-        traps=trap_results(task, results), required_files=[o.name for o in task.required_outputs],
+        traps=trap_results(task, results, nothing_delivered=delivered_nothing(sub)), required_files=[o.name for o in task.required_outputs],
         files_produced=[f.name for f in sub.files] if sub else [], cost_usd=episode.usage.cost_usd)
     if grade is not None and grade.status != "returned":
         s = grade.scores

@@ -41,8 +41,8 @@ def read_response(path: Path) -> str:
 def verify_package(package: Path, response_file: Path, outputs: Path | None,
                    judge: str | None, concurrency: int = 4) -> dict[str, Any]:
     """Load, check, judge: the report `--json` prints."""
-    from deskbench.scoring.deliverables import trap_results
-    from deskbench.scoring.verifiers import arun_verifiers, llm_check_judge, verifier_pass_rate
+    from deskbench.scoring.deliverables import trap_results, verify_deliverable
+    from deskbench.scoring.verifiers import llm_check_judge, verifier_pass_rate
     from deskbench.tasks.deliverables import load_package
 
     if not package.is_dir():
@@ -52,6 +52,7 @@ def verify_package(package: Path, response_file: Path, outputs: Path | None,
         raise UserError(f"--outputs {outputs} {what}; give the folder holding the response's output files")
     task = load_package(package)
     response = read_response(response_file)
+    delivered = bool(response.strip()) or (outputs is not None and any(outputs.iterdir()))
     model = None
     if judge:
         from deskbench.runs.execute import resilient_model
@@ -60,8 +61,8 @@ def verify_package(package: Path, response_file: Path, outputs: Path | None,
 
     async def go() -> list[Any]:
         try:
-            return await arun_verifiers(task.verifiers, response, outputs,
-                                        judge=llm_check_judge(model) if model else None)
+            return await verify_deliverable(task, response, outputs, delivered=delivered,
+                                            judge=llm_check_judge(model) if model else None)
         finally:
             if model is not None:
                 await model.aclose()  # in the loop that opened its connections
@@ -70,7 +71,7 @@ def verify_package(package: Path, response_file: Path, outputs: Path | None,
     rate = verifier_pass_rate(results)
     by_id = {r.id: r.status for r in results}
     traps = [{"id": t.id, "kind": t.kind, "status": t.outcome, "verifiers": {v: by_id[v] for v in t.verifiers}}
-             for t in trap_results(task, results)]
+             for t in trap_results(task, results, nothing_delivered=not delivered)]
     return {"task": task.id, "v": rate.v, "passed": rate.passed, "failed": rate.failed,
             "unobservable": rate.unobservable, "judged": rate.judged, "total": rate.total,
             "results": [r.model_dump(mode="json") for r in results], "traps": traps}
