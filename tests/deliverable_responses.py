@@ -90,15 +90,16 @@ def _ldp(task: DeliverableTask, d: Path) -> dict[str, Any]:
     vc = {r["segment"]: float(r["variable_cost_pct_of_revenue"]) for r in
           _csv(d / "variable_costs.csv")}
     brief = _docx_text(d / "investment_brief.docx")
-    unit = re.search(r"at least INR [\d,.]+ (lakh|crore)", brief).group(1)  # type: ignore[union-attr]
-    bar = _num(r"at least INR ([\d,.]+) (?:lakh|crore)", brief)
+    unit = re.search(r"(?:at least|below) INR [\d,.]+ (lakh|crore)", brief).group(1)  # type: ignore[union-attr]
+    bar = _num(r"(?:at least|below) INR ([\d,.]+) (?:lakh|crore)", brief)
+    shortfall = "is below INR" in brief  # invest only when the contribution falls short of the bar
     per_cr = 100 if unit == "lakh" else 1  # figures are reported in the bar's unit
     rev = {**{s: v / 100 * per_cr for s, v in dom.items()}, **{s: v * per_cr for s, v in exp.items()}}
     total = sum(v * (1 - vc[s] / 100) for s, v in rev.items())
     lazy = sum(v * (1 - vc[s] / 100) for s, v in {**dom, **exp}.items())  # the tables as they stand
     return {"unit": unit, "revenue": sum(rev.values()), "total": total, "lazy": lazy,
-            "decision": "INVEST" if total >= bar else "DO NOT INVEST",
-            "lazy_decision": "INVEST" if lazy >= bar else "DO NOT INVEST"}
+            "decision": "INVEST" if (total >= bar) != shortfall else "DO NOT INVEST",
+            "lazy_decision": "INVEST" if (lazy >= bar) != shortfall else "DO NOT INVEST"}
 
 
 def _rcp(task: DeliverableTask, d: Path) -> dict[str, Any]:

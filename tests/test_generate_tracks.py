@@ -381,6 +381,28 @@ def test_every_decision_class_has_both_decisions(
         assert min(got.count(o) for o in options) >= len(got) // 4, (cls, sorted(got))
 
 
+def test_ldp_decision_is_not_read_off_the_unit(many_deliverables: list[tuple[DeliverableTask, Path]]) -> None:
+    """LDP's lure inflates in crore and deflates in lakh; with one kind of rule the asked unit
+    alone would give the decision away. Floor and shortfall rules are drawn independently of the
+    unit, so under each unit both decisions are right in the 40 packages."""
+    by_unit: dict[str, set[str]] = {}
+    rules = set()
+    for t, d in many_deliverables:
+        if t.prompt_class != "LDP":
+            continue
+        unit = "lakh" if "INR x lakh" in t.prompt else "crore"
+        by_unit.setdefault(unit, set()).add(_decision(t.golden.decision or ""))
+        rules.add("shortfall" if "is below INR" in recompute_brief(d) else "floor")
+    assert rules == {"floor", "shortfall"}
+    assert by_unit == {"lakh": {"INVEST", "DO NOT INVEST"}, "crore": {"INVEST", "DO NOT INVEST"}}
+
+
+def recompute_brief(d: Path) -> str:
+    from deliverable_responses import _docx_text
+
+    return _docx_text(d / "investment_brief.docx")
+
+
 def _task(pkgs: list[tuple[DeliverableTask, Path]], cls: str) -> DeliverableTask:
     return next(t for t, _ in pkgs if t.prompt_class == cls)
 

@@ -286,14 +286,19 @@ SEGMENTS = ("Castings", "Forgings", "Fasteners", "Bearings", "Gears", "Valves", 
 
 
 def ldp_portfolio(rng: random.Random, task_id: str, pkg: Path) -> DeliverableTask:
-    """Either decision can be right (drawn per package). Domestic revenue is in lakh, export in
-    crore; the board's bar (and the figures asked for) are in crore when DO NOT INVEST is right
-    and in lakh when INVEST is right. Adding the tables as they stand and calling the sum the
-    asked unit inflates the total in crore (lakh read as crore: the lure invests) and deflates it
-    in lakh (crore read as lakh: the lure declines), so the lure always flips the decision."""
-    invest = rng.random() < 0.5
-    unit = "lakh" if invest else "crore"
-    per_cr = 100 if invest else 1  # the asked unit per crore
+    """Either decision can be right (drawn per package), and neither the asked unit nor the
+    board's rule gives it away alone. Domestic revenue is in lakh, export in crore; the figures
+    (and the bar) are asked in lakh or in crore. Adding the tables as they stand and calling the
+    sum the asked unit deflates the total in lakh (crore read as lakh) and inflates it in crore
+    (lakh read as crore); the bar sits between the true total and that lure, so the lure always
+    flips the decision. The board's rule is a floor (invest only if the contribution reaches the
+    bar) or a shortfall (invest only if it falls short of the bar: the new capacity closes a gap),
+    drawn independently of the unit: lakh means INVEST under a floor and DO NOT INVEST under a
+    shortfall rule, so an agent that reads the decision off the unit is right half the time."""
+    deflate = rng.random() < 0.5  # asked in lakh: the lure's total is too small
+    shortfall = rng.random() < 0.5
+    unit = "lakh" if deflate else "crore"
+    per_cr = 100 if deflate else 1  # the asked unit per crore
     for _attempt in range(10_000):  # redraw until the lure falls short of a bar the total clears
         segs = rng.sample(SEGMENTS, 6)
         domestic, export = segs[:3], segs[3:]
@@ -307,19 +312,24 @@ def ldp_portfolio(rng: random.Random, task_id: str, pkg: Path) -> DeliverableTas
         # the tables added as they stand, in the asked unit
         lazy = round(sum(rev_lakh[s] * (1 - vc[s] / 100) for s in domestic)
                      + sum(rev_cr[s] * (1 - vc[s] / 100) for s in export), 2)
-        if not invest or lazy < total / 1.15:
+        if not deflate or lazy < total / 1.15:
             break
     else:
         raise RuntimeError("could not draw segments whose lakh-as-is total is below the true total")
-    if invest:  # the bar sits between the deflated lure and the true total
+    if deflate:  # the bar sits between the deflated lure and the true total
         threshold = round(max(total / rng.uniform(1.1, 1.4), lazy * 1.05))
         assert lazy < threshold <= total
     else:  # the bar sits between the true total and the inflated lure
         threshold = round(total * rng.uniform(1.1, 1.4), 1)
         assert total < threshold < lazy
-    bar = f"{threshold:,.0f}" if invest else f"{threshold:.1f}"
+    bar = f"{threshold:,.0f}" if deflate else f"{threshold:.1f}"
+    reaches = total >= threshold
+    invest = reaches != shortfall
     decision = "DECISION: INVEST" if invest else "DECISION: DO NOT INVEST"
     lure_decision = "DECISION: DO NOT INVEST" if invest else "DECISION: INVEST"
+    rule = (f"is below INR {bar} {unit}: the new capacity exists to close a shortfall, and at or "
+            "above that figure the current plants carry the plan" if shortfall else
+            f"is at least INR {bar} {unit}")
     wb = Workbook()
     ws = wb.active
     ws.title = "Domestic"
@@ -336,7 +346,7 @@ def ldp_portfolio(rng: random.Random, task_id: str, pkg: Path) -> DeliverableTas
     doc = new_docx()
     doc.add_heading("Capacity investment brief", level=1)
     doc.add_paragraph("The board will approve the capacity investment only if the portfolio's "
-                      f"total FY25 contribution is at least INR {bar} {unit}.")
+                      f"total FY25 contribution {rule}.")
     add_table(doc, [["Item", "Value"], ["Investment", "INR 120 crore"], ["Horizon", "5 years"]])
     save_docx(doc, pkg / "investment_brief.docx")
     tol = 0.02 * per_cr  # 0.02 crore
@@ -355,17 +365,17 @@ def ldp_portfolio(rng: random.Random, task_id: str, pkg: Path) -> DeliverableTas
     p.verify("llm_check", "decomposition_shown", "Judged", criterion="Shows per-segment revenue "
              f"in {unit}, variable cost and contribution before the total.")
     p.trap("lakh_vs_crore", "unit_mismatch", "Domestic revenue is in INR lakh, export revenue in "
-           f"INR crore; adding them unconverted {'deflates' if invest else 'inflates'} the total "
+           f"INR crore; adding them unconverted {'deflates' if deflate else 'inflates'} the total "
            f"in {unit} and flips the decision.",
            lure=f"total contribution {lazy:.2f} {unit}, {lure_decision}",
            location="segment_revenue.xlsx sheets Domestic (lakh) and Export (crore)",
            verifiers=[v_resp, v_xlsx, v_lure, v_dec])
-    convert = ("Convert export revenue from crore to lakh (x100)." if invest else
+    convert = ("Convert export revenue from crore to lakh (x100)." if deflate else
                "Convert domestic revenue from lakh to crore (/100).")
     return DeliverableTask(
         id=task_id, title="Capacity investment go / no-go", prompt_class="LDP",
         corpus_discipline="closed",
-        prompt="The CEO asks whether the portfolio's FY25 contribution clears the board's bar for "
+        prompt="The CEO asks whether the portfolio's FY25 contribution meets the board's rule for "
         "the capacity investment. Work out what must be computed, compute it, and report "
         f"'Total revenue: INR x {unit}' and 'Total contribution: INR x {unit}' (2 decimals). "
         "Build contribution_model.xlsx with sheets Inputs, Contribution (one row per segment and "
@@ -374,16 +384,18 @@ def ldp_portfolio(rng: random.Random, task_id: str, pkg: Path) -> DeliverableTas
         inputs=["segment_revenue.xlsx", "variable_costs.csv", "investment_brief.docx"],
         required_outputs=p.outputs,
         golden=Golden(answer=f"Contribution INR {total:,.2f} {unit} "
-                      f"{'>=' if invest else '<'} bar {bar} {unit}: "
+                      f"{'>=' if reaches else '<'} bar {bar} {unit}"
+                      f"{' (shortfall rule)' if shortfall else ''}: "
                       f"{'invest' if invest else 'do not invest'}.", decision=decision,
                       values=[GoldenValue(name="total_revenue", value=total_rev, unit=unit),
                               GoldenValue(name="total_contribution", value=total, unit=unit)]),
         solution_logic=[convert,
                         "Contribution per segment = revenue x (1 - variable cost %).",
-                        f"Total contribution {total:,.2f} {unit} vs bar {bar} {unit} -> "
+                        f"Total contribution {total:,.2f} {unit} vs bar {bar} {unit}"
+                        f"{' (invest only below it)' if shortfall else ''} -> "
                         f"{'invest' if invest else 'do not invest'}."],
         lazy_ai_test=f"Adds lakh and crore figures as they stand: {lazy:,.2f} '{unit}', "
-        f"{'below the bar, declines' if invest else 'above the bar, invests'}.",
+        f"{'below' if deflate else 'above'} the bar, {'declines' if invest else 'invests'}.",
         expert_test="Normalises units first, decomposes contribution by segment, "
         f"{'invests' if invest else 'declines'}.",
         traps=p.traps, verifiers=p.specs(), rubric=table19_rubric(),
