@@ -37,6 +37,7 @@ Needs the `bench` extra (whoosh-reloaded, psutil) and poppler-utils' pdftoppm.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import platform
@@ -479,10 +480,8 @@ def tree_rss(root: psutil.Process) -> int:
     except psutil.NoSuchProcess:
         return 0
     for p in procs:
-        try:
+        with contextlib.suppress(psutil.NoSuchProcess, psutil.AccessDenied):
             total += p.memory_info().rss
-        except (psutil.NoSuchProcess, psutil.AccessDenied):
-            pass
     return total
 
 
@@ -742,7 +741,7 @@ def run_whoosh_queries(path: Path, pages: Pages, queries: Sequence[BenchQuery], 
             res = searcher.search(parser.parse(q), limit=5)
             rows = [(hit["document"], hit["page"]) for hit in res]
             searched = time.perf_counter()
-            for hit, key in zip(res, rows):
+            for hit, key in zip(res, rows, strict=True):
                 hit.highlights("content", text=texts[key])
             return time.perf_counter() - started, searched - started, res, rows
 
@@ -764,9 +763,9 @@ def query_report(queries: Sequence[BenchQuery], desk: dict[str, Any], whoosh: di
     kinds = sorted({q.kind for q in queries})
 
     def by_kind(times: Sequence[float]) -> dict[str, dict[str, float]]:
-        return {k: latency_stats([t for q, t in zip(queries, times) if q.kind == k]) for k in kinds}
+        return {k: latency_stats([t for q, t in zip(queries, times, strict=True) if q.kind == k]) for k in kinds}
 
-    overlap = [len(set(a) & set(b)) / max(1, min(len(a), len(b))) for a, b in zip(desk["top"], whoosh["top"]) if a or b]
+    overlap = [len(set(a) & set(b)) / max(1, min(len(a), len(b))) for a, b in zip(desk["top"], whoosh["top"], strict=True) if a or b]
     desk_stats, whoosh_stats = latency_stats(desk["times"]), latency_stats(whoosh["times"])
     return {
         "n": len(queries),
@@ -828,12 +827,12 @@ def measure_images(corpus: Corpus, n: int, seed: int, dpi: int, scratch: Path) -
     with progress() as bar:
         task = bar.add_task("page images: deskbench", total=2 * len(pages))
         for doc_id, page in pages:
-            seconds, data = timed(lambda: corpus.page_image(doc_id, page, spec))
+            seconds, data = timed(lambda d=doc_id, p=page: corpus.page_image(d, p, spec))
             cold.append(seconds)
             sizes.append(len(data))
             bar.advance(task)
         for doc_id, page in pages:
-            cached.append(timed(lambda: corpus.page_image(doc_id, page, spec))[0])
+            cached.append(timed(lambda d=doc_id, p=page: corpus.page_image(d, p, spec))[0])
             bar.advance(task)
     poppler, poppler_sizes = run_pdftoppm(corpus, pages, dpi, scratch, png=True)
     poppler_ppm, _ = run_pdftoppm(corpus, pages, dpi, scratch, png=False)
@@ -870,7 +869,7 @@ def run_pdftoppm(
         for i, (doc_id, page) in enumerate(pages):
             prefix = scratch / f"p{i}"
             cmd = [exe, "-r", str(dpi), *fmt, "-f", str(page), "-l", str(page), str(corpus.pdf_path(doc_id)), str(prefix)]
-            seconds, _ = timed(lambda: subprocess.run(cmd, check=True))
+            seconds, _ = timed(lambda c=cmd: subprocess.run(c, check=True))
             times.append(seconds)
             (out,) = scratch.glob(f"p{i}-*.p?m" if not png else f"p{i}-*.png")
             sizes.append(out.stat().st_size)
