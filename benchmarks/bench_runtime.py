@@ -2,7 +2,7 @@
 """Agent runtime benchmark: harness overhead per step and throughput under concurrency.
 
 64 bm25-agent episodes run at once against a fake OpenAI-compatible model in its own process
-(tests/fake_openai.py `serve_async`: one event loop, next to no CPU per request) answering every
+(tests/fake_openai.py `serve_async`: one event loop, ~0.3 ms of CPU per request) answering every
 call after a fixed 200 ms: each episode searches 4 times and then answers (5 model calls,
 "steps"), with real tantivy searches on the sample corpus, page text shown (--view text), the
 retry/usage wrapper, the openai SDK on the wire and the run store committing every episode.
