@@ -114,12 +114,14 @@ def test_fork_bomb_is_capped_and_leaves_nothing(sandbox: Sandbox) -> None:
 
 
 def test_background_process_does_not_outlive_the_call(sandbox: Sandbox, tmp_path: Path) -> None:
-    r = sandbox.run("import subprocess\nsubprocess.Popen(['sleep', '300'], start_new_session=True)\n"
+    # an odd duration: the check looks at every process on the machine, and a plain
+    # `sleep 300` of someone else's would read as an escape
+    r = sandbox.run("import subprocess\nsubprocess.Popen(['sleep', '300.4172'], start_new_session=True)\n"
                     "print('detached')")
     assert r.ok and r.stdout == "detached\n"
     time.sleep(0.3)
     ps = subprocess.run(["ps", "-eo", "args="], capture_output=True, text=True).stdout
-    assert "sleep 300" not in ps
+    assert "sleep 300.4172" not in ps
     still_works(sandbox)
 
 
