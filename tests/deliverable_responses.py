@@ -97,7 +97,7 @@ def _ldp(task: DeliverableTask, d: Path) -> dict[str, Any]:
     rev = {**{s: v / 100 * per_cr for s, v in dom.items()}, **{s: v * per_cr for s, v in exp.items()}}
     total = sum(v * (1 - vc[s] / 100) for s, v in rev.items())
     lazy = sum(v * (1 - vc[s] / 100) for s, v in {**dom, **exp}.items())  # the tables as they stand
-    return {"unit": unit, "revenue": sum(rev.values()), "total": total, "lazy": lazy,
+    return {"unit": unit, "shortfall": shortfall, "revenue": sum(rev.values()), "total": total, "lazy": lazy,
             "decision": "INVEST" if (total >= bar) != shortfall else "DO NOT INVEST",
             "lazy_decision": "INVEST" if (lazy >= bar) != shortfall else "DO NOT INVEST"}
 

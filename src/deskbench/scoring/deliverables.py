@@ -111,7 +111,12 @@ NOTHING_DELIVERED = "nothing delivered (no response text, no files): every check
 
 
 def delivered_nothing(sub: DeliverableSubmission | None) -> bool:
-    return sub is None or (not sub.response.strip() and not sub.files)
+    return sub is None or nothing_in(sub.response, has_files=bool(sub.files))
+
+
+def nothing_in(response: str, *, has_files: bool) -> bool:
+    """No response text and no output file: the deliverable was not delivered."""
+    return not response.strip() and not has_files
 
 
 async def verify_deliverable(task: DeliverableTask, response: str, outputs: Path | None, *, delivered: bool,
@@ -128,20 +133,22 @@ async def verify_deliverable(task: DeliverableTask, response: str, outputs: Path
 async def score_episode(task: DeliverableTask, episode: Episode, run_dir: Path, *,
                         grade: GradeInput | None = None, judge: AsyncLlmJudge | None = None) -> DeliverableItemScore:
     sub = episode.submission if isinstance(episode.submission, DeliverableSubmission) else None
+    nothing = delivered_nothing(sub)
     results = await verify_deliverable(task, sub.response if sub else "", _outputs_dir(run_dir, sub),
-                                       delivered=not delivered_nothing(sub), judge=judge)
+                                       delivered=not nothing, judge=judge)
     if grade is not None and grade.verifier_overrides:  # QC edits of a verifier replace its outcome
         results = [r.model_copy(update={"status": grade.verifier_overrides[r.id],
                                         "evidence": f"QC edit: {grade.verifier_overrides[r.id]} (was {r.status}: {r.evidence})"})
                    if r.id in grade.verifier_overrides else r for r in results]
     rate = verifier_pass_rate(results)
-    if grade is None and delivered_nothing(sub):
+    if grade is None and nothing:
         grade = GradeInput(scores=dict.fromkeys(RUBRIC_CODES, 0), grader=NO_DELIVERABLE, status="reviewed")
     item = DeliverableItemScore(
         task_id=task.id, system=episode.system, attempt=episode.attempt, prompt_class=task.prompt_class,
         status=episode.status, error=episode.error, verifiers=results, v=rate.v, passed=rate.passed,
         failed=rate.failed, unobservable=rate.unobservable, judged=rate.judged,
-        traps=trap_results(task, results, nothing_delivered=delivered_nothing(sub)), required_files=[o.name for o in task.required_outputs],
+        traps=trap_results(task, results, nothing_delivered=nothing),
+        required_files=[o.name for o in task.required_outputs],
         files_produced=[f.name for f in sub.files] if sub else [], cost_usd=episode.usage.cost_usd)
     if grade is not None and grade.status != "returned":
         s = grade.scores

@@ -41,7 +41,7 @@ def read_response(path: Path) -> str:
 def verify_package(package: Path, response_file: Path, outputs: Path | None,
                    judge: str | None, concurrency: int = 4) -> dict[str, Any]:
     """Load, check, judge: the report `--json` prints."""
-    from deskbench.scoring.deliverables import trap_results, verify_deliverable
+    from deskbench.scoring.deliverables import nothing_in, trap_results, verify_deliverable
     from deskbench.scoring.verifiers import llm_check_judge, verifier_pass_rate
     from deskbench.tasks.deliverables import load_package
 
@@ -52,7 +52,7 @@ def verify_package(package: Path, response_file: Path, outputs: Path | None,
         raise UserError(f"--outputs {outputs} {what}; give the folder holding the response's output files")
     task = load_package(package)
     response = read_response(response_file)
-    delivered = bool(response.strip()) or (outputs is not None and any(outputs.iterdir()))
+    delivered = not nothing_in(response, has_files=outputs is not None and any(outputs.iterdir()))
     model = None
     if judge:
         from deskbench.runs.execute import resilient_model
