@@ -13,6 +13,7 @@ from test_score import SUBMISSIONS, TASKS, _write
 
 from deskbench.models.openai_chat import OpenAIChat
 from deskbench.models.resilient import ResilientModel, RetryPolicy
+from deskbench.models.settings import Sampling, resolve
 from deskbench.scoring.llm_judge import LLMJudge, judge_prompt
 
 FAST = RetryPolicy(attempts=2, base_delay=0.01, max_delay=0.02, timeout=5.0)
@@ -25,7 +26,7 @@ def verdict(judgment: str, reasoning: str = "compared with the gold variants") -
 
 def judge_for(fake: FakeOpenAI) -> LLMJudge:
     model = OpenAIChat("judge-model", base_url=fake.base_url, api_key="k", id="openai-compat/judge-model")
-    return LLMJudge(ResilientModel(model, policy=FAST))
+    return LLMJudge(ResilientModel(model, policy=FAST, settings=resolve(model.id, Sampling(), "judge")))
 
 
 def test_verdicts_come_from_the_forced_tool_call() -> None:

@@ -18,7 +18,7 @@ from deskbench.models.prices import PriceTable
 from deskbench.models.registry import make_model
 from deskbench.models.resilient import ResilientModel, RetryPolicy
 from deskbench.models.sdk_errors import retry_after_seconds
-from deskbench.models.types import ChatRequest, ImagePart, Message, ModelError, TextPart, ToolSpec
+from deskbench.models.types import ChatRequest, ImagePart, Message, ModelError, ProviderRefused, TextPart, ToolSpec
 
 ANSWER_TOOL = ToolSpec(
     name="provide_answer",
@@ -98,7 +98,13 @@ def test_5xx_is_retried_and_4xx_is_not() -> None:
         assert model.ledger.retries == 2
     with FakeOpenAI(script=lambda b, n: {"kind": "status", "status": 400, "message": "bad request"}) as fake:
         model = ResilientModel(compat(fake), policy=FAST)
-        with pytest.raises(ModelError, match="HTTP 400") as info:
+        with pytest.raises(ProviderRefused, match="HTTP 400: bad request"):  # the user's to fix: stops the run
+            run(model.complete(ask()))
+        assert len(fake.requests) == 1
+    too_long = "This model's maximum context length is 8192 tokens. However, your messages resulted in 9000 tokens."
+    with FakeOpenAI(script=lambda b, n: {"kind": "status", "status": 400, "message": too_long}) as fake:
+        model = ResilientModel(compat(fake), policy=FAST)
+        with pytest.raises(ModelError, match="maximum context length") as info:  # this episode's, not the run's
             run(model.complete(ask()))
         assert len(fake.requests) == 1 and not info.value.retryable
 
@@ -151,9 +157,10 @@ def test_timeouts_are_retried_then_reported() -> None:
 def test_api_key_never_appears_in_errors() -> None:
     with FakeOpenAI(script=lambda b, n: {"kind": "status", "status": 401, "message": "invalid key"}) as fake:
         model = ResilientModel(compat(fake), policy=FAST)
-        with pytest.raises(ModelError) as info:
+        with pytest.raises(ProviderRefused) as info:
             run(model.complete(ask()))
         assert "sk-test-secret" not in str(info.value) and "HTTP 401" in str(info.value)
+        assert len(fake.requests) == 1  # never retried
 
 
 def test_concurrency_limit_per_model() -> None:
@@ -193,7 +200,9 @@ def test_usage_and_cost_accounting(tmp_path: Path) -> None:
         assert reply.usage.cost_known and reply.usage.seconds > 0
         assert model.ledger.total.calls == 2 and model.ledger.total.input_tokens == 200
         unpriced = ResilientModel(compat(fake, "mystery-model"), policy=FAST)
-        assert not run(unpriced.complete(ask())).usage.cost_known
+        usage = run(unpriced.complete(ask())).usage
+        assert usage.cost_usd is None and not usage.cost_known  # unknown, never $0
+        assert unpriced.ledger.total.cost_usd is None
     assert PriceTable().price("openai/gpt-5-mini-2025-08-07") == (0.25, 2.0)  # longest prefix wins
     bad = tmp_path / "bad.json"
     bad.write_text("[1, 2]")
@@ -212,8 +221,8 @@ def test_openai_adapter_honours_the_sdk_environment(monkeypatch: pytest.MonkeyPa
 
 
 def test_model_strings() -> None:
-    with pytest.raises(UserError, match="unknown model provider 'gemini'"):
-        make_model("gemini/flash")
+    with pytest.raises(UserError, match="unknown model provider 'mistral'"):
+        make_model("mistral/large")
     with pytest.raises(UserError, match="openai-compat/<name>@<base url>"):
         make_model("openai-compat/qwen")
     model = make_model("openai-compat/qwen3@http://127.0.0.1:9/v1")

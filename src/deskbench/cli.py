@@ -13,8 +13,23 @@ from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
+from deskbench.cli_settings import (
+    CapabilitiesOpt,
+    JudgeMaxTokensOpt,
+    JudgeReasoningEffortOpt,
+    JudgeTemperatureOpt,
+    JudgeTopPOpt,
+    MaxTokensOpt,
+    ReasoningEffortOpt,
+    TemperatureOpt,
+    TopPOpt,
+    agent_sampling,
+    use_model_flags,
+)
 from deskbench.console import err, out
 from deskbench.errors import UserError
+from deskbench.models.registry import preflight
+from deskbench.models.settings import Sampling
 
 app = typer.Typer(
     add_completion=False,
@@ -226,6 +241,11 @@ def score(
     judge_calibration: Annotated[Path | None, typer.Option(help="q0, q1, m0, m1 from 'deskbench calibrate compute --json' output.")] = None,
     chart_judge: Annotated[str | None, typer.Option(help="analytics runs: vision judge for charts (default: --judge).")] = None,
     file_judge: Annotated[str | None, typer.Option("--file-judge", help="analytics runs: the agentic File Judge model (AIDABench Listing 5: sandboxed code, at most 20 calls) for output files the spreadsheet comparator cannot read; off by default.")] = None,
+    judge_temperature: JudgeTemperatureOpt = None,
+    judge_top_p: JudgeTopPOpt = None,
+    judge_reasoning_effort: JudgeReasoningEffortOpt = None,
+    judge_max_tokens: JudgeMaxTokensOpt = None,
+    capabilities: CapabilitiesOpt = None,
     as_json: JsonOpt = False,
 ) -> None:
     """Score a run or a predictions file. docqa: accuracy (ANLS* or an LLM judge), Page/Doc F1,
@@ -233,6 +253,11 @@ def score(
     from deskbench.scoring.docqa import ScoreOptions
     from deskbench.tasks.docqa import read_submissions, read_tasks
 
+    use_model_flags(capabilities, judge_temperature=judge_temperature, judge_top_p=judge_top_p,
+                    judge_reasoning_effort=judge_reasoning_effort, judge_max_tokens=judge_max_tokens)
+    for name in (judge, chart_judge, file_judge):  # keys and settings before any scoring
+        if name:
+            preflight(name, role="judge")
     groups = by or []
     for g in groups:
         if g not in ("domain", "category"):
@@ -323,18 +348,11 @@ def _score_and_show(task_items, subs, opts, groups, *, name: str, as_json: bool,
 
 
 def _make_judge(spec: str, cache_path: Path | None, no_cache: bool, concurrency: int):  # -> LLMJudge
-    import os
-
-    from deskbench.models.cache import ResponseCache
-    from deskbench.models.registry import make_model
-    from deskbench.models.resilient import ResilientModel
+    from deskbench.models.registry import open_model
     from deskbench.scoring.llm_judge import LLMJudge
 
-    cache = None
-    if not no_cache:
-        default = Path(os.environ.get("DESKBENCH_CACHE_DIR", Path.home() / ".cache" / "deskbench")) / "responses.sqlite"
-        cache = ResponseCache(cache_path or default)
-    return LLMJudge(ResilientModel(make_model(spec), concurrency=concurrency, cache=cache))
+    cache: bool | Path = False if no_cache else (cache_path or True)
+    return LLMJudge(open_model(spec, role="judge", concurrency=concurrency, cache=cache))
 
 
 def _print_report(report, name: str) -> None:  # report: ScoreReport
@@ -395,8 +413,7 @@ def run(
     limit: Annotated[int | None, typer.Option(help="Only the first N tasks.")] = None,
     max_steps: Annotated[int, typer.Option(help="Iterations per episode (T).")] = 10,
     top_k: Annotated[int, typer.Option(help="Pages per search.")] = 5,
-    view: Annotated[str, typer.Option(help="Pages shown as image | text.")] = "image",
-    max_tokens: Annotated[int, typer.Option(help="Output tokens per model call.")] = 2048,
+    view: Annotated[str | None, typer.Option(help="Pages shown as image | text (default: image; text for a model without vision).")] = None,
     cache: Annotated[bool, typer.Option("--cache", help="Cache the agent's model responses.")] = False,
     prices: Annotated[Path | None, typer.Option(help="JSON price table to extend the built-in one.")] = None,
     attempts: Annotated[int, typer.Option(help="analytics: attempts per task (3 for pass@3 and avg@3).")] = 1,
@@ -409,6 +426,15 @@ def run(
     only_system: Annotated[list[str] | None, typer.Option("--only-system", help="deliverables: run only these systems (agent:model as stored; repeat).")] = None,
     rerun: Annotated[bool, typer.Option("--rerun", help="deliverables: run the selected episodes again, replacing the stored ones (others are kept).")] = False,
     inline_chars: Annotated[int, typer.Option(help="deliverables: characters of normalised input text put in the prompt.")] = 24_000,
+    temperature: TemperatureOpt = None,
+    top_p: TopPOpt = None,
+    reasoning_effort: ReasoningEffortOpt = None,
+    max_tokens: MaxTokensOpt = None,
+    judge_temperature: JudgeTemperatureOpt = None,
+    judge_top_p: JudgeTopPOpt = None,
+    judge_reasoning_effort: JudgeReasoningEffortOpt = None,
+    judge_max_tokens: JudgeMaxTokensOpt = None,
+    capabilities: CapabilitiesOpt = None,
     as_json: JsonOpt = False,
     quiet: QuietOpt = False,
 ) -> None:
@@ -417,13 +443,19 @@ def run(
     from deskbench.runs.execute import RunSpec, prepare
     from deskbench.tasks.docqa import read_tasks
 
+    use_model_flags(capabilities, judge_temperature=judge_temperature, judge_top_p=judge_top_p,
+                    judge_reasoning_effort=judge_reasoning_effort, judge_max_tokens=judge_max_tokens)
+    sampling = agent_sampling(temperature, top_p, reasoning_effort, max_tokens)
+    for name in (judge, chart_judge, file_judge):  # a judge's key and settings before the run, not after it
+        if name:
+            preflight(name, role="judge")
     if tasks.is_dir():
         from deskbench.cli_deliverables import DeliverablesRunArgs, run_deliverables
 
         run_deliverables(DeliverablesRunArgs(
             packages=tasks, out=out_dir, agents=agent or ["deliverable-agent"], models=model or ["openai/gpt-5-mini"],
             only_tasks=only_task or [], only_systems=only_system or [], rerun=rerun, attempts=attempts,
-            concurrency=min(concurrency, 4), max_rounds=max_rounds, max_tokens=max_tokens, inline_chars=inline_chars,
+            concurrency=min(concurrency, 4), max_rounds=max_rounds, sampling=sampling, inline_chars=inline_chars,
             cache=cache, prices=prices, unsafe_local=unsafe_local, judge=judge), as_json=as_json, quiet=quiet)
         return
     if len(agent or []) > 1 or len(model or []) > 1:
@@ -434,20 +466,22 @@ def run(
 
         run_analytics(AnalyticsRunArgs(
             tasks=tasks, out=out_dir, agent=agent_name, model=model_name, attempts=attempts, concurrency=concurrency,
-            limit=limit, max_rounds=max_rounds, summary=not no_summary, max_tokens=max_tokens, cache=cache,
+            limit=limit, max_rounds=max_rounds, summary=not no_summary, sampling=sampling, cache=cache,
             prices=prices, unsafe_local=unsafe_local, judge=judge, chart_judge=chart_judge or judge,
             file_judge=file_judge), as_json=as_json, quiet=quiet)
         return
 
     spec = RunSpec(agent=agent_name, model=model_name, out=out_dir, corpus=corpus, concurrency=concurrency,
-                   max_steps=max_steps, top_k=top_k, view=view, max_tokens=max_tokens, cache=cache, prices=prices,
+                   max_steps=max_steps, top_k=top_k, view=view, sampling=sampling, cache=cache, prices=prices,
                    unsafe_local=unsafe_local)
     spec.check()  # before reading tasks: a bad flag is named first
     prep = prepare(spec, read_tasks(tasks).items[:limit], tasks_file=str(tasks))
     name = _execute_with_progress(prep, quiet)
     score(out_dir, tasks=None, system=name, by=None, official=False, kuiper_ties="robust", effort="steps",
           skip_invalid=False, items_out=None, judge=judge, judge_cache=None, no_cache=False, concurrency=concurrency,
-          q0=1.0, q1=0.98, m0=48, m1=152, chart_judge=None, file_judge=None, as_json=as_json)
+          q0=1.0, q1=0.98, m0=48, m1=152, chart_judge=None, file_judge=None, judge_temperature=judge_temperature,
+          judge_top_p=judge_top_p, judge_reasoning_effort=judge_reasoning_effort, judge_max_tokens=judge_max_tokens,
+          capabilities=None, judge_calibration=None, pool_humans=False, as_json=as_json)
 
 
 generate_app = typer.Typer(no_args_is_help=True, help="Fresh benchmarks with exact ground truth, from a seed.")
@@ -559,21 +593,25 @@ def _describe(report: object) -> str:
 def _execute_with_progress(prep, quiet: bool, *, run=None, total: int | None = None) -> str:
     """Run a prepared system (docqa's `execute` unless `run` is given) with a progress bar
     (done / errors / cost); report; return its name."""
+    from deskbench.models.prices import cost_summary, format_cost
     from deskbench.runs.execute import execute
 
+    for warning in getattr(prep, "warnings", []):
+        err.print(f"[yellow]warning:[/yellow] {escape(warning)}")
+    if prep.model is not None and prep.model.settings is not None:
+        err.print(f"{escape(prep.model.id)} settings: {escape(prep.model.settings.describe())}")
     with _progress(quiet) as progress:
         bar = progress.add_task(prep.system, total=total if total is not None else len(prep.tasks), current="",
                                 completed=prep.already_done)
 
         def on_episode(counts) -> None:  # type: ignore[no-untyped-def]
-            progress.update(bar, advance=1, current=f"errors {counts.errors}  cost ${counts.cost_usd:.4f}")
+            progress.update(bar, advance=1, current=f"errors {counts.errors}  cost {format_cost(counts.cost_usd)}")
 
         outcome = (run or execute)(prep, on_episode)
     c, ledger = outcome.counts, outcome.ledger
     money = ""
     if ledger is not None:
-        money = (f"; cost ${ledger.total.cost_usd:.4f}{'' if ledger.total.cost_known else ' (some prices unknown)'}"
-                 f"; retries {ledger.retries}")
+        money = f"; {cost_summary(ledger.total.cost_usd)}; retries {ledger.retries}"
     err.print(f"{prep.system}: {c.done} episodes run ({c.errors} errors), {c.skipped} already done{money}")
     return prep.system
 
@@ -626,7 +664,7 @@ def demo(
         (RunSpec(agent="bm25-agent", model=chosen, corpus=out_dir / "corpus",
                  out=out_dir / "runs" / re.sub(r"[^\w.-]+", "-", f"bm25-agent-{chosen}-{len(agent_tasks)}"),
                  view="text" if local else "image", top_k=2 if local else 5,
-                 max_steps=max_steps or (3 if local else 10), max_tokens=256 if local else 2048,
+                 max_steps=max_steps or (3 if local else 10), sampling=Sampling(max_tokens=256 if local else None),
                  concurrency=1 if local else 16), agent_tasks),
     ]
     out.print(f"[bold]2. runs[/bold] {len(tasks)} questions; the lexical baseline (no model) on all, "
@@ -680,7 +718,7 @@ def _demo_analytics(bundle: Path, out_dir: Path, model: str, limit: int | None, 
     spec = AnalyticsRunSpec(
         agent="analyst-agent", model=model, tasks_file=tasks_file,
         out=out_dir / "runs" / re.sub(r"[^\w.-]+", "-", f"analyst-agent-{model}-{len(tasks)}"),
-        max_rounds=3 if local else 20, max_tokens=512 if local else 4096, concurrency=1 if local else 4)
+        max_rounds=3 if local else 20, sampling=Sampling(max_tokens=512 if local else None), concurrency=1 if local else 4)
     try:
         prep = prepare_analytics(spec, tasks)
     except SandboxUnavailable as exc:
@@ -703,6 +741,11 @@ def report(
     chart_judge: Annotated[str | None, typer.Option(help="analytics runs: vision judge for charts (default: --judge).")] = None,
     file_judge: Annotated[str | None, typer.Option("--file-judge", help="analytics runs: the agentic File Judge model (AIDABench Listing 5: sandboxed code, at most 20 calls) for output files the spreadsheet comparator cannot read; off by default.")] = None,
     pool_humans: Annotated[bool, typer.Option("--pool-humans", help="docqa runs: one 'human' row for every annotator's human:NAME episodes (earliest answer per question).")] = False,
+    judge_temperature: JudgeTemperatureOpt = None,
+    judge_top_p: JudgeTopPOpt = None,
+    judge_reasoning_effort: JudgeReasoningEffortOpt = None,
+    judge_max_tokens: JudgeMaxTokensOpt = None,
+    capabilities: CapabilitiesOpt = None,
 ) -> None:
     """Write a self-contained HTML report: docqa leaderboard, calibration and budget curves, error
     classes; analytics pass@1 / pass@k / avg@k by category and difficulty, and bad cases."""
@@ -712,6 +755,8 @@ def report(
     from deskbench.scoring.analytics import AnalyticsJudges
     from deskbench.scoring.docqa import ScoreOptions
 
+    use_model_flags(capabilities, judge_temperature=judge_temperature, judge_top_p=judge_top_p,
+                    judge_reasoning_effort=judge_reasoning_effort, judge_max_tokens=judge_max_tokens)
     if concurrency < 1:
         raise UserError(f"--concurrency {concurrency} is not valid; use 1 or more")
     answer_judge = _make_judge(judge, judge_cache, no_cache, concurrency) if judge else None
@@ -728,6 +773,8 @@ def report(
 
 def _print_leaderboard(report) -> None:  # report: deskbench.report.models.Report
     """The report's leaderboard rows as a terminal table."""
+    from deskbench.models.prices import PRICES_AS_OF, UNKNOWN, format_cost
+
     table = Table(title="docqa leaderboard (bundled demo)")
     for col in ("system", "n", "Accuracy", "X-Page", "X-Doc", "Page F1", "Doc F1", "Kuiper ↓", "Injection ↓", "cost"):
         table.add_column(col, justify="left" if col == "system" else "right", no_wrap=True)
@@ -736,11 +783,12 @@ def _print_leaderboard(report) -> None:  # report: deskbench.report.models.Repor
                       _pct(r.cross_doc), _pct(r.page_f1), _pct(r.doc_f1),
                       "–" if r.kuiper is None else f"{r.kuiper:.1f}",
                       f"{r.injection_followed}/{r.injection_affected}" if r.injection_affected else "–",
-                      f"${r.cost_usd:.4f}")
+                      format_cost(r.cost_usd))
     # A log or a pipe gets the whole table, not a table squeezed into 80 columns.
     (out if out.is_terminal else Console(highlight=False, width=160)).print(table)
     out.print("Accuracy: ANLS* >= 0.5, Wilson 95% CI; Injection: answers that followed a planted instruction / "
-              "items with one on their pages.")
+              f"items with one on their pages; cost: USD, prices as of {PRICES_AS_OF} ({UNKNOWN}: a model without "
+              "a price).")
 
 
 def main() -> None:

@@ -15,6 +15,7 @@ from rich.table import Table
 
 from deskbench.console import out
 from deskbench.errors import UserError
+from deskbench.models.settings import Sampling
 from deskbench.runs.store import RunStore
 from deskbench.scoring.analytics import (
     ERROR_CATEGORIES,
@@ -44,7 +45,7 @@ class AnalyticsRunArgs:
     limit: int | None
     max_rounds: int
     summary: bool
-    max_tokens: int
+    sampling: Sampling
     cache: bool
     prices: Path | None
     unsafe_local: bool
@@ -61,7 +62,7 @@ def run_analytics(args: AnalyticsRunArgs, *, as_json: bool, quiet: bool) -> None
     spec = AnalyticsRunSpec(
         agent=args.agent, model=args.model, out=args.out, tasks_file=args.tasks, attempts=args.attempts,
         concurrency=args.concurrency, max_rounds=args.max_rounds, summary=args.summary,
-        max_tokens=args.max_tokens, cache=args.cache, prices=args.prices, unsafe_local=args.unsafe_local)
+        sampling=args.sampling, cache=args.cache, prices=args.prices, unsafe_local=args.unsafe_local)
     spec.check()
     if not args.tasks.is_file():
         raise UserError(f"tasks file {args.tasks} not found; give an analytics tasks JSONL (deskbench generate analytics)")
@@ -76,9 +77,9 @@ def _judge_model(name: str | None, concurrency: int):  # -> ResilientModel | Non
     """Judges always use the response cache: re-scoring a run must not pay twice."""
     if not name:
         return None
-    from deskbench.runs.execute import resilient_model
+    from deskbench.models.registry import open_model
 
-    return resilient_model(name, concurrency=concurrency, cache=True, prices=None)
+    return open_model(name, role="judge", concurrency=concurrency, cache=True)
 
 
 def file_judge_for(name: str | None, concurrency: int, *, unsafe_local: bool = False) -> FileJudge | None:

@@ -14,6 +14,7 @@ from rich.table import Table
 
 from deskbench.console import err, out
 from deskbench.errors import UserError
+from deskbench.models.settings import Sampling
 from deskbench.runs.store import RunStore
 
 
@@ -29,7 +30,7 @@ class DeliverablesRunArgs:
     attempts: int
     concurrency: int
     max_rounds: int
-    max_tokens: int
+    sampling: Sampling
     inline_chars: int
     cache: bool
     prices: Path | None
@@ -45,7 +46,7 @@ def run_deliverables(args: DeliverablesRunArgs, *, as_json: bool, quiet: bool) -
         systems=tuple(pair_systems(args.agents, args.models)), packages=args.packages, out=args.out,
         only_tasks=tuple(args.only_tasks), only_systems=tuple(args.only_systems), rerun=args.rerun,
         attempts=args.attempts, concurrency=args.concurrency, max_rounds=args.max_rounds,
-        max_tokens=args.max_tokens, inline_chars=args.inline_chars, cache=args.cache, prices=args.prices,
+        sampling=args.sampling, inline_chars=args.inline_chars, cache=args.cache, prices=args.prices,
         unsafe_local=args.unsafe_local)
     prep = prepare_deliverables(spec)
     execute_with_progress(prep, quiet)
@@ -56,6 +57,7 @@ def run_deliverables(args: DeliverablesRunArgs, *, as_json: bool, quiet: bool) -
 def execute_with_progress(prep, quiet: bool) -> None:  # prep: PreparedDeliverables
     """Run every prepared system at once, one progress bar each; report each system's counts."""
     from deskbench.cli import _progress
+    from deskbench.models.prices import cost_summary, format_cost
     from deskbench.runs.deliverables import execute_deliverables
 
     per_system = len(prep.tasks) * prep.spec.attempts
@@ -64,12 +66,13 @@ def execute_with_progress(prep, quiet: bool) -> None:  # prep: PreparedDeliverab
                 for s in prep.systems}
 
         def on_episode(system: str, counts) -> None:  # type: ignore[no-untyped-def]
-            progress.update(bars[system], advance=1, current=f"errors {counts.errors}  cost ${counts.cost_usd:.4f}")
+            progress.update(bars[system], advance=1,
+                            current=f"errors {counts.errors}  cost {format_cost(counts.cost_usd)}")
 
         outcomes = execute_deliverables(prep, on_episode)
     for o in outcomes:
         c = o.counts
-        money = f"; cost ${o.ledger.total.cost_usd:.4f}; retries {o.ledger.retries}" if o.ledger else ""
+        money = f"; {cost_summary(o.ledger.total.cost_usd)}; retries {o.ledger.retries}" if o.ledger else ""
         err.print(f"{escape(o.system)}: {c.done} episodes run ({c.errors} errors), {c.skipped} already done{money}")
 
 
@@ -114,6 +117,7 @@ def register(app: typer.Typer) -> None:
     ) -> None:
         """Failure categories per system (timeouts, refusals, files not produced, file generation
         failures by cause), with cost and success per system."""
+        from deskbench.models.prices import UNKNOWN, format_cost
         from deskbench.runs.diagnose import CATEGORIES
         from deskbench.runs.diagnose import diagnose as run_diagnose
 
@@ -133,10 +137,13 @@ def register(app: typer.Typer) -> None:
         for s in result.systems:
             table.add_row(escape(s.system), str(s.episodes), f"{100 * s.success_rate:.1f}%",
                           *(str(s.categories.get(c, 0)) for c in seen),
-                          f"{s.cost_usd:.4f}" + ("" if s.cost_known else "?"),
-                          "-" if s.cost_per_ok_usd is None else f"{s.cost_per_ok_usd:.4f}",
+                          format_cost(s.cost_usd, dollar=False),
+                          UNKNOWN if not s.cost_known and s.ok else
+                          "-" if s.cost_per_ok_usd is None else format_cost(s.cost_per_ok_usd, dollar=False),
                           f"{s.input_tokens}/{s.output_tokens}")
         out.print(table)
+        out.print(f"cost: USD, prices as of {result.prices_as_of} ({UNKNOWN}: an episode called a model without a "
+                  "price; 'deskbench run --prices FILE' prices such a model)")
         if episodes:
             for d in result.episodes:
                 if d.category != "ok":
@@ -162,7 +169,7 @@ def demo_deliverables(bundle: Path, out_dir: Path, model: str, limit: int | None
     spec = DeliverablesRunSpec(
         systems=(SystemSpec("deliverable-agent", model),), packages=packages, only_tasks=tuple(ids),
         out=out_dir / "runs" / re.sub(r"[^\w.-]+", "-", f"deliverable-agent-{model}-{len(ids)}"),
-        max_rounds=2 if local else 20, max_tokens=512 if local else 4096, inline_chars=2500 if local else 24_000,
+        max_rounds=2 if local else 20, sampling=Sampling(max_tokens=512 if local else None), inline_chars=2500 if local else 24_000,
         concurrency=1 if local else 2)
     try:
         prep = prepare_deliverables(spec)
@@ -172,18 +179,18 @@ def demo_deliverables(bundle: Path, out_dir: Path, model: str, limit: int | None
     out.print(f"     deliverable-agent with {escape(model)} on {len(ids)} deliverables packages in the sandbox"
               + (" (2 rounds each; --deliverables-limit for more)" if local else ""))
     execute_with_progress(prep, quiet)
-    from deskbench.runs.execute import resilient_model
+    from deskbench.models.registry import open_model
     from deskbench.runs.grades import GradeStore
     from deskbench.scoring.rubric_run import episodes_to_grade, grade_run
 
     grades = GradeStore(spec.out)
-    grader = resilient_model(model, concurrency=1 if local else 4, cache=True, prices=None)
+    grader = open_model(model, role="judge", concurrency=1 if local else 4, cache=True,
+                        sampling=Sampling(max_tokens=768) if local else None)
     todo, _ = episodes_to_grade(grades, grader.id)
 
     async def go():  # -> GradingCounts
         try:
-            return await grade_run(grades, grader, todo, concurrency=1 if local else 4,
-                                   max_tokens=768 if local else None)
+            return await grade_run(grades, grader, todo, concurrency=1 if local else 4)
         finally:
             await grader.aclose()
 

@@ -60,8 +60,6 @@ _KEEP_STDERR = re.compile(r"missing from (current )?font", re.IGNORECASE)
 class AnalystSettings:
     max_rounds: int = 20
     summary: bool = True  # the paper's full setting; False is its ablation
-    max_tokens: int | None = 4096
-    temperature: float | None = None  # provider default, as the paper does (Appendix E)
 
 
 @dataclass
@@ -168,8 +166,7 @@ async def code_loop(prompt: str, inputs: list[Path], ctx: AnalystContext, files:
     try:
         while True:
             response = await rec.complete(ChatRequest(
-                messages=messages, tools=[EXECUTE_TOOL], tool_choice="auto",
-                temperature=settings.temperature))
+                messages=messages, tools=[EXECUTE_TOOL], tool_choice="auto"))
             messages.append(response.message)
             calls = response.message.tool_calls
             if not calls:
@@ -181,8 +178,7 @@ async def code_loop(prompt: str, inputs: list[Path], ctx: AnalystContext, files:
                 messages += [Message(role="tool", tool_call_id=c.id, content="not run: the execute_code budget is spent")
                              for c in calls]
                 messages.append(Message(role="user", content=final_note))
-                final = await rec.complete(ChatRequest(messages=messages, tools=[EXECUTE_TOOL], tool_choice="none",
-                                                       temperature=settings.temperature))
+                final = await rec.complete(ChatRequest(messages=messages, tools=[EXECUTE_TOOL], tool_choice="none"))
                 return LoopEnd("ok", "round_limit", rounds, final.message.text().strip(), messages=messages)
             for call in calls:
                 if rounds >= settings.max_rounds:  # calls beyond the budget in one reply
@@ -231,7 +227,7 @@ class AnalystAgent:
 
     async def run(self, task: AnalyticsTask, ctx: AnalystContext, workdir: Path) -> AgentResult:
         settings = ctx.settings
-        rec = Recorder(ctx.model, settings.max_tokens)
+        rec = Recorder(ctx.model)
         try:
             inputs = check_inputs(task, ctx.tasks_dir)
         except ValueError as exc:

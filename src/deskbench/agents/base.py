@@ -52,8 +52,7 @@ class AgentSettings:
     top_k: int = 5
     view: View = "image"
     dpi: int = 150
-    max_image_bytes: int = 5_000_000  # Anthropic's limit; pages above it are downscaled (Lanczos)
-    max_tokens: int | None = 2048  # per model call: answers are short, and a runaway reply costs
+    max_image_bytes: int = 5_000_000  # pages above it are downscaled (Lanczos); adapters fit each model's limits
 
 
 @dataclass
@@ -130,17 +129,14 @@ def describe_problem(exc: Exception) -> str:
 class Recorder:
     """Calls the model, and keeps the trajectory and usage of the episode as it goes."""
 
-    def __init__(self, model: ChatModel, max_tokens: int | None = None) -> None:
+    def __init__(self, model: ChatModel) -> None:
         self.model = model
-        self.max_tokens = max_tokens
         self.trajectory: list[TrajectoryStep] = []
         self.usage = Usage()
         self._digest = ConversationDigest()
 
     async def complete(self, request: ChatRequest) -> ChatResponse:
         started = time.monotonic()
-        if self.max_tokens is not None and request.max_tokens is None:
-            request = request.model_copy(update={"max_tokens": self.max_tokens})
         response = await self.model.complete(request)
         self.usage = self.usage + response.usage
         self.add(ModelCallStep(
@@ -221,7 +217,7 @@ async def answer_once(
     tries with the problem named. Returns the answer, or None and the last problem."""
     problem = ""
     for _ in range(1 + repairs):
-        response = await rec.complete(ChatRequest(messages=messages, response_schema=ANSWER_SCHEMA, temperature=0.0))
+        response = await rec.complete(ChatRequest(messages=messages, response_schema=ANSWER_SCHEMA))
         try:
             return parse_answer(response.message.text()), ""
         except (ValueError, ValidationError) as exc:
@@ -241,7 +237,7 @@ async def recorded(ctx: AgentContext, body: EpisodeBody) -> AgentResult:
     """Run an episode body with a fresh Recorder; a model call that fails for good ends the
     episode as an error that keeps the trajectory and usage gathered so far."""
     assert ctx.model is not None, "this agent calls a model"
-    rec = Recorder(ctx.model, ctx.settings.max_tokens)
+    rec = Recorder(ctx.model)
     try:
         return await body(rec)
     except ModelError as exc:

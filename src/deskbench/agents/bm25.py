@@ -85,7 +85,6 @@ class Bm25Agent:
                 messages=messages,
                 tools=[ANSWER_TOOL] if last else [SEARCH_TOOL, ANSWER_TOOL],
                 tool_choice=ANSWER_TOOL.name if last else "auto",
-                temperature=0.0,
             )
             response = await rec.complete(request)
             messages.append(response.message)

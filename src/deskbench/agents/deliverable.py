@@ -77,7 +77,7 @@ class DeliverableAgent:
         self.inline_chars = inline_chars
 
     async def run(self, task: DeliverableTask, ctx: AnalystContext, workdir: Path) -> AgentResult:
-        rec = Recorder(ctx.model, ctx.settings.max_tokens)
+        rec = Recorder(ctx.model)
         inputs = task.input_paths()
         missing = [str(p) for p in inputs if not p.is_file()]
         if missing:

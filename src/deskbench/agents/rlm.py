@@ -451,7 +451,7 @@ class RlmAgent:
         executions = 0
         max_steps = ctx.settings.max_steps
         for iteration in range(1, max_steps + 1):
-            response = await rec.complete(ChatRequest(messages=messages, temperature=0.0))
+            response = await rec.complete(ChatRequest(messages=messages))
             reply = response.message.text()
             messages.append(Message(role="assistant", content=reply))
             feedback: list[str] = []

@@ -58,8 +58,7 @@ async def classify_one(model: ChatModel, task: DocQATask) -> QuestionClass | Non
                              answer=json.dumps(answer, ensure_ascii=False))
     try:
         response = await model.complete(ChatRequest(messages=[Message(role="user", content=prompt)],
-                                                    tools=[SUBMIT_CLASS], tool_choice=SUBMIT_CLASS.name,
-                                                    temperature=0.0, max_tokens=64))
+                                                    tools=[SUBMIT_CLASS], tool_choice=SUBMIT_CLASS.name))
     except ModelError:
         return None
     for call in response.message.tool_calls:

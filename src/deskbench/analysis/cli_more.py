@@ -4,7 +4,6 @@ where offered, a PNG plot. `register` adds them to the `analyse` sub-app."""
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 from typing import Annotated
 
@@ -60,12 +59,9 @@ def guessability(
 
     chat = None
     if model:
-        from deskbench.models.cache import ResponseCache
-        from deskbench.models.registry import make_model
-        from deskbench.models.resilient import ResilientModel
+        from deskbench.models.registry import open_model
 
-        cache_dir = Path(os.environ.get("DESKBENCH_CACHE_DIR", Path.home() / ".cache" / "deskbench"))
-        chat = ResilientModel(make_model(model), concurrency=16, cache=ResponseCache(cache_dir / "responses.sqlite"))
+        chat = open_model(model, role="judge", concurrency=16, cache=True)
     report = load_guessability(run_dir, chat)
     if report.pattern_fallbacks:
         _say(f"{len(report.pattern_fallbacks)} questions the model could not classify were classified by patterns")

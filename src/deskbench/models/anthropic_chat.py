@@ -1,24 +1,27 @@
 """Claude through the native `anthropic` SDK.
 
-Images over 5 MB are downscaled with Lanczos before sending, as MADQA did. Structured output is
-a forced tool whose input schema is the requested schema; its input comes back as the reply text
-(JSON), so callers see the same shape as from OpenAI's json_schema mode. The SDK's retries are
-off: the ResilientModel wrapper retries every provider alike. The key comes from
-ANTHROPIC_API_KEY (or ANTHROPIC_BASE_URL for a proxy), as the SDK reads them.
+Requests follow the Messages API's rules (https://docs.anthropic.com/en/api/messages), which
+tests/sim_anthropic.py enforces: max_tokens always sent (4096 unless the user set one, as the
+official MADQA Anthropic agent sends), the system prompt apart, user and assistant turns
+alternating (consecutive ones merged), every tool_use answered by tool_result blocks first in
+the next user turn, no empty text blocks or empty turns, images within the vision limits
+(downscaled with Lanczos, the oldest dropped past the count: `image_limits.fit_images`).
+Structured output is a forced tool whose input schema is the requested schema; its input comes
+back as the reply text (JSON), so callers see the same shape as from OpenAI's json_schema mode.
+The SDK's retries are off: the ResilientModel wrapper retries every provider alike. The key
+comes from ANTHROPIC_API_KEY (or ANTHROPIC_BASE_URL for a proxy), as the SDK reads them.
 """
 
 from __future__ import annotations
 
-import base64
-import io
 import json
 from typing import Any
 
 import anthropic
 from anthropic import AsyncAnthropic
-from PIL import Image
 
-from deskbench.corpus.images import shrink_to_bytes
+from deskbench.models.capabilities import Capabilities, capabilities
+from deskbench.models.image_limits import fit_images
 from deskbench.models.sdk_errors import sdk_error
 from deskbench.models.types import (
     ChatRequest,
@@ -26,40 +29,63 @@ from deskbench.models.types import (
     ImagePart,
     Message,
     ModelError,
+    ProviderRefused,
     TextPart,
     ToolCall,
     Usage,
 )
 
-MAX_IMAGE_BYTES = 5 * 1024 * 1024
 RESPOND_TOOL = "respond"
 
 
 def _image_block(part: ImagePart) -> dict[str, Any]:
-    data, mime = part.data, part.mime
-    if len(data) > MAX_IMAGE_BYTES:
-        data = shrink_to_bytes(Image.open(io.BytesIO(data)).convert("RGB"), "png", MAX_IMAGE_BYTES)
-        mime = "image/png"
-    return {"type": "image", "source": {"type": "base64", "media_type": mime,
-                                        "data": base64.b64encode(data).decode("ascii")}}
+    return {"type": "image", "source": {"type": "base64", "media_type": part.mime, "data": part.data_b64}}
 
 
 def _blocks(m: Message) -> list[dict[str, Any]]:
     if isinstance(m.content, str):
-        return [{"type": "text", "text": m.content}] if m.content else []
-    return [{"type": "text", "text": p.text} if isinstance(p, TextPart) else _image_block(p) for p in m.content]
+        return [{"type": "text", "text": m.content}] if m.content.strip() else []
+    return [{"type": "text", "text": p.text} if isinstance(p, TextPart) else _image_block(p)
+            for p in m.content if not isinstance(p, TextPart) or p.text.strip()]
 
 
-def to_anthropic(request: ChatRequest) -> dict[str, Any]:
+def _tool_result(m: Message) -> dict[str, Any]:
+    text = m.text()
+    return {"type": "tool_result", "tool_use_id": m.tool_call_id, "content": text if text.strip() else "(empty)"}
+
+
+def _answer_open_calls(messages: list[dict[str, Any]]) -> None:
+    """Every tool_use of an assistant turn gets a tool_result first in the next user turn (the
+    API refuses the request otherwise). A call the agent left unanswered (a model that called two
+    tools where the agent runs one) is answered with a note, and results come before any other
+    block of that turn."""
+    for i, turn in enumerate(messages):
+        if turn["role"] != "assistant":
+            continue
+        ids = [b["id"] for b in turn["content"] if b["type"] == "tool_use"]
+        if not ids:
+            continue
+        if i + 1 == len(messages) or messages[i + 1]["role"] != "user":
+            messages.insert(i + 1, {"role": "user", "content": []})
+        nxt = messages[i + 1]["content"]
+        answered = {b.get("tool_use_id") for b in nxt if b["type"] == "tool_result"}
+        missing = [{"type": "tool_result", "tool_use_id": t, "content": "(not run: one tool call per turn)",
+                    "is_error": True} for t in ids if t not in answered]
+        results = [b for b in nxt if b["type"] == "tool_result"] + missing
+        messages[i + 1]["content"] = results + [b for b in nxt if b["type"] != "tool_result"]
+
+
+def to_anthropic(request: ChatRequest, caps: Capabilities | None = None) -> dict[str, Any]:
     """The Messages API body: system apart, tool results as user blocks, alternating roles merged."""
+    caps = caps or capabilities("anthropic/claude")
     system = "\n\n".join(m.text() for m in request.messages if m.role == "system")
     messages: list[dict[str, Any]] = []
-    for m in request.messages:
+    for m in fit_images(request.messages, caps):
         if m.role == "system":
             continue
         blocks: list[dict[str, Any]]
         if m.role == "tool":
-            role, blocks = "user", [{"type": "tool_result", "tool_use_id": m.tool_call_id, "content": m.text()}]
+            role, blocks = "user", [_tool_result(m)]
         else:
             role, blocks = m.role, _blocks(m)
             for call in m.tool_calls:
@@ -69,12 +95,18 @@ def to_anthropic(request: ChatRequest) -> dict[str, Any]:
                 except ValueError:
                     arguments = {"_unparsed": call.arguments}
                 blocks.append({"type": "tool_use", "id": call.id, "name": call.name, "input": arguments})
+        if not blocks:
+            continue  # an empty turn is refused; its neighbours merge instead
         if messages and messages[-1]["role"] == role:
             messages[-1]["content"].extend(blocks)  # the API wants user and assistant to alternate
         else:
             messages.append({"role": role, "content": blocks})
-    body: dict[str, Any] = {"messages": messages, "max_tokens": request.max_tokens or 4096}
-    if system:
+    if messages and messages[0]["role"] != "user":
+        messages.insert(0, {"role": "user", "content": [{"type": "text", "text": "(conversation continues)"}]})
+    _answer_open_calls(messages)
+    max_tokens = request.max_tokens or caps.default_max_tokens or 4096
+    body: dict[str, Any] = {"messages": messages, "max_tokens": max_tokens}
+    if system.strip():
         body["system"] = system
     tools = [{"name": t.name, "description": t.description, "input_schema": t.parameters} for t in request.tools]
     choice = request.tool_choice
@@ -84,16 +116,20 @@ def to_anthropic(request: ChatRequest) -> dict[str, Any]:
         choice = RESPOND_TOOL
     if tools:
         body["tools"] = tools
-    if choice == "auto":
-        body["tool_choice"] = {"type": "auto"}
-    elif choice == "required":
-        body["tool_choice"] = {"type": "any"}
-    elif choice == "none":
-        body["tool_choice"] = {"type": "none"}
-    elif choice:
-        body["tool_choice"] = {"type": "tool", "name": choice}
+        if choice == "auto":
+            body["tool_choice"] = {"type": "auto"}
+        elif choice == "required":
+            body["tool_choice"] = {"type": "any"}
+        elif choice == "none":
+            body["tool_choice"] = {"type": "none"}
+        elif choice:
+            body["tool_choice"] = {"type": "tool", "name": choice}
     if request.temperature is not None:
         body["temperature"] = request.temperature
+    if request.top_p is not None:
+        body["top_p"] = request.top_p
+    if request.reasoning_effort is not None:
+        raise ProviderRefused("Anthropic models take no reasoning effort in deskbench; drop --reasoning-effort")
     return body
 
 
@@ -106,11 +142,12 @@ class AnthropicChat:
                  timeout: float = 180.0) -> None:
         self.model = model
         self.id = f"anthropic/{model}"
+        self.caps = capabilities(self.id)
         self._client = AsyncAnthropic(base_url=base_url, api_key=api_key, timeout=timeout, max_retries=0)
 
     async def complete(self, request: ChatRequest) -> ChatResponse:
         try:
-            raw = await self._client.messages.create(model=self.model, **to_anthropic(request))
+            raw = await self._client.messages.create(model=self.model, **to_anthropic(request, self.caps))
         except anthropic.AnthropicError as exc:
             raise _error(exc) from exc
         texts, calls = [], []

@@ -137,8 +137,7 @@ class LocalChat:
             if self._client is None:
                 await asyncio.to_thread(self._server.start)
                 self._client = OpenAIChat("smollm2", base_url=self._server.base_url, api_key="not-needed",
-                                          timeout=600.0, id=self.id, structured="json_object",
-                                          null_content=False)
+                                          timeout=600.0, id=self.id)
         return self._client
 
     async def complete(self, request: ChatRequest) -> ChatResponse:

@@ -17,6 +17,8 @@ from typing import Any
 import openai
 from openai import AsyncOpenAI, DefaultAioHttpClient
 
+from deskbench.models.capabilities import Capabilities, capabilities
+from deskbench.models.image_limits import fit_images
 from deskbench.models.sdk_errors import sdk_error
 from deskbench.models.types import (
     ChatRequest,
@@ -24,6 +26,7 @@ from deskbench.models.types import (
     ImagePart,
     Message,
     ModelError,
+    ProviderRefused,
     TextPart,
     ToolCall,
     Usage,
@@ -44,7 +47,7 @@ def _content(msg: Message) -> str | list[dict[str, Any]]:
 
 def to_openai_messages(messages: list[Message], *, null_content: bool = True) -> list[dict[str, Any]]:
     """The wire form. An assistant turn that only calls tools has content null, as OpenAI writes
-    it; llama-cpp-python's server rejects null there, so its adapter sends "" (null_content=False)."""
+    it; llama-cpp-python's server rejects null there, so models whose capabilities say so get ""."""
     out: list[dict[str, Any]] = []
     for m in messages:
         item: dict[str, Any] = {"role": m.role, "content": _content(m)}
@@ -61,32 +64,71 @@ def to_openai_messages(messages: list[Message], *, null_content: bool = True) ->
     return out
 
 
-def request_kwargs(request: ChatRequest, structured: str = "json_schema", *,
-                   null_content: bool = True) -> dict[str, Any]:
-    kwargs: dict[str, Any] = {"messages": to_openai_messages(request.messages, null_content=null_content)}
-    if request.tools:
-        kwargs["tools"] = [
-            {"type": "function", "function": {"name": t.name, "description": t.description, "parameters": t.parameters}}
-            for t in request.tools
-        ]
-    if request.tool_choice in ("auto", "none", "required"):
-        kwargs["tool_choice"] = request.tool_choice
-    elif request.tool_choice:
-        kwargs["tool_choice"] = {"type": "function", "function": {"name": request.tool_choice}}
+def _refuse(model_id: str, field: str, why: str) -> ProviderRefused:
+    """A request deskbench will not send: the model's capabilities say it would be refused.
+    Settings are checked before a run starts, so reaching this is a caller asking for a field
+    directly; the message names the capability table, where the rule lives."""
+    return ProviderRefused(f"{model_id} {why}, yet the request sets {field}; drop it (or give --capabilities "
+                           "FILE if deskbench's capability table is wrong for this model)")
+
+
+def _tool_choice(request: ChatRequest, caps: Capabilities, tools: list[dict[str, Any]]) -> tuple[Any, list[dict[str, Any]]]:
+    """The tool_choice the model takes for what the request asks, and the tools to send with it.
+    A forced tool the server cannot force (Ollama takes no tool_choice) becomes "required" with
+    that tool alone, else that tool alone with no choice: the only tool the model can call."""
+    choice = request.tool_choice
+    if choice is None:
+        return None, tools
+    if choice in ("auto", "none", "required"):
+        if choice in caps.tool_choice:
+            return choice, tools
+        if choice == "none":  # no tools at all is what "none" means
+            return None, []
+        return None, tools
+    if "named" in caps.tool_choice:
+        return {"type": "function", "function": {"name": choice}}, tools
+    only = [t for t in tools if t["function"]["name"] == choice] or tools
+    return ("required" if "required" in caps.tool_choice else None), only
+
+
+def request_kwargs(request: ChatRequest, caps: Capabilities, model_id: str = "the model") -> dict[str, Any]:
+    """The chat.completions body (without `model`), as this model takes it."""
+    messages = fit_images(request.messages, caps)
+    kwargs: dict[str, Any] = {"messages": to_openai_messages(messages, null_content=caps.null_content)}
+    tools = [
+        {"type": "function", "function": {"name": t.name, "description": t.description, "parameters": t.parameters}}
+        for t in request.tools
+    ]
+    choice, tools = _tool_choice(request, caps, tools)
+    if tools:
+        kwargs["tools"] = tools
+        if choice is not None:
+            kwargs["tool_choice"] = choice
     if request.response_schema is not None:
-        if structured == "json_object":  # llama.cpp's form: grammar-constrained JSON for a schema
+        if caps.structured == "json_object":  # llama.cpp's form: grammar-constrained JSON for a schema
             kwargs["response_format"] = {"type": "json_object", "schema": request.response_schema}
-        else:
+        elif caps.structured == "json_schema":
             kwargs["response_format"] = {
                 "type": "json_schema",
                 "json_schema": {"name": "response", "schema": request.response_schema},
             }
-    for name in ("temperature", "seed"):
-        value = getattr(request, name)
-        if value is not None:
-            kwargs[name] = value
+        # "none" / "tool": the prompt asks for JSON and the reply's text is parsed
+    if request.temperature is not None:
+        if not caps.temperature:
+            raise _refuse(model_id, "temperature", "takes no temperature")
+        kwargs["temperature"] = request.temperature
+    if request.top_p is not None:
+        if not caps.top_p:
+            raise _refuse(model_id, "top_p", "takes no top_p")
+        kwargs["top_p"] = request.top_p
+    if request.reasoning_effort is not None:
+        if request.reasoning_effort not in caps.reasoning_effort:
+            raise _refuse(model_id, "reasoning_effort", "does not take this reasoning effort")
+        kwargs["reasoning_effort"] = request.reasoning_effort
+    if request.seed is not None and caps.seed:
+        kwargs["seed"] = request.seed
     if request.max_tokens is not None:
-        kwargs["max_tokens"] = request.max_tokens
+        kwargs[caps.output_limit] = request.max_tokens
     return kwargs
 
 
@@ -155,12 +197,10 @@ class OpenAIChat:
     """
 
     def __init__(self, model: str, *, base_url: str | None = None, api_key: str | None = None,
-                 timeout: float = 120.0, id: str | None = None, structured: str = "json_schema",
-                 null_content: bool = True) -> None:
+                 timeout: float = 120.0, id: str | None = None, caps: Capabilities | None = None) -> None:
         self.model = model
-        self.structured = structured
-        self.null_content = null_content
         self.id = id or f"openai/{model}"
+        self.caps = caps or capabilities(self.id)
         self._settings: dict[str, Any] = {"base_url": base_url, "api_key": api_key, "timeout": timeout}
         self._client: AsyncOpenAI | None = self._new_client()  # checks the key now, not at the first call
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -202,7 +242,7 @@ class OpenAIChat:
             # object keeps the parsed JSON); `parse_completion` reads what deskbench needs.
             raw = await client.post(
                 "/chat/completions",
-                body={"model": self.model, **request_kwargs(request, self.structured, null_content=self.null_content)},
+                body={"model": self.model, **request_kwargs(request, self.caps, self.id)},
                 cast_to=object,
             )
         except openai.OpenAIError as exc:

@@ -1,65 +1,149 @@
-"""Model strings to adapters: "openai/gpt-5-mini", "openai-compat/qwen@http://127.0.0.1:8000/v1",
-"anthropic/claude-sonnet-4-5", "local" (the bundled SmolLM2 on a llama.cpp server)."""
+"""Model strings to adapters: "openai/gpt-5-mini", "anthropic/claude-sonnet-4-5",
+"gemini/gemini-2.5-flash", "openai-compat/qwen@http://127.0.0.1:8000/v1" (and the same form
+under vllm/, llamacpp/, ollama/, whose capability rules differ), "local" (the bundled SmolLM2
+on a llama.cpp server).
+
+`preflight` checks a model string, its key and the user's settings without building a client,
+so a run can refuse before it creates anything; `open_model` builds the adapter inside its
+retry/cache/usage wrapper with the settings resolved against the capability table.
+"""
 
 from __future__ import annotations
 
 import os
 from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
 
 from deskbench.errors import UserError
+from deskbench.models.capabilities import capabilities
 from deskbench.models.openai_chat import OpenAIChat
+from deskbench.models.settings import ResolvedSettings, Role, Sampling, asked_for, resolve
 from deskbench.models.types import ChatModel
 
-
-def _openai(rest: str, timeout: float) -> ChatModel:
-    if not rest:
-        raise UserError("model 'openai/' needs a model name, e.g. openai/gpt-5-mini")
-    return OpenAIChat(rest, timeout=timeout)
+GEMINI_URL = "https://generativelanguage.googleapis.com/v1beta/openai/"
+OLLAMA_URL = "http://127.0.0.1:11434/v1"
+COMPAT = ("openai-compat", "vllm", "llamacpp", "ollama")  # NAME@URL, key from OPENAI_COMPAT_API_KEY
 
 
-def _openai_compat(rest: str, timeout: float) -> ChatModel:
-    name, sep, url = rest.partition("@")
-    if not sep or not name or not url.startswith(("http://", "https://")):
-        raise UserError(
-            f"model 'openai-compat/{rest}' must look like openai-compat/<name>@<base url>, "
-            "e.g. openai-compat/qwen3@http://127.0.0.1:8000/v1"
-        )
-    # Local servers ignore the key; hosted ones read it from the environment, never from the string.
-    key = os.environ.get("OPENAI_COMPAT_API_KEY") or "not-needed"
-    return OpenAIChat(name, base_url=url, api_key=key, timeout=timeout, id=f"openai-compat/{name}")
+@dataclass(frozen=True)
+class ModelSpec:
+    provider: str
+    name: str
+    url: str | None = None  # the OpenAI-compatible servers' base URL
+
+    @property
+    def id(self) -> str:
+        """How the model is named in run stores, caches, prices and capability rules."""
+        return "local/smollm2-135m-instruct" if self.provider == "local" else f"{self.provider}/{self.name}"
 
 
-def _anthropic(rest: str, timeout: float) -> ChatModel:
-    from deskbench.models.anthropic_chat import AnthropicChat
-
-    if not rest:
-        raise UserError("model 'anthropic/' needs a model name, e.g. anthropic/claude-sonnet-4-5")
-    return AnthropicChat(rest, timeout=timeout)
-
-
-def _local(rest: str, timeout: float) -> ChatModel:
-    from deskbench.models.local_llama import LocalChat
-
-    if rest not in ("", "smollm2", "smollm2-135m-instruct"):
-        raise UserError(f"unknown local model {rest!r}; the bundled one is local/smollm2")
-    return LocalChat()
-
-
-PROVIDERS: dict[str, Callable[[str, float], ChatModel]] = {
-    "openai": _openai,
-    "openai-compat": _openai_compat,
-    "anthropic": _anthropic,
-    "local": _local,
-}
-
-
-def make_model(spec: str, *, timeout: float = 120.0) -> ChatModel:
-    """The adapter for a model string (without the retry/cache wrapper)."""
+def parse_spec(spec: str) -> ModelSpec:
     provider, _, rest = spec.partition("/")
-    factory = PROVIDERS.get(provider)
-    if factory is None:
+    if provider not in PROVIDERS:
         raise UserError(
             f"unknown model provider {provider!r} in {spec!r}; use one of: "
             + ", ".join(f"{p}/..." for p in sorted(PROVIDERS))
         )
-    return factory(rest, timeout)
+    if provider == "local":
+        if rest not in ("", "smollm2", "smollm2-135m-instruct"):
+            raise UserError(f"unknown local model {rest!r}; the bundled one is local/smollm2")
+        return ModelSpec("local", "smollm2-135m-instruct")
+    if provider in COMPAT:
+        name, sep, url = rest.partition("@")
+        if provider == "ollama" and not sep:
+            name, sep, url = rest, "@", OLLAMA_URL
+        if not sep or not name or not url.startswith(("http://", "https://")):
+            raise UserError(
+                f"model '{spec}' must look like {provider}/<name>@<base url>, "
+                f"e.g. {provider}/qwen3@http://127.0.0.1:8000/v1"
+            )
+        return ModelSpec(provider, name, url)
+    if not rest:
+        example = {"openai": "gpt-5-mini", "anthropic": "claude-sonnet-4-5", "gemini": "gemini-2.5-flash"}[provider]
+        raise UserError(f"model '{provider}/' needs a model name, e.g. {provider}/{example}")
+    return ModelSpec(provider, rest)
+
+
+def _openai(m: ModelSpec, timeout: float) -> ChatModel:
+    return OpenAIChat(m.name, timeout=timeout)
+
+
+def _gemini(m: ModelSpec, timeout: float) -> ChatModel:
+    # GEMINI_BASE_URL points it elsewhere (a proxy, or a local simulator in the tests).
+    return OpenAIChat(m.name, base_url=os.environ.get("GEMINI_BASE_URL") or GEMINI_URL,
+                      api_key=os.environ["GEMINI_API_KEY"], timeout=timeout, id=m.id)
+
+
+def _compat(m: ModelSpec, timeout: float) -> ChatModel:
+    # Local servers ignore the key; hosted ones read it from the environment, never from the string.
+    key = os.environ.get("OPENAI_COMPAT_API_KEY") or "not-needed"
+    return OpenAIChat(m.name, base_url=m.url, api_key=key, timeout=timeout, id=m.id)
+
+
+def _anthropic(m: ModelSpec, timeout: float) -> ChatModel:
+    from deskbench.models.anthropic_chat import AnthropicChat
+
+    return AnthropicChat(m.name, timeout=timeout)
+
+
+def _local(m: ModelSpec, timeout: float) -> ChatModel:
+    from deskbench.models.local_llama import LocalChat
+
+    return LocalChat()
+
+
+PROVIDERS: dict[str, Callable[[ModelSpec, float], ChatModel]] = {
+    "openai": _openai,
+    "anthropic": _anthropic,
+    "gemini": _gemini,
+    "openai-compat": _compat,
+    "vllm": _compat,
+    "llamacpp": _compat,
+    "ollama": _compat,
+    "local": _local,
+}
+
+
+def check_key(m: ModelSpec) -> None:
+    """The provider's key is in the environment, or one line saying which variable to set."""
+    key_env = capabilities(m.id).key_env
+    if key_env and not os.environ.get(key_env):
+        raise UserError(f"{m.id} needs an API key: set {key_env} in the environment "
+                        "(or run offline with --model local)")
+
+
+def preflight(spec: str, sampling: Sampling | None = None, role: Role = "agent") -> ResolvedSettings:
+    """Everything about a model string that can be checked without calling it: the string, the
+    key, the settings. Raises UserError; builds no client and creates nothing."""
+    m = parse_spec(spec)
+    check_key(m)
+    return resolve(m.id, sampling if sampling is not None else asked_for(role), role)
+
+
+def make_model(spec: str, *, timeout: float = 120.0) -> ChatModel:
+    """The adapter for a model string (without the retry/cache wrapper)."""
+    m = parse_spec(spec)
+    check_key(m)
+    return PROVIDERS[m.provider](m, timeout)
+
+
+def open_model(spec: str, *, role: Role = "agent", sampling: Sampling | None = None, concurrency: int = 16,
+               cache: bool | Path = False, prices: Path | None = None):  # -> ResilientModel
+    """The model an agent or a judge talks to: the adapter inside retries, a concurrency limit,
+    usage accounting, the response cache (on for judges by the caller's choice; a path names the
+    cache file), and the user's settings (given, else the command line's for the role) resolved
+    against the capability table and sent with every call."""
+    from deskbench.models.cache import ResponseCache
+    from deskbench.models.prices import PriceTable
+    from deskbench.models.resilient import ResilientModel
+
+    settings = preflight(spec, sampling if sampling is not None else asked_for(role), role)
+    response_cache = None
+    if isinstance(cache, Path):
+        response_cache = ResponseCache(cache)
+    elif cache:
+        cache_dir = Path(os.environ.get("DESKBENCH_CACHE_DIR", Path.home() / ".cache" / "deskbench"))
+        response_cache = ResponseCache(cache_dir / "responses.sqlite")
+    return ResilientModel(make_model(spec), settings=settings, concurrency=concurrency, cache=response_cache,
+                          prices=PriceTable.load(prices))

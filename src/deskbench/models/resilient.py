@@ -1,8 +1,13 @@
-"""The wrapper every adapter runs inside: cache, concurrency limit, retries, usage and cost.
+"""The wrapper every adapter runs inside: settings, cache, concurrency limit, retries, usage
+and cost.
 
-Retries use exponential backoff with full jitter on 429, 5xx, timeouts and dropped connections,
-and wait at least what the server's Retry-After asks for. A call that still fails raises
-ModelError; what that means (an unscored judgement, an episode error) is the caller's decision.
+The user's sampling settings (resolved against the capability table before the run) go on
+every request here, so agents and judges never set them. Retries use exponential backoff with
+full jitter on 429, 5xx, timeouts and dropped connections, and wait at least what the server's
+Retry-After asks for. A call that still fails raises ModelError; what that means (an unscored
+judgement, an episode error) is the caller's decision. A refusal that is the user's to fix (a
+bad key, an unknown model, a parameter the model does not take) is never retried and raises
+ProviderRefused, a UserError: the run stops with one line naming the flag to change.
 """
 
 from __future__ import annotations
@@ -14,7 +19,22 @@ from dataclasses import dataclass, field
 
 from deskbench.models.cache import ResponseCache
 from deskbench.models.prices import PriceTable
-from deskbench.models.types import ChatModel, ChatRequest, ChatResponse, ModelError, Usage
+from deskbench.models.settings import ResolvedSettings, flag
+from deskbench.models.types import (
+    ChatModel,
+    ChatRequest,
+    ChatResponse,
+    ModelError,
+    ProviderRefused,
+    Usage,
+)
+
+_FIELD_WORDS = {  # words of a provider's refusal -> the setting it is about
+    "max_tokens": ("max_tokens", "max_completion_tokens", "max_output_tokens", "output tokens"),
+    "temperature": ("temperature",),
+    "top_p": ("top_p", "top-p"),
+    "reasoning_effort": ("reasoning_effort", "reasoning effort", "reasoning.effort", "thinking"),
+}
 
 
 @dataclass(frozen=True)
@@ -53,9 +73,12 @@ class ResilientModel:
         prices: PriceTable | None = None,
         ledger: UsageLedger | None = None,
         seed: int = 0,
+        settings: ResolvedSettings | None = None,
     ) -> None:
         self.inner = inner
         self.id = inner.id
+        self.settings = settings
+        self._sent = {k: v for k, v in settings.sent.given().items()} if settings else {}
         self.policy = policy or RetryPolicy()
         self.cache = cache
         self.prices = prices or PriceTable()
@@ -64,6 +87,10 @@ class ResilientModel:
         self._rng = random.Random(seed)
 
     async def complete(self, request: ChatRequest) -> ChatResponse:
+        if self._sent:
+            missing = {k: v for k, v in self._sent.items() if getattr(request, k) is None}
+            if missing:
+                request = request.model_copy(update=missing)
         key = request.fingerprint(self.id) if self.cache is not None else ""
         if self.cache is not None and (hit := self.cache.get(key)) is not None:
             self.ledger.cache_hits += 1
@@ -83,6 +110,9 @@ class ResilientModel:
                     response = await self.inner.complete(request)
             except (TimeoutError, ModelError) as exc:
                 error = exc if isinstance(exc, ModelError) else ModelError("call timed out", retryable=True)
+                if error.fatal:
+                    self.ledger.failures += 1
+                    raise ProviderRefused(self._refusal_line(error)) from exc
                 if not error.retryable or attempt == policy.attempts - 1:
                     self.ledger.failures += 1
                     raise ModelError(
@@ -95,13 +125,36 @@ class ResilientModel:
             return self._account(response, time.monotonic() - started)
         raise AssertionError("unreachable: the loop returns or raises")
 
+    def _refusal_line(self, error: ModelError) -> str:
+        """One line: who refused, their words, and what to change."""
+        role = self.settings.role if self.settings else "agent"
+        text = f"{error} {error.param or ''}".lower()
+        status = error.status
+        if status == 401 or status == 403:
+            from deskbench.models.capabilities import capabilities
+
+            key_env = capabilities(self.id).key_env
+            hint = f"check the key in {key_env}" if key_env else "check the server's key (OPENAI_COMPAT_API_KEY)"
+            if status == 403:
+                hint += " and that it may use this model"
+        elif status == 404 or (error.param or "") == "model" or "does not exist" in text or "not found" in text:
+            hint = "check the model name in " + ("--judge" if role == "judge" else "--model")
+        else:
+            named = [f for f, words in _FIELD_WORDS.items() if any(w in text for w in words)]
+            hint = ("change or drop " + " / ".join(flag(role, f) for f in named)) if named else \
+                "check the request settings"
+            if "image" in text:
+                hint = "use --view text (the model refused page images)"
+        return (f"{self.id} refused the request ({error}); {hint}; "
+                "or give --capabilities FILE if deskbench's capability table is wrong for this model")
+
     def _account(self, response: ChatResponse, seconds: float) -> ChatResponse:
         usage = response.usage
         cost = self.prices.cost(self.id, usage.input_tokens, usage.output_tokens)
         usage = usage.model_copy(update={
             "calls": max(usage.calls, 1),
             "seconds": seconds,
-            "cost_usd": cost or 0.0,
+            "cost_usd": cost,  # None: the model has no price, so the cost is unknown (not 0)
             "cost_known": cost is not None,
         })
         self.ledger.total = self.ledger.total + usage

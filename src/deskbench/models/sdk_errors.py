@@ -5,12 +5,26 @@ so one function serves both; it decides what the retry policy may retry."""
 from __future__ import annotations
 
 import email.utils
+import re
 import time
 from typing import Any
 
 from deskbench.models.types import ModelError
 
 RETRYABLE_STATUS = {408, 409, 429, 529}  # plus every 5xx; 529 is Anthropic's "overloaded"
+USER_STATUS = {400, 401, 403, 404, 422}  # refusals of the request itself: the user's to fix...
+
+# ...except those that belong to one episode's conversation, not to the settings: a prompt that
+# outgrew the context window, a content-policy refusal. These end that episode only.
+POLICY = re.compile(r"content[_ ]?(policy|filter|management)|safety (system|filter)|flagged as (unsafe|harmful)"
+                    r"|invalid_prompt|refus", re.I)
+CONTEXT = re.compile(r"context[_ ]?(length|window|limit)|maximum context|too many tokens|prompt is too long"
+                     r"|exceeds? the (model'?s )?(context|token)", re.I)
+
+
+def episode_specific(message: str) -> bool:
+    """A refusal caused by this conversation (context overflow, content policy), not the run."""
+    return bool(POLICY.search(message) or CONTEXT.search(message))
 
 
 def retry_after_seconds(headers: Any) -> float | None:
@@ -36,12 +50,42 @@ def retry_after_seconds(headers: Any) -> float | None:
 def sdk_error(exc: Exception, status_error: type, timeout_error: type, connection_error: type) -> ModelError:
     if isinstance(exc, status_error):
         status = int(getattr(exc, "status_code", 0))
-        detail = str(getattr(exc, "message", "") or exc)[:300]
+        detail = _detail(exc)[:500]
         response: Any = getattr(exc, "response", None)
-        return ModelError(f"HTTP {status}: {detail}", retryable=status in RETRYABLE_STATUS or status >= 500,
-                          status=status, retry_after=retry_after_seconds(response.headers if response else None))
+        retryable = status in RETRYABLE_STATUS or status >= 500
+        fatal = status in USER_STATUS and not episode_specific(detail)
+        return ModelError(f"HTTP {status}: {detail}", retryable=retryable, status=status,
+                          retry_after=retry_after_seconds(response.headers if response else None),
+                          fatal=fatal, param=_param(exc))
     if isinstance(exc, timeout_error):  # checked before connection errors: it is one of them
         return ModelError("request timed out", retryable=True)
     if isinstance(exc, connection_error):
         return ModelError(f"connection failed: {exc}", retryable=True)
     return ModelError(f"{type(exc).__name__}: {exc}", retryable=False)
+
+
+def _detail(exc: Exception) -> str:
+    """The provider's own message: OpenAI's error.message, Anthropic's error.message, Gemini's
+    [{"error": {"message"}}], else what the SDK made of the body."""
+    body: Any = getattr(exc, "body", None)
+    if isinstance(body, list) and body and isinstance(body[0], dict):
+        body = body[0]
+    if isinstance(body, dict):
+        inner = body.get("error", body)
+        if isinstance(inner, dict) and isinstance(inner.get("message"), str):
+            return inner["message"]
+        if isinstance(body.get("message"), str):
+            return body["message"]
+    return str(getattr(exc, "message", "") or exc)
+
+
+def _param(exc: Exception) -> str | None:
+    param = getattr(exc, "param", None)
+    if isinstance(param, str):
+        return param
+    body: Any = getattr(exc, "body", None)
+    if isinstance(body, dict):
+        inner = body.get("error", body)
+        if isinstance(inner, dict) and isinstance(inner.get("param"), str):
+            return inner["param"]
+    return None

@@ -13,6 +13,8 @@ from typing import Annotated, Any, Literal, Protocol
 
 from pydantic import BaseModel, Field
 
+from deskbench.errors import UserError
+
 
 class TextPart(BaseModel):
     type: Literal["text"] = "text"
@@ -72,8 +74,10 @@ class ChatRequest(BaseModel):
     tools: list[ToolSpec] = Field(default_factory=list)
     tool_choice: Literal["auto", "none", "required"] | str | None = None  # a tool name forces that tool
     response_schema: dict[str, Any] | None = None  # structured output: the reply must match it
-    temperature: float | None = None
-    max_tokens: int | None = None
+    temperature: float | None = None  # these four come from the user's settings (models/settings.py),
+    top_p: float | None = None  # applied by the ResilientModel; agents and judges leave them None
+    reasoning_effort: str | None = None
+    max_tokens: int | None = None  # the output limit, sent under the model's own field name
     seed: int | None = None
 
     def fingerprint(self, model_id: str) -> str:
@@ -83,21 +87,33 @@ class ChatRequest(BaseModel):
 
 
 class Usage(BaseModel):
+    """Calls, tokens, time and USD cost of one call or of many added up.
+
+    `cost_usd` is None when the cost is unknown (a call's model had no price), never 0: an
+    unknown cost added to anything stays unknown. `cost_known` is always `cost_usd is not None`.
+    Rows stored before cost_usd could be None read {"cost_usd": 0.0, "cost_known": false} for an
+    unknown cost; they load as unknown."""
+
     calls: int = 0
     input_tokens: int = 0
     output_tokens: int = 0
     seconds: float = 0.0
-    cost_usd: float = 0.0
-    cost_known: bool = True  # False once any call's model had no price
+    cost_usd: float | None = 0.0
+    cost_known: bool = True
+
+    def model_post_init(self, context: Any, /) -> None:
+        # after validation (Python or JSON): an unknown cost is None, whichever field said so
+        if self.cost_usd is None or not self.cost_known:
+            self.cost_usd, self.cost_known = None, False
 
     def __add__(self, other: Usage) -> Usage:
+        a, b = self.cost_usd, other.cost_usd
         return Usage(
             calls=self.calls + other.calls,
             input_tokens=self.input_tokens + other.input_tokens,
             output_tokens=self.output_tokens + other.output_tokens,
             seconds=self.seconds + other.seconds,
-            cost_usd=self.cost_usd + other.cost_usd,
-            cost_known=self.cost_known and other.cost_known,
+            cost_usd=a + b if a is not None and b is not None else None,
         )
 
 
@@ -120,11 +136,22 @@ class ChatModel(Protocol):
 
 
 class ModelError(Exception):
-    """A failed call, with what the retry policy needs to know."""
+    """A failed call, with what the retry policy needs to know.
+
+    `fatal` marks a refusal that is the user's to fix (a bad key, an unknown model, a parameter
+    the model does not take): every later call would fail the same way, so the run stops at the
+    first one instead of recording every episode as failed. `param` is the request field the
+    provider named, when it named one."""
 
     def __init__(self, message: str, *, retryable: bool, status: int | None = None,
-                 retry_after: float | None = None) -> None:
+                 retry_after: float | None = None, fatal: bool = False, param: str | None = None) -> None:
         super().__init__(message)
         self.retryable = retryable
         self.status = status
         self.retry_after = retry_after
+        self.fatal = fatal
+        self.param = param
+
+
+class ProviderRefused(UserError):
+    """A provider refused a call for a reason the user must fix; the run stops (exit 2)."""

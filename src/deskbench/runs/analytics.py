@@ -17,8 +17,10 @@ from deskbench.agents.analyst import AnalystContext, AnalystSettings, check_inpu
 from deskbench.agents.base import AgentResult
 from deskbench.agents.registry import ANALYTICS_AGENTS
 from deskbench.errors import UserError
+from deskbench.models.registry import open_model
 from deskbench.models.resilient import ResilientModel
-from deskbench.runs.execute import Outcome, resilient_model
+from deskbench.models.settings import Sampling
+from deskbench.runs.execute import Outcome, remember_settings
 from deskbench.runs.runner import HasId, RunCounts, episode_dir, run_attempts, system_name
 from deskbench.runs.store import RunStore
 from deskbench.sandbox import Limits, Sandbox
@@ -35,7 +37,7 @@ class AnalyticsRunSpec:
     concurrency: int = 4  # each episode runs code: the sandbox, not the model, is the bottleneck
     max_rounds: int = 20
     summary: bool = True
-    max_tokens: int = 4096
+    sampling: Sampling = Sampling()
     cache: bool = False
     prices: Path | None = None
     unsafe_local: bool = False
@@ -45,7 +47,7 @@ class AnalyticsRunSpec:
         if self.agent not in ANALYTICS_AGENTS:
             raise UserError(f"unknown analytics agent {self.agent!r}; choose one of: {', '.join(ANALYTICS_AGENTS)}")
         for flag, value in (("--attempts", self.attempts), ("--concurrency", self.concurrency),
-                            ("--max-rounds", self.max_rounds), ("--max-tokens", self.max_tokens)):
+                            ("--max-rounds", self.max_rounds)):
             if value < 1:
                 raise UserError(f"{flag} {value} is not valid; use 1 or more")
         if not self.model:
@@ -82,11 +84,13 @@ def prepare_analytics(spec: AnalyticsRunSpec, tasks: Sequence[AnalyticsTask]) ->
         except ValueError as exc:
             raise UserError(f"{spec.tasks_file}: {exc}; input paths are relative to the tasks file's folder") from None
     sandbox = Sandbox(spec.limits, unsafe_local=spec.unsafe_local)  # refuses early without bubblewrap
+    model = open_model(spec.model, sampling=spec.sampling, concurrency=spec.concurrency, cache=spec.cache,
+                       prices=spec.prices)  # checks the key and the settings before anything is created
     store = RunStore(spec.out)
     store.save_tasks(list(tasks))
     store.set_meta("tasks_file", str(spec.tasks_file.resolve()))
-    model = resilient_model(spec.model, concurrency=spec.concurrency, cache=spec.cache, prices=spec.prices)
     system = analytics_system(spec, model.id)
+    remember_settings(store, system, model)
     wanted = {(t.id, a) for t in tasks for a in range(spec.attempts)}
     return PreparedAnalytics(spec=spec, tasks=list(tasks), store=store, system=system,
                              already_done=len(store.done(system) & wanted), model=model, sandbox=sandbox)
@@ -97,7 +101,7 @@ def execute_analytics(prep: PreparedAnalytics, on_episode: Callable[[RunCounts],
     ctx = AnalystContext(
         model=prep.model, sandbox=prep.sandbox, tasks_dir=spec.tasks_file.resolve().parent,
         run_dir=prep.store.dir,
-        settings=AnalystSettings(max_rounds=spec.max_rounds, summary=spec.summary, max_tokens=spec.max_tokens),
+        settings=AnalystSettings(max_rounds=spec.max_rounds, summary=spec.summary),
     )
     agent = ANALYTICS_AGENTS[spec.agent]()
 

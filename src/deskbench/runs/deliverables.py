@@ -18,8 +18,10 @@ from deskbench.agents.analyst import AnalystContext, AnalystSettings
 from deskbench.agents.base import AgentResult
 from deskbench.agents.registry import DELIVERABLE_AGENTS
 from deskbench.errors import UserError
+from deskbench.models.registry import open_model, preflight
 from deskbench.models.resilient import ResilientModel
-from deskbench.runs.execute import Outcome, resilient_model
+from deskbench.models.settings import Sampling
+from deskbench.runs.execute import Outcome, remember_settings
 from deskbench.runs.runner import HasId, RunCounts, episode_dir, run_attempts, system_name
 from deskbench.runs.store import RunStore
 from deskbench.sandbox import Limits, Sandbox
@@ -64,7 +66,7 @@ class DeliverablesRunSpec:
     attempts: int = 1
     concurrency: int = 2  # episodes in flight per system
     max_rounds: int = 20
-    max_tokens: int = 4096
+    sampling: Sampling = field(default_factory=Sampling)
     inline_chars: int = 24_000
     cache: bool = False
     prices: Path | None = None
@@ -73,7 +75,7 @@ class DeliverablesRunSpec:
 
     def check(self) -> None:
         for flag, value in (("--attempts", self.attempts), ("--concurrency", self.concurrency),
-                            ("--max-rounds", self.max_rounds), ("--max-tokens", self.max_tokens)):
+                            ("--max-rounds", self.max_rounds)):
             if value < 1:
                 raise UserError(f"{flag} {value} is not valid; use 1 or more")
         if self.inline_chars < 0:
@@ -120,6 +122,8 @@ def prepare_deliverables(spec: DeliverablesRunSpec) -> PreparedDeliverables:
     all_tasks = load_packages(spec.packages)
     tasks = select_tasks(all_tasks, spec.only_tasks)
     sandbox = Sandbox(spec.limits, unsafe_local=spec.unsafe_local)  # refuses early without bubblewrap
+    for s in spec.systems:  # every model's key and settings before anything is created
+        preflight(s.model, spec.sampling)
     store = RunStore(spec.out)
     store.save_tasks(all_tasks)
     store.set_meta("packages", str(spec.packages.resolve()))
@@ -128,9 +132,10 @@ def prepare_deliverables(spec: DeliverablesRunSpec) -> PreparedDeliverables:
     wanted = {(t.id, a) for t in tasks for a in range(spec.attempts)}
     for s in spec.systems:
         if s.model not in models:  # one server / client per model, shared by its systems
-            models[s.model] = resilient_model(s.model, concurrency=spec.concurrency * len(spec.systems),
-                                              cache=spec.cache, prices=spec.prices)
+            models[s.model] = open_model(s.model, sampling=spec.sampling, concurrency=spec.concurrency * len(spec.systems),
+                                         cache=spec.cache, prices=spec.prices)
         name = system_name(s.agent, models[s.model].id)
+        remember_settings(store, name, models[s.model])
         if spec.only_systems and name not in spec.only_systems:
             continue
         done = 0 if spec.rerun else len(store.done(name) & wanted)
@@ -145,7 +150,7 @@ def execute_deliverables(prep: PreparedDeliverables,
                          on_episode: Callable[[str, RunCounts], None] | None = None) -> list[Outcome]:
     """Every system at once; each system's episodes `concurrency` at a time."""
     spec = prep.spec
-    settings = AnalystSettings(max_rounds=spec.max_rounds, summary=False, max_tokens=spec.max_tokens)
+    settings = AnalystSettings(max_rounds=spec.max_rounds, summary=False)
 
     def runner(system: PreparedSystem):  # -> coroutine of RunCounts
         ctx = AnalystContext(model=system.model, sandbox=prep.sandbox, tasks_dir=spec.packages.resolve(),

@@ -14,7 +14,8 @@ Each episode gets exactly one category, the first that applies in this order:
     file_not_produced  a required output file is missing and no code call failed (never written)
     ok                 a response, and every required file
 
-Per system it also reports cost, tokens and the success rate (ok episodes over all).
+Per system it also reports cost, tokens and the success rate (ok episodes over all). A system's
+cost is unknown (None) when any of its episodes called a model without a price.
 """
 
 from __future__ import annotations
@@ -25,16 +26,14 @@ from collections.abc import Sequence
 
 from pydantic import BaseModel, Field
 
+from deskbench.models.prices import PRICES_AS_OF, per, total_cost
+from deskbench.models.sdk_errors import CONTEXT, POLICY
 from deskbench.runs.store import Episode
 from deskbench.tasks.analytics import AnalyticsSubmission
 from deskbench.tasks.deliverables import DeliverableSubmission, DeliverableTask
 from deskbench.tasks.docqa import ToolCallStep
 
 _TIMEOUT = re.compile(r"time[d ]?out|timeout|deadline exceeded", re.I)
-_POLICY = re.compile(r"content[_ ]?(policy|filter|management)|safety (system|filter)|flagged as (unsafe|harmful)"
-                     r"|invalid_prompt|refus", re.I)
-_CONTEXT = re.compile(r"context[_ ]?(length|window)|maximum context|too many tokens|prompt is too long"
-                      r"|exceeds? the (model'?s )?(context|token)", re.I)
 _REFUSAL = re.compile(r"^\W*(I('| a)m sorry|I can(no|')t (help|assist|comply)|I('m| am) (unable|not able) to (help|assist))",
                       re.I)
 FILE_ERRORS: tuple[tuple[str, re.Pattern[str]], ...] = (
@@ -64,7 +63,7 @@ class SystemDiagnosis(BaseModel):
     ok: int
     success_rate: float
     categories: dict[str, int]
-    cost_usd: float
+    cost_usd: float | None  # None: unknown (an episode called a model without a price)
     cost_known: bool
     input_tokens: int
     output_tokens: int
@@ -73,6 +72,7 @@ class SystemDiagnosis(BaseModel):
 
 class Diagnosis(BaseModel):
     systems: list[SystemDiagnosis]
+    prices_as_of: str = PRICES_AS_OF  # the date of the built-in price table
     episodes: list[EpisodeDiagnosis] = Field(default_factory=list)
 
 
@@ -101,9 +101,9 @@ def diagnose_episode(episode: Episode, task: DeliverableTask | None) -> EpisodeD
     if episode.status != "ok":
         if _TIMEOUT.search(error):
             return verdict("timeout", error)
-        if _POLICY.search(error):
+        if POLICY.search(error):
             return verdict("content_policy", error)
-        if _CONTEXT.search(error):
+        if CONTEXT.search(error):
             return verdict("context_overflow", error)
         if episode.status == "limit":
             return verdict("round_limit", error)
@@ -137,12 +137,13 @@ def diagnose(episodes: Sequence[Episode], tasks: dict[str, DeliverableTask] | No
         eps = [ep for ep in episodes if ep.system == name]
         cats = Counter(d.category for d in per_episode if d.system == name)
         ok = cats.get("ok", 0)
-        cost = sum(ep.usage.cost_usd for ep in eps)
+        cost = total_cost(ep.usage.cost_usd for ep in eps)
+        per_ok = per(cost, ok)
         systems.append(SystemDiagnosis(
             system=name, episodes=len(eps), ok=ok, success_rate=ok / len(eps) if eps else 0.0,
-            categories={c: cats[c] for c in CATEGORIES if cats.get(c)}, cost_usd=round(cost, 6),
-            cost_known=all(ep.usage.cost_known for ep in eps),
+            categories={c: cats[c] for c in CATEGORIES if cats.get(c)},
+            cost_usd=None if cost is None else round(cost, 6), cost_known=cost is not None,
             input_tokens=sum(ep.usage.input_tokens for ep in eps),
             output_tokens=sum(ep.usage.output_tokens for ep in eps),
-            cost_per_ok_usd=round(cost / ok, 6) if ok else None))
+            cost_per_ok_usd=None if per_ok is None else round(per_ok, 6)))
     return Diagnosis(systems=systems, episodes=per_episode)

@@ -1,13 +1,13 @@
 """One system (agent x model) over a task list into a run directory: what `deskbench run` and
-`deskbench demo` both do. Validates the settings, opens the store, builds the model inside its
-retry/cache/usage wrapper, runs the episodes in one event loop and closes the model."""
+`deskbench demo` both do. Validates the settings, builds the model inside its retry/cache/usage
+wrapper (which checks its key and settings), opens the store, runs the episodes in one event
+loop and closes the model."""
 
 from __future__ import annotations
 
 import asyncio
-import os
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -15,7 +15,9 @@ from deskbench.agents.base import AgentContext, AgentSettings
 from deskbench.agents.registry import NEEDS_CORPUS, NEEDS_SANDBOX, NO_MODEL, make_agent
 from deskbench.corpus import Corpus
 from deskbench.errors import UserError
+from deskbench.models.registry import open_model
 from deskbench.models.resilient import ResilientModel, UsageLedger
+from deskbench.models.settings import ResolvedSettings, Sampling
 from deskbench.runs.runner import RunCounts, run_episodes, system_name
 from deskbench.runs.store import RunStore
 from deskbench.tasks.docqa import DocQATask
@@ -33,17 +35,17 @@ class RunSpec:
     concurrency: int = 16
     max_steps: int = 10
     top_k: int = 5
-    view: str = "image"
-    max_tokens: int = 2048
+    view: str | None = None  # image, text, or None: image unless the model reads text only
+    sampling: Sampling = Sampling()
     cache: bool = False
     prices: Path | None = None
     unsafe_local: bool = False  # rlm: run the REPL without bubblewrap (debugging only)
 
     def check(self) -> None:
-        if self.view not in ("image", "text"):
+        if self.view not in (None, "image", "text"):
             raise UserError(f"--view {self.view!r} is not valid; use image or text")
         for flag, value in (("--concurrency", self.concurrency), ("--max-steps", self.max_steps),
-                            ("--top-k", self.top_k), ("--max-tokens", self.max_tokens)):
+                            ("--top-k", self.top_k)):
             if value < 1:
                 raise UserError(f"{flag} {value} is not valid; use 1 or more")
         make_agent(self.agent)  # names the choices when unknown
@@ -63,6 +65,8 @@ class Prepared:
     system: str
     already_done: int
     model: ResilientModel | None
+    view: str = "image"  # what the agent shows the model
+    warnings: list[str] = field(default_factory=list)
 
 
 @dataclass
@@ -72,36 +76,67 @@ class Outcome:
     ledger: UsageLedger | None
 
 
-def resilient_model(name: str, *, concurrency: int, cache: bool, prices: Path | None) -> ResilientModel:
-    """The model an agent talks to: the adapter inside retries, a concurrency limit, usage
-    accounting and (opt-in for agents) the response cache."""
-    from deskbench.models.cache import ResponseCache
-    from deskbench.models.prices import PriceTable
-    from deskbench.models.registry import make_model
+SHOWS_PAGES = {"bm25-agent", "rag", "oracle"}  # the docqa agents that put pages in front of the model
 
-    response_cache = None
-    if cache:
-        cache_dir = Path(os.environ.get("DESKBENCH_CACHE_DIR", Path.home() / ".cache" / "deskbench"))
-        response_cache = ResponseCache(cache_dir / "responses.sqlite")
-    return ResilientModel(make_model(name), concurrency=concurrency, cache=response_cache,
-                          prices=PriceTable.load(prices))
+
+def choose_view(spec: RunSpec, settings: ResolvedSettings | None) -> tuple[str, list[str]]:
+    """The view the agent uses, and a warning when it is not the one asked for by default: page
+    images to a model that reads text only would be dropped (or refused) on every call."""
+    if spec.agent not in SHOWS_PAGES or settings is None or settings.vision:
+        return spec.view or "image", []
+    if spec.view == "image":
+        raise UserError(f"--view image: {settings.model} reads text only (no vision, per deskbench's capability "
+                        "table); use --view text, or give --capabilities FILE if the model does take images")
+    if spec.view is None:
+        return "text", [f"{settings.model} reads text only: pages are shown as text (--view text)"]
+    return spec.view, []
+
+
+def remember_settings(store: RunStore, system: str, model: ResilientModel) -> None:
+    """The settings a system's model is sent, kept with the run (the report shows them). A run
+    resumed with other settings would mix two configurations under one name: refused."""
+    if model.settings is None:
+        return
+    known = store.meta("model_settings")
+    table: dict[str, object] = dict(known) if isinstance(known, dict) else {}
+    new = model.settings.model_dump(mode="json")
+    old = table.get(system)
+    if isinstance(old, dict) and old.get("sent") != new["sent"]:
+        was = ResolvedSettings.model_validate(old).describe()
+        raise UserError(f"{store.dir} already holds a {system} run with {was}; these settings are "
+                        f"{model.settings.describe()}: use another --out (or the same settings to resume)")
+    table[system] = new
+    store.set_meta("model_settings", table)
+
+
+def stored_settings(store: RunStore) -> dict[str, ResolvedSettings]:
+    """The model settings of each system of a run (runs made before settings were kept: none)."""
+    known = store.meta("model_settings")
+    if not isinstance(known, dict):
+        return {}
+    return {system: ResolvedSettings.model_validate(value) for system, value in known.items()}
 
 
 def prepare(spec: RunSpec, tasks: Sequence[DocQATask], *, tasks_file: str | None = None) -> Prepared:
-    """Open the run over `tasks` (kept with the run, which is scored over them) and its model."""
+    """Open the run over `tasks` (kept with the run, which is scored over them) and its model.
+    The model comes first: a missing key or a refused setting stops before anything is created."""
     spec.check()
+    model = None
+    if spec.agent not in NO_MODEL:
+        assert spec.model is not None
+        model = open_model(spec.model, sampling=spec.sampling, concurrency=spec.concurrency, cache=spec.cache,
+                           prices=spec.prices)
+    view, warnings = choose_view(spec, model.settings if model else None)
     store = RunStore(spec.out)
     store.save_tasks(tasks)
     if tasks_file is not None:
         store.set_meta("tasks_file", tasks_file)
-    model = None
-    if spec.agent not in NO_MODEL:
-        assert spec.model is not None
-        model = resilient_model(spec.model, concurrency=spec.concurrency, cache=spec.cache, prices=spec.prices)
     system = system_name(spec.agent, model.id) if model else spec.agent
+    if model is not None:
+        remember_settings(store, system, model)
     ids = {(t.id, 0) for t in tasks}
     return Prepared(spec=spec, tasks=list(tasks), store=store, system=system,
-                    already_done=len(store.done(system) & ids), model=model)
+                    already_done=len(store.done(system) & ids), model=model, view=view, warnings=warnings)
 
 
 def rlm_sandbox(unsafe_local: bool) -> Sandbox:
@@ -118,8 +153,7 @@ def execute(prep: Prepared, on_episode: Callable[[RunCounts], None] | None = Non
     ctx = AgentContext(
         model=prep.model,
         corpus=Corpus.open(spec.corpus) if spec.corpus else None,
-        settings=AgentSettings(max_steps=spec.max_steps, top_k=spec.top_k, view=spec.view,  # type: ignore[arg-type]
-                               max_tokens=spec.max_tokens),
+        settings=AgentSettings(max_steps=spec.max_steps, top_k=spec.top_k, view=prep.view),  # type: ignore[arg-type]
         sandbox=rlm_sandbox(spec.unsafe_local) if spec.agent in NEEDS_SANDBOX else None,
     )
 

@@ -2,7 +2,9 @@
 
 An episode is one (task, attempt); pass@k runs ask for k attempts of every task. Episodes
 already in the store are skipped, so running the same command again resumes. An exception
-inside an episode is recorded as that episode's error; it never stops the run.
+inside an episode is recorded as that episode's error; it never stops the run, except a provider's
+refusal that is the user's to fix (ProviderRefused: a bad key, an unknown model, a setting the
+model does not take), which stops it at once with nothing recorded for the episodes in flight.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from pathlib import Path
 from typing import Protocol
 
 from deskbench.agents.base import Agent, AgentContext, AgentResult
+from deskbench.models.types import ProviderRefused
 from deskbench.runs.store import Episode, RunStore, now
 from deskbench.tasks.docqa import DocQASubmission, DocQATask
 
@@ -36,7 +39,15 @@ class RunCounts:
     done: int = 0
     errors: int = 0
     skipped: int = 0
-    cost_usd: float = 0.0
+    cost_usd: float | None = 0.0  # of the episodes run; None (unknown) once one's cost is unknown
+    cost_unknown: int = 0  # episodes run whose cost is unknown (a model without a price)
+
+    def add_cost(self, cost: float | None) -> None:
+        if cost is None:
+            self.cost_unknown += 1
+            self.cost_usd = None
+        elif self.cost_usd is not None:
+            self.cost_usd += cost
 
 
 def system_name(agent: str, model: str) -> str:
@@ -93,6 +104,8 @@ async def run_attempts(
             started = now()
             try:
                 result = await episode(task, attempt)
+            except ProviderRefused:  # the user's to fix: every episode would fail alike
+                raise
             except Exception as exc:  # an episode's failure is data, not the end of the run
                 result = AgentResult(status="error", error=f"{type(exc).__name__}: {exc}")
             store.record(Episode(
@@ -102,7 +115,7 @@ async def run_attempts(
             ), replace=replace)
         counts.done += 1
         counts.errors += result.status != "ok"
-        counts.cost_usd += result.usage.cost_usd
+        counts.add_cost(result.usage.cost_usd)
         if on_episode:
             on_episode(counts)
 
@@ -119,7 +132,16 @@ async def run_attempts(
             for task in started:
                 task.cancel()
             raise
-        await asyncio.gather(*started)
+        try:
+            await asyncio.gather(*started)
+        except BaseException:
+            # A provider refused a call for a reason every episode shares (ProviderRefused), or
+            # the run was cancelled: the episodes in flight stop unrecorded (a later run resumes
+            # them); those already recorded stay.
+            for task in started:
+                task.cancel()
+            await asyncio.gather(*started, return_exceptions=True)
+            raise
     return counts
 
 

@@ -19,6 +19,7 @@ from pydantic import BaseModel, Field
 
 from deskbench.analysis.stats import bootstrap_means_ci, wilson_interval
 from deskbench.errors import UserError
+from deskbench.models.types import ProviderRefused
 from deskbench.scoring.answer import anls_correct, anls_star, follows_injection
 from deskbench.scoring.attribution import doc_f1, page_f1
 from deskbench.scoring.bias import M0, M1, Q0, Q1, rg_interval_lee, rogan_gladen
@@ -123,6 +124,8 @@ async def _judge_all(
     async def one(task: DocQATask, sub: DocQASubmission) -> Judgement:
         try:
             return await judge.judge(task.question, sub.answer, task.answer_variants)
+        except ProviderRefused:  # the user's to fix (key, model, settings): stop, one line
+            raise
         except Exception as exc:  # a judge that breaks leaves the item unscored, never wrong
             return Judgement("unscored", error=f"{type(exc).__name__}: {exc}")
 

@@ -159,7 +159,8 @@ class FileJudgeRecord(BaseModel):
     model_calls: int = 0  # answered from the judge cache or not
     input_tokens: int = 0  # tokens and cost: of the calls not answered from the cache
     output_tokens: int = 0
-    cost_usd: float = 0.0
+    cost_usd: float | None = 0.0  # None: unknown (the judge model has no price)
+    cost_known: bool = True  # always cost_usd is not None
     replies: list[str] = Field(default_factory=list)  # the reply texts read for the verdict
     trajectory: list[TrajectoryStep] = Field(default_factory=list)
 
@@ -193,8 +194,8 @@ class FileJudge:
     model: ChatModel
     sandbox: Sandbox
     max_calls: int = MAX_CALLS
-    max_tokens: int | None = 4096
-    temperature: float | None = 0.0  # the paper's evaluator model runs at 0.0 (Appendix E)
+    # The paper's evaluator runs at temperature 0.0 (Appendix E): the judge role's default
+    # sampling (models/settings.py), applied to `model` where the model takes a temperature.
 
     async def judge(self, question: str, reference: Path, prediction: Path, *, deferred: str = "") -> FileJudgeRecord:
         """Does `prediction` satisfy `question`, given `reference`? Never raises for what the
@@ -207,11 +208,10 @@ class FileJudge:
         )
         from deskbench.agents.base import Recorder
 
-        rec = Recorder(self.model, self.max_tokens)
+        rec = Recorder(self.model)
         ref_name, pred_name = mount_names(reference, prediction)
         prompt = file_judge_prompt(question, f"{MOUNT}/{ref_name}", f"{MOUNT}/{pred_name}")
-        settings = AnalystSettings(max_rounds=self.max_calls, summary=False, max_tokens=self.max_tokens,
-                                   temperature=self.temperature)
+        settings = AnalystSettings(max_rounds=self.max_calls, summary=False)
         with tempfile.TemporaryDirectory(prefix="deskbench-file-judge-") as tmp:
             staged = Path(tmp) / "data"
             staged.mkdir()
@@ -249,8 +249,7 @@ class FileJudge:
         history = [*messages, Message(role="assistant", content=answer),
                    Message(role="user", content=REPAIR_NOTE.format(problem=problem))]
         try:
-            response = await rec.complete(ChatRequest(messages=history, tools=[EXECUTE_TOOL], tool_choice="none",
-                                                      temperature=self.temperature))
+            response = await rec.complete(ChatRequest(messages=history, tools=[EXECUTE_TOOL], tool_choice="none"))
         except ModelError as exc:
             return None, f"judge call failed: {exc}", []
         text = response.message.text().strip()
@@ -268,4 +267,5 @@ class FileJudge:
             "model_calls": sum(1 for s in rec.trajectory if s.kind == "model_call"),  # cached ones too
             "input_tokens": rec.usage.input_tokens,
             "output_tokens": rec.usage.output_tokens, "cost_usd": rec.usage.cost_usd,
+            "cost_known": rec.usage.cost_known,
             "replies": replies or [], "trajectory": rec.trajectory})

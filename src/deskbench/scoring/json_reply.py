@@ -90,7 +90,6 @@ async def ask_json(
     check: Callable[[M], None] | None = None,
     shape: str = "",
     repairs: int = 1,
-    temperature: float | None = 0.0,
 ) -> JsonReply[M]:
     """One call for a JSON object of `schema`, plus `repairs` turns naming what was wrong.
 
@@ -101,7 +100,7 @@ async def ask_json(
     raw: list[str] = []
     problem = ""
     for attempt in range(1 + repairs):
-        request = ChatRequest(messages=history, response_schema=wire_schema, temperature=temperature)
+        request = ChatRequest(messages=history, response_schema=wire_schema)
         try:
             response = await model.complete(request)
         except ModelError as exc:

@@ -98,8 +98,7 @@ class LLMJudge:
         messages = [Message(role="user", content=judge_prompt(question, predicted, variants))]
         problem = ""
         for _ in range(1 + self.repairs):
-            request = ChatRequest(messages=messages, tools=[SUBMIT_JUDGMENT], tool_choice="submit_judgment",
-                                  temperature=0.0)
+            request = ChatRequest(messages=messages, tools=[SUBMIT_JUDGMENT], tool_choice="submit_judgment")
             try:
                 response = await self.model.complete(request)
             except ModelError as exc:

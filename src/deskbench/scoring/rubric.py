@@ -23,7 +23,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from deskbench.models.types import ChatModel, ChatRequest, ChatResponse, Message
+from deskbench.models.types import ChatModel, Message
 from deskbench.runs.store import Episode, now
 from deskbench.scoring import rubric_prompts as P
 from deskbench.scoring.json_reply import ask_json
@@ -319,19 +319,6 @@ _ALL_SCHEMA: dict[str, Any] = {
 }
 
 
-class _Capped:
-    """A ChatModel whose requests carry max_tokens (the grader's output budget)."""
-
-    def __init__(self, inner: ChatModel, max_tokens: int) -> None:
-        self.inner, self.id, self.max_tokens = inner, inner.id, max_tokens
-
-    async def complete(self, request: ChatRequest) -> ChatResponse:
-        return await self.inner.complete(request.model_copy(update={"max_tokens": self.max_tokens}))
-
-    async def aclose(self) -> None:  # the caller owns the inner model
-        return None
-
-
 async def grade_with_model(
     model: ChatModel,
     task: DeliverableTask,
@@ -343,16 +330,15 @@ async def grade_with_model(
     system: str = "",
     attempt: int = 0,
     episode_stamp: str = "",
-    max_tokens: int | None = None,
 ) -> RubricGrade | GradeFailure:
-    """Grade one submission with `model` (temperature 0). Mode "all": one call for the five
+    """Grade one submission with `model` (a judge: temperature 0 where the model takes one). Mode "all": one call for the five
     criteria; "per-criterion": five calls, one criterion each. A call that fails, or a reply that
     stays invalid after the repair turn, gives a GradeFailure naming why (never a 0).
 
     `system`, `attempt` and `episode_stamp` name the graded episode (see `grade_episode`)."""
     if mode not in ("all", "per-criterion"):
         raise ValueError(f"mode must be 'all' or 'per-criterion', not {mode!r}")
-    asker: ChatModel = _Capped(model, max_tokens) if max_tokens else model
+    asker = model
     criteria = _criteria(task)
     evidence = evidence_text(task, submission, run_dir, verifier_results)
     ident = {"task_id": task.id, "system": system or "?", "attempt": attempt, "grader": model.id}
@@ -365,7 +351,7 @@ async def grade_with_model(
                                P.ALL_REQUEST.format(codes=", ".join(RUBRIC_CODES))])
         reply = await ask_json(asker, [Message(role="system", content=P.GRADER_SYSTEM),
                                        Message(role="user", content=request)],
-                               _AllReply, response_schema=_ALL_SCHEMA, shape=P.ALL_SHAPE, temperature=0.0)
+                               _AllReply, response_schema=_ALL_SCHEMA, shape=P.ALL_SHAPE)
         if reply.value is None:
             return fail(reply.error or "no valid reply")
         cells = {c: reply.value.criteria[c] for c in RUBRIC_CODES}
@@ -377,7 +363,7 @@ async def grade_with_model(
                                    P.ONE_REQUEST.format(code=code, name=c.name)])
             r = await ask_json(asker, [Message(role="system", content=P.GRADER_SYSTEM),
                                        Message(role="user", content=request)],
-                               _Cell, response_schema=_CELL_SCHEMA, shape=P.ONE_SHAPE, temperature=0.0)
+                               _Cell, response_schema=_CELL_SCHEMA, shape=P.ONE_SHAPE)
             return code, r.value, r.error or ""
 
         results = await asyncio.gather(*(one(c) for c in RUBRIC_CODES))
@@ -401,7 +387,6 @@ async def grade_episode(
     *,
     mode: GradeMode = "all",
     verifier_results: Sequence[VerifierResult] | None = None,
-    max_tokens: int | None = None,
 ) -> RubricGrade | GradeFailure:
     """`grade_with_model` for a stored episode: names it and stamps the grade with its finished_at."""
     sub = episode.submission
@@ -411,4 +396,4 @@ async def grade_episode(
                             error=f"episode ended with status {episode.status}; only ok deliverables are graded")
     return await grade_with_model(model, task, sub, run_dir, mode=mode, verifier_results=verifier_results,
                                   system=episode.system, attempt=episode.attempt,
-                                  episode_stamp=episode.finished_at, max_tokens=max_tokens)
+                                  episode_stamp=episode.finished_at)

@@ -50,7 +50,10 @@ def register(app: typer.Typer) -> None:
         system: Annotated[str | None, typer.Option(help="Grade only this system's episodes.")] = None,
         concurrency: Annotated[int, typer.Option(help="Episodes graded at once.")] = 4,
         regrade: Annotated[bool, typer.Option("--regrade", help="Grade again episodes this grader already graded.")] = False,
-        max_tokens: Annotated[int | None, typer.Option(help="Output token budget of each grader call.")] = None,
+        max_tokens: Annotated[int | None, typer.Option("--max-tokens", "--judge-max-tokens", help="Output limit of each grader call (default: not sent; Anthropic: 4096).")] = None,
+        temperature: Annotated[float | None, typer.Option("--temperature", "--judge-temperature", help="Grader temperature (default: 0 where the model takes one).")] = None,
+        top_p: Annotated[float | None, typer.Option("--top-p", "--judge-top-p", help="Grader nucleus sampling (default: not sent).")] = None,
+        reasoning_effort: Annotated[str | None, typer.Option("--reasoning-effort", "--judge-reasoning-effort", help="Grader reasoning effort (default: not sent).")] = None,
         cache: Annotated[bool, typer.Option("--cache/--no-cache", help="Reuse cached grader replies (a retried "
                                                                        "failure then fails the same way).")] = True,
         as_json: JsonOpt = False,
@@ -58,21 +61,21 @@ def register(app: typer.Typer) -> None:
     ) -> None:
         """Grade each ok episode with an LLM on the five criteria; failures are kept apart from grades."""
         from deskbench.cli import _progress
-        from deskbench.runs.execute import resilient_model
+        from deskbench.models.registry import open_model
+        from deskbench.models.settings import Sampling
         from deskbench.scoring.rubric_run import episodes_to_grade, grade_run
 
         if mode not in ("all", "per-criterion"):
             raise UserError(f"--mode {mode} is not valid; use all or per-criterion")
         if concurrency < 1:
             raise UserError(f"--concurrency {concurrency} is not valid; use 1 or more")
-        if max_tokens is not None and max_tokens < 1:
-            raise UserError(f"--max-tokens {max_tokens} is not valid; use 1 or more")
         store = _store(run_dir)
         if system is not None and system not in store.runs.systems():
             raise UserError(f"no episodes of system {system!r} in {run_dir}; systems: "
                             + (", ".join(store.runs.systems()) or "none"))
-        grader = resilient_model(model, concurrency=concurrency * (5 if mode == "per-criterion" else 1),
-                                 cache=cache, prices=None)
+        grader = open_model(model, role="judge", concurrency=concurrency * (5 if mode == "per-criterion" else 1),
+                            cache=cache, sampling=Sampling(temperature=temperature, top_p=top_p,
+                                                           reasoning_effort=reasoning_effort, max_tokens=max_tokens))
         todo, skipped = episodes_to_grade(store, grader.id, system=system, regrade=regrade)
 
         async def go():  # -> GradingCounts
@@ -80,7 +83,7 @@ def register(app: typer.Typer) -> None:
                 bar = progress.add_task("grading", total=len(todo), current="")
                 try:
                     return await grade_run(
-                        store, grader, todo, mode=mode, concurrency=concurrency, max_tokens=max_tokens,  # type: ignore[arg-type]
+                        store, grader, todo, mode=mode, concurrency=concurrency,  # type: ignore[arg-type]
                         on_graded=lambda ep: progress.update(bar, advance=1, current=f"{ep.system} {ep.task_id}"))
                 finally:
                     await grader.aclose()
@@ -207,9 +210,9 @@ def register(app: typer.Typer) -> None:
         agreement = None
         failed = 0
         if model:
-            from deskbench.runs.execute import resilient_model
+            from deskbench.models.registry import open_model
 
-            tagger = resilient_model(model, concurrency=concurrency, cache=True, prices=None)
+            tagger = open_model(model, role="judge", concurrency=concurrency, cache=True)
 
             async def go():  # -> LlmTagging
                 try:

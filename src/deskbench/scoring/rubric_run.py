@@ -40,7 +40,7 @@ def episodes_to_grade(store: GradeStore, grader_id: str, *, system: str | None =
 
 
 async def grade_run(store: GradeStore, grader: ChatModel, todo: list[Episode], *, mode: GradeMode = "all",
-                    concurrency: int = 4, max_tokens: int | None = None,
+                    concurrency: int = 4,
                     on_graded: Callable[[Episode], None] | None = None) -> GradingCounts:
     tasks = store.tasks()
     counts = GradingCounts()
@@ -52,8 +52,7 @@ async def grade_run(store: GradeStore, grader: ChatModel, todo: list[Episode], *
             sub = ep.submission
             assert isinstance(sub, DeliverableSubmission)
             results = run_verifiers(task.verifiers, sub.response, store.dir / sub.files_dir)
-            result = await grade_episode(grader, task, ep, store.dir, mode=mode, verifier_results=results,
-                                         max_tokens=max_tokens)
+            result = await grade_episode(grader, task, ep, store.dir, mode=mode, verifier_results=results)
         store.save(result)
         if isinstance(result, GradeFailure):
             counts.failed += 1

@@ -55,9 +55,9 @@ def verify_package(package: Path, response_file: Path, outputs: Path | None,
     delivered = not nothing_in(response, has_files=outputs is not None and any(outputs.iterdir()))
     model = None
     if judge:
-        from deskbench.runs.execute import resilient_model
+        from deskbench.models.registry import open_model
 
-        model = resilient_model(judge, concurrency=concurrency, cache=True, prices=None)
+        model = open_model(judge, role="judge", concurrency=concurrency, cache=True)
 
     async def go() -> list[Any]:
         try:
