@@ -20,6 +20,7 @@ from fake_openai import FakeOpenAI
 
 from deskbench.models.openai_chat import OpenAIChat
 from deskbench.models.resilient import ResilientModel, RetryPolicy
+from deskbench.models.settings import Sampling, resolve
 from deskbench.scoring.analytics_qa import (
     LISTING_2,
     conclusion,
@@ -44,7 +45,7 @@ FAST = RetryPolicy(attempts=2, base_delay=0.01, max_delay=0.02, timeout=5.0)
 
 def judge_for(fake: FakeOpenAI) -> ResilientModel:
     model = OpenAIChat("judge-model", base_url=fake.base_url, api_key="k", id="openai-compat/judge-model")
-    return ResilientModel(model, policy=FAST)
+    return ResilientModel(model, policy=FAST, settings=resolve(model.id, Sampling(), "judge"))
 
 
 T = TypeVar("T")

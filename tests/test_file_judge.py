@@ -21,6 +21,7 @@ from deskbench.errors import UserError
 from deskbench.generate.analytics import generate_analytics
 from deskbench.models.openai_chat import OpenAIChat
 from deskbench.models.resilient import ResilientModel, RetryPolicy
+from deskbench.models.settings import Sampling, resolve
 from deskbench.runs.store import Episode
 from deskbench.sandbox import Sandbox
 from deskbench.scoring.analytics import AnalyticsItemScore, AnalyticsJudges, score_episode
@@ -92,7 +93,7 @@ def json_task(tasks_dir: Path) -> AnalyticsTask:
 
 def judge_model(fake: FakeOpenAI) -> ResilientModel:
     return ResilientModel(OpenAIChat("judge", base_url=fake.base_url, api_key="k", id="openai-compat/judge"),
-                          policy=FAST)
+                          policy=FAST, settings=resolve("openai-compat/judge", Sampling(), "judge"))
 
 
 def run_judge(script: Script, reference: Path, prediction: Path, *, question: str = "Write the summary.",
@@ -392,9 +393,10 @@ def test_local_model_file_judge_pipeline(tmp_path: Path) -> None:
     ref, pred = json_pair(tmp_path)
 
     async def go() -> FileJudgeRecord:
-        model = ResilientModel(make_model("local"), policy=RetryPolicy(attempts=1, timeout=300.0))
+        model = ResilientModel(make_model("local"), policy=RetryPolicy(attempts=1, timeout=300.0),
+                               settings=resolve("local", Sampling(max_tokens=128), "judge"))
         try:
-            judge = FileJudge(model, Sandbox(), max_calls=1, max_tokens=128)
+            judge = FileJudge(model, Sandbox(), max_calls=1)
             return await judge.judge("Write both regions' revenue to a JSON file.", ref, pred, deferred="test")
         finally:
             await model.aclose()

@@ -18,7 +18,15 @@ from deskbench.models.prices import PriceTable
 from deskbench.models.registry import make_model
 from deskbench.models.resilient import ResilientModel, RetryPolicy
 from deskbench.models.sdk_errors import retry_after_seconds
-from deskbench.models.types import ChatRequest, ImagePart, Message, ModelError, ProviderRefused, TextPart, ToolSpec
+from deskbench.models.types import (
+    ChatRequest,
+    ImagePart,
+    Message,
+    ModelError,
+    ProviderRefused,
+    TextPart,
+    ToolSpec,
+)
 
 ANSWER_TOOL = ToolSpec(
     name="provide_answer",

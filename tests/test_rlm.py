@@ -30,6 +30,7 @@ from deskbench.agents.rlm_prompts import LAST_TURN, RLM_SYSTEM
 from deskbench.corpus import Corpus
 from deskbench.models.openai_chat import OpenAIChat
 from deskbench.models.resilient import ResilientModel, RetryPolicy
+from deskbench.models.settings import Sampling
 from deskbench.runs.store import RunStore
 from deskbench.tasks.docqa import DocQATask, ModelCallStep, ToolCallStep
 
@@ -336,7 +337,7 @@ def test_rlm_episode_with_the_local_model(fleet: Corpus, tmp_path: Path, monkeyp
 
     monkeypatch.setitem(AGENTS, "rlm", lambda: RlmAgent(RlmSettings(max_sub_calls=3)))
     spec = RunSpec(agent="rlm", model="local", out=tmp_path / "run", corpus=fleet.root, concurrency=1,
-                   max_steps=2, max_tokens=96)
+                   max_steps=2, sampling=Sampling(max_tokens=96))
     outcome = execute(prepare(spec, [TASK]))
     assert outcome.counts.done == 1
     (episode,) = RunStore(tmp_path / "run").episodes()

@@ -18,6 +18,7 @@ from fake_openai import FakeOpenAI
 from deskbench.errors import UserError
 from deskbench.models.openai_chat import OpenAIChat
 from deskbench.models.resilient import ResilientModel, RetryPolicy
+from deskbench.models.settings import Sampling, resolve
 from deskbench.runs.grades import GradeStore, StaleQC
 from deskbench.runs.store import Episode, RunStore
 from deskbench.scoring.failure_tags import (
@@ -96,7 +97,7 @@ def episode_of(run_dir: Path, tid: str, system: str) -> Episode:
 
 def judge_for(fake: FakeOpenAI) -> ResilientModel:
     return ResilientModel(OpenAIChat("grader", base_url=fake.base_url, api_key="k", id="openai-compat/grader"),
-                          policy=FAST)
+                          policy=FAST, settings=resolve("openai-compat/grader", Sampling(), "judge"))
 
 
 def graded(fake: FakeOpenAI, run_dir: Path, tid: str = FSP, system: str = "sys-lazy", **kw: Any
@@ -886,9 +887,10 @@ def test_grading_with_the_local_model(run: Path) -> None:
     task, ep = task_of(run, FSP), episode_of(run, FSP, "sys-good")
 
     async def go() -> RubricGrade | GradeFailure:
-        model = ResilientModel(make_model("local"), policy=RetryPolicy(attempts=1, timeout=600.0))
+        model = ResilientModel(make_model("local"), policy=RetryPolicy(attempts=1, timeout=600.0),
+                               settings=resolve("local", Sampling(max_tokens=400), "judge"))
         try:
-            return await grade_episode(model, task, ep, run, max_tokens=400)
+            return await grade_episode(model, task, ep, run)
         finally:
             await model.aclose()
 

@@ -20,6 +20,7 @@ from typer.testing import CliRunner
 from deskbench.cli import app
 from deskbench.models.openai_chat import OpenAIChat
 from deskbench.models.resilient import ResilientModel, RetryPolicy
+from deskbench.models.settings import Sampling, resolve
 from deskbench.scoring.verifiers import (
     JudgeError,
     VerifierResult,
@@ -49,7 +50,8 @@ def judged(fake: FakeOpenAI, specs: list[dict[str, Any]], response: str) -> list
 
     async def go() -> list[VerifierResult]:
         model = ResilientModel(OpenAIChat("judge-model", base_url=fake.base_url, api_key="k",
-                                          id="openai-compat/judge-model"), policy=FAST)
+                                          id="openai-compat/judge-model"), policy=FAST,
+                               settings=resolve("openai-compat/judge-model", Sampling(), "judge"))
         try:
             return await arun_verifiers(SPECS.validate_python(specs), response,
                                         judge=llm_check_judge(model))

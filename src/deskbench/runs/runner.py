@@ -98,13 +98,17 @@ async def run_attempts(
     pending = [(t, a) for t, a in wanted if (t.id, a) not in done]
     counts.skipped = len(wanted) - len(pending)
     slots = asyncio.Semaphore(concurrency)
+    refused: list[ProviderRefused] = []
 
     async def one(task: HasId, attempt: int) -> None:
         async with slots:
+            if refused:  # the run is stopping: an episode waiting for a slot does not start
+                return
             started = now()
             try:
                 result = await episode(task, attempt)
-            except ProviderRefused:  # the user's to fix: every episode would fail alike
+            except ProviderRefused as exc:  # the user's to fix: every episode would fail alike
+                refused.append(exc)
                 raise
             except Exception as exc:  # an episode's failure is data, not the end of the run
                 result = AgentResult(status="error", error=f"{type(exc).__name__}: {exc}")
