@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from deskbench.errors import UserError
+from deskbench.models.prices import per, total_cost
 from deskbench.report.models import (
     ERROR_CLASSES,
     BudgetCurve,
@@ -95,7 +96,7 @@ def _row(label: str, s: _Scored) -> LeaderboardRow:
     elif k is None:
         note = r.kuiper_reason
     n_eps = len(s.episodes)
-    cost = sum(e.usage.cost_usd for e in s.episodes)
+    cost = total_cost(e.usage.cost_usd for e in s.episodes)  # None when any episode's is unknown
     tokens = sum(e.usage.input_tokens + e.usage.output_tokens for e in s.episodes)
     correct = sum(i.accuracy or 0.0 for i in s.items)
     return LeaderboardRow(
@@ -104,10 +105,10 @@ def _row(label: str, s: _Scored) -> LeaderboardRow:
         bias_corrected=r.bias_corrected.accuracy if r.bias_corrected else None,
         bias_corrected_ci=r.bias_corrected.ci if r.bias_corrected else None,
         cross_page=r.by_hop_type["cross_page"].accuracy, cross_doc=r.by_hop_type["cross_doc"].accuracy,
-        page_f1=r.page_f1, doc_f1=r.doc_f1, kuiper=k, kuiper_note=note, cost_usd=cost,
-        cost_per_item=cost / n_eps if n_eps else None,
+        page_f1=r.page_f1, doc_f1=r.doc_f1, kuiper=k, kuiper_note=note, cost_usd=cost, cost_known=cost is not None,
+        cost_per_item=per(cost, n_eps),
         tokens_per_item=tokens / n_eps if n_eps else None,
-        cost_per_correct=cost / correct if correct else None,
+        cost_per_correct=per(cost, correct),
         injection_affected=r.injection.n_affected if r.injection else 0,
         injection_followed=r.injection.n_followed if r.injection else 0,
         injection_susceptibility=r.injection.susceptibility if r.injection else None,

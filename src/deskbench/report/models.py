@@ -7,6 +7,7 @@ from typing import Literal
 
 from pydantic import BaseModel
 
+from deskbench.models.prices import PRICES_AS_OF
 from deskbench.scoring.analytics_metrics import AnalyticsScoreReport
 from deskbench.scoring.deliverables_summary import DeliverablesReport
 from deskbench.scoring.docqa import GroupSummary
@@ -34,10 +35,11 @@ class LeaderboardRow(BaseModel):
     doc_f1: float | None
     kuiper: float | None  # None when undefined or when every item took the same effort
     kuiper_note: str | None  # why Kuiper is not shown
-    cost_usd: float
-    cost_per_item: float | None
+    cost_usd: float | None  # None: unknown (an episode called a model without a price)
+    cost_per_item: float | None  # None: unknown, or no episodes
     tokens_per_item: float | None  # input + output tokens per episode
-    cost_per_correct: float | None  # total cost / number of correct answers
+    cost_per_correct: float | None  # total cost / number of correct answers; None: unknown, or none correct
+    cost_known: bool = True  # cost_usd is not None: tells "?" (unknown) from "–" (nothing to divide by)
     injection_affected: int = 0  # items with a planted instruction on their pages (injection track)
     injection_followed: int = 0  # ... whose answer did what it asked
     injection_susceptibility: float | None = None  # followed / affected; None without injected items
@@ -98,3 +100,4 @@ class Report(BaseModel):
     analytics_judges: str = ""  # which judges decided, in words for the page
     deliverables: DeliverablesReport | None = None  # the deliverables runs' systems (consulting paper)
     deliverables_runs: list[str] = []  # the run directories it was computed from
+    prices_as_of: str = PRICES_AS_OF  # the date of the built-in price table (the footer shows it)

@@ -10,6 +10,7 @@ from pathlib import Path
 from jinja2 import Environment, PackageLoader, StrictUndefined, select_autoescape
 
 from deskbench.errors import UserError
+from deskbench.models.prices import UNKNOWN, format_cost
 from deskbench.report import plots
 from deskbench.report.models import ERROR_CLASSES, Report
 from deskbench.report.taxonomy import RULES
@@ -35,8 +36,12 @@ def num(x: float | None, digits: int = 1) -> str:
     return "–" if _missing(x) else f"{x:,.{digits}f}"
 
 
-def money(x: float | None) -> str:
-    return "–" if _missing(x) else f"${x:.4f}"
+def money(x: float | None, known: bool = True) -> str:
+    """USD to 4 places; "?" when the cost is unknown (`known` False: a model without a price),
+    "–" when there is nothing to show (no episodes, no correct answers)."""
+    if not known:
+        return UNKNOWN
+    return "–" if _missing(x) else format_cost(x)
 
 
 def interval(ci: tuple[float, float] | None, digits: int = 1, scale: float = 1.0) -> str:

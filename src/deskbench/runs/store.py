@@ -16,14 +16,14 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Annotated, Literal
 
-from pydantic import BaseModel, Field, TypeAdapter
+from pydantic import BaseModel, Field, TypeAdapter, model_validator
 
 from deskbench.errors import UserError
 from deskbench.models.types import Usage
 from deskbench.sqlite import ThreadLocalDB
 from deskbench.tasks.analytics import AnalyticsSubmission, AnalyticsTask
 from deskbench.tasks.deliverables import DeliverableSubmission, DeliverableTask
-from deskbench.tasks.docqa import DocQASubmission, DocQATask, TrajectoryStep
+from deskbench.tasks.docqa import DocQASubmission, DocQATask, ModelCallStep, TrajectoryStep
 
 EpisodeStatus = Literal["ok", "error", "limit"]
 Track = Literal["docqa", "analytics", "deliverables"]
@@ -87,6 +87,21 @@ class Episode(BaseModel):
     usage: Usage = Field(default_factory=Usage)
     started_at: str = Field(default_factory=now)
     finished_at: str = Field(default_factory=now)
+
+    @model_validator(mode="after")
+    def _unknown_step_costs(self) -> Episode:
+        """Episodes stored before unknown costs were None: their usage loads as unknown (Usage
+        sees to that) but their model calls read cost_usd 0.0. In such an episode (unknown cost,
+        no step already None), a call that used tokens has the unknown cost; a call without
+        tokens was answered from the cache and cost nothing."""
+        steps = self.trajectory
+        calls = [s for s in steps if isinstance(s, ModelCallStep)]
+        if self.usage.cost_usd is not None or not calls or any(s.cost_usd is None for s in calls):
+            return self
+        self.trajectory = [s.model_copy(update={"cost_usd": None})
+                           if isinstance(s, ModelCallStep) and s.cost_usd == 0 and (s.input_tokens or s.output_tokens)
+                           else s for s in steps]
+        return self
 
 
 class RunStore:

@@ -73,7 +73,12 @@ class DeliverableItemScore(BaseModel):
     vrs_strict: float | None = None
     accept: bool | None = None
     auto_reject: bool | None = None
-    cost_usd: float = 0.0
+    cost_usd: float | None = 0.0  # the episode's; None: unknown (it called a model without a price)
+    cost_known: bool = True  # always cost_usd is not None
+
+    def model_post_init(self, context: object, /) -> None:
+        if self.cost_usd is None or not self.cost_known:
+            self.cost_usd, self.cost_known = None, False
 
     @property
     def graded(self) -> bool:
@@ -149,7 +154,8 @@ async def score_episode(task: DeliverableTask, episode: Episode, run_dir: Path, 
         failed=rate.failed, unobservable=rate.unobservable, judged=rate.judged,
         traps=trap_results(task, results, nothing_delivered=nothing),
         required_files=[o.name for o in task.required_outputs],
-        files_produced=[f.name for f in sub.files] if sub else [], cost_usd=episode.usage.cost_usd)
+        files_produced=[f.name for f in sub.files] if sub else [], cost_usd=episode.usage.cost_usd,
+        cost_known=episode.usage.cost_known)
     if grade is not None and grade.status != "returned":
         s = grade.scores
         item = item.model_copy(update={

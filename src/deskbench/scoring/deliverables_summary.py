@@ -42,6 +42,7 @@ from deskbench.analysis.stats import (
     weight_sensitivity,
     wilson_interval,
 )
+from deskbench.models.prices import PRICES_AS_OF, UNKNOWN, per, total_cost
 from deskbench.scoring.deliverables import DeliverableItemScore
 from deskbench.scoring.failure_tags import TagCounts, tag_table
 from deskbench.scoring.vrs import GradedRow
@@ -128,8 +129,9 @@ class SystemRow(BaseModel):
     verifiers: int  # verifier results over all items
     unobservable: int
     judged: int
-    cost_usd: float
-    mean_cost_usd: float | None
+    cost_usd: float | None  # None: unknown (an item's episode called a model without a price)
+    mean_cost_usd: float | None  # None: unknown, or no items
+    cost_known: bool = True
     traps: TrapCounts
     criteria: dict[str, CriterionStats]
 
@@ -266,6 +268,7 @@ class DeliverablesReport(BaseModel):
     ungraded: list[UngradedItem] = Field(default_factory=list)
     failure_tags: TagCounts | None = None  # Table 11 by the regex tagger (`rubric tags --model` adds an LLM's)
     notes: list[str] = Field(default_factory=list)
+    prices_as_of: str = PRICES_AS_OF  # the date of the built-in price table the costs come from
 
     @property
     def graded(self) -> bool:
@@ -317,7 +320,7 @@ def _system_row(system: str, items: list[DeliverableItemScore], task_ids: list[s
             setattr(traps, t.outcome, getattr(traps, t.outcome) + 1)
     needing = [i for i in items if i.files_ok is not None]
     strict, relaxed = stats["vrs_strict"].mean, stats["vrs_relaxed"].mean
-    cost = sum(i.cost_usd for i in items)
+    cost = total_cost(i.cost_usd for i in items)
     present = {i.task_id for i in items}
     criteria = _criteria(graded)
     return SystemRow(
@@ -330,7 +333,8 @@ def _system_row(system: str, items: list[DeliverableItemScore], task_ids: list[s
         zeros=sum(c.zeros for c in criteria.values()),
         files=_rate(sum(bool(i.files_ok) for i in needing), len(needing)),
         verifiers=sum(i.passed + i.failed + i.unobservable for i in items), unobservable=sum(i.unobservable for i in items),
-        judged=sum(i.judged for i in items), cost_usd=cost, mean_cost_usd=cost / len(items) if items else None,
+        judged=sum(i.judged for i in items), cost_usd=cost, mean_cost_usd=per(cost, len(items)),
+        cost_known=cost is not None,
         traps=traps, criteria=criteria,
     )
 
@@ -549,7 +553,8 @@ def _table6(report: DeliverablesReport) -> Table:
     add("Verifiers unobservable / judged", (f"{r.unobservable} / {r.judged} of {r.verifiers}" for r in rows))
     add("Traps fell / avoided / unobservable",
         (f"{r.traps.fell} / {r.traps.avoided} / {r.traps.unobservable}" for r in rows))
-    add("Mean cost per episode (USD)", (fmt(r.mean_cost_usd, 4) for r in rows))
+    add(f"Mean cost per episode (USD, prices as of {report.prices_as_of})",
+        (fmt(r.mean_cost_usd, 4) if r.cost_known else UNKNOWN for r in rows))
     return t
 
 

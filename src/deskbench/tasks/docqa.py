@@ -126,7 +126,7 @@ class Usage(BaseModel):
     model_config = ConfigDict(extra="allow")
     input_tokens: int = 0
     output_tokens: int = 0
-    cost_usd: float = 0.0
+    cost_usd: float | None = 0.0  # None: unknown (a model without a price)
     seconds: float = 0.0
 
 
@@ -145,7 +145,9 @@ class ModelCallStep(Step):
     input_tokens: int = 0
     output_tokens: int = 0
     seconds: float = 0.0
-    cost_usd: float = 0.0
+    # None: unknown, the model had no price. Steps stored before then read 0.0 for an unknown
+    # cost; an episode whose usage says its cost is unknown loads them as None (runs/store.py).
+    cost_usd: float | None = 0.0
 
 
 class ToolCallStep(Step):
