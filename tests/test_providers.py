@@ -142,6 +142,11 @@ def test_gpt5_mini_run_and_judged_score_pass_the_reasoning_model_rules(operator_
         rescored = deskbench("score", str(tmp_path / "run"), "--judge", "openai/gpt-5-mini", "--judge-cache",
                              str(tmp_path / "fresh.sqlite"), "--json", env=env)
         assert rescored.returncode == 0, rescored.stderr
+        page = deskbench("report", str(tmp_path / "run"), "-o", str(tmp_path / "report.html"), "--judge",
+                         "openai/gpt-5-mini", "--judge-reasoning-effort", "low", env=env)
+        assert page.returncode == 0, page.stderr
+        other = deskbench("run", "--tasks", str(tasks), "--corpus", str(operator_corpus.root), "--model",
+                          "openai/gpt-5-mini", "--max-tokens", "900", "--out", str(tmp_path / "run"), "--quiet", env=env)
     assert sim.refused == [], sim.refused[:1]
     report = json.loads(proc.stdout)
     assert report["n"] == 4 and report["n_errors"] == 0 and report["n_unscored"] == 0 and report["accuracy"] == 1.0
@@ -153,6 +158,11 @@ def test_gpt5_mini_run_and_judged_score_pass_the_reasoning_model_rules(operator_
     assert sum("submit_judgment" in _tool_names(b) for b in bodies) >= 8  # two scorings, four items each
     assert "gpt-5-mini settings: temperature=default, top_p=default, reasoning_effort=default, " \
            "max_completion_tokens=default" in proc.stderr
+    html = (tmp_path / "report.html").read_text()
+    assert "Model settings" in html and "bm25-agent:openai/gpt-5-mini" in html
+    assert "reasoning_effort=low" in html and "not taken by this model: temperature=0.0" in html  # the judge's row
+    assert other.returncode == 2 and "already holds a bm25-agent:openai/gpt-5-mini run with" in other.stderr
+    assert "max_completion_tokens=900" in other.stderr  # a resume with other settings is refused, not mixed
     stored = RunStore(tmp_path / "run").meta("model_settings")
     assert isinstance(stored, dict) and stored["bm25-agent:openai/gpt-5-mini"]["output_limit_field"] == "max_completion_tokens"
 

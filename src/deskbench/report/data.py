@@ -10,18 +10,21 @@ from pathlib import Path
 
 from deskbench.errors import UserError
 from deskbench.models.prices import per, total_cost
+from deskbench.models.settings import ResolvedSettings
 from deskbench.report.models import (
     ERROR_CLASSES,
     BudgetCurve,
     ErrorBreakdown,
     KuiperCurve,
     LeaderboardRow,
+    ModelSettingsRow,
     Report,
     SystemReport,
 )
 from deskbench.report.taxonomy import budget_curve, decompose
 from deskbench.runs.humans import episodes_of, pooled_systems, tasks_scored
 from deskbench.runs.runner import run_submissions
+from deskbench.runs.settings import stored_settings
 from deskbench.runs.store import Episode, RunStore
 from deskbench.scoring.analytics import AnalyticsJudges, score_run
 from deskbench.scoring.analytics_metrics import AnalyticsScoreReport, summarize_analytics
@@ -161,9 +164,11 @@ def build_report(run_dirs: Sequence[Path], opts: ScoreOptions | None = None,
     scored: list[_Scored] = []
     analytics: list[AnalyticsScoreReport] = []
     deliverables: list[DeliverablesRun] = []
+    settings: list[ModelSettingsRow] = []
     for run_dir in run_dirs:
         store = _open(run_dir)
         try:
+            settings += [_settings_row(s, str(run_dir), system) for system, s in stored_settings(store).items()]
             systems = store.systems()
             if not systems:
                 raise UserError(f"the run in {run_dir} has no episodes yet; run 'deskbench run' first")
@@ -195,7 +200,27 @@ def build_report(run_dirs: Sequence[Path], opts: ScoreOptions | None = None,
                   judge=opts.judge.name if opts.judge else None,
                   analytics=analytics, analytics_judges=analytics_method(analytics_judges or AnalyticsJudges()),
                   deliverables=deliverables_report(deliverables),
-                  deliverables_runs=[str(r.run_dir) for r in deliverables])
+                  deliverables_runs=[str(r.run_dir) for r in deliverables],
+                  model_settings=settings + _judge_settings(opts, analytics_judges))
+
+
+def _settings_row(s: ResolvedSettings, run: str, system: str) -> ModelSettingsRow:
+    return ModelSettingsRow(run=run, system=system, model=s.model, role=s.role, sent=s.describe(),
+                            dropped=s.dropped, note=s.capability_note)
+
+
+def _judge_settings(opts: ScoreOptions, judges: AnalyticsJudges | None) -> list[ModelSettingsRow]:
+    """The judges this report called, with what they were sent."""
+    models = [("answer judge", getattr(opts.judge, "model", None))]
+    if judges is not None:
+        models += [("QA judge", judges.qa), ("chart judge", judges.chart),
+                   ("file judge", judges.file.model if judges.file else None)]
+    rows = []
+    for what, model in models:
+        settings = getattr(model, "settings", None)
+        if isinstance(settings, ResolvedSettings):
+            rows.append(_settings_row(settings, "", what))
+    return rows
 
 
 def score_analytics_runs(store: RunStore, systems: Sequence[str], judges: AnalyticsJudges) -> list[AnalyticsScoreReport]:

@@ -86,6 +86,18 @@ class SystemReport(BaseModel):
     by_category: dict[str, GroupSummary]
 
 
+class ModelSettingsRow(BaseModel):
+    """What one model was sent (models/settings.py): a system's, stored with its run, or a judge's."""
+
+    run: str  # the run directory ("" for a judge of this report)
+    system: str  # the system name, or the judge's role
+    model: str
+    role: str
+    sent: str  # every setting, sent or the provider's default
+    dropped: list[str] = []  # judge preferences the model does not take
+    note: str = ""
+
+
 class Report(BaseModel):
     run_dirs: list[str]
 
@@ -100,4 +112,5 @@ class Report(BaseModel):
     analytics_judges: str = ""  # which judges decided, in words for the page
     deliverables: DeliverablesReport | None = None  # the deliverables runs' systems (consulting paper)
     deliverables_runs: list[str] = []  # the run directories it was computed from
+    model_settings: list[ModelSettingsRow] = []  # every system's and judge's settings
     prices_as_of: str = PRICES_AS_OF  # the date of the built-in price table (the footer shows it)

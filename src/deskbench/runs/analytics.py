@@ -20,8 +20,9 @@ from deskbench.errors import UserError
 from deskbench.models.registry import open_model
 from deskbench.models.resilient import ResilientModel
 from deskbench.models.settings import Sampling
-from deskbench.runs.execute import Outcome, remember_settings
+from deskbench.runs.execute import Outcome
 from deskbench.runs.runner import HasId, RunCounts, episode_dir, run_attempts, system_name
+from deskbench.runs.settings import remember_settings
 from deskbench.runs.store import RunStore
 from deskbench.sandbox import Limits, Sandbox
 from deskbench.tasks.analytics import AnalyticsTask

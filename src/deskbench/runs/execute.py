@@ -19,6 +19,7 @@ from deskbench.models.registry import open_model
 from deskbench.models.resilient import ResilientModel, UsageLedger
 from deskbench.models.settings import ResolvedSettings, Sampling
 from deskbench.runs.runner import RunCounts, run_episodes, system_name
+from deskbench.runs.settings import remember_settings
 from deskbench.runs.store import RunStore
 from deskbench.tasks.docqa import DocQATask
 
@@ -90,31 +91,6 @@ def choose_view(spec: RunSpec, settings: ResolvedSettings | None) -> tuple[str, 
     if spec.view is None:
         return "text", [f"{settings.model} reads text only: pages are shown as text (--view text)"]
     return spec.view, []
-
-
-def remember_settings(store: RunStore, system: str, model: ResilientModel) -> None:
-    """The settings a system's model is sent, kept with the run (the report shows them). A run
-    resumed with other settings would mix two configurations under one name: refused."""
-    if model.settings is None:
-        return
-    known = store.meta("model_settings")
-    table: dict[str, object] = dict(known) if isinstance(known, dict) else {}
-    new = model.settings.model_dump(mode="json")
-    old = table.get(system)
-    if isinstance(old, dict) and old.get("sent") != new["sent"]:
-        was = ResolvedSettings.model_validate(old).describe()
-        raise UserError(f"{store.dir} already holds a {system} run with {was}; these settings are "
-                        f"{model.settings.describe()}: use another --out (or the same settings to resume)")
-    table[system] = new
-    store.set_meta("model_settings", table)
-
-
-def stored_settings(store: RunStore) -> dict[str, ResolvedSettings]:
-    """The model settings of each system of a run (runs made before settings were kept: none)."""
-    known = store.meta("model_settings")
-    if not isinstance(known, dict):
-        return {}
-    return {system: ResolvedSettings.model_validate(value) for system, value in known.items()}
 
 
 def prepare(spec: RunSpec, tasks: Sequence[DocQATask], *, tasks_file: str | None = None) -> Prepared:
