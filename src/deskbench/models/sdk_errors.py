@@ -18,7 +18,7 @@ USER_STATUS = {400, 401, 403, 404, 422}  # refusals of the request itself: the u
 # outgrew the context window, a content-policy refusal. These end that episode only.
 POLICY = re.compile(r"content[_ ]?(policy|filter|management)|safety (system|filter)|flagged as (unsafe|harmful)"
                     r"|invalid_prompt|refus", re.I)
-CONTEXT = re.compile(r"context[_ ]?(length|window|limit)|maximum context|too many tokens|prompt is too long"
+CONTEXT = re.compile(r"context[_ ]?(length|window|limit)|maximum context|too many tokens|prompt (is )?too long"
                      r"|exceeds? the (model'?s )?(context|token)", re.I)
 
 
