@@ -14,8 +14,9 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
+
+from http_double import LocalJsonServer, Response, ServedDouble
 
 Behaviour = dict[str, Any]
 """{"kind": "text", "text": ...} | {"kind": "tool", "name": ..., "arguments": str}
@@ -24,7 +25,7 @@ Behaviour = dict[str, Any]
 
 
 @dataclass
-class FakeOpenAI:
+class FakeOpenAI(ServedDouble):
     script: Callable[[dict[str, Any], int], Behaviour] = lambda body, n: {"kind": "text", "text": "ok"}
     latency: float = 0.0
     requests: list[dict[str, Any]] = field(default_factory=list)
@@ -32,57 +33,27 @@ class FakeOpenAI:
     in_flight: int = 0
     max_in_flight: int = 0
     _lock: threading.Lock = field(default_factory=threading.Lock)
-    _server: ThreadingHTTPServer | None = None
+    _server: LocalJsonServer | None = None
 
     @property
     def base_url(self) -> str:
-        assert self._server is not None
-        host, port = self._server.server_address[:2]
-        return f"http://{host}:{port}/v1"
+        return f"{self._url}/v1"
 
-    def __enter__(self) -> FakeOpenAI:
-        fake = self
+    def _handle(self, path: str, headers: dict[str, str], raw: bytes) -> Response:
+        body = json.loads(raw or b"{}")  # not JSON: raises, and the connection is dropped unanswered
+        with self._lock:
+            self.requests.append(body)
+            self.headers.append(headers)
+            n = len(self.requests)
+            self.in_flight += 1
+            self.max_in_flight = max(self.max_in_flight, self.in_flight)
+        try:
+            return self._answer(body, n)
+        finally:
+            with self._lock:
+                self.in_flight -= 1
 
-        class Handler(BaseHTTPRequestHandler):
-            protocol_version = "HTTP/1.1"
-
-            def log_message(self, *args: Any) -> None:
-                pass
-
-            def setup(self) -> None:
-                super().setup()
-                # Headers and body go out in two writes: without this, Nagle's algorithm and the
-                # client's delayed ACK add ~40 ms to every response.
-                self.request.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-
-            def do_POST(self) -> None:  # noqa: N802 (http.server's naming)
-                body = json.loads(self.rfile.read(int(self.headers.get("content-length", 0))) or b"{}")
-                with fake._lock:
-                    fake.requests.append(body)
-                    fake.headers.append({k.lower(): v for k, v in self.headers.items()})
-                    n = len(fake.requests)
-                    fake.in_flight += 1
-                    fake.max_in_flight = max(fake.max_in_flight, fake.in_flight)
-                try:
-                    fake._answer(self, body, n)
-                finally:
-                    with fake._lock:
-                        fake.in_flight -= 1
-
-        class Server(ThreadingHTTPServer):
-            request_queue_size = 256  # the default backlog of 5 drops connections under load
-
-        self._server = Server(("127.0.0.1", 0), Handler)
-        self._server.daemon_threads = True
-        threading.Thread(target=self._server.serve_forever, daemon=True).start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        assert self._server is not None
-        self._server.shutdown()
-        self._server.server_close()
-
-    def _answer(self, handler: BaseHTTPRequestHandler, body: dict[str, Any], n: int) -> None:
+    def _answer(self, body: dict[str, Any], n: int) -> Response:
         behaviour = self.script(body, n)
         if self.latency:
             time.sleep(self.latency)
@@ -90,30 +61,14 @@ class FakeOpenAI:
             time.sleep(behaviour["seconds"])
             behaviour = behaviour.get("then", {"kind": "text", "text": "late"})
         if behaviour["kind"] == "raw":  # garbage on purpose: an HTML page, a wrong-shaped body
-            raw = behaviour["body"].encode()
-            handler.send_response(behaviour.get("status", 200))
-            handler.send_header("Content-Type", behaviour.get("content_type", "application/json"))
-            handler.send_header("Content-Length", str(len(raw)))
-            handler.end_headers()
-            handler.wfile.write(raw)
-            return
+            return (behaviour.get("status", 200),
+                    [("Content-Type", behaviour.get("content_type", "application/json"))], behaviour["body"].encode())
         if behaviour["kind"] == "status":
             payload = json.dumps({"error": {"message": behaviour.get("message", "injected failure"),
                                             "type": "server_error"}}).encode()
-            handler.send_response(behaviour["status"])
-            if "retry_after" in behaviour:
-                handler.send_header("Retry-After", str(behaviour["retry_after"]))
-            handler.send_header("Content-Type", "application/json")
-            handler.send_header("Content-Length", str(len(payload)))
-            handler.end_headers()
-            handler.wfile.write(payload)
-            return
-        payload = completion_payload(behaviour, n, body.get("model", "fake"))
-        handler.send_response(200)
-        handler.send_header("Content-Type", "application/json")
-        handler.send_header("Content-Length", str(len(payload)))
-        handler.end_headers()
-        handler.wfile.write(payload)
+            retry = [("Retry-After", str(behaviour["retry_after"]))] if "retry_after" in behaviour else []
+            return behaviour["status"], [*retry, ("Content-Type", "application/json")], payload
+        return 200, [("Content-Type", "application/json")], completion_payload(behaviour, n, body.get("model", "fake"))
 
 
 def completion_payload(behaviour: Behaviour, n: int, model: str) -> bytes:

@@ -26,20 +26,18 @@ Usage:
 
 from __future__ import annotations
 
-import base64
-import binascii
 import io
 import json
 import re
 import secrets
-import socket
 import string
 import threading
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
+
+from http_double import LocalJsonServer, Response, ServedDouble, b64decode_strict
 
 Behaviour = dict[str, Any]
 """What the script answers for an accepted request:
@@ -632,13 +630,6 @@ def image_size(ctx: Ctx) -> Refusal | None:
     return None
 
 
-def _decode(data: str) -> bytes | None:
-    try:
-        return base64.b64decode(data, validate=True)
-    except (binascii.Error, ValueError):
-        return None
-
-
 @rule
 def image_media_type_matches(ctx: Ctx) -> Refusal | None:
     # The declared media type must match the bytes. Text: real body "messages.51.content.6.image.
@@ -650,7 +641,7 @@ def image_media_type_matches(ctx: Ctx) -> Refusal | None:
         src = img["source"]
         if src["type"] != "base64":
             continue
-        raw = _decode(src["data"])
+        raw = b64decode_strict(src["data"])
         actual = _sniff(raw) if raw is not None else None
         if actual is None:
             return bad(f"{path}.source.base64.data: Could not process image")
@@ -677,7 +668,7 @@ def image_dimensions(ctx: Ctx) -> Refusal | None:
         src = img["source"]
         if src["type"] != "base64":
             continue
-        raw = _decode(src["data"])
+        raw = b64decode_strict(src["data"])
         assert raw is not None  # image_media_type_matches ran first
         try:
             with Image.open(io.BytesIO(raw)) as im:
@@ -984,7 +975,7 @@ def _text_default(body: dict[str, Any], n: int) -> Behaviour:
 
 
 @dataclass
-class SimAnthropic:
+class SimAnthropic(ServedDouble):
     """Context manager: `with SimAnthropic() as sim:`; point the SDK at sim.base_url."""
 
     script: Callable[[dict[str, Any], int], Behaviour] = _text_default
@@ -997,7 +988,7 @@ class SimAnthropic:
     accepted: list[dict[str, Any]] = field(default_factory=list)
     script_errors: list[str] = field(default_factory=list)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
-    _server: ThreadingHTTPServer | None = field(default=None, repr=False)
+    _server: LocalJsonServer | None = field(default=None, repr=False)
 
     def __post_init__(self) -> None:
         self.models = set(DEFAULT_MODELS if self.models is None else self.models)
@@ -1007,8 +998,7 @@ class SimAnthropic:
 
     @property
     def base_url(self) -> str:
-        assert self._server is not None, "use SimAnthropic as a context manager"
-        return f"http://127.0.0.1:{self._server.server_address[1]}"
+        return self._url
 
     def check(self, body: Any, headers: dict[str, str]) -> tuple[str, Refusal] | None:
         """The first rule that refuses the request, as (rule name, (status, body)), or None."""
@@ -1019,39 +1009,8 @@ class SimAnthropic:
                 return name, refusal
         return None
 
-    def __enter__(self) -> SimAnthropic:
-        sim = self
-
-        class Handler(BaseHTTPRequestHandler):
-            protocol_version = "HTTP/1.1"
-
-            def log_message(self, *args: Any) -> None:
-                pass
-
-            def setup(self) -> None:
-                super().setup()
-                self.request.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-
-            def do_POST(self) -> None:  # noqa: N802 (http.server's naming)
-                sim._handle(self)
-
-        class Server(ThreadingHTTPServer):
-            request_queue_size = 256
-            daemon_threads = True
-
-        self._server = Server(("127.0.0.1", 0), Handler)
-        threading.Thread(target=self._server.serve_forever, daemon=True).start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        assert self._server is not None
-        self._server.shutdown()
-        self._server.server_close()
-
     # --- request handling ------------------------------------------------------------------
-    def _handle(self, h: BaseHTTPRequestHandler) -> None:
-        raw = h.rfile.read(int(h.headers.get("content-length", 0) or 0))
-        headers = {k.lower(): v for k, v in h.headers.items()}
+    def _handle(self, path: str, headers: dict[str, str], raw: bytes) -> Response:
         try:
             body: Any = json.loads(raw) if raw else None
         except ValueError:
@@ -1059,23 +1018,19 @@ class SimAnthropic:
         with self._lock:
             self.requests.append(body if isinstance(body, dict) else {"_raw": raw[:2000].decode("utf-8", "replace")})
             self.headers.append(headers)
-        path = h.path.split("?", 1)[0]
-        if path != "/v1/messages":
+        if path.split("?", 1)[0] != "/v1/messages":
             # Text "Not Found" as relayed in openclaw/openclaw#10552 ("not_found_error: Not Found").
-            self._send_json(h, 404, error_body(404, "Not Found"))
-            return
+            return self._send_json(404, error_body(404, "Not Found"))
         if len(raw) > MAX_REQUEST_BYTES:
             # ERRORS_PAGE: 413 request_too_large, "The maximum request size is 32 MB for standard API
             # endpoints", "returned from Cloudflare before the request reaches our API servers".
             # Body as relayed in earendil-works/pi#401: {"error":{"type":"request_too_large",
             # "message":"Request exceeds the maximum size"}} (no top-level "type").
-            self._refuse(h, body, "request_size",
-                         (413, {"error": {"type": "request_too_large", "message": "Request exceeds the maximum size"}}))
-            return
+            return self._refuse(body, "request_size",
+                                (413, {"error": {"type": "request_too_large", "message": "Request exceeds the maximum size"}}))
         verdict = self.check(body, headers)
         if verdict is not None:
-            self._refuse(h, body, *verdict)
-            return
+            return self._refuse(body, *verdict)
         with self._lock:
             self.accepted.append(body)
             n = len(self.accepted)
@@ -1084,34 +1039,27 @@ class SimAnthropic:
                 behaviour: Behaviour = {"kind": "text", "text": "", "_empty": True}
             else:
                 behaviour = self.script(body, n)
-            self._answer(h, body, behaviour)
+            return self._answer(body, behaviour)
         except Exception as exc:  # noqa: BLE001 -- a broken script is a test bug; say so loudly
             with self._lock:
                 self.script_errors.append(f"{type(exc).__name__}: {exc}")
-            self._send_json(h, 500, error_body(500, f"simulator script error: {type(exc).__name__}: {exc}"))
+            return self._send_json(500, error_body(500, f"simulator script error: {type(exc).__name__}: {exc}"))
 
-    def _refuse(self, h: BaseHTTPRequestHandler, body: Any, rule_name: str, refusal: Refusal) -> None:
+    def _refuse(self, body: Any, rule_name: str, refusal: Refusal) -> Response:
         status, payload = refusal
         with self._lock:
             self.refused.append({"status": status, "body": payload, "request": body, "rule": rule_name})
-        self._send_json(h, status, payload)
+        return self._send_json(status, payload)
 
-    def _send_json(self, h: BaseHTTPRequestHandler, status: int, payload: dict[str, Any],
-                   extra_headers: dict[str, str] | None = None) -> None:
+    @staticmethod
+    def _send_json(status: int, payload: dict[str, Any], extra_headers: dict[str, str] | None = None) -> Response:
         request_id = _rand_id("req_011C")
         if payload.get("type") == "error":  # ERRORS_PAGE: "also includes a request_id field"
             payload = {**payload, "request_id": request_id}
-        data = json.dumps(payload).encode()
-        h.send_response(status)
-        h.send_header("content-type", "application/json")
-        h.send_header("request-id", request_id)  # ERRORS_PAGE, "Request id"
-        for k, v in (extra_headers or {}).items():
-            h.send_header(k, v)
-        h.send_header("content-length", str(len(data)))
-        h.end_headers()
-        h.wfile.write(data)
+        headers = [("content-type", "application/json"), ("request-id", request_id)]  # ERRORS_PAGE, "Request id"
+        return status, [*headers, *(extra_headers or {}).items()], json.dumps(payload).encode()
 
-    def _answer(self, h: BaseHTTPRequestHandler, body: dict[str, Any], behaviour: Behaviour) -> None:
+    def _answer(self, body: dict[str, Any], behaviour: Behaviour) -> Response:
         while behaviour["kind"] == "slow":
             time.sleep(behaviour["seconds"])
             behaviour = behaviour.get("then", {"kind": "text", "text": "late"})
@@ -1119,12 +1067,7 @@ class SimAnthropic:
         if kind == "raw":
             raw = behaviour["body"]
             data = (json.dumps(raw) if isinstance(raw, dict) else raw).encode()
-            h.send_response(behaviour.get("status", 200))
-            h.send_header("content-type", behaviour.get("content_type", "application/json"))
-            h.send_header("content-length", str(len(data)))
-            h.end_headers()
-            h.wfile.write(data)
-            return
+            return behaviour.get("status", 200), [("content-type", behaviour.get("content_type", "application/json"))], data
         if kind == "status":
             status = behaviour["status"]
             extra: dict[str, str] = {}
@@ -1134,19 +1077,11 @@ class SimAnthropic:
                 # RATE_LIMITS: a 429 comes "along with a retry-after header indicating how long to
                 # wait" (page text recalled; third-party guides quote "retry-after: 60 // Seconds").
                 extra["retry-after"] = "1"
-            self._send_json(h, status, error_body(status, behaviour.get("message", DEFAULT_MESSAGES.get(status, "Error"))), extra)
-            return
+            return self._send_json(status, error_body(status, behaviour.get("message", DEFAULT_MESSAGES.get(status, "Error"))), extra)
         message = message_payload(body, behaviour)
         if body.get("stream"):
-            data = sse_payload(message).encode()
-            h.send_response(200)
-            h.send_header("content-type", "text/event-stream")
-            h.send_header("request-id", _rand_id("req_011C"))
-            h.send_header("content-length", str(len(data)))
-            h.end_headers()
-            h.wfile.write(data)
-            return
-        self._send_json(h, 200, message)
+            return 200, [("content-type", "text/event-stream"), ("request-id", _rand_id("req_011C"))], sse_payload(message).encode()
+        return self._send_json(200, message)
 
 
 # Messages of the injected status errors, each a real body: 429 (cline/cline#252), 500

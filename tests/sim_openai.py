@@ -34,19 +34,16 @@ Sources used throughout (cited by short name in the rules):
 
 from __future__ import annotations
 
-import base64
-import binascii
 import json
 import re
-import socket
 import threading
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 from fake_openai import Behaviour, completion_payload
+from http_double import LocalJsonServer, Response, ServedDouble, b64decode_strict
 
 Refusal = tuple[int, Any]
 """(HTTP status, JSON body) of a refused request."""
@@ -228,13 +225,6 @@ def _sniff(data: bytes) -> str | None:
         if any(data.startswith(m) for m in magics) and (kind != "webp" or data[8:12] == b"WEBP"):
             return kind
     return None
-
-
-def _decode_b64(data: str) -> bytes | None:
-    try:
-        return base64.b64decode(data, validate=True)
-    except (binascii.Error, ValueError):
-        return None
 
 
 # --- rules every profile enforces: authentication and the served model -------------------------------
@@ -456,7 +446,7 @@ def image_urls(req: Req) -> Refusal | None:
         if not match["b64"]:
             return req.refuse(400, head + "a value without the ';base64' separator.", param=path,
                               code="invalid_value")
-        data = _decode_b64(match["data"])
+        data = b64decode_strict(match["data"])
         if data is None:
             return req.refuse(400, head + "an invalid base64-encoded value.", param=path, code="invalid_value")
         if not data:
@@ -915,7 +905,7 @@ def ollama_image_input(req: Req) -> Refusal | None:
                                          "instead")
         prefix = next((p for p in ("data:;base64,", *(f"data:image/{t};base64," for t in ("jpeg", "jpg", "png", "webp")))
                        if url.startswith(p)), None)
-        if prefix is None or _decode_b64(url[len(prefix):]) is None:
+        if prefix is None or b64decode_strict(url[len(prefix):]) is None:
             return 400, ollama_body(400, "invalid image input")
     return None
 
@@ -1134,7 +1124,7 @@ def _default_script(body: dict[str, Any], n: int) -> Behaviour:
 
 
 @dataclass
-class SimOpenAI:
+class SimOpenAI(ServedDouble):
     """The simulator. Context manager: `with SimOpenAI(profile="vllm", auto_tool_choice=True) as sim:`.
 
     script is called only for requests that pass every rule, n counting accepted requests from 1.
@@ -1170,7 +1160,7 @@ class SimOpenAI:
     max_images_per_request: int = 1500
     max_image_payload_bytes: int = 512 * 1024 * 1024
     _lock: threading.Lock = field(default_factory=threading.Lock)
-    _server: ThreadingHTTPServer | None = None
+    _server: LocalJsonServer | None = None
     _accepted_n: int = 0
 
     def __post_init__(self) -> None:
@@ -1191,8 +1181,7 @@ class SimOpenAI:
 
     @property
     def base_url(self) -> str:
-        assert self._server is not None, "use SimOpenAI as a context manager"
-        return f"http://127.0.0.1:{self._server.server_port}{self.base_path}"
+        return f"{self._url}{self.base_path}"
 
     def rules(self) -> list[Rule]:
         return rules_for(self.profile, self.schema_strict)
@@ -1206,41 +1195,9 @@ class SimOpenAI:
                 return rule.__name__, refusal
         return None
 
-    def __enter__(self) -> SimOpenAI:
-        sim = self
-
-        class Handler(BaseHTTPRequestHandler):
-            protocol_version = "HTTP/1.1"
-
-            def log_message(self, *args: Any) -> None:
-                pass
-
-            def setup(self) -> None:
-                super().setup()
-                # Headers and body go out in two writes: without this, Nagle's algorithm and the
-                # client's delayed ACK add ~40 ms to every response.
-                self.request.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-
-            def do_POST(self) -> None:  # noqa: N802 (http.server's naming)
-                raw = self.rfile.read(int(self.headers.get("content-length", 0)))
-                sim._handle(self, self.path, raw, {k.lower(): v for k, v in self.headers.items()})
-
-            def do_GET(self) -> None:  # noqa: N802
-                sim._send(self, 404, sim._not_found(self.command, self.path))
-
-        class Server(ThreadingHTTPServer):
-            request_queue_size = 256  # the default backlog of 5 drops connections under load
-
-        self._server = Server(("127.0.0.1", 0), Handler)
-        self._server.daemon_threads = True
-        # A short poll interval: shutdown() waits for the next poll, and tests open many servers.
-        threading.Thread(target=self._server.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True).start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        assert self._server is not None
-        self._server.shutdown()
-        self._server.server_close()
+    def _http_server(self) -> LocalJsonServer:
+        # A short poll interval: leaving the block waits for the next poll, and tests open many servers.
+        return LocalJsonServer(self._handle, self._get, poll_interval=0.02)
 
     # -- request handling
 
@@ -1250,10 +1207,12 @@ class SimOpenAI:
             return openai_body(f"Invalid URL ({method} {path})")
         return Req(self, {}, {}).refuse(404, f"Not Found: {method} {path}")
 
-    def _handle(self, handler: BaseHTTPRequestHandler, path: str, raw: bytes, headers: dict[str, str]) -> None:
+    def _get(self, path: str) -> Response:
+        return self._send(404, self._not_found("GET", path))
+
+    def _handle(self, path: str, headers: dict[str, str], raw: bytes) -> Response:
         if path.rstrip("/") != f"{self.base_path}/chat/completions":
-            self._send(handler, 404, self._not_found("POST", path))
-            return
+            return self._send(404, self._not_found("POST", path))
         try:
             body = json.loads(raw or b"null")
         except ValueError:
@@ -1271,41 +1230,37 @@ class SimOpenAI:
                        "your HTTP library correctly. The OpenAI API expects a JSON payload, but what was sent was not "
                        "valid JSON. If you have trouble figuring out how to fix this, please contact us through our "
                        "help center at help.openai.com.)")
-            self._refuse(handler, "json_body", Req(self, {}, headers).refuse(400, message), self.requests[index])
-            return
+            return self._refuse("json_body", Req(self, {}, headers).refuse(400, message), self.requests[index])
         found = self.check(body, headers)
         if found is not None:
-            self._refuse(handler, found[0], found[1], body)
-            return
+            return self._refuse(found[0], found[1], body)
         with self._lock:
             for name in ignored_fields(self, body):
                 self.ignored.append({"request": index, "field": name})
             self.accepted.append(body)
             self._accepted_n += 1
             n = self._accepted_n
-        self._answer(handler, body, n)
+        return self._answer(body, n)
 
-    def _refuse(self, handler: BaseHTTPRequestHandler, rule: str, refusal: Refusal, body: dict[str, Any]) -> None:
+    def _refuse(self, rule: str, refusal: Refusal, body: dict[str, Any]) -> Response:
         status, payload = refusal
         with self._lock:
             self.refused.append({"status": status, "body": payload, "request": body, "rule": rule})
-        self._send(handler, status, payload)
+        return self._send(status, payload)
 
-    def _answer(self, handler: BaseHTTPRequestHandler, body: dict[str, Any], n: int) -> None:
+    def _answer(self, body: dict[str, Any], n: int) -> Response:
         behaviour = self.script(body, n)
         if behaviour["kind"] == "slow":
             time.sleep(behaviour["seconds"])
             behaviour = behaviour.get("then", {"kind": "text", "text": "late"})
         if behaviour["kind"] == "raw":  # garbage on purpose: an HTML page, a wrong-shaped body
-            self._send(handler, behaviour.get("status", 200), behaviour["body"],
-                       content_type=behaviour.get("content_type", "application/json"))
-            return
+            return self._send(behaviour.get("status", 200), behaviour["body"],
+                              content_type=behaviour.get("content_type", "application/json"))
         if behaviour["kind"] == "status":
             status = behaviour["status"]
             extra = {"Retry-After": str(behaviour["retry_after"])} if "retry_after" in behaviour else {}
-            self._send(handler, status, status_body(self, status, behaviour.get("message")), extra_headers=extra)
-            return
-        self._send(handler, 200, self.completion(behaviour, n, str(body.get("model", ""))))
+            return self._send(status, status_body(self, status, behaviour.get("message")), extra_headers=extra)
+        return self._send(200, self.completion(behaviour, n, str(body.get("model", ""))))
 
     def completion(self, behaviour: Behaviour, n: int, model: str) -> dict[str, Any]:
         """A chat.completion for a "text" or "tool" behaviour: FakeOpenAI's payload, plus the service's
@@ -1328,13 +1283,8 @@ class SimOpenAI:
         usage["total_tokens"] = usage["prompt_tokens"] + usage["completion_tokens"]
         return payload
 
-    def _send(self, handler: BaseHTTPRequestHandler, status: int, payload: Any, *, content_type: str = "application/json",
-              extra_headers: dict[str, str] | None = None) -> None:
+    @staticmethod
+    def _send(status: int, payload: Any, *, content_type: str = "application/json",
+              extra_headers: dict[str, str] | None = None) -> Response:
         raw = payload.encode() if isinstance(payload, str) else json.dumps(payload).encode()
-        handler.send_response(status)
-        handler.send_header("Content-Type", content_type)
-        handler.send_header("Content-Length", str(len(raw)))
-        for key, value in (extra_headers or {}).items():
-            handler.send_header(key, value)
-        handler.end_headers()
-        handler.wfile.write(raw)
+        return status, [("Content-Type", content_type), *(extra_headers or {}).items()], raw

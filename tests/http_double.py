@@ -1,0 +1,151 @@
+"""The local HTTP server under the test doubles (FakeOpenAI, SimOpenAI, SimAnthropic).
+
+Each double decides what to answer; this module only carries bytes. LocalJsonServer listens on
+127.0.0.1, on a port the system picks, hands each POST's path, headers (names lower-cased) and raw
+body to a callback, and writes back the (status, headers, body) the callback returns, with a
+Content-Length. If the callback raises, nothing is answered: http.server prints the traceback and
+drops the connection, as it would for any handler that crashes.
+
+    with LocalJsonServer(on_post) as server:
+        url = f"{server.url}/v1"
+
+ServedDouble is the doubles' base class: `with double:` serves double._handle for the block.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import socket
+import threading
+from collections.abc import Callable
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any, Self
+
+Response = tuple[int, list[tuple[str, str]], bytes]
+"""(status, headers in the order they are sent, body). Content-Length is added after the headers,
+in lower case when they all are."""
+
+OnPost = Callable[[str, dict[str, str], bytes], Response]
+"""(path with its query string, headers with lower-case names, raw body) -> Response."""
+
+OnGet = Callable[[str], Response]
+"""(path) -> Response; the request's body, if any, is not read."""
+
+
+class _Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    server: _Server
+
+    def log_message(self, *args: Any) -> None:
+        pass
+
+    def setup(self) -> None:
+        super().setup()
+        # Headers and body go out in two writes: without this, Nagle's algorithm and the
+        # client's delayed ACK add ~40 ms to every response.
+        self.request.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+
+    def do_POST(self) -> None:  # noqa: N802 (http.server's naming)
+        raw = self.rfile.read(int(self.headers.get("content-length", 0) or 0))
+        headers = {k.lower(): v for k, v in self.headers.items()}
+        self._reply(self.server.on_post(self.path, headers, raw))
+
+    def _reply(self, response: Response) -> None:
+        status, headers, body = response
+        self.send_response(status)
+        for key, value in headers:
+            self.send_header(key, value)
+        # Spelled like the other headers: SimAnthropic sends its own in lower case, as the API does.
+        lower = bool(headers) and all(key.islower() for key, _ in headers)
+        self.send_header("content-length" if lower else "Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+
+class _GetHandler(_Handler):
+    def do_GET(self) -> None:  # noqa: N802
+        assert self.server.on_get is not None
+        self._reply(self.server.on_get(self.path))
+
+
+class _Server(ThreadingHTTPServer):
+    request_queue_size = 256  # the default backlog of 5 drops connections under load
+    daemon_threads = True
+
+    def __init__(self, on_post: OnPost, on_get: OnGet | None) -> None:
+        self.on_post = on_post
+        self.on_get = on_get
+        # Without on_get, a GET gets http.server's own 501 "Unsupported method".
+        super().__init__(("127.0.0.1", 0), _GetHandler if on_get is not None else _Handler)
+
+
+class LocalJsonServer:
+    """A threaded HTTP/1.1 server on 127.0.0.1: bound when made, serving from start() (or entering a
+    `with` block) until close() (or leaving it).
+
+    poll_interval is how often serve_forever looks for shutdown(): leaving the block waits for it."""
+
+    def __init__(self, on_post: OnPost, on_get: OnGet | None = None, *, poll_interval: float = 0.5) -> None:
+        self._server = _Server(on_post, on_get)
+        self._poll_interval = poll_interval
+
+    @property
+    def port(self) -> int:
+        return self._server.server_port
+
+    @property
+    def url(self) -> str:
+        """http://127.0.0.1:<port>, without a trailing slash."""
+        return f"http://127.0.0.1:{self.port}"
+
+    def start(self) -> LocalJsonServer:
+        threading.Thread(target=self._server.serve_forever, kwargs={"poll_interval": self._poll_interval},
+                         daemon=True).start()
+        return self
+
+    def close(self) -> None:
+        self._server.shutdown()
+        self._server.server_close()
+
+    def __enter__(self) -> LocalJsonServer:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+class ServedDouble:
+    """Base class of the doubles: entering one starts a LocalJsonServer on its _handle (made by
+    _http_server, which a double overrides to serve GET or poll faster), leaving it stops the server.
+    The subclass declares the `_server` field (a dataclass field, default None)."""
+
+    _server: LocalJsonServer | None
+
+    def _handle(self, path: str, headers: dict[str, str], raw: bytes) -> Response:
+        raise NotImplementedError
+
+    def _http_server(self) -> LocalJsonServer:
+        return LocalJsonServer(self._handle)
+
+    @property
+    def _url(self) -> str:
+        """http://127.0.0.1:<port> of the running server."""
+        assert self._server is not None, f"use {type(self).__name__} as a context manager"
+        return self._server.url
+
+    def __enter__(self) -> Self:
+        self._server = self._http_server().start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        assert self._server is not None
+        self._server.close()
+
+
+def b64decode_strict(data: str) -> bytes | None:
+    """The bytes of a base64 string from a request body, or None when it is not valid base64."""
+    try:
+        return base64.b64decode(data, validate=True)
+    except (binascii.Error, ValueError):
+        return None
