@@ -50,6 +50,7 @@ from deskbench.agents.bm25 import Bm25Agent  # noqa: E402
 from deskbench.corpus.extract import OcrSettings  # noqa: E402
 from deskbench.corpus.ingest import open_or_create, plan_ingest, run_ingest  # noqa: E402
 from deskbench.generate.sample import build_sample_corpus  # noqa: E402
+from deskbench.models.capabilities import capabilities  # noqa: E402
 from deskbench.models.openai_chat import OpenAIChat, parse_completion, request_kwargs  # noqa: E402
 from deskbench.models.resilient import ResilientModel  # noqa: E402
 from deskbench.models.types import ChatRequest, ChatResponse  # noqa: E402
@@ -103,7 +104,7 @@ async def _request_cpu(base_url: str, n: int = 300) -> tuple[float, float]:
     await model.aclose()
     async with aiohttp.ClientSession() as session:
         async def bare() -> None:
-            body = json.dumps({"model": "fake", **request_kwargs(req)}).encode()
+            body = json.dumps({"model": "fake", **request_kwargs(req, model.caps, model.id)}).encode()
             async with session.post(f"{base_url}/chat/completions", data=body,
                                     headers={"Authorization": "Bearer k", "Content-Type": "application/json"}) as r:
                 json.loads(await r.read())
@@ -123,6 +124,7 @@ class BareAiohttpChat:
 
     def __init__(self, base_url: str) -> None:
         self.id = "openai-compat/fake"
+        self.caps = capabilities(self.id)
         self._url = f"{base_url}/chat/completions"
         self._session: Any = None
 
@@ -131,7 +133,7 @@ class BareAiohttpChat:
 
         if self._session is None:
             self._session = aiohttp.ClientSession()
-        body = json.dumps({"model": "fake", **request_kwargs(request)}).encode()
+        body = json.dumps({"model": "fake", **request_kwargs(request, self.caps, self.id)}).encode()
         async with self._session.post(self._url, data=body, headers={"Authorization": "Bearer k",
                                                                      "Content-Type": "application/json"}) as r:
             return parse_completion(json.loads(await r.read()), "fake")

@@ -75,9 +75,8 @@ def _answer_open_calls(messages: list[dict[str, Any]]) -> None:
         messages[i + 1]["content"] = results + [b for b in nxt if b["type"] != "tool_result"]
 
 
-def to_anthropic(request: ChatRequest, caps: Capabilities | None = None) -> dict[str, Any]:
+def to_anthropic(request: ChatRequest, caps: Capabilities) -> dict[str, Any]:
     """The Messages API body: system apart, tool results as user blocks, alternating roles merged."""
-    caps = caps or capabilities("anthropic/claude")
     system = "\n\n".join(m.text() for m in request.messages if m.role == "system")
     messages: list[dict[str, Any]] = []
     for m in fit_images(request.messages, caps):

@@ -17,6 +17,7 @@ from pathlib import Path
 
 from deskbench.errors import UserError
 from deskbench.models.capabilities import capabilities
+from deskbench.models.local_llama import MODEL_ID as LOCAL_ID
 from deskbench.models.openai_chat import OpenAIChat
 from deskbench.models.settings import ResolvedSettings, Role, Sampling, asked_for, resolve
 from deskbench.models.types import ChatModel
@@ -35,7 +36,7 @@ class ModelSpec:
     @property
     def id(self) -> str:
         """How the model is named in run stores, caches, prices and capability rules."""
-        return "local/smollm2-135m-instruct" if self.provider == "local" else f"{self.provider}/{self.name}"
+        return LOCAL_ID if self.provider == "local" else f"{self.provider}/{self.name}"
 
 
 def parse_spec(spec: str) -> ModelSpec:
@@ -113,23 +114,30 @@ def check_key(m: ModelSpec) -> None:
                         "(or run offline with --model local)")
 
 
+def _checked(spec: str) -> ModelSpec:
+    m = parse_spec(spec)
+    check_key(m)
+    return m
+
+
+def _settings(m: ModelSpec, sampling: Sampling | None, role: Role) -> ResolvedSettings:
+    return resolve(m.id, sampling if sampling is not None else asked_for(role), role)
+
+
 def preflight(spec: str, sampling: Sampling | None = None, role: Role = "agent") -> ResolvedSettings:
     """Everything about a model string that can be checked without calling it: the string, the
     key, the settings. Raises UserError; builds no client and creates nothing."""
-    m = parse_spec(spec)
-    check_key(m)
-    return resolve(m.id, sampling if sampling is not None else asked_for(role), role)
+    return _settings(_checked(spec), sampling, role)
 
 
 def make_model(spec: str, *, timeout: float = 120.0) -> ChatModel:
     """The adapter for a model string (without the retry/cache wrapper)."""
-    m = parse_spec(spec)
-    check_key(m)
+    m = _checked(spec)
     return PROVIDERS[m.provider](m, timeout)
 
 
 def open_model(spec: str, *, role: Role = "agent", sampling: Sampling | None = None, concurrency: int = 16,
-               cache: bool | Path = False, prices: Path | None = None):  # -> ResilientModel
+               cache: bool | Path = False, prices: Path | None = None, timeout: float = 120.0):  # -> ResilientModel
     """The model an agent or a judge talks to: the adapter inside retries, a concurrency limit,
     usage accounting, the response cache (on for judges by the caller's choice; a path names the
     cache file), and the user's settings (given, else the command line's for the role) resolved
@@ -138,12 +146,13 @@ def open_model(spec: str, *, role: Role = "agent", sampling: Sampling | None = N
     from deskbench.models.prices import PriceTable
     from deskbench.models.resilient import ResilientModel
 
-    settings = preflight(spec, sampling if sampling is not None else asked_for(role), role)
+    m = _checked(spec)
+    settings = _settings(m, sampling, role)
     response_cache = None
     if isinstance(cache, Path):
         response_cache = ResponseCache(cache)
     elif cache:
         cache_dir = Path(os.environ.get("DESKBENCH_CACHE_DIR", Path.home() / ".cache" / "deskbench"))
         response_cache = ResponseCache(cache_dir / "responses.sqlite")
-    return ResilientModel(make_model(spec), settings=settings, concurrency=concurrency, cache=response_cache,
+    return ResilientModel(PROVIDERS[m.provider](m, timeout), settings=settings, concurrency=concurrency, cache=response_cache,
                           prices=PriceTable.load(prices))

@@ -18,6 +18,7 @@ import time
 from dataclasses import dataclass, field
 
 from deskbench.models.cache import ResponseCache
+from deskbench.models.capabilities import capabilities
 from deskbench.models.prices import PriceTable
 from deskbench.models.settings import ResolvedSettings, flag
 from deskbench.models.types import (
@@ -78,7 +79,7 @@ class ResilientModel:
         self.inner = inner
         self.id = inner.id
         self.settings = settings
-        self._sent = {k: v for k, v in settings.sent.given().items()} if settings else {}
+        self._sent = settings.sent.given() if settings else {}
         self.policy = policy or RetryPolicy()
         self.cache = cache
         self.prices = prices or PriceTable()
@@ -131,13 +132,11 @@ class ResilientModel:
         text = f"{error} {error.param or ''}".lower()
         status = error.status
         if status == 401 or status == 403:
-            from deskbench.models.capabilities import capabilities
-
             key_env = capabilities(self.id).key_env
             hint = f"check the key in {key_env}" if key_env else "check the server's key (OPENAI_COMPAT_API_KEY)"
             if status == 403:
                 hint += " and that it may use this model"
-        elif status == 404 or (error.param or "") == "model" or "does not exist" in text or "not found" in text:
+        elif status == 404 or error.param == "model":
             hint = "check the model name in " + ("--judge" if role == "judge" else "--model")
         else:
             named = [f for f, words in _FIELD_WORDS.items() if any(w in text for w in words)]

@@ -133,7 +133,7 @@ def resolve(model: str, asked: Sampling, role: Role = "agent", defaults: Samplin
             sent[name] = value
     for name in FIELDS:
         value = getattr(defaults, name)
-        if value is None or name in sent or name in asked.given():
+        if value is None or name in sent:
             continue
         if _refusal(caps, name, value, temperature_set="temperature" in sent):
             dropped.append(f"{name}={value}")
