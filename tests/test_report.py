@@ -15,7 +15,7 @@ Two systems. "agent" (steps vary, $0.01 and 100 + 10 tokens an episode):
     t1 right, cites a1 a2, 2 steps              1            1
     t2 wrong, cites a3, 3 steps                 2/3          2/3     comprehension
     t3 wrong, cites b5, 4 steps                 0            1       navigation
-    t4 "Not found.", no citation, 5 steps       0            0       refusal
+    t4 "Not found.", no citation, 5 steps       0            0       retrieval (says not found)
     t5 right, cites c2, 2 steps                 2/3          1
 
 "rag<1>" (1 step each, $0.002 and 50 + 5 tokens an episode, the name checks HTML escaping):
@@ -43,7 +43,7 @@ from deskbench.models.types import Usage
 from deskbench.report.data import build_report, episode_steps
 from deskbench.report.models import Report
 from deskbench.report.render import best_values, render_html
-from deskbench.report.taxonomy import is_refusal
+from deskbench.report.taxonomy import classify, is_refusal, says_not_found
 from deskbench.runs.store import Episode, RunStore
 from deskbench.scoring.docqa import ScoreOptions
 from deskbench.scoring.judge import Judgement
@@ -150,7 +150,10 @@ def test_budget_curve_counts_answers_that_needed_more_steps_as_incorrect(report:
 
 def test_every_incorrect_item_gets_exactly_one_error_class(report: Report) -> None:
     agent, rag = (s.errors for s in report.systems)
-    assert agent.ids == {"retrieval": [], "navigation": ["t3"], "comprehension": ["t2"], "refusal": ["t4"]}
+    # t4 answered "Not found.": not an empty response, so not the paper's refusal (H.3); it cites
+    # nothing (Doc F1 = 0), so it is a retrieval failure, tagged "says not found"
+    assert agent.ids == {"retrieval": ["t4"], "navigation": ["t3"], "comprehension": ["t2"], "refusal": []}
+    assert agent.says_not_found == ["t4"] and rag.says_not_found == []
     assert rag.ids == {"retrieval": ["t0", "t4"], "navigation": [], "comprehension": [], "refusal": ["t3", "t5"]}
     assert rag.counts == {"retrieval": 2, "navigation": 0, "comprehension": 0, "refusal": 2}
     assert (agent.n_correct, rag.n_correct) == (3, 2) and rag.share("refusal") == pytest.approx(2 / 6)
@@ -164,13 +167,31 @@ def test_breakdowns_by_domain_and_category(report: Report) -> None:
     assert {k: g.n for k, g in agent.by_category.items()} == {"(none)": 1, "contract": 2, "form": 1, "report": 2}
 
 
-@pytest.mark.parametrize(("answer", "refusal"), [
-    ([], True), ([""], True), (["Not found."], True), (["UNKNOWN"], True), (["N/A"], True),
-    (["I could not find the total in the filings"], True), (["none"], False), (["42"], False),
-    (["unknown parties agreed"], False),
+@pytest.mark.parametrize(("answer", "refusal", "not_found"), [
+    (None, True, False), ([], True, False), ([""], True, False), (["", "  "], True, False),
+    (["Not found."], False, True), (["UNKNOWN"], False, True), (["N/A"], False, True),
+    (["I could not find the total in the filings"], False, True), (["none"], False, False),
+    (["42"], False, False), (["unknown parties agreed"], False, False), (["", "42"], False, False),
 ])
-def test_refusals(answer: list[str], refusal: bool) -> None:
+def test_refusal_is_an_empty_response_and_not_found_phrases_are_a_separate_tag(
+        answer: list[str] | None, refusal: bool, not_found: bool) -> None:
+    """MADQA H.3: "No Answer / Refusal: the system returned an empty response". A phrase such as
+    "Not found." is an answer; deskbench tags it `says_not_found` and never calls it a refusal."""
     assert is_refusal(answer) is refusal
+    assert says_not_found(answer) is not_found
+
+
+def test_a_not_found_answer_is_classed_by_its_citations() -> None:
+    from deskbench.tasks.docqa import ItemScore
+
+    def item(doc_f1: float, page_f1: float) -> ItemScore:
+        return ItemScore(id="x", status="scored", hop_type="single", accuracy=0.0, doc_f1=doc_f1, page_f1=page_f1)
+
+    said = ["I could not find the total"]
+    assert classify(item(0, 0), said) == "retrieval"
+    assert classify(item(1, 0), said) == "navigation"
+    assert classify(item(1, 0.5), said) == "comprehension"
+    assert classify(item(1, 0.5), [""]) == "refusal" and classify(item(1, 1), None) == "refusal"
 
 
 def test_steps_fall_back_to_tool_calls_in_the_trajectory() -> None:
@@ -280,7 +301,7 @@ def test_judged_accuracy_is_bias_corrected_and_unscored_items_are_left_out(run: 
     assert agent.row.accuracy == pytest.approx(0.7) and agent.row.n_unscored == 1
     assert agent.row.bias_corrected == pytest.approx(0.7 / 0.98)  # (p + q0 - 1) / (q0 + q1 - 1)
     assert agent.budget.accuracy == pytest.approx([1 / 5, 3 / 5, 3.5 / 5, 3.5 / 5, 3.5 / 5])
-    assert agent.errors.ids == {"retrieval": [], "navigation": [], "comprehension": [], "refusal": ["t4"]}
+    assert agent.errors.ids == {"retrieval": ["t4"], "navigation": [], "comprehension": [], "refusal": []}
     page = render_html(report)
     assert "<th>Bias-corrected</th>" in page and "71.4 ± " in page
     assert "<th>Bias-corrected</th>" not in render_html(build_report([run]))

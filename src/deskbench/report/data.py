@@ -21,7 +21,7 @@ from deskbench.report.models import (
     Report,
     SystemReport,
 )
-from deskbench.report.taxonomy import budget_curve, decompose
+from deskbench.report.taxonomy import budget_curve, decompose, not_found_ids
 from deskbench.runs.humans import episodes_of, pooled_systems, tasks_scored
 from deskbench.runs.runner import run_submissions
 from deskbench.runs.settings import stored_settings
@@ -135,6 +135,7 @@ def _errors(label: str, s: _Scored) -> ErrorBreakdown:
     return ErrorBreakdown(
         label=label, n=len(s.items), n_correct=sum(i.accuracy or 0.0 for i in s.items),
         counts={c: len(classes[c]) for c in ERROR_CLASSES}, ids={c: classes[c] for c in ERROR_CLASSES},
+        says_not_found=not_found_ids(s.items, s.answers),
     )
 
 

@@ -72,6 +72,9 @@ class ErrorBreakdown(BaseModel):
     n_correct: float
     counts: dict[str, int]
     ids: dict[str, list[str]]
+    # incorrect items whose non-empty answer says nothing was found (taxonomy.says_not_found): a
+    # tag across the classes above, not a class; the paper's refusal is an empty response only
+    says_not_found: list[str] = []
 
     def share(self, cls: str) -> float:
         return self.counts[cls] / self.n if self.n else 0.0

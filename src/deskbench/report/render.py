@@ -13,7 +13,7 @@ from deskbench.errors import UserError
 from deskbench.models.prices import UNKNOWN, format_cost
 from deskbench.report import plots
 from deskbench.report.models import ERROR_CLASSES, Report
-from deskbench.report.taxonomy import RULES
+from deskbench.report.taxonomy import RULES, SAYS_NOT_FOUND_RULE
 from deskbench.scoring.analytics import ERROR_CATEGORIES
 from deskbench.tasks.deliverables import RUBRIC_CODES
 
@@ -98,7 +98,8 @@ def render_html(report: Report) -> str:
         ("category", "category", sorted({g for s in systems for g in s.by_category})),
     ]
     return _env().get_template("report.html.j2").render(
-        report=report, images=images, classes=ERROR_CLASSES, rules=RULES, breakdowns=breakdowns,
+        report=report, images=images, classes=ERROR_CLASSES, rules=RULES, not_found_rule=SAYS_NOT_FOUND_RULE,
+        breakdowns=breakdowns,
         best=best_values(report), error_categories=ERROR_CATEGORIES,
         analytics_titles=plots.ANALYTICS_TITLES, rubric_codes=RUBRIC_CODES,
     )
