@@ -179,12 +179,16 @@ def test_guessability_of_a_guess_run(tmp_path: Path) -> None:
 # -- multi-hop ----------------------------------------------------------------------------
 
 
-def test_page_gap_and_bins() -> None:
-    assert page_gap([("a", 3), ("a", 4)]) == 0  # adjacent pages: nothing between
-    assert page_gap([("a", 5), ("a", 3)]) == 1
-    assert page_gap([("a", 1), ("a", 4), ("a", 12)]) == 7  # the widest jump: 4 -> 12
+def test_page_gap_is_the_page_difference() -> None:
+    """MADQA H.1: "the page index difference between evidence locations" (not the pages between)."""
+    assert page_gap([("a", 3), ("a", 4)]) == 1  # adjacent pages differ by 1
+    assert page_gap([("a", 5), ("a", 3)]) == 2
+    assert page_gap([("a", 1), ("a", 4), ("a", 12)]) == 11  # the largest difference of a pair
+    assert page_gap([("a", 4), ("a", 4), ("a", 6)]) == 2  # a page listed twice is one page
     assert page_gap([("a", 1), ("b", 2)]) is None and page_gap([("a", 1)]) is None
-    assert [gap_bin(g) for g in (0, 1, 2, 5, 6, 40)] == ["0", "1", "2-5", "2-5", "6+", "6+"]
+    assert [gap_bin(g) for g in (1, 2, 3, 5, 6, 40)] == ["1", "2", "3-5", "3-5", "6+", "6+"]
+    with pytest.raises(ValueError, match="below 1"):
+        gap_bin(0)
     assert [distance_bin(d) for d in (0.0, 0.1499, 0.15, 0.45, 0.5999, 0.6, 1.0)] == [
         "0-0.15", "0-0.15", "0.15-0.3", "0.45-0.6", "0.45-0.6", "0.6+", "0.6+"]
 
@@ -215,7 +219,7 @@ def test_multihop_items_and_accuracy_by_bin() -> None:
     m3 = 1 - h * h / (h * h + f * f)  # "harbour fee" vs "harbour budget": 0.604073
     m4 = 1 - f * f / (math.sqrt(p * p + f * f) * math.sqrt(h * h + f * f))  # 0.518799
     assert [(items[k].hop_type, items[k].page_gap) for k in ("m1", "m2", "m3", "m4")] == [
-        ("cross_page", 0), ("cross_page", 7), ("cross_doc", None), ("cross_doc", None)]
+        ("cross_page", 1), ("cross_page", 8), ("cross_doc", None), ("cross_doc", None)]
     assert [items[k].semantic_distance for k in ("m1", "m2", "m3", "m4")] == pytest.approx([0.0, 1.0, m3, m4])
     assert (m3, m4) == pytest.approx((0.604073, 0.518799), abs=1e-6)
 
@@ -225,16 +229,16 @@ def test_multihop_items_and_accuracy_by_bin() -> None:
     })
     assert [s.system for s in rep.systems] == ["A", "B", POOLED]
     a = rep.systems[0].same_document
-    assert [(b.bin, b.n, b.accuracy) for b in a.by_page_gap] == [("0", 1, 1.0), ("1", 0, None), ("2-5", 0, None), ("6+", 1, 0.0)]
+    assert [(b.bin, b.n, b.accuracy) for b in a.by_page_gap] == [("1", 1, 1.0), ("2", 0, None), ("3-5", 0, None), ("6+", 1, 0.0)]
     pooled = rep.systems[2]
     assert [(b.bin, b.n, b.items, b.accuracy) for b in pooled.same_document.by_page_gap if b.n] == [
-        ("0", 2, 1, 1.0), ("6+", 2, 1, 0.5)]
+        ("1", 2, 1, 1.0), ("6+", 2, 1, 0.5)]
     assert [(b.bin, b.accuracy) for b in pooled.same_document.by_semantic_distance if b.n] == [
         ("0-0.15", 1.0), ("0.6+", 0.5)]
     cross = pooled.cross_document
     assert [(b.bin, b.n, b.accuracy) for b in cross.by_semantic_distance if b.n] == [("0.45-0.6", 1, 0.0), ("0.6+", 2, 0.5)]
     assert (cross.n, cross.accuracy, cross.by_page_gap) == (3, pytest.approx(1 / 3), [])
-    # gap vs accuracy over the four same-document pairs: x = [0, 7, 0, 7], y = [1, 0, 1, 1]
+    # gap vs accuracy over the four same-document pairs: x = [1, 8, 1, 8], y = [1, 0, 1, 1]
     assert pooled.same_document.r_page_gap == pytest.approx(-3.5 / math.sqrt(49 * 0.75))
 
 
@@ -244,7 +248,7 @@ def test_multihop_over_a_real_run_and_corpus(tmp_path: Path, operator_corpus: Co
     write_run(tmp_path / "run", tasks, "oracle:m", {"x1": ("x", []), "x2": ("no", [])}).close()
     rep = load_multihop(tmp_path / "run", operator_corpus.root)
     items = {i.id: i for i in rep.items}
-    assert sorted(items) == ["x1", "x2"] and items["x1"].page_gap == 1
+    assert sorted(items) == ["x1", "x2"] and items["x1"].page_gap == 2  # pages 1 and 3
     assert all(0.0 < i.semantic_distance < 1.0 for i in items.values())  # real pages share some words
     s = rep.systems[0]
     assert (s.same_document.n, s.same_document.accuracy, s.cross_document.accuracy) == (1, 1.0, 0.0)

@@ -1,9 +1,10 @@
 """Multi-hop difficulty (MADQA §5, Appendix H.1): does accuracy fall with the physical page gap
 between evidence pages, or with their semantic distance?
 
-- page gap (same-document items): the pages strictly between two evidence pages (adjacent pages:
-  gap 0); with three or more pages, the largest gap between consecutive evidence pages (the widest
-  jump the agent has to bridge). Bins: 0, 1, 2-5, 6+.
+- page gap (same-document items): "the page index difference between evidence locations" (H.1),
+  so adjacent pages have gap 1; with three or more pages, the largest difference of a pair (last
+  minus first page), as the semantic distance takes the largest distance of a pair. Bins (the paper
+  does not give them): 1, 2, 3-5, 6+.
 - semantic distance: 1 - cos of the evidence pages' TF-IDF vectors (the paper embeds pages with
   Snowflake Arctic Embed; any Embedder may be passed); with more than two pages, the largest distance
   of a pair (cross-document items: of a pair from different documents). Bins as Tables 14-15:
@@ -26,7 +27,7 @@ from deskbench.errors import UserError
 from deskbench.runs.store import RunStore
 from deskbench.tasks.docqa import DocQATask, hop_type
 
-GAP_BINS: tuple[tuple[str, int, int | None], ...] = (("0", 0, 0), ("1", 1, 1), ("2-5", 2, 5), ("6+", 6, None))
+GAP_BINS: tuple[tuple[str, int, int | None], ...] = (("1", 1, 1), ("2", 2, 2), ("3-5", 3, 5), ("6+", 6, None))
 DISTANCE_BINS: tuple[tuple[str, float, float | None], ...] = (
     ("0-0.15", 0.0, 0.15), ("0.15-0.3", 0.15, 0.3), ("0.3-0.45", 0.3, 0.45), ("0.45-0.6", 0.45, 0.6), ("0.6+", 0.6, None),
 )
@@ -71,21 +72,22 @@ class MultihopReport(BaseModel):
 
 
 def page_gap(pages: Sequence[tuple[str, int]]) -> int | None:
-    """Largest number of pages strictly between consecutive evidence pages of one document; None
-    when the evidence spans documents or has fewer than two distinct pages."""
+    """The page index difference between the evidence pages of one document (MADQA H.1): the
+    largest of any pair, i.e. last page - first page (adjacent pages: 1); None when the evidence
+    spans documents or has fewer than two distinct pages."""
     if len({d for d, _ in pages}) != 1:
         return None
-    nums = sorted({p for _, p in pages})
+    nums = {p for _, p in pages}
     if len(nums) < 2:
         return None
-    return max(b - a - 1 for a, b in zip(nums, nums[1:], strict=False))
+    return max(nums) - min(nums)
 
 
 def gap_bin(gap: int) -> str:
     for label, lo, hi in GAP_BINS:
         if gap >= lo and (hi is None or gap <= hi):
             return label
-    raise ValueError(f"negative page gap {gap}")
+    raise ValueError(f"page gap {gap} is below 1: two distinct pages differ by at least 1")
 
 
 def distance_bin(distance: float) -> str:
