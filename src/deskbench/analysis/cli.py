@@ -33,7 +33,7 @@ from deskbench.analysis.splits import (
 from deskbench.errors import UserError
 from deskbench.runs.humans import is_human
 
-analyse_app = typer.Typer(no_args_is_help=True, help="Analyses over stored runs (MADQA §2.4, §5, App. D, E, H): items, splits, agreement, drift, guessability, multihop, lexical.")
+analyse_app = typer.Typer(no_args_is_help=True, help="Analyses over stored runs (MADQA §2.4, §5, App. B, D, E, H): items, splits, agreement, drift, guessability, multihop, lexical, effort, failures, trajectories, cost, human-time, corpus-stats.")
 
 RunDirsArg = Annotated[list[Path], typer.Argument(metavar="RUNDIR...", help="Run directories (deskbench run --out).")]
 OutOpt = Annotated[Path, typer.Option("--output", "-o", help="JSON report to write.")]
@@ -272,3 +272,7 @@ def agreement_cmd(run_dirs: RunDirsArg, output: OutOpt, plot: PlotOpt = None, po
 from deskbench.analysis.cli_more import register  # noqa: E402
 
 register(analyse_app)
+
+from deskbench.analysis.cli_madqa import register as register_madqa  # noqa: E402
+
+register_madqa(analyse_app)

@@ -1,0 +1,61 @@
+"""`deskbench analyse effort | failures | trajectories | cost | human-time | corpus-stats`: the
+MADQA appendix analyses, thin shells over the modules of the same names. Each writes its pydantic
+report as JSON (the model is the schema), prints one line per system (a figure the run data
+cannot support says "not computable: <why>") and, with --plot, writes a PNG. `register` adds
+them to the `analyse` sub-app."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+from deskbench.analysis.cli_more import (
+    OutOpt,
+    PlotOpt,
+    RunDirsArg,
+    write_report,
+)
+
+PoolOpt = Annotated[bool, typer.Option("--pool-humans", help="One Human row from every annotator's human:NAME episodes (earliest answer per question).")]
+
+
+def _say(text: str) -> None:
+    typer.echo(text, err=True)
+
+
+def _plot(figure: Callable[[], Any], path: Path | None) -> None:
+    if path is not None:
+        from deskbench.analysis.plotting import save_figure
+
+        save_figure(figure(), path)
+
+
+def _wrote(output: Path, plot: Path | None) -> None:
+    _say(f"wrote {output}" + (f" and {plot}" if plot else ""))
+
+
+def _num(x: float | None, fmt: str = "{:.2f}") -> str:
+    return "-" if x is None else fmt.format(x)
+
+
+def effort(run_dirs: RunDirsArg, output: OutOpt, plot: PlotOpt = None, pool: PoolOpt = False) -> None:
+    """Kuiper under each effort measure (steps, total tokens, generated tokens, time) and Spearman
+    between the measures, per system (MADQA E.4, Tables 11-12)."""
+    from deskbench.analysis.effort import effort_figure, load_effort
+
+    report = load_effort(run_dirs, pool)
+    write_report(output, report)
+    _plot(lambda: effort_figure(report), plot)
+    for s in report.systems:
+        cells = [f"{k.measure} {_num(k.kuiper, '{:.1f}')}" if k.reason is None else f"{k.measure} {k.reason}"
+                 for k in s.kuiper]
+        _say(f"{s.system}: Kuiper " + "; ".join(cells))
+    _wrote(output, plot)
+
+
+def register(app: typer.Typer) -> None:
+    """Add the commands to the `analyse` sub-app."""
+    app.command("effort")(effort)

@@ -1,0 +1,84 @@
+"""Scored systems: what the MADQA appendix analyses (effort, failures, trajectories, cost, human
+time) read. One system of one run with its per-item scores, the tasks it was scored on and its
+attempt-0 episodes, built either here from run directories (ANLS*, as `deskbench score` without a
+judge) or by the report from its own scoring (then with the judge, when one was given)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+
+from deskbench.errors import UserError
+from deskbench.runs.store import Episode
+from deskbench.tasks.docqa import DocQATask, ItemScore
+
+CORRECT_AT = 0.5  # accuracy >= 0.5 is correct (MADQA H.3 and F.3: the judge's partial counts)
+
+
+@dataclass(frozen=True)
+class ScoredSystem:
+    label: str  # the system name; `<run dir name>/<system>` when two runs hold the same name
+    tasks: list[DocQATask]  # the tasks it was scored on (a person: the ones they answered)
+    items: list[ItemScore]  # one per task, in task order
+    episodes: dict[str, Episode] = field(default_factory=dict)  # task id -> its attempt-0 episode
+
+
+def is_correct(item: ItemScore) -> bool:
+    return item.accuracy is not None and item.accuracy >= CORRECT_AT
+
+
+def accuracy(items: Sequence[ItemScore]) -> float | None:
+    """Mean accuracy over the items with one (missing answers count 0; unscored are left out),
+    as the leaderboard computes it; None without any."""
+    scored = [i.accuracy for i in items if i.accuracy is not None]
+    return sum(scored) / len(scored) if scored else None
+
+
+def episode_seconds(ep: Episode) -> float | None:
+    """Wall-clock seconds of an episode (start to end: for a person, opening the question to
+    submitting); None when the times are missing or equal (nothing was timed)."""
+    try:
+        seconds = (datetime.fromisoformat(ep.finished_at) - datetime.fromisoformat(ep.started_at)).total_seconds()
+    except ValueError:
+        return None
+    return seconds if seconds > 0 else None
+
+
+def first_attempts(episodes: Sequence[Episode]) -> dict[str, Episode]:
+    return {ep.task_id: ep for ep in episodes if ep.attempt == 0}
+
+
+def load_scored(run_dirs: Sequence[Path], pool_humans: bool = False) -> list[ScoredSystem]:
+    """Every docqa system of every run, scored with default options (ANLS*; missing answers 0)."""
+    from deskbench.runs.humans import episodes_of, pooled_systems, tasks_scored
+    from deskbench.runs.runner import run_submissions
+    from deskbench.runs.store import RunStore
+    from deskbench.scoring.docqa import ScoreOptions, score_all
+
+    if not run_dirs:
+        raise UserError("no run directories given; pass one or more --out directories of 'deskbench run'")
+    rows: list[tuple[Path, str, list[DocQATask], list[ItemScore], dict[str, Episode]]] = []
+    for run_dir in dict.fromkeys(run_dirs):
+        if not run_dir.is_dir():
+            raise UserError(f"{run_dir} is not a directory; give the --out of a 'deskbench run'")
+        store = RunStore(run_dir, create=False)
+        try:
+            tasks = store.tasks()
+            systems = pooled_systems(store.systems()) if pool_humans else store.systems()
+            if not systems:
+                raise UserError(f"the run in {run_dir} has no episodes yet; run 'deskbench run' first")
+            for name in systems:
+                subs, failed = run_submissions(store, name)
+                answered = {s.id for s in subs if s.id is not None} | set(failed)
+                scored_tasks = tasks_scored(name, tasks, answered)
+                items, _ = score_all(scored_tasks, subs, ScoreOptions())
+                rows.append((run_dir, name, scored_tasks, items, first_attempts(episodes_of(store, name))))
+        finally:
+            store.close()
+    names = [name for _, name, *_ in rows]
+    labels = [f"{d.name}/{n}" if names.count(n) > 1 else n for d, n, *_ in rows]
+    if len(set(labels)) != len(labels):
+        raise UserError("two runs with the same directory name hold the same system; rename one directory")
+    return [ScoredSystem(label, tasks, items, eps) for label, (_, _, tasks, items, eps) in zip(labels, rows, strict=True)]

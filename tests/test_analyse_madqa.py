@@ -1,0 +1,142 @@
+"""`analyse effort | failures | trajectories | cost | human-time | corpus-stats` (the MADQA
+appendix analyses): every number worked out by hand in the comments beside it."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import typer
+from typer.testing import CliRunner
+
+from deskbench.analysis.cli_madqa import register
+from deskbench.analysis.effort import effort_report, system_effort
+from deskbench.analysis.scored import ScoredSystem, load_scored
+from deskbench.models.types import Usage
+from deskbench.runs.store import Episode, RunStore
+from deskbench.tasks.docqa import (
+    DocQASubmission,
+    DocQATask,
+    Evidence,
+    ItemScore,
+)
+
+
+def _app() -> typer.Typer:
+    app = typer.Typer()
+    app.command("noop")(lambda: None)  # two commands: typer keeps sub-command names
+    register(app)
+    return app
+
+
+def cli(*args: str) -> tuple[int, str]:
+    result = CliRunner().invoke(_app(), list(args))
+    return result.exit_code, result.output
+
+
+def _at(seconds: float) -> str:
+    whole, frac = divmod(seconds, 1)
+    return f"2025-01-01T00:{int(whole) // 60:02d}:{int(whole) % 60:02d}.{round(frac * 1000):03d}+00:00"
+
+
+def episode(tid: str, *, steps: int | None = None, tokens: tuple[int, int] = (0, 0), seconds: float = 0.0,
+            cost: float | None = 0.0, answer: str = "x", system: str = "s",
+            trajectory: list | None = None, status: str = "ok") -> Episode:
+    sub = DocQASubmission(id=tid, answer=[answer] if answer else [], steps=steps) if status == "ok" else None
+    return Episode(task_id=tid, system=system, status=status, submission=sub, trajectory=trajectory or [],
+                   usage=Usage(input_tokens=tokens[0], output_tokens=tokens[1], cost_usd=cost),
+                   started_at=_at(0), finished_at=_at(seconds))
+
+
+def item(tid: str, acc: float | None, *, effort: float | None = None, doc_f1: float = 0.0, page_f1: float = 0.0,
+         hop: str = "single", domain: str | None = None, status: str = "scored") -> ItemScore:
+    return ItemScore(id=tid, status=status, hop_type=hop, domain=domain, accuracy=acc, effort=effort,  # type: ignore[arg-type]
+                     doc_f1=doc_f1, page_f1=page_f1)
+
+
+def task(tid: str, *pages: tuple[str, int], domain: str | None = None, category: str | None = None) -> DocQATask:
+    return DocQATask(id=tid, question=f"{tid}?", answer_variants=[["yes"]], domain=domain, document_category=category,
+                     evidence=[Evidence(document=d, page=p) for d, p in pages])
+
+
+# -- effort (Tables 11-12) ----------------------------------------------------------------------
+
+# t0..t3: steps 1 2 3 4; tokens (in, out) (100, 10) (300, 20) (200, 40) (400, 30); seconds 10 30 20 40
+EFFORT = {"t0": (1, (100, 10), 10.0), "t1": (2, (300, 20), 30.0), "t2": (3, (200, 40), 20.0), "t3": (4, (400, 30), 40.0)}
+
+
+def effort_system(accs: list[float], label: str = "a") -> ScoredSystem:
+    tids = list(EFFORT)
+    return ScoredSystem(
+        label=label, tasks=[task(t, ("a.pdf", 1)) for t in tids],
+        items=[item(t, a, effort=float(EFFORT[t][0])) for t, a in zip(tids, accs, strict=True)],
+        episodes={t: episode(t, steps=s, tokens=tok, seconds=sec) for t, (s, tok, sec) in EFFORT.items()})
+
+
+def test_kuiper_under_each_effort_measure_with_binary_correctness() -> None:
+    # accuracy 1, 0.5, 0, 0 -> correct (>= 0.5) 1, 1, 0, 0; mean 0.5
+    s = system_effort(effort_system([1.0, 0.5, 0.0, 0.0]))
+    k = {c.measure: c.kuiper for c in s.kuiper}
+    # steps 1 2 3 4: y 1 1 0 0 -> D 0 .5 1 .5 0 -> K 1
+    # (on the raw 1, .5, 0, 0 - mean .375 - D would be 0 .625 .75 .375 0: K .75; binarised it is 1)
+    assert k["steps"] == pytest.approx(1.0)
+    # total tokens 110 320 240 430: order t0 t2 t1 t3, y 1 0 1 0 -> D 0 .5 0 .5 0 -> K .5
+    assert k["tokens_total"] == pytest.approx(0.5)
+    # generated 10 20 40 30: order t0 t1 t3 t2, y 1 1 0 0 -> K 1
+    assert k["tokens_generated"] == pytest.approx(1.0)
+    # seconds 10 30 20 40: order t0 t2 t1 t3, y 1 0 1 0 -> K .5
+    assert k["time"] == pytest.approx(0.5)
+    assert s.accuracy == pytest.approx(1.5 / 4) and s.n == 4
+    rho = {(p.a, p.b): p.rho for p in s.spearman}
+    # ranks: steps 1 2 3 4, total 1 3 2 4, generated 1 2 4 3, time 1 3 2 4; rho = 1 - 6 sum d^2 / (n (n^2 - 1))
+    assert rho[("steps", "tokens_total")] == pytest.approx(1 - 6 * 2 / 60)  # d^2: 0 1 1 0
+    assert rho[("steps", "tokens_generated")] == pytest.approx(1 - 6 * 2 / 60)  # 0 0 1 1
+    assert rho[("tokens_total", "tokens_generated")] == pytest.approx(1 - 6 * 6 / 60)  # 0 1 4 1
+    assert rho[("tokens_total", "time")] == pytest.approx(1.0)
+    assert len(s.spearman) == 6 and all(p.n == 4 and p.reason is None for p in s.spearman)
+
+
+def test_a_measure_the_run_did_not_record_is_not_computable_never_zero() -> None:
+    base = effort_system([1.0, 1.0, 0.0, 0.0])
+    no_tokens = ScoredSystem("human", base.tasks, base.items,
+                             {t: episode(t, steps=s, seconds=sec) for t, (s, _, sec) in EFFORT.items()})
+    some = dict(base.episodes)
+    some["t2"] = episode("t2", steps=3, tokens=(0, 0), seconds=20.0)
+    partial = ScoredSystem("partial", base.tasks, base.items, some)
+    rep = effort_report([no_tokens, partial])
+    h, p = rep.systems
+    assert [(k.measure, k.kuiper, k.reason) for k in h.kuiper] == [
+        ("steps", pytest.approx(1.0), None),
+        ("tokens_total", None, "not computable: no token counts stored"),
+        ("tokens_generated", None, "not computable: no output token counts stored"),
+        ("time", pytest.approx(0.5), None)]
+    assert p.kuiper[1].reason == "not computable: no token counts for 1 of 4 items" and p.kuiper[1].kuiper is None
+    pair = next(x for x in h.spearman if (x.a, x.b) == ("steps", "tokens_total"))
+    assert pair.rho is None and pair.reason == "tokens_total: not computable: no token counts stored"
+    # every item correct: Kuiper is undefined under every measure, and says why
+    flat = system_effort(effort_system([1.0, 1.0, 1.0, 1.0]))
+    assert all(k.kuiper is None and k.reason and k.reason.startswith("not computable: accuracy is 1") for k in flat.kuiper)
+
+
+def _store(run_dir: Path, tasks: list[DocQATask], episodes: list[Episode]) -> Path:
+    store = RunStore(run_dir)
+    store.save_tasks(tasks)
+    for ep in episodes:
+        store.record(ep)
+    store.close()
+    return run_dir
+
+
+def test_effort_command_writes_the_json_and_a_plot(tmp_path: Path) -> None:
+    tasks = [task(t, ("a.pdf", 1)) for t in EFFORT]
+    answers = {"t0": "yes", "t1": "yes", "t2": "no", "t3": "no"}
+    run = _store(tmp_path / "run", tasks, [episode(t, steps=s, tokens=tok, seconds=sec, answer=answers[t])
+                                           for t, (s, tok, sec) in EFFORT.items()])
+    code, out = cli("effort", str(run), "-o", str(tmp_path / "e.json"), "--plot", str(tmp_path / "e.png"))
+    assert code == 0, out
+    data = json.loads((tmp_path / "e.json").read_text())
+    assert [k["kuiper"] for k in data["systems"][0]["kuiper"]] == pytest.approx([1.0, 0.5, 1.0, 0.5])
+    assert (tmp_path / "e.png").read_bytes().startswith(b"\x89PNG")
+    assert "s: Kuiper steps 1.0; tokens_total 0.5" in out
+    assert load_scored([run])[0].episodes["t3"].usage.output_tokens == 30
