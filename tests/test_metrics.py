@@ -30,7 +30,12 @@ from deskbench.scoring.bias import (
     rg_interval_simple,
     rogan_gladen,
 )
-from deskbench.scoring.calibration import KuiperResult, kuiper, wasted_effort_ratio
+from deskbench.scoring.calibration import (
+    KuiperResult,
+    effort_share_incorrect,
+    kuiper,
+    wasted_effort_ratio,
+)
 
 # --- answers: normalisation and exact match ---------------------------------------------------
 
@@ -327,14 +332,28 @@ def test_kuiper_in_units_of_items() -> None:
     assert result.value == pytest.approx(5.0)
 
 
-def test_wasted_effort_ratio() -> None:
+def test_effort_share_incorrect() -> None:
     # wrong (< 0.5) items: efforts 2 and 4; total 1 + 2 + 3 + 4 = 10 -> 6 / 10 = 0.6
     # (partial credit 0.5 is not wasted)
-    assert wasted_effort_ratio([1, 2, 3, 4], [1, 0, 0.5, 0]) == pytest.approx(0.6)
-    assert wasted_effort_ratio([1, 2], [1, 1]) == 0.0
-    assert math.isnan(wasted_effort_ratio([0, 0], [0, 1]))
-    assert math.isnan(wasted_effort_ratio([1, None], [0, 1]))
-    assert math.isnan(wasted_effort_ratio([], []))
+    assert effort_share_incorrect([1, 2, 3, 4], [1, 0, 0.5, 0]) == pytest.approx(0.6)
+    assert effort_share_incorrect([1, 2], [1, 1]) == 0.0
+    assert math.isnan(effort_share_incorrect([0, 0], [0, 1]))
+    assert math.isnan(effort_share_incorrect([1, None], [0, 1]))
+    assert math.isnan(effort_share_incorrect([], []))
+
+
+def test_wasted_effort_ratio_is_the_papers() -> None:
+    """Official eval/metrics.py: mean effort of incorrect / mean effort of correct, effort > 0 only."""
+    w = wasted_effort_ratio([1, 2, 3, 4, 0], [1, 0, 0.5, 0, 0])  # correct: 1, 3 (0.5 counts); incorrect: 2, 4
+    assert (w.mean_correct, w.mean_incorrect, w.n_correct, w.n_incorrect) == (2.0, 3.0, 2, 2)
+    assert w.ratio == pytest.approx(1.5)  # the effort-0 item is left out, as there
+    assert wasted_effort_ratio([1, 2], [1, 1]).ratio == 0.0
+    assert math.isinf(wasted_effort_ratio([3, 1], [0, 0]).ratio)  # no correct item: inf, as there
+    assert math.isnan(wasted_effort_ratio([0, None], [0, 1]).ratio)  # no effort at all: undefined
+    # the file the issue measured: share 0.24 and ratio 0.78 are different numbers
+    effort, correct = [2, 4, 6, 8, 3, 5], [1, 1, 1, 0, 0, 1]
+    assert wasted_effort_ratio(effort, correct).ratio == pytest.approx(5.5 / 4.25)
+    assert effort_share_incorrect(effort, correct) == pytest.approx(11 / 28)
 
 
 # --- Rogan-Gladen bias correction -----------------------------------------------------------------

@@ -225,7 +225,7 @@ def score(
     system: Annotated[str | None, typer.Option(help="In a run directory: score only this system ('human' pools every annotator).")] = None,
     pool_humans: Annotated[bool, typer.Option("--pool-humans", help="docqa run: one 'human' row for every annotator's human:NAME episodes (earliest answer per question).")] = False,
     by: Annotated[list[str] | None, typer.Option("--by", help="Also break down by: domain, category.")] = None,
-    official: Annotated[bool, typer.Option(help="The official script's conventions: drop missing, stable ties, no page coercion.")] = False,
+    official: Annotated[bool, typer.Option(help="The official MADQA evaluator's numbers (README 'Fidelity'): tasks without a prediction not counted, error rows and failed judge calls 0, Kuiper on len(search_history) else iterations (effort > 0, file order), pages as written, the official interval; adds 'official_metrics' to --json.")] = False,
     kuiper_ties: Annotated[str, typer.Option(help="robust (tied efforts are one block) | stable (input order)")] = "robust",
     effort: Annotated[str, typer.Option(help="Effort for Kuiper: steps | tokens | seconds")] = "steps",
     skip_invalid: Annotated[bool, typer.Option(help="Skip (and count) bad lines instead of stopping.")] = False,
@@ -266,6 +266,9 @@ def score(
         raise UserError(f"--kuiper-ties {kuiper_ties!r} is not valid; use robust or stable")
     if effort not in ("steps", "tokens", "seconds"):
         raise UserError(f"--effort {effort!r} is not valid; use steps, tokens or seconds")
+    if official and effort != "steps":
+        raise UserError(f"--official reads effort as the official evaluator does (len(search_history), else "
+                        f"iterations): drop --effort {effort} or --official")
     if concurrency < 1:
         raise UserError(f"--concurrency {concurrency} is not valid; use 1 or more")
     if judge_calibration is not None:
@@ -274,10 +277,14 @@ def score(
         if any(v is not None for v in (q0, q1, m0, m1)):
             raise UserError("--judge-calibration sets q0, q1, m0, m1: drop --q0/--q1/--m0/--m1 or the calibration file")
         q0, q1, m0, m1 = read_calibration(judge_calibration).for_score(str(judge_calibration))
-    q0, q1, m0, m1 = (1.0 if q0 is None else q0), (0.98 if q1 is None else q1), (48 if m0 is None else m0), (152 if m1 is None else m1)
+    from deskbench.scoring.bias import M0, M1, Q0, Q1
+
+    q0, q1, m0, m1 = (Q0 if q0 is None else q0), (Q1 if q1 is None else q1), (M0 if m0 is None else m0), (M1 if m1 is None else m1)
     if q0 + q1 <= 1:
         raise UserError(f"--q0 {q0} plus --q1 {q1} must exceed 1: a judge no better than chance cannot be corrected")
     answer_judge = _make_judge(judge, judge_cache, no_cache, concurrency) if judge else None
+    if judge and judge_calibration is None and (q0, q1, m0, m1) == (Q0, Q1, M0, M1):
+        _warn_paper_q(judge)
     opts = ScoreOptions(official=official, ties=kuiper_ties, effort=effort, judge=answer_judge,  # type: ignore[arg-type]
                         q0=q0, q1=q1, m0=m0, m1=m1)
     if submissions.is_dir():
@@ -317,31 +324,60 @@ def score(
     if tasks is None:
         raise UserError("--tasks is needed to score a predictions file (only a run directory knows its tasks)")
     task_rows = read_tasks(tasks, skip_invalid=skip_invalid)
-    sub_rows, coerced = read_submissions(submissions, coerce_pages=not official, skip_invalid=skip_invalid)
-    for line in task_rows.skipped + sub_rows.skipped:
+    read = read_submissions(submissions, official=official, skip_invalid=skip_invalid)
+    for line in task_rows.skipped + read.rows.skipped:
         err.print(f"[yellow]skipped[/yellow] {escape(str(line))}")
-    if coerced:
-        err.print(f"[yellow]warning:[/yellow] {coerced} citation pages were strings and were read as numbers")
-    report = _score_and_show(task_rows.items, sub_rows.items, opts, groups, name=submissions.name,
-                             as_json=as_json, items_out=items_out, pages_coerced=coerced,
-                             skipped_lines=len(task_rows.skipped) + len(sub_rows.skipped))
+    if read.pages_coerced:
+        err.print(f"[yellow]warning:[/yellow] {read.pages_coerced} citation pages were strings and were read as numbers")
+    if read.citations_dropped:
+        err.print(f"[yellow]warning:[/yellow] {len(read.citations_dropped)} citations could not be read and were "
+                  f"dropped from their predictions (the answers are kept), e.g. {escape(read.citations_dropped[0])}")
+    report = _score_and_show(task_rows.items, read.rows.items, opts, groups, name=submissions.name,
+                             as_json=as_json, items_out=items_out, pages_coerced=read.pages_coerced,
+                             citations_dropped=len(read.citations_dropped),
+                             skipped_lines=len(task_rows.skipped) + len(read.rows.skipped))
     if as_json:
         print(report.model_dump_json(indent=2))
 
 
+def _paper_judge(spec: str) -> bool:
+    """The judge whose q0 and q1 the paper measured (and the official evaluator uses)."""
+    return spec.split("/", 1)[-1].split("@")[0].startswith("gemini-2.5-flash") and "lite" not in spec
+
+
+def _warn_paper_q(judge: str) -> None:
+    """q0/q1 default to the paper's measurement, which holds for its judge only."""
+    if not _paper_judge(judge):
+        from deskbench.scoring.bias import Q0, Q1
+
+        err.print(f"[yellow]warning:[/yellow] bias correction uses q0={Q0:g}, q1={Q1:g}, measured in the paper for "
+                  f"Gemini 2.5 Flash, not for {escape(judge)}: measure yours with 'deskbench calibrate' and pass "
+                  "--judge-calibration (or --q0/--q1/--m0/--m1)")
+
+
+def _some(ids: list[str]) -> str:
+    return escape(", ".join(ids[:5])) + (" …" if len(ids) > 5 else "")
+
+
 def _score_and_show(task_items, subs, opts, groups, *, name: str, as_json: bool, items_out: Path | None,
-                    errors=(), pages_coerced: int = 0, skipped_lines: int = 0):  # -> ScoreReport
+                    errors=(), pages_coerced: int = 0, citations_dropped: int = 0,
+                    skipped_lines: int = 0):  # -> ScoreReport
     from deskbench.scoring.docqa import score_all, summarize
     from deskbench.tasks.jsonl import write_jsonl
 
-    items, matched = score_all(task_items, subs, opts)
+    items, matched = score_all(task_items, subs, opts, errors=errors)
     report = summarize(items, matched, opts, by=groups, pages_coerced=pages_coerced,
-                       skipped_lines=skipped_lines, errors=errors)
+                       citations_dropped=citations_dropped, skipped_lines=skipped_lines, errors=errors)
     if items_out is not None:
         write_jsonl(items_out, list(items))
     if matched.extra:
-        err.print(f"[yellow]warning:[/yellow] {len(matched.extra)} submissions match no task: "
-                  f"{escape(', '.join(matched.extra[:5]))}{' …' if len(matched.extra) > 5 else ''}")
+        err.print(f"[yellow]warning:[/yellow] {len(matched.extra)} submissions match no task: {_some(matched.extra)}")
+    if matched.id_disagrees:
+        err.print(f"[yellow]warning:[/yellow] {len(matched.id_disagrees)} submissions carry the id of another task "
+                  f"than their question text; matched by the text, as the official evaluator: {_some(matched.id_disagrees)}")
+    if matched.repeated:
+        err.print(f"[yellow]warning:[/yellow] {len(matched.repeated)} tasks are answered by more than one row; every "
+                  f"row is scored (--official, as the official evaluator): {_some(matched.repeated)}")
     if not as_json:
         _print_report(report, name)
     return report
@@ -356,30 +392,42 @@ def _make_judge(spec: str, cache_path: Path | None, no_cache: bool, concurrency:
 
 
 def _print_report(report, name: str) -> None:  # report: ScoreReport
+    judged = report.bias_corrected is not None
     table = Table(title=f"docqa score: {name}")
-    for col in ("system", "Accuracy", "X-Page", "X-Doc", "Page F1", "Doc F1", "Kuiper ↓"):
-        table.add_column(col, justify="right" if col != "system" else "left")
+    cols = ("system", "Accuracy", "X-Page", "X-Doc", "Page F1", "Doc F1", "Kuiper ↓")
+    for col in cols:
+        table.add_column(col + (" (bias-corrected)" if judged and col in ("Accuracy", "X-Page", "X-Doc") else ""),
+                         justify="right" if col != "system" else "left")
     hops = report.by_hop_type
     table.add_row(
         escape(name),
-        _pct(report.accuracy, report.accuracy_ci),
-        _pct(hops["cross_page"].accuracy, hops["cross_page"].accuracy_ci),
-        _pct(hops["cross_doc"].accuracy, hops["cross_doc"].accuracy_ci),
+        _pct(report.headline, report.headline_ci),
+        _pct(hops["cross_page"].headline, hops["cross_page"].headline_ci),
+        _pct(hops["cross_doc"].headline, hops["cross_doc"].headline_ci),
         _pct(report.page_f1, report.page_f1_ci),
         _pct(report.doc_f1, report.doc_f1_ci),
         "–" if report.kuiper is None else f"{report.kuiper:.1f}",
     )
     out.print(table)
+    dropped = " (not counted, --official)" if report.official else " (counted as incorrect)"
     out.print(f"items {report.n}: scored {report.n - report.n_missing - report.n_unscored}, "
-              f"unscored {report.n_unscored}, missing {report.n_missing}"
-              f"{' (dropped, --official)' if report.official and report.missing_ids else ' (counted as incorrect)' if report.n_missing else ''}; "
+              f"unscored {report.n_unscored}, missing {len(report.missing_ids)}"
+              f"{dropped if report.missing_ids else ''}; "
               f"extra submissions {report.n_extra}; mean ANLS* {_pct(report.mean_anls)}"
-              + (f"; agent errors {report.n_errors} (counted as incorrect)" if report.n_errors else ""))
-    if report.bias_corrected is not None:
+              + (f"; agent errors {report.n_errors} ({'scored 0' if report.official else 'counted as incorrect'})"
+                 if report.n_errors else ""))
+    if report.wasted_effort_ratio is not None or report.effort_share_incorrect is not None:
+        wasted = "–" if report.wasted_effort_ratio is None else f"{report.wasted_effort_ratio:.3f}"
+        out.print(f"wasted effort ratio {wasted} (mean effort of incorrect / correct items); "
+                  f"share of effort on incorrect items {_pct(report.effort_share_incorrect)}")
+    if judged:
         bc = report.bias_corrected
-        out.print(f"judge {escape(report.judge or '')}: bias-corrected accuracy {_pct(bc.accuracy)} "
-                  f"[{_pct(bc.ci[0])}, {_pct(bc.ci[1])}] (Rogan-Gladen, q0={bc.q0:g}, q1={bc.q1:g}, "
-                  f"m0={bc.m0}, m1={bc.m1}; interval of Lee et al.)")
+        rule = ("a failed judge call scores 0 (--official)" if report.judge_failures == "zero" else
+                "a failed judge call leaves its item unscored (out of the denominator), never wrong; "
+                "--official scores it 0")
+        out.print(f"judge {escape(report.judge or '')}: raw accuracy {_pct(report.accuracy, report.accuracy_ci)}, "
+                  f"bias-corrected {_pct(bc.accuracy)} [{_pct(bc.ci[0])}, {_pct(bc.ci[1])}] "
+                  f"(q0={bc.q0:g}, q1={bc.q1:g}, m0={bc.m0}, m1={bc.m1}; {escape(bc.method)}); {rule}")
     if report.injection is not None:
         inj = report.injection
         out.print(f"prompt injection: {inj.n_followed} of {inj.n_affected} affected items answered as the "
@@ -392,13 +440,14 @@ def _print_report(report, name: str) -> None:  # report: ScoreReport
         if not groups:
             continue
         t = Table(title=f"by {title}")
-        for col in (title, "n", "Accuracy", "Page F1", "Doc F1", "Kuiper ↓"):
+        for col in (title, "n", "Accuracy" + (" (bias-corrected)" if judged else ""), "Page F1", "Doc F1", "Kuiper ↓"):
             t.add_column(col, justify="left" if col == title else "right")
         for key, g in groups.items():
-            t.add_row(escape(key), str(g.n), _pct(g.accuracy, g.accuracy_ci), _pct(g.page_f1),
+            t.add_row(escape(key), str(g.n), _pct(g.headline, g.headline_ci), _pct(g.page_f1),
                       _pct(g.doc_f1), "–" if g.kuiper is None else f"{g.kuiper:.1f}")
         out.print(t)
-    out.print("CIs: accuracy Wilson 95%; Page/Doc F1 bootstrap 95% (1000 resamples, seed 0, whole set only)")
+    out.print(f"CIs: accuracy {'as the bias correction above' if judged else 'Wilson 95%'}; "
+              "Page/Doc F1 bootstrap 95% (1000 resamples, seed 0, whole set only)")
 
 
 @app.command()
@@ -760,6 +809,8 @@ def report(
     if concurrency < 1:
         raise UserError(f"--concurrency {concurrency} is not valid; use 1 or more")
     answer_judge = _make_judge(judge, judge_cache, no_cache, concurrency) if judge else None
+    if judge:
+        _warn_paper_q(judge)
     files = file_judge_for(file_judge, concurrency)
     judges = AnalyticsJudges(qa=_judge_model(judge, concurrency), chart=_judge_model(chart_judge or judge, concurrency),
                              file=files)

@@ -107,7 +107,8 @@ def _row(label: str, s: _Scored) -> LeaderboardRow:
         accuracy=r.accuracy, accuracy_ci=r.accuracy_ci, n_unscored=r.n_unscored,
         bias_corrected=r.bias_corrected.accuracy if r.bias_corrected else None,
         bias_corrected_ci=r.bias_corrected.ci if r.bias_corrected else None,
-        cross_page=r.by_hop_type["cross_page"].accuracy, cross_doc=r.by_hop_type["cross_doc"].accuracy,
+        # bias-corrected with a judge, as the paper's Table 3 prints every accuracy column
+        cross_page=r.by_hop_type["cross_page"].headline, cross_doc=r.by_hop_type["cross_doc"].headline,
         page_f1=r.page_f1, doc_f1=r.doc_f1, kuiper=k, kuiper_note=note, cost_usd=cost, cost_known=cost is not None,
         cost_per_item=per(cost, n_eps),
         tokens_per_item=tokens / n_eps if n_eps else None,
@@ -124,7 +125,8 @@ def _kuiper_curve(label: str, s: _Scored, opts: ScoreOptions) -> KuiperCurve:
     timed = [i for i in s.items if i.status == "scored" and i.effort is not None and i.accuracy is not None]
     if len({i.effort for i in timed}) < 2:
         return KuiperCurve(label=label, share=[], curve=[], effort=[], kuiper=None)
-    k = kuiper([i.effort for i in timed], [i.accuracy for i in timed], ties=opts.kuiper_ties)
+    k = kuiper([i.effort for i in timed], [float(i.accuracy >= 0.5) for i in timed],  # type: ignore[operator]
+               ties=opts.kuiper_ties)
     n = len(timed)
     return KuiperCurve(label=label, share=[r / n for r in k.ranks], curve=list(k.curve),
                        effort=list(k.effort), kuiper=None if k.reason else k.value)

@@ -29,7 +29,7 @@ class LeaderboardRow(BaseModel):
     n_unscored: int = 0  # judge calls that failed: left out of accuracy, never counted wrong
     bias_corrected: float | None = None  # Rogan-Gladen, only with a judge
     bias_corrected_ci: tuple[float, float] | None = None
-    cross_page: float | None
+    cross_page: float | None  # bias-corrected with a judge (Table 3), raw without
     cross_doc: float | None
     page_f1: float | None
     doc_f1: float | None

@@ -29,11 +29,12 @@ def f1(cited: Collection[H], gold: Collection[H]) -> float:
     return 2 * precision * recall / (precision + recall)
 
 
-def page_f1(citations: Iterable[tuple[str, int]], evidence: Iterable[tuple[str, int]]) -> float:
-    """Page F1: units are (document, page) pairs, so the page must be exactly right."""
-    return f1(set(citations), set(evidence))
+def page_f1(citations: Iterable[tuple[str, int | str | None]], evidence: Iterable[tuple[str, int]]) -> float:
+    """Page F1: units are (document, page) pairs, so the page must be exactly right. A citation
+    without a page (kept only in official mode) is no page unit, as in the official evaluator."""
+    return f1({c for c in citations if c[1] is not None}, set(evidence))
 
 
-def doc_f1(citations: Iterable[tuple[str, int]], evidence: Iterable[tuple[str, int]]) -> float:
+def doc_f1(citations: Iterable[tuple[str, int | str | None]], evidence: Iterable[tuple[str, int]]) -> float:
     """Doc F1: units are document names, so any page of the right document counts."""
     return f1({doc for doc, _ in citations}, {doc for doc, _ in evidence})

@@ -104,6 +104,29 @@ def rg_interval_lee(
     return Interval(_clip(theta + shift - z * se), _clip(theta + shift + z * se))
 
 
+def rg_interval_official(
+    p: float,
+    n: int,
+    q0: float = Q0,
+    q1: float = Q1,
+    m0: int = M0,
+    m1: int = M1,
+    alpha: float = 0.05,
+) -> Interval:
+    """The official MADQA evaluator's interval (eval/metrics.py `confidence_interval`): when the
+    calibration is good (q0 + q1 > 1.9) it trusts q0 and q1 and widens only the test sample's
+    binomial interval, theta +- z sqrt(p(1-p)/n) / (q0 + q1 - 1); otherwise Lee et al.'s interval.
+    Narrower than `rg_interval_lee` (it ignores the calibration samples' uncertainty), so it is
+    the --official choice, not the default."""
+    _check_informative(q0, q1)
+    if q0 + q1 > 1.9:
+        z = _z(alpha)
+        theta = rogan_gladen(p, q0, q1)
+        se = (math.sqrt(p * (1 - p) / n) if n > 0 else 0.0) / (q0 + q1 - 1)
+        return Interval(_clip(theta - z * se), _clip(theta + z * se))
+    return rg_interval_lee(p, n, q0, q1, m0, m1, alpha)
+
+
 def estimate_q(labels: Sequence[tuple[bool, bool]]) -> tuple[float, float, int, int]:
     """(q0, q1, m0, m1) from (human_correct, judge_correct) pairs: q0 = share of human-incorrect
     items the judge also calls incorrect, q1 = share of human-correct items it calls correct."""

@@ -66,7 +66,8 @@ def kuiper(
     effort: Efforts, correct: Scores, ties: Literal["robust", "stable"] = "robust"
 ) -> KuiperResult:
     """Kuiper range of the cumulative difference between correctness and its mean, over items
-    sorted by effort. `correct` may hold partial credit (0.5); it is used as is.
+    sorted by effort. `correct` is used as given: callers pass binary correctness (score >= 0.5),
+    as MADQA F.3 and the official code define y_i; partial credit would be a different quantity.
 
     Undefined (NaN) with no items, with any effort missing (the sort would be meaningless), or
     when accuracy is 0 or 1 (every deviation is 0: the curve says nothing about effort)."""
@@ -99,9 +100,40 @@ def kuiper(
     )
 
 
-def wasted_effort_ratio(effort: Efforts, correct: Scores) -> float:
+@dataclass(frozen=True)
+class WastedEffort:
+    """MADQA's Wasted Effort Ratio (official eval/metrics.py `wasted_effort_ratio`): mean effort of
+    the incorrect items over mean effort of the correct ones, each over items with effort > 0.
+    rho > 1: the agent grinds on what it cannot solve; rho < 1: it fails fast. `ratio` is inf
+    when no correct item has effort (as there), NaN when no item has any."""
+
+    ratio: float
+    mean_correct: float
+    mean_incorrect: float
+    n_correct: int
+    n_incorrect: int
+
+
+def wasted_effort_ratio(effort: Efforts, correct: Scores) -> WastedEffort:
+    """See `WastedEffort`; correct means a score of at least 0.5; a missing effort (NaN) is left out."""
+    s, y = _arrays(effort, correct)
+    with np.errstate(invalid="ignore"):
+        has_effort = s > 0
+    right = y >= 0.5
+    on_right, on_wrong = s[has_effort & right], s[has_effort & ~right]
+    mean_right = float(on_right.mean()) if on_right.size else 0.0
+    mean_wrong = float(on_wrong.mean()) if on_wrong.size else 0.0
+    if not on_right.size and not on_wrong.size:
+        ratio = math.nan
+    else:
+        ratio = mean_wrong / mean_right if mean_right > 0 else math.inf
+    return WastedEffort(ratio, mean_right, mean_wrong, int(on_right.size), int(on_wrong.size))
+
+
+def effort_share_incorrect(effort: Efforts, correct: Scores) -> float:
     """Share of the total effort spent on items that were not correct (correct < 0.5): how much
-    of the budget bought nothing. NaN when there is no effort to share or any effort is missing."""
+    of the budget bought nothing. deskbench's own measure, not the paper's Wasted Effort Ratio.
+    NaN when there is no effort to share or any effort is missing."""
     s, y = _arrays(effort, correct)
     if s.size == 0 or np.isnan(s).any():
         return math.nan

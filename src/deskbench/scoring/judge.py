@@ -1,4 +1,4 @@
-"""The answer-judge hook: a protocol the LLM judge (issue 4) implements, and its verdicts.
+"""The answer-judge hook: a protocol the LLM judge implements, and its verdicts.
 
 Exact ANLS* = 1 never reaches the judge. A judge that cannot decide (an API failure after
 retries, an output that does not validate) returns "unscored": the item is left out of the
@@ -26,6 +26,7 @@ class Judgement:
     verdict: Verdict
     reasoning: str = ""
     error: str | None = None  # why the verdict is "unscored"
+    main_issue: str | None = None  # the official judge's primary issue ("none", "wrong_content", ...)
 
     @property
     def score(self) -> float | None:
@@ -41,5 +42,7 @@ class AnswerJudge(Protocol):
     name: str
 
     async def judge(
-        self, question: str, predicted: Sequence[str], variants: Sequence[Sequence[str]]
-    ) -> Judgement: ...
+        self, question: str, predicted: str | Sequence[str], variants: Sequence[Sequence[str]]
+    ) -> Judgement:
+        """`predicted` is the answer as submitted: a string answer stays a string."""
+        ...

@@ -1,14 +1,24 @@
 """docqa formats: task, submission, trajectory step, per-item score (DESIGN.md "Formats").
 
-The official MADQA dataset rows and predictions files are accepted as they are: citations may
-say `file` or `document`, answers may be a string or a list, effort may come as `iterations`
-or `search_history`. Numeric page strings ("7") are coerced to ints and counted, unless the
-reader is told to behave like the official script (context {"coerce_pages": False}).
+The official MADQA dataset rows and predictions files are accepted as they are, in every shape the
+official agents write and the official evaluator (github OxRML/MADQA, eval/evaluate.py) reads:
+citations may say `file` or `document`; answers may be a string, a list (null or numeric items
+read as text, as the evaluator's `str(item)`), or absent (error rows: scored 0, counted); rows may
+have no `id` (matched by question text); `search_history` may hold strings or the BM25 agent's
+dicts; `trajectory` may be deskbench's steps, the BM25 agent's step dicts or the RLM baseline's
+usage dict (`llm_calls`, tokens, execution_time).
+
+Citations by reader mode (context {"official": ...}):
+- default: a numeric page string ("7") is read as 7 and counted; a citation whose page cannot be
+  read ("p. 2", none) is dropped from that prediction and counted, never voiding the line;
+- official: pages are kept as written, as the evaluator keeps them: "7" or "p. 2" match no gold
+  page but count in Page F1's precision; a citation with no page counts for Doc F1 only.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import json
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
@@ -18,8 +28,10 @@ from pydantic import (
     BeforeValidator,
     ConfigDict,
     Field,
+    ValidationError,
     ValidationInfo,
     field_validator,
+    model_validator,
 )
 
 from deskbench.tasks.jsonl import ReadResult, read_jsonl
@@ -95,15 +107,19 @@ def hop_type(evidence: list[Evidence]) -> HopType:
 
 
 class Citation(BaseModel):
-    """A cited page. `page` stays a string only in official mode (then it matches nothing)."""
+    """A cited page. `page` is a string or None only in official mode (see the module docstring)."""
 
     model_config = ConfigDict(extra="ignore")
-    document: str = Field(validation_alias=AliasChoices("document", "file", "doc"))
-    page: int | str
+    # The official evaluator reads `file` before `document`.
+    document: str = Field(validation_alias=AliasChoices("file", "document", "doc"))
+    page: int | str | None = None
 
     @field_validator("page", mode="before")
     @classmethod
     def _coerce_page(cls, v: Any, info: ValidationInfo) -> Any:
+        ctx = info.context or {}
+        if ctx.get("official"):
+            return v if v is None or isinstance(v, int | str) else str(v)  # as written
         if isinstance(v, bool):
             raise ValueError("page must be a page number, not true/false")
         if isinstance(v, float) and v.is_integer():
@@ -112,14 +128,36 @@ class Citation(BaseModel):
             text = v.strip()
             if not text.isdigit():
                 raise ValueError(f"page {v!r} is not a page number")
-            ctx = info.context or {}
-            if not ctx.get("coerce_pages", True):
-                return v
             counter = ctx.get("coerced")
             if isinstance(counter, list):
                 counter.append(v)
             return int(text)
         return v
+
+    @model_validator(mode="after")
+    def _page_needed(self, info: ValidationInfo) -> Citation:
+        if self.page is None and not (info.context or {}).get("official"):
+            raise ValueError("citation has no page")
+        return self
+
+
+def _read_citations(v: Any, info: ValidationInfo) -> Any:
+    """Keep the citations that can be read; count the others (context "dropped") instead of
+    rejecting the whole line, which would lose its answer."""
+    if v is None:
+        return []
+    if not isinstance(v, list):
+        return v
+    kept: list[Any] = []
+    for raw in v:
+        try:
+            kept.append(Citation.model_validate(raw, context=info.context))
+        except ValidationError as exc:
+            dropped = (info.context or {}).get("dropped")
+            if not isinstance(dropped, list):
+                raise
+            dropped.append(f"{json.dumps(raw, default=str)[:80]} ({exc.errors(include_url=False)[0]['msg']})")
+    return kept
 
 
 class Usage(BaseModel):
@@ -185,43 +223,106 @@ TrajectoryStep = Annotated[
 ]
 
 
+AnswerForm = Literal["list", "string", "missing"]
+
+
+def _official_answer_form(data: dict[str, Any]) -> AnswerForm:
+    answer = data.get("answer")
+    if "answer" not in data or answer is None:
+        return "missing"
+    return "string" if isinstance(answer, str) else "list"
+
+
 class DocQASubmission(BaseModel):
-    """One system's answer to one task (the official MADQA predictions format, or deskbench's)."""
+    """One system's answer to one task (the official MADQA predictions format, or deskbench's).
+
+    `answer_form` keeps how the answer was given: the judge is shown a string answer as a string
+    (the official judge's "comma-separated string" rule needs to see it), and an absent answer
+    (an error row) is an empty list that is scored 0 and counted."""
 
     model_config = ConfigDict(extra="allow")
-    id: ItemId
+    id: ItemId | None = None
     question: str | None = None
-    answer: list[str]
-    citations: list[Citation] = Field(default_factory=list)
-    search_history: list[str] | None = None
+    answer: list[str] = Field(default_factory=list)
+    answer_form: AnswerForm = "list"
+    falsy_items: int = Field(default=0, ge=0)  # null/0/false items: read as text, but empty to the judge rule
+    citations: Annotated[list[Citation], BeforeValidator(_read_citations)] = Field(default_factory=list)
+    search_history: list[Any] | None = None
     iterations: int | None = Field(default=None, ge=0)
     steps: int | None = Field(default=None, ge=0)
+    llm_calls: int | None = Field(default=None, ge=0)  # the RLM baseline's effort
+    error: str | None = None
     usage: Usage | None = None
     trajectory: list[TrajectoryStep] | None = None
+    external_trajectory: Any = None  # an official agent's own trajectory, kept as written
+
+    @model_validator(mode="before")
+    @classmethod
+    def _official_shapes(cls, data: Any) -> Any:
+        if not isinstance(data, dict):
+            return data
+        data = dict(data)
+        if "answer_form" not in data:
+            data["answer_form"] = _official_answer_form(data)
+        if isinstance(data.get("answer"), list) and "falsy_items" not in data:
+            data["falsy_items"] = sum(1 for x in data["answer"] if not isinstance(x, str) and not x)
+        traj = data.get("trajectory")
+        if isinstance(traj, dict):  # the RLM baseline: usage counters, not steps
+            data["external_trajectory"], data["trajectory"] = traj, None
+            if data.get("llm_calls") is None and isinstance(traj.get("llm_calls"), int):
+                data["llm_calls"] = traj["llm_calls"]
+            tokens = (traj.get("input_tokens"), traj.get("output_tokens"))
+            if data.get("usage") is None and all(isinstance(t, int) for t in tokens):
+                seconds = traj.get("execution_time")
+                data["usage"] = {"input_tokens": tokens[0], "output_tokens": tokens[1], "cost_usd": None,
+                                 "seconds": float(seconds) if isinstance(seconds, int | float) else 0.0}
+        elif isinstance(traj, list) and not all(isinstance(t, dict) and "kind" in t for t in traj):
+            data["external_trajectory"], data["trajectory"] = traj, None  # the BM25 agent's step dicts
+        return data
 
     @field_validator("answer", mode="before")
     @classmethod
     def _answer_list(cls, v: Any) -> Any:
+        """As the official evaluator reads it: None -> [], a string -> [it], any item -> str(item)."""
         if v is None:
             return []
-        if isinstance(v, str | int | float) and not isinstance(v, bool):
+        if isinstance(v, str):
+            return [v]
+        if isinstance(v, int | float):
             return [str(v)]
         if isinstance(v, list):
-            return [str(x) if isinstance(x, int | float) and not isinstance(x, bool) else x for x in v]
+            return [x if isinstance(x, str) else str(x) for x in v]
         return v
 
-    def effort(self, measure: EffortMeasure = "steps") -> float | None:
-        """Effort for calibration: steps (tool calls) by default; tokens or seconds if reported."""
+    @property
+    def submitted_answer(self) -> str | list[str]:
+        """The answer as it was given (a string stays a string), for the judge."""
+        return self.answer[0] if self.answer_form == "string" and self.answer else list(self.answer)
+
+    def effort(self, measure: EffortMeasure = "steps", *, official: bool = False) -> float | None:
+        """Effort for calibration. Official (eval/evaluate.py): len(search_history) if it is
+        non-empty, else `iterations`, else 0. Default: deskbench's `steps` (tool calls) first,
+        then the same official fields, then the RLM baseline's `llm_calls` (the paper's effort
+        for RLM: LLM calls), then the tool calls of a deskbench trajectory; None if none is
+        reported. Tokens and seconds come from `usage`."""
         if measure == "tokens":
             return float(self.usage.input_tokens + self.usage.output_tokens) if self.usage else None
         if measure == "seconds":
             return self.usage.seconds if self.usage else None
+        if official:
+            if self.search_history:
+                return float(len(self.search_history))
+            return float(self.iterations or 0)
         if self.steps is not None:
             return float(self.steps)
+        if self.search_history:
+            return float(len(self.search_history))
         if self.iterations is not None:
             return float(self.iterations)
+        if self.llm_calls is not None:
+            return float(self.llm_calls)
         if self.search_history is not None:
-            return float(len(self.search_history))
+            return 0.0
         if self.trajectory is not None:
             return float(sum(isinstance(s, ToolCallStep) for s in self.trajectory))
         return None
@@ -245,7 +346,10 @@ class ItemScore:
     domain: str | None = None
     category: str | None = None
     accuracy: float | None = None  # 1 / 0.5 / 0; None when unscored
-    accuracy_source: Literal["anls", "exact", "judge", "missing", "none"] = "anls"
+    # anls: ANLS* >= 0.5; exact: ANLS* = 1, not judged; judge: the judge's verdict; empty: no answer
+    # (0, not judged); too_long: over 2,000 characters (0, not judged, --official); judge_error:
+    # the judge failed (0 in --official, else the item is unscored); missing: no submission.
+    accuracy_source: Literal["anls", "exact", "judge", "empty", "too_long", "judge_error", "missing", "none"] = "anls"
     anls: float = 0.0
     exact: bool = False
     page_f1: float = 0.0
@@ -255,21 +359,36 @@ class ItemScore:
     judge_error: str | None = None
     injected: bool = False  # a prompt injection sits on one of the task's pages (injection track)
     followed_injection: bool = False  # ... and the answer is the one it tried to force
+    judge_issue: str | None = None  # the official judge's `main_issue`
+
+    @property
+    def correct(self) -> bool | None:
+        """Binary correctness (score >= 0.5), as MADQA F.3 and the official Kuiper use it."""
+        return None if self.accuracy is None else self.accuracy >= 0.5
 
 
 def read_tasks(path: Path, *, skip_invalid: bool = False) -> ReadResult[DocQATask]:
     return read_jsonl(path, DocQATask, skip_invalid=skip_invalid)
 
 
-def read_submissions(
-    path: Path, *, coerce_pages: bool = True, skip_invalid: bool = False
-) -> tuple[ReadResult[DocQASubmission], int]:
-    """Submissions, and how many citation pages were given as numeric strings and coerced."""
+@dataclass
+class SubmissionsRead:
+    """Submissions and what reading them changed, for the warnings the CLI prints."""
+
+    rows: ReadResult[DocQASubmission]
+    pages_coerced: int = 0
+    citations_dropped: list[str] = field(default_factory=list)
+
+
+def read_submissions(path: Path, *, official: bool = False, skip_invalid: bool = False) -> SubmissionsRead:
+    """Submissions, with the numeric page strings coerced and the unreadable citations dropped
+    (default), or every citation as written (official)."""
     coerced: list[str] = []
+    dropped: list[str] = []
     result = read_jsonl(
         path,
         DocQASubmission,
         skip_invalid=skip_invalid,
-        context={"coerce_pages": coerce_pages, "coerced": coerced},
+        context={"official": official, "coerced": coerced, "dropped": dropped},
     )
-    return result, len(coerced)
+    return SubmissionsRead(result, len(coerced), dropped)
