@@ -12,10 +12,12 @@ from typer.testing import CliRunner
 
 from deskbench.analysis.cli_madqa import register
 from deskbench.analysis.effort import effort_report, system_effort
+from deskbench.analysis.failures import failures_report
 from deskbench.analysis.scored import ScoredSystem, load_scored
 from deskbench.models.types import Usage
 from deskbench.runs.store import Episode, RunStore
 from deskbench.tasks.docqa import (
+    Citation,
     DocQASubmission,
     DocQATask,
     Evidence,
@@ -140,3 +142,66 @@ def test_effort_command_writes_the_json_and_a_plot(tmp_path: Path) -> None:
     assert (tmp_path / "e.png").read_bytes().startswith(b"\x89PNG")
     assert "s: Kuiper steps 1.0; tokens_total 0.5" in out
     assert load_scored([run])[0].episodes["t3"].usage.output_tokens == 30
+
+
+# -- failures (Figures 16-19) -------------------------------------------------------------------
+
+# (hop type, domain, accuracy, doc F1, page F1, answer); answer None = the episode failed
+FAIL = {
+    "t0": ("single", "fin", 1.0, 1.0, 1.0, "x"),  # correct, evidence page cited
+    "t1": ("single", "fin", 0.0, 0.0, 0.0, "Not found."),  # retrieval (an answer, not a refusal)
+    "t2": ("cross_page", "legal", 0.0, 1.0, 0.0, "x"),  # navigation
+    "t3": ("cross_page", "legal", 0.0, 1.0, 0.5, "x"),  # comprehension
+    "t4": ("cross_doc", "legal", 0.0, 0.0, 0.0, None),  # refusal: no submission
+    "t5": ("cross_doc", None, 1.0, 0.0, 0.0, "x"),  # correct without citing evidence
+    "t6": ("single", "fin", None, 1.0, 1.0, "x"),  # unscored (a failed judge call): in no count
+}
+
+
+def fail_system(label: str, wrong: bool = False) -> ScoredSystem:
+    items, episodes = [], {}
+    for tid, (hop, dom, acc, doc, page, ans) in FAIL.items():
+        if wrong and acc is not None:
+            acc, doc, page = 0.0, 0.0, 0.0
+        status = "missing" if ans is None else "unscored" if acc is None else "scored"
+        items.append(item(tid, acc if ans is not None else 0.0, doc_f1=doc, page_f1=page, hop=hop, domain=dom,
+                          status=status))
+        episodes[tid] = episode(tid, answer=ans or "", status="ok" if ans is not None else "error")
+    return ScoredSystem(label, [task(t, ("a.pdf", 1)) for t in FAIL], items, episodes)
+
+
+def test_failure_profiles_by_hop_type_domain_and_cascade() -> None:
+    rep = failures_report([fail_system("b", wrong=True), fail_system("a")], top=1)
+    b, a = rep.systems
+    counts = {"retrieval": 1, "navigation": 1, "comprehension": 1, "refusal": 1}
+    assert (a.overall.n, a.overall.correct, a.overall.counts) == (6, 2, counts)  # t6 unscored: left out
+    assert (a.retrieval_rate, a.comprehension_rate) == (pytest.approx(1 / 6), pytest.approx(1 / 6))
+    assert {k: (v.n, v.correct, v.counts["retrieval"], v.counts["navigation"], v.counts["comprehension"],
+                v.counts["refusal"]) for k, v in a.by_hop_type.items()} == {
+        "single": (2, 1, 1, 0, 0, 0), "cross_page": (2, 0, 0, 1, 1, 0), "cross_doc": (2, 1, 0, 0, 0, 1)}
+    assert {k: (v.n, v.correct) for k, v in a.by_domain.items()} == {"fin": (2, 1), "legal": (3, 0), "(none)": (1, 1)}
+    # funnel: 6 -> doc found t0 t2 t3 -> page found t0 t3 -> correct t0; t5 correct without a page
+    assert a.cascade.model_dump() == {"n": 6, "doc_found": 3, "page_found": 2, "correct": 1, "correct_without_page": 1}
+    # b: every scored answer wrong and uncited -> retrieval, t4 still a refusal
+    assert b.overall.counts == {"retrieval": 5, "navigation": 0, "comprehension": 0, "refusal": 1}
+    assert rep.top == ["a"] and rep.top_by_hop_type["single"] == a.by_hop_type["single"]
+    both = failures_report([fail_system("b", wrong=True), fail_system("a")], top=2)
+    assert both.top == ["a", "b"]
+    single = both.top_by_hop_type["single"]  # a: correct + retrieval, b: 2 retrieval
+    assert (single.n, single.correct, single.counts["retrieval"], single.accuracy) == (4, 1, 3, 0.25)
+    assert both.top_by_domain["legal"].counts == {"retrieval": 2, "navigation": 1, "comprehension": 1, "refusal": 2}
+
+
+def test_failures_command(tmp_path: Path) -> None:
+    tasks = [task("t0", ("a.pdf", 1), domain="fin"), task("t1", ("a.pdf", 2), ("b.pdf", 1), domain="fin")]
+    cites = {"t0": [Citation(document="a.pdf", page=1)], "t1": [Citation(document="a.pdf", page=3)]}
+    eps = [Episode(task_id=t, system="s", status="ok", submission=DocQASubmission(id=t, answer=[a], citations=cites[t]))
+           for t, a in (("t0", "yes"), ("t1", "no"))]
+    run = _store(tmp_path / "run", tasks, eps)
+    code, out = cli("failures", str(run), "-o", str(tmp_path / "f.json"), "--plot", str(tmp_path / "f.png"))
+    assert code == 0, out
+    s = json.loads((tmp_path / "f.json").read_text())["systems"][0]
+    # t1: wrong, cites a.pdf (an evidence document) but page 3 (not evidence) -> navigation
+    assert s["overall"]["counts"] == {"retrieval": 0, "navigation": 1, "comprehension": 0, "refusal": 0}
+    assert s["by_hop_type"]["cross_doc"]["counts"]["navigation"] == 1 and s["cascade"]["page_found"] == 1
+    assert "s: 1/2 correct" in out and (tmp_path / "f.png").read_bytes().startswith(b"\x89PNG")

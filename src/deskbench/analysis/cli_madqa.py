@@ -56,6 +56,26 @@ def effort(run_dirs: RunDirsArg, output: OutOpt, plot: PlotOpt = None, pool: Poo
     _wrote(output, plot)
 
 
+TopOpt = Annotated[int, typer.Option("--top", min=1, help="Pool this many most accurate systems for the hop-type and domain breakdowns (the paper: 4).")]
+
+
+def failures(run_dirs: RunDirsArg, output: OutOpt, plot: PlotOpt = None, pool: PoolOpt = False, top: TopOpt = 4) -> None:
+    """Retrieval vs comprehension, errors by hop type and domain, failure cascade (MADQA H.3,
+    Figures 16-19), with the paper's error classes."""
+    from deskbench.analysis.failures import failures_figure, load_failures
+
+    report = load_failures(run_dirs, pool, top)
+    write_report(output, report)
+    _plot(lambda: failures_figure(report), plot)
+    for s in report.systems:
+        c = s.cascade
+        _say(f"{s.system}: {s.overall.correct}/{s.overall.n} correct; " + ", ".join(
+            f"{k} {v}" for k, v in s.overall.counts.items())
+            + f"; cascade {c.n} -> doc {c.doc_found} -> page {c.page_found} -> correct {c.correct}")
+    _wrote(output, plot)
+
+
 def register(app: typer.Typer) -> None:
     """Add the commands to the `analyse` sub-app."""
     app.command("effort")(effort)
+    app.command("failures")(failures)

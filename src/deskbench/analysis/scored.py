@@ -12,7 +12,7 @@ from pathlib import Path
 
 from deskbench.errors import UserError
 from deskbench.runs.store import Episode
-from deskbench.tasks.docqa import DocQATask, ItemScore
+from deskbench.tasks.docqa import DocQASubmission, DocQATask, ItemScore
 
 CORRECT_AT = 0.5  # accuracy >= 0.5 is correct (MADQA H.3 and F.3: the judge's partial counts)
 
@@ -23,6 +23,13 @@ class ScoredSystem:
     tasks: list[DocQATask]  # the tasks it was scored on (a person: the ones they answered)
     items: list[ItemScore]  # one per task, in task order
     episodes: dict[str, Episode] = field(default_factory=dict)  # task id -> its attempt-0 episode
+
+    def answer(self, task_id: str) -> list[str] | None:
+        """The submitted answer; None when the episode has no submission (an error, a limit)."""
+        ep = self.episodes.get(task_id)
+        if ep is None or ep.status != "ok" or not isinstance(ep.submission, DocQASubmission):
+            return None
+        return list(ep.submission.answer)
 
 
 def is_correct(item: ItemScore) -> bool:
