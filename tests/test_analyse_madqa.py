@@ -14,6 +14,7 @@ from deskbench.analysis.cli_madqa import register
 from deskbench.analysis.effort import effort_report, system_effort
 from deskbench.analysis.failures import failures_report
 from deskbench.analysis.scored import ScoredSystem, load_scored
+from deskbench.analysis.trajectories import trajectory_report
 from deskbench.models.types import Usage
 from deskbench.runs.store import Episode, RunStore
 from deskbench.tasks.docqa import (
@@ -22,6 +23,8 @@ from deskbench.tasks.docqa import (
     DocQATask,
     Evidence,
     ItemScore,
+    PageViewStep,
+    ToolCallStep,
 )
 
 
@@ -205,3 +208,56 @@ def test_failures_command(tmp_path: Path) -> None:
     assert s["overall"]["counts"] == {"retrieval": 0, "navigation": 1, "comprehension": 0, "refusal": 0}
     assert s["by_hop_type"]["cross_doc"]["counts"]["navigation"] == 1 and s["cascade"]["page_found"] == 1
     assert "s: 1/2 correct" in out and (tmp_path / "f.png").read_bytes().startswith(b"\x89PNG")
+
+
+# -- trajectories (Figures 22-23) ---------------------------------------------------------------
+
+TRAJ_TASKS = [task("q1", ("a.pdf", 1)), task("q2", ("a.pdf", 2), ("a.pdf", 3)), task("q3", ("b.pdf", 1)),
+              task("q4", ("c.pdf", 1))]
+
+
+def _search(*pages: tuple[str, int]) -> ToolCallStep:
+    return ToolCallStep(name="search_documents", arguments={"query": "q"}, result={"pages": [list(p) for p in pages]})
+
+
+TRAJ = {
+    "q1": [_search(("a.pdf", 1))],  # gold document and page at search 1
+    "q2": [_search(("x.pdf", 1)), _search(("a.pdf", 2)), _search(("a.pdf", 3), ("a.pdf", 2))],  # doc at 2; pages 1/2 then 2/2
+    "q3": [PageViewStep(document="b.pdf", page=1), _search(("x.pdf", 1)), _search(("x.pdf", 2))],  # a viewed page is not a result
+    "q4": [],  # no search at all
+}
+
+
+def traj_system(label: str, trajectories: dict[str, list]) -> ScoredSystem:
+    return ScoredSystem(label, TRAJ_TASKS, [item(t.id, 0.0) for t in TRAJ_TASKS],
+                        {t: episode(t, trajectory=steps) for t, steps in trajectories.items()})
+
+
+def test_evidence_found_by_iteration_and_recovery() -> None:
+    rlm = {t: [ToolCallStep(name="repl", arguments={"code": "x"}, result={"stdout": "a.pdf"})] for t in TRAJ}
+    rep = trajectory_report([traj_system("agent", TRAJ), traj_system("rlm", rlm)])
+    assert rep.iterations == [1, 2, 3]  # the most searches of any episode
+    a, r = rep.systems
+    assert a.questions == 4 and a.reason is None
+    assert a.document == pytest.approx([1 / 4, 2 / 4, 2 / 4])  # q1 at 1, q2 at 2, q3 q4 never
+    # mean share of gold pages seen: N=1 (1 + 0 + 0 + 0) / 4, N=2 (1 + 1/2) / 4, N=3 (1 + 1) / 4
+    assert a.page == pytest.approx([0.25, 0.375, 0.5])
+    assert a.page_any == pytest.approx([0.25, 0.5, 0.5])
+    # first search missed the gold document: q2 (found at 2) and q3 (never); q4 made no search
+    assert (a.recovery_n, a.recovered, a.recovery_rate) == (2, 1, 0.5)
+    q = {x.id: x for x in a.per_question}
+    assert (q["q2"].doc_found_at, q["q2"].page_found_at, q["q2"].page_share) == (2, 2, [0.0, 0.5, 1.0])
+    assert q["q3"].searches == 2 and q["q3"].doc_found_at is None
+    assert r.reason == "not computable: its trajectories hold no search results (tool calls with result pages)"
+    assert (r.document, r.recovery_rate) == ([], None)
+
+
+def test_trajectories_command(tmp_path: Path) -> None:
+    eps = [episode(t, trajectory=steps) for t, steps in TRAJ.items()]
+    run = _store(tmp_path / "run", TRAJ_TASKS, eps)
+    code, out = cli("trajectories", str(run), "-o", str(tmp_path / "t.json"), "--plot", str(tmp_path / "t.png"))
+    assert code == 0, out
+    data = json.loads((tmp_path / "t.json").read_text())
+    assert data["systems"][0]["document"] == pytest.approx([0.25, 0.5, 0.5])
+    assert "s: gold document found at search 1 25.0%, by 3 50.0%; recovery 50.0% (n=2)" in out
+    assert (tmp_path / "t.png").read_bytes().startswith(b"\x89PNG")

@@ -75,7 +75,26 @@ def failures(run_dirs: RunDirsArg, output: OutOpt, plot: PlotOpt = None, pool: P
     _wrote(output, plot)
 
 
+def trajectories(run_dirs: RunDirsArg, output: OutOpt, plot: PlotOpt = None, pool: PoolOpt = False) -> None:
+    """Evidence found by search iteration and recovery after a first-query miss (MADQA H.5,
+    Figures 22-23), from the search results stored in each episode's trajectory."""
+    from deskbench.analysis.trajectories import load_trajectories, trajectories_figure
+
+    report = load_trajectories(run_dirs, pool)
+    write_report(output, report)
+    _plot(lambda: trajectories_figure(report), plot)
+    for s in report.systems:
+        if s.reason:
+            _say(f"{s.system}: {s.reason}")
+            continue
+        rate = "-" if s.recovery_rate is None else f"{100 * s.recovery_rate:.1f}%"
+        _say(f"{s.system}: gold document found at search 1 {100 * s.document[0]:.1f}%, by {len(s.document)} "
+             f"{100 * s.document[-1]:.1f}%; recovery {rate} (n={s.recovery_n})")
+    _wrote(output, plot)
+
+
 def register(app: typer.Typer) -> None:
     """Add the commands to the `analyse` sub-app."""
     app.command("effort")(effort)
     app.command("failures")(failures)
+    app.command("trajectories")(trajectories)
