@@ -146,15 +146,18 @@ def _accuracy(
     sub: DocQASubmission, anls: float, opts: ScoreOptions, judgement: Judgement | None
 ) -> tuple[float | None, str]:
     """The item's accuracy and where it came from (see ItemScore.accuracy_source), in the official
-    evaluator's order: empty, too long (official), ANLS* = 1, the judge."""
+    evaluator's order: empty, too long (official), ANLS* = 1, the judge (official: only for a
+    row with question text, else the ANLS* value itself, as eval/metrics.py `anls_star_llm`)."""
     if opts.judge is None:
         return (1.0 if anls_correct(anls) else 0.0), "anls"
     if is_empty(sub):
         return 0.0, "empty"
     if opts.official and too_long(sub):
         return 0.0, "too_long"
-    if anls >= 1.0 or judgement is None:
+    if anls >= 1.0:
         return 1.0, "exact"
+    if judgement is None:  # official mode, a row without question text: its ANLS* stands
+        return anls, "anls"
     if judgement.score is None:
         return (0.0 if opts.official else None), "judge_error"
     return judgement.score, "judge"
@@ -195,12 +198,18 @@ def score_item(
     )
 
 
+def judge_question(task: DocQATask, sub: DocQASubmission, official: bool) -> str:
+    """The question the judge is shown: the task's; in official mode the prediction's own text,
+    as the official evaluator passes it (a row without one is not judged: its ANLS* stands)."""
+    return (sub.question or "").strip() if official else task.question
+
+
 async def _judge_all(
-    judge: AnswerJudge, pairs: Sequence[tuple[DocQATask, DocQASubmission]]
+    judge: AnswerJudge, pairs: Sequence[tuple[DocQATask, DocQASubmission]], official: bool
 ) -> list[Judgement]:
     async def one(task: DocQATask, sub: DocQASubmission) -> Judgement:
         try:
-            return await judge.judge(task.question, sub.submitted_answer, task.answer_variants)
+            return await judge.judge(judge_question(task, sub, official), sub.submitted_answer, task.answer_variants)
         except ProviderRefused:  # the user's to fix (key, model, settings): stop, one line
             raise
         except Exception as exc:  # a judge that breaks leaves the item unscored, never wrong
@@ -216,6 +225,8 @@ async def _judge_all(
 
 def _needs_judge(task: DocQATask, sub: DocQASubmission | None, opts: ScoreOptions) -> bool:
     if sub is None or is_empty(sub) or (opts.official and too_long(sub)):
+        return False
+    if opts.official and not judge_question(task, sub, True):
         return False
     return anls_star(sub.answer, task.answer_variants) < 1.0  # exact answers never reach the judge
 
@@ -235,7 +246,7 @@ def score_all(
     verdicts: dict[int, Judgement] = {}
     if opts.judge is not None:
         to_judge = [(i, t, s) for i, (t, s) in enumerate(matched.pairs) if _needs_judge(t, s, opts)]
-        judged = asyncio.run(_judge_all(opts.judge, [(t, s) for _, t, s in to_judge]))  # type: ignore[misc]
+        judged = asyncio.run(_judge_all(opts.judge, [(t, s) for _, t, s in to_judge], opts.official))  # type: ignore[misc]
         verdicts = {i: j for (i, _, _), j in zip(to_judge, judged, strict=True)}
     items = [score_item(t, s, opts, verdicts.get(i)) for i, (t, s) in enumerate(matched.pairs)]
     return items, matched

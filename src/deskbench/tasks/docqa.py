@@ -118,8 +118,10 @@ class Citation(BaseModel):
     @classmethod
     def _coerce_page(cls, v: Any, info: ValidationInfo) -> Any:
         ctx = info.context or {}
-        if ctx.get("official"):
-            return v if v is None or isinstance(v, int | str) else str(v)  # as written
+        if ctx.get("official"):  # as written: 2.0 == 2 in Python, so the evaluator matches it; "2" matches nothing
+            if isinstance(v, float) and v.is_integer():
+                return int(v)
+            return v if v is None or isinstance(v, int | str) else str(v)
         if isinstance(v, bool):
             raise ValueError("page must be a page number, not true/false")
         if isinstance(v, float) and v.is_integer():
