@@ -11,6 +11,7 @@ import typer
 from typer.testing import CliRunner
 
 from deskbench.analysis.cli_madqa import register
+from deskbench.analysis.cost import cost_figure, cost_report
 from deskbench.analysis.effort import effort_report, system_effort
 from deskbench.analysis.failures import failures_report
 from deskbench.analysis.scored import ScoredSystem, load_scored
@@ -261,3 +262,43 @@ def test_trajectories_command(tmp_path: Path) -> None:
     assert data["systems"][0]["document"] == pytest.approx([0.25, 0.5, 0.5])
     assert "s: gold document found at search 1 25.0%, by 3 50.0%; recovery 50.0% (n=2)" in out
     assert (tmp_path / "t.png").read_bytes().startswith(b"\x89PNG")
+
+
+# -- cost (Figure 7) ----------------------------------------------------------------------------
+
+
+def cost_system(label: str, costs: list[float | None], tokens: tuple[int, int] = (100, 10)) -> ScoredSystem:
+    tids = [f"t{k}" for k in range(len(costs))]
+    accs = [1.0, 1.0, 0.0, 0.5][: len(costs)]
+    return ScoredSystem(label, [task(t, ("a.pdf", 1)) for t in tids],
+                        [item(t, a) for t, a in zip(tids, accs, strict=True)],
+                        {t: episode(t, cost=c, tokens=tokens) for t, c in zip(tids, costs, strict=True)})
+
+
+def test_cost_and_accuracy_with_unknown_costs_kept_apart_from_zero() -> None:
+    rep = cost_report([cost_system("paid", [0.01] * 4), cost_system("unpriced", [0.01, None, 0.01, 0.01]),
+                       cost_system("human", [0.0] * 4, tokens=(0, 0)), cost_system("local", [0.0] * 4)])
+    paid, unpriced, human, local = rep.systems
+    # accuracy (1 + 1 + 0 + .5) / 4; correct (>= .5): 3; cost 4 x $0.01
+    assert paid.accuracy == pytest.approx(0.625) and paid.cost_usd == pytest.approx(0.04)
+    assert paid.cost_per_item == pytest.approx(0.01) and paid.cost_per_correct == pytest.approx(0.04 / 3)
+    assert (paid.input_tokens, paid.output_tokens, paid.reason) == (400, 40, None)
+    assert unpriced.cost_usd is None and unpriced.cost_per_item is None
+    assert unpriced.reason == "cost unknown (?): a model without a price was called"
+    assert human.cost_usd is None and human.reason == "not computable: no model usage recorded"
+    assert local.cost_usd == 0.0 and local.reason is None  # a model priced at 0: a real $0
+    fig = cost_figure(rep)
+    note = " ".join(t.get_text() for t in fig.texts)
+    assert "unpriced (?)" in note and "human (no model usage)" in note and "local" not in note
+    assert len(fig.axes[0].collections) == 2  # paid and local are the only points
+
+
+def test_cost_command(tmp_path: Path) -> None:
+    tasks = [task("t0", ("a.pdf", 1)), task("t1", ("a.pdf", 1))]
+    run = _store(tmp_path / "run", tasks, [episode("t0", answer="yes", cost=0.5, tokens=(10, 1)),
+                                           episode("t1", answer="no", cost=None, tokens=(10, 1))])
+    code, out = cli("cost", str(run), "-o", str(tmp_path / "c.json"), "--plot", str(tmp_path / "c.png"))
+    assert code == 0, out
+    s = json.loads((tmp_path / "c.json").read_text())["systems"][0]
+    assert s["cost_usd"] is None and s["accuracy"] == 0.5
+    assert "s: accuracy 50.0%, cost ? over 2 episodes" in out

@@ -93,8 +93,26 @@ def trajectories(run_dirs: RunDirsArg, output: OutOpt, plot: PlotOpt = None, poo
     _wrote(output, plot)
 
 
+def cost(run_dirs: RunDirsArg, output: OutOpt, plot: PlotOpt = None, pool: PoolOpt = False) -> None:
+    """Accuracy against the USD cost of each system's episodes (MADQA §5, Figure 7); an unknown
+    cost is "?" and left out of the plot, never $0."""
+    from deskbench.analysis.cost import cost_figure, load_cost
+    from deskbench.models.prices import format_cost
+
+    report = load_cost(run_dirs, pool)
+    write_report(output, report)
+    _plot(lambda: cost_figure(report), plot)
+    for s in report.systems:
+        acc = "-" if s.accuracy is None else f"{100 * s.accuracy:.1f}%"
+        what = s.reason if s.reason and s.reason.startswith("not computable") else f"cost {format_cost(s.cost_usd)}"
+        _say(f"{s.system}: accuracy {acc}, {what} over {s.n} episodes")
+    _say(f"prices as of {report.prices_as_of}")
+    _wrote(output, plot)
+
+
 def register(app: typer.Typer) -> None:
     """Add the commands to the `analyse` sub-app."""
     app.command("effort")(effort)
     app.command("failures")(failures)
     app.command("trajectories")(trajectories)
+    app.command("cost")(cost)
