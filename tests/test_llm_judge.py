@@ -96,5 +96,10 @@ def test_score_with_a_judge_from_the_cli_uses_the_cache(tmp_path: Path) -> None:
         assert len(fake.requests) == 1 and r["accuracy_method"] == "judge"
         assert r["accuracy"] == pytest.approx(3 / 5) and r["n_unscored"] == 0
         assert r["bias_corrected"]["accuracy"] == pytest.approx((3 / 5) / 0.98)
+        # the paper's q0/q1 hold for its judge (Gemini 2.5 Flash): another judge is warned, once
+        assert proc.stderr.count("measured in the paper for Gemini 2.5 Flash, not for openai-compat/judge-model") == 1
+        calibrated = run_cli(*args, "--q0", "0.95", "--q1", "0.9")
+        assert "measured in the paper" not in calibrated.stderr
         again = json.loads(run_cli(*args).stdout)
         assert len(fake.requests) == 1 and again["accuracy"] == r["accuracy"]  # served from the cache
+        # q0/q1 change the correction, not the verdicts: the calibrated run was served from the cache too
