@@ -8,12 +8,14 @@ from pathlib import Path
 
 import pytest
 import typer
+from conftest import run_cli
 from typer.testing import CliRunner
 
 from deskbench.analysis.cli_madqa import register
 from deskbench.analysis.cost import cost_figure, cost_report
 from deskbench.analysis.effort import effort_report, system_effort
 from deskbench.analysis.failures import failures_report
+from deskbench.analysis.human_time import human_time_report, time_bin
 from deskbench.analysis.scored import ScoredSystem, load_scored
 from deskbench.analysis.trajectories import trajectory_report
 from deskbench.models.types import Usage
@@ -302,3 +304,50 @@ def test_cost_command(tmp_path: Path) -> None:
     s = json.loads((tmp_path / "c.json").read_text())["systems"][0]
     assert s["cost_usd"] is None and s["accuracy"] == 0.5
     assert "s: accuracy 50.0%, cost ? over 2 episodes" in out
+
+
+# -- human response time ------------------------------------------------------------------------
+
+# seconds and accuracy; t6 has no recorded time (start = end)
+HUMAN = {"t0": (30, 1.0), "t1": (50, 0.0), "t2": (90, 1.0), "t3": (150, 1.0), "t4": (300, 0.5), "t5": (700, 0.0),
+         "t6": (0, 1.0)}
+
+
+def human_system(label: str = "human:alice") -> ScoredSystem:
+    return ScoredSystem(label, [task(t, ("a.pdf", 1)) for t in HUMAN], [item(t, a) for t, (_, a) in HUMAN.items()],
+                        {t: episode(t, seconds=s, system=label) for t, (s, _) in HUMAN.items()})
+
+
+def test_human_response_time_against_accuracy() -> None:
+    agent = cost_system("agent", [0.01] * 4)
+    rep = human_time_report([agent, human_system()])
+    (h,) = rep.systems  # agents are not analysed here
+    assert (h.system, h.n, h.untimed) == ("human:alice", 6, 1)
+    # seconds 30 50 90 150 300 700: median (90 + 150) / 2 = 120 s, mean 1320 / 6 = 220 s
+    assert h.median_minutes == pytest.approx(2.0) and h.mean_minutes == pytest.approx(220 / 60)
+    # quartiles, linear: position 1.25 -> 50 + .25 x 40 = 60 s; position 3.75 -> 150 + .75 x 150 = 262.5 s
+    assert (h.q1_minutes, h.q3_minutes) == (pytest.approx(1.0), pytest.approx(262.5 / 60))
+    # minutes .5 .83 | 1.5 | 2.5 | 5 | 11.7
+    assert [(b.bin, b.n, b.accuracy) for b in h.bins] == [
+        ("<1", 2, 0.5), ("1-2", 1, 1.0), ("2-4", 1, 1.0), ("4-10", 1, 0.5), ("10+", 1, 0.0)]
+    # ranks: time 1..6; accuracy 1 0 1 1 .5 0 -> 5 1.5 5 5 3 1.5; sum dx dy = -6.5, sum dx^2 17.5, sum dy^2 15
+    assert h.spearman_rho == pytest.approx(-6.5 / (17.5 * 15) ** 0.5)
+    assert time_bin(1.0) == "1-2" and time_bin(0.0) == "<1" and time_bin(10.0) == "10+"
+
+
+def test_human_time_command(tmp_path: Path) -> None:
+    tasks = [task(t, ("a.pdf", 1)) for t in HUMAN]
+    eps = [episode(t, seconds=s, system=sys_, answer="yes" if a else "no")
+           for t, (s, a) in HUMAN.items() for sys_ in ("human:alice", "agent") if sys_ == "human:alice" or t == "t0"]
+    run = _store(tmp_path / "run", tasks, eps)
+    code, out = cli("human-time", str(run), "-o", str(tmp_path / "h.json"), "--plot", str(tmp_path / "h.png"),
+                    "--pool-humans")
+    assert code == 0, out
+    (s,) = json.loads((tmp_path / "h.json").read_text())["systems"]
+    assert s["system"] == "human" and s["n"] == 6 and s["median_minutes"] == pytest.approx(2.0)
+    assert "human: median 2.0 min" in out
+    agent_only = _store(tmp_path / "agents", tasks[:1], [episode("t0", seconds=5)])
+    proc = run_cli("analyse", "human-time", str(agent_only), "-o", str(tmp_path / "x.json"))
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr
+    assert proc.stderr.strip().splitlines() == [
+        "error: the runs hold no human episodes (human:NAME or human-oracle:NAME); people answer through 'deskbench serve'"]

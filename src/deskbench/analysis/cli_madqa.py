@@ -110,9 +110,28 @@ def cost(run_dirs: RunDirsArg, output: OutOpt, plot: PlotOpt = None, pool: PoolO
     _wrote(output, plot)
 
 
+def human_time(run_dirs: RunDirsArg, output: OutOpt, plot: PlotOpt = None, pool: PoolOpt = False) -> None:
+    """People's response time against accuracy: median, quartiles, accuracy by time bin (MADQA
+    §5.2), from the episodes 'deskbench serve' recorded."""
+    from deskbench.analysis.human_time import human_time_figure, load_human_time
+
+    report = load_human_time(run_dirs, pool)
+    write_report(output, report)
+    _plot(lambda: human_time_figure(report), plot)
+    for s in report.systems:
+        if s.reason:
+            _say(f"{s.system}: {s.reason}")
+            continue
+        bins = ", ".join(f"{b.bin} min {_num(b.accuracy and 100 * b.accuracy, '{:.0f}%')} (n={b.n})" for b in s.bins)
+        _say(f"{s.system}: median {s.median_minutes:.1f} min, mean {s.mean_minutes:.1f}, IQR {s.q1_minutes:.1f}-"
+             f"{s.q3_minutes:.1f}; accuracy by time: {bins}")
+    _wrote(output, plot)
+
+
 def register(app: typer.Typer) -> None:
     """Add the commands to the `analyse` sub-app."""
     app.command("effort")(effort)
     app.command("failures")(failures)
     app.command("trajectories")(trajectories)
     app.command("cost")(cost)
+    app.command("human-time")(human_time)

@@ -23,6 +23,11 @@ class ScoredSystem:
     tasks: list[DocQATask]  # the tasks it was scored on (a person: the ones they answered)
     items: list[ItemScore]  # one per task, in task order
     episodes: dict[str, Episode] = field(default_factory=dict)  # task id -> its attempt-0 episode
+    name: str = ""  # the system's name in its run (default: the label)
+
+    @property
+    def system(self) -> str:
+        return self.name or self.label
 
     def answer(self, task_id: str) -> list[str] | None:
         """The submitted answer; None when the episode has no submission (an error, a limit)."""
@@ -88,4 +93,5 @@ def load_scored(run_dirs: Sequence[Path], pool_humans: bool = False) -> list[Sco
     labels = [f"{d.name}/{n}" if names.count(n) > 1 else n for d, n, *_ in rows]
     if len(set(labels)) != len(labels):
         raise UserError("two runs with the same directory name hold the same system; rename one directory")
-    return [ScoredSystem(label, tasks, items, eps) for label, (_, _, tasks, items, eps) in zip(labels, rows, strict=True)]
+    return [ScoredSystem(label, tasks, items, eps, name)
+            for label, (_, name, tasks, items, eps) in zip(labels, rows, strict=True)]
