@@ -12,6 +12,7 @@ from conftest import run_cli
 from typer.testing import CliRunner
 
 from deskbench.analysis.cli_madqa import register
+from deskbench.analysis.corpus_stats import corpus_stats
 from deskbench.analysis.cost import cost_figure, cost_report
 from deskbench.analysis.effort import effort_report, system_effort
 from deskbench.analysis.failures import failures_report
@@ -351,3 +352,48 @@ def test_human_time_command(tmp_path: Path) -> None:
     assert proc.returncode == 2 and "Traceback" not in proc.stderr
     assert proc.stderr.strip().splitlines() == [
         "error: the runs hold no human episodes (human:NAME or human-oracle:NAME); people answer through 'deskbench serve'"]
+
+
+# -- corpus statistics (Tables 2 and 6) ---------------------------------------------------------
+
+PAGE_COUNTS = {"a.pdf": 10, "b.pdf": 2, "c.pdf": 5, "d.pdf": 1, "e.pdf": 3}
+CORPUS_TASKS = [
+    task("q1", ("a.pdf", 1), domain="Financial", category="Annual Report"),
+    task("q2", ("a.pdf", 3), ("a.pdf", 4), domain="Financial", category="Annual Report"),
+    task("q3", ("a.pdf", 2), ("b.pdf", 1), domain="Financial", category="Annual Report"),
+    task("q4", ("c.pdf", 1), domain="Legal", category="Verdict form"),
+    task("q5", ("c.pdf", 2), domain="Legal", category="Fine"),  # c: one Verdict form, one Fine -> Fine (a-z)
+    task("q6", ("d.pdf", 1), domain="Legal", category="Fine"),
+    task("q7", ("z.pdf", 1), domain="Events", category="Poster"),  # z is not in the corpus
+]
+
+
+def test_corpus_statistics_by_domain_and_category() -> None:
+    st = corpus_stats(CORPUS_TASKS, PAGE_COUNTS)
+    assert (st.documents, st.pages, st.questions) == (5, 21, 7)
+    # pages per document 10 2 5 1 3: mean 21 / 5, median 3, max 10
+    assert (st.mean_pages, st.median_pages, st.max_pages) == (pytest.approx(4.2), 3.0, 10)
+    assert st.hop_types == {"single": 5, "cross_page": 1, "cross_doc": 1}
+    # Financial: a (10) and b (2); Legal: c (5) and d (1); e cited by nobody; Events: its document is missing
+    assert [(r.domain, r.docs, r.pages, r.pages_per_doc, r.questions, r.questions_per_doc) for r in st.by_domain] == [
+        ("Financial", 2, 12, 6.0, 3, 1.5), ("Legal", 2, 6, 3.0, 3, 1.5), ("Events", 0, 0, None, 1, None),
+        ("(no question)", 1, 3, 3.0, 0, 0.0)]
+    assert [(r.category, r.docs, r.pages, r.mean, r.median, r.max) for r in st.by_category] == [
+        ("Annual Report", 2, 12, 6.0, 6.0, 10), ("Fine", 2, 6, 3.0, 3.0, 5), ("(no question)", 1, 3, 3.0, 3.0, 3)]
+    assert st.mixed_labels == ["c.pdf"] and st.missing_documents == ["z.pdf"]
+
+
+def test_corpus_stats_command(tmp_path: Path, operator_corpus) -> None:  # noqa: ANN001
+    tasks = tmp_path / "tasks.jsonl"
+    tasks.write_text("\n".join(t.model_dump_json() for t in [
+        task("q1", ("alpha.pdf", 1), domain="Reports", category="Annual Report"),
+        task("q2", ("beta.pdf", 2), domain="Reference", category="Catalog")]) + "\n")
+    code, out = cli("corpus-stats", "--tasks", str(tasks), "--corpus", str(operator_corpus.root),
+                    "-o", str(tmp_path / "c.json"), "--plot", str(tmp_path / "c.png"))
+    assert code == 0, out
+    data = json.loads((tmp_path / "c.json").read_text())
+    assert (data["documents"], data["pages"], data["max_pages"]) == (2, 5, 3)  # alpha 3 pages, beta 2
+    assert [(r["domain"], r["docs"], r["pages"]) for r in data["by_domain"]] == [("Reference", 1, 2), ("Reports", 1, 3)]
+    assert "2 documents, 5 pages (median 2.5, mean 2.5, max 3), 2 questions" in out
+    proc = run_cli("analyse", "corpus-stats", "--tasks", str(tasks), "--corpus", str(tmp_path), "-o", str(tmp_path / "x.json"))
+    assert proc.returncode == 2 and "is not a deskbench corpus" in proc.stderr and "Traceback" not in proc.stderr

@@ -13,9 +13,11 @@ from typing import Annotated, Any
 import typer
 
 from deskbench.analysis.cli_more import (
+    CorpusOpt,
     OutOpt,
     PlotOpt,
     RunDirsArg,
+    TasksOpt,
     write_report,
 )
 
@@ -128,6 +130,25 @@ def human_time(run_dirs: RunDirsArg, output: OutOpt, plot: PlotOpt = None, pool:
     _wrote(output, plot)
 
 
+def corpus_stats(tasks: TasksOpt, corpus: CorpusOpt, output: OutOpt, plot: PlotOpt = None) -> None:
+    """Documents, pages and questions by domain and by document category (MADQA Tables 2 and 6)."""
+    from deskbench.analysis.corpus_stats import corpus_figure, load_corpus_stats
+
+    stats = load_corpus_stats(tasks, corpus)
+    write_report(output, stats)
+    _plot(lambda: corpus_figure(stats), plot)
+    _say(f"{stats.documents} documents, {stats.pages} pages (median {_num(stats.median_pages, '{:g}')}, mean "
+         f"{_num(stats.mean_pages, '{:.1f}')}, max {stats.max_pages}), {stats.questions} questions in "
+         f"{len(stats.by_domain)} domains and {len(stats.by_category)} categories")
+    if stats.missing_documents:
+        _say(f"{len(stats.missing_documents)} evidence documents are not in the corpus (counted in no row), "
+             f"e.g. {stats.missing_documents[0]}")
+    if stats.mixed_labels:
+        _say(f"{len(stats.mixed_labels)} documents are cited by questions of different domains or categories "
+             "(each takes the majority)")
+    _wrote(output, plot)
+
+
 def register(app: typer.Typer) -> None:
     """Add the commands to the `analyse` sub-app."""
     app.command("effort")(effort)
@@ -135,3 +156,4 @@ def register(app: typer.Typer) -> None:
     app.command("trajectories")(trajectories)
     app.command("cost")(cost)
     app.command("human-time")(human_time)
+    app.command("corpus-stats")(corpus_stats)
