@@ -24,6 +24,7 @@ from pydantic import BaseModel, Field
 
 from deskbench.corpus.corpus import Corpus
 from deskbench.corpus.extract import ExtractResult, OcrSettings, extract_pdf
+from deskbench.corpus.page_text import PageTextSummary
 from deskbench.corpus.store import DocumentRecord, IngestError, PageRecord, PageStore
 from deskbench.search.index import IndexWriter, PageIndex
 
@@ -50,6 +51,7 @@ class IngestSummary(BaseModel):
     pages_reindexed: int = 0
     warnings: list[str] = Field(default_factory=list)
     seconds: float = 0.0
+    page_text: PageTextSummary | None = None  # --page-text: what the supplied text changed
 
 
 @dataclass(frozen=True)

@@ -4,6 +4,13 @@ One row per document and per page. A document's pages are replaced in one transa
 crash leaves either the old or the new version, never a mix. The tantivy index is derived from
 this store: `documents.indexed_hash` records which version the index holds, so an interrupted
 ingest is completed by the next one.
+
+Page text supplied from outside (`deskbench ingest --page-text`, e.g. the official MADQA OCR) is
+kept in its own table, `page_text`, beside deskbench's own text in `pages`: every read gives the
+supplied text where there is one, with its source (`page-text:<sha256 of the file>`), and the
+extracted text stays in `pages` for audit. A changed PDF replaces its pages and so drops the text
+supplied for its old version (the foreign key cascades). Corpora made before the table existed
+get it when text is first supplied; a store opened before then reads it when opened again.
 """
 
 from __future__ import annotations
@@ -13,11 +20,13 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Literal
 
 from deskbench.sqlite import ThreadLocalDB
 
-TextSource = Literal["text_layer", "ocr"]
+TextSource = str
+"""Where a page's text comes from: "text_layer", "ocr" (pages.text_source), or "page-text:<sha256>"
+(a file given to `deskbench ingest --page-text`)."""
+PAGE_TEXT_PREFIX = "page-text:"
 
 
 SCHEMA_VERSION = 1
@@ -53,6 +62,30 @@ CREATE TABLE IF NOT EXISTS ingest_errors (
 );
 """
 
+_PAGE_TEXT_SCHEMA = """
+CREATE TABLE IF NOT EXISTS page_text (
+    doc_id TEXT NOT NULL,
+    page INTEGER NOT NULL,
+    text TEXT NOT NULL,                 -- served in place of pages.text
+    source TEXT NOT NULL,               -- 'page-text:<sha256 of the supplied file>'
+    PRIMARY KEY (doc_id, page),
+    FOREIGN KEY (doc_id, page) REFERENCES pages(doc_id, page) ON DELETE CASCADE
+);
+CREATE TABLE IF NOT EXISTS page_text_files (
+    sha256 TEXT PRIMARY KEY,
+    path TEXT NOT NULL,                 -- where it was read from (the last time)
+    pages INTEGER NOT NULL,             -- pages it supplied
+    applied_at TEXT NOT NULL
+);
+"""
+
+# Page reads: the supplied text where there is one, else the extracted text.
+_PAGE_COLUMNS_PLAIN = "p.doc_id, p.page, p.text, p.text_source, p.error FROM pages p"
+_PAGE_COLUMNS_SUPPLIED = (
+    "p.doc_id, p.page, COALESCE(o.text, p.text), COALESCE(o.source, p.text_source), p.error FROM pages p"
+    " LEFT JOIN page_text o ON o.doc_id = p.doc_id AND o.page = p.page"
+)
+
 
 @dataclass(frozen=True)
 class PageRecord:
@@ -82,6 +115,25 @@ class DocumentRecord:
 
 
 @dataclass(frozen=True)
+class PageTextFile:
+    """A file of page text applied to the corpus (`deskbench ingest --page-text`)."""
+
+    sha256: str
+    path: str
+    pages: int
+    applied_at: str
+
+
+@dataclass(frozen=True)
+class PageTextApplied:
+    """What applying supplied page text changed."""
+
+    changed: int  # pages whose text changed
+    unchanged: int  # pages that already had this text from this file
+    documents: list[str]  # documents whose text changed (to re-index)
+
+
+@dataclass(frozen=True)
 class IngestError:
     """A file that could not be ingested, with a one-line reason."""
 
@@ -104,11 +156,17 @@ class PageStore:
         self.path = path
         self._db = ThreadLocalDB(path, foreign_keys=True)
         if create:
-            self._db.conn().executescript(_SCHEMA)  # executescript manages its own transaction
+            self._db.conn().executescript(_SCHEMA + _PAGE_TEXT_SCHEMA)  # executescript manages its own transaction
             self._db.conn().execute(
                 "INSERT OR IGNORE INTO meta(key, value) VALUES ('schema_version', ?)",
                 (str(SCHEMA_VERSION),),
             )
+        self._supplied = self._conn().execute(
+            "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'page_text'"
+        ).fetchone() is not None
+
+    def _page_columns(self) -> str:
+        return _PAGE_COLUMNS_SUPPLIED if self._supplied else _PAGE_COLUMNS_PLAIN
 
     def _conn(self) -> sqlite3.Connection:
         return self._db.conn()
@@ -135,14 +193,14 @@ class PageStore:
 
     def page(self, doc_id: str, page: int) -> PageRecord | None:
         row = self._conn().execute(
-            "SELECT doc_id, page, text, text_source, error FROM pages WHERE doc_id = ? AND page = ?",
+            f"SELECT {self._page_columns()} WHERE p.doc_id = ? AND p.page = ?",
             (doc_id, page),
         ).fetchone()
         return PageRecord(*row) if row else None
 
     def pages(self, doc_id: str) -> list[PageRecord]:
         rows = self._conn().execute(
-            "SELECT doc_id, page, text, text_source, error FROM pages WHERE doc_id = ? ORDER BY page",
+            f"SELECT {self._page_columns()} WHERE p.doc_id = ? ORDER BY p.page",
             (doc_id,),
         ).fetchall()
         return [PageRecord(*r) for r in rows]
@@ -151,10 +209,10 @@ class PageStore:
         """Page texts for many (doc_id, page) keys in one query (search results need a few)."""
         if not keys:
             return {}
-        where = " OR ".join(["(doc_id = ? AND page = ?)"] * len(keys))
+        where = " OR ".join(["(p.doc_id = ? AND p.page = ?)"] * len(keys))
         params = [v for key in keys for v in key]
-        rows = self._conn().execute(f"SELECT doc_id, page, text FROM pages WHERE {where}", params)
-        return {(d, p): t for d, p, t in rows}
+        rows = self._conn().execute(f"SELECT {self._page_columns()} WHERE {where}", params)
+        return {(d, p): t for d, p, t, _source, _error in rows}
 
     def iter_pages(self, doc_ids: Sequence[str]) -> Iterator[PageRecord]:
         for doc_id in doc_ids:
@@ -184,7 +242,26 @@ class PageStore:
         ).fetchone()
         ocr = con.execute("SELECT COUNT(*) FROM pages WHERE text_source = 'ocr'").fetchone()[0]
         failed = con.execute("SELECT COUNT(*) FROM ingest_errors").fetchone()[0]
-        return {"documents": docs, "pages": pages, "pages_ocr": ocr, "files_failed": failed}
+        return {"documents": docs, "pages": pages, "pages_ocr": ocr, "files_failed": failed,
+                "pages_page_text": sum(self.supplied_counts().values())}
+
+    def supplied_counts(self) -> dict[str, int]:
+        """Pages whose text was supplied (`--page-text`), per document."""
+        if not self._supplied:
+            return {}
+        rows = self._conn().execute("SELECT doc_id, COUNT(*) FROM page_text GROUP BY doc_id")
+        return {d: n for d, n in rows}
+
+    def page_text_files(self) -> list[PageTextFile]:
+        """The files of page text applied, with the pages of the corpus that still come from each."""
+        if not self._supplied:
+            return []
+        rows = self._conn().execute(
+            "SELECT f.sha256, f.path, (SELECT COUNT(*) FROM page_text o WHERE o.source = ? || f.sha256),"
+            " f.applied_at FROM page_text_files f ORDER BY f.applied_at, f.sha256",
+            (PAGE_TEXT_PREFIX,),
+        ).fetchall()
+        return [PageTextFile(*r) for r in rows]
 
     # -- writes --------------------------------------------------------------------------
 
@@ -229,6 +306,41 @@ class PageStore:
                 "UPDATE documents SET indexed_hash = ? WHERE doc_id = ? AND content_hash = ?",
                 [(h, d, h) for d, h in items],
             )
+
+    def apply_page_text(
+        self, texts: Sequence[tuple[str, int, str]], *, sha256: str, path: str
+    ) -> PageTextApplied:
+        """Serve `texts` ((doc_id, page, text), pages that exist) in place of the extracted text,
+        in one transaction; the documents whose text changed leave the search index's record
+        (indexed_hash) in the same transaction, so a kill before they are re-indexed is completed
+        by the next ingest."""
+        source = PAGE_TEXT_PREFIX + sha256
+        con = self._conn()
+        if not self._supplied:
+            con.executescript(_PAGE_TEXT_SCHEMA)
+            self._supplied = True
+        with self._db.write() as con:
+            current = {(d, p): (t, s) for d, p, t, s in con.execute("SELECT doc_id, page, text, source FROM page_text")}
+            changed_docs: set[str] = set()
+            changed = unchanged = 0
+            rows = []
+            for doc_id, page, text in texts:
+                old = current.get((doc_id, page))
+                if old == (text, source):
+                    unchanged += 1
+                    continue
+                if old is None or old[0] != text:
+                    changed_docs.add(doc_id)
+                changed += 1
+                rows.append((doc_id, page, text, source))
+            con.executemany("INSERT OR REPLACE INTO page_text(doc_id, page, text, source) VALUES (?, ?, ?, ?)", rows)
+            con.executemany("UPDATE documents SET indexed_hash = NULL WHERE doc_id = ?",
+                            [(d,) for d in sorted(changed_docs)])
+            con.execute(
+                "INSERT OR REPLACE INTO page_text_files(sha256, path, pages, applied_at) VALUES (?, ?, ?, ?)",
+                (sha256, path, len(texts), _now()),
+            )
+        return PageTextApplied(changed=changed, unchanged=unchanged, documents=sorted(changed_docs))
 
     def forget_index(self) -> None:
         """The index was lost: every document must be indexed again."""
