@@ -123,6 +123,12 @@ def test_a_measure_the_run_did_not_record_is_not_computable_never_zero() -> None
     assert p.kuiper[1].reason == "not computable: no token counts for 1 of 4 items" and p.kuiper[1].kuiper is None
     pair = next(x for x in h.spearman if (x.a, x.b) == ("steps", "tokens_total"))
     assert pair.rho is None and pair.reason == "tokens_total: not computable: no token counts stored"
+    # one token count for every item: a fixed budget, not a Kuiper of 0
+    fixed = ScoredSystem("fixed", base.tasks, base.items,
+                         {t: episode(t, steps=s, tokens=(50, 5), seconds=sec) for t, (s, _, sec) in EFFORT.items()})
+    f = system_effort(fixed)
+    assert (f.kuiper[1].kuiper, f.kuiper[1].reason) == (None, "not computable: every item has the same tokens_total (55)")
+    assert f.kuiper[0].kuiper == pytest.approx(1.0)
     # every item correct: Kuiper is undefined under every measure, and says why
     flat = system_effort(effort_system([1.0, 1.0, 1.0, 1.0]))
     assert all(k.kuiper is None and k.reason and k.reason.startswith("not computable: accuracy is 1") for k in flat.kuiper)
@@ -397,3 +403,10 @@ def test_corpus_stats_command(tmp_path: Path, operator_corpus) -> None:  # noqa:
     assert "2 documents, 5 pages (median 2.5, mean 2.5, max 3), 2 questions" in out
     proc = run_cli("analyse", "corpus-stats", "--tasks", str(tasks), "--corpus", str(tmp_path), "-o", str(tmp_path / "x.json"))
     assert proc.returncode == 2 and "is not a deskbench corpus" in proc.stderr and "Traceback" not in proc.stderr
+
+
+def test_failure_classes_are_the_reports() -> None:
+    from deskbench.analysis.failures import ERROR_CLASSES
+    from deskbench.report.models import ERROR_CLASSES as REPORT_CLASSES
+
+    assert ERROR_CLASSES == REPORT_CLASSES

@@ -208,11 +208,15 @@ def test_html_is_self_contained_and_has_the_stable_structure(report: Report) -> 
     page = render_html(report)
     assert "http://" not in page and "https://" not in page and "<script" not in page.lower()
     assert '<table id="leaderboard">' in page
-    for section in ("leaderboard-section", "calibration", "budget", "errors", "breakdowns"):
+    for section in ("leaderboard-section", "calibration", "budget", "errors", "breakdowns",
+                    "effort-measures", "failures", "trajectories", "cost"):
         assert f'<section id="{section}">' in page
+    assert '<section id="human-time">' not in page and '<section id="corpus-stats">' not in page  # no people, no corpus
     figures = re.findall(r'<figure class="plot" id="([^"]+)"><img [^>]*src="data:image/png;base64,([^"]+)"', page)
-    assert [f for f, _ in figures] == ["plot-kuiper", "plot-budget", "plot-errors"]
-    assert page.count("<img") == 3
+    # no trajectory plot: neither system stored a search result
+    assert [f for f, _ in figures] == ["plot-kuiper", "plot-budget", "plot-errors", "plot-effort-measures",
+                                       "plot-failures", "plot-cost"]
+    assert page.count("<img") == 6
     for _, data in figures:
         assert base64.b64decode(data, validate=True).startswith(b"\x89PNG\r\n\x1a\n")
     leaderboard = page.split('<table id="leaderboard">')[1].split("</table>")[0]
@@ -251,6 +255,53 @@ def test_a_system_whose_episodes_all_failed(tmp_path: Path) -> None:
     assert system.row.kuiper is None and system.row.kuiper_note
     assert system.errors.counts["refusal"] == 6 and system.budget.budgets == [1]
     assert system.budget.accuracy == [0.0] and system.kuiper_curve.curve == []
+
+
+def test_madqa_appendix_sections(report: Report) -> None:
+    m = report.madqa
+    assert m is not None
+    agent, rag = m.failures.systems
+    # agent: t2 comprehension, t3 navigation, t4 ("Not found.", no citation) retrieval
+    assert (agent.retrieval_rate, agent.comprehension_rate) == (pytest.approx(1 / 6), pytest.approx(1 / 6))
+    # doc F1 > 0: t0 t1 t2 t3 t5; page F1 > 0: t0 t1 t2 t5; correct among those: t0 t1 t5
+    assert agent.cascade.model_dump() == {"n": 6, "doc_found": 5, "page_found": 4, "correct": 3, "correct_without_page": 0}
+    # rag: t1 t2 right; t5 (empty answer, cites c2) is a refusal but found its page
+    assert rag.cascade.model_dump() == {"n": 6, "doc_found": 3, "page_found": 3, "correct": 2, "correct_without_page": 0}
+    assert rag.overall.counts == {"retrieval": 2, "navigation": 0, "comprehension": 0, "refusal": 2}
+    e_agent, e_rag = m.effort.systems
+    assert e_agent.kuiper[0].kuiper == pytest.approx(1.5)  # steps, as the leaderboard
+    assert e_agent.kuiper[1].reason == "not computable: every item has the same tokens_total (110)"
+    assert e_rag.kuiper[0].reason == "not computable: every item has the same steps (1)"
+    assert [t.reason for t in m.trajectories.systems] == [
+        "not computable: its trajectories hold no search results (tool calls with result pages)"] * 2
+    c_agent, c_rag = m.cost.systems
+    assert (c_agent.cost_usd, c_agent.accuracy) == (pytest.approx(0.06), pytest.approx(0.5))
+    assert (c_rag.cost_usd, c_rag.n) == (pytest.approx(0.012), 6)
+    page = render_html(report)
+    effort = page.split('<ul class="rules" id="effort-not-computable">')[1].split("</ul>")[0]
+    assert "agent, Tokens (Total): not computable: every item has the same tokens_total (110)" in effort
+    assert page.count("not computable: its trajectories hold no search results") == 2
+
+
+def test_human_time_and_corpus_sections_appear_when_the_data_allows(run: Path, operator_corpus) -> None:  # noqa: ANN001
+    store = RunStore(run)
+    for tid, seconds in (("t0", 30), ("t1", 200)):
+        store.record(Episode(task_id=tid, system="human:alice", status="ok",
+                             submission=DocQASubmission(id=tid, answer=[f"answer number {tid[1]}"]),
+                             started_at="2025-01-01T00:00:00.000+00:00",
+                             finished_at=f"2025-01-01T00:{seconds // 60:02d}:{seconds % 60:02d}.000+00:00"))
+    store.close()
+    report = build_report([run], corpus=operator_corpus.root)
+    assert report.madqa is not None and report.madqa.corpus is not None
+    (h,) = report.madqa.human_time.systems
+    assert (h.system, h.n, h.median_minutes) == ("human:alice", 2, pytest.approx(115 / 60))
+    assert [(b.bin, b.n) for b in h.bins if b.n] == [("<1", 1), ("2-4", 1)]
+    corpus = report.madqa.corpus
+    assert (corpus.documents, corpus.pages) == (2, 5)  # alpha.pdf 3 pages, beta.pdf 2; no task cites them
+    assert corpus.missing_documents == ["a.pdf", "b.pdf", "c.pdf"]
+    page = render_html(report)
+    assert '<section id="human-time">' in page and '<section id="corpus-stats">' in page
+    assert 'id="plot-human-time"' in page and 'id="plot-corpus"' in page
 
 
 def test_the_page_is_deterministic(report: Report) -> None:

@@ -10,7 +10,8 @@ from pathlib import Path
 from conftest import run_cli, watched_page
 from test_report import _make_analytics_run, _make_run
 
-SECTIONS = ("leaderboard", "calibration", "budget", "errors", "breakdowns", "analytics")
+SECTIONS = ("leaderboard", "calibration", "budget", "errors", "breakdowns", "effort-measures", "failures",
+            "trajectories", "cost", "analytics")
 
 
 def test_report_renders_offline_with_every_part(browser, tmp_path: Path) -> None:  # noqa: ANN001

@@ -13,8 +13,9 @@ block (scoring.calibration's default).
 The items are those with an answer (status "scored"). A measure is computable for a system only
 when every such item has it (tokens: a count above 0 in the episode's usage, else in the
 submission's; time: an episode whose end is after its start): Kuiper over the subset that happens
-to have it would be a different statistic. Otherwise the entry says "not computable: <why>" and
-is never 0.
+to have it would be a different statistic. Otherwise, or when every item has the same value (a
+fixed budget: Kuiper would be 0 and Spearman undefined), the entry says "not computable: <why>"
+and is never 0.
 """
 
 from __future__ import annotations
@@ -116,6 +117,8 @@ def _values(system: ScoredSystem, name: str) -> tuple[list[float], list[float], 
         return [], [], f"not computable: no {m.missing} stored"
     if lacking:
         return [], [], f"not computable: no {m.missing} for {lacking} of {len(items)} items"
+    if len(set(values)) < 2:  # as the leaderboard: a fixed budget says nothing about calibration
+        return [], [], f"not computable: every item has the same {name} ({values[0]:g})"
     return [float(v) for v in values if v is not None], [1.0 if is_correct(i) else 0.0 for i in items], None
 
 

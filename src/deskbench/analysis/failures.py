@@ -24,9 +24,11 @@ from typing import Any
 from pydantic import BaseModel
 
 from deskbench.analysis.scored import CORRECT_AT, ScoredSystem, is_correct
-from deskbench.report.models import ERROR_CLASSES
-from deskbench.report.taxonomy import classify
 from deskbench.tasks.docqa import HOP_TYPES, ItemScore
+
+# The report's classes, in its order (report/models.py ERROR_CLASSES, which this module does not
+# import: the report's models import this module).
+ERROR_CLASSES = ("retrieval", "navigation", "comprehension", "refusal")
 
 TOP = 4  # systems pooled for Figures 17-18 (the paper's "top-4 systems")
 NO_DOMAIN = "(none)"
@@ -76,6 +78,8 @@ class FailuresReport(BaseModel):
 
 def _label(system: ScoredSystem, item: ItemScore) -> str:
     """'correct' or the item's error class."""
+    from deskbench.report.taxonomy import classify
+
     return "correct" if is_correct(item) else classify(item, system.answer(item.id))
 
 

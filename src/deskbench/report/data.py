@@ -8,9 +8,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from deskbench.analysis.scored import ScoredSystem, first_attempts
 from deskbench.errors import UserError
 from deskbench.models.prices import per, total_cost
 from deskbench.models.settings import ResolvedSettings
+from deskbench.report.madqa import build_madqa
 from deskbench.report.models import (
     ERROR_CLASSES,
     BudgetCurve,
@@ -34,7 +36,7 @@ from deskbench.scoring.deliverables_summary import DeliverablesReport
 from deskbench.scoring.deliverables_summary import summarize as summarize_deliverables
 from deskbench.scoring.docqa import ScoreOptions, ScoreReport, score_all, summarize
 from deskbench.tasks.deliverables import DeliverableTask
-from deskbench.tasks.docqa import ItemScore, ToolCallStep
+from deskbench.tasks.docqa import DocQATask, ItemScore, ToolCallStep
 
 ANLS_METHOD = (
     "ANLS* >= 0.5 against the best answer variant (Wilson 95% CI). Runs store no judge verdicts, so "
@@ -58,6 +60,7 @@ class _Scored:
 
     run_dir: Path
     system: str
+    tasks: list[DocQATask]  # the tasks it was scored on
     items: list[ItemScore]
     report: ScoreReport
     episodes: list[Episode]
@@ -81,12 +84,13 @@ def _score(run_dir: Path, store: RunStore, system: str, opts: ScoreOptions) -> _
     if not tasks:
         raise UserError(f"the run in {run_dir} holds no tasks; give the --out of a 'deskbench run'")
     subs, failed = run_submissions(store, system)
-    items, matched = score_all(tasks_scored(system, tasks, {s.id for s in subs} | set(failed)), subs, opts)
+    scored_tasks = tasks_scored(system, tasks, {s.id for s in subs} | set(failed))
+    items, matched = score_all(scored_tasks, subs, opts)
     report = summarize(items, matched, opts, by=("domain", "category"), errors=failed)
     episodes = episodes_of(store, system)
     steps = {ep.task_id: s for ep in episodes if ep.status == "ok" and (s := episode_steps(ep)) is not None}
     answers = {s.id: list(s.answer) for s in subs}
-    return _Scored(run_dir, system, items, report, episodes, steps, answers)
+    return _Scored(run_dir, system, scored_tasks, items, report, episodes, steps, answers)
 
 
 def _row(label: str, s: _Scored) -> LeaderboardRow:
@@ -156,10 +160,12 @@ def _labels(scored: Sequence[_Scored]) -> dict[int, str]:
 
 
 def build_report(run_dirs: Sequence[Path], opts: ScoreOptions | None = None,
-                 analytics_judges: AnalyticsJudges | None = None, pool_humans: bool = False) -> Report:
+                 analytics_judges: AnalyticsJudges | None = None, pool_humans: bool = False,
+                 corpus: Path | None = None) -> Report:
     """Score every system of every run (with `opts.judge`, every non-exact answer is judged);
     budgets run from 1 to the most steps any episode took. `pool_humans`: the annotators of a
-    docqa run make one Human row (runs/humans.py)."""
+    docqa run make one Human row (runs/humans.py). `corpus`: adds the corpus statistics (MADQA
+    Tables 2 and 6) to the MADQA appendix sections."""
     opts = opts or ScoreOptions()
     if not run_dirs:
         raise UserError("give at least one run directory")
@@ -198,7 +204,9 @@ def build_report(run_dirs: Sequence[Path], opts: ScoreOptions | None = None,
             by_domain=s.report.by_domain or {},
             by_category=s.report.by_category or {},
         ))
-    return Report(run_dirs=[str(d) for d in run_dirs], systems=out,
+    madqa = build_madqa([ScoredSystem(labels[id(s)], s.tasks, s.items, first_attempts(s.episodes), s.system)
+                         for s in scored], corpus) if scored else None
+    return Report(run_dirs=[str(d) for d in run_dirs], systems=out, madqa=madqa,
                   accuracy_method=judge_method(opts) if opts.judge else ANLS_METHOD,
                   judge=opts.judge.name if opts.judge else None,
                   analytics=analytics, analytics_judges=analytics_method(analytics_judges or AnalyticsJudges()),

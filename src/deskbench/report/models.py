@@ -8,6 +8,7 @@ from typing import Literal
 from pydantic import BaseModel
 
 from deskbench.models.prices import PRICES_AS_OF
+from deskbench.report.madqa import MadqaAnalyses
 from deskbench.scoring.analytics_metrics import AnalyticsScoreReport
 from deskbench.scoring.deliverables_summary import DeliverablesReport
 from deskbench.scoring.docqa import GroupSummary
@@ -117,3 +118,4 @@ class Report(BaseModel):
     deliverables_runs: list[str] = []  # the run directories it was computed from
     model_settings: list[ModelSettingsRow] = []  # every system's and judge's settings
     prices_as_of: str = PRICES_AS_OF  # the date of the built-in price table (the footer shows it)
+    madqa: MadqaAnalyses | None = None  # the MADQA appendix sections (docqa systems only)

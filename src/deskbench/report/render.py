@@ -12,6 +12,7 @@ from jinja2 import Environment, PackageLoader, StrictUndefined, select_autoescap
 from deskbench.errors import UserError
 from deskbench.models.prices import UNKNOWN, format_cost
 from deskbench.report import plots
+from deskbench.report.madqa import madqa_pngs
 from deskbench.report.models import ERROR_CLASSES, Report
 from deskbench.report.taxonomy import RULES, SAYS_NOT_FOUND_RULE
 from deskbench.scoring.analytics import ERROR_CATEGORIES
@@ -86,6 +87,8 @@ def render_html(report: Report) -> str:
             "budget": data_uri(plots.budget_png([s.budget for s in systems])),
             "errors": data_uri(plots.errors_png([s.errors for s in systems])),
         }
+    if report.madqa is not None:
+        images |= {f"madqa_{name}": data_uri(png) for name, png in madqa_pngs(report.madqa).items()}
     if report.analytics:
         images |= {
             "analytics_pass": data_uri(plots.analytics_pass_png(report.analytics)),
