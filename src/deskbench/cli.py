@@ -823,6 +823,7 @@ def report(
     chart_judge: Annotated[str | None, typer.Option(help="analytics runs: vision judge for charts (default: --judge).")] = None,
     file_judge: Annotated[str | None, typer.Option("--file-judge", help="analytics runs: the agentic File Judge model (AIDABench Listing 5: sandboxed code, at most 20 calls) for output files the spreadsheet comparator cannot read; off by default.")] = None,
     pool_humans: Annotated[bool, typer.Option("--pool-humans", help="docqa runs: one 'human' row for every annotator's human:NAME episodes (earliest answer per question).")] = False,
+    corpus: Annotated[Path | None, typer.Option("--corpus", "-c", help="docqa runs: the corpus they searched; adds its statistics by domain and category (MADQA Tables 2 and 6).")] = None,
     judge_temperature: JudgeTemperatureOpt = None,
     judge_top_p: JudgeTopPOpt = None,
     judge_reasoning_effort: JudgeReasoningEffortOpt = None,
@@ -830,7 +831,9 @@ def report(
     capabilities: CapabilitiesOpt = None,
 ) -> None:
     """Write a self-contained HTML report: docqa leaderboard, calibration and budget curves, error
-    classes; analytics pass@1 / pass@k / avg@k by category and difficulty, and bad cases."""
+    classes, the MADQA appendix analyses (effort measures, failure profiles, search trajectories,
+    cost, human response time; corpus statistics with --corpus); analytics pass@1 / pass@k /
+    avg@k by category and difficulty, and bad cases."""
     from deskbench.cli_analytics import _judge_model, close_judges, file_judge_for
     from deskbench.report.data import build_report
     from deskbench.report.render import write_report
@@ -848,7 +851,8 @@ def report(
     judges = AnalyticsJudges(qa=_judge_model(judge, concurrency), chart=_judge_model(chart_judge or judge, concurrency),
                              file=files)
     try:
-        data = build_report(run_dirs, ScoreOptions(judge=answer_judge), analytics_judges=judges, pool_humans=pool_humans)
+        data = build_report(run_dirs, ScoreOptions(judge=answer_judge), analytics_judges=judges, pool_humans=pool_humans,
+                            corpus=corpus)
     finally:
         close_judges(judges)
     write_report(data, output)
