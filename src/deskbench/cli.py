@@ -572,6 +572,7 @@ from deskbench.analysis.cli import analyse_app  # noqa: E402
 
 app.add_typer(analyse_app, name="analyse")
 from deskbench.cli_deliverables import register as register_diagnose  # noqa: E402
+from deskbench.cli_import import register as register_import  # noqa: E402
 from deskbench.sandbox.cli import register as register_sandbox  # noqa: E402
 from deskbench.scoring.calibrate_cli import register as register_calibrate  # noqa: E402
 from deskbench.scoring.rubric_cli import register as register_rubric  # noqa: E402
@@ -586,6 +587,7 @@ register_rubric(app)
 register_calibrate(app)
 register_verify(app)
 register_serve(app)
+register_import(app)
 
 
 @generate_app.command("docqa")

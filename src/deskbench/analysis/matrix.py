@@ -32,10 +32,11 @@ def load_matrix(run_dirs: Sequence[Path], pool_humans: bool = False) -> Response
     `pool_humans`, the annotators make one `human` row (runs/humans.py: earliest answer wins).
 
     A system that appears in several runs is labelled `<run dir name>/<system>` so rows stay
-    distinct. Raises UserError for a path that is not a run, a run without episodes, or no
+    distinct; a system made by `deskbench import` is labelled `<system> (imported)`. Raises UserError for a path that is not a run, a run without episodes, or no
     common items.
     """
     from deskbench.runs.humans import pooled_systems, tasks_scored
+    from deskbench.runs.imported import imported_label, imported_systems
     from deskbench.runs.runner import run_submissions
     from deskbench.runs.store import RunStore
     from deskbench.scoring.docqa import ScoreOptions, score_all
@@ -44,6 +45,7 @@ def load_matrix(run_dirs: Sequence[Path], pool_humans: bool = False) -> Response
         raise UserError("no run directories given; pass one or more --out directories of 'deskbench run'")
     opts = ScoreOptions()
     rows: list[tuple[Path, str, dict[str, float]]] = []
+    imported: set[tuple[Path, str]] = set()
     common: list[str] | None = None
     for run_dir in run_dirs:
         if not run_dir.is_dir():
@@ -55,6 +57,7 @@ def load_matrix(run_dirs: Sequence[Path], pool_humans: bool = False) -> Response
             if not systems:
                 raise UserError(f"the run in {run_dir} has no episodes yet; run 'deskbench run' first")
             ids = [t.id for t in tasks]
+            imported |= {(run_dir, name) for name in imported_systems(store)}
             common = ids if common is None else [i for i in common if i in set(ids)]
             for name in systems:
                 subs, failed = run_submissions(store, name)
@@ -67,6 +70,7 @@ def load_matrix(run_dirs: Sequence[Path], pool_humans: bool = False) -> Response
         raise UserError(f"the runs {', '.join(str(d) for d in run_dirs)} share no tasks; analyse runs over the same task file")
     names = [name for _, name, _ in rows]
     labels = [f"{d.name}/{n}" if names.count(n) > 1 else n for d, n, _ in rows]
+    labels = [imported_label(label) if (d, n) in imported else label for (d, n, _), label in zip(rows, labels, strict=True)]
     if len(set(labels)) != len(labels):
         raise UserError("two runs with the same directory name hold the same system; rename one directory")
     values = np.array([[acc.get(i, math.nan) for i in common] for _, _, acc in rows], dtype=np.float64)

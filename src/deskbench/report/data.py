@@ -25,6 +25,8 @@ from deskbench.report.models import (
 )
 from deskbench.report.taxonomy import budget_curve, decompose, not_found_ids
 from deskbench.runs.humans import episodes_of, pooled_systems, tasks_scored
+from deskbench.runs.imported import imported_label, imported_systems
+from deskbench.runs.imported import settings_rows as imported_settings
 from deskbench.runs.runner import run_submissions
 from deskbench.runs.settings import stored_settings
 from deskbench.runs.store import Episode, RunStore
@@ -174,10 +176,13 @@ def build_report(run_dirs: Sequence[Path], opts: ScoreOptions | None = None,
     analytics: list[AnalyticsScoreReport] = []
     deliverables: list[DeliverablesRun] = []
     settings: list[ModelSettingsRow] = []
+    imported: set[tuple[Path, str]] = set()  # systems made by 'deskbench import'
     for run_dir in run_dirs:
         store = _open(run_dir)
         try:
             settings += [_settings_row(s, str(run_dir), system) for system, s in stored_settings(store).items()]
+            settings += imported_settings(store, str(run_dir))
+            imported |= {(run_dir, name) for name in imported_systems(store)}
             systems = store.systems()
             if not systems:
                 raise UserError(f"the run in {run_dir} has no episodes yet; run 'deskbench run' first")
@@ -191,6 +196,7 @@ def build_report(run_dirs: Sequence[Path], opts: ScoreOptions | None = None,
         finally:
             store.close()
     labels = _labels(scored)
+    labels.update({id(s): imported_label(labels[id(s)]) for s in scored if (s.run_dir, s.system) in imported})
     max_steps = max((v for s in scored for v in s.steps.values()), default=0)
     budgets = list(range(1, max(max_steps, 1) + 1))
     out = []

@@ -1,0 +1,267 @@
+"""`deskbench import PRED.jsonl --tasks T.jsonl --system NAME --out RUNDIR`: a predictions file
+(the official MADQA agents', a third party's, deskbench's own) as a system of a run, so that
+`score`, `report` and every `analyse` command read it as they read `deskbench run`'s systems.
+
+The file is read and matched exactly as `deskbench score PRED --tasks T` reads and matches it
+(`tasks.docqa.read_submissions`, `scoring.docqa.match`: question text first, then id), so the
+run scores as the file does. Each matched prediction becomes one episode (attempt 0) holding the
+prediction as written (answer, citations, search_history, iterations, steps, llm_calls, usage,
+the agent's own trajectory under `external_trajectory`, its id set to the task it matched), with
+a deskbench trajectory made from what it carries (a model call per step of the official BM25
+agent's trajectory, a search_documents call per search), so `analyse drift` sees its queries:
+
+- an error row (an `error` and no answer: the official agents' crashed or timed-out questions)
+  is an episode with status "error": counted as an agent error and scored 0, as the official
+  evaluator scores it (in --official, as an answerless row);
+- a task without a prediction gets no episode, so it is scored as missing, as a run's unrun task;
+- a prediction that matches no task is left out and listed in one warning.
+
+Costs are unknown (no price is known for another's model) unless the file gives them; times are
+the import's (the predictions carry none), with the row's own seconds in the usage when given.
+
+The system's configuration (run meta "imported": source path, sha256, tasks file, counts) says
+it was imported and from what; no agent or model is recorded. The same file imported again under
+the same name is a no-op (an import cut short is completed); another file under a name already in
+the run is refused.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel
+
+from deskbench.errors import UserError
+from deskbench.models.types import Usage
+from deskbench.runs.store import Episode, RunStore, now
+from deskbench.tasks.docqa import (
+    DocQASubmission,
+    DocQATask,
+    ModelCallStep,
+    ToolCallStep,
+    TrajectoryStep,
+    read_submissions,
+    read_tasks,
+)
+
+META_KEY = "imported"
+SEARCH_TOOL = "search_documents"  # the official BM25 agent's tool, and deskbench's
+
+
+class ImportRecord(BaseModel):
+    """How an imported system came to be (run meta "imported", one entry a system)."""
+
+    source: str  # the predictions file, absolute path
+    sha256: str
+    tasks_file: str
+    imported_at: str
+    rows: int  # predictions read
+    episodes: int  # predictions that matched a task: one episode each
+    errors: int  # of which error rows (status "error")
+    unmatched: list[str]  # predictions that match no task: id, or the start of the question
+    missing: int  # tasks without a prediction (scored as missing)
+
+
+class ImportSummary(BaseModel):
+    """What `deskbench import --json` prints."""
+
+    run: str
+    system: str
+    record: ImportRecord
+    new_episodes: int  # written by this command (0: the same file was imported before)
+    pages_coerced: int = 0
+    citations_dropped: int = 0
+    id_disagrees: list[str] = []
+
+
+def imported_systems(store: RunStore) -> dict[str, ImportRecord]:
+    """The run's imported systems and where each came from."""
+    raw = store.meta(META_KEY)
+    if not isinstance(raw, dict):
+        return {}
+    return {name: ImportRecord.model_validate(value) for name, value in raw.items()}
+
+
+def imported_label(system: str) -> str:
+    return f"{system} (imported)"
+
+
+def file_sha256(path: Path) -> str:
+    h = hashlib.sha256()
+    try:
+        with path.open("rb") as fh:
+            while chunk := fh.read(1 << 20):
+                h.update(chunk)
+    except FileNotFoundError as exc:
+        raise UserError(f"{path}: no such file; check the path of the predictions file") from exc
+    except IsADirectoryError as exc:
+        raise UserError(f"{path} is a directory; give a predictions JSON Lines file") from exc
+    except OSError as exc:
+        raise UserError(f"{path}: cannot read it ({exc.strerror or exc})") from exc
+    return h.hexdigest()
+
+
+def is_error_row(sub: DocQASubmission) -> bool:
+    """An official error row: an error and no answer (the BM25 agent writes no answer, the RLM []).
+    A row with an error and an answer keeps its answer."""
+    return bool(sub.error) and not any(sub.answer)
+
+
+def _int(value: Any) -> int:
+    return value if isinstance(value, int) and not isinstance(value, bool) else 0
+
+
+def _step_tokens(usage: Any) -> tuple[int, int] | None:
+    """A step's tokens from an official trajectory step's usage (OpenAI's or Anthropic's names)."""
+    if not isinstance(usage, dict):
+        return None
+    inp = _int(usage.get("prompt_tokens", usage.get("input_tokens")))
+    out = _int(usage.get("completion_tokens", usage.get("output_tokens")))
+    return inp, out
+
+
+def _searches_of_step(step: dict[str, Any]) -> list[ToolCallStep]:
+    calls = []
+    for result in step.get("tool_results") or []:
+        if isinstance(result, dict) and result.get("name", SEARCH_TOOL) == SEARCH_TOOL and "query" in result:
+            pages = [[r.get("file") or r.get("document"), r.get("page")] for r in result.get("results") or []
+                     if isinstance(r, dict)]
+            calls.append(ToolCallStep(name=SEARCH_TOOL, arguments={"query": str(result["query"])},
+                                      result={"pages": pages}))
+    return calls
+
+
+def trajectory_of(sub: DocQASubmission) -> list[TrajectoryStep]:
+    """What the prediction carries, as deskbench steps: deskbench's own trajectory as it is; the
+    official BM25 agent's steps as a model call (with its tokens) and its searches (with the pages
+    returned); else one search_documents call per search_history entry."""
+    if sub.trajectory:
+        return list(sub.trajectory)
+    steps: list[TrajectoryStep] = []
+    external = sub.external_trajectory
+    if isinstance(external, list):
+        for step in external:
+            if not isinstance(step, dict):
+                continue
+            tokens = _step_tokens(step.get("usage"))
+            if tokens is not None or step.get("role") == "assistant":
+                inp, out = tokens or (0, 0)
+                steps.append(ModelCallStep(input_tokens=inp, output_tokens=out, cost_usd=None))
+            steps.extend(_searches_of_step(step))
+    if any(isinstance(s, ToolCallStep) for s in steps):
+        return steps
+    for entry in sub.search_history or []:
+        query = entry.get("query") if isinstance(entry, dict) else entry
+        if query is not None:
+            steps.append(ToolCallStep(name=SEARCH_TOOL, arguments={"query": str(query)}))
+    return steps
+
+
+def usage_of(sub: DocQASubmission, steps: list[TrajectoryStep]) -> Usage:
+    """The prediction's usage (the RLM's tokens and seconds), else the model calls of its
+    trajectory; the cost is unknown unless the prediction states one."""
+    calls = [s for s in steps if isinstance(s, ModelCallStep)]
+    if sub.usage is not None:
+        return Usage(calls=sub.llm_calls or len(calls), input_tokens=sub.usage.input_tokens,
+                     output_tokens=sub.usage.output_tokens, seconds=sub.usage.seconds,
+                     cost_usd=sub.usage.cost_usd if "cost_usd" in sub.usage.model_fields_set else None)
+    return Usage(calls=sub.llm_calls or len(calls), input_tokens=sum(s.input_tokens for s in calls),
+                 output_tokens=sum(s.output_tokens for s in calls), cost_usd=None)
+
+
+def episode_of(task: DocQATask, sub: DocQASubmission, system: str, at: str) -> Episode:
+    sub = sub.model_copy(update={"id": task.id})
+    steps = trajectory_of(sub)
+    error = is_error_row(sub)
+    return Episode(task_id=task.id, system=system, attempt=0, status="error" if error else "ok",
+                   error=sub.error if error else None, submission=sub, trajectory=steps,
+                   usage=usage_of(sub, steps), started_at=at, finished_at=at)
+
+
+def _match(tasks: list[DocQATask], subs: list[DocQASubmission], pred: Path):  # -> Matched
+    from deskbench.scoring.docqa import match
+
+    try:
+        return match(tasks, subs)
+    except UserError:
+        repeated = match(tasks, subs, official=True).repeated
+        if not repeated:
+            raise
+        raise UserError(f"{pred}: {len(repeated)} tasks are answered by more than one prediction (matched by question "
+                        f"text, then id), e.g. {repeated[0]!r}; keep one prediction a task, then import again") from None
+
+
+def import_predictions(pred: Path, tasks_file: Path, system: str, out: Path, *, skip_invalid: bool = False,
+                       ) -> tuple[ImportSummary, list[str]]:
+    """Import `pred` as `system` into the run at `out`; the summary, and the warnings to print."""
+    if not system.strip() or system != system.strip():
+        raise UserError(f"--system {system!r} is not a usable name; give a name without surrounding spaces, "
+                        "e.g. --system bm25-gpt5-official")
+    sha = file_sha256(pred)
+    tasks = read_tasks(tasks_file, skip_invalid=skip_invalid).items
+    if not tasks:
+        raise UserError(f"{tasks_file} holds no tasks; give the MADQA tasks the predictions answer")
+    read = read_submissions(pred, skip_invalid=skip_invalid)
+    subs = read.rows.items
+    matched = _match(tasks, subs, pred)
+    task_of = {id(s): t for t, s in matched.pairs if s is not None}
+    if subs and not task_of:
+        raise UserError(f"none of the {len(subs)} predictions in {pred} match a task of {tasks_file} (by question "
+                        "text, then id); give the tasks file these predictions answer")
+    warnings = [str(line) for line in read.rows.skipped]
+    if out.exists() and not out.is_dir():
+        raise UserError(f"--out {out} is a file; give a run directory")
+    store = RunStore(out)
+    try:
+        known = imported_systems(store)
+        previous = known.get(system)
+        if previous is not None and previous.sha256 != sha:
+            raise UserError(f"{out} already holds system {system!r}, imported from {previous.source} (sha256 "
+                            f"{previous.sha256[:12]}), not this file; give another --system name, or another --out")
+        if previous is None and system in store.systems():
+            raise UserError(f"{out} already holds system {system!r} from 'deskbench run'; give another --system name, "
+                            "or another --out")
+        store.save_tasks(tasks)
+        if store.meta("tasks_file") is None:
+            store.set_meta("tasks_file", str(tasks_file))
+        episodes = [episode_of(task_of[id(s)], s, system, now()) for s in subs if id(s) in task_of]
+        record = ImportRecord(
+            source=str(pred.resolve()), sha256=sha, tasks_file=str(tasks_file.resolve()),
+            imported_at=previous.imported_at if previous else now(), rows=len(subs), episodes=len(episodes),
+            errors=sum(e.status == "error" for e in episodes), unmatched=list(matched.extra),
+            missing=len(matched.missing))
+        # The record first: an import cut short is completed by the same command (same file).
+        store.set_meta(META_KEY, {**{k: v.model_dump() for k, v in known.items()}, system: record.model_dump()})
+        new = sum(store.record(e) for e in episodes)
+    finally:
+        store.close()
+    if matched.extra:
+        shown = ", ".join(matched.extra[:5]) + (" …" if len(matched.extra) > 5 else "")
+        warnings.append(f"{len(matched.extra)} predictions match no task (by question text, then id) and were "
+                        f"not imported: {shown}")
+    if read.citations_dropped:
+        warnings.append(f"{len(read.citations_dropped)} citations could not be read and were dropped from their "
+                        f"predictions (the answers are kept), e.g. {read.citations_dropped[0]}")
+    if read.pages_coerced:
+        warnings.append(f"{read.pages_coerced} citation pages were strings and were read as numbers")
+    if matched.id_disagrees:
+        warnings.append(f"{len(matched.id_disagrees)} predictions carry the id of another task than their question "
+                        f"text; matched by the text, as the official evaluator: {', '.join(matched.id_disagrees[:5])}")
+    summary = ImportSummary(run=str(out), system=system, record=record, new_episodes=new,
+                            pages_coerced=read.pages_coerced, citations_dropped=len(read.citations_dropped),
+                            id_disagrees=list(matched.id_disagrees))
+    return summary, warnings
+
+
+
+def settings_rows(store: RunStore, run: str) -> list[Any]:  # -> list[report.models.ModelSettingsRow]
+    """The report's configuration rows of a run's imported systems: no model, where they came from."""
+    from deskbench.report.models import ModelSettingsRow
+
+    return [ModelSettingsRow(run=run, system=name, model="none (imported predictions)", role="imported",
+                             sent=f"predictions file {r.source} (sha256 {r.sha256[:12]}), imported {r.imported_at}",
+                             note=f"{r.episodes} of {r.rows} predictions matched a task ({r.errors} error rows); "
+                                  f"{r.missing} tasks without a prediction count as missing")
+            for name, r in imported_systems(store).items()]
