@@ -162,27 +162,32 @@ def load_effort(run_dirs: Sequence[Path], pool_humans: bool = False) -> EffortRe
 def effort_figure(report: EffortReport) -> Any:
     """Table 12 as grouped bars: Kuiper per system under each measure; a measure that is not
     computable for a system gets no bar and an "n/a" mark."""
-    import numpy as np
+    from matplotlib.patches import Patch
 
     from deskbench.analysis.plotting import pyplot
 
-    fig, ax = pyplot().subplots(figsize=(max(6.0, 1.4 * len(report.systems) + 2), 4))
+    fig, ax = pyplot().subplots(figsize=(max(6.0, 1.6 * len(report.systems) + 2), 4))
     names = list(MEASURES)
+    colors = ["#4878a8", "#e07b39", "#59a14f", "#b07aa1"]
     width = 0.8 / len(names)
-    x = np.arange(len(report.systems))
-    for j, name in enumerate(names):
-        for k, s in enumerate(report.systems):
-            cell = s.kuiper[j]
-            pos = x[k] + (j - (len(names) - 1) / 2) * width
-            if cell.kuiper is None:
-                ax.text(pos, 0, "n/a", ha="center", va="bottom", fontsize=6, rotation=90, color="#777")
-        heights = [s.kuiper[j].kuiper for s in report.systems]
-        shown = [(x[k], h) for k, h in enumerate(heights) if h is not None]
-        ax.bar([p + (j - (len(names) - 1) / 2) * width for p, _ in shown], [h for _, h in shown], width,
-               label=MEASURES[name].title)
-    ax.set_xticks(x, [s.system for s in report.systems], rotation=20, ha="right", fontsize=8)
+    top = max((k.kuiper for s in report.systems for k in s.kuiper if k.kuiper is not None), default=1.0)
+    for j in range(len(names)):
+        xs, hs = [], []
+        for i, s in enumerate(report.systems):
+            pos = i + (j - (len(names) - 1) / 2) * width
+            value = s.kuiper[j].kuiper
+            if value is None:
+                ax.text(pos, 0.02 * top, "n/a", ha="center", va="bottom", fontsize=7, rotation=90, color="#777")
+            else:
+                xs.append(pos)
+                hs.append(value)
+        ax.bar(xs, hs, width, color=colors[j % len(colors)])
+    ax.set_xlim(-0.6, len(report.systems) - 0.4)
+    ax.set_ylim(0, 1.15 * top)
+    ax.set_xticks(range(len(report.systems)), [s.system for s in report.systems], rotation=20, ha="right", fontsize=8)
     ax.set_ylabel("Kuiper (items)")
-    ax.set_title("Kuiper under each effort measure (n/a: not computable)")
-    ax.legend(fontsize=8)
+    ax.set_title("Kuiper by effort measure (n/a: not computable)", fontsize=10)
+    ax.legend(handles=[Patch(color=colors[j % len(colors)], label=MEASURES[n].title) for j, n in enumerate(names)],
+              fontsize=8)
     fig.tight_layout()
     return fig
