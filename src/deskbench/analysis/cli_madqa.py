@@ -44,8 +44,7 @@ def _num(x: float | None, fmt: str = "{:.2f}") -> str:
 
 
 def effort(run_dirs: RunDirsArg, output: OutOpt, plot: PlotOpt = None, pool: PoolOpt = False) -> None:
-    """Kuiper under each effort measure (steps, total tokens, generated tokens, time) and Spearman
-    between the measures, per system (MADQA E.4, Tables 11-12)."""
+    """Kuiper under each effort measure (steps, total tokens, generated tokens, time) and Spearman between them (MADQA E.4, Tables 11-12)."""
     from deskbench.analysis.effort import effort_figure, load_effort
 
     report = load_effort(run_dirs, pool)
@@ -62,8 +61,7 @@ TopOpt = Annotated[int, typer.Option("--top", min=1, help="Pool this many most a
 
 
 def failures(run_dirs: RunDirsArg, output: OutOpt, plot: PlotOpt = None, pool: PoolOpt = False, top: TopOpt = 4) -> None:
-    """Retrieval vs comprehension, errors by hop type and domain, failure cascade (MADQA H.3,
-    Figures 16-19), with the paper's error classes."""
+    """Retrieval vs comprehension, errors by hop type and domain, failure cascade (MADQA H.3, Figures 16-19)."""
     from deskbench.analysis.failures import failures_figure, load_failures
 
     report = load_failures(run_dirs, pool, top)
@@ -78,8 +76,7 @@ def failures(run_dirs: RunDirsArg, output: OutOpt, plot: PlotOpt = None, pool: P
 
 
 def trajectories(run_dirs: RunDirsArg, output: OutOpt, plot: PlotOpt = None, pool: PoolOpt = False) -> None:
-    """Evidence found by search iteration and recovery after a first-query miss (MADQA H.5,
-    Figures 22-23), from the search results stored in each episode's trajectory."""
+    """Gold evidence found by search iteration; recovery after a first-query miss (MADQA H.5, Figures 22-23)."""
     from deskbench.analysis.trajectories import load_trajectories, trajectories_figure
 
     report = load_trajectories(run_dirs, pool)
@@ -96,8 +93,7 @@ def trajectories(run_dirs: RunDirsArg, output: OutOpt, plot: PlotOpt = None, poo
 
 
 def cost(run_dirs: RunDirsArg, output: OutOpt, plot: PlotOpt = None, pool: PoolOpt = False) -> None:
-    """Accuracy against the USD cost of each system's episodes (MADQA §5, Figure 7); an unknown
-    cost is "?" and left out of the plot, never $0."""
+    """Accuracy against the USD cost of each system (MADQA Figure 7); an unknown cost is '?', never $0."""
     from deskbench.analysis.cost import cost_figure, load_cost
     from deskbench.models.prices import format_cost
 
@@ -113,8 +109,7 @@ def cost(run_dirs: RunDirsArg, output: OutOpt, plot: PlotOpt = None, pool: PoolO
 
 
 def human_time(run_dirs: RunDirsArg, output: OutOpt, plot: PlotOpt = None, pool: PoolOpt = False) -> None:
-    """People's response time against accuracy: median, quartiles, accuracy by time bin (MADQA
-    §5.2), from the episodes 'deskbench serve' recorded."""
+    """People's response time against accuracy: median, quartiles, accuracy by time bin (MADQA §5.2)."""
     from deskbench.analysis.human_time import human_time_figure, load_human_time
 
     report = load_human_time(run_dirs, pool)
