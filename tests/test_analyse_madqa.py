@@ -410,3 +410,15 @@ def test_failure_classes_are_the_reports() -> None:
     from deskbench.report.models import ERROR_CLASSES as REPORT_CLASSES
 
     assert ERROR_CLASSES == REPORT_CLASSES
+
+
+def test_json_on_stdout_and_a_report_that_goes_nowhere(tmp_path: Path) -> None:
+    run = _store(tmp_path / "run", [task("t0", ("a.pdf", 1))], [episode("t0", answer="yes", cost=0.25, tokens=(5, 1))])
+    proc = run_cli("analyse", "cost", str(run), "--json")
+    assert proc.returncode == 0, proc.stderr
+    data = json.loads(proc.stdout)  # stdout is the JSON alone; the summary lines are on stderr
+    assert list(data) == ["prices_as_of", "systems"] and data["systems"][0]["cost_usd"] == 0.25
+    assert "s: accuracy 100.0%, cost $0.2500 over 1 episodes" in proc.stderr
+    proc = run_cli("analyse", "effort", str(run))
+    assert proc.returncode == 2 and proc.stderr.strip().splitlines() == [
+        "error: say where the report goes: -o FILE.json, or --json to print it"]

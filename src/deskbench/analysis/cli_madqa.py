@@ -1,8 +1,8 @@
 """`deskbench analyse effort | failures | trajectories | cost | human-time | corpus-stats`: the
 MADQA appendix analyses, thin shells over the modules of the same names. Each writes its pydantic
-report as JSON (the model is the schema), prints one line per system (a figure the run data
-cannot support says "not computable: <why>") and, with --plot, writes a PNG. `register` adds
-them to the `analyse` sub-app."""
+report as JSON (the model is the schema) to -o FILE and/or, with --json, to stdout; prints one
+line per system on stderr (a figure the run data cannot support says "not computable: <why>");
+with --plot, writes a PNG. `register` adds them to the `analyse` sub-app."""
 
 from __future__ import annotations
 
@@ -11,15 +11,13 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
+from pydantic import BaseModel
 
-from deskbench.analysis.cli_more import (
-    CorpusOpt,
-    OutOpt,
-    PlotOpt,
-    RunDirsArg,
-    TasksOpt,
-    write_report,
-)
+from deskbench.analysis.cli_more import CorpusOpt, PlotOpt, RunDirsArg, TasksOpt, write_report
+from deskbench.errors import UserError
+
+OutOpt = Annotated[Path | None, typer.Option("--output", "-o", help="JSON report to write.")]
+JsonOpt = Annotated[bool, typer.Option("--json", help="Print the JSON report on stdout.")]
 
 PoolOpt = Annotated[bool, typer.Option("--pool-humans", help="One Human row from every annotator's human:NAME episodes (earliest answer per question).")]
 
@@ -35,20 +33,36 @@ def _plot(figure: Callable[[], Any], path: Path | None) -> None:
         save_figure(figure(), path)
 
 
-def _wrote(output: Path, plot: Path | None) -> None:
-    _say(f"wrote {output}" + (f" and {plot}" if plot else ""))
+def _wanted(output: Path | None, as_json: bool) -> None:
+    """Checked before any work: the report has to go somewhere."""
+    if output is None and not as_json:
+        raise UserError("say where the report goes: -o FILE.json, or --json to print it")
+
+
+def _emit(report: BaseModel, output: Path | None, as_json: bool) -> None:
+    if output is not None:
+        write_report(output, report)
+    if as_json:
+        typer.echo(report.model_dump_json(indent=2))
+
+
+def _wrote(output: Path | None, plot: Path | None) -> None:
+    written = [str(p) for p in (output, plot) if p is not None]
+    if written:
+        _say("wrote " + " and ".join(written))
 
 
 def _num(x: float | None, fmt: str = "{:.2f}") -> str:
     return "-" if x is None else fmt.format(x)
 
 
-def effort(run_dirs: RunDirsArg, output: OutOpt, plot: PlotOpt = None, pool: PoolOpt = False) -> None:
+def effort(run_dirs: RunDirsArg, output: OutOpt = None, plot: PlotOpt = None, as_json: JsonOpt = False, pool: PoolOpt = False) -> None:
     """Kuiper under each effort measure (steps, total tokens, generated tokens, time) and Spearman between them (MADQA E.4, Tables 11-12)."""
     from deskbench.analysis.effort import effort_figure, load_effort
 
+    _wanted(output, as_json)
     report = load_effort(run_dirs, pool)
-    write_report(output, report)
+    _emit(report, output, as_json)
     _plot(lambda: effort_figure(report), plot)
     for s in report.systems:
         cells = [f"{k.measure} {_num(k.kuiper, '{:.1f}')}" if k.reason is None else f"{k.measure} {k.reason}"
@@ -60,12 +74,13 @@ def effort(run_dirs: RunDirsArg, output: OutOpt, plot: PlotOpt = None, pool: Poo
 TopOpt = Annotated[int, typer.Option("--top", min=1, help="Pool this many most accurate systems for the hop-type and domain breakdowns (the paper: 4).")]
 
 
-def failures(run_dirs: RunDirsArg, output: OutOpt, plot: PlotOpt = None, pool: PoolOpt = False, top: TopOpt = 4) -> None:
+def failures(run_dirs: RunDirsArg, output: OutOpt = None, plot: PlotOpt = None, as_json: JsonOpt = False, pool: PoolOpt = False, top: TopOpt = 4) -> None:
     """Retrieval vs comprehension, errors by hop type and domain, failure cascade (MADQA H.3, Figures 16-19)."""
     from deskbench.analysis.failures import failures_figure, load_failures
 
+    _wanted(output, as_json)
     report = load_failures(run_dirs, pool, top)
-    write_report(output, report)
+    _emit(report, output, as_json)
     _plot(lambda: failures_figure(report), plot)
     for s in report.systems:
         c = s.cascade
@@ -75,12 +90,13 @@ def failures(run_dirs: RunDirsArg, output: OutOpt, plot: PlotOpt = None, pool: P
     _wrote(output, plot)
 
 
-def trajectories(run_dirs: RunDirsArg, output: OutOpt, plot: PlotOpt = None, pool: PoolOpt = False) -> None:
+def trajectories(run_dirs: RunDirsArg, output: OutOpt = None, plot: PlotOpt = None, as_json: JsonOpt = False, pool: PoolOpt = False) -> None:
     """Gold evidence found by search iteration; recovery after a first-query miss (MADQA H.5, Figures 22-23)."""
     from deskbench.analysis.trajectories import load_trajectories, trajectories_figure
 
+    _wanted(output, as_json)
     report = load_trajectories(run_dirs, pool)
-    write_report(output, report)
+    _emit(report, output, as_json)
     _plot(lambda: trajectories_figure(report), plot)
     for s in report.systems:
         if s.reason:
@@ -92,13 +108,14 @@ def trajectories(run_dirs: RunDirsArg, output: OutOpt, plot: PlotOpt = None, poo
     _wrote(output, plot)
 
 
-def cost(run_dirs: RunDirsArg, output: OutOpt, plot: PlotOpt = None, pool: PoolOpt = False) -> None:
+def cost(run_dirs: RunDirsArg, output: OutOpt = None, plot: PlotOpt = None, as_json: JsonOpt = False, pool: PoolOpt = False) -> None:
     """Accuracy against the USD cost of each system (MADQA Figure 7); an unknown cost is '?', never $0."""
     from deskbench.analysis.cost import cost_figure, load_cost
     from deskbench.models.prices import format_cost
 
+    _wanted(output, as_json)
     report = load_cost(run_dirs, pool)
-    write_report(output, report)
+    _emit(report, output, as_json)
     _plot(lambda: cost_figure(report), plot)
     for s in report.systems:
         acc = "-" if s.accuracy is None else f"{100 * s.accuracy:.1f}%"
@@ -108,12 +125,13 @@ def cost(run_dirs: RunDirsArg, output: OutOpt, plot: PlotOpt = None, pool: PoolO
     _wrote(output, plot)
 
 
-def human_time(run_dirs: RunDirsArg, output: OutOpt, plot: PlotOpt = None, pool: PoolOpt = False) -> None:
+def human_time(run_dirs: RunDirsArg, output: OutOpt = None, plot: PlotOpt = None, as_json: JsonOpt = False, pool: PoolOpt = False) -> None:
     """People's response time against accuracy: median, quartiles, accuracy by time bin (MADQA §5.2)."""
     from deskbench.analysis.human_time import human_time_figure, load_human_time
 
+    _wanted(output, as_json)
     report = load_human_time(run_dirs, pool)
-    write_report(output, report)
+    _emit(report, output, as_json)
     _plot(lambda: human_time_figure(report), plot)
     for s in report.systems:
         if s.reason:
@@ -125,12 +143,13 @@ def human_time(run_dirs: RunDirsArg, output: OutOpt, plot: PlotOpt = None, pool:
     _wrote(output, plot)
 
 
-def corpus_stats(tasks: TasksOpt, corpus: CorpusOpt, output: OutOpt, plot: PlotOpt = None) -> None:
+def corpus_stats(tasks: TasksOpt, corpus: CorpusOpt, output: OutOpt = None, plot: PlotOpt = None, as_json: JsonOpt = False) -> None:
     """Documents, pages and questions by domain and by document category (MADQA Tables 2 and 6)."""
     from deskbench.analysis.corpus_stats import corpus_figure, load_corpus_stats
 
+    _wanted(output, as_json)
     stats = load_corpus_stats(tasks, corpus)
-    write_report(output, stats)
+    _emit(stats, output, as_json)
     _plot(lambda: corpus_figure(stats), plot)
     _say(f"{stats.documents} documents, {stats.pages} pages (median {_num(stats.median_pages, '{:g}')}, mean "
          f"{_num(stats.mean_pages, '{:.1f}')}, max {stats.max_pages}), {stats.questions} questions in "
