@@ -123,6 +123,13 @@ def test_a_measure_the_run_did_not_record_is_not_computable_never_zero() -> None
     assert p.kuiper[1].reason == "not computable: no token counts for 1 of 4 items" and p.kuiper[1].kuiper is None
     pair = next(x for x in h.spearman if (x.a, x.b) == ("steps", "tokens_total"))
     assert pair.rho is None and pair.reason == "tokens_total: not computable: no token counts stored"
+    # an imported prediction: no episode timing, the tokens and seconds its submission reports
+    imported = {t: Episode(task_id=t, system="rlm", status="ok", started_at=_at(0), finished_at=_at(0),
+                           submission=DocQASubmission(id=t, answer=["x"], usage={
+                               "input_tokens": tok[0], "output_tokens": tok[1], "seconds": sec}))
+                for t, (_, tok, sec) in EFFORT.items()}
+    rlm = system_effort(ScoredSystem("rlm", base.tasks, base.items, imported))
+    assert [k.kuiper for k in rlm.kuiper] == pytest.approx([1.0, 0.5, 1.0, 0.5])  # as the episodes above
     # one token count for every item: a fixed budget, not a Kuiper of 0
     fixed = ScoredSystem("fixed", base.tasks, base.items,
                          {t: episode(t, steps=s, tokens=(50, 5), seconds=sec) for t, (s, _, sec) in EFFORT.items()})
