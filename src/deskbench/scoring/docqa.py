@@ -204,19 +204,23 @@ def judge_question(task: DocQATask, sub: DocQASubmission, official: bool) -> str
     return (sub.question or "").strip() if official else task.question
 
 
-async def _judge_all(
-    judge: AnswerJudge, pairs: Sequence[tuple[DocQATask, DocQASubmission]], official: bool
-) -> list[Judgement]:
-    async def one(task: DocQATask, sub: DocQASubmission) -> Judgement:
+Ask = tuple[str, str | Sequence[str], Sequence[Sequence[str]]]  # question, answer as submitted, variants
+
+
+async def judge_many(judge: AnswerJudge, asks: Sequence[Ask]) -> list[Judgement]:
+    """Every (question, answer, variants) judged at once (the model wrapper bounds concurrency);
+    a judge that breaks leaves its item unscored, a provider refusal stops everything."""
+
+    async def one(question: str, predicted: str | Sequence[str], variants: Sequence[Sequence[str]]) -> Judgement:
         try:
-            return await judge.judge(judge_question(task, sub, official), sub.submitted_answer, task.answer_variants)
+            return await judge.judge(question, predicted, variants)
         except ProviderRefused:  # the user's to fix (key, model, settings): stop, one line
             raise
         except Exception as exc:  # a judge that breaks leaves the item unscored, never wrong
             return Judgement("unscored", error=f"{type(exc).__name__}: {exc}")
 
     try:
-        return list(await asyncio.gather(*(one(t, s) for t, s in pairs)))
+        return list(await asyncio.gather(*(one(*ask) for ask in asks)))
     finally:
         # An HTTP client lives in one event loop: close the judge's before this loop ends.
         if (aclose := getattr(judge, "aclose", None)) is not None:
@@ -246,7 +250,9 @@ def score_all(
     verdicts: dict[int, Judgement] = {}
     if opts.judge is not None:
         to_judge = [(i, t, s) for i, (t, s) in enumerate(matched.pairs) if _needs_judge(t, s, opts)]
-        judged = asyncio.run(_judge_all(opts.judge, [(t, s) for _, t, s in to_judge], opts.official))  # type: ignore[misc]
+        asks = [(judge_question(t, s, opts.official), s.submitted_answer, t.answer_variants)
+                for _, t, s in to_judge]  # type: ignore[union-attr]
+        judged = asyncio.run(judge_many(opts.judge, asks))
         verdicts = {i: j for (i, _, _), j in zip(to_judge, judged, strict=True)}
     items = [score_item(t, s, opts, verdicts.get(i)) for i, (t, s) in enumerate(matched.pairs)]
     return items, matched

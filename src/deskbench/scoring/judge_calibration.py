@@ -280,18 +280,14 @@ def judge_items(items: Sequence[CalibrationItem], judge: object) -> list[Calibra
     """The items with the scorer's verdict: exact under ANLS* -> 1 ("exact", the judge is not
     asked, as in `deskbench score --judge`), else the judge's 1 / 0.5 / 0 (None if unscored)."""
     from deskbench.scoring.answer import anls_star
-    from deskbench.scoring.docqa import _judge_all
+    from deskbench.scoring.docqa import judge_many
 
     name = getattr(judge, "name", None)
     exact = [anls_star(i.prediction, i.answer_variants) == 1.0 for i in items]
     to_judge = [i for i, e in zip(items, exact, strict=True) if not e]
 
-    class _Task:  # what _judge_all reads of a task and a submission
-        def __init__(self, item: CalibrationItem) -> None:
-            self.question, self.answer_variants, self.answer = item.question, item.answer_variants, item.prediction
-
-    pairs = [(_Task(i), _Task(i)) for i in to_judge]
-    judged = asyncio.run(_judge_all(judge, pairs)) if pairs else []  # type: ignore[arg-type]
+    asks = [(i.question, i.prediction, i.answer_variants) for i in to_judge]
+    judged = asyncio.run(judge_many(judge, asks)) if asks else []
     by_id = {i.id: j for i, j in zip(to_judge, judged, strict=True)}
     out = []
     for item, is_exact in zip(items, exact, strict=True):
