@@ -217,3 +217,21 @@ def test_cli_prints_the_corrected_table3_row(tmp_path: Path) -> None:
     text = captured.get()
     assert "bias-corrected" in text and "100.0" in text  # (1 + .9 - 1) / (.9 + .8 - 1) = 1.29 -> clipped to 1
     assert "a failed judge call leaves its item unscored" in text
+
+
+def test_official_mode_on_a_run_scores_failed_episodes_zero(tmp_path: Path) -> None:
+    """A run's failed episode is the official agents' error row: 0 in --official, not dropped."""
+    from deskbench.runs.store import Episode, RunStore
+
+    store = RunStore(tmp_path / "run")
+    store.save_tasks(_tasks()[:3])
+    store.record(Episode(task_id="q0", system="sys", status="ok",
+                         submission=DocQASubmission(id="q0", question="Question 0?", answer=["alpha"], steps=2)))
+    store.record(Episode(task_id="q1", system="sys", status="error", error="HTTP 500 after retries"))
+    store.close()
+    default = json.loads(run_cli("score", str(tmp_path / "run"), "--json").stdout)
+    official = json.loads(run_cli("score", str(tmp_path / "run"), "--json", "--official").stdout)
+    assert default["n"] == 3 and default["accuracy"] == pytest.approx(1 / 3)  # q1 error and q2 missing: wrong
+    off = official["official_metrics"]["overall"]
+    assert off["n"] == 2 and off["accuracy"] == pytest.approx(1 / 2)  # the error row is in; q2 (no row) is not
+    assert official["n_errors"] == 1
