@@ -98,12 +98,13 @@ def deskbench_run(tasks_path: Path, subs_path: Path) -> tuple[dict[str, float], 
     """One end-to-end run; returns the seconds of each stage and in total, and the report."""
     t0 = time.perf_counter()
     tasks = read_tasks(tasks_path)
-    subs, coerced = read_submissions(subs_path)
+    read = read_submissions(subs_path)
     t1 = time.perf_counter()
     opts = ScoreOptions()
-    items, matched = score_all(tasks.items, subs.items, opts)
+    items, matched = score_all(tasks.items, read.rows.items, opts)
     t2 = time.perf_counter()
-    report = summarize(items, matched, opts, by=("domain", "category"), pages_coerced=coerced)
+    report = summarize(items, matched, opts, by=("domain", "category"), pages_coerced=read.pages_coerced,
+                       citations_dropped=len(read.citations_dropped))
     t3 = time.perf_counter()
     return {"read": t1 - t0, "score": t2 - t1, "summarize": t3 - t2, "total": t3 - t0}, report
 
