@@ -65,16 +65,18 @@ def test_bm25_agent_searches_sees_pages_and_answers(operator_corpus: Corpus) -> 
         assert result.usage.calls == 2
 
 
-def test_bm25_agent_text_view_and_query_errors(operator_corpus: Corpus) -> None:
-    script = lambda b, n: {1: tool("search_documents", {"query": '"unclosed'}),  # noqa: E731
-                           2: tool("search_documents", {"query": "harbour"})}.get(n, ANSWER)
+def test_bm25_agent_text_view_and_malformed_queries(operator_corpus: Corpus) -> None:
+    """A malformed query is searched as MADQA's Whoosh tool searches it, not refused: the
+    unbalanced quote is an ordinary character, the dangling AND the stop word "and"."""
+    script = lambda b, n: {1: tool("search_documents", {"query": '"harbour authority'}),  # noqa: E731
+                           2: tool("search_documents", {"query": "(helicopter AND"})}.get(n, ANSWER)
     with FakeOpenAI(script=script) as fake:
         result = run_agent("bm25-agent", context(fake, operator_corpus, view="text"))
         assert result.status == "ok" and result.submission.steps == 2
-        msgs = fake.requests[1]["messages"]
-        assert "query error: unbalanced quote" in next(m for m in msgs if m["role"] == "tool")["content"]
-        third = json.dumps(fake.requests[2]["messages"])
-        assert "Annual report of the harbour authority" in third  # page text, not an image
+        tool_results = [m["content"] for m in fake.requests[2]["messages"] if m["role"] == "tool"]
+        assert [json.loads(r) for r in tool_results] == [{"results": [{"file": "alpha.pdf", "page": 2}]},
+                                                         {"results": [{"file": "beta.pdf", "page": 2}]}]
+        assert "Annual report of the harbour authority" in json.dumps(fake.requests[1]["messages"])  # text view
 
 
 def test_last_iteration_forces_the_answer(operator_corpus: Corpus) -> None:

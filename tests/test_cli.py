@@ -29,7 +29,8 @@ def test_search_text_output(operator_corpus: Corpus) -> None:
     ("args", "message"),
     [
         (["search", "--corpus", "{root}", '"unclosed'], "unbalanced quote"),
-        (["search", "--corpus", "{root}", "NOT fee"], "nothing to exclude"),
+        (["search", "--corpus", "{root}", "fee AND"], "AND at position 5 needs a term after it"),
+        (["search", "--corpus", "{root}", "the of"], "no searchable words"),
         (["search", "--corpus", "{missing}", "fee"], "is not a deskbench corpus"),
         (["ingest", "{root}", "--corpus", "{root}", "--ocr", "sometimes"], "--ocr 'sometimes' is not valid"),
         (["ingest", "{root}", "--corpus", "{root}", "--workers", "0"], "--workers 0 is not valid"),

@@ -133,16 +133,22 @@ def ingest(
 
 @app.command()
 def search(
-    query: Annotated[str, typer.Argument(help='Whoosh syntax: words, AND, OR, NOT, "phrases", wild*')],
+    query: Annotated[str, typer.Argument(help='Whoosh syntax: words, AND, OR, NOT, "phrases", wild*, file:NAME, word^2')],
     corpus: CorpusOpt,
     k: Annotated[int, typer.Option("-k", "--top", help="Number of pages to return.")] = 5,
     as_json: JsonOpt = False,
 ) -> None:
-    """Search the corpus page by page (BM25)."""
+    """Search the corpus page by page (BM25, Whoosh's analyzer: its stop words and single
+    characters are not searchable).
+
+    Strict: a query Whoosh would repair or cut silently (an unbalanced quote or parenthesis, an
+    operator without a term, a wildcard with no letters, stop words only) is refused with one
+    line and exit 2. The agents' search tool parses the same query leniently, as MADQA's
+    official Whoosh tool does."""
     from deskbench.corpus import Corpus
 
     c = Corpus.open(corpus)
-    hits = c.search(query, k=k)
+    hits = c.search(query, k=k, strict=True)
     if as_json:
         print(json.dumps([h.model_dump() for h in hits], ensure_ascii=False, indent=2))
         return

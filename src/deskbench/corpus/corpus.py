@@ -68,10 +68,11 @@ class Corpus:
 
     # -- search --------------------------------------------------------------------------
 
-    def search(self, query: str, k: int = 5, *, snippets: bool = True) -> list[SearchHit]:
-        """Top-k pages by BM25 for a Whoosh-syntax query; QuerySyntaxError if malformed.
-        Agents that read whole pages pass snippets=False (the snippet is then "")."""
-        result = self.index.search(query, k)
+    def search(self, query: str, k: int = 5, *, snippets: bool = True, strict: bool = False) -> list[SearchHit]:
+        """Top-k pages by BM25 for a Whoosh-syntax query, parsed as MADQA's Whoosh tool parses it
+        (a malformed query is repaired, never refused); strict=True raises QuerySyntaxError
+        instead. Agents that read whole pages pass snippets=False (the snippet is then "")."""
+        result = self.index.search(query, k, strict=strict)
         if not snippets:
             return [SearchHit(document=p.document, page=p.page, score=p.score, snippet="") for p in result.pages]
         texts = self.store.texts([(p.document, p.page) for p in result.pages])

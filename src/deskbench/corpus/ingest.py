@@ -26,7 +26,8 @@ from deskbench.corpus.corpus import Corpus
 from deskbench.corpus.extract import ExtractResult, OcrSettings, extract_pdf
 from deskbench.corpus.page_text import PageTextSummary
 from deskbench.corpus.store import DocumentRecord, IngestError, PageRecord, PageStore
-from deskbench.search.index import IndexWriter, PageIndex
+from deskbench.search.analyzer import ANALYZER_NAME
+from deskbench.search.index import IndexWriter, PageIndex, index_analyzer
 
 FLUSH_PAGES = 20_000
 FLUSH_SECONDS = 15.0
@@ -306,11 +307,15 @@ def _drop_unreferenced(corpus: Corpus, stored_path: str) -> None:
 
 
 def open_or_create(root: Path) -> Corpus:
-    """The corpus to ingest into; a missing or deleted index is rebuilt from the page store."""
+    """The corpus to ingest into; a missing or deleted index, or one built by another analyzer
+    version, is rebuilt from the page store."""
     if not (root / PageStore.FILENAME).exists():
         return Corpus.create(root)
-    if not (root / "index" / "meta.json").exists():
+    index = root / "index"
+    if (index / "meta.json").exists() and index_analyzer(index) != ANALYZER_NAME:
+        shutil.rmtree(index)  # built by another analyzer: the page store rebuilds it, not mixed
+    if not (index / "meta.json").exists():
         store = PageStore(root / PageStore.FILENAME)
         store.forget_index()
-        return Corpus(root, store, PageIndex(root / "index", create=True))
+        return Corpus(root, store, PageIndex(index, create=True))
     return Corpus.open(root)

@@ -6,6 +6,7 @@ from any number of threads: each call takes its own searcher from the shared ind
 
 from __future__ import annotations
 
+import json
 import re
 import threading
 from collections.abc import Iterable, Iterator
@@ -17,11 +18,15 @@ import tantivy
 
 from deskbench.errors import UserError
 from deskbench.search.analyzer import ANALYZER_NAME, build_analyzer, index_form
+from deskbench.search.nodes import FieldName
 from deskbench.search.query import Highlights, Wildcard, highlights, parse_query, to_tantivy
 
 TEXT = "text"
 DOC = "doc_id"
 PAGE = "page"
+TOTAL_PAGES = "total_pages"
+FIELDS: dict[FieldName, str] = {"text": TEXT, "file": DOC, "page_number": PAGE, "total_pages": TOTAL_PAGES}
+"""The official index schema's fields (file, page_number, total_pages, text) in this index."""
 
 
 MAX_WILDCARD_TERMS = 512
@@ -48,6 +53,7 @@ def _schema() -> tantivy.Schema:
     sb = tantivy.SchemaBuilder()
     sb.add_text_field(DOC, stored=True, tokenizer_name="raw")
     sb.add_integer_field(PAGE, stored=True, indexed=True, fast=True)
+    sb.add_integer_field(TOTAL_PAGES, stored=False, indexed=True)
     # The text itself lives in the page store; not storing it here makes indexing ~25% faster.
     sb.add_text_field(TEXT, stored=False, tokenizer_name=ANALYZER_NAME, index_option="position")
     return sb.build()
@@ -65,6 +71,14 @@ class PageIndex:
                 f"no search index at {path}; run 'deskbench ingest' to build it "
                 "(with the same PDFs: unchanged files are only re-indexed)"
             )
+        if (path / "meta.json").exists():
+            found = index_analyzer(path)
+            if found != ANALYZER_NAME:
+                raise UserError(
+                    f"the search index at {path} was built by another deskbench version (analyzer {found}, now "
+                    f"{ANALYZER_NAME}: Whoosh's stop words and 2-character minimum); run 'deskbench ingest' "
+                    "on the corpus again to rebuild it from the page store (unchanged PDFs are not re-read)"
+                )
         self.schema = _schema()
         try:
             self.index = tantivy.Index(self.schema, path=str(path), reuse=True)
@@ -110,14 +124,15 @@ class PageIndex:
     def num_pages(self) -> int:
         return self.index.searcher().num_docs
 
-    def search(self, query: str, k: int = 5) -> SearchResult:
-        """BM25 top-k pages for a Whoosh-syntax query. Raises QuerySyntaxError on bad syntax."""
-        tree = parse_query(query)
+    def search(self, query: str, k: int = 5, *, strict: bool = False) -> SearchResult:
+        """BM25 top-k pages for a Whoosh-syntax query, parsed as Whoosh parses it; strict raises
+        QuerySyntaxError where Whoosh would repair or drop part of the query."""
+        tree = parse_query(query, strict=strict)
         hl = highlights(tree)
         if k < 1:
             return SearchResult([], hl)
         searcher = self.index.searcher()
-        tq = to_tantivy(tree, self.schema, TEXT, expand=lambda wc: _expand(searcher, wc))
+        tq = to_tantivy(tree, self.schema, FIELDS, expand=lambda wc: _expand(searcher, wc))
         pages = []
         for score, address in _top_hits_with_ties(searcher, tq, k):
             doc = searcher.doc(address)
@@ -126,6 +141,18 @@ class PageIndex:
         # the same list, however the index was built.
         pages.sort(key=lambda p: (-p.score, p.document, p.page))
         return SearchResult(pages[:k], hl)
+
+
+def index_analyzer(path: Path) -> str | None:
+    """The text analyzer an index on disk was built with (None if unreadable)."""
+    try:
+        meta = json.loads((path / "meta.json").read_text(encoding="utf-8"))
+        for f in meta["schema"]:
+            if f.get("name") == TEXT:
+                return str(f["options"]["indexing"]["tokenizer"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+    return None
 
 
 def _expand(searcher: tantivy.Searcher, wc: Wildcard) -> list[str] | None:
@@ -166,8 +193,11 @@ class IndexWriter:
 
     def replace_document(self, doc_id: str, pages: Iterable[tuple[int, str]]) -> None:
         self._raw.delete_documents_by_term(DOC, doc_id)
+        pages = list(pages)
+        total = len(pages)
         for page, text in pages:
-            self._raw.add_document(tantivy.Document(doc_id=doc_id, page=page, text=index_form(text)))
+            self._raw.add_document(tantivy.Document(doc_id=doc_id, page=page, total_pages=total,
+                                                    text=index_form(text)))
 
     def delete_document(self, doc_id: str) -> None:
         self._raw.delete_documents_by_term(DOC, doc_id)

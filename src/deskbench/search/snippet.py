@@ -10,38 +10,53 @@ from __future__ import annotations
 import re
 from collections import Counter
 
-from deskbench.search.analyzer import TOKEN_RE, analyze
+from deskbench.search.analyzer import DOT_JOINER, TOKEN_RE, UNDERSCORE_JOINER, analyze
 from deskbench.search.query import Highlights
 
 SNIPPET_CHARS = 240
 _SPACES = re.compile(r"\s+")
-_WORD = r"[^\W_]"
+_UNIT = r"(?:\w|\.(?=\w))"  # a character of a word as the index cuts words (Whoosh's units)
 
 Span = tuple[int, int, str]
 
 
+def _word_char(low: str, i: int, step: int) -> bool:
+    """Whether the word at the edge continues at low[i] (step: -1 before it, +1 after it): a
+    letter, digit or underscore, or a dot with one of those beyond it (Whoosh's `3.5`)."""
+    if not 0 <= i < len(low):
+        return False
+    c = low[i]
+    if c.isalnum() or c == "_":
+        return True
+    j = i + step
+    return c == "." and 0 <= j < len(low) and (low[j].isalnum() or low[j] == "_")
+
+
 def _ascii_spans(low: str, hl: Highlights) -> list[Span] | None:
     """Matches in lower-cased ASCII text found with str.find (C speed); None if a wildcard has no
-    literal prefix to look for."""
+    literal prefix to look for, or a term joins words (`3.5`, `total_amount`)."""
+    if any(DOT_JOINER in t or UNDERSCORE_JOINER in t for t in hl.terms) or any(
+            DOT_JOINER in p.pattern or UNDERSCORE_JOINER in p.pattern for p in hl.patterns):
+        return None
     spans: dict[int, Span] = {}
-    n = len(low)
     for term in hl.terms:
         i = low.find(term)
         while i != -1:
             end = i + len(term)
-            # A match is a whole word: no letter or digit just before or after it.
-            if (i == 0 or not low[i - 1].isalnum()) and (end == n or not low[end].isalnum()):
+            # A match is a whole word: the word does not go on before or after it.
+            if not _word_char(low, i - 1, -1) and not _word_char(low, end, 1):
                 spans[i] = (i, end, term)
             i = low.find(term, end)
     for pattern in hl.patterns:
         prefix = pattern.pattern.split(".", 1)[0]
         if not prefix:
             return None
-        # Wildcard regexes are alphanumerics plus '.*' and '.' (see query._wildcard).
-        whole = re.compile(pattern.pattern.replace(".*", f"{_WORD}*").replace(".", _WORD) + f"(?!{_WORD})")
+        # Wildcard regexes are escaped index terms plus ".*" and "." (see qparser.wildcard_regex).
+        body = re.sub(r"\.\*?", lambda m: _UNIT + ("*" if m.group() == ".*" else ""), pattern.pattern)
+        whole = re.compile(body + r"(?!\w|\.\w)")
         i = low.find(prefix)
         while i != -1:
-            m = whole.match(low, i) if i == 0 or not low[i - 1].isalnum() else None
+            m = whole.match(low, i) if not _word_char(low, i - 1, -1) else None
             if m:
                 spans.setdefault(i, (i, m.end(), m.group()))
             i = low.find(prefix, m.end() if m else i + 1)

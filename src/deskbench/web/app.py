@@ -194,7 +194,7 @@ def create_app(corpus_dir: Path | str, tasks_file: Path | str, run_dir: Path | s
         start = time.monotonic()
         result: dict[str, Any]
         try:
-            hits = corpus.search(query, k=top_k)
+            hits = corpus.search(query, k=top_k, strict=True)  # a person reads the message
             state["results"] = [{"document": h.document, "page": h.page, "snippet": h.snippet} for h in hits]
             state["error"] = None
             result = {"pages": [[h.document, h.page] for h in hits]}

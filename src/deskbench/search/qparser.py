@@ -1,0 +1,502 @@
+"""Query strings parsed the way MADQA's official search tool parses them.
+
+The official tool is `whoosh.qparser.QueryParser("text", schema)` with its default plugins
+(whoosh 2.7.4): it never refuses a query. It tags the string (phrases, parentheses, AND / OR /
+ANDNOT / ANDMAYBE / REQUIRE / NOT, field:, wildcards, ^boost, single-quoted words), groups by
+parentheses, then applies the operators to their neighbours, NOT first, then AND, OR, ANDNOT,
+ANDMAYBE, REQUIRE; what is left side by side is ANDed. Whatever does not fit is repaired or
+dropped, as there:
+
+- an unbalanced `"` is an ordinary character (the words around it are searched as words);
+- a `)` with no `(` is dropped; an unclosed `(` runs to the end of the query;
+- an operator without a neighbour is dropped (`permit AND`, `OR permit`); AND / OR / ANDNOT /
+  ANDMAYBE / REQUIRE are operators only with whitespace on both sides and NOT only at the start
+  or after whitespace or a parenthesis, with whitespace after it: elsewhere they are the words
+  "and", "or", "not" (stop words);
+- `NOT x` alone matches every page without x; `*` (or `*:*`) matches every page, and Whoosh's
+  normalisation lets it swallow the other words of its group (`building *` = every page);
+- `name:` applies to the next word only for the schema's fields (text, file, page_number,
+  total_pages); another name is part of the word (`foo:bar` = foo bar);
+- `^2` boosts the clause before it; `"a b"~3` lets the phrase's words be up to 3 apart;
+- a word that the analyzer splits is the AND of its pieces (`2015/16` = 2015 AND 16); one with
+  CJK characters (each a word here, where Whoosh keeps the run as one) is their phrase;
+- where Whoosh itself fails (`NOT NOT x` raises IndexError), the empty NOT is dropped.
+
+Term ranges (`[a TO b]`) are not parsed: the brackets are ordinary characters. A wildcard or a
+quote inside a phrase is an ordinary character, as in Whoosh (`"annual rep*"` is the phrase
+"annual rep"); curly quotes are ordinary characters too.
+
+Each repair is recorded as a Problem; `deskbench search` (strict) reports the first one.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+from deskbench.search.analyzer import CJK_CHAR, DOT_JOINER, analyze, analyze_all, positioned_terms
+from deskbench.search.nodes import (
+    FIELDS,
+    NULL,
+    And,
+    AndMaybe,
+    AndNot,
+    Empty,
+    Every,
+    FieldName,
+    FieldTerm,
+    Node,
+    Not,
+    Null,
+    Or,
+    Phrase,
+    Require,
+    Term,
+    Wildcard,
+    normalize,
+)
+
+
+@dataclass(frozen=True)
+class Problem:
+    """Something Whoosh would repair or drop without a word; pos is 0-based in the query."""
+
+    pos: int
+    message: str
+
+
+# -- tagging -------------------------------------------------------------------------------------
+
+_QUOTES = '"'
+_QMARKS = "?\u055e\u061f\u1367"  # Whoosh's wildcard question marks
+_OPERATORS = ("ANDNOT", "ANDMAYBE", "NOT", "AND", "OR", "REQUIRE")
+
+# One alternation in Whoosh's tagger order (priority, then plugin order): at each position the
+# first alternative that matches wins, and the text between matches is a word. `search` from a
+# position finds the same next match as trying every position in turn.
+_TAGGER = re.compile(
+    r"(?P<ANDNOT>(?<=\s)ANDNOT(?=\s))"
+    r"|(?P<ANDMAYBE>(?<=\s)ANDMAYBE(?=\s))"
+    r"|(?P<EVERY>[*]:[*])"
+    r"|(?P<SQUOTE>(?:^|(?<=\W))'(?P<sq_text>.*?)'(?=\s|\]|[)}]|$))"
+    r"|(?P<FIELD>(?P<f_name>\w+|[*]):)"
+    rf"|(?P<WILD>[*{_QMARKS}])"
+    rf"|(?P<PHRASE>[{_QUOTES}](?P<p_text>.*?)[{_QUOTES}](?:~(?P<p_slop>[1-9][0-9]*))?)"
+    r"|(?P<OPEN>[(])"
+    r"|(?P<CLOSE>[)])"
+    r"|(?P<NOT>(?:^|(?<=[\s()]))NOT(?=\s))"
+    r"|(?P<AND>(?<=\s)AND(?=\s))"
+    r"|(?P<OR>(?<=\s)OR(?=\s))"
+    r"|(?P<REQUIRE>(?:^|(?<=\s))REQUIRE(?=\s))"
+    r"|(?P<BOOST>\^(?P<b_value>[0-9]*(?:\.[0-9]+)?)(?:$|(?=[ \t\r\n)])))"
+    r"|(?P<WS>\s+)"
+)
+
+
+@dataclass
+class _Text:
+    """A word, phrase or wildcard (Whoosh's TextNode); kind: word, phrase, wild, prefix."""
+
+    kind: str
+    text: str
+    pos: int
+    slop: int = 1
+    field: FieldName | None = None
+    boost: float = 1.0
+
+
+@dataclass
+class _Mark:
+    """Whitespace, a parenthesis, an operator, `*:*`, a field name or a boost."""
+
+    kind: str  # WS, OPEN, CLOSE, EVERY, FIELD, BOOST, or an operator name
+    pos: int
+    original: str = ""
+    value: float = 1.0  # a boost's factor
+    name: str = ""  # a field's name
+
+
+@dataclass
+class _Group:
+    kind: str  # and, or, not, andnot, andmaybe, require
+    nodes: list[_Item] = field(default_factory=list)
+    boost: float = 1.0
+    pos: int = 0
+
+
+_Item = _Text | _Mark | _Group
+
+
+def _tag(query: str) -> list[_Item]:
+    items: list[_Item] = []
+    prev = 0
+
+    def word(end: int) -> None:
+        if prev < end:
+            items.append(_Text("word", query[prev:end], prev))
+
+    for m in _TAGGER.finditer(query):
+        word(m.start())
+        kind = m.lastgroup
+        if m.group("SQUOTE") is not None:
+            items.append(_Text("word", m.group("sq_text"), m.start()))
+        elif kind == "FIELD":
+            items.append(_Mark("FIELD", m.start(), m.group(0), name=m.group("f_name")))
+        elif kind == "WILD":
+            items.append(_Text("wild", m.group(0), m.start()))
+        elif m.group("PHRASE") is not None:
+            slop = int(m.group("p_slop")) if m.group("p_slop") else 1
+            items.append(_Text("phrase", m.group("p_text"), m.start(), slop=slop))
+        elif m.group("BOOST") is not None:
+            try:
+                items.append(_Mark("BOOST", m.start(), m.group(0), value=float(m.group("b_value"))))
+            except ValueError:  # `^` with no number: a word
+                items.append(_Text("word", m.group(0), m.start()))
+        else:
+            assert kind is not None
+            items.append(_Mark(kind, m.start(), m.group(0)))
+        prev = m.end()
+    word(len(query))
+    return items
+
+
+# -- the filters, in Whoosh's order ----------------------------------------------------------------
+
+
+@dataclass
+class _Parse:
+    query: str
+    problems: list[Problem] = field(default_factory=list)
+
+    def problem(self, pos: int, message: str) -> None:
+        self.problems.append(Problem(pos, message))
+
+    def groups(self, items: list[_Item]) -> _Group:
+        """Parentheses: a `)` with no `(` is dropped; an unclosed `(` is flattened into the top."""
+        stack = [_Group("and")]
+        opened: list[int] = []
+        for item in items:
+            if isinstance(item, _Mark) and item.kind == "OPEN":
+                stack.append(_Group("and", pos=item.pos))
+                opened.append(item.pos)
+            elif isinstance(item, _Mark) and item.kind == "CLOSE":
+                if len(stack) > 1:
+                    last = stack.pop()
+                    opened.pop()
+                    stack[-1].nodes.append(last)
+                else:
+                    self.problem(item.pos, f"unbalanced parenthesis at position {item.pos + 1}: "
+                                           "remove the ')' or add a '('")
+            else:
+                stack[-1].nodes.append(item)
+        top = stack[0]
+        for pos in opened:
+            self.problem(pos, f"unbalanced parenthesis at position {pos + 1}: add the closing ')'")
+        for level in stack[1:]:
+            top.nodes.extend(level.nodes)
+        if len(top.nodes) == 1 and isinstance(top.nodes[0], _Group):
+            top.nodes[0].boost = top.boost
+            top = top.nodes[0]
+        return top
+
+    @staticmethod
+    def clean_boost(group: _Group) -> None:
+        """A boost with nothing boostable before it is a word (top level only, as in Whoosh)."""
+        for i, item in enumerate(group.nodes):
+            if isinstance(item, _Mark) and item.kind == "BOOST" and (i == 0 or not _boostable(group.nodes[i - 1])):
+                group.nodes[i] = _Text("word", item.original, item.pos)
+
+    def wildcards(self, group: _Group) -> None:
+        """A `*` or `?` joins the text right next to it; `text*` alone is a prefix."""
+        nodes = group.nodes
+        i = 0
+        while i < len(nodes):
+            item = nodes[i]
+            if isinstance(item, _Text) and item.kind == "wild":
+                if i < len(nodes) - 1 and isinstance(nodes[i + 1], _Text):
+                    item.text += nodes.pop(i + 1).text  # type: ignore[union-attr]
+                if i > 0 and isinstance(nodes[i - 1], _Text):
+                    before = nodes.pop(i - 1)
+                    item.text = before.text + item.text  # type: ignore[union-attr]
+                    item.pos = before.pos
+                else:
+                    i += 1
+            else:
+                if isinstance(item, _Group):
+                    self.wildcards(item)
+                i += 1
+        for item in nodes:
+            if isinstance(item, _Text) and item.kind == "wild":
+                text = item.text
+                if len(text) > 1 and not any(q in text for q in _QMARKS) and text.find("*") == len(text) - 1:
+                    item.kind, item.text = "prefix", text[:-1]
+
+    def fieldnames(self, group: _Group) -> _Group:
+        """`field:` applies to the next item for the schema's fields; another name is text."""
+        kept: list[_Item] = []
+        unknown: _Mark | None = None
+        for item in group.nodes:
+            if isinstance(item, _Mark) and item.kind == "FIELD" and item.name not in FIELDS:
+                unknown = item
+                continue
+            if unknown is not None:
+                if isinstance(item, _Text):
+                    item.text = unknown.original + item.text
+                    item.pos = unknown.pos
+                else:
+                    kept.append(_Text("word", unknown.original, unknown.pos))
+                unknown = None
+            kept.append(item)
+        if unknown is not None:
+            kept.append(_Text("word", unknown.original, unknown.pos))
+        out: list[_Item] = []
+        i = len(kept)
+        while i > 0:
+            i -= 1
+            item = kept[i]
+            if isinstance(item, _Mark) and item.kind == "FIELD":
+                item = _Text("word", item.original, item.pos)
+            elif isinstance(item, _Group):
+                item = self.fieldnames(item)
+            before = kept[i - 1] if i > 0 else None
+            if isinstance(before, _Mark) and before.kind == "FIELD" and not (isinstance(item, _Mark) and item.kind == "WS"):
+                _set_field(item, before.name)  # type: ignore[arg-type]
+                i -= 1
+            out.append(item)
+        out.reverse()
+        group.nodes = out
+        return group
+
+    def whitespace(self, group: _Group) -> None:
+        group.nodes = [n for n in group.nodes if not (isinstance(n, _Mark) and n.kind == "WS")]
+        for n in group.nodes:
+            if isinstance(n, _Group):
+                self.whitespace(n)
+
+    def boosts(self, group: _Group) -> None:
+        kept: list[_Item] = []
+        for item in group.nodes:
+            if isinstance(item, _Group):
+                self.boosts(item)
+            elif isinstance(item, _Mark) and item.kind == "BOOST":
+                if kept and _boostable(kept[-1]):
+                    kept[-1].boost = item.value  # type: ignore[union-attr]
+                    continue
+                item = _Text("word", item.original, item.pos)
+            kept.append(item)
+        group.nodes = kept
+
+    def operators(self, group: _Group) -> _Group:
+        nodes = group.nodes
+        for op in ("NOT", "AND", "OR", "ANDNOT", "ANDMAYBE", "REQUIRE"):
+            i = 0
+            while i < len(nodes):
+                item = nodes[i]
+                if not (isinstance(item, _Mark) and item.kind == op):
+                    i += 1
+                    continue
+                if op == "NOT":  # prefix: wraps the next item
+                    length = len(nodes)
+                    del nodes[i]
+                    if i < length - 1:
+                        nodes[i] = _Group("not", [nodes[i]], pos=item.pos)
+                    else:
+                        self.problem(item.pos, _needs_after(op, item.pos))
+                elif 0 < i < len(nodes) - 1:  # infix, left-associative
+                    left, right = nodes[i - 1], nodes[i + 1]
+                    if isinstance(right, _Mark) and right.kind in _OPERATORS:
+                        self.problem(item.pos, _needs_after(op, item.pos))
+                    kind = op.lower()
+                    if kind in ("and", "or") and isinstance(left, _Group) and left.kind == kind:
+                        left.nodes.append(right)
+                        del nodes[i:i + 2]
+                    else:
+                        nodes[i - 1:i + 2] = [_Group(kind, [left, right], pos=left.pos)]
+                else:
+                    self.problem(item.pos, _needs_before(op, item.pos) if i == 0 else _needs_after(op, item.pos))
+                    del nodes[i]
+        for i, item in enumerate(nodes):
+            if isinstance(item, _Group):
+                nodes[i] = self.operators(item)
+        return group
+
+    # -- to query nodes ----------------------------------------------------------------------------
+
+    def to_node(self, item: _Item) -> Node | None:
+        if isinstance(item, _Group):
+            return self.group_node(item)
+        if isinstance(item, _Text):
+            return self.text_node(item)
+        if item.kind == "EVERY":
+            return Every(None)
+        if item.kind in _OPERATORS:  # an operator inside a group left for another pass
+            self.problem(item.pos, _needs_after(item.kind, item.pos))
+        return None
+
+    def group_node(self, group: _Group) -> Node | None:
+        if group.kind == "not":
+            if not group.nodes:  # NOT NOT x: Whoosh raises IndexError here
+                return None
+            child = self.to_node(group.nodes[0])
+            if child is None or isinstance(child, Null):
+                return None
+            return Not(child, group.boost)
+        if group.kind in ("andnot", "andmaybe", "require"):
+            parts = [self.to_node(n) for n in group.nodes]
+            if len(parts) != 2:  # `a ANDNOT ANDNOT b` leaves one (Whoosh fails an assert)
+                return next((q for q in parts if q is not None), NULL)
+            a, b = parts
+            if a is None or b is None:
+                return a or b or NULL
+            if group.kind == "andnot":
+                return AndNot(a, b)
+            return AndMaybe(a, b) if group.kind == "andmaybe" else Require(a, b)
+        subs = [q for q in (self.to_node(n) for n in group.nodes) if q is not None]
+        if group.kind == "or":
+            return Or(tuple(subs), group.boost)
+        return And(tuple(subs), group.boost)
+
+    def text_node(self, item: _Text) -> Node | None:
+        name = item.field or "text"
+        if item.kind in ("wild", "prefix"):
+            return _pattern(item, name)
+        if name == "file":
+            return FieldTerm("file", item.text, boost=item.boost)
+        if name in ("page_number", "total_pages"):
+            try:
+                return FieldTerm(name, int(item.text), boost=item.boost)  # type: ignore[arg-type]
+            except ValueError:
+                return Empty()
+        if item.kind == "phrase":
+            return _phrase(item)
+        terms = analyze(item.text)
+        if not terms:
+            return None
+        if len(terms) == 1:
+            return Term(terms[0], item.boost)
+        if CJK_CHAR.search(item.text):  # CJK characters are words here (one word in Whoosh): kept together
+            return _phrase(item)
+        return And(tuple(Term(t, item.boost) for t in terms))  # Whoosh's multi-token word
+
+
+def _boostable(item: _Item) -> bool:
+    return isinstance(item, _Text | _Group) and not (isinstance(item, _Group) and item.kind in ("andnot", "andmaybe", "require"))
+
+
+def _set_field(item: _Item, name: FieldName) -> None:
+    if isinstance(item, _Text):
+        if item.field is None:
+            item.field = name
+    elif isinstance(item, _Group):
+        for child in item.nodes:
+            _set_field(child, name)
+
+
+def _needs_before(op: str, pos: int) -> str:
+    return f"{op} at position {pos + 1} needs a term before it"
+
+
+def _needs_after(op: str, pos: int) -> str:
+    example = " e.g. 'budget NOT draft'" if op == "NOT" else ""
+    return f"{op} at position {pos + 1} needs a term after it{example}"
+
+
+_WILD_SPLIT = re.compile(rf"([*{_QMARKS}])")
+
+
+_TERM_PIECE = re.compile(r"\.?\w+(?:\.\w+)*\.?|\.")
+
+
+def wildcard_regex(text: str) -> str | None:
+    """A wildcard's regex over index terms (Whoosh matches its lower-cased text against its
+    terms: words with single dots inside). None when no term can match: a literal piece holding
+    another character (`e-mail*`, `*U.S.` with its final dot), or a dot that no wildcard sits
+    next to."""
+    parts = [p for p in _WILD_SPLIT.split(text) if p]
+    regex: list[str] = []
+    for i, part in enumerate(parts):
+        if part == "*":
+            regex.append(".*")
+        elif part in _QMARKS:
+            regex.append(".")
+        else:
+            if not _TERM_PIECE.fullmatch(part):
+                return None
+            if (part.startswith(".") and i == 0) or (part.endswith(".") and i == len(parts) - 1):
+                return None
+            terms = analyze_all(part.replace(".", DOT_JOINER))
+            if len(terms) != 1:
+                return None
+            regex.append(re.escape(terms[0]))
+    return "".join(regex)
+
+
+def _pattern(item: _Text, name: str) -> Node | None:
+    text = item.text + ("*" if item.kind == "prefix" else "")
+    if text == "*":
+        return Every(name, item.boost)  # type: ignore[arg-type]
+    if name == "file":
+        parts = [p for p in _WILD_SPLIT.split(text) if p]
+        names = "".join(".*" if p == "*" else "." if p in _QMARKS else re.escape(p) for p in parts)
+        return FieldTerm("file", names, regex=True, boost=item.boost)
+    if name != "text":  # a number field parses the text before the `*` as the number
+        try:
+            return FieldTerm(name, int(item.text), boost=item.boost) if item.kind == "prefix" else Empty()  # type: ignore[arg-type]
+        except ValueError:
+            return Empty()
+    regex = wildcard_regex(text)
+    return Empty("text") if regex is None else Wildcard(text, regex, item.boost)
+
+
+def _phrase(item: _Text) -> Node:
+    """A phrase's words at their positions (a dropped word leaves its gap, as in the index)."""
+    placed = positioned_terms(item.text)
+    if not placed:
+        return NULL
+    first = placed[0][0]
+    return Phrase(tuple(Term(t) for _, t in placed), tuple(o - first for o, _ in placed), item.slop, item.boost)
+
+
+def parse(query: str) -> tuple[Node, list[Problem]]:
+    """The query tree Whoosh would search for, and what it repaired or dropped on the way."""
+    p = _Parse(query)
+    if not query.strip():
+        p.problem(0, "empty query: give one or more words, e.g. 'annual report'")
+        return NULL, p.problems
+    items = _tag(query)
+    for item in items:
+        if isinstance(item, _Text) and item.kind == "word":
+            for i, c in enumerate(item.text):
+                if c in _QUOTES:
+                    p.problem(item.pos + i, f"unbalanced quote at position {item.pos + i + 1}: close the "
+                                            'phrase with a second " (e.g. "annual report")')
+                    break
+            if item.text in _OPERATORS:  # not where Whoosh reads an operator: the stop word "and"
+                first = not query[:item.pos].strip(" \t\r\n(")
+                p.problem(item.pos, _needs_before(item.text, item.pos) if first and item.text != "NOT"
+                          else _needs_after(item.text, item.pos))
+    top = p.groups(items)
+    p.clean_boost(top)
+    p.wildcards(top)
+    top = p.fieldnames(top)
+    p.whitespace(top)
+    p.boosts(top)
+    top = p.operators(top)
+    tree = p.to_node(top)
+    tree = NULL if tree is None else normalize(tree)
+    _check_patterns(top, p)
+    if isinstance(tree, Null):
+        p.problem(0, "the query has no searchable words: stop words (the, of, and, ...) and single "
+                     "characters are not indexed; use other words, e.g. 'annual report'")
+    p.problems.sort(key=lambda pr: pr.pos)
+    return tree, p.problems
+
+
+def _check_patterns(group: _Group, p: _Parse) -> None:
+    for item in group.nodes:
+        if isinstance(item, _Group):
+            _check_patterns(item, p)
+        elif isinstance(item, _Text) and item.kind in ("wild", "prefix") and not re.search(r"[^\W_]", item.text):
+            shown = item.text + ("*" if item.kind == "prefix" else "")
+            p.problem(item.pos, f"wildcard {shown!r} has no letters or digits: it matches every page; "
+                                "write e.g. 'report*'")
