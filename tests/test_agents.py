@@ -65,6 +65,43 @@ def test_bm25_agent_searches_sees_pages_and_answers(operator_corpus: Corpus) -> 
         assert result.usage.calls == 2
 
 
+def test_official_agent_defaults_on_the_wire(operator_corpus: Corpus, tmp_path: Path,
+                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    """`deskbench run`'s own path (RunSpec -> prepare -> execute) with no flags: page images at
+    200 DPI and no output-token field for an OpenAI model, as the official MADQA agents
+    (utils.get_pdf_page_as_png(dpi=200); openai_agent.py sends no max_tokens), and T = 10."""
+    import base64
+    import io
+
+    import pypdfium2 as pdfium
+    from PIL import Image
+
+    from deskbench.runs.execute import RunSpec, execute, prepare
+
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
+    script = lambda b, n: tool("search_documents", {"query": "mountain car"}) if n == 1 else ANSWER  # noqa: E731
+    with FakeOpenAI(script=script) as fake:
+        monkeypatch.setenv("OPENAI_BASE_URL", fake.base_url)
+        spec = RunSpec(agent="bm25-agent", model="openai/gpt-4.1", out=tmp_path / "run", corpus=operator_corpus.root,
+                       concurrency=1)
+        assert execute(prepare(spec, [TASK])).counts.done == 1
+        bodies = list(fake.requests)
+    assert len(bodies) == 2 and not any(k in b for b in bodies for k in ("max_tokens", "max_completion_tokens"))
+    url = next(p["image_url"]["url"] for m in bodies[1]["messages"] if isinstance(m["content"], list)
+               for p in m["content"] if p["type"] == "image_url")
+    width, height = Image.open(io.BytesIO(base64.b64decode(url.split(",", 1)[1]))).size
+    pdf = pdfium.PdfDocument(str(operator_corpus.pdf_path("alpha.pdf")))
+    points_w, points_h = pdf[0].get_size()
+    pdf.close()
+    assert abs(width - points_w * 200 / 72) <= 1 and abs(height - points_h * 200 / 72) <= 1
+
+    always_search = lambda b, n: tool("search_documents", {"query": "mountain car"})  # noqa: E731
+    with FakeOpenAI(script=always_search) as fake:
+        result = run_agent("bm25-agent", context(fake, operator_corpus, view="text"))  # AgentSettings() defaults
+        assert result.status == "limit" and result.error == "no answer after 10 iterations"
+        assert len(fake.requests) == 10 and fake.requests[-1]["tool_choice"]["function"]["name"] == "provide_answer"
+
+
 def test_bm25_agent_text_view_and_malformed_queries(operator_corpus: Corpus) -> None:
     """A malformed query is searched as MADQA's Whoosh tool searches it, not refused: the
     unbalanced quote is an ordinary character, the dangling AND the stop word "and"."""

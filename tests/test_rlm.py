@@ -223,10 +223,11 @@ def scripted(root_replies: list[str], sub_reply: str = "Mountain car"):  # -> sc
     return script
 
 
-def context(fake: FakeOpenAI, corpus: Corpus, max_steps: int = 4, with_sandbox: bool = True) -> AgentContext:
+def context(fake: FakeOpenAI, corpus: Corpus, max_steps: int | None = 4, with_sandbox: bool = True,
+            max_sub_calls: int | None = None) -> AgentContext:
     model = OpenAIChat("fake", base_url=fake.base_url, api_key="k", id="openai-compat/fake")
     return AgentContext(model=ResilientModel(model, policy=FAST), corpus=corpus,
-                        settings=AgentSettings(max_steps=max_steps),
+                        settings=AgentSettings(max_steps=max_steps, max_sub_calls=max_sub_calls),
                         sandbox=sandbox() if with_sandbox else None)
 
 
@@ -236,7 +237,9 @@ def test_rlm_agent_searches_context_queries_a_sub_llm_and_answers(fleet: Corpus)
         assert result.status == "ok", result.error
         sub = result.submission
         assert sub.answer == ["Mountain car"] and [(c.document, c.page) for c in sub.citations] == [("fleet.pdf", 2)]
-        assert (sub.steps, sub.iterations) == (1, 2)
+        # effort = LLM calls (2 root + 1 sub-call; the extraction step is not counted), as the
+        # official RLM's llm_calls; no `iterations`, as the official output has none
+        assert (sub.steps, sub.llm_calls, sub.iterations, sub.search_history) == (3, 3, None, None)
         kinds = [type(s).__name__ for s in result.trajectory]
         assert kinds == ["ModelCallStep", "ModelCallStep", "ToolCallStep", "ModelCallStep", "ModelCallStep"]
         step = result.trajectory[2]
@@ -260,7 +263,7 @@ def test_rlm_agent_recovers_from_a_lost_repl_and_a_missing_variable(fleet: Corpu
                "FINAL(Mountain car, from fleet.pdf page 2)"]
     with FakeOpenAI(script=scripted(replies)) as fake:
         result = asyncio.run(make_agent("rlm").run(TASK, context(fake, fleet)))
-        assert result.status == "ok" and result.submission.steps == 1 and result.submission.iterations == 3
+        assert result.status == "ok" and result.submission.steps == result.submission.llm_calls == 3
         repl_steps = [s for s in result.trajectory if isinstance(s, ToolCallStep)]
         assert len(repl_steps) == 1 and repl_steps[0].result["error"] and "exit status 3" in repl_steps[0].result["repl_lost"]
         after_crash = fake.requests[1]["messages"][-1]["content"]
@@ -288,12 +291,33 @@ def test_rlm_agent_needs_a_sandbox(fleet: Corpus) -> None:
 
 
 def test_sub_call_budget_is_reported_to_the_code(fleet: Corpus, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setitem(AGENTS, "rlm", lambda: RlmAgent(RlmSettings(max_sub_calls=2)))
     code = "```repl\ntry:\n    llm_query_batched(['a', 'b', 'c'])\nexcept Exception as e:\n    print(e)\n```"
-    with FakeOpenAI(script=scripted([code, "FINAL(done)"])) as fake:
-        result = asyncio.run(make_agent("rlm").run(TASK, context(fake, fleet)))
+    with FakeOpenAI(script=scripted([code, "FINAL(done)"])) as fake:  # the run's cap (--max-sub-calls 2)
+        result = asyncio.run(make_agent("rlm").run(TASK, context(fake, fleet, max_sub_calls=2)))
         assert result.status == "ok" and len(fake.requests) == 3  # no sub-call reached the model
         assert "budget of 2 llm_query calls is spent" in fake.requests[1]["messages"][-1]["content"]
+        assert result.submission.steps == 2  # the two root calls
+    monkeypatch.setitem(AGENTS, "rlm", lambda: RlmAgent(RlmSettings(max_sub_calls=2)))  # the agent's own setting
+    with FakeOpenAI(script=scripted([code, "FINAL(done)"])) as fake:
+        result = asyncio.run(make_agent("rlm").run(TASK, context(fake, fleet)))
+        assert "budget of 2 llm_query calls is spent" in fake.requests[1]["messages"][-1]["content"]
+
+
+def test_rlm_defaults_are_the_official_rlms(fleet: Corpus) -> None:
+    """No cap on sub-calls and 30 root iterations (RLM(max_iterations=30), the library default the
+    official baseline keeps); effort = every LLM call of the episode; no output-token field."""
+    code = "```repl\nreplies = llm_query_batched(['q'] * 250)\nprint(len(replies))\n```"
+    with FakeOpenAI(script=scripted([code, "FINAL(done)"])) as fake:
+        result = asyncio.run(make_agent("rlm").run(TASK, context(fake, fleet, max_steps=None)))
+        assert result.status == "ok", result.error
+        assert "REPL output:\n250" in fake.requests[-2]["messages"][-1]["content"]  # all 250 answered
+        assert len(fake.requests) == 2 + 250 + 1  # root calls, sub-calls, the extraction step
+        assert result.submission.steps == result.submission.llm_calls == 2 + 250
+        assert not any(k in b for b in fake.requests for k in ("max_tokens", "max_completion_tokens"))
+    with FakeOpenAI(script=scripted(["Thinking, no code."])) as fake:
+        result = asyncio.run(make_agent("rlm").run(TASK, context(fake, fleet, max_steps=None)))
+        assert result.status == "limit" and result.error == "no FINAL answer after 30 iterations"
+        assert len(fake.requests) == 30
 
 
 def test_a_failed_sub_call_is_an_exception_in_the_code(fleet: Corpus) -> None:
@@ -318,11 +342,12 @@ def test_deskbench_run_with_the_rlm_agent(fleet: Corpus, tmp_path: Path) -> None
     with FakeOpenAI(script=scripted([FIND, "FINAL_VAR(found)"])) as fake:
         proc = run_cli("run", "--tasks", str(tasks), "--corpus", str(fleet.root), "--agent", "rlm",
                        "--model", f"openai-compat/fake@{fake.base_url}", "--out", str(tmp_path / "run"),
-                       "--json", "--quiet")
+                       "--max-sub-calls", "5", "--json", "--quiet")
     assert proc.returncode == 0, proc.stderr
     assert json.loads(proc.stdout)["accuracy"] == 1.0
     (episode,) = RunStore(tmp_path / "run").episodes()
-    assert episode.status == "ok" and episode.submission.steps == 1
+    assert episode.status == "ok" and episode.submission.steps == episode.submission.llm_calls == 3
+    assert not any(k in b for b in fake.requests for k in ("max_tokens", "max_completion_tokens"))
 
 
 # -- the real local model ----------------------------------------------------------------------------

@@ -499,7 +499,8 @@ def run(
     judge: Annotated[str | None, typer.Option(help="LLM judge model for the scores (else ANLS*).")] = None,
     concurrency: Annotated[int, typer.Option(help="Episodes in flight at once.")] = 16,
     limit: Annotated[int | None, typer.Option(help="Only the first N tasks.")] = None,
-    max_steps: Annotated[int, typer.Option(help="Iterations per episode (T).")] = 10,
+    max_steps: Annotated[int | None, typer.Option(help="Iterations per episode (T); default: bm25-agent 10 (the paper's T), rlm 30 root iterations (the official RLM's).")] = None,
+    max_sub_calls: Annotated[int | None, typer.Option(help="rlm: llm_query sub-calls per episode (default: no cap, as the official RLM).")] = None,
     top_k: Annotated[int, typer.Option(help="Pages per search.")] = 5,
     view: Annotated[str | None, typer.Option(help="Pages shown as image | text (default: image; text for a model without vision).")] = None,
     cache: Annotated[bool, typer.Option("--cache", help="Cache the agent's model responses.")] = False,
@@ -561,7 +562,7 @@ def run(
 
     spec = RunSpec(agent=agent_name, model=model_name, out=out_dir, corpus=corpus, concurrency=concurrency,
                    max_steps=max_steps, top_k=top_k, view=view, sampling=sampling, cache=cache, prices=prices,
-                   unsafe_local=unsafe_local)
+                   unsafe_local=unsafe_local, max_sub_calls=max_sub_calls)
     spec.check()  # before reading tasks: a bad flag is named first
     prep = prepare(spec, read_tasks(tasks).items[:limit], tasks_file=str(tasks))
     name = _execute_with_progress(prep, quiet)

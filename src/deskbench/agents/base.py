@@ -48,10 +48,18 @@ S = TypeVar("S", bound=Step)
 
 @dataclass(frozen=True)
 class AgentSettings:
-    max_steps: int = 10  # T in Algorithm 1
+    """A run's agent settings. Defaults are the official MADQA baselines' (github OxRML/MADQA):
+    page images at 200 DPI (baselines/bm25-mllm-agent/utils.py get_pdf_page_as_png(dpi=200),
+    which every provider's agent calls without a dpi), no output-token cap unless the provider
+    requires one (models/settings.py). max_steps None is the agent's own: bm25-agent T=10 (the
+    paper's G.1), rlm 30 root iterations (the RLM library's RLM(max_iterations=30), which the
+    official RLM baseline does not change)."""
+
+    max_steps: int | None = None  # T in Algorithm 1; None: the agent's default
     top_k: int = 5
     view: View = "image"
-    dpi: int = 150
+    dpi: int = 200
+    max_sub_calls: int | None = None  # rlm: llm_query calls per episode; None: no cap, as the official RLM
     max_image_bytes: int = 5_000_000  # pages above it are downscaled (Lanczos); adapters fit each model's limits
 
 

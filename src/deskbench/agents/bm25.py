@@ -60,6 +60,9 @@ ANSWER_TOOL = ToolSpec(
 )
 
 
+MAX_STEPS = 10
+"""T, the paper's default (Appendix G.1: T = 10, k = 5), when the run gives no --max-steps."""
+
 INLINE_SEARCH_SECONDS = 0.001
 """Text-view searches run on the event loop while they cost less CPU than this (moving average)."""
 
@@ -78,7 +81,7 @@ class Bm25Agent:
         messages = [Message(role="system", content=BM25_SYSTEM), Message(role="user", content=task.question)]
         queries: list[str] = []
         repairs_left = 1
-        max_steps = ctx.settings.max_steps
+        max_steps = ctx.settings.max_steps or MAX_STEPS
         for step in range(1, max_steps + 1):
             last = step == max_steps
             request = ChatRequest(

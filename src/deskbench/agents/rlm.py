@@ -3,15 +3,26 @@
 The corpus is a `context` string in a sandboxed Python REPL (one long-lived process per
 episode, see rlm_repl.py): every page's text under [FILE: doc.pdf] and [PAGE N] ... [END PAGE N]
 markers, as the paper augments its corpus for citation extraction. The root model gets Prompt 9
-and, for at most T iterations (max_steps), writes ```repl``` blocks that are run in order; their
-output comes back truncated. Code may call `llm_query` / `llm_query_batched`: the same model
-answers them through the Recorder, so the trajectory and usage count them. A reply with
-FINAL(...) or FINAL_VAR(name) (the paper's FINAL.VAR) outside code ends the loop; then the
-paper's structured-output extraction step turns the raw answer into answer + citations with the
-same model (schema, one repair turn). No final answer within T iterations -> "limit".
+and, for at most 30 root iterations (the RLM library's default, RLM(max_iterations=30) in
+rlm/core/rlm.py, which the official baseline's RLMAgent does not change; --max-steps sets
+another), writes ```repl``` blocks that are run in order; their output comes back truncated.
+Code may call `llm_query` / `llm_query_batched`: the same model answers them through the
+Recorder, so the trajectory and usage count them; there is no cap on them, as in the official
+RLM (RlmSettings.max_sub_calls or --max-sub-calls sets one). A reply with FINAL(...) or
+FINAL_VAR(name) (the paper's FINAL.VAR) outside code ends the loop; then the paper's
+structured-output extraction step turns the raw answer into answer + citations with the same
+model (schema, one repair turn). No final answer within the iterations -> "limit".
 
-Effort (steps) = number of code executions; iterations = root model calls. Each execution is a
-ToolCallStep "repl" ({"code"} -> {"stdout_chars", "error", "llm_queries"}).
+Effort: the official RLM baseline (baselines/recursive-lm/rlm_agent.py) writes no
+`search_history` and no `iterations`; its `trajectory` dict holds `llm_calls`, the RLM usage
+summary's total_calls over every model (root iterations and llm_query sub-calls; the extraction
+step is a separate client and is not counted), with input/output tokens and execution_time.
+The official evaluator (eval/evaluate.py) reads len(search_history), else `iterations`, else 0,
+so it gives the official RLM output effort 0 (left out of Kuiper); the paper's RLM calibration
+counts LLM calls. So an rlm episode stores `llm_calls` = root model calls + sub-calls that
+reached the model, `steps` = the same (deskbench's effort, which the scorer reads first), and no
+`iterations`, as the official output. Each code execution is a ToolCallStep "repl" ({"code"} ->
+{"stdout_chars", "error", "llm_queries"}).
 
 A REPL that dies or runs past the wall time of one execution (the sandbox's wall_seconds; time
 spent waiting for sub-calls is not counted) is killed, restarted with `context` reloaded, and
@@ -72,7 +83,8 @@ JAIL_CONTEXT = "/mnt/data/context.txt"
 class RlmSettings:
     output_chars: int = 4000  # REPL output shown to the root model per code block
     sub_concurrency: int = 4  # llm_query_batched prompts in flight at once
-    max_sub_calls: int = 200  # per episode: a loop over every page must not run up an unbounded bill
+    max_iterations: int = 30  # root iterations when the run sets no --max-steps (the RLM library's default)
+    max_sub_calls: int | None = None  # per episode; None: no cap, as the official RLM (--max-sub-calls sets one)
     start_seconds: float = 120.0  # REPL start-up, which reads the whole context
     final_chars: int = 20_000  # most of a FINAL_VAR value passed to the extraction step
 
@@ -416,6 +428,13 @@ class CorpusContext:
             return Path(self._dir.name) / "context.txt", self._stats
 
 
+@dataclass
+class _Calls:
+    """The episode's LLM calls so far (root iterations and answered sub-calls)."""
+
+    made: int = 0
+
+
 class RlmAgent:
     name = "rlm"
 
@@ -447,17 +466,17 @@ class RlmAgent:
             Message(role="system", content=RLM_SYSTEM),
             Message(role="user", content=f"{note}\n\n{QUESTION.format(question=task.question)}\n\n{FIRST_TURN}"),
         ]
-        answer_sub = self._sub_caller(rec)
-        executions = 0
-        max_steps = ctx.settings.max_steps
+        calls = _Calls()
+        answer_sub = self._sub_caller(rec, calls, ctx.settings.max_sub_calls)
+        max_steps = ctx.settings.max_steps or self.settings.max_iterations
         for iteration in range(1, max_steps + 1):
             response = await rec.complete(ChatRequest(messages=messages))
+            calls.made += 1
             reply = response.message.text()
             messages.append(Message(role="assistant", content=reply))
             feedback: list[str] = []
             blocks = repl_blocks(reply)
             for i, code in enumerate(blocks, start=1):
-                executions += 1
                 out = await repl.execute(code, answer_sub)
                 result: dict[str, Any] = {"stdout_chars": out.stdout_chars, "error": out.error or out.lost is not None,
                                           "llm_queries": out.llm_queries}
@@ -481,7 +500,7 @@ class RlmAgent:
             if final is not None:
                 raw, problem = await self._final_text(final, repl)
                 if raw is not None:
-                    return await self._extract(task, rec, raw, executions, iteration)
+                    return await self._extract(task, rec, raw, calls.made)
                 feedback.append(problem)
             elif not blocks:
                 feedback.append(NO_ACTION)
@@ -491,21 +510,23 @@ class RlmAgent:
             messages.append(Message(role="user", content="\n\n".join([*feedback, turn])))
         return rec.result("limit", error=f"no FINAL answer after {max_steps} iterations")
 
-    def _sub_caller(self, rec: Recorder) -> QueryFn:
+    def _sub_caller(self, rec: Recorder, calls: _Calls, cap: int | None) -> QueryFn:
         """llm_query's host side: the same model, one user message per prompt, at most
-        sub_concurrency at once, and at most max_sub_calls in the episode."""
+        sub_concurrency at once; at most `cap` (else RlmSettings.max_sub_calls) in the episode
+        when one is set. Each answered call counts in `calls`."""
         slots = asyncio.Semaphore(self.settings.sub_concurrency)
-        budget = self.settings.max_sub_calls
+        budget = cap if cap is not None else self.settings.max_sub_calls
         used = 0
 
         async def one(prompt: str) -> str:
             async with slots:
                 response = await rec.complete(ChatRequest(messages=[Message(role="user", content=prompt)]))
+            calls.made += 1
             return response.message.text()
 
         async def answer(prompts: list[str]) -> list[str]:
             nonlocal used
-            if used + len(prompts) > budget:
+            if budget is not None and used + len(prompts) > budget:
                 raise QueryRefused(f"the episode's budget of {budget} llm_query calls is spent "
                                    f"({used} used, {len(prompts)} asked for)")
             used += len(prompts)
@@ -530,12 +551,12 @@ class RlmAgent:
             return None, f"FINAL_VAR({final.text}): {problem}. Assign it in a ```repl``` block first."
         return value[: self.settings.final_chars], ""
 
-    async def _extract(self, task: DocQATask, rec: Recorder, raw: str, executions: int,
-                       iterations: int) -> AgentResult:
-        """Appendix G.5's structured-output step: the same model normalises the raw answer."""
+    async def _extract(self, task: DocQATask, rec: Recorder, raw: str, llm_calls: int) -> AgentResult:
+        """Appendix G.5's structured-output step: the same model normalises the raw answer (not
+        counted in llm_calls, as the official baseline's separate client is not)."""
         messages = [Message(role="system", content=EXTRACT_SYSTEM),
                     Message(role="user", content=EXTRACT_USER.format(question=task.question, raw=raw))]
         args, problem = await answer_once(rec, messages)
         if args is None:
             return rec.result("error", error=f"unparseable answer: {problem}")
-        return rec.result("ok", submission_of(task, args, steps=executions, iterations=iterations))
+        return rec.result("ok", submission_of(task, args, steps=llm_calls, llm_calls=llm_calls))

@@ -34,20 +34,21 @@ class RunSpec:
     out: Path
     corpus: Path | None = None
     concurrency: int = 16
-    max_steps: int = 10
+    max_steps: int | None = None  # None: the agent's own (bm25-agent 10, rlm 30)
     top_k: int = 5
     view: str | None = None  # image, text, or None: image unless the model reads text only
     sampling: Sampling = Sampling()
     cache: bool = False
     prices: Path | None = None
     unsafe_local: bool = False  # rlm: run the REPL without bubblewrap (debugging only)
+    max_sub_calls: int | None = None  # rlm: llm_query calls per episode; None: no cap
 
     def check(self) -> None:
         if self.view not in (None, "image", "text"):
             raise UserError(f"--view {self.view!r} is not valid; use image or text")
         for flag, value in (("--concurrency", self.concurrency), ("--max-steps", self.max_steps),
-                            ("--top-k", self.top_k)):
-            if value < 1:
+                            ("--top-k", self.top_k), ("--max-sub-calls", self.max_sub_calls)):
+            if value is not None and value < 1:
                 raise UserError(f"{flag} {value} is not valid; use 1 or more")
         make_agent(self.agent)  # names the choices when unknown
         if self.agent in NEEDS_CORPUS and self.corpus is None:
@@ -129,7 +130,8 @@ def execute(prep: Prepared, on_episode: Callable[[RunCounts], None] | None = Non
     ctx = AgentContext(
         model=prep.model,
         corpus=Corpus.open(spec.corpus) if spec.corpus else None,
-        settings=AgentSettings(max_steps=spec.max_steps, top_k=spec.top_k, view=prep.view),  # type: ignore[arg-type]
+        settings=AgentSettings(max_steps=spec.max_steps, top_k=spec.top_k, view=prep.view,  # type: ignore[arg-type]
+                               max_sub_calls=spec.max_sub_calls),
         sandbox=rlm_sandbox(spec.unsafe_local) if spec.agent in NEEDS_SANDBOX else None,
     )
 
