@@ -154,9 +154,9 @@ class Bm25Agent:
     def _search(ctx: AgentContext, query: str) -> tuple[str, list[tuple[str, int]], list[Part]]:
         """One search and its pages, blocking."""
         assert ctx.corpus is not None
-        try:
+        try:  # parsed as MADQA's Whoosh tool parses it: a malformed query is repaired, not refused
             hits = ctx.corpus.search(query, ctx.settings.top_k, snippets=False)
-        except QuerySyntaxError as exc:  # the agent reads the message and may fix its query
+        except QuerySyntaxError as exc:  # only a strict search raises; kept so a message would reach the agent
             return f"query error: {exc}", [], []
         if not hits:
             return "no results; try different terms (synonyms, abbreviations, rephrasing)", [], []
