@@ -24,6 +24,7 @@ class ScoredSystem:
     items: list[ItemScore]  # one per task, in task order
     episodes: dict[str, Episode] = field(default_factory=dict)  # task id -> its attempt-0 episode
     name: str = ""  # the system's name in its run (default: the label)
+    run_task_ids: tuple[str, ...] = ()  # every task of its run, in the run's order
 
     @property
     def system(self) -> str:
@@ -63,15 +64,19 @@ def first_attempts(episodes: Sequence[Episode]) -> dict[str, Episode]:
 
 
 def load_scored(run_dirs: Sequence[Path], pool_humans: bool = False) -> list[ScoredSystem]:
-    """Every docqa system of every run, scored with default options (ANLS*; missing answers 0)."""
+    """Every docqa system of every run, scored with default options (ANLS*; missing answers 0).
+
+    A system that appears in several runs is labelled `<run dir name>/<system>` so rows stay
+    distinct; a system made by `deskbench import` is labelled `<system> (imported)`."""
     from deskbench.runs.humans import episodes_of, pooled_systems, tasks_scored
+    from deskbench.runs.imported import imported_label, imported_systems
     from deskbench.runs.runner import run_submissions
     from deskbench.runs.store import RunStore
     from deskbench.scoring.docqa import ScoreOptions, score_all
 
     if not run_dirs:
         raise UserError("no run directories given; pass one or more --out directories of 'deskbench run'")
-    rows: list[tuple[Path, str, list[DocQATask], list[ItemScore], dict[str, Episode]]] = []
+    rows: list[tuple[Path, str, list[DocQATask], list[ItemScore], dict[str, Episode], tuple[str, ...], bool]] = []
     for run_dir in dict.fromkeys(run_dirs):
         if not run_dir.is_dir():
             raise UserError(f"{run_dir} is not a directory; give the --out of a 'deskbench run'")
@@ -81,17 +86,20 @@ def load_scored(run_dirs: Sequence[Path], pool_humans: bool = False) -> list[Sco
             systems = pooled_systems(store.systems()) if pool_humans else store.systems()
             if not systems:
                 raise UserError(f"the run in {run_dir} has no episodes yet; run 'deskbench run' first")
+            ids, imported = tuple(t.id for t in tasks), set(imported_systems(store))
             for name in systems:
                 subs, failed = run_submissions(store, name)
                 answered = {s.id for s in subs if s.id is not None} | set(failed)
                 scored_tasks = tasks_scored(name, tasks, answered)
                 items, _ = score_all(scored_tasks, subs, ScoreOptions())
-                rows.append((run_dir, name, scored_tasks, items, first_attempts(episodes_of(store, name))))
+                rows.append((run_dir, name, scored_tasks, items, first_attempts(episodes_of(store, name)), ids,
+                             name in imported))
         finally:
             store.close()
     names = [name for _, name, *_ in rows]
     labels = [f"{d.name}/{n}" if names.count(n) > 1 else n for d, n, *_ in rows]
+    labels = [imported_label(label) if row[-1] else label for row, label in zip(rows, labels, strict=True)]
     if len(set(labels)) != len(labels):
         raise UserError("two runs with the same directory name hold the same system; rename one directory")
-    return [ScoredSystem(label, tasks, items, eps, name)
-            for label, (_, name, tasks, items, eps) in zip(labels, rows, strict=True)]
+    return [ScoredSystem(label, tasks, items, eps, name, ids)
+            for label, (_, name, tasks, items, eps, ids, _) in zip(labels, rows, strict=True)]
