@@ -33,7 +33,7 @@ from typing import Any
 from pydantic import BaseModel
 
 from deskbench.corpus.corpus import Corpus
-from deskbench.errors import UserError
+from deskbench.errors import UserError, read_user_file
 
 DOC_KEYS = ("document", "file", "pdf_name")
 PAGE_KEYS = ("page", "page_number")
@@ -136,14 +136,7 @@ def _parse_row(row: dict[str, Any], line: int, path: Path) -> list[SuppliedPage]
 
 def read_page_text(path: Path) -> PageTextFile:
     """Every page a file supplies, with its sha256; the file's own errors (not the corpus's)."""
-    try:
-        data = path.read_bytes()
-    except FileNotFoundError as exc:
-        raise UserError(f"--page-text {path}: no such file; check the path") from exc
-    except IsADirectoryError as exc:
-        raise UserError(f"--page-text {path} is a directory; give a JSON Lines file") from exc
-    except OSError as exc:
-        raise UserError(f"--page-text {path}: cannot read it ({exc.strerror or exc})") from exc
+    data = read_user_file(path, "the --page-text file")
     result = PageTextFile(path=path, sha256=hashlib.sha256(data).hexdigest())
     seen: dict[tuple[str, int], int] = {}
     for number, raw in enumerate(data.splitlines(), 1):

@@ -33,7 +33,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from deskbench.errors import UserError
+from deskbench.errors import UserError, read_user_file
 from deskbench.models.types import Usage
 from deskbench.runs.store import Episode, RunStore, now
 from deskbench.tasks.docqa import (
@@ -89,18 +89,7 @@ def imported_label(system: str) -> str:
 
 
 def file_sha256(path: Path) -> str:
-    h = hashlib.sha256()
-    try:
-        with path.open("rb") as fh:
-            while chunk := fh.read(1 << 20):
-                h.update(chunk)
-    except FileNotFoundError as exc:
-        raise UserError(f"{path}: no such file; check the path of the predictions file") from exc
-    except IsADirectoryError as exc:
-        raise UserError(f"{path} is a directory; give a predictions JSON Lines file") from exc
-    except OSError as exc:
-        raise UserError(f"{path}: cannot read it ({exc.strerror or exc})") from exc
-    return h.hexdigest()
+    return hashlib.sha256(read_user_file(path, "the predictions file")).hexdigest()
 
 
 def is_error_row(sub: DocQASubmission) -> bool:

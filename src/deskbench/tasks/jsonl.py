@@ -14,7 +14,7 @@ from typing import Any, Generic, TypeVar
 from pydantic import BaseModel, ValidationError
 from pydantic_core import to_json
 
-from deskbench.errors import UserError
+from deskbench.errors import UserError, read_user_file
 
 M = TypeVar("M", bound=BaseModel)
 
@@ -48,12 +48,7 @@ def _describe(exc: ValidationError) -> str:
 
 def _lines(path: Path) -> Iterator[tuple[int, bytes]]:
     """Non-blank lines as bytes: pydantic parses UTF-8 itself, and reports bad encoding per line."""
-    try:
-        data = path.read_bytes()
-    except FileNotFoundError as exc:
-        raise UserError(f"{path}: no such file; check the path") from exc
-    except IsADirectoryError as exc:
-        raise UserError(f"{path} is a directory; give a JSON Lines file") from exc
+    data = read_user_file(path, "the JSON Lines file")
     for number, line in enumerate(data.splitlines(), 1):
         if line.strip():
             yield number, line
