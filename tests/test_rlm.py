@@ -26,7 +26,7 @@ from deskbench.agents.rlm import (
     shown,
     write_context,
 )
-from deskbench.agents.rlm_prompts import LAST_TURN, RLM_SYSTEM
+from deskbench.agents.rlm_prompts import DEFAULT_ANSWER, LAST_TURN, RLM_SYSTEM
 from deskbench.corpus import Corpus
 from deskbench.models.openai_chat import OpenAIChat
 from deskbench.models.resilient import ResilientModel, RetryPolicy
@@ -273,15 +273,24 @@ def test_rlm_agent_recovers_from_a_lost_repl_and_a_missing_variable(fleet: Corpu
         assert "Mountain car, from fleet.pdf page 2" in fake.requests[3]["messages"][-1]["content"]
 
 
-def test_rlm_agent_without_final_ends_as_limit(fleet: Corpus) -> None:
-    with FakeOpenAI(script=scripted(["```repl\nprint(len(context))\n```"])) as fake:
+def test_rlm_agent_without_final_asks_for_a_default_answer(fleet: Corpus) -> None:
+    """Out of iterations: one more call asks for the answer (the RLM library's _default_answer);
+    its reply goes through the extraction step. Only an empty reply ends the episode as a limit."""
+    code = "```repl\nprint(len(context))\n```"
+    with FakeOpenAI(script=scripted([code, code, "Mountain car, from fleet.pdf page 2"])) as fake:
+        result = asyncio.run(make_agent("rlm").run(TASK, context(fake, fleet, max_steps=2)))
+        assert result.status == "ok", result.error
+        assert len(fake.requests) == 4  # 2 root iterations, the default-answer call, the extraction
+        asked = fake.requests[2]["messages"][-1]
+        assert asked["role"] == "user" and asked["content"].endswith(DEFAULT_ANSWER)
+        assert LAST_TURN in fake.requests[1]["messages"][-1]["content"]
+        assert "Mountain car, from fleet.pdf page 2" in fake.requests[3]["messages"][-1]["content"]
+        assert result.submission.steps == result.submission.llm_calls == 3  # the default answer is an LLM call
+        assert sum(isinstance(s, ToolCallStep) for s in result.trajectory) == 2
+    with FakeOpenAI(script=scripted(["Thinking, no code.", "Thinking, no code.", ""])) as fake:
         result = asyncio.run(make_agent("rlm").run(TASK, context(fake, fleet, max_steps=2)))
         assert result.status == "limit" and result.submission is None and "after 2 iterations" in result.error
-        assert len(fake.requests) == 2 and sum(isinstance(s, ToolCallStep) for s in result.trajectory) == 2
-        assert LAST_TURN in fake.requests[1]["messages"][-1]["content"]
-    with FakeOpenAI(script=scripted(["Thinking, no code."])) as fake:
-        result = asyncio.run(make_agent("rlm").run(TASK, context(fake, fleet, max_steps=2)))
-        assert result.status == "limit" and "no ```repl``` block" in fake.requests[1]["messages"][-1]["content"]
+        assert "no ```repl``` block" in fake.requests[1]["messages"][-1]["content"] and len(fake.requests) == 3
 
 
 def test_rlm_agent_needs_a_sandbox(fleet: Corpus) -> None:
@@ -314,10 +323,10 @@ def test_rlm_defaults_are_the_official_rlms(fleet: Corpus) -> None:
         assert len(fake.requests) == 2 + 250 + 1  # root calls, sub-calls, the extraction step
         assert result.submission.steps == result.submission.llm_calls == 2 + 250
         assert not any(k in b for b in fake.requests for k in ("max_tokens", "max_completion_tokens"))
-    with FakeOpenAI(script=scripted(["Thinking, no code."])) as fake:
+    with FakeOpenAI(script=scripted([*["Thinking, no code."] * 30, ""])) as fake:
         result = asyncio.run(make_agent("rlm").run(TASK, context(fake, fleet, max_steps=None)))
-        assert result.status == "limit" and result.error == "no FINAL answer after 30 iterations"
-        assert len(fake.requests) == 30
+        assert result.status == "limit" and result.error.startswith("no FINAL answer after 30 iterations")
+        assert len(fake.requests) == 31  # 30 root iterations, then the default-answer call
 
 
 def test_a_failed_sub_call_is_an_exception_in_the_code(fleet: Corpus) -> None:

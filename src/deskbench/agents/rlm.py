@@ -11,7 +11,9 @@ Recorder, so the trajectory and usage count them; there is no cap on them, as in
 RLM (RlmSettings.max_sub_calls or --max-sub-calls sets one). A reply with FINAL(...) or
 FINAL_VAR(name) (the paper's FINAL.VAR) outside code ends the loop; then the paper's
 structured-output extraction step turns the raw answer into answer + citations with the same
-model (schema, one repair turn). No final answer within the iterations -> "limit".
+model (schema, one repair turn). No final answer within the iterations: one more call asks for
+one, as the RLM library's `_default_answer` does (counted in llm_calls, as the library's usage
+counts it); only an empty reply to it ends the episode as "limit".
 
 Effort: the official RLM baseline (baselines/recursive-lm/rlm_agent.py) writes no
 `search_history` and no `iterations`; its `trajectory` dict holds `llm_calls`, the RLM usage
@@ -57,6 +59,7 @@ from deskbench.agents.base import (
 )
 from deskbench.agents.rlm_prompts import (
     CONTEXT_NOTE,
+    DEFAULT_ANSWER,
     EXTRACT_SYSTEM,
     EXTRACT_USER,
     FIRST_TURN,
@@ -508,7 +511,23 @@ class RlmAgent:
             if iteration + 1 == max_steps:
                 turn += " " + LAST_TURN
             messages.append(Message(role="user", content="\n\n".join([*feedback, turn])))
-        return rec.result("limit", error=f"no FINAL answer after {max_steps} iterations")
+        return await self._default_answer(task, rec, messages, calls, max_steps)
+
+    async def _default_answer(self, task: DocQATask, rec: Recorder, messages: list[Message], calls: _Calls,
+                              max_steps: int) -> AgentResult:
+        """Out of root iterations without FINAL: as the RLM library, one more call asks for a final
+        answer from what the conversation holds, and its reply is the raw answer. The library sends
+        the request as an assistant turn; here it closes the last user turn, since some providers
+        refuse a conversation that ends with an assistant turn (a prefill)."""
+        last = messages[-1]
+        messages = [*messages[:-1], Message(role="user", content=f"{last.content}\n\n{DEFAULT_ANSWER}")]
+        response = await rec.complete(ChatRequest(messages=messages))
+        calls.made += 1
+        raw = response.message.text().strip()
+        if not raw:
+            return rec.result("limit", error=f"no FINAL answer after {max_steps} iterations, "
+                                             "and an empty reply when asked for one")
+        return await self._extract(task, rec, raw[: self.settings.final_chars], calls.made)
 
     def _sub_caller(self, rec: Recorder, calls: _Calls, cap: int | None) -> QueryFn:
         """llm_query's host side: the same model, one user message per prompt, at most

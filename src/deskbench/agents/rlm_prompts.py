@@ -68,6 +68,9 @@ NEXT_TURN = (
     "outside code blocks when you have the answer."
 )
 NO_ACTION = "Your reply had no ```repl``` block and no FINAL(...) / FINAL_VAR(...) line."
+# The RLM library's `_default_answer` (alexzhang13/rlm rlm/core/rlm.py), asked once the root
+# iterations are spent without FINAL; its reply is the raw answer.
+DEFAULT_ANSWER = "Please provide a final answer to the user's question based on the information provided."
 LAST_TURN = "This is your last turn: give your final answer now with FINAL(...) or FINAL_VAR(...)."
 REPL_LOST = (
     "The REPL process {why}; it was restarted, so every variable you had made is gone "
