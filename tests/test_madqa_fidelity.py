@@ -72,6 +72,7 @@ def test_official_rows_are_read_whole(tmp_path: Path) -> None:
     # q0 q1 q3 q5 right; q2 (no answer) 0 and counted; q4 ["None", "epsilon"] vs ["epsilon"]: ANLS* 0.5 -> right
     assert r["n"] == 6 and r["n_missing"] == 0 and r["accuracy"] == pytest.approx(5 / 6)
     assert r["citations_dropped"] == 2 and "2 citations could not be read" in proc.stderr
+    assert r["n_no_answer"] == 1 and "1 predictions have no answer (error rows): scored 0" in proc.stderr
     assert r["matched_by_id"] == 0  # every row matched by its question text
     read = read_submissions(subs)
     rlm = read.rows.items[3]

@@ -411,6 +411,9 @@ def _score_and_show(task_items, subs, opts, groups, *, name: str, as_json: bool,
         write_jsonl(items_out, list(items))
     if matched.extra:
         err.print(f"[yellow]warning:[/yellow] {len(matched.extra)} submissions match no task: {_some(matched.extra)}")
+    if report.n_no_answer:
+        err.print(f"[yellow]warning:[/yellow] {report.n_no_answer} predictions have no answer (error rows): "
+                  "scored 0 and counted")
     if matched.id_disagrees:
         err.print(f"[yellow]warning:[/yellow] {len(matched.id_disagrees)} submissions carry the id of another task "
                   f"than their question text; matched by the text, as the official evaluator: {_some(matched.id_disagrees)}")

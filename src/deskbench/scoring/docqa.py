@@ -338,6 +338,7 @@ class ScoreReport(GroupSummary):
     extra_ids: list[str] = Field(default_factory=list)
     pages_coerced: int = 0
     citations_dropped: int = 0
+    n_no_answer: int = 0  # predictions without an answer (the official agents' error rows): scored 0
     matched_by_id: int = 0
     id_disagrees: list[str] = Field(default_factory=list)
     repeated_ids: list[str] = Field(default_factory=list)
@@ -526,6 +527,7 @@ def summarize(
         extra_ids=matched.extra,
         pages_coerced=pages_coerced,
         citations_dropped=citations_dropped,
+        n_no_answer=sum(1 for _, sub in matched.pairs if sub is not None and sub.answer_form == "missing"),
         matched_by_id=matched.by_id,
         id_disagrees=matched.id_disagrees,
         repeated_ids=matched.repeated,
