@@ -174,11 +174,12 @@ def _top_hits_with_ties(
     """The top k hits plus the hits tied with the k-th (up to a cap), scores rounded so float
     noise counts as a tie."""
     limit = k + 16
-    while True:
+    first = searcher.search(query, limit=limit, count=True)
+    hits = [(round(float(s), 6), a) for s, a in first.hits]
+    if len(hits) == limit and hits[-1][0] == hits[k - 1][0]:
+        # the tie runs past the first page (constant-score wildcards): one search for all of it
+        limit = min(first.count, MAX_TIE_CANDIDATES)
         hits = [(round(float(s), 6), a) for s, a in searcher.search(query, limit=limit, count=False).hits]
-        if len(hits) < limit or hits[-1][0] != hits[k - 1][0] or limit >= MAX_TIE_CANDIDATES:
-            break
-        limit = min(limit * 4, MAX_TIE_CANDIDATES)
     if len(hits) <= k:
         return hits
     cut = hits[k - 1][0]

@@ -119,7 +119,10 @@ def _translate(
             return tantivy.Query.empty_query()
         if terms is not None and len(terms) == 1:
             return tantivy.Query.term_query(schema, text, terms[0])
-        return tantivy.Query.const_score_query(tantivy.Query.regex_query(schema, text, node.regex), 1.0)
+        # the listed terms need no regex automaton (its construction is most of a query's cost)
+        inner = (tantivy.Query.term_set_query(schema, text, terms) if terms is not None
+                 else tantivy.Query.regex_query(schema, text, node.regex))
+        return tantivy.Query.const_score_query(inner, 1.0)
     if isinstance(node, Phrase):
         offsets = node.offsets or tuple(range(len(node.words)))
         words: list[str | tuple[int, str]] = [(o, w.text) for o, w in zip(offsets, node.words, strict=True)]
