@@ -74,6 +74,7 @@ from deskbench.corpus.corpus import Corpus
 from deskbench.corpus.images import ImageSpec
 from deskbench.generate.pdfs import MARGIN, PageSpec, _wrap, write_pdf
 from deskbench.search.index import PageIndex
+from deskbench.search.index import FIELDS
 from deskbench.search.query import parse_query, to_tantivy
 
 REPO = Path(__file__).resolve().parents[1]
@@ -719,7 +720,7 @@ def run_deskbench_queries(corpus: Corpus, queries: Sequence[BenchQuery], warmup:
             corpus.index.search(q.text, k=5)  # retrieval only: parse, search, doc ids; no snippets
             search_only.append(time.perf_counter() - started)
             # Total matches (untimed), for comparing hit counts with Whoosh.
-            tq = to_tantivy(parse_query(q.text), corpus.index.schema, "text")
+            tq = to_tantivy(parse_query(q.text), corpus.index.schema, FIELDS)
             hits.append(searcher.search(tq, limit=1, count=True).count)
             results.append([(h.document, h.page) for h in top])
             bar.advance(task)
