@@ -1,5 +1,5 @@
-"""AIDABench QA evaluator (§3.3.1, Appendix B): a deterministic check first, the binary judge
-(Listing 2) only when the check cannot pass the answer.
+"""AIDABench QA evaluator (§3.3.1, Appendix B): the binary judge (Listing 2) for every answer when
+a judge is given; a deterministic check as the fallback without one.
 
 Which part of the answer is read (the paper's note 2: "focus primarily on the final
 conclusion"), in this order:
@@ -25,14 +25,21 @@ inconclusive; found nowhere, it fails.
 Text references: normalised (NFKC, case, spacing, surrounding punctuation) exact match, or the
 reference contained in the conclusion as whole words, pass; anything else is inconclusive.
 
-An answer the check passes scores 1 without a call. Otherwise the judge (if given) decides:
-Listing 2 verbatim as the user turn, the AI answer inserted as a quoted JSON string, and a
-system turn saying that string is data to be scored, never instructions (Listing 2's wording is
-left as published). Its JSON {"score": 0|1, "reason": ...} is requested as structured output,
-read even when wrapped in prose, validated by pydantic, with one repair turn; a judge call that
-fails after the model wrapper's retries, or never validates, leaves the item "unscored" (kept
-apart from wrong). With no judge: a failed numeric check scores 0; nothing decidable is
-"unscored".
+With a judge (the paper's protocol, §3.3.1): every answer goes to the binary judge, as Listing 2
+is applied to every QA item; the deterministic result is kept beside the verdict, for
+information. The judge gets Listing 2 verbatim as the user turn, the AI answer inserted as a
+quoted JSON string, and a system turn saying that string is data to be scored, never
+instructions (Listing 2's wording is left as published). Its JSON {"score": 0|1, "reason": ...}
+is requested as structured output, read even when wrapped in prose, validated by pydantic, with
+one repair turn; a judge call that fails after the model wrapper's retries, or never validates,
+leaves the item "unscored" (kept apart from wrong).
+
+Without a judge (deskbench's fallback): the check decides. It never passes an answer that denies
+the reference ("not 1234.5", "rather than North": a negation shortly before it in its clause) or
+whose final stated value is another one: the matching figure must be the last figure the
+conclusion asserts (a later different value makes the item inconclusive), and a text reference
+must be in the conclusion's final clause ("Not North; the answer is South" does not pass for
+North). A failed numeric check scores 0; anything inconclusive is "unscored".
 """
 
 from __future__ import annotations
@@ -40,7 +47,7 @@ from __future__ import annotations
 import json
 import re
 import unicodedata
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from decimal import ROUND_HALF_UP, Decimal, InvalidOperation
 from typing import Literal
 
@@ -229,6 +236,18 @@ class _Figure:
     value: Decimal
     decimals: int  # shown precision, in the reference's unit (negative: tens, hundreds, ...)
     significant: int
+    start: int = 0  # where the figure is written in the conclusion
+    negated: bool = False  # "not 1234.5", "rather than 1234.5": the answer denies this value
+
+
+# A negation shortly before a value or a name, in the same clause, denies it.
+_NEGATION = re.compile(
+    r"(?<!\w)(not|no|never|isn't|wasn't|aren't|isn’t|rather than|instead of|other than|incorrect|wrong)(?!\w)"
+    r"[^;.!?\n]{0,30}$", re.IGNORECASE)
+
+
+def negated(text: str, start: int) -> bool:
+    return _NEGATION.search(text[max(0, start - 60):start]) is not None
 
 
 def _figures(text: str, unit_scale: Decimal, ref_percent: bool) -> list[_Figure]:
@@ -237,7 +256,8 @@ def _figures(text: str, unit_scale: Decimal, ref_percent: bool) -> list[_Figure]
     for pn in find_numbers(text):
         if pn.start > 0 and text[pn.start - 1].isalpha():
             continue  # "Q3", "FY2024", "H2": part of a name
-        out.extend(_readings(pn, unit_scale, ref_percent))
+        denied = negated(text, pn.start)
+        out.extend(replace(f, start=pn.start, negated=denied) for f in _readings(pn, unit_scale, ref_percent))
     return out
 
 
@@ -371,11 +391,19 @@ def deterministic_check(task: AnalyticsTask, answer: str) -> _Check:
     if not figures:
         return _Check(result="inconclusive", source="none", reason="no figure in the final conclusion", **base)
     need = min(2, ref_sig)
-    match = next((f for f in figures if f.significant >= need
-                  and rounding_equivalent(ref, ref_decimals, f.value, f.decimals)), None)
-    if match is None:
+    matches = [f for f in figures if f.significant >= need and rounding_equivalent(ref, ref_decimals, f.value, f.decimals)]
+    if not matches:
         return _Check(result="fail", source="numeric",
                       reason=f"no figure in the conclusion rounds to the reference {_show(ref)}", **base)
+    affirmed = [f for f in matches if not f.negated]
+    if not affirmed:
+        return _Check(result="fail", source="numeric",
+                      reason=f"the conclusion denies the reference value ({_show(ref)})", **base)
+    final_at = max(f.start for f in figures if not f.negated)  # the final value the answer states
+    match = next((f for f in affirmed if f.start == final_at), None)
+    if match is None:
+        return _Check(result="inconclusive", source="none",
+                      reason=f"the conclusion states another value after {_show(affirmed[0].value)}", **base)
     base["matched_value"] = float(match.value)
     words = reference_words(task)
     missing = [w for w in words if not contains_words(final, w)]
@@ -395,11 +423,25 @@ def _text_check(task: AnalyticsTask, answer: str) -> _Check:
     reference = task.answer or ""
     if normalise(final) and normalise(final) == normalise(reference):
         return _Check(result="pass", source="exact", reason="exact match after normalisation", conclusion=final)
-    if contains_words(final, reference):
-        return _Check(result="pass", source="exact", reason="the conclusion contains the reference",
+    last = _final_clause(final)
+    if contains_words(last, reference) and not _denied(last, reference):
+        return _Check(result="pass", source="exact", reason="the conclusion's final clause contains the reference",
                       conclusion=final)
     return _Check(result="inconclusive", source="none", reason="no exact match with the reference",
                   conclusion=final)
+
+
+def _final_clause(text: str) -> str:
+    """The last clause of a conclusion ("Not North; the answer is South" -> "the answer is South")."""
+    parts = [p.strip() for p in re.split(r"[;\n]|[.!?](?:\s|$)", text) if p.strip()]
+    return parts[-1] if parts else ""
+
+
+def _denied(text: str, phrase: str) -> bool:
+    """Every place `phrase` is written in `text` follows a negation."""
+    norm, target = normalise(text), normalise(phrase)
+    spots = [m.start() for m in re.finditer(re.escape(target), norm)] if target else []
+    return bool(spots) and all(negated(norm, at) for at in spots)
 
 
 def _reference_text(task: AnalyticsTask) -> str:
@@ -412,16 +454,18 @@ def _reference_text(task: AnalyticsTask) -> str:
 
 
 async def score_qa(task: AnalyticsTask, answer: str, judge: ChatModel | None) -> QAVerdict:
-    """Score one QA answer: the deterministic check, then the Listing 2 judge if needed.
+    """Score one QA answer. With a judge, the paper's protocol: every answer goes to the Listing 2
+    judge (the deterministic result is kept beside it, for information). Without one, deskbench's
+    fallback: the deterministic check decides pass / fail, or leaves the item unscored.
 
     Wrap `judge` in ResilientModel for retries and a cache; a failed judge call is unscored."""
     check = deterministic_check(task, answer)
     common = {"deterministic": check.result, "conclusion": check.conclusion,
               "reference_value": check.reference_value, "answer_values": check.answer_values,
               "matched_value": check.matched_value}
-    if check.result == "pass":
-        return QAVerdict(status="scored", score=1, source=check.source, reason=check.reason, **common)
-    if judge is None:
+    if judge is None:  # deskbench's fallback; the paper sends every answer to the judge
+        if check.result == "pass":
+            return QAVerdict(status="scored", score=1, source=check.source, reason=check.reason, **common)
         if check.result == "fail":
             return QAVerdict(status="scored", score=0, source="numeric", reason=check.reason, **common)
         return QAVerdict(status="unscored", score=None, source="none",
