@@ -14,6 +14,7 @@ from deskbench.analysis.stats import (
     Correlation,
     McNemar,
     average_ranks,
+    bonferroni,
     cohens_d,
     correlation_matrix,
     correlation_pvalue,
@@ -441,13 +442,32 @@ def test_sole_cause_hand_rows() -> None:
     assert sole_cause([]) == dict.fromkeys(CODES, 0)
 
 
-def test_sole_cause_follows_paper_definition_literally() -> None:
-    # one 1 and four 3s: rbar 2.6 and V >= 80, so Eq. 3 accepts it, yet it meets the
-    # definition "exactly one criterion below 2, V >= 80" and counts for DI.
+def test_sole_cause_counts_rejections_only() -> None:
+    # §4.10.2: "would have ACCEPTed except that R alone scored below 2". One 1 and four 3s with
+    # V = 90 has rbar 2.6: Eq. 3 accepts it, so it is no failure and counts for no criterion.
     row = GradedRow("X", "t", 90, sc(1, 3, 3, 3, 3))
     assert row.accepted
-    assert sole_cause([row])["DI"] == 1
-    assert sole_cause([GradedRow("X", "t", 79.9, sc(1, 3, 3, 3, 3))])["DI"] == 0
+    assert sole_cause([row]) == dict.fromkeys(CODES, 0)
+    summary = sole_cause_summary([row])
+    assert summary.sole_cause_total == 0 and summary.one_below_2_accepted == 1
+    # the same pattern rejected (rbar 2.2 < 2.5) is a sole-cause rejection for DI
+    rejected = GradedRow("X", "t2", 90, sc(1, 3, 3, 2, 2))
+    assert not rejected.accepted and sole_cause([row, rejected])["DI"] == 1
+    # V below 80, or two criteria below 2: not sole cause
+    assert sole_cause([GradedRow("X", "t", 79.9, sc(1, 3, 3, 2, 2))])["DI"] == 0
+    assert sole_cause([GradedRow("X", "t", 90, sc(1, 1, 3, 3, 3))]) == dict.fromkeys(CODES, 0)
+
+
+def test_bonferroni() -> None:
+    assert bonferroni([0.01, 0.2, None, float("nan")]) == [0.04, 0.8, None, None]
+    assert bonferroni([0.3, 0.01], family=6) == [1.0, 0.06]
+    # Table 14's largest printed p (FD, 4.91e-4) stays below 0.05 after correcting for six tests
+    (fd,) = bonferroni([4.91e-4], family=6)
+    assert fd == pytest.approx(2.946e-3) and fd < 0.05
+    with pytest.raises(ValueError, match="family of 1"):
+        bonferroni([0.1, 0.2], family=1)
+    with pytest.raises(ValueError, match=r"\[0, 1\]"):
+        bonferroni([1.5])
 
 
 def test_weight_sensitivity_hand_rows() -> None:

@@ -5,8 +5,9 @@ shows. The bootstrap resamples item indices once and applies them to every metri
 intervals of accuracy, Page F1, ... come from the same resampled benchmarks (paired).
 
 Also the tests and effect sizes the consulting paper reports (§4.3-4.11): Cohen's d, exact
-McNemar on paired ACCEPTs with Holm's adjustment, Pearson/Spearman with p-values, and the
-deliverables diagnostics on graded rows (sole-cause attribution, VRS weight sensitivity).
+McNemar on paired ACCEPTs with Holm's adjustment, Pearson/Spearman with p-values (Bonferroni for
+Table 14's family), and the deliverables diagnostics on graded rows (sole-cause attribution, VRS
+weight sensitivity).
 """
 
 from __future__ import annotations
@@ -197,6 +198,25 @@ def holm(pvalues: Sequence[float]) -> list[float]:
     return adjusted
 
 
+def bonferroni(pvalues: Sequence[float | None], family: int | None = None) -> list[float | None]:
+    """Bonferroni-adjusted p-values, in the input order: min(1, m p), m the size of the test
+    family (default: every test given, undefined ones included, so a test that could not be
+    computed does not shrink the family). An undefined p (None or NaN) stays None. The paper
+    corrects Table 14's six Spearman tests this way ("after Bonferroni correction for six tests")."""
+    m = len(pvalues) if family is None else family
+    if m < len(pvalues):
+        raise ValueError(f"a family of {m} tests cannot hold {len(pvalues)} p-values")
+    out: list[float | None] = []
+    for p in pvalues:
+        if p is None or math.isnan(p):
+            out.append(None)
+            continue
+        if not 0.0 <= p <= 1.0:
+            raise ValueError(f"p-values must lie in [0, 1], not {p!r}")
+        out.append(min(1.0, m * float(p)))
+    return out
+
+
 @dataclass(frozen=True)
 class Correlation:
     """A correlation coefficient (Pearson r or Spearman rho), its two-sided p-value and n."""
@@ -300,19 +320,24 @@ _PASS = 2  # a rubric "passes" at >= 2 (Table 16); sole-cause failures are singl
 
 
 def _sole_cause_code(row: GradedRow) -> str | None:
-    if row.v < _V_MIN - 1e-9:
+    """The criterion a rejected response failed on alone (§4.10.2), else None."""
+    from deskbench.scoring.vrs import accept
+
+    if row.v < _V_MIN - 1e-9 or accept(row.v, row.scores):
         return None
     low = [code for code, r in row.scores.items() if r < _PASS]
     return low[0] if len(low) == 1 else None
 
 
 def sole_cause(rows: Iterable[GradedRow]) -> dict[str, int]:
-    """Table 15: per criterion, the responses with V >= 80 where that criterion alone scored below
-    2 (all others >= 2). Such a criterion is a threshold blocker on its own, which a correlation
-    with ACCEPT averaged over all responses can hide. Every code is present, zeros included.
+    """Table 15: per criterion, the REJECTED responses (Eq. 3) with V >= 80 where that criterion
+    alone scored below 2 (all others >= 2). Such a criterion is a threshold blocker on its own,
+    which a correlation with ACCEPT averaged over all responses can hide. Every code is present,
+    zeros included.
 
-    The definition follows the paper literally: a response with one 1 and four 3s (rbar 2.6)
-    counts although Eq. 3 accepts it."""
+    §4.10.2 defines a sole-cause failure as a response "that would have ACCEPTed except that R
+    alone scored below 2" and counts "sole-cause rejections": an accepted response is no failure,
+    so one 1 with four 3s (rbar 2.6, V 90, accepted by Eq. 3) is not counted."""
     from deskbench.tasks.deliverables import RUBRIC_CODES
 
     counts = dict.fromkeys(RUBRIC_CODES, 0)
@@ -336,6 +361,7 @@ class SoleCauseSummary:
     sole_cause: dict[str, int]
     sole_cause_total: int
     auto_rejected: int
+    one_below_2_accepted: int = 0  # V >= 80, exactly one criterion < 2, yet accepted: not a failure
 
 
 def sole_cause_summary(rows: Iterable[GradedRow]) -> SoleCauseSummary:
@@ -347,6 +373,7 @@ def sole_cause_summary(rows: Iterable[GradedRow]) -> SoleCauseSummary:
     all_pass = [r for r in cleared if min(r.scores.values()) >= _PASS]
     zeroed = [r for r in rows if min(r.scores.values()) == 0]
     counts = sole_cause(rows)
+    one_low = [r for r in cleared if sum(v < _PASS for v in r.scores.values()) == 1]
     return SoleCauseSummary(
         cleared_v=len(cleared),
         all_at_least_2=len(all_pass),
@@ -354,6 +381,7 @@ def sole_cause_summary(rows: Iterable[GradedRow]) -> SoleCauseSummary:
         sole_cause=counts,
         sole_cause_total=sum(counts.values()),
         auto_rejected=len(zeroed),
+        one_below_2_accepted=sum(accept(r.v, r.scores) for r in one_low),
     )
 
 
