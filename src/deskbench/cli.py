@@ -518,6 +518,9 @@ def run(
     only_system: Annotated[list[str] | None, typer.Option("--only-system", help="deliverables: run only these systems (agent:model as stored; repeat).")] = None,
     rerun: Annotated[bool, typer.Option("--rerun", help="deliverables: run the selected episodes again, replacing the stored ones (others are kept).")] = False,
     inline_chars: Annotated[int, typer.Option(help="deliverables: characters of normalised input text put in the prompt.")] = 24_000,
+    trap_hints: Annotated[bool, typer.Option("--trap-hints", help="deliverables: the prompt names the trap kinds (footnotes, units, weighting...): not the paper's prompt; the system becomes deliverable-agent[trap-hints].")] = False,
+    web: Annotated[str | None, typer.Option("--web", help="deliverables: web_search and fetch tools: recorded:DIR (saved pages, offline) or brave (Brave Search API, key in $BRAVE_SEARCH_API_KEY). Off by default.")] = None,
+    web_record: Annotated[Path | None, typer.Option("--web-record", help="deliverables: with a live --web, also save every search and page to DIR (replay with --web recorded:DIR).")] = None,
     temperature: TemperatureOpt = None,
     top_p: TopPOpt = None,
     reasoning_effort: ReasoningEffortOpt = None,
@@ -548,8 +551,12 @@ def run(
             packages=tasks, out=out_dir, agents=agent or ["deliverable-agent"], models=model or ["openai/gpt-5-mini"],
             only_tasks=only_task or [], only_systems=only_system or [], rerun=rerun, attempts=attempts,
             concurrency=min(concurrency, 4), max_rounds=max_rounds, sampling=sampling, inline_chars=inline_chars,
-            cache=cache, prices=prices, unsafe_local=unsafe_local, judge=judge), as_json=as_json, quiet=quiet)
+            cache=cache, prices=prices, unsafe_local=unsafe_local, judge=judge, trap_hints=trap_hints,
+            web=web, web_record=web_record), as_json=as_json, quiet=quiet)
         return
+    for flag, given in (("--trap-hints", trap_hints), ("--web", web), ("--web-record", web_record)):
+        if given:
+            raise UserError(f"{flag} is for deliverables packages (--tasks a package folder); leave it out here")
     if len(agent or []) > 1 or len(model or []) > 1:
         raise UserError("several --agent/--model pairs are for deliverables packages; run docqa and analytics systems one at a time")
     agent_name, model_name = (agent or ["bm25-agent"])[0], (model or ["openai/gpt-5-mini"])[0]

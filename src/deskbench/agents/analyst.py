@@ -19,6 +19,7 @@ import os
 import re
 import shutil
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal, Protocol
@@ -69,6 +70,15 @@ class AnalystContext:
     tasks_dir: Path  # task input paths are relative to it
     run_dir: Path  # submissions name their files relative to it
     settings: AnalystSettings = field(default_factory=AnalystSettings)
+
+
+class LoopTool(Protocol):
+    """A tool besides execute_code in a code loop (the deliverables agent's web_search/fetch):
+    it records its own step and returns the text the model reads. Each call is a round."""
+
+    spec: ToolSpec
+
+    async def run(self, call: ToolCall, rec: Recorder) -> str: ...
 
 
 class AnalyticsAgent(Protocol):
@@ -152,21 +162,25 @@ class LoopEnd:
 
 
 async def code_loop(prompt: str, inputs: list[Path], ctx: AnalystContext, files: Deliverables,
-                    rec: Recorder, *, final_note: str | None = None, system: str | None = None) -> LoopEnd:
+                    rec: Recorder, *, final_note: str | None = None, system: str | None = None,
+                    tools: Sequence[LoopTool] = ()) -> LoopEnd:
     """The execute_code loop the code agents and the File Judge share: the model calls the tool
     until it replies without one, or the round budget is spent. With `final_note`, a model
     still calling tools once the budget is spent is told so and asked once more with tools off
     (the deliverables agent: a deliverable in hand beats none; the File Judge: a verdict);
     without it the episode ends at the round limit (AIDABench's exception). `system`, if given,
-    is a system turn before the prompt."""
+    is a system turn before the prompt. `tools` are offered beside execute_code; their calls count
+    against the same budget."""
     settings = ctx.settings
+    extra = {t.spec.name: t for t in tools}
+    specs = [EXECUTE_TOOL, *(t.spec for t in tools)]
     messages = [Message(role="system", content=system)] if system else []
     messages.append(Message(role="user", content=prompt))
     rounds = 0
     try:
         while True:
             response = await rec.complete(ChatRequest(
-                messages=messages, tools=[EXECUTE_TOOL], tool_choice="auto"))
+                messages=messages, tools=specs, tool_choice="auto"))
             messages.append(response.message)
             calls = response.message.tool_calls
             if not calls:
@@ -178,7 +192,7 @@ async def code_loop(prompt: str, inputs: list[Path], ctx: AnalystContext, files:
                 messages += [Message(role="tool", tool_call_id=c.id, content="not run: the execute_code budget is spent")
                              for c in calls]
                 messages.append(Message(role="user", content=final_note))
-                final = await rec.complete(ChatRequest(messages=messages, tools=[EXECUTE_TOOL], tool_choice="none"))
+                final = await rec.complete(ChatRequest(messages=messages, tools=specs, tool_choice="none"))
                 return LoopEnd("ok", "round_limit", rounds, final.message.text().strip(), messages=messages)
             for call in calls:
                 if rounds >= settings.max_rounds:  # calls beyond the budget in one reply
@@ -186,7 +200,8 @@ async def code_loop(prompt: str, inputs: list[Path], ctx: AnalystContext, files:
                                             content="not run: the execute_code budget is spent"))
                     continue
                 rounds += 1
-                text = await _execute(call, ctx, inputs, files, rec)
+                tool = extra.get(call.name)
+                text = await (tool.run(call, rec) if tool else _execute(call, ctx, inputs, files, rec))
                 if rounds == settings.max_rounds:
                     text += "\n" + LAST_ROUND_NOTE.format(n=settings.max_rounds)
                 messages.append(Message(role="tool", tool_call_id=call.id, content=text))

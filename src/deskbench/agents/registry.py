@@ -14,7 +14,8 @@ from deskbench.errors import UserError
 
 if TYPE_CHECKING:
     from deskbench.agents.analyst import AnalyticsAgent
-    from deskbench.agents.deliverable import DeliverablesAgent
+    from deskbench.agents.deliverable import DeliverableOptions, DeliverablesAgent
+    from deskbench.agents.web_access import WebBackend
 
 AGENTS: dict[str, Callable[[], Agent]] = {
     "bm25-agent": Bm25Agent,
@@ -36,10 +37,10 @@ def _analyst() -> AnalyticsAgent:
 ANALYTICS_AGENTS: dict[str, Callable[[], AnalyticsAgent]] = {"analyst-agent": _analyst}
 
 
-def _deliverable(inline_chars: int = 24_000) -> DeliverablesAgent:
+def _deliverable(options: DeliverableOptions | None = None, web: WebBackend | None = None) -> DeliverablesAgent:
     from deskbench.agents.deliverable import DeliverableAgent  # the sandbox: only when asked for
 
-    return DeliverableAgent(inline_chars)
+    return DeliverableAgent(options, web)
 
 
 # deliverables agents take a task package, the same context as analytics agents, and a work directory

@@ -5,6 +5,10 @@ result into one store as it lands (§3.4, Appendix D). Here every system's episo
 concurrently into the run's SQLite store; a rerun of named tasks or systems (`rerun`) replaces
 just those episodes, each in one transaction when its new version ends, and leaves every other
 episode as it was. An episode's output files live under RUNDIR/outputs/<system>/<task>/<attempt>/.
+
+`--trap-hints` and `--web` make a variant of the agent: its system name says so
+(`deliverable-agent[trap-hints]:MODEL`) and its protocol notes are kept with the run, so a variant
+and the paper's setting can share a run and every table tells them apart.
 """
 
 from __future__ import annotations
@@ -16,12 +20,15 @@ from pathlib import Path
 
 from deskbench.agents.analyst import AnalystContext, AnalystSettings
 from deskbench.agents.base import AgentResult
+from deskbench.agents.deliverable import DeliverableOptions, protocol_notes, variant_name
 from deskbench.agents.registry import DELIVERABLE_AGENTS
+from deskbench.agents.web_access import WebBackend, WebChoice, open_web
 from deskbench.errors import UserError
 from deskbench.models.registry import open_model, preflight
 from deskbench.models.resilient import ResilientModel
 from deskbench.models.settings import Sampling
 from deskbench.runs.execute import Outcome
+from deskbench.runs.protocol import remember_protocol
 from deskbench.runs.runner import HasId, RunCounts, episode_dir, run_attempts, system_name
 from deskbench.runs.settings import remember_settings
 from deskbench.runs.store import RunStore
@@ -73,6 +80,16 @@ class DeliverablesRunSpec:
     prices: Path | None = None
     unsafe_local: bool = False
     limits: Limits = field(default_factory=Limits)
+    trap_hints: bool = False  # the prompt names the trap kinds (not the paper's prompt)
+    web: WebChoice | None = None  # web_search/fetch tools (none: no web access)
+
+    @property
+    def options(self) -> DeliverableOptions:
+        return DeliverableOptions(inline_chars=self.inline_chars, trap_hints=self.trap_hints, web=self.web)
+
+    def system(self, agent: str, model_id: str) -> str:
+        """The stored system name: the agent's variant and the model."""
+        return system_name(variant_name(agent, self.options), model_id)
 
     def check(self) -> None:
         for flag, value in (("--attempts", self.attempts), ("--concurrency", self.concurrency),
@@ -135,15 +152,16 @@ def prepare_deliverables(spec: DeliverablesRunSpec) -> PreparedDeliverables:
         if s.model not in models:  # one server / client per model, shared by its systems
             models[s.model] = open_model(s.model, sampling=spec.sampling, concurrency=spec.concurrency * len(spec.systems),
                                          cache=spec.cache, prices=spec.prices)
-        name = system_name(s.agent, models[s.model].id)
+        name = spec.system(s.agent, models[s.model].id)
         remember_settings(store, name, models[s.model])
+        remember_protocol(store, name, protocol_notes(spec.options))
         if spec.only_systems and name not in spec.only_systems:
             continue
         done = 0 if spec.rerun else len(store.done(name) & wanted)
         systems.append(PreparedSystem(name=name, agent=s.agent, model=models[s.model], already_done=done))
     if spec.only_systems and not systems:
         raise UserError(f"--only-system {spec.only_systems[0]!r} matches none of the systems given "
-                        f"({', '.join(system_name(s.agent, models[s.model].id) for s in spec.systems)})")
+                        f"({', '.join(spec.system(s.agent, models[s.model].id) for s in spec.systems)})")
     return PreparedDeliverables(spec=spec, tasks=tasks, store=store, systems=systems, sandbox=sandbox)
 
 
@@ -153,10 +171,10 @@ def execute_deliverables(prep: PreparedDeliverables,
     spec = prep.spec
     settings = AnalystSettings(max_rounds=spec.max_rounds, summary=False)
 
-    def runner(system: PreparedSystem):  # -> coroutine of RunCounts
+    def runner(system: PreparedSystem, web: WebBackend | None):  # -> coroutine of RunCounts
         ctx = AnalystContext(model=system.model, sandbox=prep.sandbox, tasks_dir=spec.packages.resolve(),
                              run_dir=prep.store.dir, settings=settings)
-        agent = DELIVERABLE_AGENTS[system.agent](spec.inline_chars)
+        agent = DELIVERABLE_AGENTS[system.agent](spec.options, web)
 
         async def episode(task: HasId, attempt: int) -> AgentResult:
             assert isinstance(task, DeliverableTask)
@@ -167,11 +185,14 @@ def execute_deliverables(prep: PreparedDeliverables,
                             concurrency=spec.concurrency, on_episode=report, replace=spec.rerun)
 
     async def go() -> list[RunCounts]:
+        web = open_web(spec.web) if spec.web is not None else None  # one backend, shared by the systems
         try:
-            return list(await asyncio.gather(*(runner(s) for s in prep.systems)))
+            return list(await asyncio.gather(*(runner(s, web) for s in prep.systems)))
         finally:
             for model in {id(s.model): s.model for s in prep.systems}.values():
                 await model.aclose()
+            if web is not None:
+                await web.aclose()
 
     counts = asyncio.run(go())
     return [Outcome(system=s.name, counts=c, ledger=s.model.ledger) for s, c in zip(prep.systems, counts, strict=True)]
