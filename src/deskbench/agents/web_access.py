@@ -138,7 +138,8 @@ def html_to_text(html: str) -> str:
     parser = _HtmlText()
     parser.feed(html)
     parser.close()
-    lines = [re.sub(r"[ \t\r\f\v\xa0]+", " ", line).strip() for line in "".join(parser.parts).split("\n")]
+    lines = [re.sub(r" ?\t[ \t]*", "\t", re.sub(r"[ \r\f\v\xa0]+", " ", line)).strip()
+             for line in "".join(parser.parts).split("\n")]
     body = re.sub(r"\n{3,}", "\n\n", "\n".join(lines)).strip()
     title = " ".join("".join(parser.title).split())
     return f"{title}\n\n{body}" if title else body
