@@ -11,6 +11,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+import pytest
 from conftest import run_cli
 from openpyxl import Workbook, load_workbook
 from typer.testing import CliRunner
@@ -139,14 +140,54 @@ def test_title_row_above_header_and_reference_header_hint(tmp_path: Path) -> Non
 # -- stage 2 ------------------------------------------------------------------------------
 
 
-def test_row_permutation_tolerant_passes_strict_or_sorted_fails_naming_the_row(tmp_path: Path) -> None:
+def test_row_permutation_passes_unless_an_order_is_asked_strict_or_not(tmp_path: Path) -> None:
     shuffled = xlsx(tmp_path / "s.xlsx", [ROWS[i] for i in (2, 0, 4, 1, 3)])
     assert compare_sheets(ref(tmp_path), shuffled).passed
-    fails_at(compare_sheets(ref(tmp_path), shuffled, strict=True), "content", "row 2", "column 'Region'",
-             "expected 'North', got 'East'", "row order matters")
+    # strict (the task author's override, or "exactly 4 columns"): the rows still match as a multiset
+    assert compare_sheets(ref(tmp_path), shuffled, strict=True).passed
+    strict = compare_sheets(ref(tmp_path), shuffled, instruction="Write one sheet with exactly 4 columns.")
+    assert strict.passed and strict.mode == "strict" and "order-insensitive" in strict.checked[-2]
     r = compare_sheets(ref(tmp_path), shuffled, instruction="List the regions sorted by Date ascending.")
-    fails_at(r, "content", "row 2", "sort by Date")
+    fails_at(r, "content", "row 2", "column 'Region'", "expected 'North', got 'East'", "row order matters",
+             "sort by Date")
     assert r.mode == "tolerant" and "sort(Date, ascending)" in r.constraints
+    r = compare_sheets(ref(tmp_path), shuffled, instruction="Write exactly 4 columns, sorted by Date ascending.")
+    fails_at(r, "content", "row 2", "row order matters")
+    assert r.mode == "strict"
+
+
+def test_strict_with_a_sort_descending_fails_on_the_wrong_order_only(tmp_path: Path) -> None:
+    by_revenue = sorted(ROWS, key=lambda r: -r[2])
+    reference = xlsx(tmp_path / "ref_desc.xlsx", by_revenue)
+    instruction = "Write the table with exactly 4 columns, sort by Revenue descending."
+    ok = compare_sheets(reference, xlsx(tmp_path / "ok.xlsx", by_revenue), instruction=instruction)
+    assert ok.passed and ok.mode == "strict"
+    wrong = xlsx(tmp_path / "asc.xlsx", list(reversed(by_revenue)))
+    assert compare_sheets(reference, wrong, instruction="Write the table with exactly 4 columns.").passed
+    fails_at(compare_sheets(reference, wrong, instruction=instruction), "content", "row order matters",
+             "sort by Revenue")
+
+
+@pytest.mark.parametrize("words", ["按 Revenue 降序排列。", "按收入从高到低。", "只保留前5名。", "Rank them, highest first."])
+def test_order_words_without_a_recognised_sort_make_rows_positional(tmp_path: Path, words: str) -> None:
+    by_revenue = sorted(ROWS, key=lambda r: -r[2])
+    reference = xlsx(tmp_path / "ref_desc.xlsx", by_revenue)
+    wrong = xlsx(tmp_path / "asc.xlsx", list(reversed(by_revenue)))
+    fails_at(compare_sheets(reference, wrong, instruction=words), "content", "row order matters",
+             "the instruction asks for an order")
+    assert compare_sheets(reference, xlsx(tmp_path / "ok.xlsx", by_revenue), instruction=words).passed
+
+
+@pytest.mark.parametrize("instruction", ["Save out.xlsx with the columns Region, Units, Revenue, Date.",
+                                         "Columns named Region, Units, Revenue and Date.",
+                                         "输出文件的列名为：Region、Units、Revenue、Date。"])
+def test_an_instruction_that_prescribes_column_names_is_strict(tmp_path: Path, instruction: str) -> None:
+    moved = xlsx(tmp_path / "m.xlsx", [[r[1], r[0], r[2], r[3]] for r in ROWS],
+                 header=["Units", "Region", "Revenue", "Date"])
+    assert compare_sheets(ref(tmp_path), moved, instruction="Summarise units and revenue by region.").passed
+    r = compare_sheets(ref(tmp_path), moved, instruction=instruction)
+    fails_at(r, "structure", "column 1 should be 'Region', got 'Units'")
+    assert r.mode == "strict"
 
 
 def test_float_tolerance(tmp_path: Path) -> None:
@@ -358,6 +399,9 @@ def test_cli_json_and_exit_codes(tmp_path: Path) -> None:
 
     shuffled = xlsx(tmp_path / "s.xlsx", [ROWS[i] for i in (2, 0, 4, 1, 3)])
     res = runner.invoke(app, ["compare-sheets", str(reference), str(shuffled), "--strict", "--json"])
+    assert res.exit_code == 0 and json.loads(res.stdout)["mode"] == "strict"  # no order asked: rows as a multiset
+    res = runner.invoke(app, ["compare-sheets", str(reference), str(shuffled), "--strict", "--json",
+                              "--instruction", "sorted by Date ascending"])
     assert res.exit_code == 1
     data = json.loads(res.stdout)
     assert (data["pass"], data["stage"], data["mode"]) == (False, "content", "strict")

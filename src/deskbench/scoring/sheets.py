@@ -7,8 +7,10 @@ they are implemented here without a model and stop at the first critical failure
    or tolerant sheet pairing and column alignment; sample row positions chosen once.
 2. content: normalised cells (see sheets_values) compared in full for sheets under 200 rows, else
    on 30 rows each from the head, middle, tail and a seeded random draw. Rows are compared by
-   position when order matters (strict mode, or a sort the instruction asks for), else as a
-   multiset of row hashes.
+   position only when the instruction asks for an order (a sort on one of the sheet's columns,
+   or order words no sort constraint accounts for: "top 5", "A-Z", 降序, 从高到低), else as a
+   multiset of row hashes, in strict mode too: a strict structure prescribes sheets, columns and
+   row count, not the order of rows nobody asked to sort (Listing 5 allows row reordering).
 3. constraints: dedup, sort, filters and top-K read from the instruction (sheets_constraints),
    checked on the prediction; then the row count, a key statistic sampling cannot see.
 """
@@ -27,6 +29,7 @@ from deskbench.scoring.sheets_constraints import (
     Constraint,
     check,
     extract_constraints,
+    order_phrase,
     resolve_column,
 )
 from deskbench.scoring.sheets_load import READABLE_SUFFIXES, UnreadableSheet, load_tables
@@ -188,8 +191,9 @@ def compare_sheets(reference: Path, predicted: Path, *, instruction: str = "", k
         return _fail("structure", pairs, mode, checked, constraints)
 
     sorts = [c for c in constraints if c.kind == "sort"]
+    asked = order_phrase(texts)
     for pair in pairs:
-        ordered = "strict structure" if is_strict else _sort_reason(sorts, pair)
+        ordered = _sort_reason(sorts, pair) or (f"the instruction asks for an order: {asked!r}" if asked else None)
         how = "in full" if pair.full else f"sampled ({len(pair.positions)} of {pair.ref.n_rows}: head/middle/tail/random, seed {seed})"
         checked.append(f"sheet '{pair.name}' vs '{pair.pred.name}': {len(pair.columns)} columns, rows compared {how}, "
                        f"{'by position' if ordered else 'order-insensitive'}")

@@ -74,6 +74,20 @@ FILTER_RE = re.compile(
 TOPK_RES = (re.compile(r"\b(?P<dir>top|bottom)[\s-]*" + _K + r"\b", re.I),
             re.compile(r"\b(?:the\s+)" + _K + r"\s+(?P<dir>highest|largest|biggest|best|lowest|smallest|worst)\b", re.I))
 _NEGATE: dict[str, Op] = {">": "<=", ">=": "<", "<": ">=", "<=": ">", "=": "!=", "!=": "="}
+# a row order asked for without a column the sort constraints could name (or with one they did
+# not recognise): "highest first", "rank", "top 5", "A-Z", 降序, 从高到低, 前10名. Column order
+# ("columns in this order") is structure, not row order: no bare "order" here.
+ORDER_RES = (
+    re.compile(r"\b(?:sort(?:ed|ing|s)?|rank(?:ed|ing|s)?|(?:order(?:ed)?|arrange(?:d)?)\s+(?:them\s+|it\s+|the\s+rows\s+|rows\s+)?(?:by|on|from))\b", re.I),
+    re.compile(r"\b(?:ascending|descending|increasing\s+order|decreasing\s+order|reverse\s+order|"
+               r"chronological(?:ly|\s+order)|alphabetical(?:ly|\s+order)?|a\s*-\s*z|z\s*-\s*a)\b", re.I),
+    re.compile(r"\b(?:highest|largest|biggest|most|lowest|smallest|least|newest|latest|oldest|earliest)(?:\s+\w+)?\s+first\b", re.I),
+    re.compile(r"\b(?:high(?:est)?|large(?:st)?|most|low(?:est)?|small(?:est)?|least|new(?:est)?|old(?:est)?)\s+to\s+"
+               r"(?:high(?:est)?|large(?:st)?|most|low(?:est)?|small(?:est)?|least|new(?:est)?|old(?:est)?)\b", re.I),
+    re.compile(r"\b(?:top|bottom)[\s-]*(?:\d+|" + "|".join(WORDS) + r")\b", re.I),
+    re.compile(r"排序|升序|降序|倒序|顺序排列|排名|排列|[从由](?:高|低|大|小|多|少|早|晚|新|旧)到(?:高|低|大|小|多|少|早|晚|新|旧)"
+               r"|前\s*(?:\d+|[一二三四五六七八九十]+)\s*(?:名|位|个|条|项)"),
+)
 
 
 @dataclass(frozen=True)
@@ -157,6 +171,28 @@ def extract_constraints(texts: Sequence[str]) -> list[Constraint]:
                 k = m.group("k").lower()
                 add(Constraint("top_k", k=int(k) if k.isdigit() else WORDS[k]))
     return found
+
+
+def order_phrase(texts: Sequence[str]) -> str | None:
+    """The words asking for a row order that no recognised sort constraint accounts for, or None.
+
+    Why: a sort the comparator recognised ("sorted by revenue, highest first") makes row order
+    matter only on the sheet whose column it names; an order asked for in other words (a Chinese
+    instruction, "categories A-Z", "top 5") names no column the comparator can tie it to, so it
+    makes row order matter on every sheet: the reference's order is the one asked for."""
+    for text in texts:
+        masked = text
+        for rx in (SORT_RE, SORT_OF_RE):
+            for m in rx.finditer(text):
+                if _col(m.group("col")) is None:
+                    continue
+                tail = re.split(r"[;\n]|\.(?:\s|$)", text[m.end("col"):m.end("col") + 30])[0]
+                end = m.end("col") + len(tail)
+                masked = masked[:m.start()] + " " * (end - m.start()) + masked[end:]
+        for rx in ORDER_RES:
+            if m := rx.search(masked):
+                return m.group(0)
+    return None
 
 
 def resolve_column(name: str, columns: Sequence[str]) -> str | None:

@@ -1,6 +1,7 @@
 """Stage 1 of the spreadsheet comparator (AIDABench §3.3.3): structure index and sheet pairing.
 
-Strict mode (the task prescribes the structure) needs the same sheets, the same columns in the
+Strict mode (the task prescribes the structure: sheet names, column names, "exactly N columns",
+a template; `detect_strict`, in English and Chinese) needs the same sheets, the same columns in the
 same order, the same row count and no text where the reference holds numbers or dates; tolerant
 mode pairs sheets by name (or by position when one is left on each side), aligns columns by name
 and allows extra columns and any column order. The sample row positions for Stage 2 are chosen
@@ -27,6 +28,17 @@ STRICT_PATTERNS = (
     re.compile(r"\bsheets?\s+(?:named|called|titled)\b", re.I),
     re.compile(r"\b(?:exact|identical)\s+(?:same\s+)?(?:structure|layout|format|template|columns|headers)\b", re.I),
     re.compile(r"\bmatch(?:es|ing)?\s+the\s+(?:template|reference\s+format)\b", re.I),
+    # column names prescribed: "the columns Region, Total Units, ...", "columns named ...", "headers: ..."
+    re.compile(r"\b(?:columns?|headers?)\s+(?:named\s+|called\s+|titled\s+)?(?!(?:for|with|that|which|where|of|to|"
+               r"in|from|by|as|are|is|and|or)\b)['\"“‘]?[\w(][\w ()%/&'.-]{0,40}?['\"”’]?\s*,\s*['\"“‘]?[\w(]", re.I),
+    re.compile(r"\b(?:columns?|headers?)\s+(?:named|called|titled|headed)\b", re.I),
+    re.compile(r"\b(?:columns?|headers?)\s*:\s*['\"“‘]?\w", re.I),
+    re.compile(r"\bwith\s+(?:all\s+)?(?:the\s+)?(?:original|same|source|input's|existing)\s+columns\b", re.I),
+    # the same in Chinese: 列名为…, 表头：…, 包含以下列, 工作表命名为…
+    re.compile(r"(?:列名|表头|字段名?)(?:分别|依次)?(?:为|是|包括|：|:)"),
+    re.compile(r"(?:列|字段)(?:分别|依次)为"),
+    re.compile(r"包含(?:以下|如下)(?:列|字段)"),
+    re.compile(r"(?:工作表|sheet)\s*(?:名称?|命名)\s*(?:为|是|：|:)", re.I),
 )
 
 

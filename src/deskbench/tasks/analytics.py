@@ -77,7 +77,9 @@ class ReferenceFile(BaseModel):
     path: str  # relative to the tasks file's folder
     output_name: str  # the name the instruction asks for
     sheets: list[SheetSpec] = Field(min_length=1)
-    strict_structure: bool = True  # the instruction prescribes sheet and column names
+    # None: strict when the instruction prescribes the structure (the paper's Stage 1, read by
+    # scoring/sheets_structure.detect_strict); True/False: the task author's override of it
+    strict_structure: bool | None = None
 
 
 class AnalyticsTask(BaseModel):
