@@ -200,8 +200,14 @@ def test_cross_system_tables_by_hand(report: DeliverablesReport) -> None:
     assert cross.criterion_pearson["DI"]["DI"] == 1.0
     assert cross.v_rbar_pooled.n == 15 and set(cross.v_rbar) == {"A", "B", "C"}
     assert [r.predictor for r in cross.accept_spearman] == ["V", *RUBRIC_CODES]
-    # Sole cause: V >= 80 and exactly one criterion below 2: only A t3 (FD = 1).
-    assert cross.sole_cause.counts["FD"] == 1 and cross.sole_cause.total == 1
+    # Sole cause (§4.10.2): rejected, V >= 80, exactly one criterion below 2. A t3 (FD = 1) has
+    # rbar 2.6 and V 100: accepted, so no sole-cause rejection, only the funnel's accepted count.
+    assert cross.sole_cause.counts == dict.fromkeys(RUBRIC_CODES, 0) and cross.sole_cause.total == 0
+    assert cross.sole_cause.one_below_2_accepted == 1
+    # Table 14: the raw p and the Bonferroni p over the six tests, named apart
+    for r in cross.accept_spearman:
+        assert r.p_bonferroni is None if r.pooled.p is None else r.p_bonferroni == pytest.approx(min(1, 6 * r.pooled.p))
+    assert any(r.p_bonferroni is not None and r.p_bonferroni > r.pooled.p for r in cross.accept_spearman)
     assert cross.sole_cause.auto_rejected == 3
     assert [r.weighting for r in cross.sensitivity_relaxed] == ["baseline", "A", "B", "C", "D"]
     base_relaxed, base_strict = cross.sensitivity_relaxed[0], cross.sensitivity_strict[0]
@@ -360,3 +366,87 @@ def test_report_section_in_chromium(browser, tmp_path: Path, report: Deliverable
     ok, w, h = img.evaluate("e => [e.complete, e.naturalWidth, e.naturalHeight]")
     assert ok and w > 100 and h > 100
     page.close()
+
+
+# --- QC, star ratings, the declared best, protocol --------------------------------------------
+
+
+def qc_items() -> list[DeliverableItemScore]:
+    """All items with B/t2 unreviewed and C/t6 pending; C/t5 returned (as in PLAN); stars on A's
+    reviewed t1 and t2; declared best: t1 A (argmax A), t2 C (argmax A), t3 B and C (conflict),
+    t6 B (argmax A = B tied), t4 none."""
+    items = all_items()
+    status = {("B", "t2"): "unreviewed", ("C", "t6"): "pending"}
+    best = {("A", "t1"), ("C", "t2"), ("B", "t3"), ("C", "t3"), ("B", "t6")}
+    stars = {("A", "t1"): {"verifiers": 5, "DI": 4}, ("A", "t2"): {"verifiers": 2}}
+    out = []
+    for i in items:
+        key = (i.system, i.task_id)
+        update: dict = {"declared_best": key in best and i.attempt == 0, "stars": stars.get(key, {}) if i.attempt == 0 else {}}
+        if key in status and i.attempt == 0:
+            update["grade_status"] = status[key]
+        out.append(i.model_copy(update=update))
+    return out
+
+
+def test_reviewed_share_and_reviewed_only() -> None:
+    every = summarize(qc_items(), [], resamples=50)
+    # grades held (attempt 0): 16 usable + C/t5 returned = 17; reviewed: 17 - 3
+    assert (every.reviewed.count, every.reviewed.n) == (14, 17)
+    assert (row(every, "B").reviewed.count, row(every, "B").reviewed.n) == (5, 6)
+    assert (row(every, "C").reviewed.count, row(every, "C").reviewed.n) == (4, 6)  # t5 returned, t6 pending
+    assert row(every, "B").n_graded == 6 and not every.reviewed_only
+    assert every.protocol[0].aspect == "grades counted" and every.protocol[0].source == "deskbench"
+    assert "14 of 17 grades QC-reviewed" in every.protocol[0].detail
+    assert any("3 of 17 grade(s) are not reviewed by QC and still count" in n for n in every.notes)
+
+    only = summarize(qc_items(), [], resamples=50, reviewed_only=True)
+    assert only.reviewed_only and only.protocol[0].source == "paper"
+    b, c = row(only, "B"), row(only, "C")
+    assert b.n_graded == 5 and "t2" in b.ungraded and c.n_graded == 4 and set(c.ungraded) == {"t5", "t6"}
+    # B without t2 (60, 22222): VRS strict over t1 t3 t4 t5 t6
+    assert b.vrs_strict.mean == pytest.approx((85 + 245 / 3 + 0 + 185 / 3 + 95) / 5)
+    assert (b.reviewed.count, b.reviewed.n) == (5, 6)  # the share is of every grade held, flag or not
+    assert {(u.system, u.task_id, u.grade_status) for u in only.ungraded} >= {("B", "t2", "unreviewed"),
+                                                                              ("C", "t6", "pending")}
+    assert only.cross is not None and "t2" not in only.cross.tasks and "t6" not in only.cross.tasks
+    assert only.cross.reviewed.rate == 1.0
+    assert any(n.startswith("--reviewed-only: 2 grade(s) not (yet) reviewed") for n in only.notes)
+    text = printed(only)
+    assert "grades QC-reviewed: 82.4% (14/17) (--reviewed-only: only these count)" in text
+    assert text.startswith("protocol: significance correction (Table 17): deskbench")  # non-paper first
+    assert "grades counted: paper (QC-reviewed grades only" in text
+    assert "Grades QC-reviewed (only these count)" in text
+
+
+def test_stars_and_the_declared_best() -> None:
+    report = summarize(qc_items(), [], resamples=50)
+    a = row(report, "A")
+    assert a.stars["verifiers"].mean == pytest.approx(3.5) and a.stars["verifiers"].n == 2
+    assert a.stars["DI"].mean == 4 and a.stars["DI"].n == 1 and a.stars["FD"].n == 0
+    assert a.vrs_strict.mean == row(summarize(all_items(), [], resamples=50), "A").vrs_strict.mean  # never scored
+    best = report.cross.sme_best  # type: ignore[union-attr]
+    assert best is not None
+    # t1 A = argmax A: agree; t2 C vs argmax A: disagree; t6 B in the tied argmax {A, B}: agree
+    assert (best.declared, best.agree, best.tied, best.conflicting, best.undeclared) == (3, 2, 1, 1, 1)
+    assert best.share == pytest.approx(2 / 3) and best.disagree_tasks == ["t2"]
+    text = printed(report)
+    assert "VRS argmax vs the grader's declared best (§4.4): 2 of 3 task(s) agree (66.7%)" in text
+    assert "C.6 star ratings by QC" in text and "3.50 (n=2)" in text
+    assert "p (Bonferroni)" in text and "Table 15: sole-cause rejections" in text
+
+
+def test_protocol_notes_name_every_score_side_aspect(report: DeliverablesReport) -> None:
+    aspects = {n.aspect: n.source for n in report.protocol}
+    assert aspects == {"grades counted": "deskbench", "sole-cause attribution": "paper",
+                       "significance correction (Table 14)": "paper",
+                       "significance correction (Table 17)": "deskbench"}
+    back = DeliverablesReport.model_validate_json(report.model_dump_json())
+    assert back.protocol == report.protocol
+    assert printed(report).startswith("protocol: grades counted: deskbench (every usable grade")
+
+
+def printed(report: DeliverablesReport) -> str:
+    buf = io.StringIO()
+    print_summary(report, Console(file=buf, width=300, color_system=None))
+    return buf.getvalue()

@@ -37,7 +37,7 @@ from deskbench.scoring.rubric_csv import (
     import_grades,
     import_qc,
 )
-from deskbench.scoring.rubric_qc import QCAction, apply_qc, score0_mismatches
+from deskbench.scoring.rubric_qc import QCAction, apply_qc, score0_mismatches, self_review
 from deskbench.scoring.verifier_base import VerifierResult
 from deskbench.scoring.verifiers import run_verifiers
 from deskbench.tasks.analytics import OutputFileRecord
@@ -368,7 +368,7 @@ def test_score0_mismatch_is_the_canonical_edit_to_1() -> None:
     assert not score0_mismatches(make_grade(0, why={"DI": "Multiple errors, and the capacity figure is fabricated."}))
 
 
-def test_c1_reject_triggers_are_flagged() -> None:
+def test_c1_reject_triggers_return_a_reviewed_row() -> None:
     g = make_grade({"DI": 0, "AR": 0, "RF": 2, "EP": 2, "FD": 2},
                    why={"DI": "Multiple factual errors in the totals.", "AR": "Gaps in the logic throughout."})
     results = verifiers("pass", "pass", "fail", "fail", "pass")
@@ -376,14 +376,59 @@ def test_c1_reject_triggers_are_flagged() -> None:
     final = apply_qc(g, edits, results[:4], verifier_ids=[r.id for r in results] + ["v9"],
                      required_outputs=["memo.docx", "model.xlsx"], produced_files=["memo.docx"],
                      placeholder_files=["memo.docx"])
-    returns = [f for f in final.flags if f.startswith("should be returned (C.1)")]
-    text_ = " | ".join(returns)
-    assert "4 verifier edits (more than 3)" in text_
-    assert "missing verifier scores: v4, v9" in text_
-    assert "required output file missing: model.xlsx" in text_
-    assert "placeholder: memo.docx" in text_
-    assert "score-justification mismatches on DI, AR" in text_
-    assert final.status == "pending"  # flags never change the status: the 0 cells have no action
+    # QC acted and the grade trips C.1: back to its grader, no longer reviewed, ACCEPT undecided
+    assert final.status == "returned" and final.accept is None and final.returned is None
+    returned = " | ".join(final.return_reasons)
+    assert "C.1: 4 verifier edits (more than 3)" in returned
+    assert "C.1: missing verifier scores: v4, v9" in returned
+    assert "C.1: score-justification mismatches on DI, AR" in returned
+    assert any(f.startswith("returned to the grader (C.1): 4 verifier edits") for f in final.flags)
+    # the episode's own facts are advice only: no regrade can produce the missing file
+    advice = " | ".join(f for f in final.flags if f.startswith("should be returned (C.1)"))
+    assert "required output file missing: model.xlsx" in advice and "placeholder: memo.docx" in advice
+    assert "missing file" not in returned and "model.xlsx" not in returned
+
+    # the same grade without QC: flagged only (it is unreviewed anyway)
+    final = apply_qc(g, [], results, verifier_ids=[r.id for r in results])
+    assert final.status == "unreviewed" and not final.return_reasons
+    assert any(f == "should be returned (C.1): score-justification mismatches on DI, AR" for f in final.flags)
+
+    # a fabricated citation QC reports returns the row (C.3); one the grader named is advice
+    clean = make_grade(3)
+    found = act("DI", "edit", 0, justification="Fabricated citations: two URLs do not exist.",
+                reason="citation invalid: fabricated sources")
+    final = apply_qc(clean, [found], verifiers("pass"))
+    assert final.status == "returned" and any("fabricated citation" in r for r in final.return_reasons)
+    own = make_grade({**dict.fromkeys(RUBRIC_CODES, 2), "DI": 0},
+                     why={"DI": "The response relies on fabricated citations to unrelated pages."})
+    final = apply_qc(own, [act("DI", "confirm")], verifiers("pass"))
+    assert final.status == "reviewed" and final.accept is False
+    assert "should be returned (C.1): a fabricated citation is reported" in final.flags
+
+
+def test_star_ratings_are_recorded_not_scored() -> None:
+    g = make_grade(3)
+    ratings = [act("stars:verifiers", "rate", 4), act("stars:DI", "rate", 2), act("stars:DI", "rate", 3)]
+    final = apply_qc(g, ratings, verifiers("pass") * 5)
+    assert final.stars == {"verifiers": 4, "DI": 3}  # the latest rating per target
+    assert final.scores == g.scores and final.accept is True and final.status == "reviewed"
+    assert final.qc_actions == 3 and not final.edits
+    # a rating on a criterion is not a confirm of its 0 (the Score-0 rule needs one)
+    zero = make_grade({**dict.fromkeys(RUBRIC_CODES, 3), "EP": 0}, why={"EP": "Fundamental math errors."})
+    assert apply_qc(zero, [act("stars:EP", "rate", 1)], verifiers("pass")).status == "pending"
+    with pytest.raises(ValueError, match="score: 6 is not a star rating"):
+        act("stars:FD", "rate", 6)
+    with pytest.raises(ValueError, match="action: stars:FD takes a star rating"):
+        act("stars:FD", "confirm")
+    with pytest.raises(ValueError, match="target: rate applies to a star target"):
+        act("FD", "rate", 3)
+    with pytest.raises(ValueError, match="target"):
+        act("stars:XX", "rate", 3)
+
+
+def test_self_review_is_one_rule() -> None:
+    assert self_review("qc-1", "sme-1") is None
+    assert self_review(" SME-1", "sme-1") == "QC is a second person's review: SME-1 graded this episode"
 
 
 def test_check_b_ep_against_numeric_verifiers() -> None:
@@ -473,7 +518,7 @@ def test_csv_import_good(run: Path, tmp_path: Path) -> None:
 
 
 GOOD_ROW = {"task_id": FSP, "system": "sys-good", "attempt": "0", "grader": "sme-1",
-            **{c: "2" for c in RUBRIC_CODES}, **{f"{c}_justification": "fine" for c in RUBRIC_CODES}, "comment": ""}
+            **{c: "2" for c in RUBRIC_CODES}, **{f"{c}_justification": "fine" for c in RUBRIC_CODES}, "comment": "", "best": ""}
 
 
 @pytest.mark.parametrize(("change", "line", "column", "problem"), [
@@ -487,6 +532,7 @@ GOOD_ROW = {"task_id": FSP, "system": "sys-good", "attempt": "0", "grader": "sme
     ({"task_id": FSP, "system": "sys-broken"}, 3, "task_id", "ended with status error"),
     ({"grader": ""}, 3, "grader", "empty"),
     ({"task_id": FSP, "system": "sys-good"}, 3, "grader", "repeats the row of line 2"),
+    ({"best": "maybe"}, 3, "best", "'maybe' is not yes or no"),
 ])
 def test_csv_import_bad_row(run: Path, tmp_path: Path, change: dict[str, str], line: int, column: str,
                             problem: str) -> None:
@@ -497,6 +543,43 @@ def test_csv_import_bad_row(run: Path, tmp_path: Path, change: dict[str, str], l
     msg = str(exc.value)
     assert "\n" not in msg and msg.startswith(f"{path}: line {line}, column {column}: ") and problem in msg
     assert store.grades() == []  # the good first row is not written either
+
+
+def test_csv_best_column_is_optional_and_recorded(run: Path, tmp_path: Path) -> None:
+    store = GradeStore(run)
+    old = [c for c in GRADE_COLUMNS if c != "best"]  # a file made before the column existed
+    (g,) = import_grades(store, write_csv(tmp_path / "old.csv", old, [{k: GOOD_ROW[k] for k in old}]))
+    assert g.declared_best is False
+    (g,) = import_grades(store, write_csv(tmp_path / "new.csv", GRADE_COLUMNS, [{**GOOD_ROW, "best": "Yes"}]))
+    assert g.declared_best is True
+    assert store.final_grades()[(FSP, "sys-good", 0)].declared_best is True
+
+
+def test_qc_csv_refuses_the_grader_as_reviewer_and_takes_stars(run: Path, tmp_path: Path) -> None:
+    store = GradeStore(run)
+    import_grades(store, filled_template(run, tmp_path / "grades.csv"))  # graded by sme-ana
+    path = write_csv(tmp_path / "qc.csv", QC_COLUMNS, [qc_row(), qc_row(target="RF", reviewer=" SME-Ana")])
+    with pytest.raises(UserError) as exc:
+        import_qc(store, path)
+    assert str(exc.value) == (f"{path}: line 3, column reviewer: QC is a second person's review: SME-Ana graded "
+                              "this episode; have a second person review it, under their own name")
+    assert store.qc_actions() == []
+    stars = [qc_row(target="stars:verifiers", action="rate", score="4"), qc_row(target="Stars:di", action="stars",
+                                                                               score="2")]
+    import_qc(store, write_csv(tmp_path / "stars.csv", QC_COLUMNS, stars))
+    final = store.final_grades()[(FSP, "sys-lazy", 0)]
+    assert final.stars == {"verifiers": 4, "DI": 2} and final.scores["DI"] == 0
+    bad = write_csv(tmp_path / "bad.csv", QC_COLUMNS, [qc_row(target="stars:FD", action="rate", score="0")])
+    with pytest.raises(UserError, match=r"line 2, column score: '0' is not a valid score; give 1, 2, 3, 4, 5"):
+        import_qc(store, bad)
+
+
+def test_cli_qc_by_the_grader_is_one_line_and_exit_2(run: Path, tmp_path: Path) -> None:
+    import_grades(GradeStore(run), filled_template(run, tmp_path / "grades.csv"))
+    path = write_csv(tmp_path / "qc.csv", QC_COLUMNS, [qc_row(reviewer="sme-ana")])
+    proc = run_cli("rubric", "qc", str(run), str(path))
+    assert proc.returncode == 2
+    assert proc.stderr.strip().count("\n") == 0 and "column reviewer: QC is a second person's review" in proc.stderr
 
 
 def test_csv_header_problems(run: Path, tmp_path: Path) -> None:

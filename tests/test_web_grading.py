@@ -226,7 +226,7 @@ def test_grader_and_qc_reviewer_in_chromium(setup: dict, browser) -> None:  # no
     alice.login(setup["tokens"]["alice"])
     form = {"csrf": alice.csrf, "task": task.id, "system": SYSTEM, "attempt": "0", "target": "RF", "action": "confirm"}
     status, _, html = alice.request("POST", "/qc", form)
-    assert status == 403 and "you graded this episode" in html
+    assert status == 403 and "QC is a second person&#39;s review: alice graded this episode" in html
 
 
 def test_verifier_qc_over_http_reaches_the_score(tmp_path: Path) -> None:
@@ -275,7 +275,7 @@ def test_verifier_qc_over_http_reaches_the_score(tmp_path: Path) -> None:
         # the grader may not QC their own grade; no CSRF token, no action
         status, _, html = alice.request("POST", "/qc", {**form, "csrf": alice.csrf, "action": "edit", "score": "1",
                                                         "reason": "mine"})
-        assert status == 403 and "you graded this episode" in html
+        assert status == 403 and "QC is a second person&#39;s review: alice graded this episode" in html
         assert bob.request("POST", "/qc", {**form, "csrf": "", "action": "confirm"})[0] == 403
         assert GradeStore(run_dir).qc_actions() == []
 

@@ -47,6 +47,9 @@ class GradeInput(BaseModel):
     grader: str
     status: str = "unreviewed"  # unreviewed | pending | reviewed | returned
     verifier_overrides: dict[str, Literal["pass", "fail"]] = Field(default_factory=dict)
+    return_reasons: list[str] = Field(default_factory=list)  # why a returned grade went back
+    stars: dict[str, int] = Field(default_factory=dict)  # C.6 star ratings (QC), never a score
+    declared_best: bool = False  # the grader's declared best response of the task (§4.4)
 
 
 class DeliverableItemScore(BaseModel):
@@ -67,7 +70,10 @@ class DeliverableItemScore(BaseModel):
     files_produced: list[str] = Field(default_factory=list)
     scores: dict[str, int] | None = None  # None = ungraded
     grader: str | None = None
-    grade_status: str | None = None
+    grade_status: str | None = None  # unreviewed | pending | reviewed | returned (QC, Appendix C)
+    return_reasons: list[str] = Field(default_factory=list)
+    stars: dict[str, int] = Field(default_factory=dict)  # C.6: "verifiers", DI..FD -> 1-5
+    declared_best: bool = False
     reasoning_mean: float | None = None
     vrs_relaxed: float | None = None
     vrs_strict: float | None = None
@@ -159,11 +165,13 @@ async def score_episode(task: DeliverableTask, episode: Episode, run_dir: Path, 
     if grade is not None and grade.status != "returned":
         s = grade.scores
         item = item.model_copy(update={
-            "scores": s, "grader": grade.grader, "grade_status": grade.status,
+            "scores": s, "grader": grade.grader, "grade_status": grade.status, "stars": grade.stars,
+            "declared_best": grade.declared_best,
             "reasoning_mean": reasoning_mean(s), "vrs_relaxed": vrs_relaxed(rate.v, s),
             "vrs_strict": vrs_strict(rate.v, s), "accept": accept(rate.v, s), "auto_reject": auto_reject(s)})
     elif grade is not None:
-        item = item.model_copy(update={"grader": grade.grader, "grade_status": grade.status})
+        item = item.model_copy(update={"grader": grade.grader, "grade_status": grade.status,
+                                       "return_reasons": grade.return_reasons})
     return item
 
 

@@ -19,7 +19,8 @@ def grade_inputs(store: RunStore, system: str | None = None) -> dict[tuple[str, 
     finally:
         grades.close()
     return {key: GradeInput(scores=g.scores, grader=g.grader, status=g.status,
-                            verifier_overrides={o.id: o.final for o in g.verifier_overrides})
+                            verifier_overrides={o.id: o.final for o in g.verifier_overrides},
+                            return_reasons=g.return_reasons, stars=g.stars, declared_best=g.declared_best)
             for key, g in finals.items()}
 
 

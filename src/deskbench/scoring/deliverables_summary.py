@@ -16,6 +16,11 @@ Rules, applied everywhere:
   graded for every system, so each comparison is paired.
 * An undefined number (a correlation of a constant column, a mean of nothing) is None in the
   model and "-" when printed, never NaN.
+* QC (Appendix C). Every grade in the paper was reviewed by a second SME. By default every usable
+  grade counts, reviewed or not, and the share reviewed is shown beside every aggregate (per
+  system, pooled, cross-system); `reviewed_only` (--reviewed-only) counts only grades QC has
+  reviewed (status "reviewed"), the others are listed as ungraded. A returned grade never counts.
+* `protocol` names which protocol produced each number (paper or deskbench), see runs/protocol.py.
 """
 
 from __future__ import annotations
@@ -31,6 +36,7 @@ from rich.table import Table
 
 from deskbench.analysis.stats import (
     Correlation,
+    bonferroni,
     bootstrap_means_ci,
     cohens_d,
     correlation_matrix,
@@ -43,8 +49,10 @@ from deskbench.analysis.stats import (
     wilson_interval,
 )
 from deskbench.models.prices import PRICES_AS_OF, UNKNOWN, per, total_cost
+from deskbench.runs.protocol import ProtocolNote, describe, deskbench, paper
 from deskbench.scoring.deliverables import DeliverableItemScore
 from deskbench.scoring.failure_tags import TagCounts, tag_table
+from deskbench.scoring.rubric_qc import STAR_TARGETS
 from deskbench.scoring.vrs import GradedRow
 from deskbench.tasks.deliverables import RUBRIC_CODES, DeliverableTask
 
@@ -104,6 +112,13 @@ class CriterionStats(BaseModel):
     pass_rate: float | None
 
 
+class StarMean(BaseModel):
+    """C.6: the mean of one star rating (1-5) over the n graded items QC rated."""
+
+    mean: float | None
+    n: int
+
+
 class SystemRow(BaseModel):
     """Table 6 for one system (attempt 0), with Table 10/12/16's per-system parts.
 
@@ -134,6 +149,9 @@ class SystemRow(BaseModel):
     cost_known: bool = True
     traps: TrapCounts
     criteria: dict[str, CriterionStats]
+    # grades QC reviewed, over the attempt-0 items holding a grade (counted or not)
+    reviewed: Rate = Field(default_factory=lambda: Rate(count=0, n=0, rate=None))
+    stars: dict[str, StarMean] = Field(default_factory=dict)  # C.6, over the counted grades
 
 
 class ClassCell(BaseModel):
@@ -198,10 +216,12 @@ class Corr(BaseModel):
 
 
 class AcceptCorrelation(BaseModel):
-    """Table 14: Spearman of one predictor (V or a criterion) with ACCEPT."""
+    """Table 14: Spearman of one predictor (V or a criterion) with ACCEPT; `pooled.p` raw,
+    `p_bonferroni` corrected for the family of six tests (as the paper's caption)."""
 
     predictor: str
     pooled: Corr
+    p_bonferroni: float | None = None
     by_system: dict[str, Corr]
 
 
@@ -214,6 +234,21 @@ class SoleCause(BaseModel):
     counts: dict[str, int]
     total: int
     auto_rejected: int
+    one_below_2_accepted: int = 0  # V >= 80, one criterion < 2, accepted: no failure, not counted
+
+
+class SmeBest(BaseModel):
+    """§4.4: the per-task strict-VRS argmax against the grader's declared best response, over the
+    tasks where exactly one system's grade declares it (the paper: 38 of 42, 90.5%). A tied
+    argmax agrees when the declared system is among the tied."""
+
+    declared: int  # tasks with exactly one declared best
+    agree: int
+    share: float | None
+    tied: int  # of the declared tasks, those whose argmax is a tie
+    conflicting: int  # tasks where several systems are declared best: left out
+    undeclared: int  # tasks with no declared best: left out
+    disagree_tasks: list[str] = Field(default_factory=list)
 
 
 class Sensitivity(BaseModel):
@@ -244,13 +279,16 @@ class CrossSystem(BaseModel):
     sole_cause: SoleCause
     sensitivity_relaxed: list[Sensitivity]
     sensitivity_strict: list[Sensitivity]
+    sme_best: SmeBest | None = None  # None with one system
+    reviewed: Rate = Field(default_factory=lambda: Rate(count=0, n=0, rate=None))  # of the pooled grades used
 
 
 class UngradedItem(BaseModel):
     system: str
     task_id: str
     grader: str | None = None
-    grade_status: str | None = None  # "returned": QC sent the grade back
+    grade_status: str | None = None  # "returned": QC sent the grade back; with --reviewed-only also unreviewed / pending
+    return_reasons: list[str] = Field(default_factory=list)
 
 
 class DeliverablesReport(BaseModel):
@@ -269,6 +307,10 @@ class DeliverablesReport(BaseModel):
     failure_tags: TagCounts | None = None  # Table 11 by the regex tagger (`rubric tags --model` adds an LLM's)
     notes: list[str] = Field(default_factory=list)
     prices_as_of: str = PRICES_AS_OF  # the date of the built-in price table the costs come from
+    reviewed_only: bool = False  # only QC-reviewed grades counted (--reviewed-only)
+    reviewed: Rate = Field(default_factory=lambda: Rate(count=0, n=0, rate=None))  # pooled, as SystemRow.reviewed
+    protocol: list[ProtocolNote] = Field(default_factory=list)  # the score side: which protocol made each number
+    run_protocol: dict[str, list[ProtocolNote]] = Field(default_factory=dict)  # the run side, per system
 
     @property
     def graded(self) -> bool:
@@ -301,8 +343,22 @@ def _means_ci(columns: dict[str, list[float]], resamples: int, seed: int) -> dic
     return {name: MeanCI(mean=_mean(vals), ci=_ci(cis.get(name)), n=len(vals)) for name, vals in columns.items()}
 
 
+def _reviewed(items: Iterable[DeliverableItemScore]) -> Rate:
+    """Grades QC reviewed, over the items holding a grade (counted, returned or left out)."""
+    statuses = [i.grade_status for i in items if i.grade_status is not None]
+    return _rate(sum(s == "reviewed" for s in statuses), len(statuses))
+
+
+def _stars(graded: Sequence[DeliverableItemScore]) -> dict[str, StarMean]:
+    out = {}
+    for t in STAR_TARGETS:
+        vals = [float(i.stars[t]) for i in graded if t in i.stars]
+        out[t] = StarMean(mean=_mean(vals), n=len(vals))
+    return out
+
+
 def _system_row(system: str, items: list[DeliverableItemScore], task_ids: list[str],
-                resamples: int, seed: int) -> SystemRow:
+                resamples: int, seed: int, reviewed: Rate | None = None) -> SystemRow:
     graded = [i for i in items if i.graded]
     cols: dict[str, list[float]] = {
         "rbar": [i.reasoning_mean for i in graded],  # type: ignore[misc]
@@ -335,7 +391,8 @@ def _system_row(system: str, items: list[DeliverableItemScore], task_ids: list[s
         verifiers=sum(i.passed + i.failed + i.unobservable for i in items), unobservable=sum(i.unobservable for i in items),
         judged=sum(i.judged for i in items), cost_usd=cost, mean_cost_usd=per(cost, len(items)),
         cost_known=cost is not None,
-        traps=traps, criteria=criteria,
+        traps=traps, criteria=criteria, reviewed=reviewed if reviewed is not None else _reviewed(items),
+        stars=_stars(graded),
     )
 
 
@@ -379,6 +436,7 @@ def _cross(systems: list[str], task_ids: list[str],
     pairwise = len(systems) > 1
 
     accept_counts: list[AcceptCount] = []
+    sme_best: SmeBest | None = None
     argmax: list[ArgmaxWins] = []
     mcnemar: list[McNemarRow] = []
     if pairwise:
@@ -393,6 +451,7 @@ def _cross(systems: list[str], task_ids: list[str],
             for s in tied:
                 wins[s] += 1 / len(tied)
         argmax = [ArgmaxWins(system=s, wins=wins[s], share=wins[s] / n) for s in systems]
+        sme_best = _sme_best(systems, common, items)
         tests = [(a, b, mcnemar_exact([bool(i.accept) for i in items[a]], [bool(i.accept) for i in items[b]]))
                  for a, b in combinations(systems, 2)]
         adjusted = holm([m.p for _, _, m in tests])
@@ -412,6 +471,9 @@ def _cross(systems: list[str], task_ids: list[str],
             pooled=_corr(spearman(column(pooled, key), [float(bool(i.accept)) for i in pooled])),
             by_system={s: _corr(spearman(column(items[s], key), [float(bool(i.accept)) for i in items[s]]))
                        for s in systems}))
+    # Table 14's caption: "significant after Bonferroni correction for six tests" (V + five criteria)
+    for row, q in zip(accept_rows, bonferroni([r.pooled.p for r in accept_rows]), strict=True):
+        row.p_bonferroni = q
     rows = [GradedRow(system=i.system, task_id=i.task_id, v=i.v, scores=i.scores or {}, prompt_class=i.prompt_class)
             for i in pooled]
     sc = sole_cause_summary(rows)
@@ -425,17 +487,77 @@ def _cross(systems: list[str], task_ids: list[str],
         accept_spearman=accept_rows,
         sole_cause=SoleCause(cleared_v=sc.cleared_v, all_at_least_2=sc.all_at_least_2,
                              accepted_all_at_least_2=sc.accepted_all_at_least_2, counts=sc.sole_cause,
-                             total=sc.sole_cause_total, auto_rejected=sc.auto_rejected),
+                             total=sc.sole_cause_total, auto_rejected=sc.auto_rejected,
+                             one_below_2_accepted=sc.one_below_2_accepted),
         sensitivity_relaxed=_sensitivity(rows, strict=False),
         sensitivity_strict=_sensitivity(rows, strict=True),
+        sme_best=sme_best, reviewed=_reviewed(pooled),
     )
 
 
+def _sme_best(systems: list[str], tasks: list[str], items: dict[str, list[DeliverableItemScore]]) -> SmeBest:
+    declared = agree = tied = conflicting = undeclared = 0
+    disagree: list[str] = []
+    for k, task in enumerate(tasks):
+        best = [s for s in systems if items[s][k].declared_best]
+        if not best:
+            undeclared += 1
+            continue
+        if len(best) > 1:
+            conflicting += 1
+            continue
+        vrs = {s: float(items[s][k].vrs_strict or 0.0) for s in systems}
+        top = max(vrs.values())
+        argmax = [s for s in systems if vrs[s] >= top - _TIE]
+        declared += 1
+        tied += len(argmax) > 1
+        if best[0] in argmax:
+            agree += 1
+        else:
+            disagree.append(task)
+    return SmeBest(declared=declared, agree=agree, share=agree / declared if declared else None, tied=tied,
+                   conflicting=conflicting, undeclared=undeclared, disagree_tasks=disagree)
+
+
+def _uncounted(item: DeliverableItemScore) -> DeliverableItemScore:
+    """The item with its grade left out (--reviewed-only: not reviewed by QC)."""
+    return item.model_copy(update={"scores": None, "reasoning_mean": None, "vrs_relaxed": None,
+                                   "vrs_strict": None, "accept": None, "auto_reject": None})
+
+
+def protocol_notes(reviewed_only: bool, reviewed: Rate, *, pairs: bool = True) -> list[ProtocolNote]:
+    """The score-side protocol of a deliverables summary: which grades count, how sole-cause
+    failures are attributed, how the tests are corrected (Table 17's only with `pairs`)."""
+    share = f"{reviewed.count} of {reviewed.n} grades QC-reviewed" + (
+        f" ({fmt_pct(reviewed.rate)})" if reviewed.rate is not None else "")
+    if reviewed_only:
+        grades = paper("grades counted", f"QC-reviewed grades only, as every grade in the paper was reviewed "
+                                         f"(Appendix C; --reviewed-only); {share}")
+    else:
+        grades = deskbench("grades counted", f"every usable grade, unreviewed and QC-pending ones included; {share} "
+                                             "(--reviewed-only counts reviewed grades only, as the paper)")
+    notes = [
+        grades,
+        paper("sole-cause attribution", "§4.10.2: rejected responses with V >= 80 and exactly one criterion below 2 "
+                                        "(an accepted one is no failure)"),
+        paper("significance correction (Table 14)", "Bonferroni over the six Spearman tests (p and p_bonferroni)"),
+    ]
+    if pairs:
+        notes.append(deskbench("significance correction (Table 17)", "Holm over the agent pairs (p and p_holm); the "
+                                                                     "paper reports uncorrected p and recommends Holm"))
+    return notes
+
+
 def summarize(items: list[DeliverableItemScore], tasks: list[DeliverableTask], *,
-              resamples: int = 1000, seed: int = 0) -> DeliverablesReport:
+              resamples: int = 1000, seed: int = 0, reviewed_only: bool = False) -> DeliverablesReport:
     """Tables 6-18 over `items` (attempt 0 of each system; see the module docstring for which
     items each table uses). `tasks` gives the task list (class sizes, tasks a system has no
-    episode for); items of tasks not in it still count, with their own prompt class."""
+    episode for); items of tasks not in it still count, with their own prompt class.
+    `reviewed_only`: only QC-reviewed grades count; the others are listed as ungraded."""
+    share_of = {s: _reviewed(i for i in items if i.system == s and i.attempt == 0) for s in {i.system for i in items}}
+    pooled_share = _reviewed(i for i in items if i.attempt == 0)
+    if reviewed_only:
+        items = [i if not i.graded or i.grade_status == "reviewed" else _uncounted(i) for i in items]
     first: dict[tuple[str, str], DeliverableItemScore] = {}
     for item in items:
         if item.attempt == 0:
@@ -446,7 +568,7 @@ def summarize(items: list[DeliverableItemScore], tasks: list[DeliverableTask], *
     task_ids = list(dict.fromkeys([t.id for t in tasks] + [i.task_id for i in items]))
     classes = {t.id: t.prompt_class for t in tasks} | {i.task_id: i.prompt_class for i in items}
     per_system = {s: [first[(s, t)] for t in task_ids if (s, t) in first] for s in systems}
-    rows = [_system_row(s, per_system[s], task_ids, resamples, seed) for s in systems]
+    rows = [_system_row(s, per_system[s], task_ids, resamples, seed, share_of[s]) for s in systems]
     graded_all = [i for its in per_system.values() for i in its if i.graded]
     n_other = sum(i.attempt != 0 for i in items)
 
@@ -465,8 +587,17 @@ def summarize(items: list[DeliverableItemScore], tasks: list[DeliverableTask], *
                          f"cross-system tables: {', '.join(cross.excluded_tasks)}")
     if len(systems) == 1:
         notes.append("one system: no pairwise tables (Cohen's d, Table 9, argmax, McNemar)")
-    ungraded = [UngradedItem(system=i.system, task_id=i.task_id, grader=i.grader, grade_status=i.grade_status)
+    ungraded = [UngradedItem(system=i.system, task_id=i.task_id, grader=i.grader, grade_status=i.grade_status,
+                             return_reasons=i.return_reasons)
                 for s in systems for i in per_system[s] if not i.graded]
+    if reviewed_only:
+        left = [u for u in ungraded if u.grade_status in ("unreviewed", "pending")]
+        if left:
+            notes.append(f"--reviewed-only: {len(left)} grade(s) not (yet) reviewed by QC are left out: "
+                         + ", ".join(f"{u.system}/{u.task_id} ({u.grade_status})" for u in left))
+    elif pooled_share.n and pooled_share.count < pooled_share.n:
+        notes.append(f"{pooled_share.n - pooled_share.count} of {pooled_share.n} grade(s) are not reviewed by QC "
+                     "and still count; --reviewed-only counts reviewed grades only (Appendix C)")
     if ungraded and graded_all:
         notes.append(f"{len(ungraded)} ungraded item(s) are left out of the rubric-based metrics (never counted as 0)")
     for r in rows:
@@ -476,6 +607,7 @@ def summarize(items: list[DeliverableItemScore], tasks: list[DeliverableTask], *
         systems=systems, tasks=task_ids, n_other_attempts=n_other, resamples=resamples, seed=seed,
         n_graded=len(graded_all), rows=rows, criteria_pooled=_criteria(graded_all),
         by_class=_by_class(systems, first, classes), cross=cross, ungraded=ungraded, notes=notes,
+        reviewed_only=reviewed_only, reviewed=pooled_share, protocol=protocol_notes(reviewed_only, pooled_share, pairs=len(systems) > 1),
     )
 
 
@@ -550,6 +682,8 @@ def _table6(report: DeliverablesReport) -> Table:
         add("Total criterion zeros", (f"{r.zeros} / {5 * r.n_graded}" for r in rows))
     add("Output-file production rate", (fmt_rate(r.files, ci=False) for r in rows))
     add("Graded / ungraded", (f"{r.n_graded} / {r.n_ungraded}" for r in rows))
+    add("Grades QC-reviewed" + (" (only these count)" if report.reviewed_only else ""),
+        (fmt_rate(r.reviewed, ci=False) for r in rows))
     add("Verifiers unobservable / judged", (f"{r.unobservable} / {r.judged} of {r.verifiers}" for r in rows))
     add("Traps fell / avoided / unobservable",
         (f"{r.traps.fell} / {r.traps.avoided} / {r.traps.unobservable}" for r in rows))
@@ -562,6 +696,13 @@ def print_summary(report: DeliverablesReport, console: Console) -> None:
     """Every table of the report that has data, then the notes and the ungraded items."""
     systems = report.systems
     pairs = len(systems) > 1
+    if report.protocol:
+        console.print(f"protocol: {escape(describe(report.protocol))}")
+    for system, notes in report.run_protocol.items():
+        if notes:
+            console.print(f"protocol of {escape(system)}: {escape(describe(notes))}")
+    console.print(f"grades QC-reviewed: {escape(fmt_rate(report.reviewed, ci=False))}"
+                  + (" (--reviewed-only: only these count)" if report.reviewed_only else " (all usable grades count)"))
     _show(console, _table6(report))
     if report.failure_tags is not None and report.failure_tags.cells:
         _show(console, tag_table(report.failure_tags))
@@ -586,6 +727,13 @@ def print_summary(report: DeliverablesReport, console: Console) -> None:
         t.add_row("Total zeros", *(str(r.zeros) for r in report.rows),
                   str(sum(c.zeros for c in report.criteria_pooled.values())))
         _show(console, t)
+        if any(c.n for r in report.rows for c in r.stars.values()):
+            t = _table("C.6 star ratings by QC (mean 1-5 (n rated); not used in VRS or ACCEPT)", "Rating",
+                       *systems)
+            for target in STAR_TARGETS:
+                t.add_row("all verifiers" if target == "verifiers" else target,
+                          *(f"{fmt(r.stars[target].mean)} (n={r.stars[target].n})" for r in report.rows))
+            _show(console, t)
         t = _table("Table 12: strict vs relaxed VRS", "System", "Strict", "Relaxed", "Delta", "# with a zero")
         for r in report.rows:
             t.add_row(escape(r.system), fmt(r.vrs_strict.mean), fmt(r.vrs_relaxed.mean), fmt(r.vrs_delta),
@@ -599,12 +747,17 @@ def print_summary(report: DeliverablesReport, console: Console) -> None:
     if report.ungraded and report.graded:
         console.print("ungraded (left out of rubric metrics): " + escape(", ".join(
             f"{u.system}/{u.task_id}" + (f" ({u.grade_status})" if u.grade_status else "") for u in report.ungraded)))
+    for u in report.ungraded:
+        if u.return_reasons:
+            console.print(f"returned to {escape(u.grader or '?')} for a regrade: {escape(u.system)}/{escape(u.task_id)}: "
+                          + escape("; ".join(u.return_reasons)))
 
 
 def _print_cross(cross: CrossSystem, console: Console, pairs: bool) -> None:
     systems = cross.systems
     n = len(cross.tasks)
-    console.print(f"Cross-system tables over the {n} task(s) graded for every system.")
+    console.print(f"Cross-system tables over the {n} task(s) graded for every system "
+                  f"(grades QC-reviewed: {escape(fmt_rate(cross.reviewed, ci=False))}).")
     if pairs:
         t = _table("Table 9: systems accepting per task", "# accepting", "# tasks", "%")
         for row in cross.accept_counts:
@@ -614,6 +767,13 @@ def _print_cross(cross: CrossSystem, console: Console, pairs: bool) -> None:
         for w in cross.argmax:
             t.add_row(escape(w.system), fmt(w.wins), fmt_pct(w.share))
         _show(console, t)
+        b = cross.sme_best
+        if b is not None:
+            text = (f"VRS argmax vs the grader's declared best (§4.4): {b.agree} of {b.declared} task(s) agree"
+                    + (f" ({fmt_pct(b.share)})" if b.share is not None else "")
+                    + f"; {b.tied} tied argmax; left out: {b.undeclared} without a declared best, "
+                    f"{b.conflicting} with several" + (f"; disagree: {', '.join(b.disagree_tasks)}" if b.disagree_tasks else ""))
+            console.print(escape(text))
         t = _table("Table 17: paired ACCEPT (exact McNemar, Holm-adjusted)", "Pair", "Both", "A only",
                    "B only", "Neither", "p", "p (Holm)")
         for m in cross.mcnemar:
@@ -628,14 +788,16 @@ def _print_cross(cross: CrossSystem, console: Console, pairs: bool) -> None:
     for s, c in [*cross.v_rbar.items(), ("pooled", cross.v_rbar_pooled)]:
         t.add_row(escape(s), fmt(c.rho), fmt_p(c.p), str(c.n))
     _show(console, t)
-    t = _table("Table 14: Spearman with ACCEPT", "Predictor", "rho (pooled)", "p", *(f"rho ({s})" for s in systems))
+    t = _table("Table 14: Spearman with ACCEPT (p raw and Bonferroni-corrected for the six tests)", "Predictor",
+               "rho (pooled)", "p", "p (Bonferroni)", *(f"rho ({s})" for s in systems))
     for row in cross.accept_spearman:
-        t.add_row(row.predictor, fmt(row.pooled.rho, 3), fmt_p(row.pooled.p),
+        t.add_row(row.predictor, fmt(row.pooled.rho, 3), fmt_p(row.pooled.p), fmt_p(row.p_bonferroni),
                   *(fmt(row.by_system[s].rho, 3) for s in systems))
     _show(console, t)
     sc = cross.sole_cause
-    t = _table(f"Table 15: sole-cause failures ({sc.total}; {sc.cleared_v} cleared V >= 80, "
-               f"{sc.all_at_least_2} with all >= 2, {sc.accepted_all_at_least_2} of them accepted)",
+    t = _table(f"Table 15: sole-cause rejections ({sc.total}; {sc.cleared_v} cleared V >= 80, "
+               f"{sc.all_at_least_2} with all >= 2, {sc.accepted_all_at_least_2} of them accepted; "
+               f"{sc.one_below_2_accepted} accepted with one below 2, not counted)",
                "Criterion", "Sole-cause", "%")
     for code in RUBRIC_CODES:
         t.add_row(code, str(sc.counts[code]), fmt_pct(sc.counts[code] / sc.total if sc.total else None))

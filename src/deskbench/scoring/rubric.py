@@ -126,6 +126,10 @@ class RubricGrade(BaseModel):
     source: Source
     criteria: dict[RubricCode, CriterionGrade]
     comment: str = ""
+    # The grader declares this the best response to its task among the systems' responses: the
+    # SME-declared best that §4.4 compares with the per-task VRS argmax (90.5% in the paper,
+    # where a regex read it from the Comments column; deskbench records it explicitly).
+    declared_best: bool = False
     episode_stamp: str = Field(min_length=1)
     created_at: str = Field(default_factory=now)
 

@@ -1,13 +1,17 @@
 """Human rubric grades and QC actions as CSV, for SMEs working in a spreadsheet.
 
 Grades CSV: task_id, system, attempt, grader, DI, DI_justification, AR, AR_justification, RF,
-RF_justification, EP, EP_justification, FD, FD_justification, comment. `export_template` writes
-one row per ok episode with the scores empty.
+RF_justification, EP, EP_justification, FD, FD_justification, comment, and the optional column
+best ("yes" when the grader declares this the best response to its task, §4.4; empty or "no"
+otherwise; files without the column declare nothing). `export_template` writes one row per ok
+episode with the scores empty.
 
 QC CSV: task_id, system, attempt, target, action, score, justification, reason, reviewer
 (target DI..FD, verifier:<id> or row; action confirm, edit or reject; "ok" and "return" are
-read as confirm and reject). Each action reviews the episode's primary grade at import time (it
-is bound to it, see rubric_qc): a later regrade makes it stale.
+read as confirm and reject). C.6 star ratings are rows with target stars:verifiers or
+stars:DI .. stars:FD, action rate and score 1-5. Each action reviews the episode's primary grade
+at import time (it is bound to it, see rubric_qc): a later regrade makes it stale. A reviewer
+who is the grade's grader is refused (`rubric_qc.self_review`, the web app's rule).
 
 An import reads the whole file first: any bad row raises a UserError of one line naming the
 file, the line, the column, the problem and the fix, and nothing is written. Rows naming an
@@ -27,14 +31,22 @@ from deskbench.errors import UserError
 from deskbench.runs.grades import GradeStore, Key
 from deskbench.runs.store import Episode
 from deskbench.scoring.rubric import CriterionGrade, RubricGrade
-from deskbench.scoring.rubric_qc import ACTION_ALIASES, QCAction, qc_problem, target_kind
+from deskbench.scoring.rubric_qc import (
+    ACTION_ALIASES,
+    STAR_TARGETS,
+    QCAction,
+    qc_problem,
+    self_review,
+    target_kind,
+)
 from deskbench.tasks.deliverables import RUBRIC_CODES, DeliverableSubmission, DeliverableTask
 
 __all__ = ["GRADE_COLUMNS", "QC_COLUMNS", "export_template", "import_grades", "import_qc",
            "read_grades_csv", "read_qc_csv"]
 
 GRADE_COLUMNS = ["task_id", "system", "attempt", "grader",
-                 *[c for code in RUBRIC_CODES for c in (code, f"{code}_justification")], "comment"]
+                 *[c for code in RUBRIC_CODES for c in (code, f"{code}_justification")], "comment", "best"]
+OPTIONAL_COLUMNS = {"best"}  # a file made before the column existed still imports
 QC_COLUMNS = ["task_id", "system", "attempt", "target", "action", "score", "justification", "reason", "reviewer"]
 
 
@@ -71,7 +83,7 @@ def _rows(path: Path, columns: list[str], kind: str) -> Iterator[tuple[int, dict
             if header.count(h) > 1:
                 raise _error(path, 1, h, "the column appears twice", "keep one")
         for c in columns:
-            if c not in header:
+            if c not in header and c not in OPTIONAL_COLUMNS:
                 raise _error(path, 1, c, "missing column", f"add it to the header ({','.join(columns)})")
         last = reader.line_num
         for raw in reader:
@@ -81,7 +93,8 @@ def _rows(path: Path, columns: list[str], kind: str) -> Iterator[tuple[int, dict
             if len(raw) > len(header):
                 raise _error(path, start, str(len(header) + 1), f"the row has {len(raw)} cells, the header "
                              f"{len(header)}", "quote cells holding commas, or remove the extra cells")
-            yield start, {h: (raw[i] if i < len(raw) else "") for i, h in enumerate(header)}
+            row = dict.fromkeys(columns, "") | {h: (raw[i] if i < len(raw) else "") for i, h in enumerate(header)}
+            yield start, row
     except csv.Error as exc:
         raise _error(path, reader.line_num, "-", f"malformed CSV ({exc})", "fix the quoting") from None
 
@@ -127,6 +140,19 @@ def _score(row: dict[str, str], column: str, allowed: tuple[int, ...], empty_ok:
     return int(number)
 
 
+_YES, _NO = {"yes", "y", "true", "1", "x", "best"}, {"", "no", "n", "false", "0"}
+
+
+def _best(value: str) -> bool:
+    v = value.strip().lower()
+    if v in _YES:
+        return True
+    if v in _NO:
+        return False
+    raise _Bad("best", f"'{value.strip()}' is not yes or no",
+               "write yes on the best response of the task, leave it empty otherwise")
+
+
 def read_grades_csv(path: Path, episodes: Mapping[Key, Episode]) -> list[RubricGrade]:
     """Every row as a human RubricGrade stamped with its episode; UserError on the first bad row."""
     grades: list[RubricGrade] = []
@@ -151,7 +177,7 @@ def read_grades_csv(path: Path, episodes: Mapping[Key, Episode]) -> list[RubricG
                 criteria[code] = CriterionGrade(code=code, score=score, justification=text)
             grades.append(RubricGrade(task_id=key[0], system=key[1], attempt=key[2], grader=grader,
                                       source="human", criteria=criteria, comment=row["comment"].strip(),
-                                      episode_stamp=ep.finished_at))
+                                      declared_best=_best(row["best"]), episode_stamp=ep.finished_at))
         except _Bad as bad:
             raise _error(path, line, bad.column, bad.problem, bad.fix) from None
     return grades
@@ -173,6 +199,9 @@ def read_qc_csv(path: Path, episodes: Mapping[Key, Episode], tasks: Mapping[str,
                 target = target.upper()
             elif target.lower() == "row":
                 target = "row"
+            elif target.lower().startswith("stars:"):
+                name = target[len("stars:"):].strip()
+                target = "stars:" + next((t for t in STAR_TARGETS if t.lower() == name.lower()), name)
             kind = target_kind(target)
             if kind == "verifier":
                 vid = target.removeprefix("verifier:").strip()
@@ -184,9 +213,9 @@ def read_qc_csv(path: Path, episodes: Mapping[Key, Episode], tasks: Mapping[str,
             raw_action = row["action"].strip().lower()
             if raw_action not in ACTION_ALIASES:
                 raise _Bad("action", f"'{row['action'].strip()}' is not an action" if raw_action else "empty",
-                           "use confirm, edit or reject (ok and return are accepted)")
+                           "use confirm, edit, reject or rate (ok and return are accepted)")
             action = ACTION_ALIASES[raw_action]
-            allowed = (0, 1) if kind == "verifier" else (0, 1, 2, 3)
+            allowed = (0, 1) if kind == "verifier" else (1, 2, 3, 4, 5) if kind == "stars" else (0, 1, 2, 3)
             score = _score(row, "score", allowed, empty_ok=True)
             reviewer = row["reviewer"].strip()
             problem = qc_problem(target, action, score, row["justification"].strip(), row["reason"].strip())
@@ -194,8 +223,11 @@ def read_qc_csv(path: Path, episodes: Mapping[Key, Episode], tasks: Mapping[str,
                 raise _Bad(*problem)
             if not reviewer:
                 raise _Bad("reviewer", "empty", "give the QC reviewer's name or id")
+            reviewed = graded[key]
+            own = self_review(reviewer, reviewed.grader)
+            if own:
+                raise _Bad("reviewer", own, "have a second person review it, under their own name")
             try:
-                reviewed = graded[key]
                 actions.append(QCAction(task_id=key[0], system=key[1], attempt=key[2], target=target,
                                         action=action, score=score,  # type: ignore[arg-type]
                                         justification=row["justification"].strip(), reason=row["reason"].strip(),
@@ -236,5 +268,5 @@ def export_template(store: GradeStore, path: Path, *, system: str | None = None)
         w = csv.writer(f)
         w.writerow(GRADE_COLUMNS)
         for e in eps:
-            w.writerow([e.task_id, e.system, e.attempt] + [""] * (len(GRADE_COLUMNS) - 3))
+            w.writerow([e.task_id, e.system, e.attempt] + [""] * (len(GRADE_COLUMNS) - 3))  # best: empty
     return len(eps)

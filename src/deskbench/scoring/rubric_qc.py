@@ -7,6 +7,13 @@ FD), a verifier ("verifier:<id>") or the row itself ("row").
 - Edit: the exact replacement: a score (0-3 for a criterion, 0/1 for a verifier), for a
   criterion a complete replacement justification, and always a one-line auditable reason.
 - Reject (or Return): the row is not salvageable by surgical edit; only on "row", with a reason.
+- Rate (C.6 star ratings): six holistic ratings recorded post-QC, 1-5 stars, on the targets
+  "stars:verifiers" (one combined rating across all verifiers) and "stars:DI" .. "stars:FD".
+  They never change a score, V or ACCEPT (the paper keeps them as a per-cell covariate), but
+  they are the reviewer's record of having looked at the row, so they count as QC of it.
+
+The reviewer is never the grader (QC is a second person's check, Appendix C): `self_review` is
+the one rule, used by the web QC form and the CSV import.
 
 Each action is bound to the grade it reviewed: that grade's grader and created_at (`grader`,
 `graded_at`; a grade is identified by its episode, grader and created_at, which every save path
@@ -24,6 +31,9 @@ RULES (they change what the row says):
       justification verbatim; a verifier Edit replaces the automatic pass/fail (kept with its
       reason in `verifier_overrides`) and V is recomputed.
   R2. The latest row action decides Reject: a rejected row is "returned" (ACCEPT undecided).
+      A row QC has acted on is also returned, with the reasons in `return_reasons`, when a C.1
+      trigger about the grade fires (F2's first group): it goes back to its grader for a
+      regrade and no longer counts as reviewed; the regrade is a new grade to QC.
   R3. Score-0 rule (C.5): any criterion at 0 rejects under ACCEPT (accept is False). A row with
       QC actions is "reviewed" only when every 0 cell (primary or edited) has an explicit
       Confirm or Edit; otherwise it is "pending" with a flag naming the cells. A row with no QC
@@ -33,10 +43,16 @@ FLAGS (advice for the reviewer; they never change a score or the status):
   F1. Score-0 mismatch (C.5, C.4 check A): a 0 whose justification uses the wording of the
       score-1 anchor and none of the score-0 wording (`score0_mismatches`); the canonical
       action is Edit to 1.
-  F2. C.1 Reject triggers evaluated mechanically, flagged "should be returned": more than three
-      verifier edits on the row; verifier scores missing; a required output file missing or a
-      placeholder; two or more criteria with score-0 mismatches; a fabricated citation named
-      in a justification or a QC reason.
+  F2. C.1 Reject triggers evaluated mechanically. About the grade, so a regrade can clear them
+      (they return a QC'd row, R2; on a row without QC they are flagged "should be returned"):
+      more than three verifier edits on the row; verifier scores missing; two or more criteria
+      with score-0 mismatches; a fabricated citation reported by QC (a reason or an edited
+      justification: C.3 says it is surfaced to the grader, not silently corrected). About the
+      episode, which no regrade can change (a required output file missing or a placeholder;
+      a fabricated citation the grader's own justification already names): flagged "should be
+      returned" only, for the reviewer to decide. Returning those automatically would return
+      the row after every regrade and drop exactly the failing responses out of VRS and ACCEPT,
+      while the paper counts every response (Table 6: output files produced by 10-90%).
   F3. C.4 check B: Execution Precision against the numeric verifiers' pass rate (a high rate
       with EP 0/1, or a low one with EP 3).
 """
@@ -69,25 +85,41 @@ __all__ = [
     "RowStatus",
     "Score0Mismatch",
     "VerifierOverride",
+    "STAR_TARGETS",
     "apply_qc",
     "placeholder_outputs",
     "qc_problem",
     "score0_mismatches",
+    "self_review",
 ]
 
-QCActionKind = Literal["confirm", "edit", "reject"]
+QCActionKind = Literal["confirm", "edit", "reject", "rate"]
 RowStatus = Literal["unreviewed", "pending", "reviewed", "returned"]
-ACTION_ALIASES = {"confirm": "confirm", "ok": "confirm", "edit": "edit", "reject": "reject", "return": "reject"}
+ACTION_ALIASES = {"confirm": "confirm", "ok": "confirm", "edit": "edit", "reject": "reject", "return": "reject",
+                  "rate": "rate", "star": "rate", "stars": "rate"}
 MAX_VERIFIER_EDITS = 3  # C.1: more than three verifier edits on a row -> Reject/Return
+STAR_TARGETS = ("verifiers", *RUBRIC_CODES)  # C.6: one combined rating across verifiers, one per criterion
+STARS = (1, 2, 3, 4, 5)  # the paper does not give the scale; deskbench uses the usual 1-5 stars
 
 
-def target_kind(target: str) -> Literal["criterion", "verifier", "row"] | None:
+def target_kind(target: str) -> Literal["criterion", "verifier", "row", "stars"] | None:
     if target in RUBRIC_CODES:
         return "criterion"
     if target == "row":
         return "row"
     if target.startswith("verifier:") and target.removeprefix("verifier:").strip():
         return "verifier"
+    if target.startswith("stars:") and target.removeprefix("stars:") in STAR_TARGETS:
+        return "stars"
+    return None
+
+
+def self_review(reviewer: str, grader: str) -> str | None:
+    """Why `reviewer` may not QC a grade by `grader` (None: they may). QC is a second person's
+    review (Appendix C: a second SME from a non-overlapping pool); names are compared without
+    case or surrounding spaces, so "Ana " does not review "ana"'s grade."""
+    if reviewer.strip().casefold() == grader.strip().casefold():
+        return f"QC is a second person's review: {reviewer.strip()} graded this episode"
     return None
 
 
@@ -97,11 +129,22 @@ def qc_problem(target: str, action: str, score: int | None, justification: str,
     kind = target_kind(target)
     if kind is None:
         return ("target", f"'{target}' is not a target",
-                "use DI, AR, RF, EP, FD, verifier:<id> or row")
-    if action not in ("confirm", "edit", "reject"):
-        return ("action", f"'{action}' is not an action", "use confirm, edit or reject (return)")
+                "use DI, AR, RF, EP, FD, verifier:<id>, row, or stars:verifiers / stars:DI .. stars:FD")
+    if action not in ("confirm", "edit", "reject", "rate"):
+        return ("action", f"'{action}' is not an action", "use confirm, edit, reject (return) or rate")
     if "\n" in reason or "\r" in reason:
         return ("reason", "the reason spans several lines", "write a one-line reason")
+    if (kind == "stars") != (action == "rate"):
+        if kind == "stars":
+            return ("action", f"{target} takes a star rating", "use action rate with a score of 1-5 stars")
+        return ("target", f"rate applies to a star target, not to {target}",
+                "use stars:verifiers or stars:DI .. stars:FD")
+    if action == "rate":
+        if score is None:
+            return ("score", "a star rating has no stars", "give 1, 2, 3, 4 or 5")
+        if score not in STARS:
+            return ("score", f"{score} is not a star rating", "give 1, 2, 3, 4 or 5")
+        return None
     if action == "reject":
         if kind != "row":
             return ("target", f"reject applies to the row, not to {target}",
@@ -218,9 +261,12 @@ class FinalGrade(BaseModel):
     justifications: dict[str, str]
     primary_scores: dict[str, int]
     comment: str = ""
+    declared_best: bool = False  # the grader's declared best response of its task (§4.4)
     status: RowStatus
     edits: list[QCAction] = Field(default_factory=list)
-    returned: QCAction | None = None
+    returned: QCAction | None = None  # the reviewer's explicit Reject/Return
+    return_reasons: list[str] = Field(default_factory=list)  # why the row is returned (explicit or C.1)
+    stars: dict[str, int] = Field(default_factory=dict)  # C.6: STAR_TARGETS -> 1-5, the latest per target
     qc_actions: int = 0  # actions applied
     stale_qc: list[QCAction] = Field(default_factory=list)  # this row's actions that reviewed another grade
     verifiers: list[VerifierResult] | None = None  # final results (overrides applied)
@@ -370,8 +416,13 @@ def apply_qc(
     mine = [a for a in row_actions if a.reviews(grade)]
     stale = [a for a in row_actions if not a.reviews(grade)]
     latest: dict[str, QCAction] = {}
+    stars: dict[str, int] = {}
     for a in mine:
-        latest[a.target] = a  # R1: the latest action per target wins
+        if a.action == "rate":  # C.6: never a score; the latest rating per target
+            assert a.score is not None
+            stars[a.target.removeprefix("stars:")] = a.score
+        else:
+            latest[a.target] = a  # R1: the latest action per target wins
     scores = dict(grade.scores)
     justifications = {c: grade.criteria[c].justification for c in RUBRIC_CODES}
     edits = [a for a in latest.values() if a.action == "edit"]
@@ -435,7 +486,7 @@ def apply_qc(
         task_id=grade.task_id, system=grade.system, attempt=grade.attempt, grader=grade.grader,
         source=grade.source, episode_stamp=grade.episode_stamp, graded_at=grade.created_at,
         scores=scores, justifications=justifications, primary_scores=dict(grade.scores), comment=grade.comment,
-        status=status, edits=edits, returned=returned, qc_actions=len(mine), stale_qc=stale, verifiers=results,
+        declared_best=grade.declared_best, stars={t: stars[t] for t in STAR_TARGETS if t in stars}, status=status, edits=edits, returned=returned, qc_actions=len(mine), stale_qc=stale, verifiers=results,
         verifier_overrides=overrides, v=v, mean=mean, zeros=final_zeros,
     )
     mismatches = score0_mismatches(out, rubric)
@@ -443,8 +494,9 @@ def apply_qc(
         flags.append(f"score-0 mismatch on {m.code}: the justification describes score 1 "
                      f"({'; '.join(m.score1_wording)}); the canonical QC action is Edit to 1")
 
-    # F2: C.1 reject triggers
-    returns: list[str] = []
+    # F2: C.1 reject triggers; those about the grade return a QC'd row (R2), the rest advise
+    returns: list[str] = []  # about the grade
+    advice: list[str] = []  # about the episode
     verifier_edits = [a for a in edits if a.target.startswith("verifier:")]
     if len(verifier_edits) > MAX_VERIFIER_EDITS:
         returns.append(f"{len(verifier_edits)} verifier edits (more than {MAX_VERIFIER_EDITS})")
@@ -457,16 +509,26 @@ def apply_qc(
     if names is not None and required_outputs:
         absent = [n for n in required_outputs if n not in names]
         if absent:
-            returns.append(f"required output file missing: {', '.join(absent)}")
+            advice.append(f"required output file missing: {', '.join(absent)}")
     placeholders = [n for n in placeholder_files if not required_outputs or n in required_outputs]
     if placeholders:
-        returns.append(f"required output file is a placeholder: {', '.join(placeholders)}")
+        advice.append(f"required output file is a placeholder: {', '.join(placeholders)}")
     if len(mismatches) >= 2:
         returns.append(f"score-justification mismatches on {', '.join(m.code for m in mismatches)}")
-    texts = list(justifications.values()) + [a.reason for a in mine] + [grade.comment]
-    if any(unnegated(_FABRICATED_CITATION, t) for t in texts):
-        returns.append("a fabricated citation is reported")
-    flags.extend(f"should be returned (C.1): {r}" for r in returns)
+    qc_texts = [a.reason for a in mine] + [a.justification for a in edits]
+    own_texts = [grade.criteria[c].justification for c in RUBRIC_CODES] + [grade.comment]
+    if any(unnegated(_FABRICATED_CITATION, t) for t in qc_texts):
+        returns.append("a fabricated citation is reported by QC (C.3: surfaced to the grader, not corrected)")
+    elif any(unnegated(_FABRICATED_CITATION, t) for t in own_texts):
+        advice.append("a fabricated citation is reported")
+    reasons: list[str] = [f"QC: {returned.reason}"] if returned is not None else []
+    if mine and returns:  # R2: QC acted and the grade trips C.1: back to its grader
+        status = "returned"
+        reasons += [f"C.1: {r}" for r in returns]
+        flags.extend(f"returned to the grader (C.1): {r}" for r in returns)
+    else:
+        flags.extend(f"should be returned (C.1): {r}" for r in returns)
+    flags.extend(f"should be returned (C.1): {r}" for r in advice)
 
     # F3: C.4 check B, Execution Precision against the numeric verifiers
     numeric = [r for r in results or [] if r.kind == "numeric"]
@@ -478,7 +540,7 @@ def apply_qc(
             flags.append(f"check B: EP 3 with only {rate:.0%} of numeric verifiers passing")
 
     accept: bool | None
-    if returned is not None:
+    if status == "returned":
         accept = None  # R2: a returned row is re-annotated before anything is decided
     elif final_zeros:
         accept = False  # R3: any 0 rejects, whatever V is
@@ -486,4 +548,4 @@ def apply_qc(
         accept = None
     else:
         accept = mean >= 2.5 and v >= 80.0
-    return out.model_copy(update={"flags": flags, "accept": accept})
+    return out.model_copy(update={"flags": flags, "accept": accept, "status": status, "return_reasons": reasons})

@@ -6,8 +6,11 @@ results, and scores DI/AR/RF/EP/FD 0-3, each with a justification, with the Tabl
 screen; the grade is a RubricGrade(source="human", grader=<user>) in the GradeStore. A QC
 reviewer (not the grader) confirms or edits each cell (a criterion, or a verifier outcome: set
 to pass or fail with a reason, target "verifier:<id>", which V and `deskbench score` then use), or
-rejects (returns) the row; each action is a QCAction (validated with qc_problem) and the final
-grade (apply_qc) is shown. Each QC form carries the grade it shows (its grader and created_at):
+rejects (returns) the row, and records the six C.6 star ratings (1-5; never a score); each action
+is a QCAction (validated with qc_problem; a reviewer who is the grader is refused by
+rubric_qc.self_review, the CSV import's rule too) and the final grade (apply_qc) is shown, with
+why it was returned (by the reviewer, or by a C.1 trigger). The grading form also records the
+grader's declared best response of a task (§4.4, compared with the VRS argmax by `deskbench score`). Each QC form carries the grade it shows (its grader and created_at):
 the action is bound to that grade, and a post whose grade is no longer the episode's primary
 grade (a regrade meanwhile) is refused with a 409 page and nothing is stored. A QC screen reads
 and verifies its one episode (GradeStore.final_grade), not the whole system.
@@ -28,7 +31,13 @@ from deskbench.errors import UserError
 from deskbench.runs.grades import GradeStore, StaleQC, primary_of
 from deskbench.runs.store import Episode, RunStore
 from deskbench.scoring.rubric import CriterionGrade, RubricGrade
-from deskbench.scoring.rubric_qc import QCAction, qc_problem, score0_mismatches
+from deskbench.scoring.rubric_qc import (
+    STAR_TARGETS,
+    QCAction,
+    qc_problem,
+    score0_mismatches,
+    self_review,
+)
 from deskbench.tasks.deliverables import RUBRIC_CODES, DeliverableSubmission, DeliverableTask
 from deskbench.web.common import HERE, install_basics
 from deskbench.web.store import Session, WebStore
@@ -171,7 +180,8 @@ def create_grading_app(run_dir: Path | str) -> FastAPI:
             else:
                 qc_state = "awaiting QC" + (" (earlier QC is stale: regraded)" if key in qc else "")
             rows.append({"key": key, "q": query(key), "status": status, "qc": qc_state,
-                         "grader": g.grader if g else "", "qc_ok": g is not None and g.grader != s.user})
+                         "grader": g.grader if g else "",
+                         "qc_ok": g is not None and self_review(s.user, g.grader) is None})
         return render("grading_list.html", user=s.user, csrf=s.csrf, rows=rows,
                       done=sum(r["status"] == "graded" for r in rows))
 
@@ -180,7 +190,7 @@ def create_grading_app(run_dir: Path | str) -> FastAPI:
                      status: int = 200, saved: bool = False) -> HTMLResponse:
         grade = my_grade(key, s.user, ep.finished_at)
         if values is None:
-            values = {"comment": grade.comment if grade else ""}
+            values = {"comment": grade.comment if grade else "", "best": "yes" if grade and grade.declared_best else ""}
             for c in RUBRIC_CODES:
                 values[f"score_{c}"] = str(grade.criteria[c].score) if grade else ""
                 values[f"just_{c}"] = grade.criteria[c].justification if grade else ""
@@ -222,7 +232,7 @@ def create_grading_app(run_dir: Path | str) -> FastAPI:
         grades.save_grade(RubricGrade(task_id=key[0], system=key[1], attempt=key[2], grader=s.user,
                                       source="human", criteria=cells,  # type: ignore[arg-type]
                                       comment=data.get("comment", "").strip()[:5000],
-                                      episode_stamp=ep.finished_at))
+                                      declared_best=data.get("best", "") == "yes", episode_stamp=ep.finished_at))
         return RedirectResponse(f"/grade?{query(key)}&saved=1", status_code=303)
 
     @app.get("/file")
@@ -262,7 +272,8 @@ def create_grading_app(run_dir: Path | str) -> FastAPI:
         return render("qc.html", status, user=s.user, csrf=s.csrf, key=key, q=query(key), task=task,
                       episode=ep, sub=sub, grade=grade, final=final, actions=actions, error=error,
                       latest=latest, verifiers=verifiers, criteria=anchors(task), stale=stale,
-                      own=grade is not None and grade.grader == s.user)
+                      star_targets=STAR_TARGETS,
+                      own=grade is not None and self_review(s.user, grade.grader) is not None)
 
     @app.get("/qc", response_class=HTMLResponse)
     def qc_form(request: Request) -> HTMLResponse:
@@ -277,9 +288,9 @@ def create_grading_app(run_dir: Path | str) -> FastAPI:
         grade = grades.primary_grade(key)
         if grade is None:
             raise HTTPException(409, "this episode has no current grade to review")
-        if grade.grader == s.user:
-            return qc_screen(s, key, ep, sub, task, status=403,
-                             error="QC is a second person's review: you graded this episode")
+        own = self_review(s.user, grade.grader)
+        if own:
+            return qc_screen(s, key, ep, sub, task, status=403, error=own)
         reviewed = (data.get("grader", ""), data.get("graded_at", ""))
         if reviewed != (grade.grader, grade.created_at):
             shown = (f"{reviewed[0]}'s grade of {reviewed[1]}" if all(reviewed)
