@@ -26,6 +26,7 @@ from typing import Literal, Protocol
 
 from deskbench.agents.analytics_prompts import (
     ANALYST_PROMPT,
+    CJK_FONT_HINT,
     EXECUTE_CODE_DESCRIPTION,
     FILES_HEADER,
     LAST_ROUND_NOTE,
@@ -52,6 +53,14 @@ EXECUTE_TOOL = ToolSpec(
         "required": ["code"],
     },
 )
+
+
+def execute_tool(cjk_font_hint: bool) -> ToolSpec:
+    """The execute_code tool; with the hint its description names the installed CJK fonts."""
+    if not cjk_font_hint:
+        return EXECUTE_TOOL
+    return EXECUTE_TOOL.model_copy(update={"description": EXECUTE_CODE_DESCRIPTION + CJK_FONT_HINT})
+
 # Lines of sandbox stderr worth keeping with the submission: later checks read them.
 ERROR_TAIL_CHARS = 600
 _KEEP_STDERR = re.compile(r"missing from (current )?font", re.IGNORECASE)
@@ -61,6 +70,9 @@ _KEEP_STDERR = re.compile(r"missing from (current )?font", re.IGNORECASE)
 class AnalystSettings:
     max_rounds: int = 20
     summary: bool = True  # the paper's full setting; False is its ablation
+    # deskbench additions, not the paper's protocol (Fig. 4 counts the failures they prevent)
+    last_round_note: bool = False  # the last call's result says "answer now" (--last-round-note)
+    cjk_font_hint: bool = False  # the tool description names the CJK fonts (--cjk-font-hint)
 
 
 @dataclass
@@ -170,10 +182,12 @@ async def code_loop(prompt: str, inputs: list[Path], ctx: AnalystContext, files:
     (the deliverables agent: a deliverable in hand beats none; the File Judge: a verdict);
     without it the episode ends at the round limit (AIDABench's exception). `system`, if given,
     is a system turn before the prompt. `tools` are offered beside execute_code; their calls count
-    against the same budget."""
+    against the same budget. The last call's result carries LAST_ROUND_NOTE with `final_note` or
+    with settings.last_round_note (off for the paper's analyst: its model is not warned)."""
     settings = ctx.settings
     extra = {t.spec.name: t for t in tools}
-    specs = [EXECUTE_TOOL, *(t.spec for t in tools)]
+    specs = [execute_tool(settings.cjk_font_hint), *(t.spec for t in tools)]
+    warn_last = settings.last_round_note or final_note is not None
     messages = [Message(role="system", content=system)] if system else []
     messages.append(Message(role="user", content=prompt))
     rounds = 0
@@ -202,7 +216,7 @@ async def code_loop(prompt: str, inputs: list[Path], ctx: AnalystContext, files:
                 rounds += 1
                 tool = extra.get(call.name)
                 text = await (tool.run(call, rec) if tool else _execute(call, ctx, inputs, files, rec))
-                if rounds == settings.max_rounds:
+                if rounds == settings.max_rounds and warn_last:
                     text += "\n" + LAST_ROUND_NOTE.format(n=settings.max_rounds)
                 messages.append(Message(role="tool", tool_call_id=call.id, content=text))
     except ModelError as exc:

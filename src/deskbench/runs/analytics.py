@@ -21,11 +21,14 @@ from deskbench.models.registry import open_model
 from deskbench.models.resilient import ResilientModel
 from deskbench.models.settings import Sampling
 from deskbench.runs.execute import Outcome
+from deskbench.runs.protocol import ProtocolNote, deskbench, paper, remember_protocol
 from deskbench.runs.runner import HasId, RunCounts, episode_dir, run_attempts, system_name
 from deskbench.runs.settings import remember_settings
 from deskbench.runs.store import RunStore
 from deskbench.sandbox import Limits, Sandbox
 from deskbench.tasks.analytics import AnalyticsTask
+
+PAPER_ROUNDS = 20  # §4.1: at most 20 execute_code invocations per instance
 
 
 @dataclass(frozen=True)
@@ -38,6 +41,8 @@ class AnalyticsRunSpec:
     concurrency: int = 4  # each episode runs code: the sandbox, not the model, is the bottleneck
     max_rounds: int = 20
     summary: bool = True
+    last_round_note: bool = False  # deskbench addition (--last-round-note)
+    cjk_font_hint: bool = False  # deskbench addition (--cjk-font-hint)
     sampling: Sampling = Sampling()
     cache: bool = False
     prices: Path | None = None
@@ -56,9 +61,29 @@ class AnalyticsRunSpec:
 
 
 def analytics_system(spec: AnalyticsRunSpec, model_id: str) -> str:
-    """The system's name; the summary ablation is a different system of the same run."""
-    agent = spec.agent if spec.summary else f"{spec.agent}[no-summary]"
+    """The system's name: the summary ablation and each deskbench addition make another system
+    of the same run (`analyst-agent[no-summary,last-round-note]`), so variants live side by side
+    and a number never loses which protocol produced it."""
+    tags = [tag for tag, on in (("no-summary", not spec.summary), ("last-round-note", spec.last_round_note),
+                                ("cjk-font-hint", spec.cjk_font_hint)) if on]
+    agent = f"{spec.agent}[{','.join(tags)}]" if tags else spec.agent
     return system_name(agent, model_id)
+
+
+def analytics_protocol(spec: AnalyticsRunSpec) -> list[ProtocolNote]:
+    """The run-side protocol of an analytics system (kept with the run by remember_protocol)."""
+    return [
+        paper("agent prompt", "Listing 1 task-execution prompt with one execute_code tool"),
+        paper("round budget", "20 execute_code calls") if spec.max_rounds == PAPER_ROUNDS
+        else deskbench("round budget", f"{spec.max_rounds} execute_code calls (--max-rounds; the paper's is 20)"),
+        paper("auxiliary summary", "on: Appendix F summary in the prompt" if spec.summary
+              else "off: the Table 2 ablation (--no-summary)"),
+        deskbench("round-limit note", "the last call's result says to answer now (--last-round-note)")
+        if spec.last_round_note else paper("round-limit note", "none: a model still calling tools at the limit "
+                                                               "ends the episode (the paper's exception)"),
+        deskbench("CJK font hint", "the tool description names the installed CJK fonts (--cjk-font-hint)")
+        if spec.cjk_font_hint else paper("CJK font hint", "none: fonts installed, not mentioned to the model"),
+    ]
 
 
 @dataclass
@@ -92,6 +117,7 @@ def prepare_analytics(spec: AnalyticsRunSpec, tasks: Sequence[AnalyticsTask]) ->
     store.set_meta("tasks_file", str(spec.tasks_file.resolve()))
     system = analytics_system(spec, model.id)
     remember_settings(store, system, model)
+    remember_protocol(store, system, analytics_protocol(spec))
     wanted = {(t.id, a) for t in tasks for a in range(spec.attempts)}
     return PreparedAnalytics(spec=spec, tasks=list(tasks), store=store, system=system,
                              already_done=len(store.done(system) & wanted), model=model, sandbox=sandbox)
@@ -102,7 +128,8 @@ def execute_analytics(prep: PreparedAnalytics, on_episode: Callable[[RunCounts],
     ctx = AnalystContext(
         model=prep.model, sandbox=prep.sandbox, tasks_dir=spec.tasks_file.resolve().parent,
         run_dir=prep.store.dir,
-        settings=AnalystSettings(max_rounds=spec.max_rounds, summary=spec.summary),
+        settings=AnalystSettings(max_rounds=spec.max_rounds, summary=spec.summary,
+                                 last_round_note=spec.last_round_note, cjk_font_hint=spec.cjk_font_hint),
     )
     agent = ANALYTICS_AGENTS[spec.agent]()
 
