@@ -7,6 +7,7 @@ from pathlib import Path
 
 from openpyxl import Workbook
 
+from deskbench.corpus.office import read_spreadsheet
 from deskbench.corpus.sheet_summary import (
     INTRO,
     MODE_EMPTY,
@@ -14,6 +15,7 @@ from deskbench.corpus.sheet_summary import (
     MODE_LONG,
     MODE_SAME,
     SummaryBudget,
+    cell_map,
     summarise,
     summarise_file,
 )
@@ -39,9 +41,9 @@ LISTING_MODE = ("Delete empty cell, Omit the longer content and replace it with.
 
 def _revenue_workbook(path: Path) -> None:
     """Figure 5's Revenue_Calculation_Details.xlsx: 100 rows x 16 columns, ROI formatted as a
-    percent. Rows 2-3 carry the listing's values; later rows are made up. The listing names all
-    four modes, so the paper's workbook had an empty cell and a long text somewhere past the
-    shown rows: ours has them in rows 57 and 80."""
+    percent. Rows 2-3 carry the listing's values; later rows are made up. `mode` names all four
+    rules whatever the sheet; ours has an empty cell and a long text (rows 57 and 80) so that
+    all four also apply."""
     wb = Workbook()
     ws = wb.active
     ws.title = "Project Revenue Details"
@@ -76,6 +78,7 @@ def test_listing_6_reproduced(tmp_path: Path) -> None:
     assert (sheet["sheetName"], sheet["sheetType"]) == ("Project Revenue Details", "ReadOnlyWorksheet")
     assert list(sheet["cells"].items()) == list(LISTING_CELLS.items())  # same cells, same order
     assert obj["mode"] == LISTING_MODE
+    assert _applied(path) == [MODE_EMPTY, MODE_LONG, MODE_SAME, MODE_LATER]
     assert text.startswith('{"fileName":"Revenue_Calculation_Details.xlsx","fileType":"xlsx",')
     assert summarise_file(path) == text  # deterministic
     _revenue_workbook(tmp_path / "again.xlsx")
@@ -96,26 +99,42 @@ def _summary(path: Path, **budget: int) -> dict[str, object]:
     return json.loads(summarise_file(path, SummaryBudget(**budget)))
 
 
+def _applied(path: Path, **budget: int) -> list[str]:
+    """The omission rules that changed something on the active sheet (not in the JSON)."""
+    book = read_spreadsheet(path)
+    return cell_map(book.sheet(book.active), SummaryBudget(**budget))[1]
+
+
 def test_each_mode_alone(tmp_path: Path) -> None:
-    plain = _summary(_sheet(tmp_path / "plain.xlsx", [["k", "v"], ["a", 1], [2, "b"]]))
-    assert plain["mode"] == "" and plain["sheets"][0]["cells"] == {  # type: ignore[index]
+    """`mode` lists all four rules, as Listing 6 does, whatever the sheet; each rule alone still
+    does what it says (and cell_map tells which ones changed something)."""
+    plain_path = _sheet(tmp_path / "plain.xlsx", [["k", "v"], ["a", 1], [2, "b"]])
+    plain = _summary(plain_path)
+    assert plain["mode"] == LISTING_MODE and plain["sheets"][0]["cells"] == {  # type: ignore[index]
         "A1": "k", "B1": "v", "A2": "a", "B2": "1", "A3": "2", "B3": "b"}
+    assert _applied(plain_path) == []
 
-    empty = _summary(_sheet(tmp_path / "empty.xlsx", [["k", "v"], ["a", None], [2, "b"]]))
-    assert empty["mode"] == MODE_EMPTY and "B2" not in empty["sheets"][0]["cells"]  # type: ignore[index]
+    empty_path = _sheet(tmp_path / "empty.xlsx", [["k", "v"], ["a", None], [2, "b"]])
+    empty = _summary(empty_path)
+    assert empty["mode"] == LISTING_MODE and "B2" not in empty["sheets"][0]["cells"]  # type: ignore[index]
+    assert _applied(empty_path) == [MODE_EMPTY]
 
-    long = _summary(_sheet(tmp_path / "long.xlsx", [["k", "v"], ["a", "x" * 80], [2, "b"]]), max_chars=10)
-    assert long["mode"] == MODE_LONG
+    long_path = _sheet(tmp_path / "long.xlsx", [["k", "v"], ["a", "x" * 80], [2, "b"]])
+    long = _summary(long_path, max_chars=10)
+    assert long["mode"] == LISTING_MODE and _applied(long_path, max_chars=10) == [MODE_LONG]
     assert long["sheets"][0]["cells"]["B2"] == "x" * 10 + "..."  # type: ignore[index]
 
-    same = _summary(_sheet(tmp_path / "same.xlsx", [["k", "v"]] + [[f"r{i}", i] for i in range(6)]))
-    assert same["mode"] == MODE_SAME
+    same_path = _sheet(tmp_path / "same.xlsx", [["k", "v"]] + [[f"r{i}", i] for i in range(6)])
+    same = _summary(same_path)
+    assert same["mode"] == LISTING_MODE and _applied(same_path) == [MODE_SAME]
     assert sorted(same["sheets"][0]["cells"]) == ["A1", "A2", "A3", "A4", "B1", "B2", "B3", "B4"]  # type: ignore[index]
 
     alternating = [["t", 1] if i % 2 else [1, "t"] for i in range(40)]
-    later = _summary(_sheet(tmp_path / "later.xlsx", alternating))
+    later_path = _sheet(tmp_path / "later.xlsx", alternating)
+    later = _summary(later_path)
     cells = later["sheets"][0]["cells"]  # type: ignore[index]
-    assert later["mode"] == MODE_LATER and len(cells) == 50 and list(cells)[-1] == "B25"
+    assert later["mode"] == LISTING_MODE and len(cells) == 50 and list(cells)[-1] == "B25"
+    assert _applied(later_path) == [MODE_LATER]
 
 
 def test_budget_keeps_a_hundred_row_sheet_small(tmp_path: Path) -> None:
@@ -123,7 +142,7 @@ def test_budget_keeps_a_hundred_row_sheet_small(tmp_path: Path) -> None:
                   [[f"r{r}"] + [r * c for c in range(15)] for r in range(99)])
     cells = _summary(path)["sheets"][0]["cells"]  # type: ignore[index]
     assert len(cells) == 50 and list(cells)[-1] == "B4"
-    assert MODE_SAME in _summary(path, max_cells=1000)["mode"]  # type: ignore[operator]
+    assert _applied(path, max_cells=1000) == [MODE_SAME] and _applied(path) == [MODE_SAME, MODE_LATER]
 
 
 def test_csv_and_summarise_block(tmp_path: Path) -> None:
@@ -155,4 +174,4 @@ def test_active_sheet_and_unicode(tmp_path: Path) -> None:
     text = summarise_file(tmp_path / "cn.xlsx")
     assert '"sheetNames":["封面","数据"]' in text and '"ActiveSheet":"数据"' in text
     assert json.loads(text)["sheets"][0]["cells"] == {"A1": "地区", "B1": "销售额", "A2": "华东", "B2": "1200"}
-    assert json.loads(text)["mode"] == ""
+    assert json.loads(text)["mode"] == LISTING_MODE

@@ -4,8 +4,10 @@ workbook's metadata and a sparse cell map of its active sheet, given to the agen
 The shape is the listing's, key for key: fileName, fileType, sheetNames, sheets[{sheetName,
 sheetType, cells{A1: text}}] (the active sheet only), mode, ActiveSheet. Cell values are the
 underlying values as text (a cell shown as 83.00% is "0.83"). The listing names four omission
-modes; they run in its order over the whole active sheet and `mode` lists, in the listing's
-wording, the ones that changed something:
+modes; they run in its order over the whole active sheet and `mode` lists all four, as the
+listing does, whether or not one changed anything on this sheet (`mode` names the rules the map
+was made by, not what it lost). Which ones did change something is `cell_map`'s second value,
+kept out of the JSON so the agent sees the listing's object key for key:
 
 1. "Delete empty cell": empty cells in the used range are left out of the map.
 2. "Omit the longer content and replace it with...": text over `max_chars` is cut and ends "...".
@@ -37,12 +39,14 @@ MODE_EMPTY = "Delete empty cell"
 MODE_LONG = "Omit the longer content and replace it with..."
 MODE_SAME = "Omit lines with the same structure"
 MODE_LATER = "Omit later lines"
+MODES = (MODE_EMPTY, MODE_LONG, MODE_SAME, MODE_LATER)
+LISTING_MODE = ", ".join(MODES)  # Listing 6's "mode", verbatim
 
 SHEET_TYPES = {"worksheet": "ReadOnlyWorksheet", "chartsheet": "Chartsheet"}
 """The listing reports openpyxl's read-only worksheet class; chart sheets have no cells."""
 
 INTRO = ("Spreadsheet summaries (JSON, one line per file; the cell map covers the active sheet only "
-         "and may be cut: \"mode\" names what was omitted):")
+         "and may be cut by the omission rules \"mode\" names):")
 
 
 @dataclass(frozen=True)
@@ -128,13 +132,13 @@ def cell_map(sheet: Sheet, budget: SummaryBudget = SummaryBudget()) -> tuple[dic
 def summary(book: Spreadsheet, budget: SummaryBudget = SummaryBudget()) -> dict[str, Any]:
     """Listing 6's object for a workbook (or a csv as a one-sheet workbook)."""
     active = book.sheet(book.active)
-    cells, modes = cell_map(active, budget)
+    cells, _applied = cell_map(active, budget)
     return {
         "fileName": book.path.name,
         "fileType": book.file_type,
         "sheetNames": book.sheet_names,
         "sheets": [{"sheetName": active.name, "sheetType": SHEET_TYPES[active.kind], "cells": cells}],
-        "mode": ", ".join(modes),
+        "mode": LISTING_MODE,
         "ActiveSheet": active.name,
     }
 
