@@ -450,3 +450,64 @@ def printed(report: DeliverablesReport) -> str:
     buf = io.StringIO()
     print_summary(report, Console(file=buf, width=300, color_system=None))
     return buf.getvalue()
+
+
+def test_score_and_report_reviewed_only_on_a_run(tmp_path: Path) -> None:
+    """`deskbench score RUN` counts every usable grade and says how many QC reviewed;
+    --reviewed-only counts the reviewed ones; the protocol (score side, and the run side kept
+    in the store) is in --json, the text output and the report."""
+    import json
+
+    from conftest import run_cli
+
+    from deskbench.generate.demo import bundled_dir
+    from deskbench.report.data import build_report
+    from deskbench.report.render import render_html
+    from deskbench.runs.grades import GradeStore
+    from deskbench.runs.protocol import deskbench as deskbench_note
+    from deskbench.runs.protocol import remember_protocol
+    from deskbench.runs.store import Episode, RunStore
+    from deskbench.scoring.rubric import CriterionGrade, RubricGrade
+    from deskbench.scoring.rubric_qc import QCAction
+    from deskbench.tasks.deliverables import DeliverableSubmission, load_packages
+
+    tasks = load_packages(bundled_dir() / "deliverables")[:2]
+    run = tmp_path / "dl"
+    store = RunStore(run)
+    store.save_tasks(tasks)
+    for task in tasks:
+        store.record(Episode(task_id=task.id, system="alpha", status="ok",
+                             submission=DeliverableSubmission(id=task.id, response=f"Memo for {task.id}.")))
+    remember_protocol(store, "alpha", [deskbench_note("agent prompt", "trap hints (--trap-hints)")])
+    stamps = {e.task_id: e.finished_at for e in store.episodes()}
+    store.close()
+    grades = GradeStore(run)
+    for task in tasks:
+        grades.save_grade(RubricGrade(
+            task_id=task.id, system="alpha", grader="sme", source="human", episode_stamp=stamps[task.id],
+            criteria={c: CriterionGrade(code=c, score=3, justification="Solid.") for c in RUBRIC_CODES}))
+    grades.add_qc([QCAction(task_id=tasks[0].id, system="alpha", target="row", action="confirm", reviewer="qc")])
+    grades.close()
+
+    every = run_cli("score", str(run), "--json")
+    assert every.returncode == 0, every.stderr
+    data = json.loads(every.stdout)
+    assert (data["reviewed"]["count"], data["reviewed"]["n"], data["reviewed_only"]) == (1, 2, False)
+    assert data["rows"][0]["n_graded"] == 2 and data["rows"][0]["reviewed"]["rate"] == 0.5
+    assert data["protocol"][0]["aspect"] == "grades counted" and data["protocol"][0]["source"] == "deskbench"
+    assert data["run_protocol"]["alpha"][0]["detail"] == "trap hints (--trap-hints)"
+
+    only = run_cli("score", str(run), "--json", "--reviewed-only")
+    data = json.loads(only.stdout)
+    assert data["reviewed_only"] and data["rows"][0]["n_graded"] == 1 and data["rows"][0]["ungraded"] == [tasks[1].id]
+    assert data["protocol"][0]["source"] == "paper"
+    text = run_cli("score", str(run), "--reviewed-only").stdout
+    assert "grades QC-reviewed: 50.0% (1/2) (--reviewed-only: only these count)" in text
+    assert "protocol of alpha: agent prompt: deskbench (trap hints (--trap-hints))" in text
+
+    html = render_html(build_report([run], reviewed_only=True))
+    assert 'id="deliverables-protocol"' in html and "grades counted: <strong>paper</strong>" in html
+    assert '<span id="deliverables-reviewed">1 of 2 (50.0%)</span>; only these count' in html
+
+    bad = run_cli("score", str(tmp_path / "nope.jsonl"), "--tasks", str(tmp_path / "t.jsonl"), "--reviewed-only")
+    assert bad.returncode == 2

@@ -285,6 +285,7 @@ def score(
     judge_reasoning_effort: JudgeReasoningEffortOpt = None,
     judge_max_tokens: JudgeMaxTokensOpt = None,
     capabilities: CapabilitiesOpt = None,
+    reviewed_only: Annotated[bool, typer.Option("--reviewed-only", help="deliverables runs: count only rubric grades a QC reviewer has reviewed (the paper's protocol, Appendix C); by default every usable grade counts and the share reviewed is shown.")] = False,
     as_json: JsonOpt = False,
 ) -> None:
     """Score a run or a predictions file. docqa: accuracy (ANLS* or an LLM judge), Page/Doc F1,
@@ -332,6 +333,8 @@ def score(
         from deskbench.runs.store import RunStore
 
         store = RunStore(submissions, create=False)
+        if reviewed_only and store.track() != "deliverables":
+            raise UserError(f"--reviewed-only applies to deliverables runs; {submissions} is a {store.track()} run")
         if store.track() == "analytics":
             from deskbench.cli_analytics import score_analytics
 
@@ -342,7 +345,8 @@ def score(
             from deskbench.cli_deliverables import score_deliverables
 
             score_deliverables(store, systems=[system] if system else None, judge=judge,
-                               concurrency=concurrency, as_json=as_json, items_out=items_out)
+                               concurrency=concurrency, as_json=as_json, items_out=items_out,
+                               reviewed_only=reviewed_only)
             return
         task_items = read_tasks(tasks, skip_invalid=skip_invalid).items if tasks else store.tasks()
         systems = [system] if system else store.systems()
@@ -362,6 +366,8 @@ def score(
         return
     if tasks is None:
         raise UserError("--tasks is needed to score a predictions file (only a run directory knows its tasks)")
+    if reviewed_only:
+        raise UserError("--reviewed-only applies to deliverables runs (rubric grades); leave it out for a predictions file")
     task_rows = read_tasks(tasks, skip_invalid=skip_invalid)
     read = read_submissions(submissions, official=official, skip_invalid=skip_invalid)
     for line in task_rows.skipped + read.rows.skipped:
@@ -843,6 +849,7 @@ def report(
     file_judge: Annotated[str | None, typer.Option("--file-judge", help="analytics runs: the agentic File Judge model (AIDABench Listing 5: sandboxed code, at most 20 calls) for output files the spreadsheet comparator cannot read; off by default.")] = None,
     pool_humans: Annotated[bool, typer.Option("--pool-humans", help="docqa runs: one 'human' row for every annotator's human:NAME episodes (earliest answer per question).")] = False,
     corpus: Annotated[Path | None, typer.Option("--corpus", "-c", help="docqa runs: the corpus they searched; adds its statistics by domain and category (MADQA Tables 2 and 6).")] = None,
+    reviewed_only: Annotated[bool, typer.Option("--reviewed-only", help="deliverables runs: count only rubric grades a QC reviewer has reviewed (the paper's protocol, Appendix C); by default every usable grade counts and the share reviewed is shown.")] = False,
     judge_temperature: JudgeTemperatureOpt = None,
     judge_top_p: JudgeTopPOpt = None,
     judge_reasoning_effort: JudgeReasoningEffortOpt = None,
@@ -871,7 +878,7 @@ def report(
                              file=files)
     try:
         data = build_report(run_dirs, ScoreOptions(judge=answer_judge), analytics_judges=judges, pool_humans=pool_humans,
-                            corpus=corpus)
+                            corpus=corpus, reviewed_only=reviewed_only)
     finally:
         close_judges(judges)
     write_report(data, output)

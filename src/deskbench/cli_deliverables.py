@@ -84,8 +84,10 @@ def execute_with_progress(prep, quiet: bool) -> None:  # prep: PreparedDeliverab
 
 
 def score_deliverables(store: RunStore, *, systems: list[str] | None, judge: str | None, concurrency: int,
-                       as_json: bool, items_out: Path | None = None) -> None:
-    """Verifiers on every episode, the stored grades applied, the paper's tables printed."""
+                       as_json: bool, items_out: Path | None = None, reviewed_only: bool = False) -> None:
+    """Verifiers on every episode, the stored grades applied, the paper's tables printed, with
+    which protocol produced them (score side, and each system's run side as the run stored it).
+    `reviewed_only`: only QC-reviewed grades count (--reviewed-only)."""
     import asyncio
 
     from deskbench.cli_analytics import _judge_model, close_models
@@ -103,7 +105,11 @@ def score_deliverables(store: RunStore, *, systems: list[str] | None, judge: str
         raise UserError(f"the run in {store.dir} has no episodes yet; run 'deskbench run' first")
     if items_out is not None:
         items_out.write_text("".join(i.model_dump_json() + "\n" for i in items), encoding="utf-8")
-    report = summarize(items, store.deliverable_tasks())
+    from deskbench.runs.protocol import stored_protocol
+
+    report = summarize(items, store.deliverable_tasks(), reviewed_only=reviewed_only)
+    run_side = stored_protocol(store)
+    report.run_protocol = {s: run_side[s] for s in report.systems if s in run_side}
     finals = GradeStore(store.dir).final_grades(None, verifiers=False)
     chosen = {k: f for k, f in finals.items() if systems is None or f.system in systems}
     report.failure_tags = tag_counts(chosen, regex_tags, name="regex")

@@ -163,11 +163,12 @@ def _labels(scored: Sequence[_Scored]) -> dict[int, str]:
 
 def build_report(run_dirs: Sequence[Path], opts: ScoreOptions | None = None,
                  analytics_judges: AnalyticsJudges | None = None, pool_humans: bool = False,
-                 corpus: Path | None = None) -> Report:
+                 corpus: Path | None = None, reviewed_only: bool = False) -> Report:
     """Score every system of every run (with `opts.judge`, every non-exact answer is judged);
     budgets run from 1 to the most steps any episode took. `pool_humans`: the annotators of a
     docqa run make one Human row (runs/humans.py). `corpus`: adds the corpus statistics (MADQA
-    Tables 2 and 6) to the MADQA appendix sections."""
+    Tables 2 and 6) to the MADQA appendix sections. `reviewed_only`: the deliverables tables
+    count QC-reviewed rubric grades only."""
     opts = opts or ScoreOptions()
     if not run_dirs:
         raise UserError("give at least one run directory")
@@ -216,7 +217,7 @@ def build_report(run_dirs: Sequence[Path], opts: ScoreOptions | None = None,
                   accuracy_method=judge_method(opts) if opts.judge else ANLS_METHOD,
                   judge=opts.judge.name if opts.judge else None,
                   analytics=analytics, analytics_judges=analytics_method(analytics_judges or AnalyticsJudges()),
-                  deliverables=deliverables_report(deliverables),
+                  deliverables=deliverables_report(deliverables, reviewed_only=reviewed_only),
                   deliverables_runs=[str(r.run_dir) for r in deliverables],
                   model_settings=settings + _judge_settings(opts, analytics_judges))
 
@@ -283,7 +284,8 @@ def score_deliverables_run(store: RunStore) -> list[DeliverableItemScore]:
     return asyncio.run(score_deliverables(store, systems=None, judge_model=None))
 
 
-def deliverables_report(runs: Sequence[DeliverablesRun], *, resamples: int = 1000, seed: int = 0) -> DeliverablesReport | None:
+def deliverables_report(runs: Sequence[DeliverablesRun], *, resamples: int = 1000, seed: int = 0,
+                        reviewed_only: bool = False) -> DeliverablesReport | None:
     """The consulting paper's tables over the systems of every deliverables run, side by side
     (None without one). A system name found in several runs is suffixed with its run directory's
     name (its path when those clash too); a task id in several runs is one task."""
@@ -301,4 +303,5 @@ def deliverables_report(runs: Sequence[DeliverablesRun], *, resamples: int = 100
             items.append(item)
         for task in r.tasks:
             tasks.setdefault(task.id, task)
-    return summarize_deliverables(items, list(tasks.values()), resamples=resamples, seed=seed)
+    return summarize_deliverables(items, list(tasks.values()), resamples=resamples, seed=seed,
+                                  reviewed_only=reviewed_only)
