@@ -354,3 +354,33 @@ def test_serve_command_needs_no_corpus_for_a_deliverables_run(setup: dict) -> No
         assert status == 200 and 'name="token"' in html
         assert "rubric grading and QC" in html and "human baseline" not in html  # the login page's header too
         assert Client(port).request("GET", f"/grade?{setup['q']}")[0] == 401  # the grading app, not docqa
+
+
+def test_declared_best_and_star_ratings_over_http(tmp_path: Path) -> None:
+    """The grader ticks 'best response'; the QC reviewer gives C.6 star ratings: both reach the
+    final grade, stars never change a score, and a bad rating is refused on the page."""
+    run_dir = tmp_path / "run"
+    task, tokens = make_run(run_dir)
+    key = (task.id, SYSTEM, 0)
+    q = urlencode({"task": task.id, "system": SYSTEM, "attempt": 0})
+    with serve(create_grading_app(run_dir)) as port:
+        alice, bob, grade = graded_by_alice(port, run_dir, task, tokens)
+        assert GradeStore(run_dir).primary_grade(key).declared_best is False  # type: ignore[union-attr]
+        assert alice.request("POST", "/grade", {**grade, "best": "yes"})[0] == 303
+        status, _, html = alice.request("GET", f"/grade?{q}")
+        assert 'id="best" checked' in html
+        graded = GradeStore(run_dir).primary_grade(key)
+        assert graded is not None and graded.declared_best
+        form = {"csrf": bob.csrf, "task": task.id, "system": SYSTEM, "attempt": "0", "grader": "alice",
+                "graded_at": graded.created_at, "action": "rate"}
+        status, _, html = bob.request("GET", f"/qc?{q}")
+        assert html.count('<tr id="stars-') == 6
+        assert bob.request("POST", "/qc", {**form, "target": "stars:verifiers", "score": "4"})[0] == 303
+        assert bob.request("POST", "/qc", {**form, "target": "stars:EP", "score": "2"})[0] == 303
+        status, _, html = bob.request("POST", "/qc", {**form, "target": "stars:EP", "score": "9"})
+        assert status == 400 and "9 is not a star rating" in html
+        status, _, html = bob.request("GET", f"/qc?{q}")
+        assert '<td class="stars">4</td>' in html.split('<tr id="stars-verifiers">')[1].split("</tr>")[0]
+    final = GradeStore(run_dir).final_grade(key)
+    assert final is not None and final.stars == {"verifiers": 4, "EP": 2} and final.declared_best
+    assert final.scores == dict.fromkeys(RUBRIC_CODES, 2) and final.status == "reviewed"
