@@ -517,6 +517,8 @@ def run(
     attempts: Annotated[int, typer.Option(help="analytics: attempts per task (3 for pass@3 and avg@3).")] = 1,
     max_rounds: Annotated[int, typer.Option(help="analytics: execute_code calls per episode.")] = 20,
     no_summary: Annotated[bool, typer.Option("--no-summary", help="analytics: leave out the auxiliary spreadsheet summary (the paper's ablation).")] = False,
+    last_round_note: Annotated[bool, typer.Option("--last-round-note", help="analytics: the last execute_code result tells the model to answer now (not the paper's protocol; the system becomes analyst-agent[last-round-note]).")] = False,
+    cjk_font_hint: Annotated[bool, typer.Option("--cjk-font-hint", help="analytics: the tool description says CJK fonts are installed (not the paper's protocol; the system becomes analyst-agent[cjk-font-hint]).")] = False,
     unsafe_local: Annotated[bool, typer.Option("--unsafe-local", help="analytics and rlm: run model code without bubblewrap (unsafe; debugging only).")] = False,
     chart_judge: Annotated[str | None, typer.Option(help="analytics: vision judge for charts (default: --judge).")] = None,
     file_judge: Annotated[str | None, typer.Option("--file-judge", help="analytics: the agentic File Judge model (AIDABench Listing 5: sandboxed code, at most 20 calls) for output files the spreadsheet comparator cannot read; off by default.")] = None,
@@ -553,6 +555,10 @@ def run(
     if tasks.is_dir():
         from deskbench.cli_deliverables import DeliverablesRunArgs, run_deliverables
 
+        for flag, given in (("--last-round-note", last_round_note), ("--cjk-font-hint", cjk_font_hint)):
+            if given:
+                raise UserError(f"{flag} is for analytics tasks (--tasks a tasks JSONL); leave it out for packages")
+
         run_deliverables(DeliverablesRunArgs(
             packages=tasks, out=out_dir, agents=agent or ["deliverable-agent"], models=model or ["openai/gpt-5-mini"],
             only_tasks=only_task or [], only_systems=only_system or [], rerun=rerun, attempts=attempts,
@@ -563,6 +569,9 @@ def run(
     for flag, given in (("--trap-hints", trap_hints), ("--web", web), ("--web-record", web_record)):
         if given:
             raise UserError(f"{flag} is for deliverables packages (--tasks a package folder); leave it out here")
+    for flag, given in (("--last-round-note", last_round_note), ("--cjk-font-hint", cjk_font_hint)):
+        if given and (agent or ["bm25-agent"])[0] not in ANALYTICS_AGENTS:
+            raise UserError(f"{flag} is for analytics agents (--agent analyst-agent); leave it out here")
     if len(agent or []) > 1 or len(model or []) > 1:
         raise UserError("several --agent/--model pairs are for deliverables packages; run docqa and analytics systems one at a time")
     agent_name, model_name = (agent or ["bm25-agent"])[0], (model or ["openai/gpt-5-mini"])[0]
@@ -573,7 +582,8 @@ def run(
             tasks=tasks, out=out_dir, agent=agent_name, model=model_name, attempts=attempts, concurrency=concurrency,
             limit=limit, max_rounds=max_rounds, summary=not no_summary, sampling=sampling, cache=cache,
             prices=prices, unsafe_local=unsafe_local, judge=judge, chart_judge=chart_judge or judge,
-            file_judge=file_judge), as_json=as_json, quiet=quiet)
+            file_judge=file_judge, last_round_note=last_round_note, cjk_font_hint=cjk_font_hint),
+            as_json=as_json, quiet=quiet)
         return
 
     spec = RunSpec(agent=agent_name, model=model_name, out=out_dir, corpus=corpus, concurrency=concurrency,

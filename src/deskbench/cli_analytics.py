@@ -26,6 +26,7 @@ from deskbench.scoring.analytics import (
 from deskbench.scoring.analytics_metrics import (
     AnalyticsScoreReport,
     PassMetrics,
+    attach_summary_ablations,
     summarize_analytics,
 )
 
@@ -52,6 +53,8 @@ class AnalyticsRunArgs:
     judge: str | None
     chart_judge: str | None
     file_judge: str | None = None
+    last_round_note: bool = False
+    cjk_font_hint: bool = False
 
 
 def run_analytics(args: AnalyticsRunArgs, *, as_json: bool, quiet: bool) -> None:
@@ -62,7 +65,7 @@ def run_analytics(args: AnalyticsRunArgs, *, as_json: bool, quiet: bool) -> None
     spec = AnalyticsRunSpec(
         agent=args.agent, model=args.model, out=args.out, tasks_file=args.tasks, attempts=args.attempts,
         concurrency=args.concurrency, max_rounds=args.max_rounds, summary=args.summary,
-        sampling=args.sampling, cache=args.cache, prices=args.prices, unsafe_local=args.unsafe_local)
+        last_round_note=args.last_round_note, cjk_font_hint=args.cjk_font_hint, sampling=args.sampling, cache=args.cache, prices=args.prices, unsafe_local=args.unsafe_local)
     spec.check()
     if not args.tasks.is_file():
         raise UserError(f"tasks file {args.tasks} not found; give an analytics tasks JSONL (deskbench generate analytics)")
@@ -136,6 +139,7 @@ def score_analytics(store: RunStore, *, system: str | None, judge: str | None, c
     for name, items in scored.items():
         k = max([it.attempt + 1 for it in items], default=1)
         reports[name] = summarize_analytics(items, system=name, k=k, task_ids=task_ids)
+    attach_summary_ablations(list(reports.values()))  # Table 2's Δ when a [no-summary] twin was scored too
     if items_out is not None:
         items_out.write_text("".join(it.model_dump_json() + "\n" for its in scored.values() for it in its))
     if as_json:
@@ -151,16 +155,20 @@ def _pct(x: float | None) -> str:
     return "–" if x is None else f"{100 * x:.2f}"
 
 
+def _count(x: float | None) -> str:
+    return "–" if x is None else f"{x:,.0f}"
+
+
 def print_analytics_report(r: AnalyticsScoreReport) -> None:
     console = out if out.is_terminal else Console(highlight=False, width=160)
     table = Table(title=f"analytics score: {r.system}")
-    cols = ["group", "tasks", "pass@1", f"pass@{r.k}", f"avg@{r.k}", "tokens", "rounds"]
+    cols = ["group", "tasks", "pass@1", f"pass@{r.k}", f"avg@{r.k}", "input tok", "output tok", "rounds"]
     for col in cols:
         table.add_column(col, justify="left" if col == "group" else "right")
 
     def row(label: str, m: PassMetrics) -> None:
         table.add_row(escape(label), str(m.n_tasks), _pct(m.pass1), _pct(m.passk) + ("" if m.complete else "*"),
-                      _pct(m.avgk), "–" if m.mean_tokens is None else f"{m.mean_tokens:,.0f}",
+                      _pct(m.avgk), _count(m.mean_input_tokens), _count(m.mean_output_tokens),
                       "–" if m.mean_rounds is None else f"{m.mean_rounds:.1f}")
 
     row("overall", r.overall)
@@ -170,13 +178,25 @@ def print_analytics_report(r: AnalyticsScoreReport) -> None:
         row(f"difficulty: {name}", m)
     console.print(table)
     if r.errors:
-        t = Table(title="bad cases (failed episodes) by error category")
+        t = Table(title="bad cases (failed episodes) by error category: count (share %, Figure 4)")
         t.add_column("category")
         for e in ERROR_CATEGORIES:
             t.add_column(e.replace("_", " "), justify="right")
         for cat, counts in r.errors.items():
-            t.add_row(cat, *(str(counts[e]) for e in ERROR_CATEGORIES))
+            shares = r.error_shares.get(cat, {})
+            t.add_row(cat, *(f"{counts[e]} ({_pct(shares.get(e))}%)" for e in ERROR_CATEGORIES))
         console.print(t)
+    if r.summary_ablation is not None:
+        a = r.summary_ablation
+        t = Table(title=f"summary ablation (Table 2): avg@{a.k_with} of {a.with_summary}, Δ = w/o − w/")
+        for col in ("group", "w/ summary", "Δ"):
+            t.add_column(col, justify="left" if col == "group" else "right")
+        for group, value in a.avg_with.items():
+            d = a.delta[group]
+            t.add_row(group, _pct(value), "–" if d is None else f"{100 * d:+.2f}")
+        console.print(t)
+        if a.k_with != a.k_without:
+            console.print(f"Δ compares avg@{a.k_without} with avg@{a.k_with}: run both with the same --attempts (3 in the paper)")
     notes = [f"episodes {r.n_episodes} over {r.n_tasks} tasks x {r.k} attempts", f"unscored {r.n_unscored}"]
     if r.missing:
         notes.append(f"missing {len(r.missing)} (e.g. {r.missing[0]})")

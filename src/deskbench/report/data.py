@@ -31,7 +31,11 @@ from deskbench.runs.runner import run_submissions
 from deskbench.runs.settings import stored_settings
 from deskbench.runs.store import Episode, RunStore
 from deskbench.scoring.analytics import AnalyticsJudges, score_run
-from deskbench.scoring.analytics_metrics import AnalyticsScoreReport, summarize_analytics
+from deskbench.scoring.analytics_metrics import (
+    AnalyticsScoreReport,
+    attach_summary_ablations,
+    summarize_analytics,
+)
 from deskbench.scoring.calibration import kuiper
 from deskbench.scoring.deliverables import DeliverableItemScore
 from deskbench.scoring.deliverables_summary import DeliverablesReport
@@ -251,6 +255,7 @@ def score_analytics_runs(store: RunStore, systems: Sequence[str], judges: Analyt
         items = asyncio.run(score_run(store, name, judges))
         k = max([it.attempt + 1 for it in items], default=1)
         out.append(summarize_analytics(items, system=f"{name} ({store.dir.name})", k=k, task_ids=task_ids))
+    attach_summary_ablations(out)  # Table 2: a [no-summary] system beside its twin of the same run
     return out
 
 

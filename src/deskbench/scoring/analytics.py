@@ -62,7 +62,10 @@ class AnalyticsItemScore(BaseModel):
     error_category: ErrorCategory | None = None  # for failed episodes (score < 1)
     glyph_check: str | None = None  # charts: pass / fail / unobservable / not_applicable
     rounds: int = 0
-    tokens: int = 0
+    tokens: int = 0  # input + output, kept for items files written before the split
+    input_tokens: int = 0  # prompt tokens over the episode's model calls (each call resends the history)
+    # completion tokens: Appendix H's per-task 2.2k-13.2k can only be these (a 20-round history resends far more)
+    output_tokens: int = 0
     episode_status: str = "ok"
     file_judge: FileJudgeRecord | None = None  # files the comparator deferred: the judge's verdict and trajectory
 
@@ -99,6 +102,7 @@ async def score_episode(task: AnalyticsTask, ep: Episode, run_dir: Path, tasks_d
         task_id=task.id, attempt=ep.attempt, system=ep.system, category=task.category,
         difficulty=task.difficulty, status="scored", score=0.0, source="episode",
         rounds=sub.rounds if sub else 0, tokens=ep.usage.input_tokens + ep.usage.output_tokens,
+        input_tokens=ep.usage.input_tokens, output_tokens=ep.usage.output_tokens,
         episode_status=ep.status)
     if ep.status != "ok" or sub is None:
         category: ErrorCategory = "round_limit" if ep.status == "limit" else "other"

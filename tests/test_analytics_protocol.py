@@ -1,0 +1,99 @@
+"""The analytics agent's protocol: the paper's Listing 1 setting by default; the two deskbench
+additions (--last-round-note, --cjk-font-hint) only when asked, as other systems of the run, with
+the protocol kept per system and a resume under another protocol refused."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from conftest import require_tool, run_cli
+from fake_openai import FakeOpenAI
+
+from deskbench.agents.analyst import AnalystSettings, execute_tool
+from deskbench.agents.analytics_prompts import CJK_FONT_HINT, EXECUTE_CODE_DESCRIPTION
+from deskbench.generate.analytics import generate_analytics
+from deskbench.runs.analytics import AnalyticsRunSpec, analytics_protocol, analytics_system
+from deskbench.runs.protocol import all_paper, stored_protocol
+from deskbench.runs.store import RunStore
+from deskbench.tasks.analytics import read_tasks
+
+
+@pytest.fixture(scope="module")
+def one_task(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    out = tmp_path_factory.mktemp("analytics")
+    generate_analytics(out, tasks=11, seed=5)
+    qa = next(t for t in read_tasks(out / "tasks.jsonl").items if t.category == "qa")
+    path = out / "one.jsonl"
+    path.write_text(qa.model_dump_json() + "\n", encoding="utf-8")
+    return path
+
+
+def _never_answers(body: dict[str, Any], n: int) -> dict[str, Any]:
+    return {"kind": "tool", "name": "execute_code", "arguments": json.dumps({"code": "print(1)"})}
+
+
+def _run(tasks: Path, out: Path, fake: FakeOpenAI, *extra: str):
+    return run_cli("run", "--agent", "analyst-agent", "--tasks", str(tasks), "--out", str(out),
+                   "--model", f"openai-compat/scripted@{fake.base_url}", "--concurrency", "1", "--quiet",
+                   "--json", "--max-rounds", "2", "--no-summary", *extra)
+
+
+def test_defaults_are_the_papers() -> None:
+    assert AnalystSettings().last_round_note is False and AnalystSettings().cjk_font_hint is False
+    assert "CJK" not in execute_tool(False).description
+    assert execute_tool(True).description == EXECUTE_CODE_DESCRIPTION + CJK_FONT_HINT
+    spec = AnalyticsRunSpec(agent="analyst-agent", model="m", out=Path("o"), tasks_file=Path("t"))
+    assert all_paper(analytics_protocol(spec))
+    assert analytics_system(spec, "m") == "analyst-agent:m"
+    both = AnalyticsRunSpec(agent="analyst-agent", model="m", out=Path("o"), tasks_file=Path("t"),
+                            summary=False, last_round_note=True, cjk_font_hint=True)
+    assert analytics_system(both, "m") == "analyst-agent[no-summary,last-round-note,cjk-font-hint]:m"
+    notes = {n.aspect: n for n in analytics_protocol(both)}
+    assert notes["round-limit note"].source == "deskbench" and "--last-round-note" in notes["round-limit note"].detail
+    assert notes["CJK font hint"].source == "deskbench" and notes["auxiliary summary"].source == "paper"
+
+
+def test_flags_change_what_the_model_reads_and_are_kept_per_system(one_task: Path, tmp_path: Path) -> None:
+    require_tool("bwrap")
+    out = tmp_path / "run"
+    with FakeOpenAI(script=_never_answers) as fake:
+        proc = _run(one_task, out, fake)
+        assert proc.returncode == 0, proc.stderr
+        plain = fake.requests[-1]
+    with FakeOpenAI(script=_never_answers) as fake:
+        proc = _run(one_task, out, fake, "--last-round-note", "--cjk-font-hint")
+        assert proc.returncode == 0, proc.stderr
+        flagged = fake.requests[-1]
+
+    def last_tool_output(body: dict[str, Any]) -> str:
+        return [m["content"] for m in body["messages"] if m["role"] == "tool"][-1]
+
+    def description(body: dict[str, Any]) -> str:
+        return body["tools"][0]["function"]["description"]
+
+    assert "round limit" not in last_tool_output(plain) and "CJK" not in description(plain)
+    assert "round limit" in last_tool_output(flagged) and "Noto Sans CJK" in description(flagged)
+    protocol = stored_protocol(RunStore(out, create=False))
+    plain_name = "analyst-agent[no-summary]:openai-compat/scripted"
+    flagged_name = "analyst-agent[no-summary,last-round-note,cjk-font-hint]:openai-compat/scripted"
+    assert set(protocol) == {plain_name, flagged_name}  # two variants, one run
+    # --max-rounds 2 is not the paper's budget: said so, whatever the flags
+    assert {n.aspect for n in protocol[plain_name] if n.source == "deskbench"} == {"round budget"}
+    assert {n.aspect for n in protocol[flagged_name] if n.source == "deskbench"} == {
+        "round budget", "round-limit note", "CJK font hint"}
+    # the same system resumed under another protocol (another budget) is refused, naming both
+    with FakeOpenAI(script=_never_answers) as fake:
+        proc = run_cli("run", "--agent", "analyst-agent", "--tasks", str(one_task), "--out", str(out),
+                       "--model", f"openai-compat/scripted@{fake.base_url}", "--quiet", "--json",
+                       "--max-rounds", "3", "--no-summary")
+        assert fake.requests == []
+    assert proc.returncode == 2 and "already holds" in proc.stderr and "--max-rounds" in proc.stderr
+
+
+def test_flags_are_refused_outside_analytics(tmp_path: Path) -> None:
+    proc = run_cli("run", "--agent", "guess", "--tasks", str(tmp_path / "t.jsonl"), "--out", str(tmp_path / "r"),
+                   "--last-round-note")
+    assert proc.returncode == 2 and "--last-round-note is for analytics agents" in proc.stderr
