@@ -505,7 +505,12 @@ def test_score_and_report_reviewed_only_on_a_run(tmp_path: Path) -> None:
     assert "grades QC-reviewed: 50.0% (1/2) (--reviewed-only: only these count)" in text
     assert "protocol of alpha: agent prompt: deskbench (trap hints (--trap-hints))" in text
 
-    html = render_html(build_report([run], reviewed_only=True))
+    from concurrent.futures import ThreadPoolExecutor
+
+    # a browser test may hold this thread's event loop: build the report in a thread of its own
+
+    with ThreadPoolExecutor(1) as pool:
+        html = render_html(pool.submit(build_report, [run], reviewed_only=True).result())
     assert 'id="deliverables-protocol"' in html and "grades counted: <strong>paper</strong>" in html
     assert '<span id="deliverables-reviewed">1 of 2 (50.0%)</span>; only these count' in html
 
