@@ -279,7 +279,8 @@ def score(
     m1: Annotated[int | None, typer.Option(help="Calibration items judged correct by humans [default: 152].")] = None,
     judge_calibration: Annotated[Path | None, typer.Option(help="q0, q1, m0, m1 from 'deskbench calibrate compute --json' output.")] = None,
     chart_judge: Annotated[str | None, typer.Option(help="analytics runs: vision judge for charts (default: --judge).")] = None,
-    file_judge: Annotated[str | None, typer.Option("--file-judge", help="analytics runs: the agentic File Judge model (AIDABench Listing 5: sandboxed code, at most 20 calls) for output files the spreadsheet comparator cannot read; off by default.")] = None,
+    file_judge: Annotated[str | None, typer.Option("--file-judge", help="analytics runs: the agentic File Judge model (AIDABench Listing 5: sandboxed code, at most 20 calls per file); it decides every output file (see --file-judge-deferred); off by default: the spreadsheet comparator decides.")] = None,
+    file_judge_all: Annotated[bool | None, typer.Option("--file-judge-all/--file-judge-deferred", help="analytics: with --file-judge, every output file goes to the File Judge, the comparator's verdict kept beside it (the paper's protocol; the default) | only files the comparator cannot read (cheaper; not the paper's protocol).")] = None,
     judge_temperature: JudgeTemperatureOpt = None,
     judge_top_p: JudgeTopPOpt = None,
     judge_reasoning_effort: JudgeReasoningEffortOpt = None,
@@ -339,7 +340,8 @@ def score(
             from deskbench.cli_analytics import score_analytics
 
             score_analytics(store, system=system, judge=judge, chart_judge=chart_judge or judge,
-                            concurrency=concurrency, items_out=items_out, as_json=as_json, file_judge=file_judge)
+                            concurrency=concurrency, items_out=items_out, as_json=as_json, file_judge=file_judge,
+                            file_judge_all=file_judge_all)
             return
         if store.track() == "deliverables":
             from deskbench.cli_deliverables import score_deliverables
@@ -521,7 +523,8 @@ def run(
     cjk_font_hint: Annotated[bool, typer.Option("--cjk-font-hint", help="analytics: the tool description says CJK fonts are installed (not the paper's protocol; the system becomes analyst-agent[cjk-font-hint]).")] = False,
     unsafe_local: Annotated[bool, typer.Option("--unsafe-local", help="analytics and rlm: run model code without bubblewrap (unsafe; debugging only).")] = False,
     chart_judge: Annotated[str | None, typer.Option(help="analytics: vision judge for charts (default: --judge).")] = None,
-    file_judge: Annotated[str | None, typer.Option("--file-judge", help="analytics: the agentic File Judge model (AIDABench Listing 5: sandboxed code, at most 20 calls) for output files the spreadsheet comparator cannot read; off by default.")] = None,
+    file_judge: Annotated[str | None, typer.Option("--file-judge", help="analytics: the agentic File Judge model (AIDABench Listing 5: sandboxed code, at most 20 calls per file); it decides every output file (see --file-judge-deferred); off by default: the spreadsheet comparator decides.")] = None,
+    file_judge_all: Annotated[bool | None, typer.Option("--file-judge-all/--file-judge-deferred", help="analytics: with --file-judge, every output file goes to the File Judge, the comparator's verdict kept beside it (the paper's protocol; the default) | only files the comparator cannot read (cheaper; not the paper's protocol).")] = None,
     only_task: Annotated[list[str] | None, typer.Option("--only-task", help="deliverables: run only these package ids (repeat).")] = None,
     only_system: Annotated[list[str] | None, typer.Option("--only-system", help="deliverables: run only these systems (agent:model as stored; repeat).")] = None,
     rerun: Annotated[bool, typer.Option("--rerun", help="deliverables: run the selected episodes again, replacing the stored ones (others are kept).")] = False,
@@ -582,7 +585,8 @@ def run(
             tasks=tasks, out=out_dir, agent=agent_name, model=model_name, attempts=attempts, concurrency=concurrency,
             limit=limit, max_rounds=max_rounds, summary=not no_summary, sampling=sampling, cache=cache,
             prices=prices, unsafe_local=unsafe_local, judge=judge, chart_judge=chart_judge or judge,
-            file_judge=file_judge, last_round_note=last_round_note, cjk_font_hint=cjk_font_hint),
+            file_judge=file_judge, file_judge_all=file_judge_all, last_round_note=last_round_note,
+            cjk_font_hint=cjk_font_hint),
             as_json=as_json, quiet=quiet)
         return
 
@@ -594,7 +598,8 @@ def run(
     name = _execute_with_progress(prep, quiet)
     score(out_dir, tasks=None, system=name, by=None, official=False, kuiper_ties="robust", effort="steps",
           skip_invalid=False, items_out=None, judge=judge, judge_cache=None, no_cache=False, concurrency=concurrency,
-          q0=1.0, q1=0.98, m0=48, m1=152, chart_judge=None, file_judge=None, judge_temperature=judge_temperature,
+          q0=1.0, q1=0.98, m0=48, m1=152, chart_judge=None, file_judge=None, file_judge_all=None,
+          judge_temperature=judge_temperature,
           judge_top_p=judge_top_p, judge_reasoning_effort=judge_reasoning_effort, judge_max_tokens=judge_max_tokens,
           capabilities=None, judge_calibration=None, pool_humans=False, as_json=as_json)
 
@@ -856,7 +861,8 @@ def report(
     no_cache: Annotated[bool, typer.Option("--no-cache", help="Do not cache judge responses.")] = False,
     concurrency: Annotated[int, typer.Option(help="Judge calls in flight at once.")] = 16,
     chart_judge: Annotated[str | None, typer.Option(help="analytics runs: vision judge for charts (default: --judge).")] = None,
-    file_judge: Annotated[str | None, typer.Option("--file-judge", help="analytics runs: the agentic File Judge model (AIDABench Listing 5: sandboxed code, at most 20 calls) for output files the spreadsheet comparator cannot read; off by default.")] = None,
+    file_judge: Annotated[str | None, typer.Option("--file-judge", help="analytics runs: the agentic File Judge model (AIDABench Listing 5: sandboxed code, at most 20 calls per file); it decides every output file (see --file-judge-deferred); off by default: the spreadsheet comparator decides.")] = None,
+    file_judge_all: Annotated[bool | None, typer.Option("--file-judge-all/--file-judge-deferred", help="analytics: with --file-judge, every output file goes to the File Judge, the comparator's verdict kept beside it (the paper's protocol; the default) | only files the comparator cannot read (cheaper; not the paper's protocol).")] = None,
     pool_humans: Annotated[bool, typer.Option("--pool-humans", help="docqa runs: one 'human' row for every annotator's human:NAME episodes (earliest answer per question).")] = False,
     corpus: Annotated[Path | None, typer.Option("--corpus", "-c", help="docqa runs: the corpus they searched; adds its statistics by domain and category (MADQA Tables 2 and 6).")] = None,
     reviewed_only: Annotated[bool, typer.Option("--reviewed-only", help="deliverables runs: count only rubric grades a QC reviewer has reviewed (the paper's protocol, Appendix C); by default every usable grade counts and the share reviewed is shown.")] = False,
@@ -870,7 +876,7 @@ def report(
     classes, the MADQA appendix analyses (effort measures, failure profiles, search trajectories,
     cost, human response time; corpus statistics with --corpus); analytics pass@1 / pass@k /
     avg@k by category and difficulty, and bad cases."""
-    from deskbench.cli_analytics import _judge_model, close_judges, file_judge_for
+    from deskbench.cli_analytics import _judge_model, close_judges, file_judge_for, file_judge_mode
     from deskbench.report.data import build_report
     from deskbench.report.render import write_report
     from deskbench.scoring.analytics import AnalyticsJudges
@@ -883,9 +889,10 @@ def report(
     answer_judge = _make_judge(judge, judge_cache, no_cache, concurrency) if judge else None
     if judge:
         _warn_paper_q(judge)
+    every_file = file_judge_mode(file_judge, file_judge_all)
     files = file_judge_for(file_judge, concurrency)
     judges = AnalyticsJudges(qa=_judge_model(judge, concurrency), chart=_judge_model(chart_judge or judge, concurrency),
-                             file=files)
+                             file=files, file_all=every_file)
     try:
         data = build_report(run_dirs, ScoreOptions(judge=answer_judge), analytics_judges=judges, pool_humans=pool_humans,
                             corpus=corpus, reviewed_only=reviewed_only)

@@ -16,11 +16,13 @@ from rich.table import Table
 from deskbench.console import out
 from deskbench.errors import UserError
 from deskbench.models.settings import Sampling
+from deskbench.runs.protocol import describe
 from deskbench.runs.store import RunStore
 from deskbench.scoring.analytics import (
     ERROR_CATEGORIES,
     AnalyticsItemScore,
     AnalyticsJudges,
+    analytics_protocol,
     score_run,
 )
 from deskbench.scoring.analytics_metrics import (
@@ -53,6 +55,7 @@ class AnalyticsRunArgs:
     judge: str | None
     chart_judge: str | None
     file_judge: str | None = None
+    file_judge_all: bool | None = None  # None: every file with --file-judge (see file_judge_mode)
     last_round_note: bool = False
     cjk_font_hint: bool = False
 
@@ -62,6 +65,7 @@ def run_analytics(args: AnalyticsRunArgs, *, as_json: bool, quiet: bool) -> None
     from deskbench.runs.analytics import AnalyticsRunSpec, execute_analytics, prepare_analytics
     from deskbench.tasks.analytics import read_tasks
 
+    file_judge_mode(args.file_judge, args.file_judge_all)  # a bad flag pair is named before the run, not after it
     spec = AnalyticsRunSpec(
         agent=args.agent, model=args.model, out=args.out, tasks_file=args.tasks, attempts=args.attempts,
         concurrency=args.concurrency, max_rounds=args.max_rounds, summary=args.summary,
@@ -73,6 +77,7 @@ def run_analytics(args: AnalyticsRunArgs, *, as_json: bool, quiet: bool) -> None
     name = _execute_with_progress(prep, quiet, run=execute_analytics, total=prep.total)
     score_analytics(prep.store, system=name, judge=args.judge, chart_judge=args.chart_judge,
                     concurrency=args.concurrency, items_out=None, as_json=as_json, file_judge=args.file_judge,
+                    file_judge_all=args.file_judge_all,
                     unsafe_local=args.unsafe_local)
 
 
@@ -97,6 +102,17 @@ def file_judge_for(name: str | None, concurrency: int, *, unsafe_local: bool = F
     return FileJudge(model=_judge_model(name, concurrency), sandbox=sandbox)
 
 
+def file_judge_mode(file_judge: str | None, file_judge_all: bool | None) -> bool:
+    """--file-judge-all / --file-judge-deferred, checked: True sends every file to the File Judge.
+
+    Why every file by default: --file-judge names the paper's evaluator (Listing 5), which judges
+    every file; the defer-only mode (the comparator decides what it can read) is an opt-out."""
+    if file_judge_all is not None and not file_judge:
+        flag = "--file-judge-all" if file_judge_all else "--file-judge-deferred"
+        raise UserError(f"{flag} needs a File Judge model: add --file-judge MODEL, or drop {flag}")
+    return file_judge_all is not False
+
+
 def close_judges(judges: AnalyticsJudges) -> None:
     """Close the judges' models (each once) and the File Judge's sandbox."""
     close_models(judges.qa, judges.chart, judges.file.model if judges.file else None)
@@ -117,16 +133,20 @@ def close_models(*models) -> None:  # ResilientModel | None
 
 def score_analytics(store: RunStore, *, system: str | None, judge: str | None, chart_judge: str | None,
                     concurrency: int, items_out: Path | None, as_json: bool, file_judge: str | None = None,
+                    file_judge_all: bool | None = None,
                     unsafe_local: bool = False) -> dict[str, AnalyticsScoreReport]:
     systems = [system] if system else store.systems()
     if not systems:
         raise UserError(f"the run in {store.dir} has no episodes yet; run 'deskbench run' first")
     if concurrency < 1:
         raise UserError(f"--concurrency {concurrency} is not valid; use 1 or more")
-    task_ids = [t.id for t in store.analytics_tasks()]
+    every_file = file_judge_mode(file_judge, file_judge_all)
+    tasks = store.analytics_tasks()
+    task_ids = [t.id for t in tasks]
     files = file_judge_for(file_judge, concurrency, unsafe_local=unsafe_local)
     judges = AnalyticsJudges(qa=_judge_model(judge, concurrency), chart=_judge_model(chart_judge, concurrency),
-                             file=files)
+                             file=files, file_all=every_file)
+    protocol = analytics_protocol(judges, tasks)
 
     async def go() -> dict[str, list[AnalyticsItemScore]]:
         return {name: await score_run(store, name, judges, concurrency=concurrency) for name in systems}
@@ -138,7 +158,7 @@ def score_analytics(store: RunStore, *, system: str | None, judge: str | None, c
     reports = {}
     for name, items in scored.items():
         k = max([it.attempt + 1 for it in items], default=1)
-        reports[name] = summarize_analytics(items, system=name, k=k, task_ids=task_ids)
+        reports[name] = summarize_analytics(items, system=name, k=k, task_ids=task_ids, protocol=protocol)
     attach_summary_ablations(list(reports.values()))  # Table 2's Δ when a [no-summary] twin was scored too
     if items_out is not None:
         items_out.write_text("".join(it.model_dump_json() + "\n" for its in scored.values() for it in its))
@@ -204,5 +224,7 @@ def print_analytics_report(r: AnalyticsScoreReport) -> None:
         notes.append(f"charts with missing glyphs {r.glyph_failures}")
     notes.append("decided by " + ", ".join(f"{k} {v}" for k, v in r.sources.items()))
     console.print("; ".join(notes))
+    if r.protocol:
+        console.print("protocol: " + escape(describe(r.protocol)), soft_wrap=True)
     if not r.overall.complete and r.k > 1:
         console.print(f"* pass@{r.k} over fewer than {r.k} scored attempts for some tasks")

@@ -3,11 +3,21 @@
 - qa: the deterministic numeric check, then the binary judge (Listing 2) when one is given;
 - visualization: the chart among the output files, scored by the vision judges (Listings 3, 4)
   as S = 0.7 C + 0.3 R, plus the missing-glyph check on the sandbox's warnings;
-- file_generation: the named output file against the reference by the three-stage comparator;
-  what it cannot decide (it cannot read the reference, or the prediction's format) goes to the
-  agentic File Judge (Listing 5, scoring/file_judge.py) when one is given (`--file-judge`);
-  without one the comparator's own outcome stands (a prediction it cannot read fails at "open";
-  a reference that does not open stops the scoring with a UserError: the task is broken).
+- file_generation: with a File Judge (`--file-judge MODEL`), the paper's protocol: every output
+  file goes to the agentic File Judge (Listing 5, scoring/file_judge.py), and the deterministic
+  three-stage comparator's verdict is kept beside it in the item (`comparator`) for audit, as the
+  QA item keeps its check's. `--file-judge-deferred` is deskbench's cheaper mode: the comparator
+  decides and only what it cannot (it cannot read the reference, or the prediction's format)
+  goes to the File Judge. Without a File Judge the comparator decides alone (a prediction it
+  cannot read fails at "open"; a reference that does not open stops the scoring with a
+  UserError: the task is broken). Why --file-judge alone means every file: the flag names the
+  paper's evaluator, so a user giving it expects the paper's numbers, as `--judge` sends every
+  QA answer to the Listing 2 judge; the defer-only mode is an explicit, visible opt-out.
+
+`AnalyticsItemScore.source` says which evaluator decided: "comparator"; "file_judge" (every file
+to the File Judge, the paper's protocol); "file_judge_deferred" (the comparator could not read a
+file and deferred to the File Judge); for QA "numeric" / "exact" / "judge" / "none"; for charts
+"chart_judge"; "episode" for an episode that ended without a submission.
 
 An episode that ended in an error or at the round limit scores 0 (as the paper counts a round-
 limit exception); an evaluator that could not decide (no judge, a judge that failed) leaves the
@@ -35,8 +45,10 @@ from pydantic import BaseModel
 
 from deskbench.errors import UserError
 from deskbench.models.types import ChatModel
+from deskbench.runs.protocol import ProtocolNote, deskbench, paper
 from deskbench.runs.store import Episode, RunStore
 from deskbench.scoring.file_judge import FileJudgeRecord
+from deskbench.scoring.sheets import SheetComparison
 from deskbench.tasks.analytics import AnalyticsSubmission, AnalyticsTask, Category, Difficulty
 
 if TYPE_CHECKING:
@@ -57,7 +69,7 @@ class AnalyticsItemScore(BaseModel):
     difficulty: Difficulty
     status: Literal["scored", "unscored"]
     score: float | None  # 0/1 for qa and files; S in [0, 1] for charts
-    source: str  # which evaluator decided: numeric, exact, judge, chart_judge, comparator, file_judge, episode
+    source: str  # which evaluator decided (see the module docstring): comparator, file_judge, file_judge_deferred, ...
     reason: str = ""
     error_category: ErrorCategory | None = None  # for failed episodes (score < 1)
     glyph_check: str | None = None  # charts: pass / fail / unobservable / not_applicable
@@ -67,7 +79,8 @@ class AnalyticsItemScore(BaseModel):
     # completion tokens: Appendix H's per-task 2.2k-13.2k can only be these (a 20-round history resends far more)
     output_tokens: int = 0
     episode_status: str = "ok"
-    file_judge: FileJudgeRecord | None = None  # files the comparator deferred: the judge's verdict and trajectory
+    file_judge: FileJudgeRecord | None = None  # files the File Judge decided: its verdict and trajectory
+    comparator: SheetComparison | None = None  # files: the comparator's verdict (kept beside the judge's; None: unreadable reference)
 
 
 @dataclass(frozen=True)
@@ -76,7 +89,8 @@ class AnalyticsJudges:
 
     qa: ChatModel | None = None
     chart: ChatModel | None = None
-    file: FileJudge | None = None  # only for files the comparator cannot decide
+    file: FileJudge | None = None
+    file_all: bool = True  # with `file`: every file to it (the paper's protocol); False: only files the comparator cannot read
 
 
 def _output_paths(sub: AnalyticsSubmission, run_dir: Path) -> list[Path]:
@@ -112,7 +126,7 @@ async def score_episode(task: AnalyticsTask, ep: Episode, run_dir: Path, tasks_d
         return await _qa(task, sub, base, judges)
     if task.category == "visualization":
         return await _chart(task, sub, run_dir / sub.files_dir, paths, base, judges)
-    return await _file(task, paths, base, tasks_dir, judges.file)
+    return await _file(task, paths, base, tasks_dir, judges.file, judges.file_all)
 
 
 async def _qa(task: AnalyticsTask, sub: AnalyticsSubmission, base: AnalyticsItemScore,
@@ -157,7 +171,7 @@ async def _chart(task: AnalyticsTask, sub: AnalyticsSubmission, files_dir: Path,
 
 
 async def _file(task: AnalyticsTask, paths: list[Path], base: AnalyticsItemScore, tasks_dir: Path,
-                judge: FileJudge | None) -> AnalyticsItemScore:
+                judge: FileJudge | None, judge_all: bool) -> AnalyticsItemScore:
     from deskbench.scoring.file_judge import task_question
     from deskbench.scoring.sheets import compare_or_defer
 
@@ -171,16 +185,17 @@ async def _file(task: AnalyticsTask, paths: list[Path], base: AnalyticsItemScore
     reference = tasks_dir / task.reference_file.path
     outcome = compare_or_defer(reference, produced, instruction=task.instruction, key_points=task.key_points,
                                strict=task.reference_file.strict_structure)
-    if outcome.undecided and judge is not None:
+    if judge is not None and (judge_all or outcome.undecided):
+        source = "file_judge" if judge_all else "file_judge_deferred"
         record = await judge.judge(task_question(task.instruction, task.key_points), reference, produced,
                                    deferred=outcome.undecided)
+        beside = {"source": source, "file_judge": record, "comparator": outcome.verdict}
         if record.status != "scored" or record.is_correct is None:
             reason = f"{record.reason}: {record.error}" if record.error else record.reason
-            return base.model_copy(update={"status": "unscored", "score": None, "source": "file_judge",
-                                           "reason": reason, "file_judge": record})
+            return base.model_copy(update={"status": "unscored", "score": None, "reason": reason, **beside})
         return base.model_copy(update={
-            "score": 1.0 if record.is_correct else 0.0, "source": "file_judge", "reason": record.reason,
-            "error_category": None if record.is_correct else "other", "file_judge": record})
+            "score": 1.0 if record.is_correct else 0.0, "reason": record.reason,
+            "error_category": None if record.is_correct else "other", **beside})
     if outcome.verdict is None:  # no judge: a reference that does not open stops the scoring, as it always has
         raise UserError(f"task {task.id}: {outcome.reference_error}; fix the task's reference file, or score "
                         "with --file-judge MODEL")
@@ -189,7 +204,48 @@ async def _file(task: AnalyticsTask, paths: list[Path], base: AnalyticsItemScore
     if not result.passed:
         error = "calculation" if result.stage == "content" else "semantic"
     return base.model_copy(update={"score": 1.0 if result.passed else 0.0, "source": "comparator",
-                                   "reason": f"{result.stage}: {result.reason}", "error_category": error})
+                                   "reason": f"{result.stage}: {result.reason}", "error_category": error,
+                                   "comparator": result})
+
+
+def analytics_protocol(judges: AnalyticsJudges, tasks: Sequence[AnalyticsTask]) -> list[ProtocolNote]:
+    """Which protocol the scorer's options give each evaluator (the paper's, or deskbench's), so a
+    number from a fallback is never read as the paper's. Built from the options, not the items:
+    it says what would decide, also for categories a run happens not to have."""
+    notes: list[ProtocolNote] = []
+    if judges.qa is not None:
+        notes.append(paper("qa evaluator", f"Listing 2 binary judge on every answer, --judge {judges.qa.id}; "
+                                           "the deterministic check kept beside it"))
+    else:
+        notes.append(deskbench("qa evaluator", "deterministic check of the conclusion's final value, inconclusive "
+                                               "answers unscored; --judge MODEL gives the paper's judge"))
+    if judges.chart is not None:
+        notes.append(paper("chart evaluator", f"Listings 3-4 vision judges, S = 0.7 C + 0.3 R, --chart-judge "
+                                              f"{judges.chart.id}"))
+    else:
+        notes.append(deskbench("chart evaluator", "no chart judge: charts unscored, left out of every mean; "
+                                                  "--chart-judge or --judge MODEL gives the paper's judges"))
+    if judges.file is not None and judges.file_all:
+        notes.append(paper("file evaluator", f"Listing 5 File Judge on every file, --file-judge {judges.file.model.id}; "
+                                             "the comparator's verdict kept beside it"))
+    elif judges.file is not None:
+        notes.append(deskbench("file evaluator", "three-stage comparator; the File Judge only on files it cannot "
+                                                 f"read: --file-judge {judges.file.model.id} --file-judge-deferred"))
+    else:
+        notes.append(deskbench("file evaluator", "three-stage comparator, no model; --file-judge MODEL gives "
+                                                 "the paper's File Judge on every file"))
+    files = [t for t in tasks if t.reference_file is not None]
+    overrides = [t.id for t in files if t.reference_file is not None and t.reference_file.strict_structure is not None]
+    if judges.file is not None and judges.file_all:
+        notes.append(paper("structure strictness", "the File Judge reads it from the question, Listing 5 Stage 1"))
+    elif overrides:
+        shown = ", ".join(overrides[:3]) + (", ..." if len(overrides) > 3 else "")
+        notes.append(deskbench("structure strictness", f"{len(overrides)} of {len(files)} file tasks set "
+                                                       f"strict_structure, overriding the instruction: {shown}"))
+    else:
+        notes.append(paper("structure strictness", "Stage 1: strict when the instruction prescribes the structure; "
+                                                   "rows in order only when it asks for one"))
+    return notes
 
 
 async def score_run(store: RunStore, system: str, judges: AnalyticsJudges, *,

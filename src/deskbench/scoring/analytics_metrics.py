@@ -15,6 +15,9 @@
 Unscored episodes (an evaluator could not decide) are left out of every mean and counted; a
 task none of whose attempts was scored is left out of that task's means and counted. pass@k is
 marked incomplete when some task has fewer than k scored attempts.
+
+`protocol` says, per evaluator, whether the paper's protocol produced the numbers or deskbench's
+fallback did (scoring/analytics.analytics_protocol, from the scorer's options).
 """
 
 from __future__ import annotations
@@ -26,6 +29,7 @@ from collections.abc import Callable, Sequence
 from pydantic import BaseModel, Field
 
 from deskbench.analysis.stats import bootstrap_mean_ci
+from deskbench.runs.protocol import ProtocolNote
 from deskbench.scoring.analytics import ERROR_CATEGORIES, AnalyticsItemScore, ErrorCategory
 
 
@@ -71,6 +75,7 @@ class AnalyticsScoreReport(BaseModel):
     summary_ablation: SummaryAblation | None = None  # on a [no-summary] system whose twin was scored too
     glyph_failures: int = 0
     sources: dict[str, int] = Field(default_factory=dict)  # which evaluator decided, how often
+    protocol: list[ProtocolNote] = Field(default_factory=list)  # which protocol each evaluator followed
 
 
 def _failed(item: AnalyticsItemScore) -> bool:
@@ -114,7 +119,7 @@ def _grouped(items: Sequence[AnalyticsItemScore], key: Callable[[AnalyticsItemSc
 
 
 def summarize_analytics(items: Sequence[AnalyticsItemScore], *, system: str, k: int,
-                        task_ids: Sequence[str]) -> AnalyticsScoreReport:
+                        task_ids: Sequence[str], protocol: Sequence[ProtocolNote] = ()) -> AnalyticsScoreReport:
     present = {(it.task_id, it.attempt) for it in items}
     missing = [f"{t}#{a}" for a in range(k) for t in task_ids if (t, a) not in present]
     errors: dict[str, dict[ErrorCategory, int]] = {}
@@ -132,6 +137,7 @@ def summarize_analytics(items: Sequence[AnalyticsItemScore], *, system: str, k: 
         error_shares={cat: error_shares(counts) for cat, counts in errors.items()},
         glyph_failures=sum(it.glyph_check == "fail" for it in items),
         sources=dict(sorted(Counter(it.source for it in items).items())),
+        protocol=list(protocol),
     )
 
 
