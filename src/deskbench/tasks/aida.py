@@ -1,0 +1,185 @@
+"""AIDABench's released tasks (HF dataset MichaelYang-lyx/AIDA, GitHub MichaelYang-lyx/AIDABench)
+as deskbench analytics tasks: `deskbench import-tasks aida MANIFEST --out TASKS.jsonl`.
+
+Where the field names come from: the dataset card could not be read here (no network). The names
+below are those that third-party code running the official release reads (a runner and the
+official evaluator's input builder for the `QA_en`, `file_generation_en` splits) and a public
+audit of the release (603 Chinese rows, 603 English rows with the same ids): one JSON object a
+line with
+
+    id              "QA_12" | "DV_84" | "FG_82": the prefix is the category
+    question        the instruction
+    input_file      input file names, several separated by newlines (or ";", "\\r"); DV_84 has none
+    reference       QA: the reference answer (null in five rows)
+    rubrics         QA / DV: key points (list, or one string)
+    output_file     FG / DV: the file(s) the answer must write, packed like input_file
+    reference_file  FG: the reference file(s) under reference/<id>/, packed like input_file
+    eval_area       FG: cell ranges the official runner does not read (kept in params)
+
+and files at `<split folder>/input/<id>/<name>`, `<split folder>/reference/<id>/<name>`, the
+split folder being the manifest's. The release has no per-task step count (the paper's
+difficulty): a row's `difficulty_steps` is used when present, else --difficulty-steps.
+
+What cannot be imported is skipped with its reason, never guessed: visualization rows (a
+deskbench chart task carries the plotted values, which the release does not), QA rows without a
+reference, file rows with several output files or a reference that is missing or not .xlsx/.csv.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import os
+import re
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, ValidationError
+
+from deskbench.errors import UserError, read_user_file
+from deskbench.tasks.analytics import AnalyticsTask, Category, ReferenceFile, SheetSpec, write_tasks
+from deskbench.tasks.jsonl import _describe
+
+CATEGORY_OF_PREFIX: dict[str, Category] = {"QA": "qa", "DV": "visualization", "FG": "file_generation"}
+_SEPARATORS = re.compile(r"[\n\r;]+")
+
+
+class AidaRow(BaseModel):
+    """One manifest line; other fields are kept out of the way (extra="ignore")."""
+
+    model_config = ConfigDict(extra="ignore")
+    id: str
+    question: str
+    input_file: str | list[str] | None = None
+    output_file: str | list[str] | None = None
+    reference_file: str | list[str] | None = None
+    reference: Any = None
+    rubrics: str | list[str] | None = None
+    eval_area: str | None = None
+    difficulty_steps: int | None = None
+
+
+def split_names(raw: str | list[str] | None) -> list[str]:
+    """A packed file-name field (several names on separate lines) as a list."""
+    if raw is None:
+        return []
+    parts = raw if isinstance(raw, list) else _SEPARATORS.split(raw)
+    return [p.strip() for p in parts if p and p.strip()]
+
+
+@dataclass
+class AidaImport:
+    tasks: list[AnalyticsTask] = field(default_factory=list)
+    skipped: dict[str, list[str]] = field(default_factory=dict)  # reason -> task ids
+
+    def skip(self, task_id: str, reason: str) -> None:
+        self.skipped.setdefault(reason, []).append(task_id)
+
+
+def _sheets(path: Path) -> list[SheetSpec] | None:
+    """The reference file's sheets as deskbench describes them (header row, data rows)."""
+    suffix = path.suffix.lower()
+    if suffix == ".csv":
+        with path.open(encoding="utf-8-sig", newline="") as fh:
+            rows = [r for r in csv.reader(fh) if any(c.strip() for c in r)]
+        if not rows:
+            return None
+        return [SheetSpec(name=path.stem, columns=[c.strip() for c in rows[0]], rows=len(rows) - 1)]
+    if suffix in (".xlsx", ".xlsm"):
+        import openpyxl
+
+        wb = openpyxl.load_workbook(path, read_only=True, data_only=True)
+        try:
+            specs = []
+            for ws in wb.worksheets:
+                rows = [r for r in ws.iter_rows(values_only=True) if any(v is not None for v in r)]
+                header = [str(v).strip() for v in rows[0] if v is not None] if rows else []
+                if header:
+                    specs.append(SheetSpec(name=ws.title, columns=header, rows=len(rows) - 1))
+            return specs or None
+        finally:
+            wb.close()
+    return None
+
+
+def _key_points(raw: str | list[str] | None) -> list[str]:
+    if raw is None:
+        return []
+    return [p.strip() for p in (raw if isinstance(raw, list) else raw.splitlines()) if p.strip()]
+
+
+def convert(rows: list[tuple[int, AidaRow]], split_dir: Path, out_dir: Path, *, manifest: Path,
+            difficulty_steps: int | None) -> AidaImport:
+    """Each row as an AnalyticsTask whose paths are relative to `out_dir` (the tasks file's folder)."""
+    result = AidaImport()
+    rel = lambda p: Path(os.path.relpath(p, out_dir)).as_posix()  # noqa: E731
+    for number, row in rows:
+        category = CATEGORY_OF_PREFIX.get(row.id.split("_", 1)[0].upper())
+        if category is None:
+            raise UserError(f"{manifest}:{number}: field 'id': {row.id!r} has no QA_/DV_/FG_ prefix; "
+                            "give an AIDA split manifest (QA_en.jsonl, file_generation_en.jsonl, ...)")
+        if category == "visualization":
+            result.skip(row.id, "visualization: the release has no plotted values for a deskbench chart spec")
+            continue
+        steps = row.difficulty_steps or difficulty_steps
+        if steps is None:
+            raise UserError(f"{manifest}:{number}: no difficulty_steps (the AIDA release has no step counts); "
+                            "pass --difficulty-steps N to give every task N (the by-difficulty table then means nothing)")
+        inputs = [split_dir / "input" / row.id / name for name in split_names(row.input_file)]
+        missing = [p for p in inputs if not p.is_file()]
+        if not inputs or missing:
+            result.skip(row.id, "input file missing" if inputs else "no input file")
+            continue
+        base: dict[str, Any] = {"id": row.id, "category": category, "instruction": row.question,
+                                "inputs": [rel(p) for p in inputs], "difficulty_steps": steps,
+                                "template": "aida", "key_points": _key_points(row.rubrics)}
+        if row.eval_area:
+            base["params"] = {"eval_area": row.eval_area}
+        try:
+            if category == "qa":
+                if row.reference is None or str(row.reference).strip() == "":
+                    result.skip(row.id, "qa: no reference answer")
+                    continue
+                answer = row.reference if isinstance(row.reference, str) else json.dumps(row.reference, ensure_ascii=False)
+                result.tasks.append(AnalyticsTask(**base, answer=answer))
+                continue
+            outputs, refs = split_names(row.output_file), split_names(row.reference_file)
+            if len(outputs) != 1 or not refs:
+                result.skip(row.id, "file_generation: not exactly one output file with a reference")
+                continue
+            reference = split_dir / "reference" / row.id / refs[0]
+            sheets = _sheets(reference) if reference.is_file() else None
+            if sheets is None:
+                result.skip(row.id, "file_generation: reference file missing, empty or not .xlsx/.csv")
+                continue
+            result.tasks.append(AnalyticsTask(**base, reference_file=ReferenceFile(
+                path=rel(reference), output_name=outputs[0], sheets=sheets)))
+        except ValidationError as exc:
+            raise UserError(f"{manifest}:{number}: {_describe(exc)}; fix the row or leave it out") from None
+    return result
+
+
+def import_aida(manifest: Path, out: Path, *, difficulty_steps: int | None = None) -> AidaImport:
+    """Read an AIDA split manifest and write the importable tasks to `out` (JSONL)."""
+    if difficulty_steps is not None and difficulty_steps < 1:
+        raise UserError(f"--difficulty-steps {difficulty_steps} is not valid; use 1 or more")
+    data = read_user_file(manifest, "the AIDA manifest")
+    rows: list[tuple[int, AidaRow]] = []
+    for number, line in enumerate(data.splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            rows.append((number, AidaRow.model_validate_json(line)))
+        except ValidationError as exc:
+            raise UserError(f"{manifest}:{number}: {_describe(exc)}; give an AIDA split manifest "
+                            "(one JSON object a line with id, question, input_file, ...)") from None
+    result = convert(rows, manifest.resolve().parent, out.resolve().parent, manifest=manifest,
+                     difficulty_steps=difficulty_steps)
+    write_tasks(out, result.tasks)
+    return result
+
+
+# `deskbench import-tasks FORMAT MANIFEST --out TASKS.jsonl`: one importer per released benchmark
+TASK_IMPORTERS: dict[str, Callable[..., AidaImport]] = {"aida": import_aida}
