@@ -22,7 +22,7 @@ from deskbench.models.resilient import ResilientModel
 from deskbench.models.settings import Sampling, resolve
 from deskbench.runs.protocol import all_paper, describe
 from deskbench.sandbox import Sandbox
-from deskbench.scoring.analytics import AnalyticsItemScore, AnalyticsJudges, analytics_protocol
+from deskbench.scoring.analytics import AnalyticsItemScore, AnalyticsJudges, analytics_score_protocol
 from deskbench.scoring.analytics_metrics import summarize_analytics
 from deskbench.scoring.file_judge import FileJudge
 from deskbench.tasks.analytics import AnalyticsTask, read_tasks, write_tasks
@@ -62,21 +62,21 @@ def test_protocol_notes_change_with_the_options(generated: Path) -> None:
     tasks = read_tasks(generated / "tasks.jsonl").items
     by_aspect = lambda notes: {n.aspect: n for n in notes}  # noqa: E731
 
-    bare = by_aspect(analytics_protocol(AnalyticsJudges(), tasks))
+    bare = by_aspect(analytics_score_protocol(AnalyticsJudges(), tasks))
     assert list(bare) == ["qa evaluator", "chart evaluator", "file evaluator", "structure strictness"]
     assert [bare[a].source for a in bare] == ["deskbench", "deskbench", "deskbench", "paper"]
     assert "deterministic check" in bare["qa evaluator"].detail and "unscored" in bare["chart evaluator"].detail
     assert "comparator, no model" in bare["file evaluator"].detail
 
     qa, chart, files = model("qa"), model("chart"), FileJudge(model("files"), Sandbox(unsafe_local=True))
-    full = analytics_protocol(AnalyticsJudges(qa=qa, chart=chart, file=files), tasks)
+    full = analytics_score_protocol(AnalyticsJudges(qa=qa, chart=chart, file=files), tasks)
     assert all_paper(full)
     notes = by_aspect(full)
     assert "--judge openai-compat/qa;" in notes["qa evaluator"].detail
     assert "--chart-judge openai-compat/chart" in notes["chart evaluator"].detail
     assert "File Judge on every file, --file-judge openai-compat/files" in notes["file evaluator"].detail
 
-    deferred = by_aspect(analytics_protocol(AnalyticsJudges(qa=qa, chart=chart, file=files, file_all=False), tasks))
+    deferred = by_aspect(analytics_score_protocol(AnalyticsJudges(qa=qa, chart=chart, file=files, file_all=False), tasks))
     assert deferred["file evaluator"].source == "deskbench"
     assert "--file-judge-deferred" in deferred["file evaluator"].detail
     assert deferred["structure strictness"].source == "paper" and "instruction" in deferred["structure strictness"].detail
@@ -86,13 +86,13 @@ def test_protocol_notes_change_with_the_options(generated: Path) -> None:
     assert ft.reference_file is not None and ft.reference_file.strict_structure is None
     forced = ft.model_copy(update={"reference_file": ft.reference_file.model_copy(update={"strict_structure": True})})
     others = [t for t in tasks if t.id != ft.id]
-    strict = by_aspect(analytics_protocol(AnalyticsJudges(), [*others, forced]))["structure strictness"]
+    strict = by_aspect(analytics_score_protocol(AnalyticsJudges(), [*others, forced]))["structure strictness"]
     assert strict.source == "deskbench" and ft.id in strict.detail and "1 of 2 file tasks" in strict.detail
 
     report = summarize_analytics([], system="s", k=1, task_ids=[], protocol=full)
     assert [n.model_dump() for n in report.model_validate_json(report.model_dump_json()).protocol] == \
         [n.model_dump() for n in full]
-    assert describe(analytics_protocol(AnalyticsJudges(), tasks)).startswith("qa evaluator: deskbench")
+    assert describe(analytics_score_protocol(AnalyticsJudges(), tasks)).startswith("qa evaluator: deskbench")
 
 
 # -- who decides each file, end to end through the CLI ----------------------------------------

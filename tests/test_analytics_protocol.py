@@ -15,7 +15,7 @@ from fake_openai import FakeOpenAI
 from deskbench.agents.analyst import AnalystSettings, execute_tool
 from deskbench.agents.analytics_prompts import CJK_FONT_HINT, EXECUTE_CODE_DESCRIPTION
 from deskbench.generate.analytics import generate_analytics
-from deskbench.runs.analytics import AnalyticsRunSpec, analytics_protocol, analytics_system
+from deskbench.runs.analytics import AnalyticsRunSpec, analytics_run_protocol, analytics_system
 from deskbench.runs.protocol import all_paper, stored_protocol
 from deskbench.runs.store import RunStore
 from deskbench.tasks.analytics import read_tasks
@@ -46,12 +46,12 @@ def test_defaults_are_the_papers() -> None:
     assert "CJK" not in execute_tool(False).description
     assert execute_tool(True).description == EXECUTE_CODE_DESCRIPTION + CJK_FONT_HINT
     spec = AnalyticsRunSpec(agent="analyst-agent", model="m", out=Path("o"), tasks_file=Path("t"))
-    assert all_paper(analytics_protocol(spec))
+    assert all_paper(analytics_run_protocol(spec))
     assert analytics_system(spec, "m") == "analyst-agent:m"
     both = AnalyticsRunSpec(agent="analyst-agent", model="m", out=Path("o"), tasks_file=Path("t"),
                             summary=False, last_round_note=True, cjk_font_hint=True)
     assert analytics_system(both, "m") == "analyst-agent[no-summary,last-round-note,cjk-font-hint]:m"
-    notes = {n.aspect: n for n in analytics_protocol(both)}
+    notes = {n.aspect: n for n in analytics_run_protocol(both)}
     assert notes["round-limit note"].source == "deskbench" and "--last-round-note" in notes["round-limit note"].detail
     assert notes["CJK font hint"].source == "deskbench" and notes["auxiliary summary"].source == "paper"
 
@@ -84,6 +84,18 @@ def test_flags_change_what_the_model_reads_and_are_kept_per_system(one_task: Pat
     assert {n.aspect for n in protocol[plain_name] if n.source == "deskbench"} == {"round budget"}
     assert {n.aspect for n in protocol[flagged_name] if n.source == "deskbench"} == {
         "round budget", "round-limit note", "CJK font hint"}
+    # score and report say it, per system: how it was run, then how it was scored
+    scored = json.loads(run_cli("score", str(out), "--json").stdout)
+    flagged_notes = {n["aspect"]: n["source"] for n in scored[flagged_name]["protocol"]}
+    assert flagged_notes["round-limit note"] == "deskbench" and flagged_notes["qa evaluator"] == "deskbench"
+    assert {n["aspect"]: n["source"] for n in scored[plain_name]["protocol"]}["round-limit note"] == "paper"
+    text = run_cli("score", str(out), "--system", flagged_name).stdout
+    assert "round-limit note: deskbench" in " ".join(text.split())
+    html = tmp_path / "report.html"
+    assert run_cli("report", str(out), "-o", str(html)).returncode == 0
+    page = html.read_text(encoding="utf-8")
+    section = page[page.index('id="analytics-protocol"'):]
+    assert "round-limit note: <strong>deskbench</strong>" in section and "CJK font hint" in section
     # the same system resumed under another protocol (another budget) is refused, naming both
     with FakeOpenAI(script=_never_answers) as fake:
         proc = run_cli("run", "--agent", "analyst-agent", "--tasks", str(one_task), "--out", str(out),

@@ -513,6 +513,7 @@ def test_score_and_report_reviewed_only_on_a_run(tmp_path: Path) -> None:
         html = render_html(pool.submit(build_report, [run], reviewed_only=True).result())
     assert 'id="deliverables-protocol"' in html and "grades counted: <strong>paper</strong>" in html
     assert '<span id="deliverables-reviewed">1 of 2 (50.0%)</span>; only these count' in html
+    assert "alpha, agent prompt: <strong>deskbench</strong> (trap hints (--trap-hints))" in html  # the run side too
 
     bad = run_cli("score", str(tmp_path / "nope.jsonl"), "--tasks", str(tmp_path / "t.jsonl"), "--reviewed-only")
     assert bad.returncode == 2

@@ -16,13 +16,13 @@ from rich.table import Table
 from deskbench.console import out
 from deskbench.errors import UserError
 from deskbench.models.settings import Sampling
-from deskbench.runs.protocol import describe
+from deskbench.runs.protocol import describe, system_protocol
 from deskbench.runs.store import RunStore
 from deskbench.scoring.analytics import (
     ERROR_CATEGORIES,
     AnalyticsItemScore,
     AnalyticsJudges,
-    analytics_protocol,
+    analytics_score_protocol,
     score_run,
 )
 from deskbench.scoring.analytics_metrics import (
@@ -146,7 +146,7 @@ def score_analytics(store: RunStore, *, system: str | None, judge: str | None, c
     files = file_judge_for(file_judge, concurrency, unsafe_local=unsafe_local)
     judges = AnalyticsJudges(qa=_judge_model(judge, concurrency), chart=_judge_model(chart_judge, concurrency),
                              file=files, file_all=every_file)
-    protocol = analytics_protocol(judges, tasks)
+    protocol = analytics_score_protocol(judges, tasks)
 
     async def go() -> dict[str, list[AnalyticsItemScore]]:
         return {name: await score_run(store, name, judges, concurrency=concurrency) for name in systems}
@@ -158,7 +158,8 @@ def score_analytics(store: RunStore, *, system: str | None, judge: str | None, c
     reports = {}
     for name, items in scored.items():
         k = max([it.attempt + 1 for it in items], default=1)
-        reports[name] = summarize_analytics(items, system=name, k=k, task_ids=task_ids, protocol=protocol)
+        reports[name] = summarize_analytics(items, system=name, k=k, task_ids=task_ids,
+                                            protocol=system_protocol(store, name, protocol))
     attach_summary_ablations(list(reports.values()))  # Table 2's Δ when a [no-summary] twin was scored too
     if items_out is not None:
         items_out.write_text("".join(it.model_dump_json() + "\n" for its in scored.values() for it in its))

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from deskbench.analysis.scored import ScoredSystem, first_attempts
@@ -27,10 +27,11 @@ from deskbench.report.taxonomy import budget_curve, decompose, not_found_ids
 from deskbench.runs.humans import episodes_of, pooled_systems, tasks_scored
 from deskbench.runs.imported import imported_label, imported_systems
 from deskbench.runs.imported import settings_rows as imported_settings
+from deskbench.runs.protocol import ProtocolNote, stored_protocol, system_protocol
 from deskbench.runs.runner import run_submissions
 from deskbench.runs.settings import stored_settings
 from deskbench.runs.store import Episode, RunStore
-from deskbench.scoring.analytics import AnalyticsJudges, score_run
+from deskbench.scoring.analytics import AnalyticsJudges, analytics_score_protocol, score_run
 from deskbench.scoring.analytics_metrics import (
     AnalyticsScoreReport,
     attach_summary_ablations,
@@ -194,7 +195,8 @@ def build_report(run_dirs: Sequence[Path], opts: ScoreOptions | None = None,
             if store.track() == "analytics":
                 analytics += score_analytics_runs(store, systems, analytics_judges or AnalyticsJudges())
             elif store.track() == "deliverables":
-                deliverables.append(DeliverablesRun(run_dir, score_deliverables_run(store), store.deliverable_tasks()))
+                deliverables.append(DeliverablesRun(run_dir, score_deliverables_run(store), store.deliverable_tasks(),
+                                                    stored_protocol(store)))
             else:
                 names = pooled_systems(systems) if pool_humans else systems
                 scored += [_score(run_dir, store, name, opts) for name in names]
@@ -249,25 +251,33 @@ def score_analytics_runs(store: RunStore, systems: Sequence[str], judges: Analyt
     """AIDABench's metrics for every system of an analytics run (k = the most attempts stored)."""
     import asyncio
 
-    task_ids = [t.id for t in store.analytics_tasks()]
+    tasks = store.analytics_tasks()
+    task_ids = [t.id for t in tasks]
+    scoring = analytics_score_protocol(judges, tasks)
     out = []
     for name in systems:
         items = asyncio.run(score_run(store, name, judges))
         k = max([it.attempt + 1 for it in items], default=1)
-        out.append(summarize_analytics(items, system=f"{name} ({store.dir.name})", k=k, task_ids=task_ids))
+        out.append(summarize_analytics(items, system=f"{name} ({store.dir.name})", k=k, task_ids=task_ids,
+                                       protocol=system_protocol(store, name, scoring)))
     attach_summary_ablations(out)  # Table 2: a [no-summary] system beside its twin of the same run
     return out
 
 
 def analytics_method(judges: AnalyticsJudges) -> str:
-    qa = f"the binary judge {judges.qa.id} (Listing 2)" if judges.qa else "no judge (answers the numeric check cannot decide are unscored)"
+    qa = (f"every answer goes to the binary judge {judges.qa.id} (Listing 2)" if judges.qa else
+          "no judge: deskbench's deterministic check of the final value (answers it cannot decide are unscored)")
     chart = (f"the vision judge {judges.chart.id} (Listings 3 and 4, S = 0.7 C + 0.3 R)" if judges.chart
              else "no vision judge (charts are unscored; the missing-glyph check still runs)")
-    files = (f"; files it cannot read (the reference, or the prediction's format) go to the agentic File Judge "
-             f"{judges.file.model.id} (Listing 5, at most {judges.file.max_calls} sandboxed execute_code calls)"
-             if judges.file else "")
-    return (f"QA: the deterministic numeric check first, then {qa}. Charts: {chart}. Files: the three-stage "
-            f"spreadsheet comparator (structure, normalised content, instruction constraints){files}.")
+    if judges.file is not None and judges.file_all:
+        files = (f"every file goes to the agentic File Judge {judges.file.model.id} (Listing 5, at most "
+                 f"{judges.file.max_calls} sandboxed execute_code calls)")
+    elif judges.file is not None:
+        files = (f"deskbench's three-stage comparator; files it cannot read go to the File Judge "
+                 f"{judges.file.model.id} (Listing 5)")
+    else:
+        files = "deskbench's three-stage spreadsheet comparator (structure, normalised content, instruction constraints)"
+    return f"QA: {qa}. Charts: {chart}. Files: {files}. Each system's protocol is listed below its tables."
 
 
 @dataclass
@@ -277,6 +287,7 @@ class DeliverablesRun:
     run_dir: Path
     items: list[DeliverableItemScore]
     tasks: list[DeliverableTask]
+    protocol: dict[str, list[ProtocolNote]] = field(default_factory=dict)  # how each system was run
 
 
 def score_deliverables_run(store: RunStore) -> list[DeliverableItemScore]:
@@ -300,13 +311,15 @@ def deliverables_report(runs: Sequence[DeliverablesRun], *, resamples: int = 100
     dir_names = Counter(r.run_dir.name for r in runs)
     items: list[DeliverableItemScore] = []
     tasks: dict[str, DeliverableTask] = {}
+    run_side: dict[str, list[ProtocolNote]] = {}
     for r in runs:
         where = r.run_dir.name if dir_names[r.run_dir.name] == 1 else str(r.run_dir)
-        for item in r.items:
-            if found[item.system] > 1:
-                item = item.model_copy(update={"system": f"{item.system} ({where})"})
-            items.append(item)
+        label = {s: f"{s} ({where})" if n > 1 else s for s, n in found.items()}
+        items += [item.model_copy(update={"system": label[item.system]}) for item in r.items]
         for task in r.tasks:
             tasks.setdefault(task.id, task)
-    return summarize_deliverables(items, list(tasks.values()), resamples=resamples, seed=seed,
-                                  reviewed_only=reviewed_only)
+        run_side.update({label[system]: notes for system, notes in r.protocol.items() if system in label})
+    report = summarize_deliverables(items, list(tasks.values()), resamples=resamples, seed=seed,
+                                    reviewed_only=reviewed_only)
+    report.run_protocol = run_side
+    return report

@@ -70,7 +70,7 @@ def analytics_system(spec: AnalyticsRunSpec, model_id: str) -> str:
     return system_name(agent, model_id)
 
 
-def analytics_protocol(spec: AnalyticsRunSpec) -> list[ProtocolNote]:
+def analytics_run_protocol(spec: AnalyticsRunSpec) -> list[ProtocolNote]:
     """The run-side protocol of an analytics system (kept with the run by remember_protocol)."""
     return [
         paper("agent prompt", "Listing 1 task-execution prompt with one execute_code tool"),
@@ -117,7 +117,7 @@ def prepare_analytics(spec: AnalyticsRunSpec, tasks: Sequence[AnalyticsTask]) ->
     store.set_meta("tasks_file", str(spec.tasks_file.resolve()))
     system = analytics_system(spec, model.id)
     remember_settings(store, system, model)
-    remember_protocol(store, system, analytics_protocol(spec))
+    remember_protocol(store, system, analytics_run_protocol(spec))
     wanted = {(t.id, a) for t in tasks for a in range(spec.attempts)}
     return PreparedAnalytics(spec=spec, tasks=list(tasks), store=store, system=system,
                              already_done=len(store.done(system) & wanted), model=model, sandbox=sandbox)

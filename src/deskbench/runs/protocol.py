@@ -66,6 +66,12 @@ def remember_protocol(store: RunStore, system: str, notes: Sequence[ProtocolNote
     store.set_meta(META_KEY, table)
 
 
+def system_protocol(store: RunStore, system: str, scoring: Sequence[ProtocolNote]) -> list[ProtocolNote]:
+    """Everything that produced a system's numbers: how it was run (kept with the run), then how
+    it was scored (the scorer's options)."""
+    return [*stored_protocol(store).get(system, []), *scoring]
+
+
 def stored_protocol(store: RunStore) -> dict[str, list[ProtocolNote]]:
     """The run-side protocol of each system (runs made before it was kept: none)."""
     known = store.meta(META_KEY)

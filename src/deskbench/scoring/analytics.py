@@ -73,6 +73,8 @@ class AnalyticsItemScore(BaseModel):
     reason: str = ""
     error_category: ErrorCategory | None = None  # for failed episodes (score < 1)
     glyph_check: str | None = None  # charts: pass / fail / unobservable / not_applicable
+    correctness: float | None = None  # charts: C, the share of rubric items satisfied (Listing 3)
+    readability: float | None = None  # charts: R, the share of the 8 readability dimensions (Listing 4)
     rounds: int = 0
     tokens: int = 0  # input + output, kept for items files written before the split
     input_tokens: int = 0  # prompt tokens over the episode's model calls (each call resends the history)
@@ -167,7 +169,8 @@ async def _chart(task: AnalyticsTask, sub: AnalyticsSubmission, files_dir: Path,
     elif v.correctness is not None and v.correctness < 1:
         error = "semantic"
     return base.model_copy(update={"score": v.score, "source": "chart_judge", "reason": v.reason,
-                                   "glyph_check": v.glyph_check, "error_category": error})
+                                   "glyph_check": v.glyph_check, "error_category": error,
+                                   "correctness": v.correctness, "readability": v.readability})
 
 
 async def _file(task: AnalyticsTask, paths: list[Path], base: AnalyticsItemScore, tasks_dir: Path,
@@ -208,7 +211,7 @@ async def _file(task: AnalyticsTask, paths: list[Path], base: AnalyticsItemScore
                                    "comparator": result})
 
 
-def analytics_protocol(judges: AnalyticsJudges, tasks: Sequence[AnalyticsTask]) -> list[ProtocolNote]:
+def analytics_score_protocol(judges: AnalyticsJudges, tasks: Sequence[AnalyticsTask]) -> list[ProtocolNote]:
     """Which protocol the scorer's options give each evaluator (the paper's, or deskbench's), so a
     number from a fallback is never read as the paper's. Built from the options, not the items:
     it says what would decide, also for categories a run happens not to have."""

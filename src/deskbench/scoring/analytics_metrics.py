@@ -17,7 +17,7 @@ task none of whose attempts was scored is left out of that task's means and coun
 marked incomplete when some task has fewer than k scored attempts.
 
 `protocol` says, per evaluator, whether the paper's protocol produced the numbers or deskbench's
-fallback did (scoring/analytics.analytics_protocol, from the scorer's options).
+fallback did (scoring/analytics.analytics_score_protocol, from the scorer's options).
 """
 
 from __future__ import annotations

@@ -24,6 +24,13 @@ With verdicts, the sample is stratified by verdict class (exact, correct, partia
 with proportional allocation (largest remainder, at least one item from every non-empty class),
 so the sample is self-weighting: q0 and q1 need no reweighting. Items the judge left unscored
 are not sampled.
+
+Analytics runs (AIDABench §3.3.4: its evaluators against expert annotations): the items come
+from scoring/analytics_calibration.py; an item carries track "analytics", its category and what a
+person needs to label it (instruction, reference, key points, answer; the chart image; the output
+and reference files); the strata are category x evaluator x verdict. Besides q0 and q1 the
+calibration reports the raw agreement rate (tp + tn) / (m0 + m1), the number §3.3.4 reports, with
+its Wilson interval, and for analytics items all of it again per category (by_category).
 """
 
 from __future__ import annotations
