@@ -22,7 +22,11 @@ from deskbench.models.resilient import ResilientModel
 from deskbench.models.settings import Sampling, resolve
 from deskbench.runs.protocol import all_paper, describe
 from deskbench.sandbox import Sandbox
-from deskbench.scoring.analytics import AnalyticsItemScore, AnalyticsJudges, analytics_score_protocol
+from deskbench.scoring.analytics import (
+    AnalyticsItemScore,
+    AnalyticsJudges,
+    analytics_score_protocol,
+)
 from deskbench.scoring.analytics_metrics import summarize_analytics
 from deskbench.scoring.file_judge import FileJudge
 from deskbench.tasks.analytics import AnalyticsTask, read_tasks, write_tasks

@@ -7,7 +7,14 @@ from pathlib import Path
 import pytest
 
 from deskbench.errors import UserError
-from deskbench.runs.protocol import all_paper, deskbench, describe, paper, remember_protocol, stored_protocol
+from deskbench.runs.protocol import (
+    all_paper,
+    describe,
+    deskbench,
+    paper,
+    remember_protocol,
+    stored_protocol,
+)
 from deskbench.runs.store import RunStore
 
 
