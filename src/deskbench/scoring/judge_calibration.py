@@ -48,24 +48,43 @@ from pydantic import BaseModel, Field, ValidationError, field_validator
 
 from deskbench.analysis.stats import wilson_interval
 from deskbench.errors import UserError
+from deskbench.tasks.analytics import Category
 from deskbench.tasks.jsonl import _describe
 
 PARTIAL_RULE = ("a partial verdict (0.5) counts half as a correct call and half as an incorrect one "
                 "(tp/fn or fp/tn += 0.5), as it adds 0.5 to the judged accuracy")
 
-VerdictSource = Literal["exact", "judge"]
+# docqa: "exact" (ANLS* = 1, the judge not asked), "judge"; analytics: the evaluator that decided
+# (AnalyticsItemScore.source): "judge" / "numeric" / "exact" (qa), "chart_judge", "file_judge",
+# "file_judge_deferred", "comparator"
+VerdictSource = Literal["exact", "judge", "numeric", "chart_judge", "file_judge", "file_judge_deferred", "comparator"]
 
 
 class CalibrationItem(BaseModel):
-    """One item to label: a system's answer to a question, and the judge's verdict when known."""
+    """One item to label: a system's answer to a question, and the judge's verdict when known.
+
+    docqa items (track "docqa", the default: items files written before analytics load as they
+    are) carry answer_variants and prediction; analytics items carry category, reference,
+    key_points, answer and, for charts, chart_path (rubric = key_points), for files output_file
+    and reference_file (absolute paths as of sampling)."""
 
     id: str  # "<run dir name>/<system>/<task id>"
     task_id: str
     run: str
     system: str
-    question: str
-    answer_variants: list[list[str]]
-    prediction: list[str]
+    question: str  # docqa: the question; analytics: the task instruction
+    track: Literal["docqa", "analytics"] = "docqa"
+    answer_variants: list[list[str]] = Field(default_factory=list)
+    prediction: list[str] = Field(default_factory=list)
+    category: Category | None = None  # analytics
+    reference: str | None = None  # analytics qa: the reference answer as the judge sees it
+    key_points: list[str] = Field(default_factory=list)  # analytics: key points / chart rubric
+    answer: str | None = None  # analytics: the model's final reply
+    chart_path: str | None = None  # visualization: the chart the judge saw
+    output_file: str | None = None  # file_generation: the file the evaluator read
+    reference_file: str | None = None  # file_generation: the reference file
+    judge_score: float | None = None  # analytics: the scorer's score (charts: S = 0.7 C + 0.3 R)
+    chart_correctness: float | None = None  # visualization: C; the verdict is C = 1
     judge_verdict: float | None = None  # 1, 0.5 or 0; None when not judged (or unscored)
     verdict_source: VerdictSource | None = None
     judge: str | None = None
@@ -109,6 +128,10 @@ class Calibration(BaseModel):
     labellers: list[str] = Field(default_factory=list)
     partial_rule: str = PARTIAL_RULE
     ci_method: str = "Wilson score interval, 95%"
+    # raw agreement with the humans, (tp + tn) / (m0 + m1): what AIDABench §3.3.4 reports
+    agreement: float | None = None
+    agreement_ci: tuple[float, float] | None = None
+    by_category: dict[str, Calibration] = Field(default_factory=dict)  # analytics: the same per category
 
     def for_score(self, source: str = "the calibration") -> tuple[float, float, int, int]:
         """(q0, q1, m0, m1) for Rogan-Gladen, or a UserError saying what is missing."""
@@ -230,10 +253,13 @@ def calibration(
             fp, tn = fp + v, tn + (1 - v)
     q1 = tp / m1 if m1 else None
     q0 = tn / m0 if m0 else None
+    n = m0 + m1
     return Calibration(
         q1=q1, q0=q0,
         q1_ci=wilson_interval(tp, m1) if m1 else None,
         q0_ci=wilson_interval(tn, m0) if m0 else None,
+        agreement=(tp + tn) / n if n else None,
+        agreement_ci=wilson_interval(tp + tn, n) if n else None,
         m1=m1, m0=m0, tp=tp, fn=fn, tn=tn, fp=fp, n_partial=n_partial,
         n_labelled=m0 + m1,
         n_unlabelled=len(set(verdicts) - {label.item_id for label in labels}),
@@ -243,8 +269,23 @@ def calibration(
 
 
 def calibration_of(items: Sequence[CalibrationItem], labels: Sequence[HumanLabel]) -> Calibration:
-    judges = sorted({i.judge for i in items if i.judge})
-    return calibration(labels, {i.id: i.judge_verdict for i in items}, judge=", ".join(judges) or None)
+    """The calibration over all items; for analytics items also per category (by_category), as
+    each category has its own evaluator."""
+
+    def of(chosen: Sequence[CalibrationItem], chosen_labels: Sequence[HumanLabel]) -> Calibration:
+        judges = sorted({i.judge for i in chosen if i.judge})
+        return calibration(chosen_labels, {i.id: i.judge_verdict for i in chosen}, judge=", ".join(judges) or None)
+
+    whole = of(items, labels)
+    categories = sorted({i.category for i in items if i.track == "analytics" and i.category})
+    if not categories:
+        return whole
+    per = {}
+    for cat in categories:
+        chosen = [i for i in items if i.category == cat]
+        ids = {i.id for i in chosen}
+        per[cat] = of(chosen, [lab for lab in labels if lab.item_id in ids])
+    return whole.model_copy(update={"by_category": per})
 
 
 # -- sampling --------------------------------------------------------------------------------
@@ -309,9 +350,12 @@ def judge_items(items: Sequence[CalibrationItem], judge: object) -> list[Calibra
 
 
 def _stratum(item: CalibrationItem) -> str:
+    verdict = {1.0: "correct", 0.5: "partial", 0.0: "incorrect"}[item.judge_verdict]  # type: ignore[index]
+    if item.track == "analytics":  # each category has its own evaluator: category x evaluator x verdict
+        return f"{item.category}/{item.verdict_source}/{verdict}"
     if item.verdict_source == "exact":
         return "exact"
-    return {1.0: "correct", 0.5: "partial", 0.0: "incorrect"}[item.judge_verdict]  # type: ignore[index]
+    return verdict
 
 
 def _allocate(sizes: Mapping[str, int], n: int) -> dict[str, int]:
