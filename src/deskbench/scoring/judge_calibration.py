@@ -135,6 +135,9 @@ class Calibration(BaseModel):
 
     def for_score(self, source: str = "the calibration") -> tuple[float, float, int, int]:
         """(q0, q1, m0, m1) for Rogan-Gladen, or a UserError saying what is missing."""
+        if self.by_category:
+            raise UserError(f"{source} calibrates analytics evaluators ({', '.join(self.by_category)}); the "
+                            "Rogan-Gladen correction of docqa scores needs a calibration of the docqa judge")
         if self.q0 is None or self.q1 is None:
             missing = "incorrect" if self.q0 is None else "correct"
             raise UserError(f"{source} has no item a human labelled {missing}; label more items "

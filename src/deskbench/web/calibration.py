@@ -3,7 +3,10 @@
 ITEMS is the -o file of `deskbench calibrate sample --judge MODEL`. A logged-in person sees one
 item at a time: the question, the gold answer variants and the prediction (escaped), never the
 judge's verdict, reason or name, nor the system (a labeller must not be anchored), and labels it
-correct or incorrect: one click is one POST with the session's CSRF token.
+correct or incorrect: one click is one POST with the session's CSRF token. An analytics item
+shows its instruction, the reference answer (qa), the key points (for a chart: its rubric), the
+model's answer, and the chart image or links to the output and reference files; a chart is
+labelled correct when it satisfies every rubric item (scoring/analytics_calibration.py).
 
 Storage: every click appends one HumanLabel line (item_id, labeller = the user name, label,
 timestamp) to RUNDIR/calibration-labels.jsonl at once (flushed and fsynced), so the file is
@@ -12,6 +15,8 @@ relabel appends a newer line; the latest label of a labeller wins (resolve_label
 
 GET /calibration                 progress and the list of items (labelled or not, by this user)
 GET /calibration/{n}             item n (1-based) with the two buttons
+GET /calibration/{n}/chart       analytics visualization items: the chart image the judge saw
+GET /calibration/{n}/file/{which}  analytics file items: the output or the reference file, as a download
 POST /calibration/{n}/label      label=correct|incorrect, csrf; then the next unlabelled item
 GET /calibration/results         q1, q0, m1, m0, tp, fn, tn, fp via calibration_of (?scope=mine|all)
 GET /calibration/results.json    the calibration JSON, byte-for-byte what
@@ -28,7 +33,7 @@ from pathlib import Path
 from typing import Any
 
 from fastapi import FastAPI, HTTPException, Request
-from fastapi.responses import HTMLResponse, RedirectResponse, Response
+from fastapi.responses import FileResponse, HTMLResponse, RedirectResponse, Response
 
 from deskbench.errors import UserError
 from deskbench.scoring.judge_calibration import (
@@ -132,12 +137,42 @@ def mount(app: FastAPI, items_path: Path, run_dir: Path, *, render: Callable[...
         s = session(request)
         item = item_at(n)
         mine = labels.latest(s.user)
-        # only what a labeller may see: never judge_verdict, verdict_source, judge, judge_reason, system
+        # only what a labeller may see: never judge_verdict, verdict_source, judge, judge_reason, system,
+        # judge_score, chart_correctness
         shown = {"question": item.question, "answer_variants": item.answer_variants,
-                 "prediction": item.prediction}
+                 "prediction": item.prediction, "track": item.track, "category": item.category,
+                 "reference": item.reference, "key_points": item.key_points, "answer": item.answer or "",
+                 "chart": item.chart_path is not None,
+                 "files": [w for w, path in (("output", item.output_file), ("reference", item.reference_file))
+                           if path is not None]}
         return render("calibration_item.html", user=s.user, csrf=s.csrf, n=n, total=len(items), item=shown,
                       current=mine.get(item.id), done=len(mine),
                       prev_n=n - 1 if n > 1 else None, next_n=n + 1 if n < len(items) else None)
+
+    @app.get("/calibration/{n}/chart")
+    def cal_chart(request: Request, n: int) -> Response:
+        from deskbench.scoring.charts import image_mime
+
+        session(request)
+        item = item_at(n)
+        try:
+            data = Path(item.chart_path).read_bytes() if item.chart_path else None
+        except OSError:
+            data = None
+        mime = image_mime(data) if data else None
+        if data is None or mime is None:
+            raise HTTPException(404, "no chart image for this item")
+        return Response(data, media_type=mime, headers={"Cache-Control": "no-store"})
+
+    @app.get("/calibration/{n}/file/{which}")
+    def cal_file(request: Request, n: int, which: str) -> Response:
+        session(request)
+        item = item_at(n)
+        path = {"output": item.output_file, "reference": item.reference_file}.get(which)
+        if path is None or not Path(path).is_file():
+            raise HTTPException(404, "no such file for this item")
+        name = f"{which}-{Path(path).name}"  # two files may share a name
+        return FileResponse(path, filename=name, media_type="application/octet-stream")
 
     @app.post("/calibration/{n}/label")
     async def cal_label(request: Request, n: int) -> Response:
