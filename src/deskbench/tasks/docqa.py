@@ -1,4 +1,4 @@
-"""docqa formats: task, submission, trajectory step, per-item score (DESIGN.md "Formats").
+"""docqa formats: task, submission, trajectory step, per-item score (docs/design.md).
 
 The official MADQA dataset rows and predictions files are accepted as they are, in every shape the
 official agents write and the official evaluator (github OxRML/MADQA, eval/evaluate.py) reads:
