@@ -609,6 +609,7 @@ app.add_typer(generate_app, name="generate")
 from deskbench.analysis.cli import analyse_app  # noqa: E402
 
 app.add_typer(analyse_app, name="analyse")
+from deskbench.cli_compare import register as register_compare_runs  # noqa: E402
 from deskbench.cli_deliverables import register as register_diagnose  # noqa: E402
 from deskbench.cli_import import register as register_import  # noqa: E402
 from deskbench.sandbox.cli import register as register_sandbox  # noqa: E402
@@ -626,6 +627,7 @@ register_calibrate(app)
 register_verify(app)
 register_serve(app)
 register_import(app)
+register_compare_runs(app)
 
 
 @generate_app.command("docqa")

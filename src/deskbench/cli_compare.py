@@ -1,0 +1,222 @@
+"""`deskbench compare RUNDIR...`: the systems of runs of one track, on the tasks they all ran, with
+paired tests (analysis/compare.py) on each track's item outcomes (runs/outcomes.py)."""
+
+from __future__ import annotations
+
+from collections import Counter
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.console import Console
+from rich.markup import escape
+from rich.table import Table
+
+from deskbench.cli_settings import (
+    CapabilitiesOpt,
+    JudgeMaxTokensOpt,
+    JudgeReasoningEffortOpt,
+    JudgeTemperatureOpt,
+    JudgeTopPOpt,
+    use_model_flags,
+)
+from deskbench.console import err, out
+from deskbench.errors import UserError
+
+_FILE_JUDGE_ALL_HELP = ("analytics: with --file-judge, every output file goes to the File Judge (the paper's "
+                        "protocol; the default) | only files the comparator cannot read.")
+
+
+def labels(pairs: list[tuple[Path, str]]) -> list[str]:
+    """The system name; `system (rundir-name)` when runs share the name; the run's path when
+    their directories share a name too (as the report names them)."""
+    names = Counter(s for _, s in pairs)
+    short = [s if names[s] == 1 else f"{s} ({d.name})" for d, s in pairs]
+    clashes = Counter(short)
+    return [f"{s} ({d})" if clashes[label] > 1 else label for (d, s), label in zip(pairs, short, strict=True)]
+
+
+def _fmt_pct(x: float | None, ci: tuple[float, float] | None = None) -> str:
+    if x is None:
+        return "–"
+    text = f"{100 * x:.1f}"
+    return text + (f" [{100 * ci[0]:.1f}, {100 * ci[1]:.1f}]" if ci is not None else "")
+
+
+def _fmt_p(p: float | None) -> str:
+    if p is None:
+        return "–"
+    return f"{p:.2e}" if p < 1e-3 else f"{p:.4f}"
+
+
+def _fmt_num(x: float | None, digits: int = 2) -> str:
+    return "–" if x is None else f"{x:.{digits}f}"
+
+
+def print_comparison(c) -> None:  # c: Comparison
+    console = out if out.is_terminal else Console(highlight=False, width=200)
+    board = Table(title=f"{c.track} comparison: {len(c.common_tasks)} common tasks, attempt {c.attempt}")
+    for col in ("#", "system", "n common", "scored", "correct", "accuracy % [95% CI]", "mean score % [95% CI]"):
+        board.add_column(col, justify="left" if col == "system" else "right")
+    for r in c.leaderboard:
+        board.add_row(str(r.rank), escape(r.system), str(r.n_common), str(r.n_scored), str(r.n_correct),
+                      _fmt_pct(r.accuracy, r.accuracy_ci), _fmt_pct(r.mean_score, r.mean_score_ci))
+    console.print(board)
+    pairs = Table(title="pairs (a vs b): exact McNemar on correct, Holm across pairs; paired bootstrap of score a - b")
+    for col in ("a vs b", "paired", "b10", "b01", "McNemar p", "Holm p", "mean diff (pts) [95% CI]",
+                "Cohen's d", "odds ratio b10/b01"):
+        pairs.add_column(col, justify="left" if col == "a vs b" else "right")
+    for p in c.pairs:
+        diff = "–" if p.mean_diff is None else f"{100 * p.mean_diff:+.1f}" + (
+            f" [{100 * p.mean_diff_ci[0]:+.1f}, {100 * p.mean_diff_ci[1]:+.1f}]" if p.mean_diff_ci else "")
+        pairs.add_row(f"{escape(p.a)} vs {escape(p.b)}", f"{p.n_paired}/{p.n_common}", str(p.a_only), str(p.b_only),
+                      _fmt_p(p.mcnemar_p), _fmt_p(p.p_holm), diff, _fmt_num(p.cohens_d), _fmt_num(p.odds_ratio))
+    console.print(pairs)
+    out.print(f"[dim]{escape(c.method)}. b10: a correct, b wrong; b01: the reverse. Accuracy: Wilson 95% CI; mean "
+              f"score and mean diff: percentile bootstrap 95% ({c.resamples} resamples, seed {c.seed}); Cohen's d: "
+              "pooled SD of the paired scores.[/dim]")
+    for note in c.notes:
+        out.print(f"note: {escape(note)}")
+
+
+def _open_runs(run_dirs: list[Path]):  # -> list[RunStore], track
+    from deskbench.runs.store import RunStore
+
+    unique = list({d.resolve(): d for d in run_dirs}.values())  # a directory given twice is one run
+    stores = []
+    try:
+        for d in unique:
+            if not d.is_dir():
+                raise UserError(f"{d} is not a directory; give the --out of a 'deskbench run'")
+            stores.append(RunStore(d, create=False))
+        tracks = {s.track() for s in stores}
+        if len(tracks) > 1:
+            which = "; ".join(f"{s.dir} is {s.track()}" for s in stores)
+            raise UserError(f"compare takes runs of one track, not {' and '.join(sorted(tracks))}: {which}")
+    except BaseException:
+        for s in stores:
+            s.close()
+        raise
+    return stores, stores[0].track()
+
+
+def register(app: typer.Typer) -> None:
+    """Add `deskbench compare`."""
+
+    @app.command()
+    def compare(
+        run_dirs: Annotated[list[Path], typer.Argument(help="Run directories of one track (every system in each is compared).")],
+        system: Annotated[list[str] | None, typer.Option("--system", help="Compare only these systems (as stored; repeat).")] = None,
+        resamples: Annotated[int, typer.Option(help="Bootstrap resamples (mean score and paired mean difference).")] = 1000,
+        seed: Annotated[int, typer.Option(help="Bootstrap seed.")] = 0,
+        output: Annotated[Path | None, typer.Option("--output", "-o", help="Also write the comparison as a self-contained HTML page.")] = None,
+        judge: Annotated[str | None, typer.Option(help="LLM judge model, as 'deskbench score': docqa answers (else ANLS* >= 0.5), analytics QA (and charts without --chart-judge), deliverables llm_check verifiers.")] = None,
+        judge_cache: Annotated[Path | None, typer.Option(help="docqa: judge response cache (SQLite).")] = None,
+        no_cache: Annotated[bool, typer.Option("--no-cache", help="docqa: do not cache judge responses.")] = False,
+        concurrency: Annotated[int, typer.Option(help="Judge calls in flight at once.")] = 16,
+        chart_judge: Annotated[str | None, typer.Option(help="analytics: vision judge for charts (default: --judge).")] = None,
+        file_judge: Annotated[str | None, typer.Option("--file-judge", help="analytics: the agentic File Judge model (AIDABench Listing 5); off by default: the spreadsheet comparator decides.")] = None,
+        file_judge_all: Annotated[bool | None, typer.Option("--file-judge-all/--file-judge-deferred", help=_FILE_JUDGE_ALL_HELP)] = None,
+        reviewed_only: Annotated[bool, typer.Option("--reviewed-only", help="deliverables: only QC-reviewed rubric grades count (others unscored).")] = False,
+        judge_temperature: JudgeTemperatureOpt = None,
+        judge_top_p: JudgeTopPOpt = None,
+        judge_reasoning_effort: JudgeReasoningEffortOpt = None,
+        judge_max_tokens: JudgeMaxTokensOpt = None,
+        capabilities: CapabilitiesOpt = None,
+        as_json: Annotated[bool, typer.Option("--json", help="Print the comparison as JSON (one shape for any number of systems).")] = False,
+    ) -> None:
+        """Compare systems of one track (docqa, analytics or deliverables) on the tasks they all ran:
+        a leaderboard over those tasks (the others listed per system), and for every pair of
+        systems exact McNemar on correct/incorrect, Holm across pairs, a paired bootstrap of the
+        score difference and Cohen's d. Attempt 0 of every task; unscored items are never wrong."""
+        from deskbench.analysis.compare import SystemOutcomes
+        from deskbench.analysis.compare import compare as compare_outcomes
+        from deskbench.models.registry import preflight
+        from deskbench.runs.outcomes import DEFINITIONS, OUTCOMES
+
+        if not run_dirs:
+            raise UserError("give the run directories to compare")
+        if resamples < 1:
+            raise UserError(f"--resamples {resamples} is not valid; use 1 or more")
+        if concurrency < 1:
+            raise UserError(f"--concurrency {concurrency} is not valid; use 1 or more")
+        stores, track = _open_runs(run_dirs)
+        try:
+            for flag, given, wanted in (("--chart-judge", chart_judge, "analytics"), ("--file-judge", file_judge, "analytics"),
+                                        ("--file-judge-all/--file-judge-deferred", file_judge_all is not None, "analytics"),
+                                        ("--reviewed-only", reviewed_only, "deliverables"),
+                                        ("--judge-cache", judge_cache, "docqa"), ("--no-cache", no_cache, "docqa")):
+                if given and track != wanted:
+                    raise UserError(f"{flag} applies to {wanted} runs; these are {track} runs: leave it out")
+            chosen: list[tuple[Path, str]] = []
+            for store in stores:
+                names = [s for s in store.systems() if not system or s in system]
+                chosen += [(store.dir, s) for s in names]
+            if system:
+                missing = sorted(set(system) - {s for _, s in chosen})
+                if missing:
+                    raise UserError(f"no system {missing[0]!r} in these runs; they hold: "
+                                    + ", ".join(sorted({s for st in stores for s in st.systems()})))
+            if len(chosen) < 2:
+                raise UserError(f"compare needs at least two systems; these runs hold {len(chosen)}: give more runs")
+            use_model_flags(capabilities, judge_temperature=judge_temperature, judge_top_p=judge_top_p,
+                            judge_reasoning_effort=judge_reasoning_effort, judge_max_tokens=judge_max_tokens)
+            for name in (judge, chart_judge, file_judge):
+                if name:
+                    preflight(name, role="judge")
+            options, close = _options(track, judge=judge, judge_cache=judge_cache, no_cache=no_cache,
+                                      concurrency=concurrency, chart_judge=chart_judge, file_judge=file_judge,
+                                      file_judge_all=file_judge_all, reviewed_only=reviewed_only)
+            try:
+                by_dir = {st.dir: st for st in stores}
+                systems = [SystemOutcomes(label=label, system=s, run_dir=str(d),
+                                          outcomes=OUTCOMES[track](by_dir[d], s, options))
+                           for (d, s), label in zip(chosen, labels(chosen), strict=True)]
+            finally:
+                close()
+        finally:
+            for st in stores:
+                st.close()
+        result = compare_outcomes(systems, track=track, method=DEFINITIONS[track], resamples=resamples, seed=seed)
+        if output is not None:
+            from deskbench.report.compare_page import write_compare_page
+
+            write_compare_page(result, output)
+        if as_json:
+            print(result.model_dump_json(indent=2))
+        else:
+            print_comparison(result)
+        if output is not None:
+            err.print(f"wrote {output}")
+
+
+def _options(track: str, *, judge: str | None, judge_cache: Path | None, no_cache: bool, concurrency: int,
+             chart_judge: str | None, file_judge: str | None, file_judge_all: bool | None, reviewed_only: bool):
+    """The scorer options of `track` (its judges, as `deskbench score` builds them) and a function
+    that closes them."""
+    from deskbench.runs.outcomes import OutcomeOptions
+
+    if track == "docqa":
+        from deskbench.cli import _make_judge
+        from deskbench.scoring.docqa import ScoreOptions
+
+        answer_judge = _make_judge(judge, judge_cache, no_cache, concurrency) if judge else None
+        return OutcomeOptions(docqa=ScoreOptions(judge=answer_judge), concurrency=concurrency), lambda: None
+    if track == "analytics":
+        from deskbench.cli_analytics import (
+            _judge_model,
+            close_judges,
+            file_judge_for,
+            file_judge_mode,
+        )
+        from deskbench.scoring.analytics import AnalyticsJudges
+
+        every_file = file_judge_mode(file_judge, file_judge_all)
+        judges = AnalyticsJudges(qa=_judge_model(judge, concurrency), chart=_judge_model(chart_judge or judge, concurrency),
+                                 file=file_judge_for(file_judge, concurrency), file_all=every_file)
+        return OutcomeOptions(analytics=judges, concurrency=concurrency), lambda: close_judges(judges)
+    from deskbench.cli_analytics import _judge_model, close_models
+
+    model = _judge_model(judge, concurrency)
+    return (OutcomeOptions(deliverables_judge=model, reviewed_only=reviewed_only, concurrency=concurrency),
+            lambda: close_models(model))
