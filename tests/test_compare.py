@@ -283,6 +283,30 @@ def test_html_page(tmp_path: Path) -> None:
     proc = run_cli("compare", *map(str, runs), "-o", str(page), "--resamples", "50")
     assert proc.returncode == 0, proc.stderr
     html = page.read_text(encoding="utf-8")
-    assert 'id="comparison-leaderboard"' in html and 'id="comparison-pairs"' in html
+    assert 'id="comparison-docqa-leaderboard"' in html and 'id="comparison-docqa-pairs"' in html
     assert "sys-A vs sys-B" in html and f"{binomtest(6, 7, 0.5).pvalue:.4f}" in html
     assert "<script" not in html
+
+
+def test_the_report_has_a_comparison_section_per_track_with_two_systems(tmp_path: Path) -> None:
+    """`deskbench report` shows compare's numbers for each track with 2+ systems, from the items it
+    scored once (a track with one system has none)."""
+    from deskbench.report.data import build_report
+    from deskbench.report.render import render_html
+
+    a = docqa_run(tmp_path / "A", "sys-A", CORRECT["A"])
+    b = docqa_run(tmp_path / "B", "sys-B", CORRECT["B"], tasks=range(9))
+    an, dl = analytics_run(tmp_path / "an"), deliverables_run(tmp_path / "dl")
+    rep = build_report([a, b, an, dl])
+    assert [c.track for c in rep.comparisons] == ["docqa", "analytics", "deliverables"]
+    docqa = rep.comparisons[0]
+    cli = _json(str(a), str(b))
+    assert docqa.common_tasks == cli["common_tasks"] == [f"t{i}" for i in range(9)]
+    assert docqa.pairs[0].mcnemar_p == pytest.approx(cli["pairs"][0]["mcnemar_p"])
+    assert docqa.pairs[0].mean_diff_ci == pytest.approx(cli["pairs"][0]["mean_diff_ci"])  # same seed
+    assert rep.comparisons[1].pairs[0].a_only == 1 and rep.comparisons[2].pairs[0].n_paired == 2
+    html = render_html(rep)
+    for track in ("docqa", "analytics", "deliverables"):
+        assert f'id="comparison-{track}-pairs"' in html
+    assert "sys-A: 3 task(s) not run by every system, left out: t9, t10, t11" in html
+    assert build_report([a, an]).comparisons[0].track == "analytics"  # one docqa system: no docqa section

@@ -3,7 +3,6 @@ paired tests (analysis/compare.py) on each track's item outcomes (runs/outcomes.
 
 from __future__ import annotations
 
-from collections import Counter
 from pathlib import Path
 from typing import Annotated
 
@@ -27,15 +26,6 @@ _FILE_JUDGE_ALL_HELP = ("analytics: with --file-judge, every output file goes to
                         "protocol; the default) | only files the comparator cannot read.")
 
 
-def labels(pairs: list[tuple[Path, str]]) -> list[str]:
-    """The system name; `system (rundir-name)` when runs share the name; the run's path when
-    their directories share a name too (as the report names them)."""
-    names = Counter(s for _, s in pairs)
-    short = [s if names[s] == 1 else f"{s} ({d.name})" for d, s in pairs]
-    clashes = Counter(short)
-    return [f"{s} ({d})" if clashes[label] > 1 else label for (d, s), label in zip(pairs, short, strict=True)]
-
-
 def _fmt_pct(x: float | None, ci: tuple[float, float] | None = None) -> str:
     if x is None:
         return "–"
@@ -54,6 +44,7 @@ def _fmt_num(x: float | None, digits: int = 2) -> str:
 
 
 def print_comparison(c) -> None:  # c: Comparison
+    """The leaderboard and the pairs as terminal tables, then the method and the notes."""
     console = out if out.is_terminal else Console(highlight=False, width=200)
     board = Table(title=f"{c.track} comparison: {len(c.common_tasks)} common tasks, attempt {c.attempt}")
     for col in ("#", "system", "n common", "scored", "correct", "accuracy % [95% CI]", "mean score % [95% CI]"):
@@ -129,7 +120,7 @@ def register(app: typer.Typer) -> None:
         a leaderboard over those tasks (the others listed per system), and for every pair of
         systems exact McNemar on correct/incorrect, Holm across pairs, a paired bootstrap of the
         score difference and Cohen's d. Attempt 0 of every task; unscored items are never wrong."""
-        from deskbench.analysis.compare import SystemOutcomes
+        from deskbench.analysis.compare import SystemOutcomes, system_labels
         from deskbench.analysis.compare import compare as compare_outcomes
         from deskbench.models.registry import preflight
         from deskbench.runs.outcomes import DEFINITIONS, OUTCOMES
@@ -171,7 +162,7 @@ def register(app: typer.Typer) -> None:
                 by_dir = {st.dir: st for st in stores}
                 systems = [SystemOutcomes(label=label, system=s, run_dir=str(d),
                                           outcomes=OUTCOMES[track](by_dir[d], s, options))
-                           for (d, s), label in zip(chosen, labels(chosen), strict=True)]
+                           for (d, s), label in zip(chosen, system_labels(chosen), strict=True)]
             finally:
                 close()
         finally:

@@ -36,9 +36,11 @@ Rules:
 from __future__ import annotations
 
 import math
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 from itertools import combinations
+from pathlib import Path
 
 from pydantic import BaseModel
 
@@ -63,6 +65,16 @@ class SystemOutcomes:
     run_dir: str
     outcomes: list[ItemOutcome]
 
+
+
+def system_labels(pairs: Sequence[tuple[Path, str]]) -> list[str]:
+    """Labels for (run directory, system) pairs: the system name; `system (rundir-name)` when runs
+    share the name; `system (run path)` when their directories share a name too (as the report
+    names them)."""
+    names = Counter(s for _, s in pairs)
+    short = [s if names[s] == 1 else f"{s} ({d.name})" for d, s in pairs]
+    clashes = Counter(short)
+    return [f"{s} ({d})" if clashes[label] > 1 else label for (d, s), label in zip(pairs, short, strict=True)]
 
 class SystemInfo(BaseModel):
     label: str

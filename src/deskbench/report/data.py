@@ -12,6 +12,7 @@ from deskbench.analysis.scored import ScoredSystem, first_attempts
 from deskbench.errors import UserError
 from deskbench.models.prices import per, total_cost
 from deskbench.models.settings import ResolvedSettings
+from deskbench.report.comparisons import DocqaScored, build_comparisons
 from deskbench.report.madqa import build_madqa
 from deskbench.report.models import (
     ERROR_CLASSES,
@@ -31,7 +32,12 @@ from deskbench.runs.protocol import ProtocolNote, stored_protocol, system_protoc
 from deskbench.runs.runner import run_submissions
 from deskbench.runs.settings import stored_settings
 from deskbench.runs.store import Episode, RunStore
-from deskbench.scoring.analytics import AnalyticsJudges, analytics_score_protocol, score_run
+from deskbench.scoring.analytics import (
+    AnalyticsItemScore,
+    AnalyticsJudges,
+    analytics_score_protocol,
+    score_run,
+)
 from deskbench.scoring.analytics_metrics import (
     AnalyticsScoreReport,
     attach_summary_ablations,
@@ -180,6 +186,7 @@ def build_report(run_dirs: Sequence[Path], opts: ScoreOptions | None = None,
     run_dirs = list({d.resolve(): d for d in run_dirs}.values())  # a directory given twice is one run
     scored: list[_Scored] = []
     analytics: list[AnalyticsScoreReport] = []
+    analytics_items: list[tuple[Path, list[AnalyticsItemScore]]] = []  # for the Comparison section
     deliverables: list[DeliverablesRun] = []
     settings: list[ModelSettingsRow] = []
     imported: set[tuple[Path, str]] = set()  # systems made by 'deskbench import'
@@ -193,7 +200,7 @@ def build_report(run_dirs: Sequence[Path], opts: ScoreOptions | None = None,
             if not systems:
                 raise UserError(f"the run in {run_dir} has no episodes yet; run 'deskbench run' first")
             if store.track() == "analytics":
-                analytics += score_analytics_runs(store, systems, analytics_judges or AnalyticsJudges())
+                analytics += score_analytics_runs(store, systems, analytics_judges or AnalyticsJudges(), analytics_items)
             elif store.track() == "deliverables":
                 deliverables.append(DeliverablesRun(run_dir, score_deliverables_run(store), store.deliverable_tasks(),
                                                     stored_protocol(store)))
@@ -219,7 +226,10 @@ def build_report(run_dirs: Sequence[Path], opts: ScoreOptions | None = None,
         ))
     madqa = build_madqa([ScoredSystem(labels[id(s)], s.tasks, s.items, first_attempts(s.episodes), s.system)
                          for s in scored], corpus) if scored else None
-    return Report(run_dirs=[str(d) for d in run_dirs], systems=out, madqa=madqa,
+    comparisons = build_comparisons(
+        [DocqaScored(labels[id(s)], s.system, s.run_dir, s.items, {e.task_id for e in s.episodes if e.attempt == 0})
+         for s in scored], analytics_items, [(r.run_dir, r.items) for r in deliverables], reviewed_only=reviewed_only)
+    return Report(run_dirs=[str(d) for d in run_dirs], systems=out, madqa=madqa, comparisons=comparisons,
                   accuracy_method=judge_method(opts) if opts.judge else ANLS_METHOD,
                   judge=opts.judge.name if opts.judge else None,
                   analytics=analytics, analytics_judges=analytics_method(analytics_judges or AnalyticsJudges()),
@@ -247,8 +257,11 @@ def _judge_settings(opts: ScoreOptions, judges: AnalyticsJudges | None) -> list[
     return rows
 
 
-def score_analytics_runs(store: RunStore, systems: Sequence[str], judges: AnalyticsJudges) -> list[AnalyticsScoreReport]:
-    """AIDABench's metrics for every system of an analytics run (k = the most attempts stored)."""
+def score_analytics_runs(store: RunStore, systems: Sequence[str], judges: AnalyticsJudges,
+                         items_out: list[tuple[Path, list[AnalyticsItemScore]]] | None = None,
+                         ) -> list[AnalyticsScoreReport]:
+    """AIDABench's metrics for every system of an analytics run (k = the most attempts stored);
+    `items_out` receives each system's scored items (the report's Comparison section)."""
     import asyncio
 
     tasks = store.analytics_tasks()
@@ -257,6 +270,8 @@ def score_analytics_runs(store: RunStore, systems: Sequence[str], judges: Analyt
     out = []
     for name in systems:
         items = asyncio.run(score_run(store, name, judges))
+        if items_out is not None:
+            items_out.append((store.dir, items))
         k = max([it.attempt + 1 for it in items], default=1)
         out.append(summarize_analytics(items, system=f"{name} ({store.dir.name})", k=k, task_ids=task_ids,
                                        protocol=system_protocol(store, name, scoring)))

@@ -7,6 +7,7 @@ from typing import Literal
 
 from pydantic import BaseModel
 
+from deskbench.analysis.compare import Comparison
 from deskbench.models.prices import PRICES_AS_OF
 from deskbench.report.madqa import MadqaAnalyses
 from deskbench.scoring.analytics_metrics import AnalyticsScoreReport
@@ -119,3 +120,4 @@ class Report(BaseModel):
     model_settings: list[ModelSettingsRow] = []  # every system's and judge's settings
     prices_as_of: str = PRICES_AS_OF  # the date of the built-in price table (the footer shows it)
     madqa: MadqaAnalyses | None = None  # the MADQA appendix sections (docqa systems only)
+    comparisons: list[Comparison] = []  # per track with 2+ systems: `deskbench compare`'s tables

@@ -52,6 +52,21 @@ def interval(ci: tuple[float, float] | None, digits: int = 1, scale: float = 1.0
     return f" [{scale * ci[0]:.{digits}f}, {scale * ci[1]:.{digits}f}]"
 
 
+def pvalue(p: float | None) -> str:
+    """A p-value: 4 decimals, scientific below 0.001."""
+    if _missing(p):
+        return "–"
+    return f"{p:.2e}" if p < 1e-3 else f"{p:.4f}"  # type: ignore[operator]
+
+
+def points(x: float | None, ci: tuple[float, float] | None = None) -> str:
+    """A difference of shares in percentage points, signed, with its interval."""
+    if _missing(x):
+        return "–"
+    text = f"{100 * x:+.1f}"  # type: ignore[operator]
+    return text + (f" [{100 * ci[0]:+.1f}, {100 * ci[1]:+.1f}]" if ci is not None else "")
+
+
 def data_uri(png: bytes) -> str:
     return "data:image/png;base64," + base64.b64encode(png).decode("ascii")
 
@@ -60,7 +75,7 @@ def _env() -> Environment:
     env = Environment(loader=PackageLoader("deskbench.report", "templates"),
                       autoescape=select_autoescape(["html", "j2"]), undefined=StrictUndefined,
                       trim_blocks=True, lstrip_blocks=True)
-    env.filters.update(pct=pct, num=num, money=money, interval=interval)
+    env.filters.update(pct=pct, num=num, money=money, interval=interval, pvalue=pvalue, points=points)
     return env
 
 
