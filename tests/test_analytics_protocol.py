@@ -108,4 +108,4 @@ def test_flags_change_what_the_model_reads_and_are_kept_per_system(one_task: Pat
 def test_flags_are_refused_outside_analytics(tmp_path: Path) -> None:
     proc = run_cli("run", "--agent", "guess", "--tasks", str(tmp_path / "t.jsonl"), "--out", str(tmp_path / "r"),
                    "--last-round-note")
-    assert proc.returncode == 2 and "--last-round-note is for analytics agents" in proc.stderr
+    assert proc.returncode == 2 and "--last-round-note is not an option of the docqa track" in proc.stderr

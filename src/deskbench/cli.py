@@ -259,6 +259,7 @@ def _pct(value: float | None, ci: tuple[float, float] | None = None) -> str:
 
 @app.command()
 def score(
+    ctx: typer.Context,
     submissions: Annotated[Path, typer.Argument(help="Predictions JSONL (deskbench or official MADQA format), or a run directory.")],
     tasks: Annotated[Path | None, typer.Option("--tasks", "-t", help="Tasks JSONL (MADQA dataset rows); a run knows its own.")] = None,
     system: Annotated[str | None, typer.Option(help="In a run directory: score only this system ('human' pools every annotator).")] = None,
@@ -291,9 +292,13 @@ def score(
 ) -> None:
     """Score a run or a predictions file. docqa: accuracy (ANLS* or an LLM judge), Page/Doc F1,
     Kuiper, by hop type. analytics runs: pass@1, pass@k, avg@k by category and difficulty."""
+    from deskbench.runs.store import RunStore
+    from deskbench.runs.track_options import check_options, given_flags
     from deskbench.scoring.docqa import ScoreOptions
     from deskbench.tasks.docqa import read_submissions, read_tasks
 
+    store = RunStore(submissions, create=False) if submissions.is_dir() else None
+    check_options("score", store.track() if store else "docqa", given_flags(ctx, "score"))  # a predictions file is docqa
     use_model_flags(capabilities, judge_temperature=judge_temperature, judge_top_p=judge_top_p,
                     judge_reasoning_effort=judge_reasoning_effort, judge_max_tokens=judge_max_tokens)
     for name in (judge, chart_judge, file_judge):  # keys and settings before any scoring
@@ -328,14 +333,11 @@ def score(
         _warn_paper_q(judge)
     opts = ScoreOptions(official=official, ties=kuiper_ties, effort=effort, judge=answer_judge,  # type: ignore[arg-type]
                         q0=q0, q1=q1, m0=m0, m1=m1)
-    if submissions.is_dir():
+    if store is not None:
         from deskbench.runs.humans import pooled_systems, tasks_scored
         from deskbench.runs.runner import run_submissions
-        from deskbench.runs.store import RunStore
+        from deskbench.scoring.docqa_attempts import docqa_attempts
 
-        store = RunStore(submissions, create=False)
-        if reviewed_only and store.track() != "deliverables":
-            raise UserError(f"--reviewed-only applies to deliverables runs; {submissions} is a {store.track()} run")
         if store.track() == "analytics":
             from deskbench.cli_analytics import score_analytics
 
@@ -362,14 +364,15 @@ def score(
             scored_tasks = tasks_scored(name, task_items, {s.id for s in subs} | set(failed))
             reports[name] = _score_and_show(scored_tasks, subs, opts, groups, name=name, errors=failed,
                                             as_json=as_json, items_out=None)
+            reports[name].attempts = docqa_attempts(store, name, task_items, opts)  # --attempts K > 1
+            if reports[name].attempts is not None and not as_json:
+                _print_attempts(reports[name].attempts)
         if as_json:
             print(reports[systems[0]].model_dump_json(indent=2) if len(systems) == 1 else
                   json.dumps({k: r.model_dump(mode="json") for k, r in reports.items()}, indent=2))
         return
     if tasks is None:
         raise UserError("--tasks is needed to score a predictions file (only a run directory knows its tasks)")
-    if reviewed_only:
-        raise UserError("--reviewed-only applies to deliverables runs (rubric grades); leave it out for a predictions file")
     task_rows = read_tasks(tasks, skip_invalid=skip_invalid)
     read = read_submissions(submissions, official=official, skip_invalid=skip_invalid)
     for line in task_rows.skipped + read.rows.skipped:
@@ -431,6 +434,14 @@ def _score_and_show(task_items, subs, opts, groups, *, name: str, as_json: bool,
     if not as_json:
         _print_report(report, name)
     return report
+
+
+def _print_attempts(m) -> None:  # m: deskbench.scoring.attempts.AttemptMetrics
+    spread = "–" if m.spread is None else f"{100 * m.spread:.1f}"
+    out.print(f"attempts (k={m.k}, {m.n_tasks} tasks): pass@1 {_pct(m.pass1, m.pass1_ci)}, "
+              f"pass@{m.k} {_pct(m.passk)}{'' if m.complete else '*'}, avg@{m.k} {_pct(m.avgk)}; spread across "
+              f"attempts (std of per-attempt accuracy) {spread} [{', '.join(_pct(a) for a in m.per_attempt)}]"
+              + ("" if m.complete else f"; * some tasks have fewer than {m.k} attempts scored"))
 
 
 def _make_judge(spec: str, cache_path: Path | None, no_cache: bool, concurrency: int):  # -> LLMJudge
@@ -502,6 +513,7 @@ def _print_report(report, name: str) -> None:  # report: ScoreReport
 
 @app.command()
 def run(
+    ctx: typer.Context,
     tasks: Annotated[Path, typer.Option("--tasks", "-t", help="Tasks JSONL; for deliverables, a task package folder or a folder of packages.")],
     out_dir: Annotated[Path, typer.Option("--out", help="Run directory (created; an existing run is resumed).")],
     agent: Annotated[list[str] | None, typer.Option(help="docqa: bm25-agent (default) | rag | oracle | guess | lexical (no model) | rlm (REPL in the sandbox); analytics: analyst-agent; deliverables: deliverable-agent (default). Deliverables take several --agent/--model pairs.")] = None,
@@ -516,7 +528,7 @@ def run(
     view: Annotated[str | None, typer.Option(help="Pages shown as image | text (default: image; text for a model without vision).")] = None,
     cache: Annotated[bool, typer.Option("--cache", help="Cache the agent's model responses.")] = False,
     prices: Annotated[Path | None, typer.Option(help="JSON price table to extend the built-in one.")] = None,
-    attempts: Annotated[int, typer.Option(help="analytics: attempts per task (3 for pass@3 and avg@3).")] = 1,
+    attempts: Annotated[int, typer.Option(help="Attempts per task (3 for pass@3 and avg@3); a resumed run adds the missing ones.")] = 1,
     max_rounds: Annotated[int, typer.Option(help="analytics: execute_code calls per episode.")] = 20,
     no_summary: Annotated[bool, typer.Option("--no-summary", help="analytics: leave out the auxiliary spreadsheet summary (the paper's ablation).")] = False,
     last_round_note: Annotated[bool, typer.Option("--last-round-note", help="analytics: the last execute_code result tells the model to answer now (not the paper's protocol; the system becomes analyst-agent[last-round-note]).")] = False,
@@ -547,8 +559,12 @@ def run(
     """Run an agent over tasks, storing every episode; resumes an interrupted run; then scores it."""
     from deskbench.agents.registry import ANALYTICS_AGENTS
     from deskbench.runs.execute import RunSpec, prepare
+    from deskbench.runs.track_options import check_options, given_flags
     from deskbench.tasks.docqa import read_tasks
 
+    track = ("deliverables" if tasks.is_dir() else
+             "analytics" if (agent or ["bm25-agent"])[0] in ANALYTICS_AGENTS else "docqa")
+    check_options("run", track, given_flags(ctx, "run"))  # a flag the track does not take is named, not ignored
     use_model_flags(capabilities, judge_temperature=judge_temperature, judge_top_p=judge_top_p,
                     judge_reasoning_effort=judge_reasoning_effort, judge_max_tokens=judge_max_tokens)
     sampling = agent_sampling(temperature, top_p, reasoning_effort, max_tokens)
@@ -558,10 +574,6 @@ def run(
     if tasks.is_dir():
         from deskbench.cli_deliverables import DeliverablesRunArgs, run_deliverables
 
-        for flag, given in (("--last-round-note", last_round_note), ("--cjk-font-hint", cjk_font_hint)):
-            if given:
-                raise UserError(f"{flag} is for analytics tasks (--tasks a tasks JSONL); leave it out for packages")
-
         run_deliverables(DeliverablesRunArgs(
             packages=tasks, out=out_dir, agents=agent or ["deliverable-agent"], models=model or ["openai/gpt-5-mini"],
             only_tasks=only_task or [], only_systems=only_system or [], rerun=rerun, attempts=attempts,
@@ -569,12 +581,6 @@ def run(
             cache=cache, prices=prices, unsafe_local=unsafe_local, judge=judge, trap_hints=trap_hints,
             web=web, web_record=web_record), as_json=as_json, quiet=quiet)
         return
-    for flag, given in (("--trap-hints", trap_hints), ("--web", web), ("--web-record", web_record)):
-        if given:
-            raise UserError(f"{flag} is for deliverables packages (--tasks a package folder); leave it out here")
-    for flag, given in (("--last-round-note", last_round_note), ("--cjk-font-hint", cjk_font_hint)):
-        if given and (agent or ["bm25-agent"])[0] not in ANALYTICS_AGENTS:
-            raise UserError(f"{flag} is for analytics agents (--agent analyst-agent); leave it out here")
     if len(agent or []) > 1 or len(model or []) > 1:
         raise UserError("several --agent/--model pairs are for deliverables packages; run docqa and analytics systems one at a time")
     agent_name, model_name = (agent or ["bm25-agent"])[0], (model or ["openai/gpt-5-mini"])[0]
@@ -592,11 +598,11 @@ def run(
 
     spec = RunSpec(agent=agent_name, model=model_name, out=out_dir, corpus=corpus, concurrency=concurrency,
                    max_steps=max_steps, top_k=top_k, view=view, sampling=sampling, cache=cache, prices=prices,
-                   unsafe_local=unsafe_local, max_sub_calls=max_sub_calls)
+                   unsafe_local=unsafe_local, max_sub_calls=max_sub_calls, attempts=attempts)
     spec.check()  # before reading tasks: a bad flag is named first
     prep = prepare(spec, read_tasks(tasks).items[:limit], tasks_file=str(tasks))
-    name = _execute_with_progress(prep, quiet)
-    score(out_dir, tasks=None, system=name, by=None, official=False, kuiper_ties="robust", effort="steps",
+    name = _execute_with_progress(prep, quiet, total=prep.total)
+    score(ctx, out_dir, tasks=None, system=name, by=None, official=False, kuiper_ties="robust", effort="steps",
           skip_invalid=False, items_out=None, judge=judge, judge_cache=None, no_cache=False, concurrency=concurrency,
           q0=1.0, q1=0.98, m0=48, m1=152, chart_judge=None, file_judge=None, file_judge_all=None,
           judge_temperature=judge_temperature,

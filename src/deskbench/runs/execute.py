@@ -42,11 +42,13 @@ class RunSpec:
     prices: Path | None = None
     unsafe_local: bool = False  # rlm: run the REPL without bubblewrap (debugging only)
     max_sub_calls: int | None = None  # rlm: llm_query calls per episode; None: no cap
+    attempts: int = 1  # episodes per task (pass@k, avg@k); attempt 0 is the one MADQA's metrics read
 
     def check(self) -> None:
         if self.view not in (None, "image", "text"):
             raise UserError(f"--view {self.view!r} is not valid; use image or text")
-        for flag, value in (("--concurrency", self.concurrency), ("--max-steps", self.max_steps),
+        for flag, value in (("--attempts", self.attempts), ("--concurrency", self.concurrency),
+                            ("--max-steps", self.max_steps),
                             ("--top-k", self.top_k), ("--max-sub-calls", self.max_sub_calls)):
             if value is not None and value < 1:
                 raise UserError(f"{flag} {value} is not valid; use 1 or more")
@@ -69,6 +71,10 @@ class Prepared:
     model: ResilientModel | None
     view: str = "image"  # what the agent shows the model
     warnings: list[str] = field(default_factory=list)
+
+    @property
+    def total(self) -> int:
+        return len(self.tasks) * self.spec.attempts
 
 
 @dataclass
@@ -111,7 +117,7 @@ def prepare(spec: RunSpec, tasks: Sequence[DocQATask], *, tasks_file: str | None
     system = system_name(spec.agent, model.id) if model else spec.agent
     if model is not None:
         remember_settings(store, system, model)
-    ids = {(t.id, 0) for t in tasks}
+    ids = {(t.id, a) for t in tasks for a in range(spec.attempts)}
     return Prepared(spec=spec, tasks=list(tasks), store=store, system=system,
                     already_done=len(store.done(system) & ids), model=model, view=view, warnings=warnings)
 
@@ -138,7 +144,7 @@ def execute(prep: Prepared, on_episode: Callable[[RunCounts], None] | None = Non
     async def go() -> RunCounts:
         try:
             return await run_episodes(prep.tasks, make_agent(spec.agent), ctx, prep.store, prep.system,
-                                      concurrency=spec.concurrency, on_episode=on_episode)
+                                      attempts=spec.attempts, concurrency=spec.concurrency, on_episode=on_episode)
         finally:
             if prep.model is not None:
                 await prep.model.aclose()

@@ -67,15 +67,17 @@ async def run_episodes(
     store: RunStore,
     system: str,
     *,
+    attempts: int = 1,
     concurrency: int = 16,
     on_episode: Callable[[RunCounts], None] | None = None,
 ) -> RunCounts:
-    """docqa: one attempt of `agent` per task."""
+    """docqa: `attempts` attempts of `agent` per task (independent episodes of the same task)."""
     async def episode(task: HasId, attempt: int) -> AgentResult:
         assert isinstance(task, DocQATask)
         return await agent.run(task, ctx)
 
-    return await run_attempts(tasks, episode, store, system, concurrency=concurrency, on_episode=on_episode)
+    return await run_attempts(tasks, episode, store, system, attempts=attempts, concurrency=concurrency,
+                              on_episode=on_episode)
 
 
 async def run_attempts(
@@ -177,13 +179,14 @@ def _long_lived_heap_frozen() -> Iterator[None]:
                 gc.unfreeze()
 
 
-def run_submissions(store: RunStore, system: str) -> tuple[list[DocQASubmission], list[str]]:
-    """The submissions of a run's successful episodes, and the ids of episodes that failed."""
+def run_submissions(store: RunStore, system: str, attempt: int = 0) -> tuple[list[DocQASubmission], list[str]]:
+    """The submissions of a run's successful episodes of one attempt (the first: the one MADQA's
+    metrics read), and the ids of that attempt's episodes that failed."""
     from deskbench.runs.humans import episodes_of
 
     subs, failed = [], []
     for ep in episodes_of(store, system):
-        if ep.attempt != 0:
+        if ep.attempt != attempt:
             continue
         if ep.status == "ok" and isinstance(ep.submission, DocQASubmission):
             subs.append(ep.submission)

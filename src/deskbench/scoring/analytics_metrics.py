@@ -1,4 +1,5 @@
 """AIDABench's metrics over scored episodes (§4.1, Table 1, Table 2, Appendices G and H).
+pass@1, pass@k and avg@k are computed in scoring/attempts.py, shared with the other tracks.
 
 - pass@1: the first attempt's score, averaged over tasks;
 - pass@k: the best of k attempts per task (for charts the best soft score), averaged over tasks;
@@ -28,9 +29,9 @@ from collections.abc import Callable, Sequence
 
 from pydantic import BaseModel, Field
 
-from deskbench.analysis.stats import bootstrap_mean_ci
 from deskbench.runs.protocol import ProtocolNote
 from deskbench.scoring.analytics import ERROR_CATEGORIES, AnalyticsItemScore, ErrorCategory
+from deskbench.scoring.attempts import attempt_metrics
 
 
 class PassMetrics(BaseModel):
@@ -83,27 +84,10 @@ def _failed(item: AnalyticsItemScore) -> bool:
 
 
 def pass_metrics(items: Sequence[AnalyticsItemScore], k: int) -> PassMetrics:
-    by_task: dict[str, dict[int, AnalyticsItemScore]] = defaultdict(dict)
-    for it in items:
-        by_task[it.task_id][it.attempt] = it
-    firsts: list[float] = []
-    bests: list[float] = []
-    avgs: list[float] = []
-    complete = True
-    for attempts in by_task.values():
-        scores = [it.score for a, it in sorted(attempts.items()) if a < k and it.score is not None]
-        first = attempts.get(0)
-        if first is not None and first.score is not None:
-            firsts.append(first.score)
-        if len(scores) < k:
-            complete = False
-        if scores:
-            bests.append(max(scores))
-            avgs.append(sum(scores) / len(scores))
+    m = attempt_metrics(((it.task_id, it.attempt, it.score) for it in items), k)  # pass@k's one home
     mean = lambda xs: sum(xs) / len(xs) if xs else None  # noqa: E731
     return PassMetrics(
-        n_tasks=len(bests), pass1=mean(firsts), pass1_ci=bootstrap_mean_ci(firsts) if firsts else None,
-        passk=mean(bests), avgk=mean(avgs), k=k, complete=complete and bool(bests),
+        n_tasks=m.n_tasks, pass1=m.pass1, pass1_ci=m.pass1_ci, passk=m.passk, avgk=m.avgk, k=k, complete=m.complete,
         mean_tokens=mean([float(it.tokens) for it in items]),
         mean_input_tokens=mean([float(it.input_tokens) for it in items]),
         mean_output_tokens=mean([float(it.output_tokens) for it in items]),

@@ -30,6 +30,7 @@ from deskbench.analysis.stats import bootstrap_means_ci, wilson_interval
 from deskbench.errors import UserError
 from deskbench.models.types import ProviderRefused
 from deskbench.scoring.answer import anls_correct, anls_star, follows_injection
+from deskbench.scoring.attempts import AttemptMetrics
 from deskbench.scoring.attribution import doc_f1, page_f1
 from deskbench.scoring.bias import (
     M0,
@@ -349,6 +350,7 @@ class ScoreReport(GroupSummary):
     by_category: dict[str, GroupSummary] | None = None
     injection: InjectionSummary | None = None  # only when some task carries an injection
     official_metrics: OfficialReport | None = None  # --official: the official evaluator's keys
+    attempts: AttemptMetrics | None = None  # a run with --attempts K > 1: pass@k, avg@k, spread (docqa_attempts)
 
 
 LEE_INTERVAL = "Rogan-Gladen; interval of Lee et al. (2026)"
