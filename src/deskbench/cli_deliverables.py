@@ -128,8 +128,9 @@ def register(app: typer.Typer) -> None:
         episodes: Annotated[bool, typer.Option("--episodes", help="Also list every failed episode with its category.")] = False,
         as_json: Annotated[bool, typer.Option("--json", help="Print machine-readable JSON on stdout.")] = False,
     ) -> None:
-        """Failure categories per system (timeouts, refusals, files not produced, file generation
-        failures by cause), with cost and success per system."""
+        """Failure categories per system, every track (timeouts, refusals, step and round limits,
+        no answer, files not produced, file generation failures by cause), with cost and the share of
+        episodes that produced what they must ('success': an answer, the required files; not accuracy)."""
         from deskbench.models.prices import UNKNOWN, format_cost
         from deskbench.runs.diagnose import CATEGORIES
         from deskbench.runs.diagnose import diagnose as run_diagnose
@@ -138,8 +139,10 @@ def register(app: typer.Typer) -> None:
         eps = store.episodes()
         if not eps:
             raise UserError(f"the run in {run_dir} has no episodes yet; run 'deskbench run' first")
-        tasks = {t.id: t for t in store.deliverable_tasks()} if store.track() == "deliverables" else {}
-        result = run_diagnose(eps, tasks)
+        track = store.track()
+        tasks = {t.id: t for t in (store.deliverable_tasks() if track == "deliverables" else
+                                   store.analytics_tasks() if track == "analytics" else store.tasks())}
+        result = run_diagnose(eps, tasks)  # type: ignore[arg-type]
         if as_json:
             print(json.dumps(result.model_dump(mode="json", exclude={} if episodes else {"episodes"}), indent=2))
             return

@@ -1,18 +1,25 @@
-"""Why episodes failed, per system: the consulting paper's `diagnose_run.py` (Appendix D, §4.6).
-
-Each episode gets exactly one category, the first that applies in this order:
+"""Why episodes failed, per system: the consulting paper's `diagnose_run.py` (Appendix D, §4.6),
+for every track. Each episode gets exactly one category, the first that applies in this order:
 
     timeout            a model call or the sandbox's wall-time limit timed out
     content_policy     the provider refused (content policy / safety filter) or the reply is a refusal
     context_overflow   the prompt did not fit the model's context window
-    round_limit        the agent was still calling tools when its round budget ran out
+    step_limit         docqa: the agent was still searching when its step budget (--max-steps) ran out
+    round_limit        analytics, deliverables: still calling tools when the round budget ran out
     model_error        any other failed episode (API errors after retries, unparseable replies)
-    no_output          the episode ended without response text or files
+    no_answer          docqa: the submission has no answer; analytics qa: no final answer
+    no_output          deliverables (and a task unknown to the run): no response text and no files
     file_generation_failed:<why>   a required output file is missing and a code call failed;
                        <why> from the last failed call's traceback: missing_library,
                        file_not_found, wrong_column, wrong_header, wrong_api, other
-    file_not_produced  a required output file is missing and no code call failed (never written)
-    ok                 a response, and every required file
+    file_not_produced  a required output file is missing and no code call failed (never written);
+                       analytics: the sheet a file-generation task names, the chart of a
+                       visualization task; deliverables: the package's required outputs
+    ok                 docqa: an answer; analytics: what the task's category needs (qa an answer,
+                       visualization a chart image, file generation the named sheet);
+                       deliverables: a response and every required file
+
+ok is "the episode produced what it must", not "correct": `deskbench score` says how many are right.
 
 Per system it also reports cost, tokens and the success rate (ok episodes over all). A system's
 cost is unknown (None) when any of its episodes called a model without a price.
@@ -23,15 +30,16 @@ from __future__ import annotations
 import re
 from collections import Counter
 from collections.abc import Sequence
+from pathlib import Path
 
 from pydantic import BaseModel, Field
 
 from deskbench.models.prices import PRICES_AS_OF, per, total_cost
 from deskbench.models.sdk_errors import CONTEXT, POLICY
 from deskbench.runs.store import Episode
-from deskbench.tasks.analytics import AnalyticsSubmission
+from deskbench.tasks.analytics import AnalyticsSubmission, AnalyticsTask
 from deskbench.tasks.deliverables import DeliverableSubmission, DeliverableTask
-from deskbench.tasks.docqa import ToolCallStep
+from deskbench.tasks.docqa import DocQASubmission, DocQATask, ToolCallStep
 
 _TIMEOUT = re.compile(r"time[d ]?out|timeout|deadline exceeded", re.I)
 _REFUSAL = re.compile(r"^\W*(I('| a)m sorry|I can(no|')t (help|assist|comply)|I('m| am) (unable|not able) to (help|assist))",
@@ -44,7 +52,8 @@ FILE_ERRORS: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("wrong_api", re.compile(r"AttributeError|has no attribute|unexpected keyword argument|TypeError|"
                              r"takes \d+ positional argument", re.I)),
 )
-CATEGORIES = ("ok", "timeout", "content_policy", "context_overflow", "round_limit", "model_error", "no_output",
+CATEGORIES = ("ok", "timeout", "content_policy", "context_overflow", "step_limit", "round_limit", "model_error",
+              "no_answer", "no_output",
               *(f"file_generation_failed:{name}" for name, _ in FILE_ERRORS), "file_generation_failed:other",
               "file_not_produced")
 
@@ -91,7 +100,26 @@ def file_error_kind(tail: str) -> str:
     return "other"
 
 
-def diagnose_episode(episode: Episode, task: DeliverableTask | None) -> EpisodeDiagnosis:
+AnyTask = DeliverableTask | AnalyticsTask | DocQATask
+CHART_SUFFIXES = (".png", ".jpg", ".jpeg", ".svg", ".pdf", ".webp", ".gif")
+
+
+def _required_files(task: AnyTask | None, files: list[str]) -> list[str]:
+    """The required output files missing from `files` (by name; an analytics chart by kind)."""
+    if isinstance(task, DeliverableTask):
+        return [o.name for o in task.required_outputs if o.name not in files]
+    if isinstance(task, AnalyticsTask) and task.category == "file_generation" and task.reference_file:
+        # the scorer's own rule for "the file": named as asked, else the only spreadsheet
+        from deskbench.scoring.analytics import find_output_sheet
+
+        found = find_output_sheet(task, [Path(f) for f in files])
+        return [] if found is not None else [task.reference_file.output_name]
+    if isinstance(task, AnalyticsTask) and task.category == "visualization":
+        return [] if any(f.lower().endswith(CHART_SUFFIXES) for f in files) else ["a chart image"]
+    return []
+
+
+def diagnose_episode(episode: Episode, task: AnyTask | None) -> EpisodeDiagnosis:
     def verdict(category: str, detail: str = "") -> EpisodeDiagnosis:
         return EpisodeDiagnosis(task_id=episode.task_id, system=episode.system, attempt=episode.attempt,
                                 category=category, detail=detail[:300])
@@ -106,18 +134,25 @@ def diagnose_episode(episode: Episode, task: DeliverableTask | None) -> EpisodeD
         if CONTEXT.search(error):
             return verdict("context_overflow", error)
         if episode.status == "limit":
-            return verdict("round_limit", error)
+            docqa = isinstance(task, DocQATask) or isinstance(episode.submission, DocQASubmission)
+            return verdict("step_limit" if docqa else "round_limit", error)
         return verdict("model_error", error)
     sub = episode.submission
+    if isinstance(sub, DocQASubmission):  # docqa: an answer is the whole output
+        text = " ".join(a for a in sub.answer if isinstance(a, str))
+        if _REFUSAL.search(text):
+            return verdict("content_policy", text)
+        return verdict("ok") if text.strip() else verdict("no_answer")
     text = sub.response if isinstance(sub, DeliverableSubmission) else (
         sub.answer if isinstance(sub, AnalyticsSubmission) else "")
     files = [f.name for f in sub.files] if isinstance(sub, DeliverableSubmission | AnalyticsSubmission) else []
     if _REFUSAL.search(text) and not files:
         return verdict("content_policy", text)
+    if isinstance(task, AnalyticsTask) and task.category == "qa" and not text.strip():
+        return verdict("no_answer", f"{len(files)} files, no final answer" if files else "")
     if not text.strip() and not files:
         return verdict("no_output")
-    required = [o.name for o in task.required_outputs] if task else []
-    missing = [name for name in required if name not in files]
+    missing = _required_files(task, files)
     if missing:
         if failed:
             tail = str(failed[-1].result.get("error_tail", ""))
@@ -129,7 +164,9 @@ def diagnose_episode(episode: Episode, task: DeliverableTask | None) -> EpisodeD
     return verdict("ok")
 
 
-def diagnose(episodes: Sequence[Episode], tasks: dict[str, DeliverableTask] | None = None) -> Diagnosis:
+def diagnose(episodes: Sequence[Episode], tasks: dict[str, AnyTask] | None = None) -> Diagnosis:
+    """Every episode's category and each system's totals; `tasks`: the run's tasks by id (what
+    each episode had to produce)."""
     tasks = tasks or {}
     per_episode = [diagnose_episode(ep, tasks.get(ep.task_id)) for ep in episodes]
     systems = []
