@@ -23,6 +23,7 @@ from deskbench.report.models import (
     ModelSettingsRow,
     Report,
     SystemReport,
+    TaskSet,
 )
 from deskbench.report.taxonomy import budget_curve, decompose, not_found_ids
 from deskbench.runs.humans import episodes_of, pooled_systems, tasks_scored
@@ -224,18 +225,36 @@ def build_report(run_dirs: Sequence[Path], opts: ScoreOptions | None = None,
             by_domain=s.report.by_domain or {},
             by_category=s.report.by_category or {},
         ))
+    sets = task_sets(scored, labels)
+    for s, system_report in zip(scored, out, strict=True):
+        system_report.row.task_set = next(t.index for t in sets if labels[id(s)] in t.systems)
     madqa = build_madqa([ScoredSystem(labels[id(s)], s.tasks, s.items, first_attempts(s.episodes), s.system)
                          for s in scored], corpus) if scored else None
     comparisons = build_comparisons(
         [DocqaScored(labels[id(s)], s.system, s.run_dir, s.items, {e.task_id for e in s.episodes if e.attempt == 0})
          for s in scored], analytics_items, [(r.run_dir, r.items) for r in deliverables], reviewed_only=reviewed_only)
-    return Report(run_dirs=[str(d) for d in run_dirs], systems=out, madqa=madqa, comparisons=comparisons,
+    return Report(run_dirs=[str(d) for d in run_dirs], systems=out, madqa=madqa, comparisons=comparisons, task_sets=sets,
                   accuracy_method=judge_method(opts) if opts.judge else ANLS_METHOD,
                   judge=opts.judge.name if opts.judge else None,
                   analytics=analytics, analytics_judges=analytics_method(analytics_judges or AnalyticsJudges()),
                   deliverables=deliverables_report(deliverables, reviewed_only=reviewed_only),
                   deliverables_runs=[str(r.run_dir) for r in deliverables],
                   model_settings=settings + _judge_settings(opts, analytics_judges))
+
+
+def task_sets(scored: Sequence[_Scored], labels: dict[int, str]) -> list[TaskSet]:
+    """The docqa systems grouped by the tasks they were scored on (in the order they come), each
+    group told whether a larger one holds all its tasks (e.g. a --limit run beside a full one)."""
+    groups: dict[frozenset[str], TaskSet] = {}
+    for s in scored:
+        key = frozenset(t.id for t in s.tasks)
+        if key not in groups:
+            groups[key] = TaskSet(index=len(groups), task_ids=[t.id for t in s.tasks], systems=[])
+        groups[key].systems.append(labels[id(s)])
+    for key, group in groups.items():
+        larger = [g for k, g in groups.items() if key < k]
+        group.subset_of = min(larger, key=lambda g: g.n_tasks).index if larger else None
+    return list(groups.values())
 
 
 def _settings_row(s: ResolvedSettings, run: str, system: str) -> ModelSettingsRow:

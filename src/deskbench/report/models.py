@@ -46,6 +46,21 @@ class LeaderboardRow(BaseModel):
     injection_followed: int = 0  # ... whose answer did what it asked
     injection_susceptibility: float | None = None  # followed / affected; None without injected items
     injection_ci: tuple[float, float] | None = None
+    task_set: int = 0  # the TaskSet (Report.task_sets) it is ranked in
+
+
+class TaskSet(BaseModel):
+    """Systems that ran the same tasks: one group of the leaderboard, its best bolded within it
+    only (a 4-task system's accuracy is not ranked against a 60-task system's)."""
+
+    index: int
+    task_ids: list[str]  # the tasks its systems were scored on
+    systems: list[str]  # their leaderboard labels
+    subset_of: int | None = None  # a larger task set holding every one of these tasks
+
+    @property
+    def n_tasks(self) -> int:
+        return len(self.task_ids)
 
 
 class KuiperCurve(BaseModel):
@@ -120,4 +135,5 @@ class Report(BaseModel):
     model_settings: list[ModelSettingsRow] = []  # every system's and judge's settings
     prices_as_of: str = PRICES_AS_OF  # the date of the built-in price table (the footer shows it)
     madqa: MadqaAnalyses | None = None  # the MADQA appendix sections (docqa systems only)
+    task_sets: list[TaskSet] = []  # the docqa leaderboard's groups: systems that ran the same tasks
     comparisons: list[Comparison] = []  # per track with 2+ systems: `deskbench compare`'s tables

@@ -84,11 +84,12 @@ def _env() -> Environment:
 BEST_COLUMNS = {"accuracy": max, "cross_page": max, "cross_doc": max, "page_f1": max, "doc_f1": max, "kuiper": min}
 
 
-def best_values(report: Report) -> dict[str, float | None]:
-    """The best value of each marked column; None when fewer than two systems have one."""
+def best_values(report: Report, task_set: int = 0) -> dict[str, float | None]:
+    """The best value of each marked column among the systems of one task set (systems that ran
+    other tasks are not ranked against them); None when fewer than two systems have one."""
     out: dict[str, float | None] = {}
     for column, pick in BEST_COLUMNS.items():
-        values = [v for s in report.systems if (v := getattr(s.row, column)) is not None]
+        values = [v for s in report.systems if s.row.task_set == task_set and (v := getattr(s.row, column)) is not None]
         out[column] = pick(values) if len(values) > 1 else None
     return out
 
@@ -118,7 +119,8 @@ def render_html(report: Report) -> str:
     return _env().get_template("report.html.j2").render(
         report=report, images=images, classes=ERROR_CLASSES, rules=RULES, not_found_rule=SAYS_NOT_FOUND_RULE,
         breakdowns=breakdowns,
-        best=best_values(report), error_categories=ERROR_CATEGORIES,
+        best={t.index: best_values(report, t.index) for t in report.task_sets} or {0: best_values(report)},
+        error_categories=ERROR_CATEGORIES,
         analytics_titles=plots.ANALYTICS_TITLES, rubric_codes=RUBRIC_CODES,
     )
 
