@@ -89,10 +89,12 @@ def ingest(corpus_dir: Path, paths: list[Path], ocr: str = "auto", workers: int 
     return c, summary
 
 
-def run_cli(*args: str, cwd: Path | None = None, timeout: float = 300) -> subprocess.CompletedProcess[str]:
+def run_cli(*args: str, cwd: Path | None = None, timeout: float = 300,
+            env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [sys.executable, "-m", "deskbench.cli", *args],
         capture_output=True, text=True, cwd=cwd, timeout=timeout,
+        env={**os.environ, **env} if env else None,
     )
 
 

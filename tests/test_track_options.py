@@ -167,3 +167,29 @@ def test_docqa_attempts_run_resume_and_score(tmp_path: Path) -> None:
     assert text.returncode == 0, text.stderr
     assert "attempts (k=3, 4 tasks): pass@1 75.0" in text.stdout and "pass@3 100.0, avg@3 41.7" in text.stdout
     assert "spread across attempts (std of per-attempt accuracy) 28.9 [75.0, 25.0, 25.0]" in text.stdout
+
+
+def test_cached_attempts_are_their_own_calls(tmp_path: Path) -> None:
+    """With --cache every attempt still calls the model (the cache keys attempt k > 0 apart), and
+    the same run into a new directory replays each attempt's own reply from the cache."""
+    tasks = tmp_path / "tasks.jsonl"
+    tasks.write_text("".join(t.model_dump_json() + "\n" for t in TASKS[:2]))
+    answers: dict[str, int] = {}
+
+    def script(body: dict, n: int) -> dict[str, object]:
+        task = next(t.id for t in TASKS if t.question in json.dumps(body["messages"]))
+        answers[task] = answers.get(task, 0) + 1
+        return _answer("yes" if answers[task] == 1 else "no")  # attempt 0 right, attempt 1 wrong
+
+    env = {"DESKBENCH_CACHE_DIR": str(tmp_path / "cache")}
+    with FakeOpenAI(script=script) as fake:
+        model = f"openai-compat/fake@{fake.base_url}"
+        reports = []
+        for out in ("a", "b"):
+            proc = run_cli("run", "--tasks", str(tasks), "--agent", "guess", "--model", model, "--out",
+                           str(tmp_path / out), "--concurrency", "1", "--quiet", "--json", "--attempts", "2",
+                           "--cache", env=env)
+            assert proc.returncode == 0, proc.stderr
+            reports.append(json.loads(proc.stdout)["attempts"])
+        assert len(fake.requests) == 4  # 2 tasks x 2 attempts, once: the second run is all cache hits
+    assert reports[0]["per_attempt"] == [1.0, 0.0] and reports[1] == reports[0]

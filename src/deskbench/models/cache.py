@@ -8,9 +8,21 @@ from __future__ import annotations
 
 import sqlite3
 import threading
+from contextvars import ContextVar
 from pathlib import Path
 
 from deskbench.models.types import ChatResponse
+
+ATTEMPT: ContextVar[int] = ContextVar("deskbench_attempt", default=0)
+"""The attempt of the episode making a call (set by the runner in each episode's task). Attempt k
+> 0 is part of the cache key: with one key for every attempt, attempts 1..k-1 would replay attempt
+0's replies and pass@k would measure nothing. Attempt 0's key is the plain request's, so caches
+made before attempts were keyed still serve it."""
+
+
+def cache_key(fingerprint: str) -> str:
+    attempt = ATTEMPT.get()
+    return fingerprint if attempt == 0 else f"{fingerprint}#attempt={attempt}"
 
 
 class ResponseCache:

@@ -17,7 +17,7 @@ import random
 import time
 from dataclasses import dataclass, field
 
-from deskbench.models.cache import ResponseCache
+from deskbench.models.cache import ResponseCache, cache_key
 from deskbench.models.capabilities import capabilities
 from deskbench.models.prices import PriceTable
 from deskbench.models.settings import ResolvedSettings, flag
@@ -92,7 +92,7 @@ class ResilientModel:
             missing = {k: v for k, v in self._sent.items() if getattr(request, k) is None}
             if missing:
                 request = request.model_copy(update=missing)
-        key = request.fingerprint(self.id) if self.cache is not None else ""
+        key = cache_key(request.fingerprint(self.id)) if self.cache is not None else ""
         if self.cache is not None and (hit := self.cache.get(key)) is not None:
             self.ledger.cache_hits += 1
             # A cached answer costs nothing now: report zero usage, keep the tokens for reference.

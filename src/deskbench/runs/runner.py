@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Protocol
 
 from deskbench.agents.base import Agent, AgentContext, AgentResult
+from deskbench.models.cache import ATTEMPT
 from deskbench.models.types import ProviderRefused
 from deskbench.runs.store import Episode, RunStore, now
 from deskbench.tasks.docqa import DocQASubmission, DocQATask
@@ -107,6 +108,7 @@ async def run_attempts(
             if refused:  # the run is stopping: an episode waiting for a slot does not start
                 return
             started = now()
+            ATTEMPT.set(attempt)  # this episode's task only: the cache keys its calls by attempt
             try:
                 result = await episode(task, attempt)
             except ProviderRefused as exc:  # the user's to fix: every episode would fail alike
