@@ -25,7 +25,7 @@ def _invoke(args: list[str]) -> BaseException | None:
     return result.exception
 
 
-@pytest.mark.parametrize("command", ["run", "score"])
+@pytest.mark.parametrize("command", ["run", "score", "compare"])
 def test_the_table_covers_every_option_of_the_command(command: str) -> None:
     cmd = typer.main.get_command(app).commands[command]  # type: ignore[attr-defined]
     common, own = COMMANDS[command]

@@ -96,6 +96,7 @@ def register(app: typer.Typer) -> None:
 
     @app.command()
     def compare(
+        ctx: typer.Context,
         run_dirs: Annotated[list[Path], typer.Argument(help="Run directories of one track (every system in each is compared).")],
         system: Annotated[list[str] | None, typer.Option("--system", help="Compare only these systems (as stored; repeat).")] = None,
         resamples: Annotated[int, typer.Option(help="Bootstrap resamples (mean score and paired mean difference).")] = 1000,
@@ -124,6 +125,7 @@ def register(app: typer.Typer) -> None:
         from deskbench.analysis.compare import compare as compare_outcomes
         from deskbench.models.registry import preflight
         from deskbench.runs.outcomes import DEFINITIONS, OUTCOMES
+        from deskbench.runs.track_options import check_options, given_flags
 
         if not run_dirs:
             raise UserError("give the run directories to compare")
@@ -133,12 +135,7 @@ def register(app: typer.Typer) -> None:
             raise UserError(f"--concurrency {concurrency} is not valid; use 1 or more")
         stores, track = _open_runs(run_dirs)
         try:
-            for flag, given, wanted in (("--chart-judge", chart_judge, "analytics"), ("--file-judge", file_judge, "analytics"),
-                                        ("--file-judge-all/--file-judge-deferred", file_judge_all is not None, "analytics"),
-                                        ("--reviewed-only", reviewed_only, "deliverables"),
-                                        ("--judge-cache", judge_cache, "docqa"), ("--no-cache", no_cache, "docqa")):
-                if given and track != wanted:
-                    raise UserError(f"{flag} applies to {wanted} runs; these are {track} runs: leave it out")
+            check_options("compare", track, given_flags(ctx, "compare"))
             chosen: list[tuple[Path, str]] = []
             for store in stores:
                 names = [s for s in store.systems() if not system or s in system]

@@ -45,9 +45,21 @@ SCORE_OPTIONS: dict[str, frozenset[str]] = {
     "deliverables": frozenset({"--reviewed-only"}),
 }
 
+# `deskbench compare`: the scorer's options of the runs' track, as `score` takes them.
+COMPARE_COMMON = frozenset({
+    "--system", "--resamples", "--seed", "--output", "--judge", "--concurrency", "--judge-temperature",
+    "--judge-top-p", "--judge-reasoning-effort", "--judge-max-tokens", "--capabilities", "--json",
+})
+COMPARE_OPTIONS: dict[str, frozenset[str]] = {
+    "docqa": frozenset({"--judge-cache", "--no-cache"}),
+    "analytics": frozenset({"--chart-judge", "--file-judge", "--file-judge-all"}),
+    "deliverables": frozenset({"--reviewed-only"}),
+}
+
 COMMANDS: dict[str, tuple[frozenset[str], dict[str, frozenset[str]]]] = {
     "run": (RUN_COMMON, RUN_OPTIONS),
     "score": (SCORE_COMMON, SCORE_OPTIONS),
+    "compare": (COMPARE_COMMON, COMPARE_OPTIONS),
 }
 
 
