@@ -76,7 +76,8 @@ def test_official_agent_defaults_on_the_wire(operator_corpus: Corpus, tmp_path: 
     import pypdfium2 as pdfium
     from PIL import Image
 
-    from deskbench.runs.execute import RunSpec, execute, prepare
+    from deskbench.runs.execute import RunSpec, prepare
+    from deskbench.runs.track import execute_run
 
     monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
     script = lambda b, n: tool("search_documents", {"query": "mountain car"}) if n == 1 else ANSWER  # noqa: E731
@@ -84,7 +85,7 @@ def test_official_agent_defaults_on_the_wire(operator_corpus: Corpus, tmp_path: 
         monkeypatch.setenv("OPENAI_BASE_URL", fake.base_url)
         spec = RunSpec(agent="bm25-agent", model="openai/gpt-4.1", out=tmp_path / "run", corpus=operator_corpus.root,
                        concurrency=1)
-        assert execute(prepare(spec, [TASK])).counts.done == 1
+        assert execute_run(prepare(spec, [TASK]))[0].counts.done == 1
         bodies = list(fake.requests)
     assert len(bodies) == 2 and not any(k in b for b in bodies for k in ("max_tokens", "max_completion_tokens"))
     url = next(p["image_url"]["url"] for m in bodies[1]["messages"] if isinstance(m["content"], list)

@@ -367,12 +367,13 @@ def test_rlm_episode_with_the_local_model(fleet: Corpus, tmp_path: Path, monkeyp
     as ok, or as a recorded error or limit, with a real trajectory."""
     require_local_model()
     require_tool("bwrap")
-    from deskbench.runs.execute import RunSpec, execute, prepare
+    from deskbench.runs.execute import RunSpec, prepare
+    from deskbench.runs.track import execute_run
 
     monkeypatch.setitem(AGENTS, "rlm", lambda: RlmAgent(RlmSettings(max_sub_calls=3)))
     spec = RunSpec(agent="rlm", model="local", out=tmp_path / "run", corpus=fleet.root, concurrency=1,
                    max_steps=2, sampling=Sampling(max_tokens=96))
-    outcome = execute(prepare(spec, [TASK]))
+    (outcome,) = execute_run(prepare(spec, [TASK]))
     assert outcome.counts.done == 1
     (episode,) = RunStore(tmp_path / "run").episodes()
     assert episode.status in ("ok", "error", "limit")

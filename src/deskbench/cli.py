@@ -601,7 +601,7 @@ def run(
                    unsafe_local=unsafe_local, max_sub_calls=max_sub_calls, attempts=attempts)
     spec.check()  # before reading tasks: a bad flag is named first
     prep = prepare(spec, read_tasks(tasks).items[:limit], tasks_file=str(tasks))
-    name = _execute_with_progress(prep, quiet, total=prep.total)
+    (name,) = execute_with_progress(prep, quiet)
     score(ctx, out_dir, tasks=None, system=name, by=None, official=False, kuiper_ties="robust", effort="steps",
           skip_invalid=False, items_out=None, judge=judge, judge_cache=None, no_cache=False, concurrency=concurrency,
           q0=1.0, q1=0.98, m0=48, m1=152, chart_judge=None, file_judge=None, file_judge_all=None,
@@ -720,30 +720,31 @@ def _describe(report: object) -> str:
     return "\n".join(f"{k}: {v}" for k, v in fields.items())
 
 
-def _execute_with_progress(prep, quiet: bool, *, run=None, total: int | None = None) -> str:
-    """Run a prepared system (docqa's `execute` unless `run` is given) with a progress bar
-    (done / errors / cost); report; return its name."""
+def execute_with_progress(prep, quiet: bool) -> list[str]:  # prep: runs.track.PreparedRun
+    """Run every system of a prepared run at once (runs/track.py execute_run), one progress bar
+    each (done / errors / cost); report each system's counts; return the systems' names."""
     from deskbench.models.prices import cost_summary, format_cost
-    from deskbench.runs.execute import execute
+    from deskbench.runs.track import execute_run
 
-    for warning in getattr(prep, "warnings", []):
+    for warning in prep.warnings:
         err.print(f"[yellow]warning:[/yellow] {escape(warning)}")
-    if prep.model is not None and prep.model.settings is not None:
-        err.print(f"{escape(prep.model.id)} settings: {escape(prep.model.settings.describe())}")
+    for model in {id(s.model): s.model for s in prep.systems if s.model is not None}.values():
+        if model.settings is not None:
+            err.print(f"{escape(model.id)} settings: {escape(model.settings.describe())}")
     with _progress(quiet) as progress:
-        bar = progress.add_task(prep.system, total=total if total is not None else len(prep.tasks), current="",
-                                completed=prep.already_done)
+        bars = {s.name: progress.add_task(s.name, total=prep.per_system, current="", completed=s.already_done)
+                for s in prep.systems}
 
-        def on_episode(counts) -> None:  # type: ignore[no-untyped-def]
-            progress.update(bar, advance=1, current=f"errors {counts.errors}  cost {format_cost(counts.cost_usd)}")
+        def on_episode(system: str, counts) -> None:  # type: ignore[no-untyped-def]
+            progress.update(bars[system], advance=1,
+                            current=f"errors {counts.errors}  cost {format_cost(counts.cost_usd)}")
 
-        outcome = (run or execute)(prep, on_episode)
-    c, ledger = outcome.counts, outcome.ledger
-    money = ""
-    if ledger is not None:
-        money = f"; {cost_summary(ledger.total.cost_usd)}; retries {ledger.retries}"
-    err.print(f"{prep.system}: {c.done} episodes run ({c.errors} errors), {c.skipped} already done{money}")
-    return prep.system
+        outcomes = execute_run(prep, on_episode)
+    for o in outcomes:
+        c = o.counts
+        money = f"; {cost_summary(o.ledger.total.cost_usd)}; retries {o.ledger.retries}" if o.ledger else ""
+        err.print(f"{escape(o.system)}: {c.done} episodes run ({c.errors} errors), {c.skipped} already done{money}")
+    return [o.system for o in outcomes]
 
 
 @app.command()
@@ -803,7 +804,7 @@ def demo(
     systems = []
     for spec, items in specs:
         prep = prepare(spec, items, tasks_file=str(bundle / "docqa" / "tasks.jsonl"))
-        systems.append((spec.out, _execute_with_progress(prep, quiet)))
+        systems.append((spec.out, execute_with_progress(prep, quiet)[0]))
     run_dirs = [run_dir for run_dir, _ in systems]
     analytics_run = _demo_analytics(bundle, out_dir, chosen, analytics_limit if local else None, quiet)
     if analytics_run is not None:
@@ -838,7 +839,7 @@ def _demo_analytics(bundle: Path, out_dir: Path, model: str, limit: int | None, 
     first `limit` with the local model, in 3 rounds). Skipped, with the reason, without bubblewrap."""
     import re
 
-    from deskbench.runs.analytics import AnalyticsRunSpec, execute_analytics, prepare_analytics
+    from deskbench.runs.analytics import AnalyticsRunSpec, prepare_analytics
     from deskbench.sandbox import SandboxUnavailable
     from deskbench.tasks.analytics import read_tasks
 
@@ -856,7 +857,7 @@ def _demo_analytics(bundle: Path, out_dir: Path, model: str, limit: int | None, 
         return None
     out.print(f"     analyst-agent with {escape(model)} on {len(tasks)} analytics tasks in the bubblewrap sandbox"
               + (" (3 rounds each; --analytics-limit for more)" if local else ""))
-    _execute_with_progress(prep, quiet, run=execute_analytics, total=prep.total)
+    execute_with_progress(prep, quiet)
     return spec.out
 
 

@@ -61,8 +61,8 @@ class AnalyticsRunArgs:
 
 
 def run_analytics(args: AnalyticsRunArgs, *, as_json: bool, quiet: bool) -> None:
-    from deskbench.cli import _execute_with_progress
-    from deskbench.runs.analytics import AnalyticsRunSpec, execute_analytics, prepare_analytics
+    from deskbench.cli import execute_with_progress
+    from deskbench.runs.analytics import AnalyticsRunSpec, prepare_analytics
     from deskbench.tasks.analytics import read_tasks
 
     file_judge_mode(args.file_judge, args.file_judge_all)  # a bad flag pair is named before the run, not after it
@@ -74,7 +74,7 @@ def run_analytics(args: AnalyticsRunArgs, *, as_json: bool, quiet: bool) -> None
     if not args.tasks.is_file():
         raise UserError(f"tasks file {args.tasks} not found; give an analytics tasks JSONL (deskbench generate analytics)")
     prep = prepare_analytics(spec, read_tasks(args.tasks).items[:args.limit])
-    name = _execute_with_progress(prep, quiet, run=execute_analytics, total=prep.total)
+    (name,) = execute_with_progress(prep, quiet)
     score_analytics(prep.store, system=name, judge=args.judge, chart_judge=args.chart_judge,
                     concurrency=args.concurrency, items_out=None, as_json=as_json, file_judge=args.file_judge,
                     file_judge_all=args.file_judge_all,

@@ -56,31 +56,11 @@ def run_deliverables(args: DeliverablesRunArgs, *, as_json: bool, quiet: bool) -
         unsafe_local=args.unsafe_local, trap_hints=args.trap_hints,
         web=parse_web(args.web, args.web_record) if args.web is not None else None)
     prep = prepare_deliverables(spec)
+    from deskbench.cli import execute_with_progress
+
     execute_with_progress(prep, quiet)
     score_deliverables(prep.store, systems=[s.name for s in prep.systems], judge=args.judge,
                        concurrency=args.concurrency, as_json=as_json)
-
-
-def execute_with_progress(prep, quiet: bool) -> None:  # prep: PreparedDeliverables
-    """Run every prepared system at once, one progress bar each; report each system's counts."""
-    from deskbench.cli import _progress
-    from deskbench.models.prices import cost_summary, format_cost
-    from deskbench.runs.deliverables import execute_deliverables
-
-    per_system = len(prep.tasks) * prep.spec.attempts
-    with _progress(quiet) as progress:
-        bars = {s.name: progress.add_task(s.name, total=per_system, current="", completed=s.already_done)
-                for s in prep.systems}
-
-        def on_episode(system: str, counts) -> None:  # type: ignore[no-untyped-def]
-            progress.update(bars[system], advance=1,
-                            current=f"errors {counts.errors}  cost {format_cost(counts.cost_usd)}")
-
-        outcomes = execute_deliverables(prep, on_episode)
-    for o in outcomes:
-        c = o.counts
-        money = f"; {cost_summary(o.ledger.total.cost_usd)}; retries {o.ledger.retries}" if o.ledger else ""
-        err.print(f"{escape(o.system)}: {c.done} episodes run ({c.errors} errors), {c.skipped} already done{money}")
 
 
 def score_deliverables(store: RunStore, *, systems: list[str] | None, judge: str | None, concurrency: int,
@@ -194,6 +174,8 @@ def demo_deliverables(bundle: Path, out_dir: Path, model: str, limit: int | None
         return None
     out.print(f"     deliverable-agent with {escape(model)} on {len(ids)} deliverables packages in the sandbox"
               + (" (2 rounds each; --deliverables-limit for more)" if local else ""))
+    from deskbench.cli import execute_with_progress
+
     execute_with_progress(prep, quiet)
     from deskbench.models.registry import open_model
     from deskbench.runs.grades import GradeStore

@@ -8,8 +8,8 @@ it runs again, so a resumed run never mixes two attempts' files.
 
 from __future__ import annotations
 
-import asyncio
-from collections.abc import Callable, Sequence
+from collections.abc import AsyncIterator, Sequence
+from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -18,13 +18,12 @@ from deskbench.agents.base import AgentResult
 from deskbench.agents.registry import ANALYTICS_AGENTS
 from deskbench.errors import UserError
 from deskbench.models.registry import open_model
-from deskbench.models.resilient import ResilientModel
 from deskbench.models.settings import Sampling
-from deskbench.runs.execute import Outcome
 from deskbench.runs.protocol import ProtocolNote, deskbench, paper, remember_protocol
-from deskbench.runs.runner import HasId, RunCounts, episode_dir, run_attempts, system_name
+from deskbench.runs.runner import EpisodeFn, HasId, episode_dir, system_name
 from deskbench.runs.settings import remember_settings
 from deskbench.runs.store import RunStore
+from deskbench.runs.track import PreparedRun, PreparedSystem, wanted
 from deskbench.sandbox import Limits, Sandbox
 from deskbench.tasks.analytics import AnalyticsTask
 
@@ -86,22 +85,7 @@ def analytics_run_protocol(spec: AnalyticsRunSpec) -> list[ProtocolNote]:
     ]
 
 
-@dataclass
-class PreparedAnalytics:
-    spec: AnalyticsRunSpec
-    tasks: list[AnalyticsTask]
-    store: RunStore
-    system: str
-    already_done: int
-    model: ResilientModel
-    sandbox: Sandbox
-
-    @property
-    def total(self) -> int:
-        return len(self.tasks) * self.spec.attempts
-
-
-def prepare_analytics(spec: AnalyticsRunSpec, tasks: Sequence[AnalyticsTask]) -> PreparedAnalytics:
+def prepare_analytics(spec: AnalyticsRunSpec, tasks: Sequence[AnalyticsTask]) -> PreparedRun:
     spec.check()
     tasks_dir = spec.tasks_file.resolve().parent
     for task in tasks:  # a missing input is the task file's fault: say so before any work
@@ -118,31 +102,24 @@ def prepare_analytics(spec: AnalyticsRunSpec, tasks: Sequence[AnalyticsTask]) ->
     system = analytics_system(spec, model.id)
     remember_settings(store, system, model)
     remember_protocol(store, system, analytics_run_protocol(spec))
-    wanted = {(t.id, a) for t in tasks for a in range(spec.attempts)}
-    return PreparedAnalytics(spec=spec, tasks=list(tasks), store=store, system=system,
-                             already_done=len(store.done(system) & wanted), model=model, sandbox=sandbox)
 
+    @asynccontextmanager
+    async def start() -> AsyncIterator[dict[str, EpisodeFn]]:
+        ctx = AnalystContext(
+            model=model, sandbox=sandbox, tasks_dir=tasks_dir, run_dir=store.dir,
+            settings=AnalystSettings(max_rounds=spec.max_rounds, summary=spec.summary,
+                                     last_round_note=spec.last_round_note, cjk_font_hint=spec.cjk_font_hint),
+        )
+        agent = ANALYTICS_AGENTS[spec.agent]()
 
-def execute_analytics(prep: PreparedAnalytics, on_episode: Callable[[RunCounts], None] | None = None) -> Outcome:
-    spec = prep.spec
-    ctx = AnalystContext(
-        model=prep.model, sandbox=prep.sandbox, tasks_dir=spec.tasks_file.resolve().parent,
-        run_dir=prep.store.dir,
-        settings=AnalystSettings(max_rounds=spec.max_rounds, summary=spec.summary,
-                                 last_round_note=spec.last_round_note, cjk_font_hint=spec.cjk_font_hint),
-    )
-    agent = ANALYTICS_AGENTS[spec.agent]()
+        async def episode(task: HasId, attempt: int) -> AgentResult:
+            assert isinstance(task, AnalyticsTask)
+            return await agent.run(task, ctx, episode_dir(store.dir, system, task.id, attempt))
 
-    async def episode(task: HasId, attempt: int) -> AgentResult:
-        assert isinstance(task, AnalyticsTask)
-        return await agent.run(task, ctx, episode_dir(prep.store.dir, prep.system, task.id, attempt))
+        yield {system: episode}
 
-    async def go() -> RunCounts:
-        try:
-            return await run_attempts(prep.tasks, episode, prep.store, prep.system, attempts=spec.attempts,
-                                      concurrency=spec.concurrency, on_episode=on_episode)
-        finally:
-            await prep.model.aclose()
-
-    counts = asyncio.run(go())
-    return Outcome(system=prep.system, counts=counts, ledger=prep.model.ledger)
+    prep = PreparedRun(track="analytics", store=store, tasks=list(tasks), systems=[], start=start,
+                       attempts=spec.attempts, concurrency=spec.concurrency)
+    prep.systems.append(PreparedSystem(name=system, model=model,
+                                       already_done=prep.done_before(system, wanted(tasks, spec.attempts))))
+    return prep

@@ -13,25 +13,30 @@ and the paper's setting can share a run and every table tells them apart.
 
 from __future__ import annotations
 
-import asyncio
-from collections.abc import Callable, Sequence
+from collections.abc import AsyncIterator, Sequence
+from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from deskbench.agents.analyst import AnalystContext, AnalystSettings
 from deskbench.agents.base import AgentResult
-from deskbench.agents.deliverable import DeliverableOptions, protocol_notes, variant_name
+from deskbench.agents.deliverable import (
+    DeliverableOptions,
+    DeliverablesAgent,
+    protocol_notes,
+    variant_name,
+)
 from deskbench.agents.registry import DELIVERABLE_AGENTS
-from deskbench.agents.web_access import WebBackend, WebChoice, open_web
+from deskbench.agents.web_access import WebChoice, open_web
 from deskbench.errors import UserError
 from deskbench.models.registry import open_model, preflight
 from deskbench.models.resilient import ResilientModel
 from deskbench.models.settings import Sampling
-from deskbench.runs.execute import Outcome
 from deskbench.runs.protocol import remember_protocol
-from deskbench.runs.runner import HasId, RunCounts, episode_dir, run_attempts, system_name
+from deskbench.runs.runner import EpisodeFn, HasId, episode_dir, system_name
 from deskbench.runs.settings import remember_settings
 from deskbench.runs.store import RunStore
+from deskbench.runs.track import PreparedRun, PreparedSystem, wanted
 from deskbench.sandbox import Limits, Sandbox
 from deskbench.tasks.deliverables import DeliverableTask, load_packages
 
@@ -100,31 +105,6 @@ class DeliverablesRunSpec:
             raise UserError(f"--inline-chars {self.inline_chars} is not valid; use 0 or more")
 
 
-@dataclass
-class PreparedSystem:
-    name: str
-    agent: str
-    model: ResilientModel
-    already_done: int
-
-
-@dataclass
-class PreparedDeliverables:
-    spec: DeliverablesRunSpec
-    tasks: list[DeliverableTask]  # the ones to run (all packages are kept with the run)
-    store: RunStore
-    systems: list[PreparedSystem]
-    sandbox: Sandbox
-
-    @property
-    def total(self) -> int:
-        return len(self.tasks) * self.spec.attempts * len(self.systems)
-
-    @property
-    def already_done(self) -> int:
-        return sum(s.already_done for s in self.systems)
-
-
 def select_tasks(all_tasks: list[DeliverableTask], only: Sequence[str]) -> list[DeliverableTask]:
     if not only:
         return all_tasks
@@ -135,7 +115,9 @@ def select_tasks(all_tasks: list[DeliverableTask], only: Sequence[str]) -> list[
     return [t for t in all_tasks if t.id in set(only)]
 
 
-def prepare_deliverables(spec: DeliverablesRunSpec) -> PreparedDeliverables:
+def prepare_deliverables(spec: DeliverablesRunSpec) -> PreparedRun:
+    """Every system on the packages at once (each system's episodes `concurrency` at a time); one
+    server / client per model, shared by its systems; one web backend shared by every system."""
     spec.check()
     all_tasks = load_packages(spec.packages)
     tasks = select_tasks(all_tasks, spec.only_tasks)
@@ -146,53 +128,45 @@ def prepare_deliverables(spec: DeliverablesRunSpec) -> PreparedDeliverables:
     store.save_tasks(all_tasks)
     store.set_meta("packages", str(spec.packages.resolve()))
     models: dict[str, ResilientModel] = {}
-    systems: list[PreparedSystem] = []
-    wanted = {(t.id, a) for t in tasks for a in range(spec.attempts)}
+    agents: dict[str, str] = {}  # system name -> agent
     for s in spec.systems:
-        if s.model not in models:  # one server / client per model, shared by its systems
+        if s.model not in models:
             models[s.model] = open_model(s.model, sampling=spec.sampling, concurrency=spec.concurrency * len(spec.systems),
                                          cache=spec.cache, prices=spec.prices)
         name = spec.system(s.agent, models[s.model].id)
         remember_settings(store, name, models[s.model])
         remember_protocol(store, name, protocol_notes(spec.options))
-        if spec.only_systems and name not in spec.only_systems:
-            continue
-        done = 0 if spec.rerun else len(store.done(name) & wanted)
-        systems.append(PreparedSystem(name=name, agent=s.agent, model=models[s.model], already_done=done))
-    if spec.only_systems and not systems:
+        if not spec.only_systems or name in spec.only_systems:
+            agents[name] = s.agent
+    if spec.only_systems and not agents:
         raise UserError(f"--only-system {spec.only_systems[0]!r} matches none of the systems given "
                         f"({', '.join(spec.system(s.agent, models[s.model].id) for s in spec.systems)})")
-    return PreparedDeliverables(spec=spec, tasks=tasks, store=store, systems=systems, sandbox=sandbox)
-
-
-def execute_deliverables(prep: PreparedDeliverables,
-                         on_episode: Callable[[str, RunCounts], None] | None = None) -> list[Outcome]:
-    """Every system at once; each system's episodes `concurrency` at a time."""
-    spec = prep.spec
     settings = AnalystSettings(max_rounds=spec.max_rounds, summary=False)
+    by_name = {spec.system(s.agent, models[s.model].id): models[s.model] for s in spec.systems}
 
-    def runner(system: PreparedSystem, web: WebBackend | None):  # -> coroutine of RunCounts
-        ctx = AnalystContext(model=system.model, sandbox=prep.sandbox, tasks_dir=spec.packages.resolve(),
-                             run_dir=prep.store.dir, settings=settings)
-        agent = DELIVERABLE_AGENTS[system.agent](spec.options, web)
-
-        async def episode(task: HasId, attempt: int) -> AgentResult:
-            assert isinstance(task, DeliverableTask)
-            return await agent.run(task, ctx, episode_dir(prep.store.dir, system.name, task.id, attempt))
-
-        report = (lambda c: on_episode(system.name, c)) if on_episode else None
-        return run_attempts(prep.tasks, episode, prep.store, system.name, attempts=spec.attempts,
-                            concurrency=spec.concurrency, on_episode=report, replace=spec.rerun)
-
-    async def go() -> list[RunCounts]:
-        web = open_web(spec.web) if spec.web is not None else None  # one backend, shared by the systems
+    @asynccontextmanager
+    async def start() -> AsyncIterator[dict[str, EpisodeFn]]:
+        web = open_web(spec.web) if spec.web is not None else None
         try:
-            return list(await asyncio.gather(*(runner(s, web) for s in prep.systems)))
+            yield {name: _episodes(DELIVERABLE_AGENTS[agent](spec.options, web), name, prep,
+                                   AnalystContext(model=by_name[name], sandbox=sandbox, tasks_dir=spec.packages.resolve(),
+                                                  run_dir=store.dir, settings=settings))
+                   for name, agent in agents.items()}
         finally:
-            for model in {id(s.model): s.model for s in prep.systems}.values():
-                await model.aclose()
             if web is not None:
                 await web.aclose()
 
-    counts = asyncio.run(go())
-    return [Outcome(system=s.name, counts=c, ledger=s.model.ledger) for s, c in zip(prep.systems, counts, strict=True)]
+    prep = PreparedRun(track="deliverables", store=store, tasks=tasks, systems=[], start=start,
+                       attempts=spec.attempts, concurrency=spec.concurrency, replace=spec.rerun)
+    prep.systems += [PreparedSystem(name=name, model=by_name[name],
+                                    already_done=prep.done_before(name, wanted(tasks, spec.attempts)))
+                     for name in agents]
+    return prep
+
+
+def _episodes(agent: DeliverablesAgent, system: str, prep: PreparedRun, ctx: AnalystContext) -> EpisodeFn:
+    async def episode(task: HasId, attempt: int) -> AgentResult:
+        assert isinstance(task, DeliverableTask)
+        return await agent.run(task, ctx, episode_dir(prep.store.dir, system, task.id, attempt))
+
+    return episode

@@ -1,26 +1,26 @@
-"""One system (agent x model) over a task list into a run directory: what `deskbench run` and
-`deskbench demo` both do. Validates the settings, builds the model inside its retry/cache/usage
-wrapper (which checks its key and settings), opens the store, runs the episodes in one event
-loop and closes the model."""
+"""docqa's side of a run: one system (agent x model) over a task list into a run directory, what
+`deskbench run` and `deskbench demo` both do. Validates the settings, builds the model inside its
+retry/cache/usage wrapper (which checks its key and settings), opens the store and hands the one
+runner (runs/track.py execute_run) a PreparedRun."""
 
 from __future__ import annotations
 
-import asyncio
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from collections.abc import AsyncIterator, Sequence
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from deskbench.agents.base import AgentContext, AgentSettings
+from deskbench.agents.base import AgentContext, AgentResult, AgentSettings
 from deskbench.agents.registry import NEEDS_CORPUS, NEEDS_SANDBOX, NO_MODEL, make_agent
 from deskbench.corpus import Corpus
 from deskbench.errors import UserError
 from deskbench.models.registry import open_model
-from deskbench.models.resilient import ResilientModel, UsageLedger
 from deskbench.models.settings import ResolvedSettings, Sampling
-from deskbench.runs.runner import RunCounts, run_episodes, system_name
+from deskbench.runs.runner import EpisodeFn, HasId, system_name
 from deskbench.runs.settings import remember_settings
 from deskbench.runs.store import RunStore
+from deskbench.runs.track import PreparedRun, PreparedSystem, wanted
 from deskbench.tasks.docqa import DocQATask
 
 if TYPE_CHECKING:
@@ -59,31 +59,6 @@ class RunSpec:
             raise UserError(f"--agent {self.agent} calls a model: give --model (e.g. local, openai/gpt-5-mini)")
 
 
-@dataclass
-class Prepared:
-    """A run ready to go: the progress bar needs its name and how much is already done."""
-
-    spec: RunSpec
-    tasks: list[DocQATask]
-    store: RunStore
-    system: str
-    already_done: int
-    model: ResilientModel | None
-    view: str = "image"  # what the agent shows the model
-    warnings: list[str] = field(default_factory=list)
-
-    @property
-    def total(self) -> int:
-        return len(self.tasks) * self.spec.attempts
-
-
-@dataclass
-class Outcome:
-    system: str
-    counts: RunCounts
-    ledger: UsageLedger | None
-
-
 SHOWS_PAGES = {"bm25-agent", "rag", "oracle"}  # the docqa agents that put pages in front of the model
 
 
@@ -100,7 +75,7 @@ def choose_view(spec: RunSpec, settings: ResolvedSettings | None) -> tuple[str, 
     return spec.view, []
 
 
-def prepare(spec: RunSpec, tasks: Sequence[DocQATask], *, tasks_file: str | None = None) -> Prepared:
+def prepare(spec: RunSpec, tasks: Sequence[DocQATask], *, tasks_file: str | None = None) -> PreparedRun:
     """Open the run over `tasks` (kept with the run, which is scored over them) and its model.
     The model comes first: a missing key or a refused setting stops before anything is created."""
     spec.check()
@@ -117,9 +92,29 @@ def prepare(spec: RunSpec, tasks: Sequence[DocQATask], *, tasks_file: str | None
     system = system_name(spec.agent, model.id) if model else spec.agent
     if model is not None:
         remember_settings(store, system, model)
-    ids = {(t.id, a) for t in tasks for a in range(spec.attempts)}
-    return Prepared(spec=spec, tasks=list(tasks), store=store, system=system,
-                    already_done=len(store.done(system) & ids), model=model, view=view, warnings=warnings)
+
+    @asynccontextmanager
+    async def start() -> AsyncIterator[dict[str, EpisodeFn]]:
+        ctx = AgentContext(
+            model=model,
+            corpus=Corpus.open(spec.corpus) if spec.corpus else None,
+            settings=AgentSettings(max_steps=spec.max_steps, top_k=spec.top_k, view=view,  # type: ignore[arg-type]
+                                   max_sub_calls=spec.max_sub_calls),
+            sandbox=rlm_sandbox(spec.unsafe_local) if spec.agent in NEEDS_SANDBOX else None,
+        )
+        agent = make_agent(spec.agent)
+
+        async def episode(task: HasId, attempt: int) -> AgentResult:
+            assert isinstance(task, DocQATask)
+            return await agent.run(task, ctx)
+
+        yield {system: episode}
+
+    prep = PreparedRun(track="docqa", store=store, tasks=list(tasks), systems=[], start=start, attempts=spec.attempts,
+                       concurrency=spec.concurrency, warnings=warnings)
+    prep.systems.append(PreparedSystem(name=system, model=model,
+                                       already_done=prep.done_before(system, wanted(tasks, spec.attempts))))
+    return prep
 
 
 def rlm_sandbox(unsafe_local: bool) -> Sandbox:
@@ -129,25 +124,3 @@ def rlm_sandbox(unsafe_local: bool) -> Sandbox:
     from deskbench.sandbox import Limits, Sandbox
 
     return Sandbox(Limits(cpu_seconds=600), unsafe_local=unsafe_local)
-
-
-def execute(prep: Prepared, on_episode: Callable[[RunCounts], None] | None = None) -> Outcome:
-    spec = prep.spec
-    ctx = AgentContext(
-        model=prep.model,
-        corpus=Corpus.open(spec.corpus) if spec.corpus else None,
-        settings=AgentSettings(max_steps=spec.max_steps, top_k=spec.top_k, view=prep.view,  # type: ignore[arg-type]
-                               max_sub_calls=spec.max_sub_calls),
-        sandbox=rlm_sandbox(spec.unsafe_local) if spec.agent in NEEDS_SANDBOX else None,
-    )
-
-    async def go() -> RunCounts:
-        try:
-            return await run_episodes(prep.tasks, make_agent(spec.agent), ctx, prep.store, prep.system,
-                                      attempts=spec.attempts, concurrency=spec.concurrency, on_episode=on_episode)
-        finally:
-            if prep.model is not None:
-                await prep.model.aclose()
-
-    counts = asyncio.run(go())
-    return Outcome(system=prep.system, counts=counts, ledger=prep.model.ledger if prep.model else None)

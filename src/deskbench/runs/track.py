@@ -1,0 +1,92 @@
+"""What a track hands the one runner, and the runner itself.
+
+Each track prepares a run its own way (its tasks, its agents, its checks: `runs/execute.py`,
+`runs/analytics.py`, `runs/deliverables.py`) and hands back a `PreparedRun`: the store, the tasks,
+the systems and a `start` context that opens the run's resources inside the event loop (models'
+connections, a sandbox, a web backend) and gives one episode function per system. Everything
+after that is shared: episodes, attempts, resume, concurrency, progress and closing are
+`execute_run`'s, once for every track.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable, Mapping, Sequence
+from contextlib import AbstractAsyncContextManager
+from dataclasses import dataclass, field
+
+from deskbench.models.resilient import ResilientModel, UsageLedger
+from deskbench.runs.runner import EpisodeFn, HasId, RunCounts, run_attempts
+from deskbench.runs.store import RunStore
+
+
+@dataclass
+class PreparedSystem:
+    name: str
+    model: ResilientModel | None  # None: an agent that calls no model
+    already_done: int = 0
+
+
+@dataclass
+class PreparedRun:
+    """A run ready to go; `start()` is entered in the run's event loop."""
+
+    track: str
+    store: RunStore
+    tasks: Sequence[HasId]
+    systems: list[PreparedSystem]
+    start: Callable[[], AbstractAsyncContextManager[Mapping[str, EpisodeFn]]]
+    attempts: int = 1
+    concurrency: int = 16  # episodes in flight, per system
+    replace: bool = False  # run every (task, attempt) again, replacing the stored episode
+    warnings: list[str] = field(default_factory=list)
+
+    @property
+    def per_system(self) -> int:
+        return len(self.tasks) * self.attempts
+
+    @property
+    def total(self) -> int:
+        return self.per_system * len(self.systems)
+
+    @property
+    def already_done(self) -> int:
+        return sum(s.already_done for s in self.systems)
+
+    def done_before(self, name: str, wanted: set[tuple[str, int]]) -> int:
+        return 0 if self.replace else len(self.store.done(name) & wanted)
+
+
+@dataclass
+class Outcome:
+    system: str
+    counts: RunCounts
+    ledger: UsageLedger | None
+
+
+def wanted(tasks: Sequence[HasId], attempts: int) -> set[tuple[str, int]]:
+    """Every (task, attempt) a run asks for: what `already_done` is counted against."""
+    return {(t.id, a) for t in tasks for a in range(attempts)}
+
+
+def execute_run(prep: PreparedRun, on_episode: Callable[[str, RunCounts], None] | None = None) -> list[Outcome]:
+    """Every system of the run at once, each `concurrency` episodes at a time; every model is
+    closed at the end, whatever happened."""
+
+    async def go() -> list[RunCounts]:
+        try:
+            async with prep.start() as episodes:
+                def report(name: str) -> Callable[[RunCounts], None] | None:
+                    return (lambda c: on_episode(name, c)) if on_episode else None
+
+                return list(await asyncio.gather(*(
+                    run_attempts(prep.tasks, episodes[s.name], prep.store, s.name, attempts=prep.attempts,
+                                 concurrency=prep.concurrency, on_episode=report(s.name), replace=prep.replace)
+                    for s in prep.systems)))
+        finally:
+            for model in {id(s.model): s.model for s in prep.systems if s.model is not None}.values():
+                await model.aclose()
+
+    counts = asyncio.run(go())
+    return [Outcome(system=s.name, counts=c, ledger=s.model.ledger if s.model else None)
+            for s, c in zip(prep.systems, counts, strict=True)]
