@@ -124,8 +124,8 @@ def register(app: typer.Typer) -> None:
         from deskbench.analysis.compare import SystemOutcomes, system_labels
         from deskbench.analysis.compare import compare as compare_outcomes
         from deskbench.models.registry import preflight
-        from deskbench.runs.outcomes import DEFINITIONS, OUTCOMES
         from deskbench.runs.track_options import check_options, given_flags
+        from deskbench.tracks.registry import get_track
 
         if not run_dirs:
             raise UserError("give the run directories to compare")
@@ -158,14 +158,14 @@ def register(app: typer.Typer) -> None:
             try:
                 by_dir = {st.dir: st for st in stores}
                 systems = [SystemOutcomes(label=label, system=s, run_dir=str(d),
-                                          outcomes=OUTCOMES[track](by_dir[d], s, options))
+                                          outcomes=get_track(track).outcomes(by_dir[d], s, options))
                            for (d, s), label in zip(chosen, system_labels(chosen), strict=True)]
             finally:
                 close()
         finally:
             for st in stores:
                 st.close()
-        result = compare_outcomes(systems, track=track, method=DEFINITIONS[track], resamples=resamples, seed=seed)
+        result = compare_outcomes(systems, track=track, method=get_track(track).outcome_definition, resamples=resamples, seed=seed)
         if output is not None:
             from deskbench.report.compare_page import write_compare_page
 
@@ -203,6 +203,8 @@ def _options(track: str, *, judge: str | None, judge_cache: Path | None, no_cach
         judges = AnalyticsJudges(qa=_judge_model(judge, concurrency), chart=_judge_model(chart_judge or judge, concurrency),
                                  file=file_judge_for(file_judge, concurrency), file_all=every_file)
         return OutcomeOptions(analytics=judges, concurrency=concurrency), lambda: close_judges(judges)
+    if track != "deliverables":  # another track's outcomes take no judge from here
+        return OutcomeOptions(concurrency=concurrency), lambda: None
     from deskbench.cli_analytics import _judge_model, close_models
 
     model = _judge_model(judge, concurrency)

@@ -10,7 +10,6 @@ from pathlib import Path
 
 from deskbench.analysis.compare import Comparison, SystemOutcomes, compare, system_labels
 from deskbench.runs.outcomes import (
-    DEFINITIONS,
     ItemOutcome,
     analytics_outcomes,
     deliverables_outcomes,
@@ -19,6 +18,7 @@ from deskbench.runs.outcomes import (
 from deskbench.scoring.analytics import AnalyticsItemScore
 from deskbench.scoring.deliverables import DeliverableItemScore
 from deskbench.tasks.docqa import ItemScore
+from deskbench.tracks.registry import get_track
 
 
 @dataclass
@@ -56,5 +56,5 @@ def build_comparisons(docqa: Sequence[DocqaScored] = (),
         ("deliverables", _by_system([(d, deliverables_outcomes(items, reviewed_only=reviewed_only))
                                      for d, items in deliverables])),
     ]
-    return [compare(systems, track=track, method=DEFINITIONS[track], resamples=resamples, seed=seed)
+    return [compare(systems, track=track, method=get_track(track).outcome_definition, resamples=resamples, seed=seed)
             for track, systems in tracks if len(systems) >= 2]

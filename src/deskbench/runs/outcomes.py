@@ -33,13 +33,13 @@ can derive the outcomes without scoring again).
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Literal
 
 from pydantic import BaseModel, Field, model_validator
 
-from deskbench.runs.store import RunStore, Track
+from deskbench.runs.store import RunStore
 
 if TYPE_CHECKING:
     from deskbench.models.types import ChatModel
@@ -80,7 +80,7 @@ class OutcomeOptions:
     extra: dict[str, object] = field(default_factory=dict)  # room for a new track's options
 
 
-DEFINITIONS: dict[str, str] = {
+DEFINITIONS: dict[str, str] = {  # the built-in tracks' `outcome_definition`
     "docqa": "score = the item's accuracy (ANLS* >= 0.5 gives 1/0; with --judge 1/0.5/0); correct = accuracy "
              ">= 0.5 (a judge's partial counts); a failed episode scores 0; a failed judge call is unscored",
     "analytics": "score = the evaluator's score (0/1 for qa and files, S = 0.7 C + 0.3 R for charts); correct = "
@@ -88,7 +88,7 @@ DEFINITIONS: dict[str, str] = {
     "deliverables": "score = VRS_0 / 100 (Eq. 1, relaxed); correct = ACCEPT (Eq. 3); ungraded items (and, with "
                     "--reviewed-only, grades QC has not reviewed) are unscored",
 }
-"""Track name -> how its outcomes are defined, in words (for `deskbench compare` and its page)."""
+"""Built-in track -> how its outcomes are defined, in words (for `deskbench compare` and its page)."""
 
 
 # -- converters: a track's scored items -> outcomes --------------------------------------------
@@ -141,7 +141,7 @@ def deliverables_outcomes(items: Sequence[DeliverableItemScore], *, reviewed_onl
 # -- the registry: score a system of a run with the track's own scorer, then convert -----------
 
 
-def _docqa(store: RunStore, system: str, options: OutcomeOptions) -> list[ItemOutcome]:
+def docqa_run_outcomes(store: RunStore, system: str, options: OutcomeOptions) -> list[ItemOutcome]:
     from deskbench.runs.humans import tasks_scored
     from deskbench.runs.runner import run_submissions
     from deskbench.scoring.docqa import ScoreOptions, score_all
@@ -153,14 +153,14 @@ def _docqa(store: RunStore, system: str, options: OutcomeOptions) -> list[ItemOu
     return docqa_outcomes(items, system)
 
 
-def _analytics(store: RunStore, system: str, options: OutcomeOptions) -> list[ItemOutcome]:
+def analytics_run_outcomes(store: RunStore, system: str, options: OutcomeOptions) -> list[ItemOutcome]:
     from deskbench.scoring.analytics import AnalyticsJudges, score_run
 
     judges = options.analytics or AnalyticsJudges()
     return analytics_outcomes(asyncio.run(score_run(store, system, judges, concurrency=options.concurrency)))
 
 
-def _deliverables(store: RunStore, system: str, options: OutcomeOptions) -> list[ItemOutcome]:
+def deliverables_run_outcomes(store: RunStore, system: str, options: OutcomeOptions) -> list[ItemOutcome]:
     from deskbench.scoring.deliverables_run import score_run
 
     items = asyncio.run(score_run(store, systems=[system], judge_model=options.deliverables_judge,
@@ -168,12 +168,8 @@ def _deliverables(store: RunStore, system: str, options: OutcomeOptions) -> list
     return deliverables_outcomes(items, reviewed_only=options.reviewed_only)
 
 
-OutcomeFn = Callable[[RunStore, str, OutcomeOptions], list[ItemOutcome]]
-OUTCOMES: dict[str, OutcomeFn] = {"docqa": _docqa, "analytics": _analytics, "deliverables": _deliverables}
-"""Track name -> how one system of a run of that track becomes outcomes."""
-
-
 def outcomes_of(store: RunStore, system: str, options: OutcomeOptions | None = None) -> list[ItemOutcome]:
     """Every scored (task, attempt) of `system` in the run, by its track's definition."""
-    track: Track = store.track()
-    return OUTCOMES[track](store, system, options or OutcomeOptions())
+    from deskbench.tracks.registry import get_track
+
+    return get_track(store.track()).outcomes(store, system, options or OutcomeOptions())

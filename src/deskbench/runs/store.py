@@ -14,23 +14,20 @@ import sqlite3
 from collections.abc import Sequence
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Annotated, Literal
+from typing import Literal
 
-from pydantic import BaseModel, Field, TypeAdapter, model_validator
+from pydantic import BaseModel, Field, SerializeAsAny, TypeAdapter, model_validator
 
 from deskbench.errors import UserError
 from deskbench.models.types import Usage
 from deskbench.sqlite import ThreadLocalDB
-from deskbench.tasks.analytics import AnalyticsSubmission, AnalyticsTask
-from deskbench.tasks.deliverables import DeliverableSubmission, DeliverableTask
-from deskbench.tasks.docqa import DocQASubmission, DocQATask, ModelCallStep, TrajectoryStep
+from deskbench.tasks.analytics import AnalyticsTask
+from deskbench.tasks.deliverables import DeliverableTask
+from deskbench.tasks.docqa import DocQATask, ModelCallStep, TrajectoryStep
+from deskbench.tracks.registry import get_track, track_of_task, tracks
 
 EpisodeStatus = Literal["ok", "error", "limit"]
-Track = Literal["docqa", "analytics", "deliverables"]
-AnyTask = DocQATask | AnalyticsTask | DeliverableTask
-AnySubmission = AnalyticsSubmission | DeliverableSubmission | DocQASubmission
-TASK_TYPES: dict[Track, type[DocQATask] | type[AnalyticsTask] | type[DeliverableTask]] = {
-    "docqa": DocQATask, "analytics": AnalyticsTask, "deliverables": DeliverableTask}
+Track = str  # a registered track's name (tracks/registry.py)
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -51,25 +48,6 @@ CREATE TABLE IF NOT EXISTS episodes (
 """
 
 _STEPS = TypeAdapter(list[TrajectoryStep])
-_SUBMISSION: TypeAdapter[AnySubmission] = TypeAdapter(
-    Annotated[AnySubmission, Field(union_mode="left_to_right")])
-
-
-def _task_json(task: AnyTask) -> str:
-    """A task as stored; a deliverables package keeps its folder (task.yaml does not say it)."""
-    if isinstance(task, DeliverableTask):
-        return json.dumps({"task": task.model_dump(mode="json", by_alias=True),
-                           "directory": str(task.directory.resolve()) if task.directory else None})
-    return task.model_dump_json()
-
-
-def _deliverable(text: str) -> DeliverableTask:
-    row = json.loads(text)
-    task = DeliverableTask.model_validate(row["task"])
-    task.directory = Path(row["directory"]) if row.get("directory") else None
-    return task
-
-
 def now() -> str:
     return datetime.now(UTC).isoformat(timespec="milliseconds")
 
@@ -80,9 +58,8 @@ class Episode(BaseModel):
     attempt: int = 0
     status: EpisodeStatus
     error: str | None = None  # the exception text, or why the limit was reached
-    # analytics and deliverables first: their `track` field and extra="forbid" keep docqa rows
-    # from matching them
-    submission: AnySubmission | None = Field(default=None, union_mode="left_to_right")
+    # the run's track's submission type (the store reads it as that; tracks/registry.py)
+    submission: SerializeAsAny[BaseModel] | None = None
     trajectory: list[TrajectoryStep] = Field(default_factory=list)
     usage: Usage = Field(default_factory=Usage)
     started_at: str = Field(default_factory=now)
@@ -126,15 +103,11 @@ class RunStore:
     def track(self) -> Track:
         """Which track the run belongs to (docqa unless its tasks said otherwise)."""
         value = self.meta("track")
-        return value if value in ("analytics", "deliverables") else "docqa"  # type: ignore[return-value]
+        return value if isinstance(value, str) and value in tracks() else "docqa"
 
-    def save_tasks(self, tasks: Sequence[AnyTask]) -> None:
+    def save_tasks(self, tasks: Sequence[BaseModel]) -> None:
         """Remember the run's tasks; a resumed run must use the same ones, of the same track."""
-        track: Track = "docqa"
-        if tasks and isinstance(tasks[0], AnalyticsTask):
-            track = "analytics"
-        elif tasks and isinstance(tasks[0], DeliverableTask):
-            track = "deliverables"
+        track: Track = track_of_task(tasks[0]).name if tasks else "docqa"
         existing = {t.id: t for t in self._load_tasks()}
         if existing and self.track() != track:
             raise UserError(f"{self.dir} holds a {self.track()} run; use a new --out directory for {track} tasks")
@@ -149,18 +122,18 @@ class RunStore:
         with self._db.write() as con:
             con.executemany(
                 "INSERT INTO tasks(id, ord, task) VALUES (?, ?, ?)",
-                [(t.id, i, _task_json(t)) for i, t in enumerate(tasks)],
+                [(t.id, i, get_track(track).task_json(t)) for i, t in enumerate(tasks)],  # type: ignore[attr-defined]
             )
             # in the same transaction: a run's tasks are never read as the wrong track
             con.execute("INSERT OR REPLACE INTO meta(key, value) VALUES ('track', ?)", (json.dumps(track),))
 
-    def _load_tasks(self) -> list[AnyTask]:
-        track = self.track()
-        rows = self._conn().execute("SELECT task FROM tasks ORDER BY ord").fetchall()
-        if track == "deliverables":
-            return [_deliverable(r[0]) for r in rows]
-        kind = TASK_TYPES[track]
-        return [kind.model_validate_json(r[0]) for r in rows]
+    def _load_tasks(self) -> list[BaseModel]:
+        track = get_track(self.track())
+        return [track.load_task(r[0]) for r in self._conn().execute("SELECT task FROM tasks ORDER BY ord")]
+
+    def all_tasks(self) -> list[BaseModel]:
+        """The run's tasks, of its track's task type (any track)."""
+        return self._load_tasks()
 
     def tasks(self) -> list[DocQATask]:
         """The tasks of a docqa run (what the docqa scorers and analyses read)."""
@@ -230,10 +203,11 @@ class RunStore:
             sql += " WHERE system = ?"
             params = (system,)
         out = []
+        kind = get_track(self.track()).submission_type
         for t, s, a, st, err, sub, traj, usage, started, finished in self._conn().execute(sql + " ORDER BY rowid", params):
             out.append(Episode(
                 task_id=t, system=s, attempt=a, status=st, error=err,
-                submission=_SUBMISSION.validate_json(sub) if sub else None,
+                submission=kind.model_validate_json(sub) if sub else None,
                 trajectory=_STEPS.validate_json(traj),
                 usage=Usage.model_validate_json(usage),
                 started_at=started, finished_at=finished,

@@ -1,0 +1,113 @@
+"""The `Track` protocol and the registry of tracks.
+
+A track is what the harness needs to know about one benchmark system: its task and submission
+types (how the run store writes and reads them), which `--tasks` it claims, and how one item of
+a system scores as a track-independent `ItemOutcome` (what `compare` reads). The built-in tracks
+(docqa, analytics, deliverables) are registered on first use; another track registers itself
+with `register_track` and needs no edit anywhere else: the store keeps its tasks and episodes,
+the runner runs its `PreparedRun`, `compare` compares its systems.
+
+This module imports no track: the store (a core module) asks it for a track by name or by task
+type, and the built-ins are imported only when first asked for.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Protocol, runtime_checkable
+
+from pydantic import BaseModel
+
+from deskbench.errors import UserError
+
+if TYPE_CHECKING:
+    from deskbench.runs.outcomes import ItemOutcome, OutcomeOptions
+    from deskbench.runs.store import RunStore
+
+BUILTIN = ("docqa", "analytics", "deliverables")  # modules deskbench.tracks.<name>, each with TRACK
+
+
+@runtime_checkable
+class Track(Protocol):
+    """One benchmark system of the harness."""
+
+    name: str  # as stored in a run's meta and shown to users
+    title: str  # "docqa (MADQA)"
+    task_type: type[BaseModel]
+    submission_type: type[BaseModel]
+    outcome_definition: str  # how an item's score and binary outcome are defined, in words (compare shows it)
+
+    def claims(self, tasks: Path, agents: Sequence[str]) -> bool:
+        """Whether `deskbench run --tasks TASKS --agent ...` is this track's."""
+        ...
+
+    def task_json(self, task: BaseModel) -> str:
+        """A task as the run store keeps it (a task may carry more than its model: a folder)."""
+        ...
+
+    def load_task(self, text: str) -> BaseModel:
+        """The inverse of task_json."""
+        ...
+
+    def outcomes(self, store: RunStore, system: str, options: OutcomeOptions) -> list[ItemOutcome]:
+        """Every scored (task, attempt) of `system`, unscored kept apart from wrong."""
+        ...
+
+
+_TRACKS: dict[str, Track] = {}
+_builtins_loaded = False
+
+
+def register_track(track: Track) -> None:
+    """Add a track (a plugin's, a test's). A second track under a taken name is refused."""
+    if not isinstance(track, Track):
+        raise TypeError(f"{track!r} does not implement the Track protocol")
+    known = _TRACKS.get(track.name)
+    if known is not None and known is not track:
+        raise UserError(f"a track named {track.name!r} is already registered ({known.title}); choose another name")
+    _TRACKS[track.name] = track
+
+
+def unregister_track(name: str) -> None:
+    """Remove a registered track (tests that register their own clean up with this)."""
+    if name in BUILTIN:
+        raise ValueError(f"{name} is a built-in track")
+    _TRACKS.pop(name, None)
+
+
+def tracks() -> dict[str, Track]:
+    """Every registered track by name, the built-ins first."""
+    global _builtins_loaded
+    if not _builtins_loaded:
+        for name in BUILTIN:
+            _TRACKS.setdefault(name, importlib.import_module(f"deskbench.tracks.{name}").TRACK)
+        _builtins_loaded = True
+    return dict(sorted(_TRACKS.items(), key=lambda kv: (kv[0] not in BUILTIN, BUILTIN.index(kv[0])
+                                                         if kv[0] in BUILTIN else 0, kv[0])))
+
+
+def get_track(name: str) -> Track:
+    found = tracks().get(name)
+    if found is None:
+        raise UserError(f"unknown track {name!r}; the tracks are: {', '.join(tracks())}")
+    return found
+
+
+def track_of_task(task: BaseModel) -> Track:
+    """The track whose task type `task` is (the store files a run's tasks under it)."""
+    for track in tracks().values():
+        if type(task) is track.task_type:
+            return track
+    raise TypeError(f"no registered track has tasks of type {type(task).__name__}")
+
+
+def track_for(tasks: Path, agents: Sequence[str]) -> Track:
+    """The track a `deskbench run` is for: the first that claims it, other tracks before the
+    built-in docqa, which claims any tasks file (it is the default)."""
+    ordered = [t for t in tracks().values() if t.name != "docqa"] + [tracks()["docqa"]]
+    for track in ordered:
+        if track.claims(tasks, agents):
+            return track
+    raise UserError(f"no track takes --tasks {tasks}: give a tasks JSONL or a deliverables package folder")
