@@ -338,19 +338,14 @@ def score(
         from deskbench.runs.runner import run_submissions
         from deskbench.scoring.docqa_attempts import docqa_attempts
 
-        if store.track() == "analytics":
-            from deskbench.cli_analytics import score_analytics
+        if store.track() != "docqa":  # every other track scores through its Track
+            from deskbench.runs.track import RunRequest
+            from deskbench.tracks.registry import get_track
 
-            score_analytics(store, system=system, judge=judge, chart_judge=chart_judge or judge,
-                            concurrency=concurrency, items_out=items_out, as_json=as_json, file_judge=file_judge,
-                            file_judge_all=file_judge_all)
-            return
-        if store.track() == "deliverables":
-            from deskbench.cli_deliverables import score_deliverables
-
-            score_deliverables(store, systems=[system] if system else None, judge=judge,
-                               concurrency=concurrency, as_json=as_json, items_out=items_out,
-                               reviewed_only=reviewed_only)
+            request = RunRequest(tasks=submissions, out=store.dir, judge=judge, concurrency=concurrency,
+                                 options=dict(ctx.params) if ctx is not None else {})
+            get_track(store.track()).show_scores(store, [system] if system else store.systems(), request,
+                                                 as_json=as_json)
             return
         task_items = read_tasks(tasks, skip_invalid=skip_invalid).items if tasks else store.tasks()
         systems = [system] if system else store.systems()
@@ -557,57 +552,23 @@ def run(
     quiet: QuietOpt = False,
 ) -> None:
     """Run an agent over tasks, storing every episode; resumes an interrupted run; then scores it."""
-    from deskbench.agents.registry import ANALYTICS_AGENTS
-    from deskbench.runs.execute import RunSpec, prepare
+    from deskbench.runs.track import RunRequest
     from deskbench.runs.track_options import check_options, given_flags
-    from deskbench.tasks.docqa import read_tasks
+    from deskbench.tracks.registry import track_for
 
-    track = ("deliverables" if tasks.is_dir() else
-             "analytics" if (agent or ["bm25-agent"])[0] in ANALYTICS_AGENTS else "docqa")
-    check_options("run", track, given_flags(ctx, "run"))  # a flag the track does not take is named, not ignored
+    track = track_for(tasks, agent or [])
+    check_options("run", track.name, given_flags(ctx, "run"))  # a flag the track does not take is named, not ignored
     use_model_flags(capabilities, judge_temperature=judge_temperature, judge_top_p=judge_top_p,
                     judge_reasoning_effort=judge_reasoning_effort, judge_max_tokens=judge_max_tokens)
-    sampling = agent_sampling(temperature, top_p, reasoning_effort, max_tokens)
     for name in (judge, chart_judge, file_judge):  # a judge's key and settings before the run, not after it
         if name:
             preflight(name, role="judge")
-    if tasks.is_dir():
-        from deskbench.cli_deliverables import DeliverablesRunArgs, run_deliverables
-
-        run_deliverables(DeliverablesRunArgs(
-            packages=tasks, out=out_dir, agents=agent or ["deliverable-agent"], models=model or ["openai/gpt-5-mini"],
-            only_tasks=only_task or [], only_systems=only_system or [], rerun=rerun, attempts=attempts,
-            concurrency=min(concurrency, 4), max_rounds=max_rounds, sampling=sampling, inline_chars=inline_chars,
-            cache=cache, prices=prices, unsafe_local=unsafe_local, judge=judge, trap_hints=trap_hints,
-            web=web, web_record=web_record), as_json=as_json, quiet=quiet)
-        return
-    if len(agent or []) > 1 or len(model or []) > 1:
-        raise UserError("several --agent/--model pairs are for deliverables packages; run docqa and analytics systems one at a time")
-    agent_name, model_name = (agent or ["bm25-agent"])[0], (model or ["openai/gpt-5-mini"])[0]
-    if agent_name in ANALYTICS_AGENTS:
-        from deskbench.cli_analytics import AnalyticsRunArgs, run_analytics
-
-        run_analytics(AnalyticsRunArgs(
-            tasks=tasks, out=out_dir, agent=agent_name, model=model_name, attempts=attempts, concurrency=concurrency,
-            limit=limit, max_rounds=max_rounds, summary=not no_summary, sampling=sampling, cache=cache,
-            prices=prices, unsafe_local=unsafe_local, judge=judge, chart_judge=chart_judge or judge,
-            file_judge=file_judge, file_judge_all=file_judge_all, last_round_note=last_round_note,
-            cjk_font_hint=cjk_font_hint),
-            as_json=as_json, quiet=quiet)
-        return
-
-    spec = RunSpec(agent=agent_name, model=model_name, out=out_dir, corpus=corpus, concurrency=concurrency,
-                   max_steps=max_steps, top_k=top_k, view=view, sampling=sampling, cache=cache, prices=prices,
-                   unsafe_local=unsafe_local, max_sub_calls=max_sub_calls, attempts=attempts)
-    spec.check()  # before reading tasks: a bad flag is named first
-    prep = prepare(spec, read_tasks(tasks).items[:limit], tasks_file=str(tasks))
-    (name,) = execute_with_progress(prep, quiet)
-    score(ctx, out_dir, tasks=None, system=name, by=None, official=False, kuiper_ties="robust", effort="steps",
-          skip_invalid=False, items_out=None, judge=judge, judge_cache=None, no_cache=False, concurrency=concurrency,
-          q0=1.0, q1=0.98, m0=48, m1=152, chart_judge=None, file_judge=None, file_judge_all=None,
-          judge_temperature=judge_temperature,
-          judge_top_p=judge_top_p, judge_reasoning_effort=judge_reasoning_effort, judge_max_tokens=judge_max_tokens,
-          capabilities=None, judge_calibration=None, pool_humans=False, as_json=as_json)
+    request = RunRequest(tasks=tasks, out=out_dir, agents=agent or [], models=model or [], attempts=attempts,
+                         concurrency=concurrency, sampling=agent_sampling(temperature, top_p, reasoning_effort, max_tokens),
+                         cache=cache, prices=prices, judge=judge, options=dict(ctx.params))
+    prep = track.prepare(request)
+    systems = execute_with_progress(prep, quiet)
+    track.show_scores(prep.store, systems, request, as_json=as_json)
 
 
 generate_app = typer.Typer(no_args_is_help=True, help="Fresh benchmarks with exact ground truth, from a seed.")

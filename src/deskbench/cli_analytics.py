@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -15,7 +14,6 @@ from rich.table import Table
 
 from deskbench.console import out
 from deskbench.errors import UserError
-from deskbench.models.settings import Sampling
 from deskbench.runs.protocol import describe, system_protocol
 from deskbench.runs.store import RunStore
 from deskbench.scoring.analytics import (
@@ -35,50 +33,6 @@ from deskbench.scoring.analytics_metrics import (
 if TYPE_CHECKING:
     from deskbench.scoring.file_judge import FileJudge
 
-
-
-@dataclass(frozen=True)
-class AnalyticsRunArgs:
-    tasks: Path
-    out: Path
-    agent: str
-    model: str
-    attempts: int
-    concurrency: int
-    limit: int | None
-    max_rounds: int
-    summary: bool
-    sampling: Sampling
-    cache: bool
-    prices: Path | None
-    unsafe_local: bool
-    judge: str | None
-    chart_judge: str | None
-    file_judge: str | None = None
-    file_judge_all: bool | None = None  # None: every file with --file-judge (see file_judge_mode)
-    last_round_note: bool = False
-    cjk_font_hint: bool = False
-
-
-def run_analytics(args: AnalyticsRunArgs, *, as_json: bool, quiet: bool) -> None:
-    from deskbench.cli import execute_with_progress
-    from deskbench.runs.analytics import AnalyticsRunSpec, prepare_analytics
-    from deskbench.tasks.analytics import read_tasks
-
-    file_judge_mode(args.file_judge, args.file_judge_all)  # a bad flag pair is named before the run, not after it
-    spec = AnalyticsRunSpec(
-        agent=args.agent, model=args.model, out=args.out, tasks_file=args.tasks, attempts=args.attempts,
-        concurrency=args.concurrency, max_rounds=args.max_rounds, summary=args.summary,
-        last_round_note=args.last_round_note, cjk_font_hint=args.cjk_font_hint, sampling=args.sampling, cache=args.cache, prices=args.prices, unsafe_local=args.unsafe_local)
-    spec.check()
-    if not args.tasks.is_file():
-        raise UserError(f"tasks file {args.tasks} not found; give an analytics tasks JSONL (deskbench generate analytics)")
-    prep = prepare_analytics(spec, read_tasks(args.tasks).items[:args.limit])
-    (name,) = execute_with_progress(prep, quiet)
-    score_analytics(prep.store, system=name, judge=args.judge, chart_judge=args.chart_judge,
-                    concurrency=args.concurrency, items_out=None, as_json=as_json, file_judge=args.file_judge,
-                    file_judge_all=args.file_judge_all,
-                    unsafe_local=args.unsafe_local)
 
 
 def _judge_model(name: str | None, concurrency: int):  # -> ResilientModel | None

@@ -4,7 +4,6 @@ score`: the CLI shell over runs/deliverables.py (dispatch), runs/diagnose.py and
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated
 
@@ -16,51 +15,6 @@ from deskbench.console import err, out
 from deskbench.errors import UserError
 from deskbench.models.settings import Sampling
 from deskbench.runs.store import RunStore
-
-
-@dataclass(frozen=True)
-class DeliverablesRunArgs:
-    packages: Path
-    out: Path
-    agents: list[str]
-    models: list[str]
-    only_tasks: list[str]
-    only_systems: list[str]
-    rerun: bool
-    attempts: int
-    concurrency: int
-    max_rounds: int
-    sampling: Sampling
-    inline_chars: int
-    cache: bool
-    prices: Path | None
-    unsafe_local: bool
-    judge: str | None
-    trap_hints: bool = False
-    web: str | None = None  # --web as given: recorded:DIR | brave
-    web_record: Path | None = None
-
-
-def run_deliverables(args: DeliverablesRunArgs, *, as_json: bool, quiet: bool) -> None:
-    """Every system on the packages at once, one progress bar per system; then the scores."""
-    from deskbench.agents.web_access import parse_web
-    from deskbench.runs.deliverables import DeliverablesRunSpec, pair_systems, prepare_deliverables
-
-    if args.web_record is not None and args.web is None:
-        raise UserError("--web-record saves what a live --web returns; give --web too (e.g. --web brave)")
-    spec = DeliverablesRunSpec(
-        systems=tuple(pair_systems(args.agents, args.models)), packages=args.packages, out=args.out,
-        only_tasks=tuple(args.only_tasks), only_systems=tuple(args.only_systems), rerun=args.rerun,
-        attempts=args.attempts, concurrency=args.concurrency, max_rounds=args.max_rounds,
-        sampling=args.sampling, inline_chars=args.inline_chars, cache=args.cache, prices=args.prices,
-        unsafe_local=args.unsafe_local, trap_hints=args.trap_hints,
-        web=parse_web(args.web, args.web_record) if args.web is not None else None)
-    prep = prepare_deliverables(spec)
-    from deskbench.cli import execute_with_progress
-
-    execute_with_progress(prep, quiet)
-    score_deliverables(prep.store, systems=[s.name for s in prep.systems], judge=args.judge,
-                       concurrency=args.concurrency, as_json=as_json)
 
 
 def score_deliverables(store: RunStore, *, systems: list[str] | None, judge: str | None, concurrency: int,

@@ -14,10 +14,36 @@ import asyncio
 from collections.abc import Callable, Mapping, Sequence
 from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
 
 from deskbench.models.resilient import ResilientModel, UsageLedger
+from deskbench.models.settings import Sampling
 from deskbench.runs.runner import EpisodeFn, HasId, RunCounts, run_attempts
 from deskbench.runs.store import RunStore
+
+
+@dataclass(frozen=True)
+class RunRequest:
+    """What `deskbench run` was given, track-neutral: the options every track takes, and every
+    option's value by parameter name in `options` (a track reads its own; which ones a track
+    takes is declared by the track and checked before this is built)."""
+
+    tasks: Path
+    out: Path
+    agents: Sequence[str] = ()  # as given; empty: the track's default agent
+    models: Sequence[str] = ()
+    attempts: int = 1
+    concurrency: int = 16
+    sampling: Sampling = Sampling()
+    cache: bool = False
+    prices: Path | None = None
+    judge: str | None = None
+    options: Mapping[str, Any] = field(default_factory=dict)
+
+    def option(self, name: str, default: Any = None) -> Any:
+        value = self.options.get(name, default)
+        return default if value is None else value
 
 
 @dataclass

@@ -1,7 +1,8 @@
-"""Which options each track takes, for `deskbench run` and `deskbench score`: the one table.
+"""Which options each track takes, for `deskbench run`, `score` and `compare`.
 
-A flag a track does not take is an error naming the track, never silently ignored. The seed of
-the Track protocol's "which options it takes" (issue 21): a fourth track adds its row here.
+A flag a track does not take is an error naming the track, never silently ignored. The options
+every track takes are listed here; each track declares its own (`Track.run_options`,
+`score_options`, `compare_options`, tracks/registry.py), so a fourth track adds none here.
 
 Options are named by their primary flag (the first of a --x/--no-x pair). `given_flags` reads
 from the command's click context which flags the user actually gave (the command line or the
@@ -15,58 +16,35 @@ from typing import Any
 
 from deskbench.errors import UserError
 
-TRACKS = ("docqa", "analytics", "deliverables")
-
-# `deskbench run`: the options every track takes, then each track's own.
+# `deskbench run`: the options every track takes.
 RUN_COMMON = frozenset({
     "--tasks", "--out", "--agent", "--model", "--judge", "--concurrency", "--cache", "--prices", "--attempts",
     "--temperature", "--top-p", "--reasoning-effort", "--max-tokens", "--judge-temperature", "--judge-top-p",
     "--judge-reasoning-effort", "--judge-max-tokens", "--capabilities", "--json", "--quiet",
 })
-RUN_OPTIONS: dict[str, frozenset[str]] = {
-    "docqa": frozenset({"--corpus", "--limit", "--max-steps", "--max-sub-calls", "--top-k", "--view",
-                        "--unsafe-local"}),
-    "analytics": frozenset({"--limit", "--max-rounds", "--no-summary", "--last-round-note", "--cjk-font-hint",
-                            "--unsafe-local", "--chart-judge", "--file-judge", "--file-judge-all"}),
-    "deliverables": frozenset({"--max-rounds", "--unsafe-local", "--only-task", "--only-system", "--rerun",
-                               "--inline-chars", "--trap-hints", "--web", "--web-record"}),
-}
-
 # `deskbench score`: a predictions file is docqa; a run directory is its run's track.
 SCORE_COMMON = frozenset({
     "--system", "--items-out", "--judge", "--concurrency", "--judge-temperature", "--judge-top-p",
     "--judge-reasoning-effort", "--judge-max-tokens", "--capabilities", "--json",
 })
-SCORE_OPTIONS: dict[str, frozenset[str]] = {
-    "docqa": frozenset({"--tasks", "--pool-humans", "--by", "--official", "--kuiper-ties", "--effort",
-                        "--skip-invalid", "--judge-cache", "--no-cache", "--q0", "--q1", "--m0", "--m1",
-                        "--judge-calibration"}),
-    "analytics": frozenset({"--chart-judge", "--file-judge", "--file-judge-all"}),
-    "deliverables": frozenset({"--reviewed-only"}),
-}
-
 # `deskbench compare`: the scorer's options of the runs' track, as `score` takes them.
 COMPARE_COMMON = frozenset({
     "--system", "--resamples", "--seed", "--output", "--judge", "--concurrency", "--judge-temperature",
     "--judge-top-p", "--judge-reasoning-effort", "--judge-max-tokens", "--capabilities", "--json",
 })
-COMPARE_OPTIONS: dict[str, frozenset[str]] = {
-    "docqa": frozenset({"--judge-cache", "--no-cache"}),
-    "analytics": frozenset({"--chart-judge", "--file-judge", "--file-judge-all"}),
-    "deliverables": frozenset({"--reviewed-only"}),
-}
+COMMON: dict[str, frozenset[str]] = {"run": RUN_COMMON, "score": SCORE_COMMON, "compare": COMPARE_COMMON}
 
-COMMANDS: dict[str, tuple[frozenset[str], dict[str, frozenset[str]]]] = {
-    "run": (RUN_COMMON, RUN_OPTIONS),
-    "score": (SCORE_COMMON, SCORE_OPTIONS),
-    "compare": (COMPARE_COMMON, COMPARE_OPTIONS),
-}
+
+def own_options(command: str, track: str) -> frozenset[str]:
+    """The options `track` itself declares for `command` (its `run_options`, ...)."""
+    from deskbench.tracks.registry import get_track
+
+    return frozenset(getattr(get_track(track), f"{command}_options"))
 
 
 def takes(command: str, track: str) -> frozenset[str]:
     """Every option `command` takes on `track`: the common ones and the track's own."""
-    common, own = COMMANDS[command]
-    return common | own[track]
+    return COMMON[command] | own_options(command, track)
 
 
 def check_options(command: str, track: str, given: list[tuple[str, str]]) -> None:
@@ -75,7 +53,7 @@ def check_options(command: str, track: str, given: list[tuple[str, str]]) -> Non
     allowed = takes(command, track)
     for primary, written in given:
         if primary not in allowed:
-            own = ", ".join(sorted(COMMANDS[command][1][track]))
+            own = ", ".join(sorted(own_options(command, track)))
             raise UserError(f"{written} is not an option of the {track} track (it takes: {own}; "
                             f"and the options of every track)")
 

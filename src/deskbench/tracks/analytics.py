@@ -14,6 +14,7 @@ from deskbench.tasks.analytics import AnalyticsSubmission, AnalyticsTask
 if TYPE_CHECKING:
     from deskbench.runs.outcomes import ItemOutcome, OutcomeOptions
     from deskbench.runs.store import RunStore
+    from deskbench.runs.track import PreparedRun, RunRequest
 
 
 class AnalyticsTrack:
@@ -22,6 +23,11 @@ class AnalyticsTrack:
     task_type: type[BaseModel] = AnalyticsTask
     outcome_definition = DEFINITIONS["analytics"]
     submission_type: type[BaseModel] = AnalyticsSubmission
+
+    run_options = frozenset({"--limit", "--max-rounds", "--no-summary", "--last-round-note", "--cjk-font-hint",
+                             "--unsafe-local", "--chart-judge", "--file-judge", "--file-judge-all"})
+    score_options = frozenset({"--chart-judge", "--file-judge", "--file-judge-all"})
+    compare_options = frozenset({"--chart-judge", "--file-judge", "--file-judge-all"})
 
     def claims(self, tasks: Path, agents: Sequence[str]) -> bool:
         """A tasks file run by an analytics agent (the tasks file alone does not say its track)."""
@@ -34,6 +40,38 @@ class AnalyticsTrack:
 
     def load_task(self, text: str) -> BaseModel:
         return AnalyticsTask.model_validate_json(text)
+
+    def prepare(self, request: RunRequest) -> PreparedRun:
+        from deskbench.cli_analytics import file_judge_mode
+        from deskbench.errors import UserError
+        from deskbench.runs.analytics import AnalyticsRunSpec, prepare_analytics
+        from deskbench.tasks.analytics import read_tasks
+
+        if len(request.agents) > 1 or len(request.models) > 1:
+            raise UserError("several --agent/--model pairs are for deliverables packages; run analytics systems one at a time")
+        o = request.option
+        file_judge_mode(o("file_judge"), request.options.get("file_judge_all"))  # a bad pair is named before the run
+        spec = AnalyticsRunSpec(
+            agent=request.agents[0], model=(list(request.models) or ["openai/gpt-5-mini"])[0], out=request.out,
+            tasks_file=request.tasks, attempts=request.attempts, concurrency=request.concurrency,
+            max_rounds=o("max_rounds", 20), summary=not o("no_summary", False),
+            last_round_note=o("last_round_note", False), cjk_font_hint=o("cjk_font_hint", False),
+            sampling=request.sampling, cache=request.cache, prices=request.prices,
+            unsafe_local=o("unsafe_local", False))
+        spec.check()
+        if not request.tasks.is_file():
+            raise UserError(f"tasks file {request.tasks} not found; give an analytics tasks JSONL "
+                            "(deskbench generate analytics)")
+        return prepare_analytics(spec, read_tasks(request.tasks).items[:o("limit")])
+
+    def show_scores(self, store: RunStore, systems: Sequence[str], request: RunRequest, *, as_json: bool) -> None:
+        from deskbench.cli_analytics import score_analytics
+
+        o = request.option
+        score_analytics(store, system=systems[0] if len(systems) == 1 else None, judge=request.judge,
+                        chart_judge=o("chart_judge") or request.judge, concurrency=request.concurrency,
+                        items_out=o("items_out"), as_json=as_json, file_judge=o("file_judge"),
+                        file_judge_all=request.options.get("file_judge_all"), unsafe_local=o("unsafe_local", False))
 
     def outcomes(self, store: RunStore, system: str, options: OutcomeOptions) -> list[ItemOutcome]:
         from deskbench.runs.outcomes import analytics_run_outcomes

@@ -14,6 +14,7 @@ from deskbench.tasks.docqa import DocQASubmission, DocQATask
 if TYPE_CHECKING:
     from deskbench.runs.outcomes import ItemOutcome, OutcomeOptions
     from deskbench.runs.store import RunStore
+    from deskbench.runs.track import PreparedRun, RunRequest
 
 
 class DocQATrack:
@@ -22,6 +23,13 @@ class DocQATrack:
     task_type: type[BaseModel] = DocQATask
     outcome_definition = DEFINITIONS["docqa"]
     submission_type: type[BaseModel] = DocQASubmission
+
+    run_options = frozenset({"--corpus", "--limit", "--max-steps", "--max-sub-calls", "--top-k", "--view",
+                             "--unsafe-local"})
+    score_options = frozenset({"--tasks", "--pool-humans", "--by", "--official", "--kuiper-ties", "--effort",
+                               "--skip-invalid", "--judge-cache", "--no-cache", "--q0", "--q1", "--m0", "--m1",
+                               "--judge-calibration"})
+    compare_options = frozenset({"--judge-cache", "--no-cache"})
 
     def claims(self, tasks: Path, agents: Sequence[str]) -> bool:
         """The default track: any tasks file another track does not claim."""
@@ -33,6 +41,22 @@ class DocQATrack:
     def load_task(self, text: str) -> BaseModel:
         return DocQATask.model_validate_json(text)
 
+    def prepare(self, request: RunRequest) -> PreparedRun:
+        return _prepare(request)
+
+    def show_scores(self, store: RunStore, systems: Sequence[str], request: RunRequest, *, as_json: bool) -> None:
+        from deskbench.cli import score
+
+        o = request.option
+        for system in systems:
+            score(None, store.dir, tasks=None, system=system, by=None, official=False, kuiper_ties="robust",
+                  effort="steps", skip_invalid=False, items_out=None, judge=request.judge, judge_cache=None,
+                  no_cache=False, concurrency=request.concurrency, q0=1.0, q1=0.98, m0=48, m1=152, chart_judge=None,
+                  file_judge=None, file_judge_all=None, judge_temperature=o("judge_temperature"),
+                  judge_top_p=o("judge_top_p"), judge_reasoning_effort=o("judge_reasoning_effort"),
+                  judge_max_tokens=o("judge_max_tokens"), capabilities=None, judge_calibration=None,
+                  pool_humans=False, as_json=as_json)
+
     def outcomes(self, store: RunStore, system: str, options: OutcomeOptions) -> list[ItemOutcome]:
         from deskbench.runs.outcomes import docqa_run_outcomes
 
@@ -40,3 +64,20 @@ class DocQATrack:
 
 
 TRACK = DocQATrack()
+
+
+def _prepare(request: RunRequest) -> PreparedRun:
+    from deskbench.errors import UserError
+    from deskbench.runs.execute import RunSpec, prepare
+    from deskbench.tasks.docqa import read_tasks
+
+    if len(request.agents) > 1 or len(request.models) > 1:
+        raise UserError("several --agent/--model pairs are for deliverables packages; run docqa systems one at a time")
+    o = request.option
+    spec = RunSpec(agent=(list(request.agents) or ["bm25-agent"])[0], model=(list(request.models) or ["openai/gpt-5-mini"])[0],
+                   out=request.out, corpus=o("corpus"), concurrency=request.concurrency, max_steps=o("max_steps"),
+                   top_k=o("top_k", 5), view=o("view"), sampling=request.sampling, cache=request.cache,
+                   prices=request.prices, unsafe_local=o("unsafe_local", False), max_sub_calls=o("max_sub_calls"),
+                   attempts=request.attempts)
+    spec.check()  # before reading tasks: a bad flag is named first
+    return prepare(spec, read_tasks(request.tasks).items[:o("limit")], tasks_file=str(request.tasks))

@@ -25,6 +25,7 @@ from deskbench.errors import UserError
 if TYPE_CHECKING:
     from deskbench.runs.outcomes import ItemOutcome, OutcomeOptions
     from deskbench.runs.store import RunStore
+    from deskbench.runs.track import PreparedRun, RunRequest
 
 BUILTIN = ("docqa", "analytics", "deliverables")  # modules deskbench.tracks.<name>, each with TRACK
 
@@ -38,6 +39,9 @@ class Track(Protocol):
     task_type: type[BaseModel]
     submission_type: type[BaseModel]
     outcome_definition: str  # how an item's score and binary outcome are defined, in words (compare shows it)
+    run_options: frozenset[str]  # the flags of `deskbench run` it takes beyond every track's (runs/track_options.py)
+    score_options: frozenset[str]  # the same for `deskbench score`
+    compare_options: frozenset[str]  # and for `deskbench compare`
 
     def claims(self, tasks: Path, agents: Sequence[str]) -> bool:
         """Whether `deskbench run --tasks TASKS --agent ...` is this track's."""
@@ -53,6 +57,15 @@ class Track(Protocol):
 
     def outcomes(self, store: RunStore, system: str, options: OutcomeOptions) -> list[ItemOutcome]:
         """Every scored (task, attempt) of `system`, unscored kept apart from wrong."""
+        ...
+
+    def prepare(self, request: RunRequest) -> PreparedRun:
+        """Check the request, open the store and the models, and hand the one runner the run
+        (runs/track.py execute_run). A user's mistake is a UserError before anything is created."""
+        ...
+
+    def show_scores(self, store: RunStore, systems: Sequence[str], request: RunRequest, *, as_json: bool) -> None:
+        """What `deskbench run` prints once the episodes are done: the systems' scores."""
         ...
 
 

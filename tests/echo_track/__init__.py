@@ -1,0 +1,106 @@
+"""A fourth track in one folder, for the test that the harness needs no edit to take one.
+
+echo: each task is a text and the answer expected from it; an agent answers by transforming the
+text (`echo-upper`, `echo-lower`), no model. Everything the harness needs comes from here:
+task and submission types for the store, which `--tasks` it claims, its run options, how a run
+is prepared for the one runner, how an item scores as an ItemOutcome, what `run` prints.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator, Callable, Sequence
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict
+
+from deskbench.agents.base import AgentResult
+from deskbench.errors import UserError
+from deskbench.runs.outcomes import ItemOutcome, OutcomeOptions
+from deskbench.runs.runner import EpisodeFn, HasId
+from deskbench.runs.store import RunStore
+from deskbench.runs.track import PreparedRun, PreparedSystem, RunRequest, wanted
+
+
+class EchoTask(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    id: str
+    text: str
+    expected: str
+
+
+class EchoSubmission(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    track: Literal["echo"] = "echo"
+    id: str
+    answer: str
+
+
+AGENTS: dict[str, Callable[[str], str]] = {"echo-upper": str.upper, "echo-lower": str.lower}
+
+
+class EchoTrack:
+    name = "echo"
+    title = "echo (test track)"
+    task_type: type[BaseModel] = EchoTask
+    submission_type: type[BaseModel] = EchoSubmission
+    outcome_definition = "score = correct = the answer equals the expected text"
+    run_options = frozenset({"--limit"})
+    score_options: frozenset[str] = frozenset()
+    compare_options: frozenset[str] = frozenset()
+
+    def claims(self, tasks: Path, agents: Sequence[str]) -> bool:
+        return bool(agents) and agents[0] in AGENTS
+
+    def task_json(self, task: BaseModel) -> str:
+        return task.model_dump_json()
+
+    def load_task(self, text: str) -> BaseModel:
+        return EchoTask.model_validate_json(text)
+
+    def prepare(self, request: RunRequest) -> PreparedRun:
+        unknown = [a for a in request.agents if a not in AGENTS]
+        if unknown:
+            raise UserError(f"unknown echo agent {unknown[0]!r}; choose one of: {', '.join(AGENTS)}")
+        tasks = [EchoTask.model_validate_json(line) for line in request.tasks.read_text().splitlines() if line.strip()]
+        tasks = tasks[:request.option("limit")]
+        store = RunStore(request.out)
+        store.save_tasks(tasks)
+
+        @asynccontextmanager
+        async def start() -> AsyncIterator[dict[str, EpisodeFn]]:
+            def episode_of(agent: str) -> EpisodeFn:
+                async def episode(task: HasId, attempt: int) -> AgentResult:
+                    assert isinstance(task, EchoTask)
+                    return AgentResult(status="ok", submission=EchoSubmission(id=task.id, answer=AGENTS[agent](task.text)))  # type: ignore[arg-type]
+                return episode
+
+            yield {agent: episode_of(agent) for agent in request.agents}
+
+        prep = PreparedRun(track=self.name, store=store, tasks=tasks, systems=[], start=start,
+                           attempts=request.attempts, concurrency=request.concurrency)
+        prep.systems += [PreparedSystem(name=a, model=None, already_done=prep.done_before(a, wanted(tasks, request.attempts)))
+                         for a in request.agents]
+        return prep
+
+    def outcomes(self, store: RunStore, system: str, options: OutcomeOptions) -> list[ItemOutcome]:
+        expected = {t.id: t.expected for t in store.all_tasks() if isinstance(t, EchoTask)}
+        out = []
+        for ep in store.episodes(system):
+            sub = ep.submission if isinstance(ep.submission, EchoSubmission) else None
+            right = sub is not None and sub.answer == expected[ep.task_id]
+            out.append(ItemOutcome(task_id=ep.task_id, attempt=ep.attempt, system=system, status="scored",
+                                   score=float(right), correct=right))
+        return out
+
+    def show_scores(self, store: RunStore, systems: Sequence[str], request: RunRequest, *, as_json: bool) -> None:
+        rows = {}
+        for system in systems:
+            items = self.outcomes(store, system, OutcomeOptions())
+            rows[system] = sum(bool(o.correct) for o in items) / len(items) if items else None
+        print(json.dumps(rows) if as_json else "\n".join(f"{s}: accuracy {v}" for s, v in rows.items()))
+
+
+TRACK = EchoTrack()

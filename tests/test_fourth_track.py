@@ -1,0 +1,70 @@
+"""A fourth track needs one new folder and no edit elsewhere (tests/echo_track): registered, it
+runs through `deskbench run` (the one runner: attempts, resume, progress), its tasks and
+episodes are kept and read back by the run store, `score` and `compare` take it, and a flag it
+does not declare is an error naming it."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from echo_track import TRACK, EchoSubmission, EchoTask
+from typer.testing import CliRunner
+
+from deskbench.cli import app
+from deskbench.errors import UserError
+from deskbench.runs.store import RunStore
+from deskbench.tracks.registry import register_track, tracks, unregister_track
+
+TASKS = [EchoTask(id=f"e{i}", text=text, expected=expected) for i, (text, expected) in enumerate(
+    [("abc", "ABC"), ("Mixed", "MIXED"), ("x", "X"), ("Q", "q"), ("hello", "HELLO"), ("lo", "LO")])]
+RIGHT = {"echo-upper": 5 / 6, "echo-lower": 1 / 6}  # upper misses e3 only; lower gets e3 only
+
+
+@pytest.fixture
+def echo() -> Iterator[None]:
+    register_track(TRACK)
+    yield
+    unregister_track("echo")
+
+
+def _cli(*args: str):  # -> click.testing.Result
+    return CliRunner().invoke(app, list(args))
+
+
+def test_a_fourth_track_runs_scores_and_compares(echo: None, tmp_path: Path) -> None:
+    assert "echo" in tracks()
+    tasks = tmp_path / "tasks.jsonl"
+    tasks.write_text("".join(t.model_dump_json() + "\n" for t in TASKS))
+    out = tmp_path / "run"
+    first = _cli("run", "--tasks", str(tasks), "--agent", "echo-upper", "--agent", "echo-lower", "--out", str(out),
+                 "--quiet", "--json", "--attempts", "2")
+    assert first.exit_code == 0, first.output
+    assert json.loads(first.stdout) == pytest.approx(RIGHT)
+    store = RunStore(out, create=False)
+    assert store.track() == "echo" and store.all_tasks() == TASKS
+    episodes = store.episodes()
+    assert len(episodes) == 24 and all(isinstance(e.submission, EchoSubmission) for e in episodes)
+    again = _cli("run", "--tasks", str(tasks), "--agent", "echo-upper", "--agent", "echo-lower", "--out", str(out),
+                 "--quiet", "--json", "--attempts", "2")
+    assert again.exit_code == 0 and "0 episodes run (0 errors), 12 already done" in again.stderr
+    scored = _cli("score", str(out), "--json", "--system", "echo-upper")
+    assert scored.exit_code == 0, scored.output
+    assert json.loads(scored.stdout) == pytest.approx({"echo-upper": RIGHT["echo-upper"]})
+    compared = _cli("compare", str(out), "--json")
+    assert compared.exit_code == 0, compared.output
+    c = json.loads(compared.stdout)
+    assert c["track"] == "echo" and len(c["common_tasks"]) == 6
+    (pair,) = c["pairs"]
+    assert sorted((pair["a_only"], pair["b_only"])) == [1, 5] and pair["neither"] == 0  # upper alone right on 5 tasks
+
+
+def test_a_flag_the_fourth_track_does_not_declare_is_an_error(echo: None, tmp_path: Path) -> None:
+    tasks = tmp_path / "tasks.jsonl"
+    tasks.write_text(TASKS[0].model_dump_json() + "\n")
+    result = _cli("run", "--tasks", str(tasks), "--agent", "echo-upper", "--out", str(tmp_path / "r"),
+                  "--max-rounds", "3")
+    assert isinstance(result.exception, UserError)  # deskbench.cli.main turns it into one line and exit 2
+    assert str(result.exception).startswith("--max-rounds is not an option of the echo track (it takes: --limit")
