@@ -59,6 +59,10 @@ def test_a_fourth_track_runs_scores_and_compares(echo: None, tmp_path: Path) -> 
     assert c["track"] == "echo" and len(c["common_tasks"]) == 6
     (pair,) = c["pairs"]
     assert sorted((pair["a_only"], pair["b_only"])) == [1, 5] and pair["neither"] == 0  # upper alone right on 5 tasks
+    diagnosed = _cli("diagnose", str(out), "--json")
+    assert diagnosed.exit_code == 0, diagnosed.output
+    assert {s["system"]: s["success_rate"] for s in json.loads(diagnosed.stdout)["systems"]} == {
+        "echo-lower": 1.0, "echo-upper": 1.0}  # every episode answered: ok, whatever its score
 
 
 def test_a_flag_the_fourth_track_does_not_declare_is_an_error(echo: None, tmp_path: Path) -> None:

@@ -74,9 +74,8 @@ def register(app: typer.Typer) -> None:
         if not eps:
             raise UserError(f"the run in {run_dir} has no episodes yet; run 'deskbench run' first")
         track = store.track()
-        tasks = {t.id: t for t in (store.deliverable_tasks() if track == "deliverables" else
-                                   store.analytics_tasks() if track == "analytics" else store.tasks())}
-        result = run_diagnose(eps, tasks)  # type: ignore[arg-type]
+        tasks = {t.id: t for t in store.all_tasks()}  # type: ignore[attr-defined]
+        result = run_diagnose(eps, tasks, track=track)
         if as_json:
             print(json.dumps(result.model_dump(mode="json", exclude={} if episodes else {"episodes"}), indent=2))
             return

@@ -20,7 +20,7 @@ from deskbench.agents.base import AgentResult
 from deskbench.errors import UserError
 from deskbench.runs.outcomes import ItemOutcome, OutcomeOptions
 from deskbench.runs.runner import EpisodeFn, HasId
-from deskbench.runs.store import RunStore
+from deskbench.runs.store import Episode, RunStore
 from deskbench.runs.track import PreparedRun, PreparedSystem, RunRequest, wanted
 
 
@@ -47,6 +47,7 @@ class EchoTrack:
     task_type: type[BaseModel] = EchoTask
     submission_type: type[BaseModel] = EchoSubmission
     outcome_definition = "score = correct = the answer equals the expected text"
+    limit_category = "step_limit"
     run_options = frozenset({"--limit"})
     score_options: frozenset[str] = frozenset()
     compare_options: frozenset[str] = frozenset()
@@ -84,6 +85,10 @@ class EchoTrack:
         prep.systems += [PreparedSystem(name=a, model=None, already_done=prep.done_before(a, wanted(tasks, request.attempts)))
                          for a in request.agents]
         return prep
+
+    def diagnose_output(self, episode: Episode, task: BaseModel | None) -> tuple[str, str]:
+        sub = episode.submission
+        return ("ok", "") if isinstance(sub, EchoSubmission) and sub.answer else ("no_answer", "")
 
     def outcomes(self, store: RunStore, system: str, options: OutcomeOptions) -> list[ItemOutcome]:
         expected = {t.id: t.expected for t in store.all_tasks() if isinstance(t, EchoTask)}

@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from pydantic import BaseModel, Field
@@ -119,13 +119,16 @@ def _required_files(task: AnyTask | None, files: list[str]) -> list[str]:
     return []
 
 
-def diagnose_episode(episode: Episode, task: AnyTask | None) -> EpisodeDiagnosis:
+def diagnose_episode(episode: Episode, task: object | None, track: str = "docqa") -> EpisodeDiagnosis:
+    """An episode's one category: a failed episode by its error (the same for every track), an
+    ok one by what its track says it had to produce (`Track.diagnose_output`)."""
+    from deskbench.tracks.registry import get_track
+
     def verdict(category: str, detail: str = "") -> EpisodeDiagnosis:
         return EpisodeDiagnosis(task_id=episode.task_id, system=episode.system, attempt=episode.attempt,
                                 category=category, detail=detail[:300])
 
     error = episode.error or ""
-    failed = _failed_calls(episode)
     if episode.status != "ok":
         if _TIMEOUT.search(error):
             return verdict("timeout", error)
@@ -134,41 +137,51 @@ def diagnose_episode(episode: Episode, task: AnyTask | None) -> EpisodeDiagnosis
         if CONTEXT.search(error):
             return verdict("context_overflow", error)
         if episode.status == "limit":
-            docqa = isinstance(task, DocQATask) or isinstance(episode.submission, DocQASubmission)
-            return verdict("step_limit" if docqa else "round_limit", error)
+            return verdict(get_track(track).limit_category, error)
         return verdict("model_error", error)
+    return verdict(*get_track(track).diagnose_output(episode, task))
+
+
+def answer_output(episode: Episode) -> tuple[str, str]:
+    """docqa: an answer is the whole output."""
     sub = episode.submission
-    if isinstance(sub, DocQASubmission):  # docqa: an answer is the whole output
-        text = " ".join(a for a in sub.answer if isinstance(a, str))
-        if _REFUSAL.search(text):
-            return verdict("content_policy", text)
-        return verdict("ok") if text.strip() else verdict("no_answer")
+    text = " ".join(a for a in sub.answer if isinstance(a, str)) if isinstance(sub, DocQASubmission) else ""
+    if _REFUSAL.search(text):
+        return "content_policy", text
+    return ("ok", "") if text.strip() else ("no_answer", "")
+
+
+def code_output(episode: Episode, task: object | None) -> tuple[str, str]:
+    """analytics and deliverables: a response and the files the task requires, made by code."""
+    sub = episode.submission
     text = sub.response if isinstance(sub, DeliverableSubmission) else (
         sub.answer if isinstance(sub, AnalyticsSubmission) else "")
     files = [f.name for f in sub.files] if isinstance(sub, DeliverableSubmission | AnalyticsSubmission) else []
     if _REFUSAL.search(text) and not files:
-        return verdict("content_policy", text)
+        return "content_policy", text
     if isinstance(task, AnalyticsTask) and task.category == "qa" and not text.strip():
-        return verdict("no_answer", f"{len(files)} files, no final answer" if files else "")
+        return "no_answer", f"{len(files)} files, no final answer" if files else ""
     if not text.strip() and not files:
-        return verdict("no_output")
-    missing = _required_files(task, files)
+        return "no_output", ""
+    missing = _required_files(task if isinstance(task, DeliverableTask | AnalyticsTask) else None, files)
     if missing:
+        failed = _failed_calls(episode)
         if failed:
             tail = str(failed[-1].result.get("error_tail", ""))
             if not tail and "wall_time" in (failed[-1].result.get("limit_hits") or []):
-                return verdict("timeout", f"{missing[0]} not produced; the code call hit the wall-time limit")
-            return verdict(f"file_generation_failed:{file_error_kind(tail)}",
-                           f"{', '.join(missing)} missing; last failed call: {tail.strip()[-200:]}")
-        return verdict("file_not_produced", f"{', '.join(missing)} missing")
-    return verdict("ok")
+                return "timeout", f"{missing[0]} not produced; the code call hit the wall-time limit"
+            return (f"file_generation_failed:{file_error_kind(tail)}",
+                    f"{', '.join(missing)} missing; last failed call: {tail.strip()[-200:]}")
+        return "file_not_produced", f"{', '.join(missing)} missing"
+    return "ok", ""
 
 
-def diagnose(episodes: Sequence[Episode], tasks: dict[str, AnyTask] | None = None) -> Diagnosis:
+def diagnose(episodes: Sequence[Episode], tasks: Mapping[str, object] | None = None, *,
+             track: str = "docqa") -> Diagnosis:
     """Every episode's category and each system's totals; `tasks`: the run's tasks by id (what
-    each episode had to produce)."""
+    each episode had to produce); `track`: the run's (it says what an ok episode must produce)."""
     tasks = tasks or {}
-    per_episode = [diagnose_episode(ep, tasks.get(ep.task_id)) for ep in episodes]
+    per_episode = [diagnose_episode(ep, tasks.get(ep.task_id), track) for ep in episodes]
     systems = []
     for name in sorted({ep.system for ep in episodes}):
         eps = [ep for ep in episodes if ep.system == name]

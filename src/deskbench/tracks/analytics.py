@@ -13,7 +13,7 @@ from deskbench.tasks.analytics import AnalyticsSubmission, AnalyticsTask
 
 if TYPE_CHECKING:
     from deskbench.runs.outcomes import ItemOutcome, OutcomeOptions
-    from deskbench.runs.store import RunStore
+    from deskbench.runs.store import Episode, RunStore
     from deskbench.runs.track import PreparedRun, RunRequest
 
 
@@ -24,6 +24,7 @@ class AnalyticsTrack:
     outcome_definition = DEFINITIONS["analytics"]
     submission_type: type[BaseModel] = AnalyticsSubmission
 
+    limit_category = "round_limit"
     run_options = frozenset({"--limit", "--max-rounds", "--no-summary", "--last-round-note", "--cjk-font-hint",
                              "--unsafe-local", "--chart-judge", "--file-judge", "--file-judge-all"})
     score_options = frozenset({"--chart-judge", "--file-judge", "--file-judge-all"})
@@ -40,6 +41,11 @@ class AnalyticsTrack:
 
     def load_task(self, text: str) -> BaseModel:
         return AnalyticsTask.model_validate_json(text)
+
+    def diagnose_output(self, episode: Episode, task: BaseModel | None) -> tuple[str, str]:
+        from deskbench.runs.diagnose import code_output
+
+        return code_output(episode, task)
 
     def prepare(self, request: RunRequest) -> PreparedRun:
         from deskbench.cli_analytics import file_judge_mode

@@ -14,7 +14,7 @@ from deskbench.tasks.deliverables import DeliverableSubmission, DeliverableTask
 
 if TYPE_CHECKING:
     from deskbench.runs.outcomes import ItemOutcome, OutcomeOptions
-    from deskbench.runs.store import RunStore
+    from deskbench.runs.store import Episode, RunStore
     from deskbench.runs.track import PreparedRun, RunRequest
 
 
@@ -25,6 +25,7 @@ class DeliverablesTrack:
     outcome_definition = DEFINITIONS["deliverables"]
     submission_type: type[BaseModel] = DeliverableSubmission
 
+    limit_category = "round_limit"
     run_options = frozenset({"--max-rounds", "--unsafe-local", "--only-task", "--only-system", "--rerun",
                              "--inline-chars", "--trap-hints", "--web", "--web-record"})
     score_options = frozenset({"--reviewed-only"})
@@ -45,6 +46,11 @@ class DeliverablesTrack:
         task = DeliverableTask.model_validate(row["task"])
         task.directory = Path(row["directory"]) if row.get("directory") else None
         return task
+
+    def diagnose_output(self, episode: Episode, task: BaseModel | None) -> tuple[str, str]:
+        from deskbench.runs.diagnose import code_output
+
+        return code_output(episode, task)
 
     def prepare(self, request: RunRequest) -> PreparedRun:
         """Every (--agent, --model) pair is a system; all of them run at once."""

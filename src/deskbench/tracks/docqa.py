@@ -13,7 +13,7 @@ from deskbench.tasks.docqa import DocQASubmission, DocQATask
 
 if TYPE_CHECKING:
     from deskbench.runs.outcomes import ItemOutcome, OutcomeOptions
-    from deskbench.runs.store import RunStore
+    from deskbench.runs.store import Episode, RunStore
     from deskbench.runs.track import PreparedRun, RunRequest
 
 
@@ -24,6 +24,7 @@ class DocQATrack:
     outcome_definition = DEFINITIONS["docqa"]
     submission_type: type[BaseModel] = DocQASubmission
 
+    limit_category = "step_limit"
     run_options = frozenset({"--corpus", "--limit", "--max-steps", "--max-sub-calls", "--top-k", "--view",
                              "--unsafe-local"})
     score_options = frozenset({"--tasks", "--pool-humans", "--by", "--official", "--kuiper-ties", "--effort",
@@ -40,6 +41,11 @@ class DocQATrack:
 
     def load_task(self, text: str) -> BaseModel:
         return DocQATask.model_validate_json(text)
+
+    def diagnose_output(self, episode: Episode, task: BaseModel | None) -> tuple[str, str]:
+        from deskbench.runs.diagnose import answer_output
+
+        return answer_output(episode)
 
     def prepare(self, request: RunRequest) -> PreparedRun:
         return _prepare(request)

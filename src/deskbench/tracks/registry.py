@@ -24,7 +24,7 @@ from deskbench.errors import UserError
 
 if TYPE_CHECKING:
     from deskbench.runs.outcomes import ItemOutcome, OutcomeOptions
-    from deskbench.runs.store import RunStore
+    from deskbench.runs.store import Episode, RunStore
     from deskbench.runs.track import PreparedRun, RunRequest
 
 BUILTIN = ("docqa", "analytics", "deliverables")  # modules deskbench.tracks.<name>, each with TRACK
@@ -39,6 +39,7 @@ class Track(Protocol):
     task_type: type[BaseModel]
     submission_type: type[BaseModel]
     outcome_definition: str  # how an item's score and binary outcome are defined, in words (compare shows it)
+    limit_category: str  # what `diagnose` calls an episode that ran out of its budget ("step_limit", "round_limit")
     run_options: frozenset[str]  # the flags of `deskbench run` it takes beyond every track's (runs/track_options.py)
     score_options: frozenset[str]  # the same for `deskbench score`
     compare_options: frozenset[str]  # and for `deskbench compare`
@@ -57,6 +58,11 @@ class Track(Protocol):
 
     def outcomes(self, store: RunStore, system: str, options: OutcomeOptions) -> list[ItemOutcome]:
         """Every scored (task, attempt) of `system`, unscored kept apart from wrong."""
+        ...
+
+    def diagnose_output(self, episode: Episode, task: BaseModel | None) -> tuple[str, str]:
+        """`diagnose`'s category (and a detail) for an episode that ended ok: "ok" when it produced
+        what the task asks for, else why not ("no_answer", "file_not_produced", ...)."""
         ...
 
     def prepare(self, request: RunRequest) -> PreparedRun:
