@@ -167,6 +167,12 @@ def test_docqa_attempts_run_resume_and_score(tmp_path: Path) -> None:
     assert text.returncode == 0, text.stderr
     assert "attempts (k=3, 4 tasks): pass@1 75.0" in text.stdout and "pass@3 100.0, avg@3 41.7" in text.stdout
     assert "spread across attempts (std of per-attempt accuracy) 28.9 [75.0, 25.0, 25.0]" in text.stdout
+    items = tmp_path / "items.jsonl"
+    written = run_cli("score", str(out), "--json", "--items-out", str(items))  # a docqa run writes its items too
+    assert written.returncode == 0, written.stderr
+    rows = [json.loads(line) for line in items.read_text().splitlines()]
+    assert [(r["system"], r["id"]) for r in rows] == [("guess:openai-compat/fake", t.id) for t in TASKS]
+    assert [r["accuracy"] for r in rows] == [1.0, 1.0, 1.0, 0.0]  # attempt 0
 
 
 def test_cached_attempts_are_their_own_calls(tmp_path: Path) -> None:

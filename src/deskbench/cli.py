@@ -354,14 +354,21 @@ def score(
         if not systems:
             raise UserError(f"the run in {submissions} has no episodes yet; run 'deskbench run' first")
         reports = {}
+        collected: list = []  # (system, item) for --items-out
         for name in systems:
             subs, failed = run_submissions(store, name)
             scored_tasks = tasks_scored(name, task_items, {s.id for s in subs} | set(failed))
             reports[name] = _score_and_show(scored_tasks, subs, opts, groups, name=name, errors=failed,
-                                            as_json=as_json, items_out=None)
+                                            as_json=as_json, items_out=None, collect=collected)
             reports[name].attempts = docqa_attempts(store, name, task_items, opts)  # --attempts K > 1
             if reports[name].attempts is not None and not as_json:
                 _print_attempts(reports[name].attempts)
+        if items_out is not None:  # every system's items in one file, each line naming its system
+            from pydantic_core import to_json
+
+            items_out.parent.mkdir(parents=True, exist_ok=True)
+            items_out.write_text("".join(json.dumps({"system": n, **json.loads(to_json(it, exclude_none=True))}) + "\n"
+                                         for n, it in collected), encoding="utf-8")
         if as_json:
             print(reports[systems[0]].model_dump_json(indent=2) if len(systems) == 1 else
                   json.dumps({k: r.model_dump(mode="json") for k, r in reports.items()}, indent=2))
@@ -406,7 +413,9 @@ def _some(ids: list[str]) -> str:
 
 def _score_and_show(task_items, subs, opts, groups, *, name: str, as_json: bool, items_out: Path | None,
                     errors=(), pages_coerced: int = 0, citations_dropped: int = 0,
-                    skipped_lines: int = 0):  # -> ScoreReport
+                    skipped_lines: int = 0, collect: list | None = None):  # -> ScoreReport
+    """Score, warn, print; the items go to `items_out`, or are appended to `collect` as
+    (system, item) for a caller that writes several systems' items to one file."""
     from deskbench.scoring.docqa import score_all, summarize
     from deskbench.tasks.jsonl import write_jsonl
 
@@ -415,6 +424,8 @@ def _score_and_show(task_items, subs, opts, groups, *, name: str, as_json: bool,
                        citations_dropped=citations_dropped, skipped_lines=skipped_lines, errors=errors)
     if items_out is not None:
         write_jsonl(items_out, list(items))
+    if collect is not None:
+        collect += [(name, item) for item in items]
     if matched.extra:
         err.print(f"[yellow]warning:[/yellow] {len(matched.extra)} submissions match no task: {_some(matched.extra)}")
     if report.n_no_answer:
