@@ -7,8 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from deskbench.analysis.compare import Comparison
-from deskbench.errors import UserError
-from deskbench.report.render import _env
+from deskbench.report.render import _env, write_page
 
 
 def render_compare_html(comparison: Comparison) -> str:
@@ -16,8 +15,4 @@ def render_compare_html(comparison: Comparison) -> str:
 
 
 def write_compare_page(comparison: Comparison, path: Path) -> None:
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(render_compare_html(comparison), encoding="utf-8")
-    except OSError as exc:
-        raise UserError(f"cannot write {path}: {exc.strerror or exc}; choose another -o path") from exc
+    write_page(render_compare_html(comparison), path)

@@ -125,9 +125,14 @@ def render_html(report: Report) -> str:
     )
 
 
-def write_report(report: Report, path: Path) -> None:
+def write_page(html: str, path: Path) -> None:
+    """An HTML page to `path`; a path that cannot be written is the user's to change (-o)."""
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(render_html(report), encoding="utf-8")
+        path.write_text(html, encoding="utf-8")
     except OSError as exc:
         raise UserError(f"cannot write {path}: {exc.strerror or exc}; choose another -o path") from exc
+
+
+def write_report(report: Report, path: Path) -> None:
+    write_page(render_html(report), path)

@@ -31,7 +31,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from deskbench.errors import UserError
-from deskbench.runs.store import Episode, RunStore
+from deskbench.runs.store import Episode
 from deskbench.scoring.analytics import (
     AnalyticsItemScore,
     AnalyticsJudges,
@@ -39,7 +39,7 @@ from deskbench.scoring.analytics import (
     find_output_sheet,
     score_episode,
 )
-from deskbench.scoring.judge_calibration import CalibrationItem
+from deskbench.scoring.judge_calibration import CalibrationItem, open_named_runs
 from deskbench.tasks.analytics import AnalyticsSubmission, AnalyticsTask, Category
 
 CHART_RULE = ("a chart's verdict is 1 when the correctness judge (Listing 3) finds every rubric item satisfied "
@@ -99,14 +99,8 @@ def analytics_items(run_dirs: Sequence[Path], judges: AnalyticsJudges, *, system
     """Every attempt-0 episode of the analytics runs, scored, as calibration items (stable
     order), and the count of episodes left out by why ("no evaluator": the episode ended without
     anything to judge)."""
-    names: dict[str, Path] = {}
     jobs: list[tuple[AnalyticsTask, Episode, Path, Path]] = []
-    for run_dir in run_dirs:
-        if run_dir.name in names:
-            raise UserError(f"two run directories are named {run_dir.name!r} ({names[run_dir.name]}, {run_dir}); "
-                            "item ids use the directory name: rename one")
-        names[run_dir.name] = run_dir
-        store = RunStore(run_dir, create=False)
+    for run_dir, store in open_named_runs(run_dirs):
         tasks = {t.id: t for t in store.analytics_tasks()}
         tasks_file = store.meta("tasks_file")
         if not isinstance(tasks_file, str):

@@ -42,7 +42,7 @@ import random
 from collections.abc import Iterable, Mapping, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Literal, TypeVar
+from typing import TYPE_CHECKING, Literal, TypeVar
 
 from pydantic import BaseModel, Field, ValidationError, field_validator
 
@@ -50,6 +50,9 @@ from deskbench.analysis.stats import wilson_interval
 from deskbench.errors import UserError
 from deskbench.tasks.analytics import Category
 from deskbench.tasks.jsonl import _describe
+
+if TYPE_CHECKING:
+    from deskbench.runs.store import RunStore
 
 PARTIAL_RULE = ("a partial verdict (0.5) counts half as a correct call and half as an incorrect one "
                 "(tp/fn or fp/tn += 0.5), as it adds 0.5 to the judged accuracy")
@@ -294,19 +297,27 @@ def calibration_of(items: Sequence[CalibrationItem], labels: Sequence[HumanLabel
 # -- sampling --------------------------------------------------------------------------------
 
 
-def collect_items(run_dirs: Sequence[Path], system: str | None = None) -> list[CalibrationItem]:
-    """Every ok attempt-0 docqa answer of the runs (no verdicts), in a stable order."""
-    from deskbench.runs.runner import run_submissions
+def open_named_runs(run_dirs: Sequence[Path]) -> list[tuple[Path, RunStore]]:
+    """The runs' stores; two runs with the same directory name are refused (item ids carry it)."""
     from deskbench.runs.store import RunStore
 
     names: dict[str, Path] = {}
-    items: list[CalibrationItem] = []
+    out = []
     for run_dir in run_dirs:
         if run_dir.name in names:
             raise UserError(f"two run directories are named {run_dir.name!r} ({names[run_dir.name]}, {run_dir}); "
                             "item ids use the directory name: rename one")
         names[run_dir.name] = run_dir
-        store = RunStore(run_dir, create=False)
+        out.append((run_dir, RunStore(run_dir, create=False)))
+    return out
+
+
+def collect_items(run_dirs: Sequence[Path], system: str | None = None) -> list[CalibrationItem]:
+    """Every ok attempt-0 docqa answer of the runs (no verdicts), in a stable order."""
+    from deskbench.runs.runner import run_submissions
+
+    items: list[CalibrationItem] = []
+    for run_dir, store in open_named_runs(run_dirs):
         if store.track() != "docqa":
             raise UserError(f"{run_dir} is a {store.track()} run; judge calibration needs docqa runs")
         tasks = {t.id: t for t in store.tasks()}
