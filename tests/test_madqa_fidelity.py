@@ -207,14 +207,14 @@ def test_bias_correction_per_group_and_interval_per_mode() -> None:
 
 def test_cli_prints_the_corrected_table3_row(tmp_path: Path) -> None:
     """With a judge the Table 3 row prints bias-corrected Accuracy, X-Page and X-Doc (as the paper)."""
-    from deskbench.cli import _print_report
+    from deskbench.cli_docqa import print_report
     from deskbench.console import out
 
     subs = [DocQASubmission(question=t["question"], answer=["wrong"], steps=1) for t in TASKS]
     opts = ScoreOptions(judge=Scripted({t["question"]: "correct" for t in TASKS}), q0=0.9, q1=0.8)
     report = summarize(*score_all(_tasks(), subs, opts), opts)
     with out.capture() as captured:
-        _print_report(report, "sys")
+        print_report(report, "sys")
     text = captured.get()
     assert "bias-corrected" in text and "100.0" in text  # (1 + .9 - 1) / (.9 + .8 - 1) = 1.29 -> clipped to 1
     assert "a failed judge call leaves its item unscored" in text

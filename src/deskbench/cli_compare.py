@@ -185,10 +185,10 @@ def _options(track: str, *, judge: str | None, judge_cache: Path | None, no_cach
     from deskbench.runs.outcomes import OutcomeOptions
 
     if track == "docqa":
-        from deskbench.cli import _make_judge
+        from deskbench.cli_docqa import make_judge
         from deskbench.scoring.docqa import ScoreOptions
 
-        answer_judge = _make_judge(judge, judge_cache, no_cache, concurrency) if judge else None
+        answer_judge = make_judge(judge, judge_cache, no_cache, concurrency) if judge else None
         return OutcomeOptions(docqa=ScoreOptions(judge=answer_judge), concurrency=concurrency), lambda: None
     if track == "analytics":
         from deskbench.cli_analytics import (

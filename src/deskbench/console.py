@@ -1,4 +1,5 @@
-"""The CLI's two consoles (results on stdout, messages on stderr), one home for every command module."""
+"""The CLI's two consoles (results on stdout, messages on stderr) and the percent format, one home for
+every command module."""
 
 from __future__ import annotations
 
@@ -6,3 +7,12 @@ from rich.console import Console
 
 out = Console(highlight=False, soft_wrap=True)
 err = Console(stderr=True, highlight=False, soft_wrap=True)
+
+
+def pct(value: float | None, ci: tuple[float, float] | None = None) -> str:
+    if value is None:
+        return "–"
+    text = f"{100 * value:.1f}"
+    if ci is not None:
+        text += f" ± {100 * (ci[1] - ci[0]) / 2:.1f}"
+    return text

@@ -152,9 +152,9 @@ def register(app: typer.Typer) -> None:
                     raise UserError(f"{flag} is for analytics runs; {run_dirs[0]} is a docqa run: drop {flag}")
             items, skipped = collect_items(run_dirs, system), Counter()
         if judge and track == "docqa":
-            from deskbench.cli import _make_judge
+            from deskbench.cli_docqa import make_judge
 
-            items = judge_items(items, _make_judge(judge, judge_cache, no_cache, concurrency))
+            items = judge_items(items, make_judge(judge, judge_cache, no_cache, concurrency))
         chosen = sample_items(items, n, seed)
         if not chosen:
             raise UserError("every item was left unscored by its evaluator: nothing to sample; give the judge "

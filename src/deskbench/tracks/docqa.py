@@ -51,17 +51,11 @@ class DocQATrack:
         return _prepare(request)
 
     def show_scores(self, store: RunStore, systems: Sequence[str], request: RunRequest, *, as_json: bool) -> None:
-        from deskbench.cli import score
+        """The MADQA table per system (from `run`: the run's judge, defaults for the rest)."""
+        from deskbench.cli_docqa import DocQAScoreArgs, score_run
 
-        o = request.option
-        for system in systems:
-            score(None, store.dir, tasks=None, system=system, by=None, official=False, kuiper_ties="robust",
-                  effort="steps", skip_invalid=False, items_out=None, judge=request.judge, judge_cache=None,
-                  no_cache=False, concurrency=request.concurrency, q0=1.0, q1=0.98, m0=48, m1=152, chart_judge=None,
-                  file_judge=None, file_judge_all=None, judge_temperature=o("judge_temperature"),
-                  judge_top_p=o("judge_top_p"), judge_reasoning_effort=o("judge_reasoning_effort"),
-                  judge_max_tokens=o("judge_max_tokens"), capabilities=None, judge_calibration=None,
-                  pool_humans=False, as_json=as_json)
+        args = DocQAScoreArgs.of({**request.options, "judge": request.judge, "concurrency": request.concurrency})
+        score_run(store, systems, args, as_json=as_json)
 
     def outcomes(self, store: RunStore, system: str, options: OutcomeOptions) -> list[ItemOutcome]:
         from deskbench.runs.outcomes import docqa_run_outcomes
