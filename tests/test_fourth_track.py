@@ -63,6 +63,12 @@ def test_a_fourth_track_runs_scores_and_compares(echo: None, tmp_path: Path) -> 
     assert diagnosed.exit_code == 0, diagnosed.output
     assert {s["system"]: s["success_rate"] for s in json.loads(diagnosed.stdout)["systems"]} == {
         "echo-lower": 1.0, "echo-upper": 1.0}  # every episode answered: ok, whatever its score
+    page = tmp_path / "report.html"
+    reported = _cli("report", str(out), "-o", str(page))
+    assert reported.exit_code == 0, reported.output
+    html = page.read_text(encoding="utf-8")
+    section = html[html.index('<section id="comparison-echo">'):]  # its leaderboard and pair, from its outcomes
+    assert 'id="comparison-echo-common">6<' in section and "echo-upper" in section and "echo-lower" in section
 
 
 def test_a_flag_the_fourth_track_does_not_declare_is_an_error(echo: None, tmp_path: Path) -> None:

@@ -58,3 +58,11 @@ def build_comparisons(docqa: Sequence[DocqaScored] = (),
     ]
     return [compare(systems, track=track, method=get_track(track).outcome_definition, resamples=resamples, seed=seed)
             for track, systems in tracks if len(systems) >= 2]
+
+
+def compare_outcomes(track: str, runs: Sequence[tuple[Path, list[ItemOutcome]]], *, resamples: int = 1000,
+                     seed: int = 0) -> Comparison:
+    """A track without a report section of its own (one registered by a plugin): its leaderboard
+    and, with two systems or more, the pairwise tests, from its outcomes alone."""
+    return compare(_by_system(runs), track=track, method=get_track(track).outcome_definition,
+                   resamples=resamples, seed=seed)

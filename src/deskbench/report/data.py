@@ -12,7 +12,7 @@ from deskbench.analysis.scored import ScoredSystem, first_attempts
 from deskbench.errors import UserError
 from deskbench.models.prices import per, total_cost
 from deskbench.models.settings import ResolvedSettings
-from deskbench.report.comparisons import DocqaScored, build_comparisons
+from deskbench.report.comparisons import DocqaScored, build_comparisons, compare_outcomes
 from deskbench.report.madqa import build_madqa
 from deskbench.report.models import (
     ERROR_CLASSES,
@@ -29,6 +29,7 @@ from deskbench.report.taxonomy import budget_curve, decompose, not_found_ids
 from deskbench.runs.humans import episodes_of, pooled_systems, tasks_scored
 from deskbench.runs.imported import imported_label, imported_systems
 from deskbench.runs.imported import settings_rows as imported_settings
+from deskbench.runs.outcomes import ItemOutcome, OutcomeOptions
 from deskbench.runs.protocol import ProtocolNote, stored_protocol, system_protocol
 from deskbench.runs.runner import run_submissions
 from deskbench.runs.settings import stored_settings
@@ -51,6 +52,7 @@ from deskbench.scoring.deliverables_summary import summarize as summarize_delive
 from deskbench.scoring.docqa import ScoreOptions, ScoreReport, score_all, summarize
 from deskbench.tasks.deliverables import DeliverableTask
 from deskbench.tasks.docqa import DocQATask, ItemScore, ToolCallStep
+from deskbench.tracks.registry import get_track
 
 ANLS_METHOD = (
     "ANLS* >= 0.5 against the best answer variant (Wilson 95% CI). Runs store no judge verdicts, so "
@@ -191,6 +193,7 @@ def build_report(run_dirs: Sequence[Path], opts: ScoreOptions | None = None,
     deliverables: list[DeliverablesRun] = []
     settings: list[ModelSettingsRow] = []
     imported: set[tuple[Path, str]] = set()  # systems made by 'deskbench import'
+    others: dict[str, list[tuple[Path, list[ItemOutcome]]]] = {}  # tracks without a section of their own
     for run_dir in run_dirs:
         store = _open(run_dir)
         try:
@@ -205,6 +208,10 @@ def build_report(run_dirs: Sequence[Path], opts: ScoreOptions | None = None,
             elif store.track() == "deliverables":
                 deliverables.append(DeliverablesRun(run_dir, score_deliverables_run(store), store.deliverable_tasks(),
                                                     stored_protocol(store)))
+            elif store.track() != "docqa":  # another track: its outcomes make its leaderboard and tests
+                track = get_track(store.track())
+                others.setdefault(track.name, []).append(
+                    (run_dir, [o for name in systems for o in track.outcomes(store, name, OutcomeOptions())]))
             else:
                 names = pooled_systems(systems) if pool_humans else systems
                 scored += [_score(run_dir, store, name, opts) for name in names]
@@ -233,6 +240,7 @@ def build_report(run_dirs: Sequence[Path], opts: ScoreOptions | None = None,
     comparisons = build_comparisons(
         [DocqaScored(labels[id(s)], s.system, s.run_dir, s.items, {e.task_id for e in s.episodes if e.attempt == 0})
          for s in scored], analytics_items, [(r.run_dir, r.items) for r in deliverables], reviewed_only=reviewed_only)
+    comparisons += [compare_outcomes(name, runs) for name, runs in others.items()]
     return Report(run_dirs=[str(d) for d in run_dirs], systems=out, madqa=madqa, comparisons=comparisons, task_sets=sets,
                   accuracy_method=judge_method(opts) if opts.judge else ANLS_METHOD,
                   judge=opts.judge.name if opts.judge else None,
