@@ -73,8 +73,7 @@ from rich.progress import (
 from deskbench.corpus.corpus import Corpus
 from deskbench.corpus.images import ImageSpec
 from deskbench.generate.pdfs import MARGIN, PageSpec, _wrap, write_pdf
-from deskbench.search.index import PageIndex
-from deskbench.search.index import FIELDS
+from deskbench.search.index import FIELDS, PageIndex
 from deskbench.search.query import parse_query, to_tantivy
 
 REPO = Path(__file__).resolve().parents[1]

@@ -27,8 +27,8 @@ from typing import Any
 
 from readme_table import update_readme
 
-from deskbench.generate.docqa import generate_docqa, lexical_miss_share, validate_docqa
 from deskbench.generate.pdfs import PageSpec, write_pdf
+from deskbench.tracks.docqa.generate import generate_docqa, lexical_miss_share, validate_docqa
 
 REPO = Path(__file__).resolve().parents[1]
 TARGET_SECONDS = 60.0

@@ -31,8 +31,8 @@ from typing import Any
 
 from readme_table import update_readme
 
-from deskbench.scoring.docqa import ScoreOptions, score_all, summarize
 from deskbench.tasks.docqa import read_submissions, read_tasks
+from deskbench.tracks.docqa.scoring.docqa import ScoreOptions, score_all, summarize
 
 REPO = Path(__file__).resolve().parents[1]
 TARGET_SECONDS = 1.0

@@ -76,8 +76,8 @@ def test_official_agent_defaults_on_the_wire(operator_corpus: Corpus, tmp_path: 
     import pypdfium2 as pdfium
     from PIL import Image
 
-    from deskbench.runs.execute import RunSpec, prepare
     from deskbench.runs.track import execute_run
+    from deskbench.tracks.docqa.run import RunSpec, prepare
 
     monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
     script = lambda b, n: tool("search_documents", {"query": "mountain car"}) if n == 1 else ANSWER  # noqa: E731

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from deskbench.scoring.analytics import AnalyticsItemScore
-from deskbench.scoring.analytics_metrics import (
+from deskbench.tracks.analytics.scoring.analytics import AnalyticsItemScore
+from deskbench.tracks.analytics.scoring.analytics_metrics import (
     attach_summary_ablations,
     full_setting_twin,
     pass_metrics,

@@ -21,14 +21,16 @@ from fake_openai import FakeOpenAI
 from deskbench.models.openai_chat import OpenAIChat
 from deskbench.models.resilient import ResilientModel, RetryPolicy
 from deskbench.models.settings import Sampling, resolve
-from deskbench.scoring.analytics_qa import (
+from deskbench.scoring.json_reply import json_objects, parse_reply
+from deskbench.tasks.analytics import AnalyticsTask, ChartSeries, ChartSpec
+from deskbench.tracks.analytics.scoring.analytics_qa import (
     LISTING_2,
     conclusion,
     deterministic_check,
     qa_prompt,
     score_qa,
 )
-from deskbench.scoring.charts import (
+from deskbench.tracks.analytics.scoring.charts import (
     DIMENSIONS,
     LISTING_3,
     LISTING_4,
@@ -37,8 +39,6 @@ from deskbench.scoring.charts import (
     missing_glyphs,
     score_chart,
 )
-from deskbench.scoring.json_reply import json_objects, parse_reply
-from deskbench.tasks.analytics import AnalyticsTask, ChartSeries, ChartSpec
 
 FAST = RetryPolicy(attempts=2, base_delay=0.01, max_delay=0.02, timeout=5.0)
 
@@ -256,7 +256,7 @@ def test_a_failing_judge_leaves_the_answer_unscored_not_wrong() -> None:
 def test_json_in_prose() -> None:
     found = json_objects('a {"x": 1} b {not json} c {"y": {"z": 2}}')
     assert found == [{"x": 1}, {"y": {"z": 2}}]
-    from deskbench.scoring.analytics_qa import QAJudgeReply
+    from deskbench.tracks.analytics.scoring.analytics_qa import QAJudgeReply
     # the last valid object wins: a verdict after a quoted example
     reply = parse_reply('e.g. {"score": 0, "reason": "x"} ... final {"score": "1", "reason": "ok"}', QAJudgeReply)
     assert reply.score == 1

@@ -16,20 +16,20 @@ import pytest
 from conftest import require_tool, run_cli
 from fake_openai import FakeOpenAI
 
-from deskbench.generate.analytics import generate_analytics
 from deskbench.models.openai_chat import OpenAIChat
 from deskbench.models.resilient import ResilientModel
 from deskbench.models.settings import Sampling, resolve
 from deskbench.runs.protocol import all_paper, describe
 from deskbench.sandbox import Sandbox
-from deskbench.scoring.analytics import (
+from deskbench.tasks.analytics import AnalyticsTask, read_tasks, write_tasks
+from deskbench.tracks.analytics.generate.tasks import generate_analytics
+from deskbench.tracks.analytics.scoring.analytics import (
     AnalyticsItemScore,
     AnalyticsJudges,
     analytics_score_protocol,
 )
-from deskbench.scoring.analytics_metrics import summarize_analytics
-from deskbench.scoring.file_judge import FileJudge
-from deskbench.tasks.analytics import AnalyticsTask, read_tasks, write_tasks
+from deskbench.tracks.analytics.scoring.analytics_metrics import summarize_analytics
+from deskbench.tracks.analytics.scoring.file_judge import FileJudge
 
 REJECT = {"is_correct": False, "reason": "judged wrong on purpose: the File Judge decided"}
 

@@ -8,10 +8,10 @@ from pathlib import Path
 import pytest
 
 from deskbench.runs.store import Episode, RunStore
-from deskbench.scoring.analytics import AnalyticsItemScore
-from deskbench.scoring.analytics_metrics import pass_metrics, summarize_analytics
 from deskbench.tasks.analytics import AnalyticsSubmission, AnalyticsTask, OutputFileRecord
 from deskbench.tasks.docqa import DocQASubmission, DocQATask
+from deskbench.tracks.analytics.scoring.analytics import AnalyticsItemScore
+from deskbench.tracks.analytics.scoring.analytics_metrics import pass_metrics, summarize_analytics
 
 
 def item(task: str, attempt: int, score: float | None, category: str = "qa", difficulty: str = "easy",

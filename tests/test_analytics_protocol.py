@@ -14,11 +14,15 @@ from fake_openai import FakeOpenAI
 
 from deskbench.agents.analyst import AnalystSettings, execute_tool
 from deskbench.agents.analytics_prompts import CJK_FONT_HINT, EXECUTE_CODE_DESCRIPTION
-from deskbench.generate.analytics import generate_analytics
-from deskbench.runs.analytics import AnalyticsRunSpec, analytics_run_protocol, analytics_system
 from deskbench.runs.protocol import all_paper, stored_protocol
 from deskbench.runs.store import RunStore
 from deskbench.tasks.analytics import read_tasks
+from deskbench.tracks.analytics.generate.tasks import generate_analytics
+from deskbench.tracks.analytics.run import (
+    AnalyticsRunSpec,
+    analytics_run_protocol,
+    analytics_system,
+)
 
 
 @pytest.fixture(scope="module")

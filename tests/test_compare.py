@@ -163,7 +163,7 @@ def test_unscored_items_are_counted_not_wrong() -> None:
 
 
 def test_chart_is_correct_when_its_correctness_is_one() -> None:
-    from deskbench.scoring.analytics import AnalyticsItemScore
+    from deskbench.tracks.analytics.scoring.analytics import AnalyticsItemScore
 
     def chart(c: float, r: float) -> AnalyticsItemScore:
         return AnalyticsItemScore(task_id=f"c{c}{r}", attempt=0, system="s", category="visualization",
@@ -211,9 +211,9 @@ def deliverables_run(run_dir: Path) -> Path:
     """Two packages, two systems, rubric grades by hand: alpha all 3s (ACCEPT when V >= 80), beta
     all 1s on the first and nothing delivered on the second (auto-graded 0)."""
     from deskbench.generate.demo import bundled_dir
-    from deskbench.runs.grades import GradeStore
-    from deskbench.scoring.rubric import CriterionGrade, RubricGrade
     from deskbench.tasks.deliverables import RUBRIC_CODES, DeliverableSubmission, load_packages
+    from deskbench.tracks.deliverables.grades import GradeStore
+    from deskbench.tracks.deliverables.scoring.rubric import CriterionGrade, RubricGrade
 
     tasks = load_packages(bundled_dir() / "deliverables")[:2]
     store = RunStore(run_dir)
@@ -237,7 +237,7 @@ def deliverables_run(run_dir: Path) -> Path:
 def test_a_deliverables_pair(tmp_path: Path) -> None:
     import asyncio
 
-    from deskbench.scoring.deliverables_run import score_run
+    from deskbench.tracks.deliverables.scoring.deliverables_run import score_run
 
     run = deliverables_run(tmp_path / "dl")
     store = RunStore(run, create=False)

@@ -9,17 +9,17 @@ from typing import get_args
 
 import pytest
 
-from deskbench.agents.deliverable import (
+from deskbench.generate.demo import bundled_dir
+from deskbench.tasks.deliverables import DeliverableTask, TrapKind, load_packages
+from deskbench.tracks.deliverables.agent import (
     DeliverableOptions,
     deliverable_prompt,
     protocol_notes,
     variant_name,
 )
-from deskbench.agents.deliverable_prompts import TRAP_HINTS
-from deskbench.agents.web_access import WebChoice
-from deskbench.generate.deliverables import generate_deliverables
-from deskbench.generate.demo import bundled_dir
-from deskbench.tasks.deliverables import DeliverableTask, TrapKind, load_packages
+from deskbench.tracks.deliverables.generate.packages import generate_deliverables
+from deskbench.tracks.deliverables.prompts import TRAP_HINTS
+from deskbench.tracks.deliverables.web_access import WebChoice
 
 # Key words of each trap kind of the taxonomy (tasks/deliverables.TrapKind), any of which in the
 # harness's own wording would tell the agent what to look for. "other" has no wording.

@@ -18,7 +18,16 @@ from deliverable_responses import recompute, respond
 from fake_openai import FakeOpenAI
 
 from deskbench.agents.base import Recorder
-from deskbench.agents.web_access import (
+from deskbench.errors import UserError
+from deskbench.generate.demo import bundled_dir
+from deskbench.models.types import ToolCall
+from deskbench.runs.protocol import stored_protocol
+from deskbench.runs.store import RunStore
+from deskbench.tasks.deliverables import DeliverableSubmission, load_packages
+from deskbench.tasks.docqa import ToolCallStep
+from deskbench.tracks.deliverables.scoring.deliverables_run import score_run
+from deskbench.tracks.deliverables.scoring.verifiers_citations import cited_hosts
+from deskbench.tracks.deliverables.web_access import (
     BraveSearch,
     FetchTool,
     LiveWeb,
@@ -30,15 +39,6 @@ from deskbench.agents.web_access import (
     html_to_text,
     parse_web,
 )
-from deskbench.errors import UserError
-from deskbench.generate.demo import bundled_dir
-from deskbench.models.types import ToolCall
-from deskbench.runs.protocol import stored_protocol
-from deskbench.runs.store import RunStore
-from deskbench.scoring.deliverables_run import score_run
-from deskbench.scoring.verifiers_citations import cited_hosts
-from deskbench.tasks.deliverables import DeliverableSubmission, load_packages
-from deskbench.tasks.docqa import ToolCallStep
 
 MORDOR = "https://www.mordorintelligence.com/industry-reports/europe-automotive-parts-market"
 BLOG = "https://autoblog.example.net/eu-parts-outlook"

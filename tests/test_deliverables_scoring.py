@@ -12,11 +12,7 @@ from typing import Any
 
 import pytest
 
-from deskbench.runs.grades import GradeStore
 from deskbench.runs.store import Episode, RunStore
-from deskbench.scoring.deliverables_run import score_run
-from deskbench.scoring.rubric import CriterionGrade, RubricGrade
-from deskbench.scoring.rubric_qc import QCAction
 from deskbench.tasks.analytics import OutputFileRecord
 from deskbench.tasks.deliverables import (
     RUBRIC_CODES,
@@ -26,6 +22,10 @@ from deskbench.tasks.deliverables import (
     parse_task,
     table19_rubric,
 )
+from deskbench.tracks.deliverables.grades import GradeStore
+from deskbench.tracks.deliverables.scoring.deliverables_run import score_run
+from deskbench.tracks.deliverables.scoring.rubric import CriterionGrade, RubricGrade
+from deskbench.tracks.deliverables.scoring.rubric_qc import QCAction
 
 BASE: dict[str, Any] = {
     "golden": {"answer": "see solution"}, "solution_logic": ["by hand"], "lazy_ai_test": "lazy",
@@ -186,8 +186,8 @@ def test_judge_qc_edit_and_no_deliverable(run: RunStore) -> None:
         return ("Assumptions" in text, "has an assumptions section" if "Assumptions" in text else "none")
 
     async def scored() -> dict[tuple[str, str], Any]:
-        from deskbench.scoring.deliverables import score_episodes
-        from deskbench.scoring.deliverables_run import grade_inputs
+        from deskbench.tracks.deliverables.scoring.deliverables import score_episodes
+        from deskbench.tracks.deliverables.scoring.deliverables_run import grade_inputs
 
         tasks = {t.id: t for t in run.deliverable_tasks()}
         got = await score_episodes(tasks, run.episodes(), run.dir, grades=grade_inputs(run), judge=judge)

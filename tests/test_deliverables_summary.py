@@ -39,15 +39,21 @@ from conftest import watched_page
 from rich.console import Console
 
 from deskbench.analysis.stats import bootstrap_means_ci, wilson_interval
-from deskbench.scoring.deliverables import DeliverableItemScore, TrapResult
-from deskbench.scoring.deliverables_summary import (
+from deskbench.tasks.deliverables import RUBRIC_CODES
+from deskbench.tracks.deliverables.scoring.deliverables import DeliverableItemScore, TrapResult
+from deskbench.tracks.deliverables.scoring.deliverables_summary import (
     NO_GRADES_NOTE,
     DeliverablesReport,
     print_summary,
     summarize,
 )
-from deskbench.scoring.vrs import accept, auto_reject, reasoning_mean, vrs_relaxed, vrs_strict
-from deskbench.tasks.deliverables import RUBRIC_CODES
+from deskbench.tracks.deliverables.scoring.vrs import (
+    accept,
+    auto_reject,
+    reasoning_mean,
+    vrs_relaxed,
+    vrs_strict,
+)
 
 CLASSES = {"t1": "CRP", "t2": "CRP", "t3": "FSP", "t4": "FSP", "t5": "LDP", "t6": "LDP"}
 REQUIRED = {"t1": ["out.docx"], "t3": ["out.xlsx"]}
@@ -463,13 +469,13 @@ def test_score_and_report_reviewed_only_on_a_run(tmp_path: Path) -> None:
     from deskbench.generate.demo import bundled_dir
     from deskbench.report.data import build_report
     from deskbench.report.render import render_html
-    from deskbench.runs.grades import GradeStore
     from deskbench.runs.protocol import deskbench as deskbench_note
     from deskbench.runs.protocol import remember_protocol
     from deskbench.runs.store import Episode, RunStore
-    from deskbench.scoring.rubric import CriterionGrade, RubricGrade
-    from deskbench.scoring.rubric_qc import QCAction
     from deskbench.tasks.deliverables import DeliverableSubmission, load_packages
+    from deskbench.tracks.deliverables.grades import GradeStore
+    from deskbench.tracks.deliverables.scoring.rubric import CriterionGrade, RubricGrade
+    from deskbench.tracks.deliverables.scoring.rubric_qc import QCAction
 
     tasks = load_packages(bundled_dir() / "deliverables")[:2]
     run = tmp_path / "dl"

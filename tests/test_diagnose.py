@@ -8,11 +8,11 @@ from pathlib import Path
 
 from conftest import run_cli
 
-from deskbench.generate.analytics import generate_analytics
 from deskbench.models.types import Usage
 from deskbench.runs.store import Episode, RunStore
 from deskbench.tasks.analytics import AnalyticsSubmission, OutputFileRecord, read_tasks
 from deskbench.tasks.docqa import DocQASubmission, DocQATask, ToolCallStep
+from deskbench.tracks.analytics.generate.tasks import generate_analytics
 
 
 def _diagnose(run: Path) -> dict:

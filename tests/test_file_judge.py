@@ -18,27 +18,31 @@ from conftest import require_local_model, require_tool, run_cli
 from fake_openai import FakeOpenAI
 
 from deskbench.errors import UserError
-from deskbench.generate.analytics import generate_analytics
 from deskbench.models.openai_chat import OpenAIChat
 from deskbench.models.resilient import ResilientModel, RetryPolicy
 from deskbench.models.settings import Sampling, resolve
 from deskbench.runs.store import Episode
 from deskbench.sandbox import Sandbox
-from deskbench.scoring.analytics import AnalyticsItemScore, AnalyticsJudges, score_episode
-from deskbench.scoring.file_judge import (
-    DATA_NOTE,
-    LISTING_5,
-    FileJudge,
-    FileJudgeRecord,
-    file_judge_prompt,
-)
-from deskbench.scoring.sheets import compare_or_defer
 from deskbench.tasks.analytics import (
     AnalyticsSubmission,
     AnalyticsTask,
     OutputFileRecord,
     read_tasks,
 )
+from deskbench.tracks.analytics.generate.tasks import generate_analytics
+from deskbench.tracks.analytics.scoring.analytics import (
+    AnalyticsItemScore,
+    AnalyticsJudges,
+    score_episode,
+)
+from deskbench.tracks.analytics.scoring.file_judge import (
+    DATA_NOTE,
+    LISTING_5,
+    FileJudge,
+    FileJudgeRecord,
+    file_judge_prompt,
+)
+from deskbench.tracks.analytics.scoring.sheets import compare_or_defer
 
 FAST = RetryPolicy(attempts=2, base_delay=0.01, max_delay=0.02, timeout=10.0)
 Script = Callable[[dict[str, Any], int], dict[str, Any]]

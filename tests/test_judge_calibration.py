@@ -14,7 +14,6 @@ from test_llm_judge import verdict
 from deskbench.analysis.stats import wilson_interval
 from deskbench.errors import UserError
 from deskbench.runs.store import Episode, RunStore
-from deskbench.scoring.bias import rogan_gladen
 from deskbench.scoring.judge_calibration import (
     CalibrationItem,
     HumanLabel,
@@ -23,6 +22,7 @@ from deskbench.scoring.judge_calibration import (
     sample_items,
 )
 from deskbench.tasks.docqa import DocQASubmission, DocQATask
+from deskbench.tracks.docqa.scoring.bias import rogan_gladen
 
 T0 = "2026-01-01T00:00:00Z"
 

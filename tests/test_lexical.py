@@ -9,8 +9,8 @@ from pathlib import Path
 
 from conftest import run_cli
 
-from deskbench.agents.lexical import best_line, extract_answer, label_pairs
-from deskbench.generate.sample import build_sample_corpus
+from deskbench.tracks.docqa.agents.lexical import best_line, extract_answer, label_pairs
+from deskbench.tracks.docqa.generate.sample import build_sample_corpus
 
 
 def test_best_line_prefers_rare_shared_words_and_earlier_pages() -> None:

@@ -14,7 +14,7 @@ from test_score import SUBMISSIONS, TASKS, _write
 from deskbench.models.openai_chat import OpenAIChat
 from deskbench.models.resilient import ResilientModel, RetryPolicy
 from deskbench.models.settings import Sampling, resolve
-from deskbench.scoring.llm_judge import LLMJudge, judge_prompt
+from deskbench.tracks.docqa.scoring.llm_judge import LLMJudge, judge_prompt
 
 FAST = RetryPolicy(attempts=2, base_delay=0.01, max_delay=0.02, timeout=5.0)
 

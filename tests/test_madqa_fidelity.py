@@ -11,11 +11,11 @@ from pathlib import Path
 import pytest
 from conftest import run_cli
 
-from deskbench.scoring.bias import rg_interval_lee, rg_interval_official
-from deskbench.scoring.calibration import kuiper
-from deskbench.scoring.docqa import ScoreOptions, score_all, summarize
-from deskbench.scoring.judge import Judgement
 from deskbench.tasks.docqa import DocQASubmission, DocQATask, read_submissions
+from deskbench.tracks.docqa.scoring.bias import rg_interval_lee, rg_interval_official
+from deskbench.tracks.docqa.scoring.calibration import kuiper
+from deskbench.tracks.docqa.scoring.docqa import ScoreOptions, score_all, summarize
+from deskbench.tracks.docqa.scoring.judge import Judgement
 
 TASKS = [
     {"id": f"q{i}", "question": f"Question {i}?", "answer_variants": [[a]],
@@ -207,8 +207,8 @@ def test_bias_correction_per_group_and_interval_per_mode() -> None:
 
 def test_cli_prints_the_corrected_table3_row(tmp_path: Path) -> None:
     """With a judge the Table 3 row prints bias-corrected Accuracy, X-Page and X-Doc (as the paper)."""
-    from deskbench.cli_docqa import print_report
     from deskbench.console import out
+    from deskbench.tracks.docqa.cli import print_report
 
     subs = [DocQASubmission(question=t["question"], answer=["wrong"], steps=1) for t in TASKS]
     opts = ScoreOptions(judge=Scripted({t["question"]: "correct" for t in TASKS}), q0=0.9, q1=0.8)

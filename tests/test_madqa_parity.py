@@ -17,9 +17,9 @@ from typing import Any
 import pytest
 from conftest import run_cli
 
-from deskbench.scoring.docqa import ScoreOptions, score_all, summarize
-from deskbench.scoring.judge import Judgement
 from deskbench.tasks.docqa import read_submissions, read_tasks
+from deskbench.tracks.docqa.scoring.docqa import ScoreOptions, score_all, summarize
+from deskbench.tracks.docqa.scoring.judge import Judgement
 
 DATA = Path(__file__).parent / "data" / "madqa_parity"
 VECTORS = json.loads((DATA / "vectors.json").read_text())

@@ -11,15 +11,15 @@ import pytest
 from anls_star import anls_score
 
 from deskbench.analysis.stats import bootstrap_mean_ci, bootstrap_means_ci, wilson_interval
-from deskbench.scoring.answer import (
+from deskbench.tracks.docqa.scoring.answer import (
     ANLS_THRESHOLD,
     anls_correct,
     anls_star,
     exact_match,
     normalize_answer,
 )
-from deskbench.scoring.attribution import doc_f1, f1, page_f1
-from deskbench.scoring.bias import (
+from deskbench.tracks.docqa.scoring.attribution import doc_f1, f1, page_f1
+from deskbench.tracks.docqa.scoring.bias import (
     M0,
     M1,
     Q0,
@@ -30,7 +30,7 @@ from deskbench.scoring.bias import (
     rg_interval_simple,
     rogan_gladen,
 )
-from deskbench.scoring.calibration import (
+from deskbench.tracks.docqa.scoring.calibration import (
     KuiperResult,
     effort_share_incorrect,
     kuiper,
@@ -496,7 +496,7 @@ def test_exact_match_is_anls_star_of_one() -> None:
     """Scoring sets `exact = (ANLS* == 1)` instead of calling exact_match: the two must agree."""
     import random
 
-    from deskbench.scoring.answer import anls_star, exact_match
+    from deskbench.tracks.docqa.scoring.answer import anls_star, exact_match
 
     rng = random.Random(5)
     words = ["a", "b", "Paris", "paris ", "12", "1 2", ""]

@@ -250,9 +250,9 @@ def test_render_value() -> None:
 
 
 def test_deliverable_reader_sees_computed_formulas(tmp_path: Path) -> None:
-    """scoring/office.py reads through the corpus readers: an agent's openpyxl-written workbook
+    """tracks/deliverables/scoring/office.py reads through the corpus readers: an agent's openpyxl-written workbook
     is checked on its formulas' values, not on empty cells."""
-    from deskbench.scoring.office import read_output, xlsx_cell
+    from deskbench.tracks.deliverables.scoring.office import read_output, xlsx_cell
 
     _formula_book(tmp_path / "out.xlsx")
     doc = read_output(tmp_path / "out.xlsx")

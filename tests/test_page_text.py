@@ -10,8 +10,8 @@ from pathlib import Path
 from conftest import cli_json, ingest, run_cli, write_text_pdf
 
 from deskbench.agents.base import AgentContext, AgentSettings, load_page_parts
-from deskbench.agents.rlm import write_context
 from deskbench.corpus import Corpus
+from deskbench.tracks.docqa.agents.rlm import write_context
 
 
 def _corpus(root: Path) -> Path:

@@ -45,8 +45,6 @@ from deskbench.report.models import Report
 from deskbench.report.render import best_values, render_html
 from deskbench.report.taxonomy import classify, is_refusal, says_not_found
 from deskbench.runs.store import Episode, RunStore
-from deskbench.scoring.docqa import ScoreOptions
-from deskbench.scoring.judge import Judgement
 from deskbench.tasks.docqa import (
     Citation,
     DocQASubmission,
@@ -56,6 +54,8 @@ from deskbench.tasks.docqa import (
     ModelCallStep,
     ToolCallStep,
 )
+from deskbench.tracks.docqa.scoring.docqa import ScoreOptions
+from deskbench.tracks.docqa.scoring.judge import Judgement
 
 EVIDENCE = {
     "t0": [("a", 1)], "t1": [("a", 1), ("a", 2)], "t2": [("a", 3), ("b", 1)],

@@ -15,7 +15,13 @@ from fake_openai import FakeOpenAI
 
 from deskbench.agents.base import AgentContext, AgentSettings
 from deskbench.agents.registry import AGENTS, make_agent
-from deskbench.agents.rlm import (
+from deskbench.corpus import Corpus
+from deskbench.models.openai_chat import OpenAIChat
+from deskbench.models.resilient import ResilientModel, RetryPolicy
+from deskbench.models.settings import Sampling
+from deskbench.runs.store import RunStore
+from deskbench.tasks.docqa import DocQATask, ModelCallStep, ToolCallStep
+from deskbench.tracks.docqa.agents.rlm import (
     Final,
     Repl,
     RlmAgent,
@@ -26,13 +32,7 @@ from deskbench.agents.rlm import (
     shown,
     write_context,
 )
-from deskbench.agents.rlm_prompts import DEFAULT_ANSWER, LAST_TURN, RLM_SYSTEM
-from deskbench.corpus import Corpus
-from deskbench.models.openai_chat import OpenAIChat
-from deskbench.models.resilient import ResilientModel, RetryPolicy
-from deskbench.models.settings import Sampling
-from deskbench.runs.store import RunStore
-from deskbench.tasks.docqa import DocQATask, ModelCallStep, ToolCallStep
+from deskbench.tracks.docqa.agents.rlm_prompts import DEFAULT_ANSWER, LAST_TURN, RLM_SYSTEM
 
 FAST = RetryPolicy(attempts=2, base_delay=0.01, max_delay=0.02, timeout=10.0)
 TASK = DocQATask(id="q1", question="Which vehicle has winter season rental rates?",
@@ -367,8 +367,8 @@ def test_rlm_episode_with_the_local_model(fleet: Corpus, tmp_path: Path, monkeyp
     as ok, or as a recorded error or limit, with a real trajectory."""
     require_local_model()
     require_tool("bwrap")
-    from deskbench.runs.execute import RunSpec, prepare
     from deskbench.runs.track import execute_run
+    from deskbench.tracks.docqa.run import RunSpec, prepare
 
     monkeypatch.setitem(AGENTS, "rlm", lambda: RlmAgent(RlmSettings(max_sub_calls=3)))
     spec = RunSpec(agent="rlm", model="local", out=tmp_path / "run", corpus=fleet.root, concurrency=1,

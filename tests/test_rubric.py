@@ -19,27 +19,7 @@ from deskbench.errors import UserError
 from deskbench.models.openai_chat import OpenAIChat
 from deskbench.models.resilient import ResilientModel, RetryPolicy
 from deskbench.models.settings import Sampling, resolve
-from deskbench.runs.grades import GradeStore, StaleQC
 from deskbench.runs.store import Episode, RunStore
-from deskbench.scoring.failure_tags import (
-    TAGS,
-    jaccard,
-    llm_tag_cells,
-    regex_tags,
-    tag_cells,
-    tag_counts,
-)
-from deskbench.scoring.rubric import CriterionGrade, GradeFailure, RubricGrade, grade_episode
-from deskbench.scoring.rubric_csv import (
-    GRADE_COLUMNS,
-    QC_COLUMNS,
-    export_template,
-    import_grades,
-    import_qc,
-)
-from deskbench.scoring.rubric_qc import QCAction, apply_qc, score0_mismatches, self_review
-from deskbench.scoring.verifier_base import VerifierResult
-from deskbench.scoring.verifiers import run_verifiers
 from deskbench.tasks.analytics import OutputFileRecord
 from deskbench.tasks.deliverables import (
     RUBRIC_CODES,
@@ -47,6 +27,36 @@ from deskbench.tasks.deliverables import (
     DeliverableTask,
     load_packages,
 )
+from deskbench.tracks.deliverables.grades import GradeStore, StaleQC
+from deskbench.tracks.deliverables.scoring.failure_tags import (
+    TAGS,
+    jaccard,
+    llm_tag_cells,
+    regex_tags,
+    tag_cells,
+    tag_counts,
+)
+from deskbench.tracks.deliverables.scoring.rubric import (
+    CriterionGrade,
+    GradeFailure,
+    RubricGrade,
+    grade_episode,
+)
+from deskbench.tracks.deliverables.scoring.rubric_csv import (
+    GRADE_COLUMNS,
+    QC_COLUMNS,
+    export_template,
+    import_grades,
+    import_qc,
+)
+from deskbench.tracks.deliverables.scoring.rubric_qc import (
+    QCAction,
+    apply_qc,
+    score0_mismatches,
+    self_review,
+)
+from deskbench.tracks.deliverables.scoring.verifier_base import VerifierResult
+from deskbench.tracks.deliverables.scoring.verifiers import run_verifiers
 
 DEMO = REPO / "src" / "deskbench" / "data" / "demo" / "deliverables"
 FAST = RetryPolicy(attempts=2, base_delay=0.01, max_delay=0.02, timeout=10.0)
@@ -231,7 +241,7 @@ def test_per_criterion_mode_makes_five_calls(run: Path) -> None:
 
 
 def test_long_evidence_is_capped(run: Path) -> None:
-    from deskbench.scoring.rubric import CAPS, evidence_text
+    from deskbench.tracks.deliverables.scoring.rubric import CAPS, evidence_text
 
     ep = episode_of(run, FSP, "sys-good")
     assert isinstance(ep.submission, DeliverableSubmission)
@@ -773,7 +783,7 @@ def test_legacy_qc_rows_bind_to_the_grade_current_when_they_were_made(run: Path)
 
 
 def test_final_grade_verifies_one_episode(run: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    import deskbench.scoring.verifiers as verifiers_module
+    import deskbench.tracks.deliverables.scoring.verifiers as verifiers_module
 
     store = GradeStore(run)
     for tid in (FSP, SCP):

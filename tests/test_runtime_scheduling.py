@@ -15,13 +15,13 @@ import pytest
 from fake_openai import FakeOpenAI
 
 from deskbench.agents.base import AgentContext, AgentResult, AgentSettings
-from deskbench.agents.bm25 import INLINE_SEARCH_SECONDS, Bm25Agent
 from deskbench.corpus import Corpus
 from deskbench.models.openai_chat import OpenAIChat
 from deskbench.models.resilient import ResilientModel, RetryPolicy
 from deskbench.runs.runner import run_attempts
 from deskbench.runs.store import RunStore
 from deskbench.tasks.docqa import DocQATask
+from deskbench.tracks.docqa.agents.bm25 import INLINE_SEARCH_SECONDS, Bm25Agent
 
 TASKS = [DocQATask(id=f"t{i}", question=f"q{i}?", answer_variants=[[str(i)]]) for i in range(6)]
 

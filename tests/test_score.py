@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 from conftest import run_cli
 
-from deskbench.scoring.docqa import ScoreOptions, score_all, summarize
-from deskbench.scoring.judge import Judgement
 from deskbench.tasks.docqa import DocQASubmission, DocQATask, read_submissions
+from deskbench.tracks.docqa.scoring.docqa import ScoreOptions, score_all, summarize
+from deskbench.tracks.docqa.scoring.judge import Judgement
 
 TASKS = [
     {"id": "t1", "question": "Capital?", "answer_variants": [["Paris"]],

@@ -18,12 +18,16 @@ from typer.testing import CliRunner
 
 from deskbench.cli import app
 from deskbench.errors import UserError
-from deskbench.generate.analytics import generate_analytics
-from deskbench.scoring.sheets import SheetComparison, compare_sheets, compare_task_output
-from deskbench.scoring.sheets_constraints import extract_constraints
-from deskbench.scoring.sheets_load import load_tables
-from deskbench.scoring.sheets_values import Percent, cells_equal, normalise
 from deskbench.tasks.analytics import read_tasks
+from deskbench.tracks.analytics.generate.tasks import generate_analytics
+from deskbench.tracks.analytics.scoring.sheets import (
+    SheetComparison,
+    compare_sheets,
+    compare_task_output,
+)
+from deskbench.tracks.analytics.scoring.sheets_constraints import extract_constraints
+from deskbench.tracks.analytics.scoring.sheets_load import load_tables
+from deskbench.tracks.analytics.scoring.sheets_values import Percent, cells_equal, normalise
 
 HEADER = ["Region", "Units", "Revenue", "Date"]
 ROWS: list[list[Any]] = [
@@ -316,7 +320,7 @@ def test_sort_descending_violated_fails(tmp_path: Path) -> None:
     r = compare_sheets(reference, xlsx(tmp_path / "p.xlsx", violated), instruction=instruction)
     fails_at(r, "content", "row order matters")
     # with tolerant content (no sort wording picked up for order) the constraint stage names the rows
-    from deskbench.scoring.sheets_constraints import Constraint, check
+    from deskbench.tracks.analytics.scoring.sheets_constraints import Constraint, check
 
     (t,) = load_tables(tmp_path / "p.xlsx")
     why = check(Constraint("sort", "Revenue", descending=True), t, ["Revenue"])
@@ -332,7 +336,7 @@ def test_filter_constraint(tmp_path: Path) -> None:
     # a filter the reference itself breaks was misread: not applied
     r = compare_sheets(reference, reference, instruction="only rows where Units < 10")
     assert r.passed and any("not applied" in c for c in r.checked)
-    from deskbench.scoring.sheets_constraints import Constraint, check
+    from deskbench.tracks.analytics.scoring.sheets_constraints import Constraint, check
 
     (t,) = load_tables(ref(tmp_path))
     assert "row 3 breaks filter(Region = 'north'): 'Region' is 'South'" in (check(Constraint("filter", "Region", op="=", value="north"), t, ["Region"]) or "")

@@ -27,7 +27,8 @@ from deskbench.analysis.stats import (
     spearman,
     weight_sensitivity,
 )
-from deskbench.scoring.vrs import (
+from deskbench.tasks.deliverables import RUBRIC_CODES
+from deskbench.tracks.deliverables.scoring.vrs import (
     PAPER_WEIGHTINGS,
     GradedRow,
     Weighting,
@@ -38,7 +39,6 @@ from deskbench.scoring.vrs import (
     vrs_strict,
     vrs_weighted,
 )
-from deskbench.tasks.deliverables import RUBRIC_CODES
 
 CODES = RUBRIC_CODES  # DI, AR, RF, EP, FD
 

@@ -14,17 +14,17 @@ from pptx import Presentation
 from pydantic import TypeAdapter
 
 from deskbench.errors import UserError
-from deskbench.generate.deliverables import generate_deliverables
-from deskbench.generate.deliverables_common import lure_pattern
 from deskbench.scoring.numbers import find_numbers, parse_number, to_unit
-from deskbench.scoring.verifiers import (
+from deskbench.tasks.deliverables import load_package
+from deskbench.tasks.verifier_specs import VERIFIER_KINDS, VerifierSpec
+from deskbench.tracks.deliverables.generate.common import lure_pattern
+from deskbench.tracks.deliverables.generate.packages import generate_deliverables
+from deskbench.tracks.deliverables.scoring.verifiers import (
     REGISTRY,
     VerifierResult,
     run_verifiers,
     verifier_pass_rate,
 )
-from deskbench.tasks.deliverables import load_package
-from deskbench.tasks.verifier_specs import VERIFIER_KINDS, VerifierSpec
 
 SPECS = TypeAdapter(list[VerifierSpec])
 

@@ -21,15 +21,15 @@ from deskbench.cli import app
 from deskbench.models.openai_chat import OpenAIChat
 from deskbench.models.resilient import ResilientModel, RetryPolicy
 from deskbench.models.settings import Sampling, resolve
-from deskbench.scoring.verifiers import (
+from deskbench.tasks.deliverables import load_package
+from deskbench.tasks.verifier_specs import VerifierSpec
+from deskbench.tracks.deliverables.scoring.verifiers import (
     JudgeError,
     VerifierResult,
     arun_verifiers,
     llm_check_judge,
     run_verifiers,
 )
-from deskbench.tasks.deliverables import load_package
-from deskbench.tasks.verifier_specs import VerifierSpec
 
 SPECS = TypeAdapter(list[VerifierSpec])
 FAST = RetryPolicy(attempts=2, base_delay=0.01, max_delay=0.02, timeout=5.0)

@@ -17,7 +17,6 @@ from conftest import run_cli, watched_page
 from test_web import Client, serve, serve_command
 
 from deskbench.generate.demo import bundled_dir
-from deskbench.runs.grades import GradeStore
 from deskbench.runs.store import Episode, RunStore
 from deskbench.tasks.analytics import OutputFileRecord
 from deskbench.tasks.deliverables import (
@@ -26,6 +25,7 @@ from deskbench.tasks.deliverables import (
     DeliverableTask,
     load_packages,
 )
+from deskbench.tracks.deliverables.grades import GradeStore
 from deskbench.web.grading import create_grading_app
 from deskbench.web.store import WebStore
 

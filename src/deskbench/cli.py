@@ -285,10 +285,10 @@ def score(
     """Score a run or a predictions file. docqa: accuracy (ANLS* or an LLM judge), Page/Doc F1,
     Kuiper, by hop type. analytics runs: pass@1, pass@k, avg@k by category and difficulty.
     deliverables runs: the consulting paper's tables. A run is scored by its track."""
-    from deskbench.cli_docqa import DocQAScoreArgs, score_predictions
     from deskbench.runs.store import RunStore
     from deskbench.runs.track import RunRequest
     from deskbench.runs.track_options import check_options, given_flags
+    from deskbench.tracks.docqa.cli import DocQAScoreArgs, score_predictions
     from deskbench.tracks.registry import get_track
 
     store = RunStore(submissions, create=False) if submissions.is_dir() else None
@@ -379,13 +379,13 @@ from deskbench.analysis.cli import analyse_app  # noqa: E402
 
 app.add_typer(analyse_app, name="analyse")
 from deskbench.cli_compare import register as register_compare_runs  # noqa: E402
-from deskbench.cli_deliverables import register as register_diagnose  # noqa: E402
 from deskbench.cli_import import register as register_import  # noqa: E402
 from deskbench.sandbox.cli import register as register_sandbox  # noqa: E402
 from deskbench.scoring.calibrate_cli import register as register_calibrate  # noqa: E402
-from deskbench.scoring.rubric_cli import register as register_rubric  # noqa: E402
-from deskbench.scoring.sheets_cli import register as register_compare  # noqa: E402
-from deskbench.scoring.verify_cli import register as register_verify  # noqa: E402
+from deskbench.tracks.analytics.scoring.sheets_cli import register as register_compare  # noqa: E402
+from deskbench.tracks.deliverables.cli import register as register_diagnose  # noqa: E402
+from deskbench.tracks.deliverables.scoring.rubric_cli import register as register_rubric  # noqa: E402
+from deskbench.tracks.deliverables.scoring.verify_cli import register as register_verify  # noqa: E402
 from deskbench.web.cli import register as register_serve  # noqa: E402
 
 register_diagnose(app)
@@ -409,7 +409,7 @@ def generate_docqa_cmd(
     quiet: QuietOpt = False,
 ) -> None:
     """A docqa collection: clustered multi-page PDFs, questions with answer variants and minimal evidence."""
-    from deskbench.generate.docqa import generate_docqa
+    from deskbench.tracks.docqa.generate import generate_docqa
 
     _at_least_one("--docs", docs)
     _at_least_one("--questions", questions)
@@ -432,7 +432,7 @@ def generate_analytics_cmd(
     seed: Annotated[int, typer.Option(help="The same seed gives byte-identical output.")] = 0,
 ) -> None:
     """Analytics tasks (qa, visualization, file generation) over generated xlsx/csv/docx inputs."""
-    from deskbench.generate.analytics import generate_analytics
+    from deskbench.tracks.analytics.generate.tasks import generate_analytics
 
     _at_least_one("--tasks", tasks)
     out.print(_describe(generate_analytics(out_dir, tasks=tasks, seed=seed)))
@@ -445,7 +445,7 @@ def generate_deliverables_cmd(
     seed: Annotated[int, typer.Option(help="The same seed gives byte-identical output.")] = 0,
 ) -> None:
     """Deliverable task packages with traps, each paired with the verifier that catches it."""
-    from deskbench.generate.deliverables import generate_deliverables
+    from deskbench.tracks.deliverables.generate.packages import generate_deliverables
 
     _at_least_one("--tasks", tasks)
     out.print(_describe(generate_deliverables(out_dir, tasks=tasks, seed=seed)))
@@ -530,8 +530,8 @@ def demo(
     from deskbench.corpus.extract import OcrSettings
     from deskbench.corpus.ingest import open_or_create, plan_ingest, run_ingest
     from deskbench.generate.demo import bundled_dir
-    from deskbench.runs.execute import RunSpec, prepare
     from deskbench.tasks.docqa import read_tasks
+    from deskbench.tracks.docqa.run import RunSpec, prepare
 
     _at_least_one("--local-limit", local_limit)
     _at_least_one("--analytics-limit", analytics_limit)
@@ -572,22 +572,22 @@ def demo(
     analytics_run = _demo_analytics(bundle, out_dir, chosen, analytics_limit if local else None, quiet)
     if analytics_run is not None:
         run_dirs.append(analytics_run)
-    from deskbench.cli_deliverables import demo_deliverables
+    from deskbench.tracks.deliverables.cli import demo_deliverables
 
     deliverables_run = demo_deliverables(bundle, out_dir, chosen, deliverables_limit if local else None, quiet)
     if deliverables_run is not None:
         run_dirs.append(deliverables_run)
     out.print("[bold]3. scores[/bold]")
-    from deskbench.cli_analytics import print_analytics_report
     from deskbench.report.data import build_report
     from deskbench.report.render import write_report
+    from deskbench.tracks.analytics.cli import print_analytics_report
 
     data = build_report(run_dirs)  # scored once: the tables and the page
     _print_leaderboard(data)
     for analytics_report in data.analytics:
         print_analytics_report(analytics_report)
     if data.deliverables is not None:
-        from deskbench.scoring.deliverables_summary import print_summary
+        from deskbench.tracks.deliverables.scoring.deliverables_summary import print_summary
 
         print_summary(data.deliverables, out)
     write_report(data, out_dir / "report.html")
@@ -602,9 +602,9 @@ def _demo_analytics(bundle: Path, out_dir: Path, model: str, limit: int | None, 
     first `limit` with the local model, in 3 rounds). Skipped, with the reason, without bubblewrap."""
     import re
 
-    from deskbench.runs.analytics import AnalyticsRunSpec, prepare_analytics
     from deskbench.sandbox import SandboxUnavailable
     from deskbench.tasks.analytics import read_tasks
+    from deskbench.tracks.analytics.run import AnalyticsRunSpec, prepare_analytics
 
     tasks_file = bundle / "analytics" / "tasks.jsonl"
     tasks = read_tasks(tasks_file).items[:limit]
@@ -648,17 +648,22 @@ def report(
     classes, the MADQA appendix analyses (effort measures, failure profiles, search trajectories,
     cost, human response time; corpus statistics with --corpus); analytics pass@1 / pass@k /
     avg@k by category and difficulty, and bad cases."""
-    from deskbench.cli_analytics import _judge_model, close_judges, file_judge_for, file_judge_mode
     from deskbench.report.data import build_report
     from deskbench.report.render import write_report
-    from deskbench.scoring.analytics import AnalyticsJudges
-    from deskbench.scoring.docqa import ScoreOptions
+    from deskbench.tracks.analytics.cli import (
+        _judge_model,
+        close_judges,
+        file_judge_for,
+        file_judge_mode,
+    )
+    from deskbench.tracks.analytics.scoring.analytics import AnalyticsJudges
+    from deskbench.tracks.docqa.scoring.docqa import ScoreOptions
 
     use_model_flags(capabilities, judge_temperature=judge_temperature, judge_top_p=judge_top_p,
                     judge_reasoning_effort=judge_reasoning_effort, judge_max_tokens=judge_max_tokens)
     if concurrency < 1:
         raise UserError(f"--concurrency {concurrency} is not valid; use 1 or more")
-    from deskbench.cli_docqa import make_judge, warn_paper_q
+    from deskbench.tracks.docqa.cli import make_judge, warn_paper_q
 
     answer_judge = make_judge(judge, judge_cache, no_cache, concurrency) if judge else None
     if judge:

@@ -185,19 +185,19 @@ def _options(track: str, *, judge: str | None, judge_cache: Path | None, no_cach
     from deskbench.runs.outcomes import OutcomeOptions
 
     if track == "docqa":
-        from deskbench.cli_docqa import make_judge
-        from deskbench.scoring.docqa import ScoreOptions
+        from deskbench.tracks.docqa.cli import make_judge
+        from deskbench.tracks.docqa.scoring.docqa import ScoreOptions
 
         answer_judge = make_judge(judge, judge_cache, no_cache, concurrency) if judge else None
         return OutcomeOptions(docqa=ScoreOptions(judge=answer_judge), concurrency=concurrency), lambda: None
     if track == "analytics":
-        from deskbench.cli_analytics import (
+        from deskbench.tracks.analytics.cli import (
             _judge_model,
             close_judges,
             file_judge_for,
             file_judge_mode,
         )
-        from deskbench.scoring.analytics import AnalyticsJudges
+        from deskbench.tracks.analytics.scoring.analytics import AnalyticsJudges
 
         every_file = file_judge_mode(file_judge, file_judge_all)
         judges = AnalyticsJudges(qa=_judge_model(judge, concurrency), chart=_judge_model(chart_judge or judge, concurrency),
@@ -205,7 +205,7 @@ def _options(track: str, *, judge: str | None, judge_cache: Path | None, no_cach
         return OutcomeOptions(analytics=judges, concurrency=concurrency), lambda: close_judges(judges)
     if track != "deliverables":  # another track's outcomes take no judge from here
         return OutcomeOptions(concurrency=concurrency), lambda: None
-    from deskbench.cli_analytics import _judge_model, close_models
+    from deskbench.tracks.analytics.cli import _judge_model, close_models
 
     model = _judge_model(judge, concurrency)
     return (OutcomeOptions(deliverables_judge=model, reviewed_only=reviewed_only, concurrency=concurrency),

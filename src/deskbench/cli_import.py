@@ -23,7 +23,7 @@ def register(app: typer.Typer) -> None:
     ) -> None:
         """Convert a released benchmark's tasks into deskbench tasks (what cannot be converted is listed, not guessed)."""
         from deskbench.errors import UserError
-        from deskbench.tasks.aida import TASK_IMPORTERS
+        from deskbench.tracks.analytics.aida import TASK_IMPORTERS
 
         importer = TASK_IMPORTERS.get(fmt)
         if importer is None:

@@ -6,16 +6,16 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from deskbench.agents.base import Agent
-from deskbench.agents.bm25 import Bm25Agent
-from deskbench.agents.lexical import LexicalAgent
-from deskbench.agents.rlm import RlmAgent
-from deskbench.agents.single_call import GuessAgent, OracleAgent, RagAgent
 from deskbench.errors import UserError
+from deskbench.tracks.docqa.agents.bm25 import Bm25Agent
+from deskbench.tracks.docqa.agents.lexical import LexicalAgent
+from deskbench.tracks.docqa.agents.rlm import RlmAgent
+from deskbench.tracks.docqa.agents.single_call import GuessAgent, OracleAgent, RagAgent
 
 if TYPE_CHECKING:
     from deskbench.agents.analyst import AnalyticsAgent
-    from deskbench.agents.deliverable import DeliverableOptions, DeliverablesAgent
-    from deskbench.agents.web_access import WebBackend
+    from deskbench.tracks.deliverables.agent import DeliverableOptions, DeliverablesAgent
+    from deskbench.tracks.deliverables.web_access import WebBackend
 
 AGENTS: dict[str, Callable[[], Agent]] = {
     "bm25-agent": Bm25Agent,
@@ -38,7 +38,9 @@ ANALYTICS_AGENTS: dict[str, Callable[[], AnalyticsAgent]] = {"analyst-agent": _a
 
 
 def _deliverable(options: DeliverableOptions | None = None, web: WebBackend | None = None) -> DeliverablesAgent:
-    from deskbench.agents.deliverable import DeliverableAgent  # the sandbox: only when asked for
+    from deskbench.tracks.deliverables.agent import (
+        DeliverableAgent,  # the sandbox: only when asked for
+    )
 
     return DeliverableAgent(options, web)
 

@@ -31,7 +31,7 @@ from deskbench.analysis.splits import (
     system_means,
 )
 from deskbench.errors import UserError
-from deskbench.runs.humans import is_human
+from deskbench.tracks.docqa.humans import is_human
 
 analyse_app = typer.Typer(no_args_is_help=True, help="Analyses over stored runs (MADQA §2.4, §5, App. B, D, E, H): items, splits, agreement, drift, guessability, multihop, lexical, effort, failures, trajectories, cost, human-time, corpus-stats.")
 

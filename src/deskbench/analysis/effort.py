@@ -39,8 +39,8 @@ from deskbench.analysis.scored import (
 )
 from deskbench.analysis.stats import spearman
 from deskbench.runs.store import Episode
-from deskbench.scoring.calibration import kuiper
 from deskbench.tasks.docqa import DocQASubmission, ItemScore
+from deskbench.tracks.docqa.scoring.calibration import kuiper
 
 
 def _tokens(ep: Episode | None, which: str) -> float | None:

@@ -23,7 +23,7 @@ from pydantic import BaseModel
 from deskbench.analysis.scored import ScoredSystem, episode_seconds
 from deskbench.analysis.stats import spearman
 from deskbench.errors import UserError
-from deskbench.runs.humans import is_human
+from deskbench.tracks.docqa.humans import is_human
 
 BINS: tuple[tuple[str, float, float | None], ...] = (
     ("<1", 0.0, 1.0), ("1-2", 1.0, 2.0), ("2-4", 2.0, 4.0), ("4-10", 4.0, 10.0), ("10+", 10.0, None))

@@ -17,9 +17,9 @@ from statistics import median
 import numpy as np
 from pydantic import BaseModel
 
-from deskbench.agents.lexical import STOPWORDS
 from deskbench.errors import UserError
 from deskbench.tasks.docqa import DocQATask
+from deskbench.tracks.docqa.agents.lexical import STOPWORDS
 
 NS: tuple[int, ...] = (1, 2, 3)
 QUESTION_WORDS = frozenset(

@@ -29,7 +29,7 @@ class ResponseMatrix:
 
 def load_matrix(run_dirs: Sequence[Path], pool_humans: bool = False) -> ResponseMatrix:
     """Score every system of every run and keep the items common to all runs; with
-    `pool_humans`, the annotators make one `human` row (runs/humans.py: earliest answer wins).
+    `pool_humans`, the annotators make one `human` row (tracks/docqa/humans.py: earliest answer wins).
 
     A system that appears in several runs is labelled `<run dir name>/<system>` so rows stay
     distinct; a system made by `deskbench import` is labelled `<system> (imported)`. Raises UserError for a path that is not a run, a run without episodes, or no

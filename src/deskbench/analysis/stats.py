@@ -23,7 +23,7 @@ import numpy as np
 import numpy.typing as npt
 
 if TYPE_CHECKING:
-    from deskbench.scoring.vrs import GradedRow, Weighting
+    from deskbench.tracks.deliverables.scoring.vrs import GradedRow, Weighting
 
 # Cap on resampled indices held in memory at once (rows x items): 4M int64 = 32 MB.
 _CHUNK_CELLS = 4_000_000
@@ -321,7 +321,7 @@ _PASS = 2  # a rubric "passes" at >= 2 (Table 16); sole-cause failures are singl
 
 def _sole_cause_code(row: GradedRow) -> str | None:
     """The criterion a rejected response failed on alone (§4.10.2), else None."""
-    from deskbench.scoring.vrs import accept
+    from deskbench.tracks.deliverables.scoring.vrs import accept
 
     if row.v < _V_MIN - 1e-9 or accept(row.v, row.scores):
         return None
@@ -366,7 +366,7 @@ class SoleCauseSummary:
 
 def sole_cause_summary(rows: Iterable[GradedRow]) -> SoleCauseSummary:
     """`sole_cause` with the funnel counts around it (see `SoleCauseSummary`)."""
-    from deskbench.scoring.vrs import accept
+    from deskbench.tracks.deliverables.scoring.vrs import accept
 
     rows = list(rows)
     cleared = [r for r in rows if r.v >= _V_MIN - 1e-9]
@@ -419,7 +419,7 @@ def weight_sensitivity(
     extra). With no rule ACCEPT, T = inf and nothing is accepted. Systems appear in order of
     first occurrence. Note Table 18's means match the relaxed variant (strict=False), although
     its caption says strict. Raises ValueError on a repeated (system, task_id)."""
-    from deskbench.scoring.vrs import PAPER_WEIGHTINGS, accept, vrs_weighted
+    from deskbench.tracks.deliverables.scoring.vrs import PAPER_WEIGHTINGS, accept, vrs_weighted
 
     chosen = PAPER_WEIGHTINGS if weightings is None else tuple(weightings)
     keys = [(r.system, r.task_id) for r in rows]

@@ -16,8 +16,8 @@ from collections.abc import Callable, Sequence
 import numpy as np
 import numpy.typing as npt
 
-from deskbench.agents.lexical import STOPWORDS
 from deskbench.analysis.stats import pearson
+from deskbench.tracks.docqa.agents.lexical import STOPWORDS
 
 Embedder = Callable[[Sequence[str]], npt.NDArray[np.float64]]
 

@@ -1,7 +1,7 @@
 """docx and pptx as ordered text: `Block`s (headings with a level, paragraphs, table rows) and
 `Slide`s (title, body blocks, speaker notes), and their plain-text rendering.
 
-Deliverable verifiers (scoring/office.py) and input normalisation (office.py) both read through
+Deliverable verifiers (tracks/deliverables/scoring/office.py) and input normalisation (office.py) both read through
 here, so a document reads the same whether it is a task's input or an agent's output.
 """
 

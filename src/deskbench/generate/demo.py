@@ -37,9 +37,9 @@ def bundled_dir() -> Path:
 
 def build_demo(out: Path, spec: DemoSpec = DEMO) -> dict[str, str]:
     """Generate the demo into `out` (replacing what is there); returns {relative path: sha256}."""
-    from deskbench.generate.analytics import generate_analytics
-    from deskbench.generate.deliverables import generate_deliverables
-    from deskbench.generate.docqa import generate_docqa
+    from deskbench.tracks.analytics.generate.tasks import generate_analytics
+    from deskbench.tracks.deliverables.generate.packages import generate_deliverables
+    from deskbench.tracks.docqa.generate import generate_docqa
 
     if out.exists():
         shutil.rmtree(out)

@@ -15,9 +15,9 @@ from deskbench.runs.outcomes import (
     deliverables_outcomes,
     docqa_outcomes,
 )
-from deskbench.scoring.analytics import AnalyticsItemScore
-from deskbench.scoring.deliverables import DeliverableItemScore
 from deskbench.tasks.docqa import ItemScore
+from deskbench.tracks.analytics.scoring.analytics import AnalyticsItemScore
+from deskbench.tracks.deliverables.scoring.deliverables import DeliverableItemScore
 from deskbench.tracks.registry import get_track
 
 

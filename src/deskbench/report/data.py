@@ -26,7 +26,6 @@ from deskbench.report.models import (
     TaskSet,
 )
 from deskbench.report.taxonomy import budget_curve, decompose, not_found_ids
-from deskbench.runs.humans import episodes_of, pooled_systems, tasks_scored
 from deskbench.runs.imported import imported_label, imported_systems
 from deskbench.runs.imported import settings_rows as imported_settings
 from deskbench.runs.outcomes import ItemOutcome, OutcomeOptions
@@ -34,24 +33,27 @@ from deskbench.runs.protocol import ProtocolNote, stored_protocol, system_protoc
 from deskbench.runs.runner import run_submissions
 from deskbench.runs.settings import stored_settings
 from deskbench.runs.store import Episode, RunStore
-from deskbench.scoring.analytics import (
+from deskbench.tasks.deliverables import DeliverableTask
+from deskbench.tasks.docqa import DocQATask, ItemScore, ToolCallStep
+from deskbench.tracks.analytics.scoring.analytics import (
     AnalyticsItemScore,
     AnalyticsJudges,
     analytics_score_protocol,
     score_run,
 )
-from deskbench.scoring.analytics_metrics import (
+from deskbench.tracks.analytics.scoring.analytics_metrics import (
     AnalyticsScoreReport,
     attach_summary_ablations,
     summarize_analytics,
 )
-from deskbench.scoring.calibration import kuiper
-from deskbench.scoring.deliverables import DeliverableItemScore
-from deskbench.scoring.deliverables_summary import DeliverablesReport
-from deskbench.scoring.deliverables_summary import summarize as summarize_deliverables
-from deskbench.scoring.docqa import ScoreOptions, ScoreReport, score_all, summarize
-from deskbench.tasks.deliverables import DeliverableTask
-from deskbench.tasks.docqa import DocQATask, ItemScore, ToolCallStep
+from deskbench.tracks.deliverables.scoring.deliverables import DeliverableItemScore
+from deskbench.tracks.deliverables.scoring.deliverables_summary import DeliverablesReport
+from deskbench.tracks.deliverables.scoring.deliverables_summary import (
+    summarize as summarize_deliverables,
+)
+from deskbench.tracks.docqa.humans import episodes_of, pooled_systems, tasks_scored
+from deskbench.tracks.docqa.scoring.calibration import kuiper
+from deskbench.tracks.docqa.scoring.docqa import ScoreOptions, ScoreReport, score_all, summarize
 from deskbench.tracks.registry import get_track
 
 ANLS_METHOD = (
@@ -180,7 +182,7 @@ def build_report(run_dirs: Sequence[Path], opts: ScoreOptions | None = None,
                  corpus: Path | None = None, reviewed_only: bool = False) -> Report:
     """Score every system of every run (with `opts.judge`, every non-exact answer is judged);
     budgets run from 1 to the most steps any episode took. `pool_humans`: the annotators of a
-    docqa run make one Human row (runs/humans.py). `corpus`: adds the corpus statistics (MADQA
+    docqa run make one Human row (tracks/docqa/humans.py). `corpus`: adds the corpus statistics (MADQA
     Tables 2 and 6) to the MADQA appendix sections. `reviewed_only`: the deliverables tables
     count QC-reviewed rubric grades only."""
     opts = opts or ScoreOptions()
@@ -337,7 +339,9 @@ def score_deliverables_run(store: RunStore) -> list[DeliverableItemScore]:
     `llm_check` verifier is unobservable), as `deskbench score` without --judge."""
     import asyncio
 
-    from deskbench.scoring.deliverables_run import score_run as score_deliverables
+    from deskbench.tracks.deliverables.scoring.deliverables_run import (
+        score_run as score_deliverables,
+    )
 
     return asyncio.run(score_deliverables(store, systems=None, judge_model=None))
 

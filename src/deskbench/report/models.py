@@ -10,9 +10,9 @@ from pydantic import BaseModel
 from deskbench.analysis.compare import Comparison
 from deskbench.models.prices import PRICES_AS_OF
 from deskbench.report.madqa import MadqaAnalyses
-from deskbench.scoring.analytics_metrics import AnalyticsScoreReport
-from deskbench.scoring.deliverables_summary import DeliverablesReport
-from deskbench.scoring.docqa import GroupSummary
+from deskbench.tracks.analytics.scoring.analytics_metrics import AnalyticsScoreReport
+from deskbench.tracks.deliverables.scoring.deliverables_summary import DeliverablesReport
+from deskbench.tracks.docqa.scoring.docqa import GroupSummary
 
 ErrorClass = Literal["retrieval", "navigation", "comprehension", "refusal"]
 ERROR_CLASSES: tuple[ErrorClass, ...] = ("retrieval", "navigation", "comprehension", "refusal")

@@ -12,8 +12,8 @@ from matplotlib.ticker import MaxNLocator
 
 from deskbench.analysis.plotting import pyplot
 from deskbench.report.models import ERROR_CLASSES, BudgetCurve, ErrorBreakdown, KuiperCurve
-from deskbench.scoring.analytics_metrics import AnalyticsScoreReport
-from deskbench.scoring.deliverables_summary import DeliverablesReport
+from deskbench.tracks.analytics.scoring.analytics_metrics import AnalyticsScoreReport
+from deskbench.tracks.deliverables.scoring.deliverables_summary import DeliverablesReport
 
 COLORS = {"retrieval": "#d62728", "navigation": "#ff7f0e", "comprehension": "#1f77b4", "refusal": "#7f7f7f"}
 
@@ -121,7 +121,7 @@ def analytics_pass_png(reports: Sequence[AnalyticsScoreReport]) -> bytes:
 
 def analytics_errors_png(reports: Sequence[AnalyticsScoreReport]) -> bytes:
     """Share of each error type among the bad cases of each category (Figure 4's heatmaps)."""
-    from deskbench.scoring.analytics import ERROR_CATEGORIES
+    from deskbench.tracks.analytics.scoring.analytics import ERROR_CATEGORIES
 
     fig, axes = pyplot().subplots(1, 3, figsize=(11, 0.5 * max(len(reports), 2) + 1.8), sharey=True)
     for ax, cat in zip(axes, ANALYTICS_CATEGORIES, strict=True):

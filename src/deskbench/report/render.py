@@ -15,8 +15,8 @@ from deskbench.report import plots
 from deskbench.report.madqa import madqa_pngs
 from deskbench.report.models import ERROR_CLASSES, Report
 from deskbench.report.taxonomy import RULES, SAYS_NOT_FOUND_RULE
-from deskbench.scoring.analytics import ERROR_CATEGORIES
 from deskbench.tasks.deliverables import RUBRIC_CODES
+from deskbench.tracks.analytics.scoring.analytics import ERROR_CATEGORIES
 
 
 def _missing(x: float | None) -> bool:

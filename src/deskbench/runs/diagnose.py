@@ -110,7 +110,7 @@ def _required_files(task: AnyTask | None, files: list[str]) -> list[str]:
         return [o.name for o in task.required_outputs if o.name not in files]
     if isinstance(task, AnalyticsTask) and task.category == "file_generation" and task.reference_file:
         # the scorer's own rule for "the file": named as asked, else the only spreadsheet
-        from deskbench.scoring.analytics import find_output_sheet
+        from deskbench.tracks.analytics.scoring.analytics import find_output_sheet
 
         found = find_output_sheet(task, [Path(f) for f in files])
         return [] if found is not None else [task.reference_file.output_name]

@@ -11,20 +11,20 @@ copy of it): `OUTCOMES[track](store, system, options)` scores a system of a run 
 the `*_outcomes` converters also take items already scored (so a report that has scored a run
 can derive the outcomes without scoring again).
 
-- docqa (scoring/docqa.py `score_all`, as `deskbench score RUN` scores a run: attempt-0
+- docqa (tracks/docqa/scoring/docqa.py `score_all`, as `deskbench score RUN` scores a run: attempt-0
   episodes, a failed episode scored 0): score = the item's accuracy (1/0 under ANLS* >= 0.5;
   1/0.5/0 with --judge); correct = `ItemScore.correct`, accuracy >= 0.5 (MADQA F.3's binary
   correctness, what the official Kuiper uses; a judge's "partial" counts as correct). A judge
   call that failed leaves the item unscored. Only tasks the system has an episode for are its
   tasks (a task it never ran is not wrong, it is not its task).
-- analytics (scoring/analytics.py `score_run`): score = the item's score (0/1 for qa and
+- analytics (tracks/analytics/scoring/analytics.py `score_run`): score = the item's score (0/1 for qa and
   files, S = 0.7 C + 0.3 R for charts); correct = score == 1 for qa and files; for charts C == 1
   (every rubric item of Listing 3 satisfied), the same line `deskbench calibrate sample` draws
   for a chart, because S mixes in readability R, which no reference decides (S >= 1 would also
   need a perfect R; S >= 0.7 would pass a chart with C = 1 and R = 0 and one with C = 0.9,
   R = 0.4 alike). Unscored when the evaluator could not decide (no judge, a failed judge call).
-- deliverables (scoring/deliverables_run.py `score_run`, verifiers plus the run's final rubric
-  grades; scoring/vrs.py): score = VRS_0 / 100 (Eq. 1, relaxed: continuous, so a paired
+- deliverables (tracks/deliverables/scoring/deliverables_run.py `score_run`, verifiers plus the run's final rubric
+  grades; tracks/deliverables/scoring/vrs.py): score = VRS_0 / 100 (Eq. 1, relaxed: continuous, so a paired
   difference sees a criterion move from 1 to 2; the strict variant's auto-reject cliff is what
   ACCEPT already encodes as binary); correct = ACCEPT (Eq. 3). Unscored when ungraded; with
   `reviewed_only`, also when the grade is not QC-reviewed (as `deskbench score --reviewed-only`).
@@ -43,10 +43,10 @@ from deskbench.runs.store import RunStore
 
 if TYPE_CHECKING:
     from deskbench.models.types import ChatModel
-    from deskbench.scoring.analytics import AnalyticsItemScore, AnalyticsJudges
-    from deskbench.scoring.deliverables import DeliverableItemScore
-    from deskbench.scoring.docqa import ScoreOptions
     from deskbench.tasks.docqa import ItemScore
+    from deskbench.tracks.analytics.scoring.analytics import AnalyticsItemScore, AnalyticsJudges
+    from deskbench.tracks.deliverables.scoring.deliverables import DeliverableItemScore
+    from deskbench.tracks.docqa.scoring.docqa import ScoreOptions
 
 
 class ItemOutcome(BaseModel):
@@ -95,7 +95,7 @@ DEFINITIONS: dict[str, str] = {  # the built-in tracks' `outcome_definition`
 
 
 def docqa_outcomes(items: Sequence[ItemScore], system: str, *, attempt: int = 0) -> list[ItemOutcome]:
-    """docqa items (scoring/docqa.py) as outcomes; a "missing" item (the episode failed) is
+    """docqa items (tracks/docqa/scoring/docqa.py) as outcomes; a "missing" item (the episode failed) is
     scored 0, as `deskbench score` counts it."""
     out = []
     for i in items:
@@ -142,9 +142,9 @@ def deliverables_outcomes(items: Sequence[DeliverableItemScore], *, reviewed_onl
 
 
 def docqa_run_outcomes(store: RunStore, system: str, options: OutcomeOptions) -> list[ItemOutcome]:
-    from deskbench.runs.humans import tasks_scored
     from deskbench.runs.runner import run_submissions
-    from deskbench.scoring.docqa import ScoreOptions, score_all
+    from deskbench.tracks.docqa.humans import tasks_scored
+    from deskbench.tracks.docqa.scoring.docqa import ScoreOptions, score_all
 
     subs, failed = run_submissions(store, system)  # attempt 0, as `deskbench score`
     ran = {s.id for s in subs if s.id is not None} | set(failed)
@@ -154,14 +154,14 @@ def docqa_run_outcomes(store: RunStore, system: str, options: OutcomeOptions) ->
 
 
 def analytics_run_outcomes(store: RunStore, system: str, options: OutcomeOptions) -> list[ItemOutcome]:
-    from deskbench.scoring.analytics import AnalyticsJudges, score_run
+    from deskbench.tracks.analytics.scoring.analytics import AnalyticsJudges, score_run
 
     judges = options.analytics or AnalyticsJudges()
     return analytics_outcomes(asyncio.run(score_run(store, system, judges, concurrency=options.concurrency)))
 
 
 def deliverables_run_outcomes(store: RunStore, system: str, options: OutcomeOptions) -> list[ItemOutcome]:
-    from deskbench.scoring.deliverables_run import score_run
+    from deskbench.tracks.deliverables.scoring.deliverables_run import score_run
 
     items = asyncio.run(score_run(store, systems=[system], judge_model=options.deliverables_judge,
                                   concurrency=options.concurrency))

@@ -184,7 +184,7 @@ def _long_lived_heap_frozen() -> Iterator[None]:
 def run_submissions(store: RunStore, system: str, attempt: int = 0) -> tuple[list[DocQASubmission], list[str]]:
     """The submissions of a run's successful episodes of one attempt (the first: the one MADQA's
     metrics read), and the ids of that attempt's episodes that failed."""
-    from deskbench.runs.humans import episodes_of
+    from deskbench.tracks.docqa.humans import episodes_of
 
     subs, failed = [], []
     for ep in episodes_of(store, system):

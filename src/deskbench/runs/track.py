@@ -1,7 +1,7 @@
 """What a track hands the one runner, and the runner itself.
 
-Each track prepares a run its own way (its tasks, its agents, its checks: `runs/execute.py`,
-`runs/analytics.py`, `runs/deliverables.py`) and hands back a `PreparedRun`: the store, the tasks,
+Each track prepares a run its own way (its tasks, its agents, its checks: `tracks/docqa/run.py`,
+`tracks/analytics/run.py`, `tracks/deliverables/run.py`) and hands back a `PreparedRun`: the store, the tasks,
 the systems and a `start` context that opens the run's resources inside the event loop (models'
 connections, a sandbox, a web backend) and gives one episode function per system. Everything
 after that is shared: episodes, attempts, resume, concurrency, progress and closing are

@@ -68,10 +68,15 @@ def _analytics_items(run_dirs: list[Path], *, system: str | None, category: str 
                      chart_judge: str | None, file_judge: str | None, file_judge_all: bool | None,
                      unsafe_local: bool, concurrency: int, cache_flags: bool):  # -> (items, skipped)
     """The analytics items scored by the judges `deskbench score` would build from these flags."""
-    from deskbench.cli_analytics import _judge_model, close_judges, file_judge_for, file_judge_mode
     from deskbench.models.registry import preflight
-    from deskbench.scoring.analytics import AnalyticsJudges
-    from deskbench.scoring.analytics_calibration import analytics_items
+    from deskbench.tracks.analytics.cli import (
+        _judge_model,
+        close_judges,
+        file_judge_for,
+        file_judge_mode,
+    )
+    from deskbench.tracks.analytics.scoring.analytics import AnalyticsJudges
+    from deskbench.tracks.analytics.scoring.analytics_calibration import analytics_items
 
     if category is not None and category not in ("qa", "visualization", "file_generation"):
         raise UserError(f"--category {category!r} is not valid; use qa, visualization or file_generation")
@@ -152,7 +157,7 @@ def register(app: typer.Typer) -> None:
                     raise UserError(f"{flag} is for analytics runs; {run_dirs[0]} is a docqa run: drop {flag}")
             items, skipped = collect_items(run_dirs, system), Counter()
         if judge and track == "docqa":
-            from deskbench.cli_docqa import make_judge
+            from deskbench.tracks.docqa.cli import make_judge
 
             items = judge_items(items, make_judge(judge, judge_cache, no_cache, concurrency))
         chosen = sample_items(items, n, seed)
@@ -204,7 +209,7 @@ def register(app: typer.Typer) -> None:
             _out.print(f"-- {cat}: judge {sub.judge or '?'}, {sub.n_labelled} labelled items")
             _print_q(sub, indent="   ")
         if any(i.category == "visualization" for i in items):
-            from deskbench.scoring.analytics_calibration import CHART_RULE
+            from deskbench.tracks.analytics.scoring.analytics_calibration import CHART_RULE
 
             _out.print(f"charts: {CHART_RULE}")
         if cal.by_category:

@@ -26,7 +26,7 @@ so the sample is self-weighting: q0 and q1 need no reweighting. Items the judge 
 are not sampled.
 
 Analytics runs (AIDABench §3.3.4: its evaluators against expert annotations): the items come
-from scoring/analytics_calibration.py; an item carries track "analytics", its category and what a
+from tracks/analytics/scoring/analytics_calibration.py; an item carries track "analytics", its category and what a
 person needs to label it (instruction, reference, key points, answer; the chart image; the output
 and reference files); the strata are category x evaluator x verdict. Besides q0 and q1 the
 calibration reports the raw agreement rate (tp + tn) / (m0 + m1), the number §3.3.4 reports, with
@@ -341,8 +341,8 @@ def collect_items(run_dirs: Sequence[Path], system: str | None = None) -> list[C
 def judge_items(items: Sequence[CalibrationItem], judge: object) -> list[CalibrationItem]:
     """The items with the scorer's verdict: exact under ANLS* -> 1 ("exact", the judge is not
     asked, as in `deskbench score --judge`), else the judge's 1 / 0.5 / 0 (None if unscored)."""
-    from deskbench.scoring.answer import anls_star
-    from deskbench.scoring.docqa import judge_many
+    from deskbench.tracks.docqa.scoring.answer import anls_star
+    from deskbench.tracks.docqa.scoring.docqa import judge_many
 
     name = getattr(judge, "name", None)
     exact = [anls_star(i.prediction, i.answer_variants) == 1.0 for i in items]

@@ -78,7 +78,7 @@ class ReferenceFile(BaseModel):
     output_name: str  # the name the instruction asks for
     sheets: list[SheetSpec] = Field(min_length=1)
     # None: strict when the instruction prescribes the structure (the paper's Stage 1, read by
-    # scoring/sheets_structure.detect_strict); True/False: the task author's override of it
+    # tracks/analytics/scoring/sheets_structure.detect_strict); True/False: the task author's override of it
     strict_structure: bool | None = None
 
 

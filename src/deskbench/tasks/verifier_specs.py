@@ -2,7 +2,7 @@
 
 A spec says what to look at (the response text, or a named output file and a label, cell or
 JSON path in it) and what must hold there. The executable side lives in
-`deskbench.scoring.verifiers`, keyed by `kind`. Specs are a discriminated union on `kind`, so a
+`deskbench.tracks.deliverables.scoring.verifiers`, keyed by `kind`. Specs are a discriminated union on `kind`, so a
 task.yaml with an unknown kind or a missing field fails on load with the field named.
 """
 

@@ -27,7 +27,7 @@ if TYPE_CHECKING:
     from deskbench.runs.store import Episode, RunStore
     from deskbench.runs.track import PreparedRun, RunRequest
 
-BUILTIN = ("docqa", "analytics", "deliverables")  # modules deskbench.tracks.<name>, each with TRACK
+BUILTIN = ("docqa", "analytics", "deliverables")  # modules deskbench.tracks.<name>.track, each with TRACK
 
 
 @runtime_checkable
@@ -101,7 +101,7 @@ def tracks() -> dict[str, Track]:
     global _builtins_loaded
     if not _builtins_loaded:
         for name in BUILTIN:
-            _TRACKS.setdefault(name, importlib.import_module(f"deskbench.tracks.{name}").TRACK)
+            _TRACKS.setdefault(name, importlib.import_module(f"deskbench.tracks.{name}.track").TRACK)
         _builtins_loaded = True
     return dict(sorted(_TRACKS.items(), key=lambda kv: (kv[0] not in BUILTIN, BUILTIN.index(kv[0])
                                                          if kv[0] in BUILTIN else 0, kv[0])))

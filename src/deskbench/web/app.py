@@ -25,7 +25,6 @@ from deskbench.corpus import Corpus
 from deskbench.corpus.images import ImageSpec
 from deskbench.errors import QuerySyntaxError, UserError
 from deskbench.models.types import Usage as RunUsage
-from deskbench.runs.humans import human_system
 from deskbench.runs.store import Episode, RunStore, now
 from deskbench.tasks.docqa import (
     AnswerStep,
@@ -36,6 +35,7 @@ from deskbench.tasks.docqa import (
     Usage,
     read_tasks,
 )
+from deskbench.tracks.docqa.humans import human_system
 from deskbench.web.common import (
     HERE,
     install_basics,

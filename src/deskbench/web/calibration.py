@@ -6,7 +6,7 @@ judge's verdict, reason or name, nor the system (a labeller must not be anchored
 correct or incorrect: one click is one POST with the session's CSRF token. An analytics item
 shows its instruction, the reference answer (qa), the key points (for a chart: its rubric), the
 model's answer, and the chart image or links to the output and reference files; a chart is
-labelled correct when it satisfies every rubric item (scoring/analytics_calibration.py).
+labelled correct when it satisfies every rubric item (tracks/analytics/scoring/analytics_calibration.py).
 
 Storage: every click appends one HumanLabel line (item_id, labeller = the user name, label,
 timestamp) to RUNDIR/calibration-labels.jsonl at once (flushed and fsynced), so the file is
@@ -151,7 +151,7 @@ def mount(app: FastAPI, items_path: Path, run_dir: Path, *, render: Callable[...
 
     @app.get("/calibration/{n}/chart")
     def cal_chart(request: Request, n: int) -> Response:
-        from deskbench.scoring.charts import image_mime
+        from deskbench.tracks.analytics.scoring.charts import image_mime
 
         session(request)
         item = item_at(n)

@@ -28,17 +28,17 @@ from fastapi import FastAPI, HTTPException, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 
 from deskbench.errors import UserError
-from deskbench.runs.grades import GradeStore, StaleQC, primary_of
 from deskbench.runs.store import Episode, RunStore
-from deskbench.scoring.rubric import CriterionGrade, RubricGrade
-from deskbench.scoring.rubric_qc import (
+from deskbench.tasks.deliverables import RUBRIC_CODES, DeliverableSubmission, DeliverableTask
+from deskbench.tracks.deliverables.grades import GradeStore, StaleQC, primary_of
+from deskbench.tracks.deliverables.scoring.rubric import CriterionGrade, RubricGrade
+from deskbench.tracks.deliverables.scoring.rubric_qc import (
     STAR_TARGETS,
     QCAction,
     qc_problem,
     score0_mismatches,
     self_review,
 )
-from deskbench.tasks.deliverables import RUBRIC_CODES, DeliverableSubmission, DeliverableTask
 from deskbench.web.common import HERE, install_basics
 from deskbench.web.store import Session, WebStore
 
@@ -122,7 +122,7 @@ def create_grading_app(run_dir: Path | str) -> FastAPI:
         return path if path.is_relative_to(root) and path.is_file() else None
 
     def file_views(sub: DeliverableSubmission) -> list[dict[str, Any]]:
-        from deskbench.scoring.office import UnreadableFile, read_output
+        from deskbench.tracks.deliverables.scoring.office import UnreadableFile, read_output
 
         out = []
         for rec in sub.files:
@@ -142,7 +142,7 @@ def create_grading_app(run_dir: Path | str) -> FastAPI:
         return out
 
     def verifier_results(task: DeliverableTask, sub: DeliverableSubmission) -> list[Any]:
-        from deskbench.scoring.verifiers import run_verifiers
+        from deskbench.tracks.deliverables.scoring.verifiers import run_verifiers
 
         return run_verifiers(task.verifiers, sub.response, files_dir(sub))
 

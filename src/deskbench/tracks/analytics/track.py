@@ -1,0 +1,88 @@
+"""analytics (AIDABench) as a Track: QA, charts and spreadsheet files made with execute_code."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from pydantic import BaseModel
+
+from deskbench.runs.outcomes import DEFINITIONS
+from deskbench.tasks.analytics import AnalyticsSubmission, AnalyticsTask
+
+if TYPE_CHECKING:
+    from deskbench.runs.outcomes import ItemOutcome, OutcomeOptions
+    from deskbench.runs.store import Episode, RunStore
+    from deskbench.runs.track import PreparedRun, RunRequest
+
+
+class AnalyticsTrack:
+    name = "analytics"
+    title = "analytics (AIDABench)"
+    task_type: type[BaseModel] = AnalyticsTask
+    outcome_definition = DEFINITIONS["analytics"]
+    submission_type: type[BaseModel] = AnalyticsSubmission
+
+    limit_category = "round_limit"
+    run_options = frozenset({"--limit", "--max-rounds", "--no-summary", "--last-round-note", "--cjk-font-hint",
+                             "--unsafe-local", "--chart-judge", "--file-judge", "--file-judge-all"})
+    score_options = frozenset({"--chart-judge", "--file-judge", "--file-judge-all"})
+    compare_options = frozenset({"--chart-judge", "--file-judge", "--file-judge-all"})
+
+    def claims(self, tasks: Path, agents: Sequence[str]) -> bool:
+        """A tasks file run by an analytics agent (the tasks file alone does not say its track)."""
+        from deskbench.agents.registry import ANALYTICS_AGENTS
+
+        return not tasks.is_dir() and bool(agents) and agents[0] in ANALYTICS_AGENTS
+
+    def task_json(self, task: BaseModel) -> str:
+        return task.model_dump_json()
+
+    def load_task(self, text: str) -> BaseModel:
+        return AnalyticsTask.model_validate_json(text)
+
+    def diagnose_output(self, episode: Episode, task: BaseModel | None) -> tuple[str, str]:
+        from deskbench.runs.diagnose import code_output
+
+        return code_output(episode, task)
+
+    def prepare(self, request: RunRequest) -> PreparedRun:
+        from deskbench.errors import UserError
+        from deskbench.tasks.analytics import read_tasks
+        from deskbench.tracks.analytics.cli import file_judge_mode
+        from deskbench.tracks.analytics.run import AnalyticsRunSpec, prepare_analytics
+
+        if len(request.agents) > 1 or len(request.models) > 1:
+            raise UserError("several --agent/--model pairs are for deliverables packages; run analytics systems one at a time")
+        o = request.option
+        file_judge_mode(o("file_judge"), request.options.get("file_judge_all"))  # a bad pair is named before the run
+        spec = AnalyticsRunSpec(
+            agent=request.agents[0], model=(list(request.models) or ["openai/gpt-5-mini"])[0], out=request.out,
+            tasks_file=request.tasks, attempts=request.attempts, concurrency=request.concurrency,
+            max_rounds=o("max_rounds", 20), summary=not o("no_summary", False),
+            last_round_note=o("last_round_note", False), cjk_font_hint=o("cjk_font_hint", False),
+            sampling=request.sampling, cache=request.cache, prices=request.prices,
+            unsafe_local=o("unsafe_local", False))
+        spec.check()
+        if not request.tasks.is_file():
+            raise UserError(f"tasks file {request.tasks} not found; give an analytics tasks JSONL "
+                            "(deskbench generate analytics)")
+        return prepare_analytics(spec, read_tasks(request.tasks).items[:o("limit")])
+
+    def show_scores(self, store: RunStore, systems: Sequence[str], request: RunRequest, *, as_json: bool) -> None:
+        from deskbench.tracks.analytics.cli import score_analytics
+
+        o = request.option
+        score_analytics(store, system=systems[0] if len(systems) == 1 else None, judge=request.judge,
+                        chart_judge=o("chart_judge") or request.judge, concurrency=request.concurrency,
+                        items_out=o("items_out"), as_json=as_json, file_judge=o("file_judge"),
+                        file_judge_all=request.options.get("file_judge_all"), unsafe_local=o("unsafe_local", False))
+
+    def outcomes(self, store: RunStore, system: str, options: OutcomeOptions) -> list[ItemOutcome]:
+        from deskbench.runs.outcomes import analytics_run_outcomes
+
+        return analytics_run_outcomes(store, system, options)
+
+
+TRACK = AnalyticsTrack()

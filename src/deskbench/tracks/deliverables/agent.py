@@ -1,0 +1,160 @@
+"""The deliverables agent (`deliverable-agent`): the analyst agent's execute_code loop with a
+deliverable-writing prompt, the package's input files mounted in the sandbox and its required
+output files collected from /mnt/result (issue 7 item 7).
+
+Two options change what is measured, so each is in the system's name and in the run's protocol
+notes (runs/protocol.py): `trap_hints` (the prompt names the trap kinds; not the paper's prompt)
+and `web` (web_search and fetch tools, tracks/deliverables/web_access.py; the paper's agents had the web).
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Protocol
+
+from deskbench.agents.analyst import AnalystContext, Deliverables, code_loop
+from deskbench.agents.base import AgentResult, Recorder
+from deskbench.corpus.office import UnreadableFile, normalise
+from deskbench.runs.protocol import ProtocolNote, deskbench, paper
+from deskbench.tasks.deliverables import DeliverableSubmission, DeliverableTask
+from deskbench.tracks.deliverables.prompts import (
+    BUDGET,
+    DELIVERABLE_PROMPT,
+    FINAL_NOTE,
+    FINAL_WORDS,
+    INLINE_HEADER,
+    INPUTS_HEADER,
+    OUTPUTS_HEADER,
+    TRAP_CLOSING,
+    TRAP_HINTS,
+    TRAP_PREAMBLE,
+    TRUNCATED,
+    WEB_BUDGET,
+    WEB_LINES,
+)
+from deskbench.tracks.deliverables.web_access import (
+    WebBackend,
+    WebChoice,
+    WebUnavailable,
+    web_tools,
+)
+
+
+class DeliverablesAgent(Protocol):
+    name: str
+
+    async def run(self, task: DeliverableTask, ctx: AnalystContext, workdir: Path) -> AgentResult: ...
+
+
+def inline_inputs(paths: list[Path], budget: int) -> str:
+    """The normalised text of the input files, at most `budget` characters shared fairly: each
+    file gets an equal share, and what a short file leaves unused goes to the others."""
+    if budget <= 0:
+        return ""
+    texts: list[tuple[str, str]] = []
+    for path in paths:
+        try:
+            parts = normalise(path)
+            body = "\n".join(f"# {p.name}\n{p.text}" if p.kind != "document" else p.text for p in parts)
+        except UnreadableFile as exc:
+            body = f"[could not be read here: {exc}]"
+        texts.append((path.name, body))
+    shown: dict[int, str] = {}
+    remaining = budget
+    by_length = sorted(range(len(texts)), key=lambda i: len(texts[i][1]))
+    for rank, i in enumerate(by_length):
+        share = remaining // (len(texts) - rank)
+        body = texts[i][1]
+        if len(body) > share:
+            body = body[: max(0, share - len(TRUNCATED) - 1)] + "\n" + TRUNCATED
+        remaining -= min(len(body), share)
+        shown[i] = body
+    out = [f"=== {name} ===\n{shown[i]}" for i, (name, _) in enumerate(texts)]
+    return "\n\n".join(out)
+
+
+def deliverable_prompt(task: DeliverableTask, inputs: list[Path], *, max_rounds: int, inline_chars: int,
+                       trap_hints: bool = False, web: bool = False) -> str:
+    """The paper's prompt (discipline line + SME prompt) and the harness's mechanics; with
+    `trap_hints` the trap kinds are named; with `web` the web tools are described."""
+    lines = [INPUTS_HEADER, *(f"- /mnt/data/{p.name}" for p in inputs), ""]
+    if task.required_outputs:
+        lines += [OUTPUTS_HEADER]
+        for o in task.required_outputs:
+            sections = f" with sections/sheets/slides: {', '.join(o.sections)}" if o.sections else ""
+            lines.append(f"- /mnt/result/{o.name} ({o.format}){sections}")
+        lines.append("")
+    inlined = inline_inputs(inputs, inline_chars)
+    if inlined:
+        lines += [INLINE_HEADER, inlined, ""]
+    return DELIVERABLE_PROMPT.format(
+        preamble=TRAP_PREAMBLE.format(hints=", ".join(TRAP_HINTS.values())) if trap_hints else "",
+        task_prompt=task.full_prompt, files_block="\n".join(lines),
+        budget=(WEB_BUDGET if web else BUDGET).format(max_rounds=max_rounds),
+        web_lines=WEB_LINES if web else "", closing=TRAP_CLOSING if trap_hints else "")
+
+
+@dataclass(frozen=True)
+class DeliverableOptions:
+    """How `deliverable-agent` is set up for a run (`deskbench run` flags)."""
+
+    inline_chars: int = 24_000
+    trap_hints: bool = False  # --trap-hints
+    web: WebChoice | None = None  # --web
+
+
+def variant_name(agent: str, options: DeliverableOptions) -> str:
+    """The agent's name with its non-default options, e.g. `deliverable-agent[trap-hints,web-brave]`:
+    every table shows the variant, and two variants are two systems of one run."""
+    parts = (["trap-hints"] if options.trap_hints else []) + ([f"web-{options.web.kind}"] if options.web else [])
+    return f"{agent}[{','.join(parts)}]" if parts else agent
+
+
+def protocol_notes(options: DeliverableOptions) -> list[ProtocolNote]:
+    """The run-side protocol of a deliverables system, kept with the run (runs/protocol.py)."""
+    prompt = (deskbench("agent prompt", "trap hints (--trap-hints): the prompt names the trap kinds")
+              if options.trap_hints else
+              paper("agent prompt", "§3.2: corpus-discipline line + SME prompt, and the harness's tool mechanics"))
+    if options.web is None:
+        web = deskbench("web access", "none (no --web): FSP and hybrid CRP tasks that need live sources "
+                        "cannot be solved as the paper's agents could (§3.4, Table 5)")
+    elif options.web.live:
+        web = paper("web access", f"§3.4, Table 5: {options.web.describe()}")
+    else:
+        web = deskbench("web access", options.web.describe())
+    return [prompt, web]
+
+
+class DeliverableAgent:
+    name = "deliverable-agent"
+
+    def __init__(self, options: DeliverableOptions | None = None, web: WebBackend | None = None) -> None:
+        """`web`: the open backend of `options.web` (the run opens and closes it)."""
+        self.options = options or DeliverableOptions()
+        self.inline_chars = self.options.inline_chars
+        if (web is None) != (self.options.web is None):
+            raise ValueError("a web backend is given exactly when options.web is set")
+        self.web = web
+
+    async def run(self, task: DeliverableTask, ctx: AnalystContext, workdir: Path) -> AgentResult:
+        rec = Recorder(ctx.model)
+        inputs = task.input_paths()
+        missing = [str(p) for p in inputs if not p.is_file()]
+        if missing:
+            return rec.result("error", error=f"task {task.id}: input file not found: {missing[0]}")
+        files = Deliverables(workdir)
+        web = self.web is not None
+        prompt = deliverable_prompt(task, inputs, max_rounds=ctx.settings.max_rounds,
+                                    inline_chars=self.inline_chars, trap_hints=self.options.trap_hints, web=web)
+        note = FINAL_NOTE.format(max_rounds=ctx.settings.max_rounds, **FINAL_WORDS[web])
+        try:
+            end = await code_loop(prompt, inputs, ctx, files, rec, final_note=note,
+                                  tools=web_tools(self.web) if self.web is not None else ())
+        except WebUnavailable as exc:
+            return rec.result("error", error=f"web access failed: {exc}")
+        sub = DeliverableSubmission(
+            id=task.id, response=end.answer, files=files.records(),
+            files_dir=os.path.relpath(files.result, ctx.run_dir), rounds=end.rounds, stop=end.stop)
+        return rec.result(end.status, sub, error=end.error)

@@ -1,0 +1,1 @@
+"""tracks.deliverables.generate."""

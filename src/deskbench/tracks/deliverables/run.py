@@ -1,0 +1,172 @@
+"""Deliverables runs: several (agent, model) systems on the same task packages at once.
+
+The paper's dispatcher sends every agent the identical packages simultaneously and merges each
+result into one store as it lands (§3.4, Appendix D). Here every system's episodes run
+concurrently into the run's SQLite store; a rerun of named tasks or systems (`rerun`) replaces
+just those episodes, each in one transaction when its new version ends, and leaves every other
+episode as it was. An episode's output files live under RUNDIR/outputs/<system>/<task>/<attempt>/.
+
+`--trap-hints` and `--web` make a variant of the agent: its system name says so
+(`deliverable-agent[trap-hints]:MODEL`) and its protocol notes are kept with the run, so a variant
+and the paper's setting can share a run and every table tells them apart.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Sequence
+from contextlib import asynccontextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from deskbench.agents.analyst import AnalystContext, AnalystSettings
+from deskbench.agents.base import AgentResult
+from deskbench.agents.registry import DELIVERABLE_AGENTS
+from deskbench.errors import UserError
+from deskbench.models.registry import open_model, preflight
+from deskbench.models.resilient import ResilientModel
+from deskbench.models.settings import Sampling
+from deskbench.runs.protocol import remember_protocol
+from deskbench.runs.runner import EpisodeFn, HasId, episode_dir, system_name
+from deskbench.runs.settings import remember_settings
+from deskbench.runs.store import RunStore
+from deskbench.runs.track import PreparedRun, PreparedSystem, wanted
+from deskbench.sandbox import Limits, Sandbox
+from deskbench.tasks.deliverables import DeliverableTask, load_packages
+from deskbench.tracks.deliverables.agent import (
+    DeliverableOptions,
+    DeliverablesAgent,
+    protocol_notes,
+    variant_name,
+)
+from deskbench.tracks.deliverables.web_access import WebChoice, open_web
+
+
+@dataclass(frozen=True)
+class SystemSpec:
+    agent: str
+    model: str
+
+
+def pair_systems(agents: Sequence[str], models: Sequence[str]) -> list[SystemSpec]:
+    """`--agent`/`--model` pairs in order; one agent with several models (or the reverse) is
+    paired with each. Anything else is ambiguous and refused."""
+    if not agents or not models:
+        raise UserError("give at least one --agent and one --model")
+    if len(agents) == 1:
+        agents = list(agents) * len(models)
+    elif len(models) == 1:
+        models = list(models) * len(agents)
+    if len(agents) != len(models):
+        raise UserError(f"{len(agents)} --agent and {len(models)} --model options do not pair up; give one "
+                        "--model per --agent (in order), or one agent with several models")
+    systems = [SystemSpec(a, m) for a, m in zip(agents, models, strict=True)]
+    for s in systems:
+        if s.agent not in DELIVERABLE_AGENTS:
+            raise UserError(f"unknown deliverables agent {s.agent!r}; choose one of: {', '.join(DELIVERABLE_AGENTS)}")
+    if len(set(systems)) != len(systems):
+        raise UserError("the same --agent/--model pair is given twice; give each system once")
+    return systems
+
+
+@dataclass(frozen=True)
+class DeliverablesRunSpec:
+    systems: tuple[SystemSpec, ...]
+    packages: Path
+    out: Path
+    only_tasks: tuple[str, ...] = ()
+    only_systems: tuple[str, ...] = ()  # names as stored ("agent:model"), for reruns
+    rerun: bool = False
+    attempts: int = 1
+    concurrency: int = 2  # episodes in flight per system
+    max_rounds: int = 20
+    sampling: Sampling = field(default_factory=Sampling)
+    inline_chars: int = 24_000
+    cache: bool = False
+    prices: Path | None = None
+    unsafe_local: bool = False
+    limits: Limits = field(default_factory=Limits)
+    trap_hints: bool = False  # the prompt names the trap kinds (not the paper's prompt)
+    web: WebChoice | None = None  # web_search/fetch tools (none: no web access)
+
+    @property
+    def options(self) -> DeliverableOptions:
+        return DeliverableOptions(inline_chars=self.inline_chars, trap_hints=self.trap_hints, web=self.web)
+
+    def system(self, agent: str, model_id: str) -> str:
+        """The stored system name: the agent's variant and the model."""
+        return system_name(variant_name(agent, self.options), model_id)
+
+    def check(self) -> None:
+        for flag, value in (("--attempts", self.attempts), ("--concurrency", self.concurrency),
+                            ("--max-rounds", self.max_rounds)):
+            if value < 1:
+                raise UserError(f"{flag} {value} is not valid; use 1 or more")
+        if self.inline_chars < 0:
+            raise UserError(f"--inline-chars {self.inline_chars} is not valid; use 0 or more")
+
+
+def select_tasks(all_tasks: list[DeliverableTask], only: Sequence[str]) -> list[DeliverableTask]:
+    if not only:
+        return all_tasks
+    known = {t.id for t in all_tasks}
+    unknown = [i for i in only if i not in known]
+    if unknown:
+        raise UserError(f"--only-task {unknown[0]!r} is not a package here; known ids: {', '.join(sorted(known))}")
+    return [t for t in all_tasks if t.id in set(only)]
+
+
+def prepare_deliverables(spec: DeliverablesRunSpec) -> PreparedRun:
+    """Every system on the packages at once (each system's episodes `concurrency` at a time); one
+    server / client per model, shared by its systems; one web backend shared by every system."""
+    spec.check()
+    all_tasks = load_packages(spec.packages)
+    tasks = select_tasks(all_tasks, spec.only_tasks)
+    sandbox = Sandbox(spec.limits, unsafe_local=spec.unsafe_local)  # refuses early without bubblewrap
+    for s in spec.systems:  # every model's key and settings before anything is created
+        preflight(s.model, spec.sampling)
+    store = RunStore(spec.out)
+    store.save_tasks(all_tasks)
+    store.set_meta("packages", str(spec.packages.resolve()))
+    models: dict[str, ResilientModel] = {}
+    agents: dict[str, str] = {}  # system name -> agent
+    for s in spec.systems:
+        if s.model not in models:
+            models[s.model] = open_model(s.model, sampling=spec.sampling, concurrency=spec.concurrency * len(spec.systems),
+                                         cache=spec.cache, prices=spec.prices)
+        name = spec.system(s.agent, models[s.model].id)
+        remember_settings(store, name, models[s.model])
+        remember_protocol(store, name, protocol_notes(spec.options))
+        if not spec.only_systems or name in spec.only_systems:
+            agents[name] = s.agent
+    if spec.only_systems and not agents:
+        raise UserError(f"--only-system {spec.only_systems[0]!r} matches none of the systems given "
+                        f"({', '.join(spec.system(s.agent, models[s.model].id) for s in spec.systems)})")
+    settings = AnalystSettings(max_rounds=spec.max_rounds, summary=False)
+    by_name = {spec.system(s.agent, models[s.model].id): models[s.model] for s in spec.systems}
+
+    @asynccontextmanager
+    async def start() -> AsyncIterator[dict[str, EpisodeFn]]:
+        web = open_web(spec.web) if spec.web is not None else None
+        try:
+            yield {name: _episodes(DELIVERABLE_AGENTS[agent](spec.options, web), name, prep,
+                                   AnalystContext(model=by_name[name], sandbox=sandbox, tasks_dir=spec.packages.resolve(),
+                                                  run_dir=store.dir, settings=settings))
+                   for name, agent in agents.items()}
+        finally:
+            if web is not None:
+                await web.aclose()
+
+    prep = PreparedRun(track="deliverables", store=store, tasks=tasks, systems=[], start=start,
+                       attempts=spec.attempts, concurrency=spec.concurrency, replace=spec.rerun)
+    prep.systems += [PreparedSystem(name=name, model=by_name[name],
+                                    already_done=prep.done_before(name, wanted(tasks, spec.attempts)))
+                     for name in agents]
+    return prep
+
+
+def _episodes(agent: DeliverablesAgent, system: str, prep: PreparedRun, ctx: AnalystContext) -> EpisodeFn:
+    async def episode(task: HasId, attempt: int) -> AgentResult:
+        assert isinstance(task, DeliverableTask)
+        return await agent.run(task, ctx, episode_dir(prep.store.dir, system, task.id, attempt))
+
+    return episode

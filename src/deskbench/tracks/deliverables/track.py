@@ -1,0 +1,92 @@
+"""deliverables (consulting DRA) as a Track: client deliverables from task packages."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from pydantic import BaseModel
+
+from deskbench.runs.outcomes import DEFINITIONS
+from deskbench.tasks.deliverables import DeliverableSubmission, DeliverableTask
+
+if TYPE_CHECKING:
+    from deskbench.runs.outcomes import ItemOutcome, OutcomeOptions
+    from deskbench.runs.store import Episode, RunStore
+    from deskbench.runs.track import PreparedRun, RunRequest
+
+
+class DeliverablesTrack:
+    name = "deliverables"
+    title = "deliverables (consulting DRA)"
+    task_type: type[BaseModel] = DeliverableTask
+    outcome_definition = DEFINITIONS["deliverables"]
+    submission_type: type[BaseModel] = DeliverableSubmission
+
+    limit_category = "round_limit"
+    run_options = frozenset({"--max-rounds", "--unsafe-local", "--only-task", "--only-system", "--rerun",
+                             "--inline-chars", "--trap-hints", "--web", "--web-record"})
+    score_options = frozenset({"--reviewed-only"})
+    compare_options = frozenset({"--reviewed-only"})
+
+    def claims(self, tasks: Path, agents: Sequence[str]) -> bool:
+        """A task package folder (or a folder of packages)."""
+        return tasks.is_dir()
+
+    def task_json(self, task: BaseModel) -> str:
+        """The package and its folder (task.yaml does not say where it is; its inputs are there)."""
+        assert isinstance(task, DeliverableTask)
+        return json.dumps({"task": task.model_dump(mode="json", by_alias=True),
+                           "directory": str(task.directory.resolve()) if task.directory else None})
+
+    def load_task(self, text: str) -> BaseModel:
+        row = json.loads(text)
+        task = DeliverableTask.model_validate(row["task"])
+        task.directory = Path(row["directory"]) if row.get("directory") else None
+        return task
+
+    def diagnose_output(self, episode: Episode, task: BaseModel | None) -> tuple[str, str]:
+        from deskbench.runs.diagnose import code_output
+
+        return code_output(episode, task)
+
+    def prepare(self, request: RunRequest) -> PreparedRun:
+        """Every (--agent, --model) pair is a system; all of them run at once."""
+        from deskbench.errors import UserError
+        from deskbench.tracks.deliverables.run import (
+            DeliverablesRunSpec,
+            pair_systems,
+            prepare_deliverables,
+        )
+        from deskbench.tracks.deliverables.web_access import parse_web
+
+        o = request.option
+        if o("web_record") is not None and o("web") is None:
+            raise UserError("--web-record saves what a live --web returns; give --web too (e.g. --web brave)")
+        spec = DeliverablesRunSpec(
+            systems=tuple(pair_systems(list(request.agents) or ["deliverable-agent"],
+                                       list(request.models) or ["openai/gpt-5-mini"])),
+            packages=request.tasks, out=request.out, only_tasks=tuple(o("only_task", [])),
+            only_systems=tuple(o("only_system", [])), rerun=o("rerun", False), attempts=request.attempts,
+            concurrency=min(request.concurrency, 4), max_rounds=o("max_rounds", 20), sampling=request.sampling,
+            inline_chars=o("inline_chars", 24_000), cache=request.cache, prices=request.prices,
+            unsafe_local=o("unsafe_local", False), trap_hints=o("trap_hints", False),
+            web=parse_web(o("web"), o("web_record")) if o("web") is not None else None)
+        return prepare_deliverables(spec)
+
+    def show_scores(self, store: RunStore, systems: Sequence[str], request: RunRequest, *, as_json: bool) -> None:
+        from deskbench.tracks.deliverables.cli import score_deliverables
+
+        o = request.option
+        score_deliverables(store, systems=list(systems), judge=request.judge, concurrency=request.concurrency,
+                           as_json=as_json, items_out=o("items_out"), reviewed_only=o("reviewed_only", False))
+
+    def outcomes(self, store: RunStore, system: str, options: OutcomeOptions) -> list[ItemOutcome]:
+        from deskbench.runs.outcomes import deliverables_run_outcomes
+
+        return deliverables_run_outcomes(store, system, options)
+
+
+TRACK = DeliverablesTrack()

@@ -1,0 +1,38 @@
+"""pass@k, avg@k and the spread across attempts of a docqa system run with `--attempts K`.
+
+MADQA's metrics (accuracy, Page/Doc F1, Kuiper, bias correction) stay on attempt 0: the
+ScoreReport is attempt 0's. This block scores every attempt the same way (ANLS* >= 0.5, or the
+judge's raw verdict with --judge) and hands the per-attempt accuracies to scoring/attempts.py,
+the one home of pass@k. An episode that ended in an error scores 0 (as in the headline); an
+attempt not yet run (a cut-short run) is absent, not wrong, and makes the block incomplete.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from deskbench.runs.runner import run_submissions
+from deskbench.runs.store import RunStore
+from deskbench.scoring.attempts import AttemptMetrics, attempt_metrics
+from deskbench.tasks.docqa import DocQATask
+from deskbench.tracks.docqa.humans import episodes_of
+from deskbench.tracks.docqa.scoring.docqa import ScoreOptions, score_all
+
+
+def stored_attempts(store: RunStore, system: str) -> int:
+    """k: the most attempts any task of `system` has in the store (1 for a run without --attempts)."""
+    return max((ep.attempt + 1 for ep in episodes_of(store, system)), default=1)
+
+
+def docqa_attempts(store: RunStore, system: str, tasks: Sequence[DocQATask], opts: ScoreOptions) -> AttemptMetrics | None:
+    """The attempts block of one system over `tasks`; None when it was run once per task."""
+    k = stored_attempts(store, system)
+    if k < 2:
+        return None
+    rows: list[tuple[str, int, float | None]] = []
+    for attempt in range(k):
+        subs, failed = run_submissions(store, system, attempt)
+        present = {s.id for s in subs} | set(failed)
+        items, _ = score_all([t for t in tasks if t.id in present], subs, opts, errors=failed)
+        rows += [(item.id, attempt, item.accuracy) for item in items]
+    return attempt_metrics(rows, k)

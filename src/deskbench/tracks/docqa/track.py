@@ -1,0 +1,83 @@
+"""docqa (MADQA) as a Track: question answering over a PDF collection with page citations."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from pydantic import BaseModel
+
+from deskbench.runs.outcomes import DEFINITIONS
+from deskbench.tasks.docqa import DocQASubmission, DocQATask
+
+if TYPE_CHECKING:
+    from deskbench.runs.outcomes import ItemOutcome, OutcomeOptions
+    from deskbench.runs.store import Episode, RunStore
+    from deskbench.runs.track import PreparedRun, RunRequest
+
+
+class DocQATrack:
+    name = "docqa"
+    title = "docqa (MADQA)"
+    task_type: type[BaseModel] = DocQATask
+    outcome_definition = DEFINITIONS["docqa"]
+    submission_type: type[BaseModel] = DocQASubmission
+
+    limit_category = "step_limit"
+    run_options = frozenset({"--corpus", "--limit", "--max-steps", "--max-sub-calls", "--top-k", "--view",
+                             "--unsafe-local"})
+    score_options = frozenset({"--tasks", "--pool-humans", "--by", "--official", "--kuiper-ties", "--effort",
+                               "--skip-invalid", "--judge-cache", "--no-cache", "--q0", "--q1", "--m0", "--m1",
+                               "--judge-calibration"})
+    compare_options = frozenset({"--judge-cache", "--no-cache"})
+
+    def claims(self, tasks: Path, agents: Sequence[str]) -> bool:
+        """The default track: any tasks file another track does not claim."""
+        return not tasks.is_dir()
+
+    def task_json(self, task: BaseModel) -> str:
+        return task.model_dump_json()
+
+    def load_task(self, text: str) -> BaseModel:
+        return DocQATask.model_validate_json(text)
+
+    def diagnose_output(self, episode: Episode, task: BaseModel | None) -> tuple[str, str]:
+        from deskbench.runs.diagnose import answer_output
+
+        return answer_output(episode)
+
+    def prepare(self, request: RunRequest) -> PreparedRun:
+        return _prepare(request)
+
+    def show_scores(self, store: RunStore, systems: Sequence[str], request: RunRequest, *, as_json: bool) -> None:
+        """The MADQA table per system (from `run`: the run's judge, defaults for the rest)."""
+        from deskbench.tracks.docqa.cli import DocQAScoreArgs, score_run
+
+        args = DocQAScoreArgs.of({**request.options, "judge": request.judge, "concurrency": request.concurrency})
+        score_run(store, systems, args, as_json=as_json)
+
+    def outcomes(self, store: RunStore, system: str, options: OutcomeOptions) -> list[ItemOutcome]:
+        from deskbench.runs.outcomes import docqa_run_outcomes
+
+        return docqa_run_outcomes(store, system, options)
+
+
+TRACK = DocQATrack()
+
+
+def _prepare(request: RunRequest) -> PreparedRun:
+    from deskbench.errors import UserError
+    from deskbench.tasks.docqa import read_tasks
+    from deskbench.tracks.docqa.run import RunSpec, prepare
+
+    if len(request.agents) > 1 or len(request.models) > 1:
+        raise UserError("several --agent/--model pairs are for deliverables packages; run docqa systems one at a time")
+    o = request.option
+    spec = RunSpec(agent=(list(request.agents) or ["bm25-agent"])[0], model=(list(request.models) or ["openai/gpt-5-mini"])[0],
+                   out=request.out, corpus=o("corpus"), concurrency=request.concurrency, max_steps=o("max_steps"),
+                   top_k=o("top_k", 5), view=o("view"), sampling=request.sampling, cache=request.cache,
+                   prices=request.prices, unsafe_local=o("unsafe_local", False), max_sub_calls=o("max_sub_calls"),
+                   attempts=request.attempts)
+    spec.check()  # before reading tasks: a bad flag is named first
+    return prepare(spec, read_tasks(request.tasks).items[:o("limit")], tasks_file=str(request.tasks))
