@@ -12,9 +12,10 @@ from conftest import run_cli
 from scipy.stats import binomtest
 
 from deskbench.analysis.compare import Comparison, SystemOutcomes, compare
-from deskbench.runs.outcomes import ItemOutcome, analytics_outcomes, outcomes_of
+from deskbench.runs.outcomes import ItemOutcome, outcomes_of
 from deskbench.runs.store import Episode, RunStore
 from deskbench.tasks.docqa import DocQASubmission, DocQATask
+from deskbench.tracks.analytics.outcomes import analytics_outcomes
 from deskbench.tracks.registry import tracks
 
 TASKS = [DocQATask(id=f"t{i}", question=f"q{i}?", answer_variants=[[f"answer {i}"]]) for i in range(12)]
@@ -254,7 +255,7 @@ def test_a_deliverables_pair(tmp_path: Path) -> None:
     diff = sum(vrs[("alpha", t)] - vrs[("beta", t)] for t in data["common_tasks"]) / 2
     assert pair["mean_diff"] == pytest.approx(diff)
     # the converter: ACCEPT is correct, VRS_0 / 100 the score, an ungraded item unscored
-    from deskbench.runs.outcomes import deliverables_outcomes
+    from deskbench.tracks.deliverables.outcomes import deliverables_outcomes
 
     accepted = items[("alpha", data["common_tasks"][0])].model_copy(update={"accept": True, "vrs_relaxed": 91.0})
     ungraded = items[("alpha", data["common_tasks"][0])].model_copy(update={"scores": None})

@@ -9,15 +9,13 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from deskbench.analysis.compare import Comparison, SystemOutcomes, compare, system_labels
-from deskbench.runs.outcomes import (
-    ItemOutcome,
-    analytics_outcomes,
-    deliverables_outcomes,
-    docqa_outcomes,
-)
+from deskbench.runs.outcomes import ItemOutcome
 from deskbench.tasks.docqa import ItemScore
+from deskbench.tracks.analytics.outcomes import analytics_outcomes
 from deskbench.tracks.analytics.scoring.analytics import AnalyticsItemScore
+from deskbench.tracks.deliverables.outcomes import deliverables_outcomes
 from deskbench.tracks.deliverables.scoring.deliverables import DeliverableItemScore
+from deskbench.tracks.docqa.outcomes import docqa_outcomes
 from deskbench.tracks.registry import get_track
 
 

@@ -8,8 +8,8 @@ from typing import TYPE_CHECKING
 
 from pydantic import BaseModel
 
-from deskbench.runs.outcomes import DEFINITIONS
 from deskbench.tasks.analytics import AnalyticsSubmission, AnalyticsTask
+from deskbench.tracks.analytics.outcomes import DEFINITION as ANALYTICS_DEFINITION
 
 if TYPE_CHECKING:
     from deskbench.runs.outcomes import ItemOutcome, OutcomeOptions
@@ -21,7 +21,7 @@ class AnalyticsTrack:
     name = "analytics"
     title = "analytics (AIDABench)"
     task_type: type[BaseModel] = AnalyticsTask
-    outcome_definition = DEFINITIONS["analytics"]
+    outcome_definition = ANALYTICS_DEFINITION
     submission_type: type[BaseModel] = AnalyticsSubmission
 
     limit_category = "round_limit"
@@ -80,7 +80,7 @@ class AnalyticsTrack:
                         file_judge_all=request.options.get("file_judge_all"), unsafe_local=o("unsafe_local", False))
 
     def outcomes(self, store: RunStore, system: str, options: OutcomeOptions) -> list[ItemOutcome]:
-        from deskbench.runs.outcomes import analytics_run_outcomes
+        from deskbench.tracks.analytics.outcomes import analytics_run_outcomes
 
         return analytics_run_outcomes(store, system, options)
 

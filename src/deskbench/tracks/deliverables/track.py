@@ -9,8 +9,8 @@ from typing import TYPE_CHECKING
 
 from pydantic import BaseModel
 
-from deskbench.runs.outcomes import DEFINITIONS
 from deskbench.tasks.deliverables import DeliverableSubmission, DeliverableTask
+from deskbench.tracks.deliverables.outcomes import DEFINITION as DELIVERABLES_DEFINITION
 
 if TYPE_CHECKING:
     from deskbench.runs.outcomes import ItemOutcome, OutcomeOptions
@@ -22,7 +22,7 @@ class DeliverablesTrack:
     name = "deliverables"
     title = "deliverables (consulting DRA)"
     task_type: type[BaseModel] = DeliverableTask
-    outcome_definition = DEFINITIONS["deliverables"]
+    outcome_definition = DELIVERABLES_DEFINITION
     submission_type: type[BaseModel] = DeliverableSubmission
 
     limit_category = "round_limit"
@@ -84,7 +84,7 @@ class DeliverablesTrack:
                            as_json=as_json, items_out=o("items_out"), reviewed_only=o("reviewed_only", False))
 
     def outcomes(self, store: RunStore, system: str, options: OutcomeOptions) -> list[ItemOutcome]:
-        from deskbench.runs.outcomes import deliverables_run_outcomes
+        from deskbench.tracks.deliverables.outcomes import deliverables_run_outcomes
 
         return deliverables_run_outcomes(store, system, options)
 

@@ -8,8 +8,8 @@ from typing import TYPE_CHECKING
 
 from pydantic import BaseModel
 
-from deskbench.runs.outcomes import DEFINITIONS
 from deskbench.tasks.docqa import DocQASubmission, DocQATask
+from deskbench.tracks.docqa.outcomes import DEFINITION as DOCQA_DEFINITION
 
 if TYPE_CHECKING:
     from deskbench.runs.outcomes import ItemOutcome, OutcomeOptions
@@ -21,7 +21,7 @@ class DocQATrack:
     name = "docqa"
     title = "docqa (MADQA)"
     task_type: type[BaseModel] = DocQATask
-    outcome_definition = DEFINITIONS["docqa"]
+    outcome_definition = DOCQA_DEFINITION
     submission_type: type[BaseModel] = DocQASubmission
 
     limit_category = "step_limit"
@@ -58,7 +58,7 @@ class DocQATrack:
         score_run(store, systems, args, as_json=as_json)
 
     def outcomes(self, store: RunStore, system: str, options: OutcomeOptions) -> list[ItemOutcome]:
-        from deskbench.runs.outcomes import docqa_run_outcomes
+        from deskbench.tracks.docqa.outcomes import docqa_run_outcomes
 
         return docqa_run_outcomes(store, system, options)
 

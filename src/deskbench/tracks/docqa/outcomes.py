@@ -1,0 +1,47 @@
+"""docqa's item outcome, on its own scorer (tracks/docqa/scoring/docqa.py `score_all`, as `deskbench
+score RUN` scores a run: attempt-0 episodes, a failed episode scored 0): score = the item's accuracy
+(1/0 under ANLS* >= 0.5; 1/0.5/0 with --judge); correct = `ItemScore.correct`, accuracy >= 0.5
+(MADQA F.3's binary correctness, what the official Kuiper uses; a judge's "partial" counts as
+correct). A judge call that failed leaves the item unscored. Only tasks the system has an episode
+for are its tasks (a task it never ran is not wrong, it is not its task).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+from deskbench.runs.outcomes import ItemOutcome, OutcomeOptions
+
+if TYPE_CHECKING:
+    from deskbench.runs.store import RunStore
+    from deskbench.tasks.docqa import ItemScore
+
+DEFINITION = ("score = the item's accuracy (ANLS* >= 0.5 gives 1/0; with --judge 1/0.5/0); correct = accuracy "
+              ">= 0.5 (a judge's partial counts); a failed episode scores 0; a failed judge call is unscored")
+"""How an item's score and binary outcome are defined, in words (`compare` and its page show it)."""
+
+
+def docqa_outcomes(items: Sequence[ItemScore], system: str, *, attempt: int = 0) -> list[ItemOutcome]:
+    """docqa items (tracks/docqa/scoring/docqa.py) as outcomes; a "missing" item (the episode failed) is
+    scored 0, as `deskbench score` counts it."""
+    out = []
+    for i in items:
+        if i.status == "unscored" or i.accuracy is None:
+            out.append(ItemOutcome(task_id=i.id, attempt=attempt, system=system, status="unscored"))
+        else:
+            out.append(ItemOutcome(task_id=i.id, attempt=attempt, system=system, status="scored",
+                                   score=float(i.accuracy), correct=bool(i.correct)))
+    return out
+
+
+def docqa_run_outcomes(store: RunStore, system: str, options: OutcomeOptions) -> list[ItemOutcome]:
+    from deskbench.runs.runner import run_submissions
+    from deskbench.tracks.docqa.humans import tasks_scored
+    from deskbench.tracks.docqa.scoring.docqa import ScoreOptions, score_all
+
+    subs, failed = run_submissions(store, system)  # attempt 0, as `deskbench score`
+    ran = {s.id for s in subs if s.id is not None} | set(failed)
+    tasks = [t for t in tasks_scored(system, store.tasks(), ran) if t.id in ran]
+    items, _ = score_all(tasks, subs, options.docqa or ScoreOptions(), errors=failed)
+    return docqa_outcomes(items, system)
