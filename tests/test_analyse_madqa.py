@@ -11,7 +11,7 @@ import typer
 from conftest import run_cli
 from typer.testing import CliRunner
 
-from deskbench.analysis.cli_madqa import register
+from deskbench.cli.analyse_madqa import register
 from deskbench.analysis.corpus_stats import corpus_stats
 from deskbench.analysis.cost import cost_figure, cost_report
 from deskbench.analysis.effort import effort_report, system_effort

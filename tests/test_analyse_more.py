@@ -15,7 +15,7 @@ import pytest
 import typer
 from typer.testing import CliRunner
 
-from deskbench.analysis.cli_more import register
+from deskbench.cli.analyse_more import register
 from deskbench.analysis.drift import drift_report, episode_queries, load_drift
 from deskbench.analysis.guessability import classify_question, guessability, load_guessability
 from deskbench.analysis.lexical import lexical_analysis, load_lexical, ngrams

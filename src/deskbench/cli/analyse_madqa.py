@@ -13,7 +13,7 @@ from typing import Annotated, Any, TypeVar
 import typer
 from pydantic import BaseModel
 
-from deskbench.analysis.cli_more import CorpusOpt, PlotOpt, RunDirsArg, TasksOpt, write_report
+from deskbench.cli.analyse_more import CorpusOpt, PlotOpt, RunDirsArg, TasksOpt, write_report
 from deskbench.errors import UserError
 
 OutOpt = Annotated[Path | None, typer.Option("--output", "-o", help="JSON report to write.")]

@@ -11,7 +11,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from deskbench.cli_settings import (
+from deskbench.cli.settings import (
     CapabilitiesOpt,
     JudgeMaxTokensOpt,
     JudgeReasoningEffortOpt,

@@ -60,7 +60,7 @@ def register(app: typer.Typer) -> None:
         quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress bar.")] = False,
     ) -> None:
         """Grade each ok episode with an LLM on the five criteria; failures are kept apart from grades."""
-        from deskbench.cli import _progress
+        from deskbench.cli.common import progress_bars
         from deskbench.models.registry import open_model
         from deskbench.models.settings import Sampling
         from deskbench.tracks.deliverables.scoring.rubric_run import episodes_to_grade, grade_run
@@ -79,7 +79,7 @@ def register(app: typer.Typer) -> None:
         todo, skipped = episodes_to_grade(store, grader.id, system=system, regrade=regrade)
 
         async def go():  # -> GradingCounts
-            with _progress(quiet) as progress:
+            with progress_bars(quiet) as progress:
                 bar = progress.add_task("grading", total=len(todo), current="")
                 try:
                     return await grade_run(

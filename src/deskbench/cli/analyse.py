@@ -17,7 +17,6 @@ import typer
 from pydantic import BaseModel
 
 from deskbench.analysis.agreement import CORRECT_AT, kappa_matrix, outcome_table
-from deskbench.analysis.cli_more import write_report as _write
 from deskbench.analysis.items import difficulty, discrimination
 from deskbench.analysis.matrix import ResponseMatrix, load_matrix
 from deskbench.analysis.splits import (
@@ -30,6 +29,7 @@ from deskbench.analysis.splits import (
     ranking_agreement,
     system_means,
 )
+from deskbench.cli.analyse_more import write_report as _write
 from deskbench.errors import UserError
 from deskbench.tracks.docqa.humans import is_human
 
@@ -269,10 +269,11 @@ def agreement_cmd(run_dirs: RunDirsArg, output: OutOpt, plot: PlotOpt = None, po
         _save(fig, plot)
 
 
-from deskbench.analysis.cli_more import register  # noqa: E402
+def register(app: typer.Typer) -> None:
+    """Add the `analyse` group (this module's analyses, cli/analyse_more.py's and cli/analyse_madqa.py's)."""
+    from deskbench.cli.analyse_madqa import register as register_madqa
+    from deskbench.cli.analyse_more import register as register_more
 
-register(analyse_app)
-
-from deskbench.analysis.cli_madqa import register as register_madqa  # noqa: E402
-
-register_madqa(analyse_app)
+    register_more(analyse_app)
+    register_madqa(analyse_app)
+    app.add_typer(analyse_app, name="analyse")

@@ -1,0 +1,5 @@
+"""`python -m deskbench.cli`."""
+
+from deskbench.cli.app import main
+
+main()

@@ -1,0 +1,56 @@
+"""The `deskbench` command: one Typer app assembled from the command modules in this package.
+
+Each command module is a thin shell over a module's Python API and adds its commands with
+`register(app)`; the list below is the only place that knows them all."""
+
+from __future__ import annotations
+
+import importlib
+import sys
+
+import typer
+from rich.markup import escape
+
+from deskbench.console import err
+from deskbench.errors import UserError
+
+app = typer.Typer(
+    add_completion=False,
+    no_args_is_help=True,
+    pretty_exceptions_enable=False,
+    help="Evaluate AI agents on analysts' desk work: document QA, analytics, deliverables.",
+)
+
+COMMAND_MODULES = (
+    "corpus",  # ingest, search, page, info
+    "run",
+    "score",
+    "compare",
+    "diagnose",
+    "report",
+    "demo",
+    "generate",
+    "analyse",
+    "imports",  # import, import-tasks
+    "calibrate",
+    "compare_sheets",
+    "rubric",
+    "verify",
+    "sandbox",
+    "serve",
+)
+
+for _name in COMMAND_MODULES:
+    importlib.import_module(f"deskbench.cli.{_name}").register(app)
+
+
+def main() -> None:
+    """The console script: a UserError is one line and exit code 2, never a traceback."""
+    try:
+        app()
+    except UserError as exc:
+        err.print(f"[red]error:[/red] {escape(str(exc))}")
+        sys.exit(2)
+    except KeyboardInterrupt:
+        err.print("interrupted: work committed so far is kept; run the command again to continue")
+        sys.exit(130)

@@ -1,0 +1,67 @@
+"""What every command module shares: the common options, the progress bars, and one progress path
+for every track's run (execute_with_progress)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.markup import escape
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+from deskbench.console import err
+from deskbench.errors import UserError
+
+CorpusOpt = Annotated[Path, typer.Option("--corpus", "-c", help="Corpus directory.")]
+JsonOpt = Annotated[bool, typer.Option("--json", help="Print machine-readable JSON on stdout.")]
+QuietOpt = Annotated[bool, typer.Option("--quiet", "-q", help="No progress bars.")]
+
+def progress_bars(quiet: bool) -> Progress:
+    return Progress(
+        TextColumn("{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        TextColumn("{task.fields[current]}"),
+        console=err,
+        disable=quiet,
+        transient=True,
+    )
+
+def at_least_one(flag: str, value: int) -> None:
+    if value < 1:
+        raise UserError(f"{flag} {value} is not valid; use 1 or more")
+
+
+def describe(report: object) -> str:
+    """A generator's report as one readable block."""
+    fields = report.model_dump() if hasattr(report, "model_dump") else vars(report)
+    return "\n".join(f"{k}: {v}" for k, v in fields.items())
+
+
+def execute_with_progress(prep, quiet: bool) -> list[str]:  # prep: runs.track.PreparedRun
+    """Run every system of a prepared run at once (runs/track.py execute_run), one progress bar
+    each (done / errors / cost); report each system's counts; return the systems' names."""
+    from deskbench.models.prices import cost_summary, format_cost
+    from deskbench.runs.track import execute_run
+
+    for warning in prep.warnings:
+        err.print(f"[yellow]warning:[/yellow] {escape(warning)}")
+    for model in {id(s.model): s.model for s in prep.systems if s.model is not None}.values():
+        if model.settings is not None:
+            err.print(f"{escape(model.id)} settings: {escape(model.settings.describe())}")
+    with progress_bars(quiet) as progress:
+        bars = {s.name: progress.add_task(s.name, total=prep.per_system, current="", completed=s.already_done)
+                for s in prep.systems}
+
+        def on_episode(system: str, counts) -> None:  # type: ignore[no-untyped-def]
+            progress.update(bars[system], advance=1,
+                            current=f"errors {counts.errors}  cost {format_cost(counts.cost_usd)}")
+
+        outcomes = execute_run(prep, on_episode)
+    for o in outcomes:
+        c = o.counts
+        money = f"; {cost_summary(o.ledger.total.cost_usd)}; retries {o.ledger.retries}" if o.ledger else ""
+        err.print(f"{escape(o.system)}: {c.done} episodes run ({c.errors} errors), {c.skipped} already done{money}")
+    return [o.system for o in outcomes]

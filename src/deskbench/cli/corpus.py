@@ -1,0 +1,209 @@
+"""Corpus commands: ingest PDFs, search them, show a page, describe a corpus."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.markup import escape
+from rich.table import Table
+
+from deskbench.cli.common import CorpusOpt, JsonOpt, QuietOpt, progress_bars
+from deskbench.console import err, out
+from deskbench.errors import UserError
+
+
+def register(app: typer.Typer) -> None:
+    """Add `ingest`, `search`, `page`, `info`."""
+    for command in (ingest, search, page, info,):
+        app.command()(command)
+
+
+def ingest(
+    corpus: CorpusOpt,
+    paths: Annotated[list[Path] | None, typer.Argument(help="PDF files or folders (searched recursively).")] = None,
+    ocr: Annotated[str, typer.Option(help="never | auto (pages without a usable text layer) | always")] = "auto",
+    ocr_engine: Annotated[str, typer.Option(help="auto | tesseract | rapidocr")] = "auto",
+    ocr_lang: Annotated[str, typer.Option(help="tesseract language(s), e.g. eng or eng+fra")] = "eng",
+    workers: Annotated[int, typer.Option(help="Extraction processes.")] = 1,
+    page_text: Annotated[Path | None, typer.Option("--page-text", help="JSONL of page text to use in place of deskbench's own (document, page, text a line; the official Textract and Mistral OCR files too), e.g. the OCR the official MADQA baselines read.")] = None,
+    as_json: JsonOpt = False,
+    quiet: QuietOpt = False,
+) -> None:
+    """Ingest PDFs into a corpus: page store, search index, stored copies. Re-running is cheap."""
+    from deskbench.corpus.extract import OcrSettings
+    from deskbench.corpus.ingest import open_or_create, plan_ingest, run_ingest
+    from deskbench.corpus.page_text import apply_page_text, read_page_text
+
+    if not paths and page_text is None:
+        raise UserError("give PDF files or folders to ingest, or --page-text FILE for a corpus already ingested")
+    if ocr not in ("never", "auto", "always"):
+        raise UserError(f"--ocr {ocr!r} is not valid; use never, auto or always")
+    if ocr_engine not in ("auto", "tesseract", "rapidocr"):
+        raise UserError(f"--ocr-engine {ocr_engine!r} is not valid; use auto, tesseract or rapidocr")
+    if workers < 1:
+        raise UserError(f"--workers {workers} is not valid; use 1 or more")
+    settings = OcrSettings(mode=ocr, engine=ocr_engine, lang=ocr_lang)  # type: ignore[arg-type]
+    supplied = read_page_text(page_text) if page_text is not None else None  # its own errors before any work
+    if not paths and not (corpus / "pages.sqlite").exists():
+        raise UserError(f"{corpus} is not a deskbench corpus yet; give the PDFs too: "
+                        f"deskbench ingest PDFS... --corpus {corpus} --page-text {page_text}")
+    c = open_or_create(corpus)
+    plan = plan_ingest(c, paths or [])
+    with progress_bars(quiet) as progress:
+        task = progress.add_task("ingest", total=len(plan.jobs), current="")
+
+        def on_file(doc_id: str, pages: int) -> None:
+            progress.update(task, advance=1, current=f"{doc_id} ({pages} p)")
+
+        summary = run_ingest(c, plan, settings, workers=workers, on_file=on_file)
+    if supplied is not None:
+        try:
+            summary.page_text = apply_page_text(c, supplied)
+        except UserError as exc:
+            if paths and summary.files_new + summary.files_updated:
+                raise UserError(f"{exc} (the PDFs are ingested: run the same command again once fixed)") from exc
+            raise
+    if as_json:
+        out.print_json(summary.model_dump_json())
+    else:
+        table = Table(title=f"ingest into {corpus}", show_header=False)
+        table.add_row("files ok", f"{summary.files_ok} ({summary.files_new} new, "
+                      f"{summary.files_updated} updated, {summary.files_unchanged} unchanged)")
+        table.add_row("files failed", str(len(summary.files_failed)))
+        table.add_row("pages ingested", str(summary.pages))
+        table.add_row("pages OCR'd", str(summary.pages_ocr))
+        table.add_row("pages with errors", str(summary.pages_failed))
+        if summary.pages_reindexed:
+            table.add_row("pages re-indexed", str(summary.pages_reindexed))
+        table.add_row("seconds", f"{summary.seconds:.1f}")
+        if paths:
+            out.print(table)
+        for f in summary.files_failed:
+            out.print(f"[red]failed[/red] {escape(f.file)}: {escape(f.reason)}")
+        if summary.page_text is not None:
+            pt = summary.page_text
+            out.print(f"page text from {escape(pt.file)} (sha256 {pt.sha256[:12]}): {pt.pages} pages "
+                      f"({pt.changed} changed, {pt.unchanged} unchanged; {pt.documents_reindexed} documents "
+                      f"re-indexed); the corpus has {pt.corpus_pages_supplied} pages of supplied text and "
+                      f"{pt.corpus_pages_own} that keep deskbench's own text")
+    for w in summary.warnings:
+        err.print(f"[yellow]warning:[/yellow] {escape(w)}")
+    if paths and summary.files_ok == 0:
+        raise typer.Exit(2)
+
+
+def search(
+    query: Annotated[str, typer.Argument(help='Whoosh syntax: words, AND, OR, NOT, "phrases", wild*, file:NAME, word^2')],
+    corpus: CorpusOpt,
+    k: Annotated[int, typer.Option("-k", "--top", help="Number of pages to return.")] = 5,
+    as_json: JsonOpt = False,
+) -> None:
+    """Search the corpus page by page (BM25, Whoosh's analyzer: its stop words and single
+    characters are not searchable).
+
+    Strict: a query Whoosh would repair or cut silently (an unbalanced quote or parenthesis, an
+    operator without a term, a wildcard with no letters, stop words only) is refused with one
+    line and exit 2. The agents' search tool parses the same query leniently, as MADQA's
+    official Whoosh tool does."""
+    from deskbench.corpus import Corpus
+
+    c = Corpus.open(corpus)
+    hits = c.search(query, k=k, strict=True)
+    if as_json:
+        print(json.dumps([h.model_dump() for h in hits], ensure_ascii=False, indent=2))
+        return
+    _print_hits(query, hits)
+
+
+def _print_hits(query: str, hits: list) -> None:  # list[SearchHit]
+    out.print(f"[bold]{escape(query)}[/bold]  ({len(hits)} pages)")
+    for rank, h in enumerate(hits, 1):
+        out.print(f"  {rank}. [cyan]{escape(h.document)}[/cyan] p.{h.page}  "
+                  f"score {h.score:.2f}\n     {_bold(h.snippet)}")
+
+
+def _bold(snippet: str) -> str:
+    """Matches in bold on a terminal; elsewhere (a pipe, a file) keep the ** markers as they are."""
+    if not out.is_terminal:
+        return escape(snippet)
+    parts = snippet.split("**")
+    return "".join(f"[bold yellow]{escape(p)}[/bold yellow]" if i % 2 else escape(p)
+                   for i, p in enumerate(parts))
+
+
+def page(
+    corpus: CorpusOpt,
+    document: Annotated[str, typer.Argument(help="Document id (the PDF's file name).")],
+    page_number: Annotated[int, typer.Argument(metavar="PAGE", help="1-based page number.")],
+    output: Annotated[Path, typer.Option("-o", "--output", help="Image file to write.")],
+    dpi: Annotated[int, typer.Option(help="Render resolution.")] = 150,
+    fmt: Annotated[str, typer.Option("--format", help="png | jpeg | webp")] = "png",
+    max_pixels: Annotated[int | None, typer.Option(help="Cap on width x height.")] = None,
+    max_bytes: Annotated[int | None, typer.Option(help="Cap on the encoded size (Lanczos downscaling).")] = None,
+) -> None:
+    """Render one page to an image (cached in the corpus)."""
+    from deskbench.corpus import Corpus
+    from deskbench.corpus.images import ImageSpec
+
+    c = Corpus.open(corpus)
+    spec = ImageSpec(dpi=dpi, format=fmt, max_pixels=max_pixels, max_bytes=max_bytes)  # type: ignore[arg-type]
+    data = c.page_image(document, page_number, spec)
+    try:
+        output.parent.mkdir(parents=True, exist_ok=True)
+        output.write_bytes(data)
+    except OSError as exc:
+        raise UserError(f"cannot write {output}: {exc.strerror or exc}; choose another -o path") from exc
+    err.print(f"wrote {output} ({len(data):,} bytes)")
+
+
+def info(corpus: CorpusOpt, as_json: JsonOpt = False) -> None:
+    """What a corpus holds: documents, pages, OCR'd pages, failed files, index state."""
+    from deskbench.corpus import Corpus
+
+    c = Corpus.open(corpus)
+    docs = c.documents()
+    errors = c.store.errors()
+    unindexed = c.store.unindexed()
+    supplied = c.store.supplied_counts()
+    text_files = c.store.page_text_files()
+    data = {
+        "documents": len(docs),
+        "pages": sum(d.page_count for d in docs),
+        "pages_ocr": sum(d.pages_ocr for d in docs),
+        "pages_failed": sum(d.pages_failed for d in docs),
+        "pages_page_text": sum(supplied.values()),  # text from a --page-text file, not deskbench's
+        "page_text_files": [{"file": f.path, "sha256": f.sha256, "pages": f.pages, "applied_at": f.applied_at}
+                            for f in text_files],
+        "indexed_pages": c.index.num_pages(),
+        "documents_not_indexed": [d.doc_id for d in unindexed],
+        "files_failed": [{"file": e.source_path, "reason": e.reason} for e in errors],
+        "document_list": [
+            {"document": d.doc_id, "pages": d.page_count, "pages_ocr": d.pages_ocr,
+             "pages_page_text": supplied.get(d.doc_id, 0), "sha256": d.content_hash, "source": d.source_path}
+            for d in docs
+        ],
+    }
+    if as_json:
+        print(json.dumps(data, indent=2, ensure_ascii=False))
+        return
+    table = Table(title=f"corpus {corpus}")
+    for col in ("document", "pages", "OCR'd") + (("supplied text",) if supplied else ()):
+        table.add_column(col)
+    for d in docs:
+        table.add_row(escape(d.doc_id), str(d.page_count), str(d.pages_ocr),
+                      *((str(supplied.get(d.doc_id, 0)),) if supplied else ()))
+    out.print(table)
+    out.print(f"{data['documents']} documents, {data['pages']} pages "
+              f"({data['pages_ocr']} OCR'd), {data['indexed_pages']} pages indexed")
+    if supplied:
+        out.print(f"{data['pages_page_text']} pages read from supplied text (--page-text), "
+                  f"{data['pages'] - data['pages_page_text']} keep deskbench's own text")
+        for f in text_files:
+            out.print(f"  {escape(f.path)} (sha256 {f.sha256[:12]}): {f.pages} pages, applied {f.applied_at}")
+    if unindexed:
+        out.print(f"[yellow]{len(unindexed)} documents not yet indexed: run deskbench ingest again[/yellow]")
+    for e in errors:
+        out.print(f"[red]failed[/red] {escape(e.source_path)}: {escape(e.reason)}")

@@ -1,0 +1,81 @@
+"""`deskbench report`: one self-contained HTML report over runs of every track."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from deskbench.cli.settings import (
+    CapabilitiesOpt,
+    JudgeMaxTokensOpt,
+    JudgeReasoningEffortOpt,
+    JudgeTemperatureOpt,
+    JudgeTopPOpt,
+    use_model_flags,
+)
+from deskbench.console import out
+from deskbench.errors import UserError
+
+
+def register(app: typer.Typer) -> None:
+    """Add `report`."""
+    for command in (report,):
+        app.command()(command)
+
+
+def report(
+    run_dirs: Annotated[list[Path], typer.Argument(help="Run directories (the --out of 'deskbench run').")],
+    output: Annotated[Path, typer.Option("--output", "-o", help="HTML file to write.")] = Path("report.html"),
+    judge: Annotated[str | None, typer.Option(help="LLM judge model for judged and bias-corrected accuracy (else ANLS* >= 0.5).")] = None,
+    judge_cache: Annotated[Path | None, typer.Option(help="Judge response cache (SQLite).")] = None,
+    no_cache: Annotated[bool, typer.Option("--no-cache", help="Do not cache judge responses.")] = False,
+    concurrency: Annotated[int, typer.Option(help="Judge calls in flight at once.")] = 16,
+    chart_judge: Annotated[str | None, typer.Option(help="analytics runs: vision judge for charts (default: --judge).")] = None,
+    file_judge: Annotated[str | None, typer.Option("--file-judge", help="analytics runs: the agentic File Judge model (AIDABench Listing 5: sandboxed code, at most 20 calls per file); it decides every output file (see --file-judge-deferred); off by default: the spreadsheet comparator decides.")] = None,
+    file_judge_all: Annotated[bool | None, typer.Option("--file-judge-all/--file-judge-deferred", help="analytics: with --file-judge, every output file goes to the File Judge, the comparator's verdict kept beside it (the paper's protocol; the default) | only files the comparator cannot read (cheaper; not the paper's protocol).")] = None,
+    pool_humans: Annotated[bool, typer.Option("--pool-humans", help="docqa runs: one 'human' row for every annotator's human:NAME episodes (earliest answer per question).")] = False,
+    corpus: Annotated[Path | None, typer.Option("--corpus", "-c", help="docqa runs: the corpus they searched; adds its statistics by domain and category (MADQA Tables 2 and 6).")] = None,
+    reviewed_only: Annotated[bool, typer.Option("--reviewed-only", help="deliverables runs: count only rubric grades a QC reviewer has reviewed (the paper's protocol, Appendix C); by default every usable grade counts and the share reviewed is shown.")] = False,
+    judge_temperature: JudgeTemperatureOpt = None,
+    judge_top_p: JudgeTopPOpt = None,
+    judge_reasoning_effort: JudgeReasoningEffortOpt = None,
+    judge_max_tokens: JudgeMaxTokensOpt = None,
+    capabilities: CapabilitiesOpt = None,
+) -> None:
+    """Write a self-contained HTML report: docqa leaderboard, calibration and budget curves, error
+    classes, the MADQA appendix analyses (effort measures, failure profiles, search trajectories,
+    cost, human response time; corpus statistics with --corpus); analytics pass@1 / pass@k /
+    avg@k by category and difficulty, and bad cases."""
+    from deskbench.report.data import build_report
+    from deskbench.report.render import write_report
+    from deskbench.tracks.analytics.cli import (
+        _judge_model,
+        close_judges,
+        file_judge_for,
+        file_judge_mode,
+    )
+    from deskbench.tracks.analytics.scoring.analytics import AnalyticsJudges
+    from deskbench.tracks.docqa.scoring.docqa import ScoreOptions
+
+    use_model_flags(capabilities, judge_temperature=judge_temperature, judge_top_p=judge_top_p,
+                    judge_reasoning_effort=judge_reasoning_effort, judge_max_tokens=judge_max_tokens)
+    if concurrency < 1:
+        raise UserError(f"--concurrency {concurrency} is not valid; use 1 or more")
+    from deskbench.tracks.docqa.cli import make_judge, warn_paper_q
+
+    answer_judge = make_judge(judge, judge_cache, no_cache, concurrency) if judge else None
+    if judge:
+        warn_paper_q(judge)
+    every_file = file_judge_mode(file_judge, file_judge_all)
+    files = file_judge_for(file_judge, concurrency)
+    judges = AnalyticsJudges(qa=_judge_model(judge, concurrency), chart=_judge_model(chart_judge or judge, concurrency),
+                             file=files, file_all=every_file)
+    try:
+        data = build_report(run_dirs, ScoreOptions(judge=answer_judge), analytics_judges=judges, pool_humans=pool_humans,
+                            corpus=corpus, reviewed_only=reviewed_only)
+    finally:
+        close_judges(judges)
+    write_report(data, output)
+    out.print(f"wrote {output} ({len(data.systems)} docqa, {len(data.analytics)} analytics systems)")
