@@ -60,7 +60,9 @@ def score(
 ) -> None:
     """Score a run or a predictions file. docqa: accuracy (ANLS* or an LLM judge), Page/Doc F1,
     Kuiper, by hop type. analytics runs: pass@1, pass@k, avg@k by category and difficulty.
-    deliverables runs: the consulting paper's tables. A run is scored by its track."""
+    deliverables runs: the consulting paper's tables. A run is scored by its track. --json: a run
+    gives {system: report} (one system or many; deliverables: its tables over every system), a
+    predictions file one report."""
     from deskbench.runs.store import RunStore
     from deskbench.runs.track import RunRequest
     from deskbench.runs.track_options import check_options, given_flags

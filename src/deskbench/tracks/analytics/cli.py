@@ -4,7 +4,6 @@ tracks/analytics/run.py (episodes), tracks/analytics/scoring/analytics.py (evalu
 from __future__ import annotations
 
 import asyncio
-import json
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -12,7 +11,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from deskbench.console import out
+from deskbench.console import out, print_system_reports
 from deskbench.errors import UserError
 from deskbench.runs.protocol import describe, system_protocol
 from deskbench.runs.store import RunStore
@@ -118,8 +117,7 @@ def score_analytics(store: RunStore, *, system: str | None, judge: str | None, c
     if items_out is not None:
         items_out.write_text("".join(it.model_dump_json() + "\n" for its in scored.values() for it in its))
     if as_json:
-        payload = {n: r.model_dump(mode="json") for n, r in reports.items()}
-        print(json.dumps(payload[systems[0]] if len(systems) == 1 else payload, indent=2))
+        print_system_reports(reports)
     else:
         for report in reports.values():
             print_analytics_report(report)

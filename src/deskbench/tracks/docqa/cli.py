@@ -12,7 +12,7 @@ from pathlib import Path
 from rich.markup import escape
 from rich.table import Table
 
-from deskbench.console import err, out
+from deskbench.console import err, out, print_system_reports
 from deskbench.console import pct as _pct
 from deskbench.errors import UserError
 from deskbench.runs.store import RunStore
@@ -114,8 +114,7 @@ def score_run(store: RunStore, systems: Sequence[str], a: DocQAScoreArgs, *, as_
         a.items_out.write_text("".join(json.dumps({"system": n, **json.loads(to_json(it, exclude_none=True))}) + "\n"
                                        for n, it in collected), encoding="utf-8")
     if as_json:
-        print(reports[systems[0]].model_dump_json(indent=2) if len(systems) == 1 else
-              json.dumps({k: r.model_dump(mode="json") for k, r in reports.items()}, indent=2))
+        print_system_reports(reports)
 
 
 def score_predictions(submissions: Path, a: DocQAScoreArgs, *, as_json: bool) -> None:
@@ -170,7 +169,8 @@ def _score_and_show(task_items, subs, opts, groups, *, name: str, as_json: bool,
     """Score, warn, print; the items go to `items_out`, or are appended to `collect` as
     (system, item) for a caller that writes several systems' items to one file."""
     from deskbench.tasks.jsonl import write_jsonl
-    from deskbench.tracks.docqa.scoring.docqa import score_all, summarize
+    from deskbench.tracks.docqa.scoring.docqa import score_all
+    from deskbench.tracks.docqa.scoring.docqa_summary import summarize
 
     items, matched = score_all(task_items, subs, opts, errors=errors)
     report = summarize(items, matched, opts, by=groups, pages_coerced=pages_coerced,
