@@ -27,18 +27,11 @@ from deskbench.tasks.deliverables import DeliverableSubmission, load_packages
 from deskbench.tasks.docqa import ToolCallStep
 from deskbench.tracks.deliverables.scoring.deliverables_run import score_run
 from deskbench.tracks.deliverables.scoring.verifiers_citations import cited_hosts
-from deskbench.tracks.deliverables.web_access import (
-    BraveSearch,
-    FetchTool,
-    LiveWeb,
-    RecordedWeb,
-    RecordingWeb,
-    WebError,
-    WebSearchTool,
-    WebUnavailable,
-    html_to_text,
-    parse_web,
-)
+from deskbench.tracks.deliverables.web_access import FetchTool, WebSearchTool, parse_web
+from deskbench.tracks.deliverables.web_backend import WebError, WebUnavailable
+from deskbench.tracks.deliverables.web_live import BraveSearch, LiveWeb
+from deskbench.tracks.deliverables.web_page_text import html_to_text
+from deskbench.tracks.deliverables.web_recorded import RecordedWeb, RecordingWeb
 
 MORDOR = "https://www.mordorintelligence.com/industry-reports/europe-automotive-parts-market"
 BLOG = "https://autoblog.example.net/eu-parts-outlook"

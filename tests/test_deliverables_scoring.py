@@ -25,7 +25,7 @@ from deskbench.tasks.deliverables import (
 from deskbench.tracks.deliverables.grades import GradeStore
 from deskbench.tracks.deliverables.scoring.deliverables_run import score_run
 from deskbench.tracks.deliverables.scoring.rubric import CriterionGrade, RubricGrade
-from deskbench.tracks.deliverables.scoring.rubric_qc import QCAction
+from deskbench.tracks.deliverables.scoring.rubric_qc_actions import QCAction
 
 BASE: dict[str, Any] = {
     "golden": {"answer": "see solution"}, "solution_logic": ["by hand"], "lazy_ai_test": "lazy",

@@ -41,12 +41,9 @@ from rich.console import Console
 from deskbench.analysis.stats import bootstrap_means_ci, wilson_interval
 from deskbench.tasks.deliverables import RUBRIC_CODES
 from deskbench.tracks.deliverables.scoring.deliverables import DeliverableItemScore, TrapResult
-from deskbench.tracks.deliverables.scoring.deliverables_summary import (
-    NO_GRADES_NOTE,
-    DeliverablesReport,
-    print_summary,
-    summarize,
-)
+from deskbench.tracks.deliverables.scoring.deliverables_print import print_summary
+from deskbench.tracks.deliverables.scoring.deliverables_report import DeliverablesReport
+from deskbench.tracks.deliverables.scoring.deliverables_summary import NO_GRADES_NOTE, summarize
 from deskbench.tracks.deliverables.scoring.vrs import (
     accept,
     auto_reject,
@@ -475,7 +472,7 @@ def test_score_and_report_reviewed_only_on_a_run(tmp_path: Path) -> None:
     from deskbench.tasks.deliverables import DeliverableSubmission, load_packages
     from deskbench.tracks.deliverables.grades import GradeStore
     from deskbench.tracks.deliverables.scoring.rubric import CriterionGrade, RubricGrade
-    from deskbench.tracks.deliverables.scoring.rubric_qc import QCAction
+    from deskbench.tracks.deliverables.scoring.rubric_qc_actions import QCAction
 
     tasks = load_packages(bundled_dir() / "deliverables")[:2]
     run = tmp_path / "dl"

@@ -49,12 +49,9 @@ from deskbench.tracks.deliverables.scoring.rubric_csv import (
     import_grades,
     import_qc,
 )
-from deskbench.tracks.deliverables.scoring.rubric_qc import (
-    QCAction,
-    apply_qc,
-    score0_mismatches,
-    self_review,
-)
+from deskbench.tracks.deliverables.scoring.rubric_qc import apply_qc
+from deskbench.tracks.deliverables.scoring.rubric_qc_actions import QCAction, self_review
+from deskbench.tracks.deliverables.scoring.rubric_score0 import score0_mismatches
 from deskbench.tracks.deliverables.scoring.verifier_base import VerifierResult
 from deskbench.tracks.deliverables.scoring.verifiers import run_verifiers
 

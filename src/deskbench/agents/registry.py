@@ -15,7 +15,7 @@ from deskbench.tracks.docqa.agents.single_call import GuessAgent, OracleAgent, R
 if TYPE_CHECKING:
     from deskbench.agents.analyst import AnalyticsAgent
     from deskbench.tracks.deliverables.agent import DeliverableOptions, DeliverablesAgent
-    from deskbench.tracks.deliverables.web_access import WebBackend
+    from deskbench.tracks.deliverables.web_backend import WebBackend
 
 AGENTS: dict[str, Callable[[], Agent]] = {
     "bm25-agent": Bm25Agent,

@@ -47,7 +47,7 @@ from deskbench.tracks.analytics.scoring.analytics_metrics import (
     summarize_analytics,
 )
 from deskbench.tracks.deliverables.scoring.deliverables import DeliverableItemScore
-from deskbench.tracks.deliverables.scoring.deliverables_summary import DeliverablesReport
+from deskbench.tracks.deliverables.scoring.deliverables_report import DeliverablesReport
 from deskbench.tracks.deliverables.scoring.deliverables_summary import (
     summarize as summarize_deliverables,
 )

@@ -11,7 +11,7 @@ from deskbench.analysis.compare import Comparison
 from deskbench.models.prices import PRICES_AS_OF
 from deskbench.report.madqa import MadqaAnalyses
 from deskbench.tracks.analytics.scoring.analytics_metrics import AnalyticsScoreReport
-from deskbench.tracks.deliverables.scoring.deliverables_summary import DeliverablesReport
+from deskbench.tracks.deliverables.scoring.deliverables_report import DeliverablesReport
 from deskbench.tracks.docqa.scoring.docqa import GroupSummary
 
 ErrorClass = Literal["retrieval", "navigation", "comprehension", "refusal"]

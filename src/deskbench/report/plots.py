@@ -13,7 +13,7 @@ from matplotlib.ticker import MaxNLocator
 from deskbench.analysis.plotting import pyplot
 from deskbench.report.models import ERROR_CLASSES, BudgetCurve, ErrorBreakdown, KuiperCurve
 from deskbench.tracks.analytics.scoring.analytics_metrics import AnalyticsScoreReport
-from deskbench.tracks.deliverables.scoring.deliverables_summary import DeliverablesReport
+from deskbench.tracks.deliverables.scoring.deliverables_report import DeliverablesReport
 
 COLORS = {"retrieval": "#d62728", "navigation": "#ff7f0e", "comprehension": "#1f77b4", "refusal": "#7f7f7f"}
 

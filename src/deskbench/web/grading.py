@@ -32,13 +32,13 @@ from deskbench.runs.store import Episode, RunStore
 from deskbench.tasks.deliverables import RUBRIC_CODES, DeliverableSubmission, DeliverableTask
 from deskbench.tracks.deliverables.grades import GradeStore, StaleQC, primary_of
 from deskbench.tracks.deliverables.scoring.rubric import CriterionGrade, RubricGrade
-from deskbench.tracks.deliverables.scoring.rubric_qc import (
+from deskbench.tracks.deliverables.scoring.rubric_qc_actions import (
     STAR_TARGETS,
     QCAction,
     qc_problem,
-    score0_mismatches,
     self_review,
 )
+from deskbench.tracks.deliverables.scoring.rubric_score0 import score0_mismatches
 from deskbench.web.common import HERE, install_basics
 from deskbench.web.store import Session, WebStore
 

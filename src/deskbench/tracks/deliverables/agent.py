@@ -34,12 +34,8 @@ from deskbench.tracks.deliverables.prompts import (
     WEB_BUDGET,
     WEB_LINES,
 )
-from deskbench.tracks.deliverables.web_access import (
-    WebBackend,
-    WebChoice,
-    WebUnavailable,
-    web_tools,
-)
+from deskbench.tracks.deliverables.web_access import WebChoice, web_tools
+from deskbench.tracks.deliverables.web_backend import WebBackend, WebUnavailable
 
 
 class DeliverablesAgent(Protocol):

@@ -42,12 +42,9 @@ from deskbench.runs.store import Episode, RunStore
 from deskbench.sqlite import ThreadLocalDB
 from deskbench.tasks.deliverables import DeliverableSubmission, DeliverableTask
 from deskbench.tracks.deliverables.scoring.rubric import GradeFailure, RubricGrade
-from deskbench.tracks.deliverables.scoring.rubric_qc import (
-    FinalGrade,
-    QCAction,
-    apply_qc,
-    placeholder_outputs,
-)
+from deskbench.tracks.deliverables.scoring.rubric_qc import apply_qc, placeholder_outputs
+from deskbench.tracks.deliverables.scoring.rubric_qc_actions import QCAction
+from deskbench.tracks.deliverables.scoring.rubric_qc_final import FinalGrade
 from deskbench.tracks.deliverables.scoring.verifier_base import VerifierResult
 
 Key = tuple[str, str, int]

@@ -32,7 +32,7 @@ from deskbench.runs.store import Episode
 from deskbench.tasks.deliverables import RUBRIC_CODES, DeliverableSubmission, DeliverableTask
 from deskbench.tracks.deliverables.grades import GradeStore, Key
 from deskbench.tracks.deliverables.scoring.rubric import CriterionGrade, RubricGrade
-from deskbench.tracks.deliverables.scoring.rubric_qc import (
+from deskbench.tracks.deliverables.scoring.rubric_qc_actions import (
     ACTION_ALIASES,
     STAR_TARGETS,
     QCAction,

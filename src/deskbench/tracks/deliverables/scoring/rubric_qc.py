@@ -55,6 +55,9 @@ FLAGS (advice for the reviewer; they never change a score or the status):
       while the paper counts every response (Table 6: output files produced by 10-90%).
   F3. C.4 check B: Execution Precision against the numeric verifiers' pass rate (a high rate
       with EP 0/1, or a low one with EP 3).
+
+The action and its validation are in rubric_qc_actions.py, the row after QC in
+rubric_qc_final.py, the F1 check in rubric_score0.py.
 """
 
 from __future__ import annotations
@@ -64,294 +67,29 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
-
-from deskbench.runs.store import now
 from deskbench.tasks.analytics import OutputFileRecord
 from deskbench.tasks.deliverables import (
     RUBRIC_CODES,
-    TABLE_19,
     DeliverableSubmission,
     DeliverableTask,
     RubricCriterion,
 )
-from deskbench.tracks.deliverables.scoring.rubric import RubricGrade, Source, unnegated
-from deskbench.tracks.deliverables.scoring.verifier_base import Status, VerifierResult
+from deskbench.tracks.deliverables.scoring.rubric import RubricGrade, unnegated
+from deskbench.tracks.deliverables.scoring.rubric_qc_actions import STAR_TARGETS, QCAction
+from deskbench.tracks.deliverables.scoring.rubric_qc_final import (
+    FinalGrade,
+    RowStatus,
+    VerifierOverride,
+)
+from deskbench.tracks.deliverables.scoring.rubric_score0 import score0_mismatches
+from deskbench.tracks.deliverables.scoring.verifier_base import VerifierResult
 
 __all__ = [
-    "FinalGrade",
-    "QCAction",
-    "QCActionKind",
-    "RowStatus",
-    "Score0Mismatch",
-    "VerifierOverride",
-    "STAR_TARGETS",
     "apply_qc",
     "placeholder_outputs",
-    "qc_problem",
-    "score0_mismatches",
-    "self_review",
 ]
 
-QCActionKind = Literal["confirm", "edit", "reject", "rate"]
-RowStatus = Literal["unreviewed", "pending", "reviewed", "returned"]
-ACTION_ALIASES = {"confirm": "confirm", "ok": "confirm", "edit": "edit", "reject": "reject", "return": "reject",
-                  "rate": "rate", "star": "rate", "stars": "rate"}
 MAX_VERIFIER_EDITS = 3  # C.1: more than three verifier edits on a row -> Reject/Return
-STAR_TARGETS = ("verifiers", *RUBRIC_CODES)  # C.6: one combined rating across verifiers, one per criterion
-STARS = (1, 2, 3, 4, 5)  # the paper does not give the scale; deskbench uses the usual 1-5 stars
-
-
-def target_kind(target: str) -> Literal["criterion", "verifier", "row", "stars"] | None:
-    if target in RUBRIC_CODES:
-        return "criterion"
-    if target == "row":
-        return "row"
-    if target.startswith("verifier:") and target.removeprefix("verifier:").strip():
-        return "verifier"
-    if target.startswith("stars:") and target.removeprefix("stars:") in STAR_TARGETS:
-        return "stars"
-    return None
-
-
-def self_review(reviewer: str, grader: str) -> str | None:
-    """Why `reviewer` may not QC a grade by `grader` (None: they may). QC is a second person's
-    review (Appendix C: a second SME from a non-overlapping pool); names are compared without
-    case or surrounding spaces, so "Ana " does not review "ana"'s grade."""
-    if reviewer.strip().casefold() == grader.strip().casefold():
-        return f"QC is a second person's review: {reviewer.strip()} graded this episode"
-    return None
-
-
-def qc_problem(target: str, action: str, score: int | None, justification: str,
-               reason: str) -> tuple[str, str, str] | None:
-    """The first problem of an action as (column, problem, fix), or None when it is valid."""
-    kind = target_kind(target)
-    if kind is None:
-        return ("target", f"'{target}' is not a target",
-                "use DI, AR, RF, EP, FD, verifier:<id>, row, or stars:verifiers / stars:DI .. stars:FD")
-    if action not in ("confirm", "edit", "reject", "rate"):
-        return ("action", f"'{action}' is not an action", "use confirm, edit, reject (return) or rate")
-    if "\n" in reason or "\r" in reason:
-        return ("reason", "the reason spans several lines", "write a one-line reason")
-    if (kind == "stars") != (action == "rate"):
-        if kind == "stars":
-            return ("action", f"{target} takes a star rating", "use action rate with a score of 1-5 stars")
-        return ("target", f"rate applies to a star target, not to {target}",
-                "use stars:verifiers or stars:DI .. stars:FD")
-    if action == "rate":
-        if score is None:
-            return ("score", "a star rating has no stars", "give 1, 2, 3, 4 or 5")
-        if score not in STARS:
-            return ("score", f"{score} is not a star rating", "give 1, 2, 3, 4 or 5")
-        return None
-    if action == "reject":
-        if kind != "row":
-            return ("target", f"reject applies to the row, not to {target}",
-                    "give target row (or edit the cell)")
-        if not reason.strip():
-            return ("reason", "a reject has no reason", "say in one line why the row is returned")
-        if score is not None:
-            return ("score", "a reject carries no score", "leave score empty")
-        return None
-    if action == "confirm":
-        if score is not None:
-            return ("score", "a confirm keeps the primary score", "leave score empty, or use edit")
-        return None
-    if kind == "row":  # edit
-        return ("action", "a row cannot be edited", "edit a cell (DI..FD or verifier:<id>) or reject the row")
-    if score is None:
-        want = "0-3" if kind == "criterion" else "0 or 1"
-        return ("score", "an edit has no replacement score", f"give the corrected score ({want})")
-    if kind == "criterion" and not 0 <= score <= 3:
-        return ("score", f"{score} is not a criterion score", "give 0, 1, 2 or 3")
-    if kind == "verifier" and score not in (0, 1):
-        return ("score", f"{score} is not a verifier score", "give 0 (fail) or 1 (pass)")
-    if kind == "criterion" and not justification.strip():
-        return ("justification", "an edit of a criterion has no replacement justification",
-                "write the complete replacement justification matching the rubric cell")
-    if not reason.strip():
-        return ("reason", "an edit has no reason", "give a one-line auditable reason")
-    return None
-
-
-class QCAction(BaseModel):
-    """One QC reviewer's action on one cell or on the row of an episode (append-only)."""
-
-    model_config = ConfigDict(extra="forbid")
-    task_id: str = Field(min_length=1)
-    system: str = Field(min_length=1)
-    attempt: int = Field(default=0, ge=0)
-    target: str
-    action: QCActionKind
-    score: int | None = None
-    justification: str = ""
-    reason: str = ""
-    reviewer: str = Field(min_length=1)
-    created_at: str = Field(default_factory=now)
-    # the reviewed grade: its grader and created_at (None on a legacy row, recorded before QC
-    # actions were bound; the grade store binds those from the timestamps)
-    grader: str | None = None
-    graded_at: str | None = None
-    id: int | None = None  # set by the grade store (the order of the log)
-
-    @model_validator(mode="after")
-    def _valid(self) -> QCAction:
-        problem = qc_problem(self.target, self.action, self.score, self.justification, self.reason)
-        if problem:
-            column, what, fix = problem
-            raise ValueError(f"{column}: {what}; {fix}")
-        if (self.grader is None) != (self.graded_at is None):
-            raise ValueError("grader, graded_at: the reviewed grade is named by both or by neither")
-        return self
-
-    @property
-    def key(self) -> tuple[str, str, int]:
-        return (self.task_id, self.system, self.attempt)
-
-    @property
-    def bound(self) -> bool:
-        return self.grader is not None
-
-    def bind(self, grade: RubricGrade) -> QCAction:
-        """This action, reviewing `grade`."""
-        return self.model_copy(update={"grader": grade.grader, "graded_at": grade.created_at})
-
-    def reviews(self, grade: RubricGrade) -> bool:
-        """Whether this action reviewed `grade` (same episode, grader and created_at); an
-        unbound action: whether it was recorded at or after the grade."""
-        if self.key != grade.key:
-            return False
-        if self.grader is None:
-            return self.created_at >= grade.created_at
-        return (self.grader, self.graded_at) == (grade.grader, grade.created_at)
-
-    def reviewed(self) -> str:
-        """The reviewed grade, for messages."""
-        return f"{self.grader}'s grade of {self.graded_at}" if self.bound else "a grade no longer stored"
-
-
-class VerifierOverride(BaseModel):
-    """A QC edit of a verifier: the final pass/fail replaces the automatic one."""
-
-    id: str
-    automatic: Status | None  # None when the automatic result was not available
-    final: Literal["pass", "fail"]
-    reason: str
-    reviewer: str
-
-
-class Score0Mismatch(BaseModel):
-    code: str
-    score1_wording: list[str]  # the score-1 phrases found in the justification
-    anchor: str  # the criterion's score-1 anchor
-
-
-class FinalGrade(BaseModel):
-    """A row after QC: final scores and justifications, verifier overrides, status, flags."""
-
-    task_id: str
-    system: str
-    attempt: int
-    grader: str
-    source: Source
-    episode_stamp: str
-    graded_at: str
-    scores: dict[str, int]
-    justifications: dict[str, str]
-    primary_scores: dict[str, int]
-    comment: str = ""
-    declared_best: bool = False  # the grader's declared best response of its task (§4.4)
-    status: RowStatus
-    edits: list[QCAction] = Field(default_factory=list)
-    returned: QCAction | None = None  # the reviewer's explicit Reject/Return
-    return_reasons: list[str] = Field(default_factory=list)  # why the row is returned (explicit or C.1)
-    stars: dict[str, int] = Field(default_factory=dict)  # C.6: STAR_TARGETS -> 1-5, the latest per target
-    qc_actions: int = 0  # actions applied
-    stale_qc: list[QCAction] = Field(default_factory=list)  # this row's actions that reviewed another grade
-    verifiers: list[VerifierResult] | None = None  # final results (overrides applied)
-    verifier_overrides: list[VerifierOverride] = Field(default_factory=list)
-    v: float | None = None  # verifier pass rate (percent) after overrides
-    mean: float
-    zeros: list[str] = Field(default_factory=list)
-    accept: bool | None = None  # Eq. 3; None when V is unknown or the row was returned
-    flags: list[str] = Field(default_factory=list)
-
-    @property
-    def key(self) -> tuple[str, str, int]:
-        return (self.task_id, self.system, self.attempt)
-
-
-# -- score-0 mismatches (C.5) ------------------------------------------------------------------
-
-_SCORE1: dict[str, list[str]] = {
-    "DI": [r"multiple (?:factual |data )?(?:errors|inaccuracies|mistakes)", r"several (?:factual )?errors",
-           r"a few (?:factual )?errors", r"vague (?:citations?|sourcing|references)",
-           r"(?:one|two|1|2|1-2|a couple of) unauthori[sz]ed sources?", r"unauthori[sz]ed sources?"],
-    "AR": [r"gaps? in (?:the )?(?:logic|reasoning)", r"logical gaps?", r"no evidence[- ]backed",
-           r"not evidence[- ]backed", r"miss(?:es|ed|ing)? (?:the |some |key )?interdependenc\w*",
-           r"miss(?:es|ed|ing)? (?:some |a |the )?key variables?"],
-    "RF": [r"scope creep", r"\b(?:50|55|60|50-60|50 to 60)\s?% relevant", r"partly relevant",
-           r"some (?:tangential|off[- ]topic|out[- ]of[- ]scope) (?:content|material|sections?)"],
-    "EP": [r"off by (?:about |roughly |around |~)?\d+(?:\.\d+)?\s?%", r"correct (?:approach|method)",
-           r"partial unit normali[sz]ation", r"gaps? in (?:the )?methodology"],
-    "FD": [r"partial(?:ly)? (?:format )?complian\w*", r"partial format", r"lack(?:s|ing)? (?:of )?specificity",
-           r"not specific enough", r"recommendations? (?:are|is) (?:vague|generic)"],
-}
-"""Score-1 wording per criterion (Table 19's score-1 cells and their usual paraphrases)."""
-
-_SCORE0_COMMON = [r"fabricat\w*", r"invent(?:ed|s|ing)\b", r"hallucinat\w*", r"unusable", r"ignor(?:es|ed|ing)\b",
-                  r"illogical", r"self[- ]contradict\w*", r"dominated by noise", r"fundamental\w*",
-                  r"forbidden", r"black[- ]box", r"wrong units?", r"no inference", r"fails? to identify",
-                  r"no adherence", r"truncated", r"malformed", r"nonsens\w*"]
-"""Score-0 wording (Table 19's score-0 cells): any of it keeps a 0 from being called a mismatch."""
-
-
-def _rx(phrases: Sequence[str]) -> re.Pattern[str]:
-    return re.compile("|".join(f"(?:{p})" for p in phrases), re.I)
-
-
-_SCORE1_RX = {code: _rx(p) for code, p in _SCORE1.items()}
-_SCORE0_RX = _rx(_SCORE0_COMMON)
-
-
-def _anchor_clauses(anchor: str) -> list[str]:
-    """Short clauses of an anchor ("Multiple factual errors; vague citations") as phrases."""
-    out = []
-    for clause in re.split(r"[;.]", anchor):
-        words = clause.strip().split()
-        if 2 <= len(words) <= 5:
-            out.append(re.escape(" ".join(words)).replace(r"\ ", r"\s+"))
-    return out
-
-
-def _cells(grade: RubricGrade | FinalGrade) -> dict[str, tuple[int, str]]:
-    if isinstance(grade, RubricGrade):
-        return {c: (grade.criteria[c].score, grade.criteria[c].justification) for c in RUBRIC_CODES}
-    return {c: (grade.scores[c], grade.justifications[c]) for c in RUBRIC_CODES}
-
-
-def score0_mismatches(grade: RubricGrade | FinalGrade,
-                      rubric: Sequence[RubricCriterion] | None = None) -> list[Score0Mismatch]:
-    """FLAG (F1): each 0 whose justification describes Score-1 behaviour.
-
-    Score-1 wording is the criterion's list above plus the short clauses of the task rubric's
-    score-1 anchor; score-0 wording is the common list plus the short clauses of the score-0
-    anchor. A 0 is a mismatch when its justification has (un-negated) score-1 wording and no
-    (un-negated) score-0 wording. Deterministic; it advises, the QC reviewer decides."""
-    anchors = {c.code: c.anchors for c in rubric} if rubric else {}
-    out = []
-    for code, (score, text) in _cells(grade).items():
-        if score != 0:
-            continue
-        cells = anchors.get(code) or dict(enumerate(TABLE_19[code][1]))  # type: ignore[index]
-        one = _rx(_SCORE1[code] + _anchor_clauses(cells[1]))
-        zero = _rx(_SCORE0_COMMON + _anchor_clauses(cells[0]))
-        found = unnegated(one, text)
-        if found and not unnegated(zero, text):
-            out.append(Score0Mismatch(code=code, score1_wording=sorted({f.lower() for f in found}),
-                                      anchor=cells[1]))
-    return out
 
 
 # -- placeholders (C.1) --------------------------------------------------------------------
