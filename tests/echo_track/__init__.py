@@ -9,8 +9,8 @@ is prepared for the one runner, how an item scores as an ItemOutcome, what `run`
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator, Callable, Sequence
-from contextlib import asynccontextmanager
+from collections.abc import AsyncIterator, Callable, Iterator, Mapping, Sequence
+from contextlib import asynccontextmanager, contextmanager
 from pathlib import Path
 from typing import Literal
 
@@ -99,6 +99,10 @@ class EchoTrack:
             out.append(ItemOutcome(task_id=ep.task_id, attempt=ep.attempt, system=system, status="scored",
                                    score=float(right), correct=right))
         return out
+
+    @contextmanager
+    def scorer_options(self, params: Mapping[str, object]) -> Iterator[OutcomeOptions]:
+        yield OutcomeOptions(concurrency=int(params.get("concurrency") or 1))  # type: ignore[call-overload]
 
     def show_scores(self, store: RunStore, systems: Sequence[str], request: RunRequest, *, as_json: bool) -> None:
         rows = {}

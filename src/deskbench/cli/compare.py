@@ -152,16 +152,11 @@ def register(app: typer.Typer) -> None:
             for name in (judge, chart_judge, file_judge):
                 if name:
                     preflight(name, role="judge")
-            options, close = _options(track, judge=judge, judge_cache=judge_cache, no_cache=no_cache,
-                                      concurrency=concurrency, chart_judge=chart_judge, file_judge=file_judge,
-                                      file_judge_all=file_judge_all, reviewed_only=reviewed_only)
-            try:
+            with get_track(track).scorer_options(dict(ctx.params)) as options:
                 by_dir = {st.dir: st for st in stores}
                 systems = [SystemOutcomes(label=label, system=s, run_dir=str(d),
                                           outcomes=get_track(track).outcomes(by_dir[d], s, options))
                            for (d, s), label in zip(chosen, system_labels(chosen), strict=True)]
-            finally:
-                close()
         finally:
             for st in stores:
                 st.close()
@@ -176,37 +171,3 @@ def register(app: typer.Typer) -> None:
             print_comparison(result)
         if output is not None:
             err.print(f"wrote {output}")
-
-
-def _options(track: str, *, judge: str | None, judge_cache: Path | None, no_cache: bool, concurrency: int,
-             chart_judge: str | None, file_judge: str | None, file_judge_all: bool | None, reviewed_only: bool):
-    """The scorer options of `track` (its judges, as `deskbench score` builds them) and a function
-    that closes them."""
-    from deskbench.runs.outcomes import OutcomeOptions
-
-    if track == "docqa":
-        from deskbench.tracks.docqa.cli import make_judge
-        from deskbench.tracks.docqa.scoring.docqa import ScoreOptions
-
-        answer_judge = make_judge(judge, judge_cache, no_cache, concurrency) if judge else None
-        return OutcomeOptions(docqa=ScoreOptions(judge=answer_judge), concurrency=concurrency), lambda: None
-    if track == "analytics":
-        from deskbench.tracks.analytics.cli import (
-            _judge_model,
-            close_judges,
-            file_judge_for,
-            file_judge_mode,
-        )
-        from deskbench.tracks.analytics.scoring.analytics import AnalyticsJudges
-
-        every_file = file_judge_mode(file_judge, file_judge_all)
-        judges = AnalyticsJudges(qa=_judge_model(judge, concurrency), chart=_judge_model(chart_judge or judge, concurrency),
-                                 file=file_judge_for(file_judge, concurrency), file_all=every_file)
-        return OutcomeOptions(analytics=judges, concurrency=concurrency), lambda: close_judges(judges)
-    if track != "deliverables":  # another track's outcomes take no judge from here
-        return OutcomeOptions(concurrency=concurrency), lambda: None
-    from deskbench.tracks.analytics.cli import _judge_model, close_models
-
-    model = _judge_model(judge, concurrency)
-    return (OutcomeOptions(deliverables_judge=model, reviewed_only=reviewed_only, concurrency=concurrency),
-            lambda: close_models(model))

@@ -10,17 +10,12 @@ tracks/<name>/outcomes.py (`Track.outcomes`, `Track.outcome_definition`).
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Literal
+from dataclasses import dataclass
+from typing import Literal
 
 from pydantic import BaseModel, Field, model_validator
 
 from deskbench.runs.store import RunStore
-
-if TYPE_CHECKING:
-    from deskbench.models.types import ChatModel
-    from deskbench.tracks.analytics.scoring.analytics import AnalyticsJudges
-    from deskbench.tracks.docqa.scoring.docqa import ScoreOptions
 
 
 class ItemOutcome(BaseModel):
@@ -44,14 +39,12 @@ class ItemOutcome(BaseModel):
 
 @dataclass
 class OutcomeOptions:
-    """What the tracks' scorers take (the judges `deskbench score` takes), in one bundle."""
+    """What a track's scorer takes to turn a system's episodes into outcomes. `scorer` is the track's
+    own (docqa's ScoreOptions, analytics' judges, ...), built by the track from a command's flags
+    (`Track.scorer_options`); None is the track's default scorer (no judge)."""
 
-    docqa: ScoreOptions | None = None  # None: ANLS* >= 0.5, no judge
-    analytics: AnalyticsJudges | None = None  # None: no judges (charts unscored)
-    deliverables_judge: ChatModel | None = None  # the `llm_check` verifiers' model
-    reviewed_only: bool = False  # deliverables: only QC-reviewed grades count
+    scorer: object | None = None
     concurrency: int = 8
-    extra: dict[str, object] = field(default_factory=dict)  # room for a new track's options
 
 
 def outcomes_of(store: RunStore, system: str, options: OutcomeOptions | None = None) -> list[ItemOutcome]:

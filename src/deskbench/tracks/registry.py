@@ -14,7 +14,8 @@ type, and the built-ins are imported only when first asked for.
 from __future__ import annotations
 
 import importlib
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
@@ -58,6 +59,12 @@ class Track(Protocol):
 
     def outcomes(self, store: RunStore, system: str, options: OutcomeOptions) -> list[ItemOutcome]:
         """Every scored (task, attempt) of `system`, unscored kept apart from wrong."""
+        ...
+
+    def scorer_options(self, params: Mapping[str, object]) -> AbstractContextManager[OutcomeOptions]:
+        """The scorer `outcomes` takes, built from a command's flags (`params`: its parameters by
+        name: judge, concurrency and the track's own) as `deskbench score` builds it; the judges it
+        opens are closed when the context exits."""
         ...
 
     def diagnose_output(self, episode: Episode, task: BaseModel | None) -> tuple[str, str]:

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -78,6 +79,11 @@ class AnalyticsTrack:
                         chart_judge=o("chart_judge") or request.judge, concurrency=request.concurrency,
                         items_out=o("items_out"), as_json=as_json, file_judge=o("file_judge"),
                         file_judge_all=request.options.get("file_judge_all"), unsafe_local=o("unsafe_local", False))
+
+    def scorer_options(self, params: Mapping[str, object]) -> AbstractContextManager[OutcomeOptions]:
+        from deskbench.tracks.analytics.outcomes import analytics_scorer_options
+
+        return analytics_scorer_options(params)
 
     def outcomes(self, store: RunStore, system: str, options: OutcomeOptions) -> list[ItemOutcome]:
         from deskbench.tracks.analytics.outcomes import analytics_run_outcomes

@@ -9,12 +9,15 @@ ACCEPT (Eq. 3). Unscored when ungraded; with `reviewed_only`, also when the grad
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from deskbench.runs.outcomes import ItemOutcome, OutcomeOptions
 
 if TYPE_CHECKING:
+    from deskbench.models.types import ChatModel
     from deskbench.runs.store import RunStore
     from deskbench.tracks.deliverables.scoring.deliverables import DeliverableItemScore
 
@@ -40,6 +43,28 @@ def deliverables_outcomes(items: Sequence[DeliverableItemScore], *, reviewed_onl
 def deliverables_run_outcomes(store: RunStore, system: str, options: OutcomeOptions) -> list[ItemOutcome]:
     from deskbench.tracks.deliverables.scoring.deliverables_run import score_run
 
-    items = asyncio.run(score_run(store, systems=[system], judge_model=options.deliverables_judge,
-                                  concurrency=options.concurrency))
-    return deliverables_outcomes(items, reviewed_only=options.reviewed_only)
+    scorer = options.scorer if isinstance(options.scorer, DeliverablesScorer) else DeliverablesScorer()
+    items = asyncio.run(score_run(store, systems=[system], judge_model=scorer.judge, concurrency=options.concurrency))
+    return deliverables_outcomes(items, reviewed_only=scorer.reviewed_only)
+
+
+@dataclass
+class DeliverablesScorer:
+    """What deliverables' outcomes take: the `llm_check` verifiers' model, and whether only
+    QC-reviewed rubric grades count."""
+
+    judge: ChatModel | None = None
+    reviewed_only: bool = False
+
+
+@contextmanager
+def deliverables_scorer_options(params: Mapping[str, object]) -> Iterator[OutcomeOptions]:
+    """deliverables' scorer from a command's flags (`--judge`, `--reviewed-only`); the model is closed on exit."""
+    from deskbench.tracks.analytics.cli import _judge_model, close_models
+
+    concurrency = int(params.get("concurrency") or 8)  # type: ignore[call-overload]
+    model = _judge_model(params.get("judge"), concurrency)  # type: ignore[arg-type]
+    try:
+        yield OutcomeOptions(scorer=DeliverablesScorer(model, bool(params.get("reviewed_only"))), concurrency=concurrency)
+    finally:
+        close_models(model)

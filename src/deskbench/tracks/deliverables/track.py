@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -82,6 +83,11 @@ class DeliverablesTrack:
         o = request.option
         score_deliverables(store, systems=list(systems), judge=request.judge, concurrency=request.concurrency,
                            as_json=as_json, items_out=o("items_out"), reviewed_only=o("reviewed_only", False))
+
+    def scorer_options(self, params: Mapping[str, object]) -> AbstractContextManager[OutcomeOptions]:
+        from deskbench.tracks.deliverables.outcomes import deliverables_scorer_options
+
+        return deliverables_scorer_options(params)
 
     def outcomes(self, store: RunStore, system: str, options: OutcomeOptions) -> list[ItemOutcome]:
         from deskbench.tracks.deliverables.outcomes import deliverables_run_outcomes

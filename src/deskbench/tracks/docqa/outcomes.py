@@ -8,7 +8,8 @@ for are its tasks (a task it never ran is not wrong, it is not its task).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from typing import TYPE_CHECKING
 
 from deskbench.runs.outcomes import ItemOutcome, OutcomeOptions
@@ -43,5 +44,20 @@ def docqa_run_outcomes(store: RunStore, system: str, options: OutcomeOptions) ->
     subs, failed = run_submissions(store, system)  # attempt 0, as `deskbench score`
     ran = {s.id for s in subs if s.id is not None} | set(failed)
     tasks = [t for t in tasks_scored(system, store.tasks(), ran) if t.id in ran]
-    items, _ = score_all(tasks, subs, options.docqa or ScoreOptions(), errors=failed)
+    scorer = options.scorer if isinstance(options.scorer, ScoreOptions) else ScoreOptions()
+    items, _ = score_all(tasks, subs, scorer, errors=failed)
     return docqa_outcomes(items, system)
+
+
+@contextmanager
+def docqa_scorer_options(params: Mapping[str, object]) -> Iterator[OutcomeOptions]:
+    """docqa's scorer from a command's flags: `--judge` (with `--judge-cache`, `--no-cache`) as
+    `deskbench score` builds it, else ANLS* >= 0.5."""
+    from deskbench.tracks.docqa.cli import make_judge
+    from deskbench.tracks.docqa.scoring.docqa import ScoreOptions
+
+    concurrency = int(params.get("concurrency") or 8)  # type: ignore[call-overload]
+    judge = params.get("judge")
+    answer_judge = (make_judge(str(judge), params.get("judge_cache"), bool(params.get("no_cache")), concurrency)  # type: ignore[arg-type]
+                    if judge else None)
+    yield OutcomeOptions(scorer=ScoreOptions(judge=answer_judge), concurrency=concurrency)

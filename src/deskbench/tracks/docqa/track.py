@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -56,6 +57,11 @@ class DocQATrack:
 
         args = DocQAScoreArgs.of({**request.options, "judge": request.judge, "concurrency": request.concurrency})
         score_run(store, systems, args, as_json=as_json)
+
+    def scorer_options(self, params: Mapping[str, object]) -> AbstractContextManager[OutcomeOptions]:
+        from deskbench.tracks.docqa.outcomes import docqa_scorer_options
+
+        return docqa_scorer_options(params)
 
     def outcomes(self, store: RunStore, system: str, options: OutcomeOptions) -> list[ItemOutcome]:
         from deskbench.tracks.docqa.outcomes import docqa_run_outcomes
