@@ -8,7 +8,7 @@ reviewer (not the grader) confirms or edits each cell (a criterion, or a verifie
 to pass or fail with a reason, target "verifier:<id>", which V and `deskbench score` then use), or
 rejects (returns) the row, and records the six C.6 star ratings (1-5; never a score); each action
 is a QCAction (validated with qc_problem; a reviewer who is the grader is refused by
-rubric_qc.self_review, the CSV import's rule too) and the final grade (apply_qc) is shown, with
+rubric_qc_actions.self_review, the CSV import's rule too) and the final grade (apply_qc) is shown, with
 why it was returned (by the reviewer, or by a C.1 trigger). The grading form also records the
 grader's declared best response of a task (§4.4, compared with the VRS argmax by `deskbench score`). Each QC form carries the grade it shows (its grader and created_at):
 the action is bound to that grade, and a post whose grade is no longer the episode's primary

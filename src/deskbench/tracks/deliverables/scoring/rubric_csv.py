@@ -11,7 +11,7 @@ QC CSV: task_id, system, attempt, target, action, score, justification, reason, 
 read as confirm and reject). C.6 star ratings are rows with target stars:verifiers or
 stars:DI .. stars:FD, action rate and score 1-5. Each action reviews the episode's primary grade
 at import time (it is bound to it, see rubric_qc): a later regrade makes it stale. A reviewer
-who is the grade's grader is refused (`rubric_qc.self_review`, the web app's rule).
+who is the grade's grader is refused (`rubric_qc_actions.self_review`, the web app's rule).
 
 An import reads the whole file first: any bad row raises a UserError of one line naming the
 file, the line, the column, the problem and the fix, and nothing is written. Rows naming an
