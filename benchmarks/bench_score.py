@@ -32,7 +32,8 @@ from typing import Any
 from readme_table import update_readme
 
 from deskbench.tasks.docqa import read_submissions, read_tasks
-from deskbench.tracks.docqa.scoring.docqa import ScoreOptions, score_all, summarize
+from deskbench.tracks.docqa.scoring.docqa import ScoreOptions, score_all
+from deskbench.tracks.docqa.scoring.docqa_summary import summarize
 
 REPO = Path(__file__).resolve().parents[1]
 TARGET_SECONDS = 1.0

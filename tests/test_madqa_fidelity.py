@@ -14,7 +14,8 @@ from conftest import run_cli
 from deskbench.tasks.docqa import DocQASubmission, DocQATask, read_submissions
 from deskbench.tracks.docqa.scoring.bias import rg_interval_lee, rg_interval_official
 from deskbench.tracks.docqa.scoring.calibration import kuiper
-from deskbench.tracks.docqa.scoring.docqa import ScoreOptions, score_all, summarize
+from deskbench.tracks.docqa.scoring.docqa import ScoreOptions, score_all
+from deskbench.tracks.docqa.scoring.docqa_summary import summarize
 from deskbench.tracks.docqa.scoring.judge import Judgement
 
 TASKS = [

@@ -18,7 +18,8 @@ import pytest
 from conftest import run_cli
 
 from deskbench.tasks.docqa import read_submissions, read_tasks
-from deskbench.tracks.docqa.scoring.docqa import ScoreOptions, score_all, summarize
+from deskbench.tracks.docqa.scoring.docqa import ScoreOptions, score_all
+from deskbench.tracks.docqa.scoring.docqa_summary import summarize
 from deskbench.tracks.docqa.scoring.judge import Judgement
 
 DATA = Path(__file__).parent / "data" / "madqa_parity"

@@ -11,7 +11,7 @@ from conftest import cli_json, ingest, run_cli, write_text_pdf
 
 from deskbench.agents.base import AgentContext, AgentSettings, load_page_parts
 from deskbench.corpus import Corpus
-from deskbench.tracks.docqa.agents.rlm import write_context
+from deskbench.tracks.docqa.agents.rlm_context import write_context
 
 
 def _corpus(root: Path) -> Path:

@@ -21,18 +21,12 @@ from deskbench.models.resilient import ResilientModel, RetryPolicy
 from deskbench.models.settings import Sampling
 from deskbench.runs.store import RunStore
 from deskbench.tasks.docqa import DocQATask, ModelCallStep, ToolCallStep
-from deskbench.tracks.docqa.agents.rlm import (
-    Final,
-    Repl,
-    RlmAgent,
-    RlmSettings,
-    document_block,
-    find_final,
-    repl_blocks,
-    shown,
-    write_context,
-)
+from deskbench.tracks.docqa.agents.rlm import RlmAgent
+from deskbench.tracks.docqa.agents.rlm_context import document_block, write_context
 from deskbench.tracks.docqa.agents.rlm_prompts import DEFAULT_ANSWER, LAST_TURN, RLM_SYSTEM
+from deskbench.tracks.docqa.agents.rlm_repl_host import Repl
+from deskbench.tracks.docqa.agents.rlm_replies import Final, find_final, repl_blocks, shown
+from deskbench.tracks.docqa.agents.rlm_settings import RlmSettings
 
 FAST = RetryPolicy(attempts=2, base_delay=0.01, max_delay=0.02, timeout=10.0)
 TASK = DocQATask(id="q1", question="Which vehicle has winter season rental rates?",

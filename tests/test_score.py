@@ -10,7 +10,8 @@ import pytest
 from conftest import run_cli
 
 from deskbench.tasks.docqa import DocQASubmission, DocQATask, read_submissions
-from deskbench.tracks.docqa.scoring.docqa import ScoreOptions, score_all, summarize
+from deskbench.tracks.docqa.scoring.docqa import ScoreOptions, score_all
+from deskbench.tracks.docqa.scoring.docqa_summary import summarize
 from deskbench.tracks.docqa.scoring.judge import Judgement
 
 TASKS = [

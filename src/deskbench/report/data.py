@@ -53,7 +53,8 @@ from deskbench.tracks.deliverables.scoring.deliverables_summary import (
 )
 from deskbench.tracks.docqa.humans import episodes_of, pooled_systems, tasks_scored
 from deskbench.tracks.docqa.scoring.calibration import kuiper
-from deskbench.tracks.docqa.scoring.docqa import ScoreOptions, ScoreReport, score_all, summarize
+from deskbench.tracks.docqa.scoring.docqa import ScoreOptions, score_all
+from deskbench.tracks.docqa.scoring.docqa_summary import ScoreReport, summarize
 from deskbench.tracks.registry import get_track
 
 ANLS_METHOD = (

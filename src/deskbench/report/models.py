@@ -12,7 +12,7 @@ from deskbench.models.prices import PRICES_AS_OF
 from deskbench.report.madqa import MadqaAnalyses
 from deskbench.tracks.analytics.scoring.analytics_metrics import AnalyticsScoreReport
 from deskbench.tracks.deliverables.scoring.deliverables_report import DeliverablesReport
-from deskbench.tracks.docqa.scoring.docqa import GroupSummary
+from deskbench.tracks.docqa.scoring.docqa_summary import GroupSummary
 
 ErrorClass = Literal["retrieval", "navigation", "comprehension", "refusal"]
 ERROR_CLASSES: tuple[ErrorClass, ...] = ("retrieval", "navigation", "comprehension", "refusal")

@@ -170,7 +170,7 @@ def episode_of(task: DocQATask, sub: DocQASubmission, system: str, at: str) -> E
 
 
 def _match(tasks: list[DocQATask], subs: list[DocQASubmission], pred: Path):  # -> Matched
-    from deskbench.tracks.docqa.scoring.docqa import match
+    from deskbench.tracks.docqa.scoring.docqa_match import match
 
     try:
         return match(tasks, subs)

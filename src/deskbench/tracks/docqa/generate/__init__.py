@@ -13,7 +13,8 @@ from collections.abc import Callable
 from pathlib import Path
 
 from deskbench.tasks.docqa import DocQATask
-from deskbench.tracks.docqa.generate.facts import Fact, build_world
+from deskbench.tracks.docqa.generate.clusters import build_world
+from deskbench.tracks.docqa.generate.facts import Fact
 from deskbench.tracks.docqa.generate.inject import plant_injections
 from deskbench.tracks.docqa.generate.layouts import render_document
 from deskbench.tracks.docqa.generate.manifest import DocQAGenReport, FactRecord, ManifestRecord
