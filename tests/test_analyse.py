@@ -20,13 +20,18 @@ import numpy as np
 import pytest
 from conftest import run_cli
 
-from deskbench.analysis.agreement import cohen_kappa, kappa_matrix
-from deskbench.analysis.items import difficulty, discrimination
-from deskbench.analysis.matrix import load_matrix
-from deskbench.analysis.splits import build_splits, difficulty_bin, is_sentinel, ranking_agreement
 from deskbench.errors import UserError
 from deskbench.runs.store import Episode, RunStore
 from deskbench.tasks.docqa import DocQASubmission, DocQATask
+from deskbench.tracks.docqa.analysis.agreement import cohen_kappa, kappa_matrix
+from deskbench.tracks.docqa.analysis.items import difficulty, discrimination
+from deskbench.tracks.docqa.analysis.matrix import load_matrix
+from deskbench.tracks.docqa.analysis.splits import (
+    build_splits,
+    difficulty_bin,
+    is_sentinel,
+    ranking_agreement,
+)
 
 TASKS = [DocQATask(id=f"t{i}", question=f"q{i}?", answer_variants=[[f"answer number {i}"]]) for i in range(7)]
 EXPECTED = np.array([

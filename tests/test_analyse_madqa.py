@@ -12,13 +12,6 @@ from conftest import run_cli
 from typer.testing import CliRunner
 
 from deskbench.cli.analyse_madqa import register
-from deskbench.analysis.corpus_stats import corpus_stats
-from deskbench.analysis.cost import cost_figure, cost_report
-from deskbench.analysis.effort import effort_report, system_effort
-from deskbench.analysis.failures import failures_report
-from deskbench.analysis.human_time import human_time_report, time_bin
-from deskbench.analysis.scored import ScoredSystem, load_scored
-from deskbench.analysis.trajectories import trajectory_report
 from deskbench.models.types import Usage
 from deskbench.runs.store import Episode, RunStore
 from deskbench.tasks.docqa import (
@@ -30,6 +23,13 @@ from deskbench.tasks.docqa import (
     PageViewStep,
     ToolCallStep,
 )
+from deskbench.tracks.docqa.analysis.corpus_stats import corpus_stats
+from deskbench.tracks.docqa.analysis.cost import cost_figure, cost_report
+from deskbench.tracks.docqa.analysis.effort import effort_report, system_effort
+from deskbench.tracks.docqa.analysis.failures import failures_report
+from deskbench.tracks.docqa.analysis.human_time import human_time_report, time_bin
+from deskbench.tracks.docqa.analysis.scored import ScoredSystem, load_scored
+from deskbench.tracks.docqa.analysis.trajectories import trajectory_report
 
 
 def _app() -> typer.Typer:
@@ -413,8 +413,8 @@ def test_corpus_stats_command(tmp_path: Path, operator_corpus) -> None:  # noqa:
 
 
 def test_failure_classes_are_the_reports() -> None:
-    from deskbench.analysis.failures import ERROR_CLASSES
     from deskbench.report.models import ERROR_CLASSES as REPORT_CLASSES
+    from deskbench.tracks.docqa.analysis.failures import ERROR_CLASSES
 
     assert ERROR_CLASSES == REPORT_CLASSES
 

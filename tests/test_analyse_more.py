@@ -16,10 +16,18 @@ import typer
 from typer.testing import CliRunner
 
 from deskbench.cli.analyse_more import register
-from deskbench.analysis.drift import drift_report, episode_queries, load_drift
-from deskbench.analysis.guessability import classify_question, guessability, load_guessability
-from deskbench.analysis.lexical import lexical_analysis, load_lexical, ngrams
-from deskbench.analysis.multihop import (
+from deskbench.corpus import Corpus
+from deskbench.errors import UserError
+from deskbench.runs.store import Episode, RunStore
+from deskbench.tasks.docqa import DocQASubmission, DocQATask, Evidence, ToolCallStep
+from deskbench.tracks.docqa.analysis.drift import drift_report, episode_queries, load_drift
+from deskbench.tracks.docqa.analysis.guessability import (
+    classify_question,
+    guessability,
+    load_guessability,
+)
+from deskbench.tracks.docqa.analysis.lexical import lexical_analysis, load_lexical, ngrams
+from deskbench.tracks.docqa.analysis.multihop import (
     POOLED,
     distance_bin,
     gap_bin,
@@ -28,11 +36,7 @@ from deskbench.analysis.multihop import (
     multihop_report,
     page_gap,
 )
-from deskbench.analysis.textsim import cosine_distance, pearson_r, tfidf_matrix
-from deskbench.corpus import Corpus
-from deskbench.errors import UserError
-from deskbench.runs.store import Episode, RunStore
-from deskbench.tasks.docqa import DocQASubmission, DocQATask, Evidence, ToolCallStep
+from deskbench.tracks.docqa.analysis.textsim import cosine_distance, pearson_r, tfidf_matrix
 
 ln = math.log
 

@@ -15,11 +15,11 @@ import numpy as np
 import pytest
 from conftest import run_cli
 
-from deskbench.analysis import embeddings as emb
-from deskbench.analysis.drift import drift_report
 from deskbench.errors import UserError
 from deskbench.runs.store import Episode, RunStore
 from deskbench.tasks.docqa import DocQASubmission, DocQATask, Evidence, ToolCallStep
+from deskbench.tracks.docqa.analysis import embeddings as emb
+from deskbench.tracks.docqa.analysis.drift import drift_report
 
 REFERENCE = Path(__file__).parent / "data" / "minilm_reference.json"
 

@@ -16,10 +16,12 @@ import numpy.typing as npt
 import typer
 from pydantic import BaseModel
 
-from deskbench.analysis.agreement import CORRECT_AT, kappa_matrix, outcome_table
-from deskbench.analysis.items import difficulty, discrimination
-from deskbench.analysis.matrix import ResponseMatrix, load_matrix
-from deskbench.analysis.splits import (
+from deskbench.cli.analyse_more import write_report as _write
+from deskbench.errors import UserError
+from deskbench.tracks.docqa.analysis.agreement import CORRECT_AT, kappa_matrix, outcome_table
+from deskbench.tracks.docqa.analysis.items import difficulty, discrimination
+from deskbench.tracks.docqa.analysis.matrix import ResponseMatrix, load_matrix
+from deskbench.tracks.docqa.analysis.splits import (
     N_BINS,
     SENTINEL_FRACTION,
     SENTINEL_P,
@@ -29,8 +31,6 @@ from deskbench.analysis.splits import (
     ranking_agreement,
     system_means,
 )
-from deskbench.cli.analyse_more import write_report as _write
-from deskbench.errors import UserError
 from deskbench.tracks.docqa.humans import is_human
 
 analyse_app = typer.Typer(no_args_is_help=True, help="Analyses over stored runs (MADQA §2.4, §5, App. B, D, E, H): items, splits, agreement, drift, guessability, multihop, lexical, effort, failures, trajectories, cost, human-time, corpus-stats.")

@@ -67,7 +67,7 @@ def _effort_lines(report: Any) -> Iterator[str]:
 
 def effort(run_dirs: RunDirsArg, output: OutOpt = None, plot: PlotOpt = None, as_json: JsonOpt = False, pool: PoolOpt = False) -> None:
     """Kuiper under each effort measure (steps, total tokens, generated tokens, time) and Spearman between them (MADQA E.4, Tables 11-12)."""
-    from deskbench.analysis.effort import effort_figure, load_effort
+    from deskbench.tracks.docqa.analysis.effort import effort_figure, load_effort
 
     _wanted(output, as_json)
     _deliver(load_effort(run_dirs, pool), effort_figure, _effort_lines, output, plot, as_json)
@@ -86,7 +86,7 @@ def _failures_lines(report: Any) -> Iterator[str]:
 
 def failures(run_dirs: RunDirsArg, output: OutOpt = None, plot: PlotOpt = None, as_json: JsonOpt = False, pool: PoolOpt = False, top: TopOpt = 4) -> None:
     """Retrieval vs comprehension, errors by hop type and domain, failure cascade (MADQA H.3, Figures 16-19)."""
-    from deskbench.analysis.failures import failures_figure, load_failures
+    from deskbench.tracks.docqa.analysis.failures import failures_figure, load_failures
 
     _wanted(output, as_json)
     _deliver(load_failures(run_dirs, pool, top), failures_figure, _failures_lines, output, plot, as_json)
@@ -104,7 +104,7 @@ def _trajectories_lines(report: Any) -> Iterator[str]:
 
 def trajectories(run_dirs: RunDirsArg, output: OutOpt = None, plot: PlotOpt = None, as_json: JsonOpt = False, pool: PoolOpt = False) -> None:
     """Gold evidence found by search iteration; recovery after a first-query miss (MADQA H.5, Figures 22-23)."""
-    from deskbench.analysis.trajectories import load_trajectories, trajectories_figure
+    from deskbench.tracks.docqa.analysis.trajectories import load_trajectories, trajectories_figure
 
     _wanted(output, as_json)
     _deliver(load_trajectories(run_dirs, pool), trajectories_figure, _trajectories_lines, output, plot, as_json)
@@ -122,7 +122,7 @@ def _cost_lines(report: Any) -> Iterator[str]:
 
 def cost(run_dirs: RunDirsArg, output: OutOpt = None, plot: PlotOpt = None, as_json: JsonOpt = False, pool: PoolOpt = False) -> None:
     """Accuracy against the USD cost of each system (MADQA Figure 7); an unknown cost is '?', never $0."""
-    from deskbench.analysis.cost import cost_figure, load_cost
+    from deskbench.tracks.docqa.analysis.cost import cost_figure, load_cost
 
     _wanted(output, as_json)
     _deliver(load_cost(run_dirs, pool), cost_figure, _cost_lines, output, plot, as_json)
@@ -140,7 +140,7 @@ def _human_time_lines(report: Any) -> Iterator[str]:
 
 def human_time(run_dirs: RunDirsArg, output: OutOpt = None, plot: PlotOpt = None, as_json: JsonOpt = False, pool: PoolOpt = False) -> None:
     """People's response time against accuracy: median, quartiles, accuracy by time bin (MADQA §5.2)."""
-    from deskbench.analysis.human_time import human_time_figure, load_human_time
+    from deskbench.tracks.docqa.analysis.human_time import human_time_figure, load_human_time
 
     _wanted(output, as_json)
     _deliver(load_human_time(run_dirs, pool), human_time_figure, _human_time_lines, output, plot, as_json)
@@ -160,7 +160,7 @@ def _corpus_lines(stats: Any) -> Iterator[str]:
 
 def corpus_stats(tasks: TasksOpt, corpus: CorpusOpt, output: OutOpt = None, plot: PlotOpt = None, as_json: JsonOpt = False) -> None:
     """Documents, pages and questions by domain and by document category (MADQA Tables 2 and 6)."""
-    from deskbench.analysis.corpus_stats import corpus_figure, load_corpus_stats
+    from deskbench.tracks.docqa.analysis.corpus_stats import corpus_figure, load_corpus_stats
 
     _wanted(output, as_json)
     _deliver(load_corpus_stats(tasks, corpus), corpus_figure, _corpus_lines, output, plot, as_json)

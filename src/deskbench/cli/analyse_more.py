@@ -37,7 +37,7 @@ def drift(
     method: Annotated[str, typer.Option(help="tfidf (default) | minilm: all-MiniLM-L6-v2 sentence embeddings (the embeddings extra, see README)")] = "tfidf",
 ) -> None:
     """Query reformulation: cosine drift between consecutive search queries (MADQA H.6)."""
-    from deskbench.analysis.drift import load_drift, plot_drift
+    from deskbench.tracks.docqa.analysis.drift import load_drift, plot_drift
 
     report = load_drift(run_dirs, method=method)
     write_report(output, report)
@@ -55,7 +55,7 @@ def guessability(
     model: Annotated[str | None, typer.Option(help="Classify the questions with this model (MADQA Prompt 2) instead of patterns.")] = None,
 ) -> None:
     """Accuracy without documents by question type: yes/no, binary choice, other (MADQA E.2)."""
-    from deskbench.analysis.guessability import load_guessability
+    from deskbench.tracks.docqa.analysis.guessability import load_guessability
 
     chat = None
     if model:
@@ -74,7 +74,7 @@ def guessability(
 
 def multihop(run_dir: RunDirArg, corpus: CorpusOpt, output: OutOpt, plot: PlotOpt = None) -> None:
     """Multi-hop accuracy by page gap and by semantic distance of the evidence pages (MADQA H.1)."""
-    from deskbench.analysis.multihop import load_multihop, plot_multihop
+    from deskbench.tracks.docqa.analysis.multihop import load_multihop, plot_multihop
 
     report = load_multihop(run_dir, corpus)
     write_report(output, report)
@@ -86,7 +86,7 @@ def multihop(run_dir: RunDirArg, corpus: CorpusOpt, output: OutOpt, plot: PlotOp
 
 def lexical(tasks: TasksOpt, corpus: CorpusOpt, output: OutOpt) -> None:
     """n-gram overlap between questions and their evidence; Ctrl+F precision and recall (MADQA E.1)."""
-    from deskbench.analysis.lexical import load_lexical
+    from deskbench.tracks.docqa.analysis.lexical import load_lexical
 
     report = load_lexical(tasks, corpus)
     write_report(output, report)

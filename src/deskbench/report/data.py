@@ -8,7 +8,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from deskbench.analysis.scored import ScoredSystem, first_attempts
 from deskbench.errors import UserError
 from deskbench.models.prices import per, total_cost
 from deskbench.models.settings import ResolvedSettings
@@ -51,6 +50,7 @@ from deskbench.tracks.deliverables.scoring.deliverables_report import Deliverabl
 from deskbench.tracks.deliverables.scoring.deliverables_summary import (
     summarize as summarize_deliverables,
 )
+from deskbench.tracks.docqa.analysis.scored import ScoredSystem, first_attempts
 from deskbench.tracks.docqa.humans import episodes_of, pooled_systems, tasks_scored
 from deskbench.tracks.docqa.scoring.calibration import kuiper
 from deskbench.tracks.docqa.scoring.docqa import ScoreOptions, score_all

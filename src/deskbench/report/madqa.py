@@ -11,13 +11,13 @@ from pathlib import Path
 
 from pydantic import BaseModel
 
-from deskbench.analysis.corpus_stats import CorpusStats
-from deskbench.analysis.cost import CostReport
-from deskbench.analysis.effort import MEASURES, EffortReport
-from deskbench.analysis.failures import FailuresReport
-from deskbench.analysis.human_time import HumanTimeReport
-from deskbench.analysis.scored import ScoredSystem
-from deskbench.analysis.trajectories import TrajectoryReport
+from deskbench.tracks.docqa.analysis.corpus_stats import CorpusStats
+from deskbench.tracks.docqa.analysis.cost import CostReport
+from deskbench.tracks.docqa.analysis.effort import MEASURES, EffortReport
+from deskbench.tracks.docqa.analysis.failures import FailuresReport
+from deskbench.tracks.docqa.analysis.human_time import HumanTimeReport
+from deskbench.tracks.docqa.analysis.scored import ScoredSystem
+from deskbench.tracks.docqa.analysis.trajectories import TrajectoryReport
 
 
 class MadqaAnalyses(BaseModel):
@@ -34,12 +34,12 @@ class MadqaAnalyses(BaseModel):
 
 
 def build_madqa(systems: Sequence[ScoredSystem], corpus: Path | None = None) -> MadqaAnalyses:
-    from deskbench.analysis.corpus_stats import corpus_stats, page_counts
-    from deskbench.analysis.cost import cost_report
-    from deskbench.analysis.effort import effort_report
-    from deskbench.analysis.failures import failures_report
-    from deskbench.analysis.human_time import human_time_report
-    from deskbench.analysis.trajectories import trajectory_report
+    from deskbench.tracks.docqa.analysis.corpus_stats import corpus_stats, page_counts
+    from deskbench.tracks.docqa.analysis.cost import cost_report
+    from deskbench.tracks.docqa.analysis.effort import effort_report
+    from deskbench.tracks.docqa.analysis.failures import failures_report
+    from deskbench.tracks.docqa.analysis.human_time import human_time_report
+    from deskbench.tracks.docqa.analysis.trajectories import trajectory_report
 
     stats = None
     if corpus is not None:
@@ -52,13 +52,13 @@ def build_madqa(systems: Sequence[ScoredSystem], corpus: Path | None = None) -> 
 
 def madqa_pngs(m: MadqaAnalyses) -> dict[str, bytes]:
     """The figures the data supports, by name (see the template for where each goes)."""
-    from deskbench.analysis.corpus_stats import corpus_figure
-    from deskbench.analysis.cost import cost_figure
-    from deskbench.analysis.effort import effort_figure
-    from deskbench.analysis.failures import failures_figure
-    from deskbench.analysis.human_time import human_time_figure
-    from deskbench.analysis.trajectories import trajectories_figure
     from deskbench.report.plots import _png
+    from deskbench.tracks.docqa.analysis.corpus_stats import corpus_figure
+    from deskbench.tracks.docqa.analysis.cost import cost_figure
+    from deskbench.tracks.docqa.analysis.effort import effort_figure
+    from deskbench.tracks.docqa.analysis.failures import failures_figure
+    from deskbench.tracks.docqa.analysis.human_time import human_time_figure
+    from deskbench.tracks.docqa.analysis.trajectories import trajectories_figure
 
     out = {"failures": _png(failures_figure(m.failures))}
     if any(k.kuiper is not None for s in m.effort.systems for k in s.kuiper):

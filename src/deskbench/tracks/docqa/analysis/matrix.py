@@ -35,7 +35,7 @@ def load_matrix(run_dirs: Sequence[Path], pool_humans: bool = False) -> Response
     distinct; a system made by `deskbench import` is labelled `<system> (imported)`. Raises UserError for a path that is not a run, a run without episodes, or no
     common items.
     """
-    from deskbench.analysis.scored import load_scored
+    from deskbench.tracks.docqa.analysis.scored import load_scored
 
     systems = load_scored(run_dirs, pool_humans)
     common: list[str] | None = None

@@ -23,8 +23,8 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from deskbench.analysis.scored import CORRECT_AT, ScoredSystem, is_correct
 from deskbench.tasks.docqa import HOP_TYPES, ItemScore
+from deskbench.tracks.docqa.analysis.scored import CORRECT_AT, ScoredSystem, is_correct
 
 # The report's classes, in its order (report/models.py ERROR_CLASSES, which this module does not
 # import: the report's models import this module).
@@ -131,7 +131,7 @@ def failures_report(systems: Sequence[ScoredSystem], top: int = TOP) -> Failures
 
 
 def load_failures(run_dirs: Sequence[Path], pool_humans: bool = False, top: int = TOP) -> FailuresReport:
-    from deskbench.analysis.scored import load_scored
+    from deskbench.tracks.docqa.analysis.scored import load_scored
 
     return failures_report(load_scored(run_dirs, pool_humans), top)
 

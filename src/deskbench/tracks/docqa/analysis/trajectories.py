@@ -27,9 +27,9 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from deskbench.analysis.scored import ScoredSystem
 from deskbench.runs.store import Episode
 from deskbench.tasks.docqa import DocQATask, ToolCallStep
+from deskbench.tracks.docqa.analysis.scored import ScoredSystem
 
 PageKey = tuple[str, int]
 
@@ -137,7 +137,7 @@ def trajectory_report(systems: Sequence[ScoredSystem]) -> TrajectoryReport:
 
 
 def load_trajectories(run_dirs: Sequence[Path], pool_humans: bool = False) -> TrajectoryReport:
-    from deskbench.analysis.scored import load_scored
+    from deskbench.tracks.docqa.analysis.scored import load_scored
 
     return trajectory_report(load_scored(run_dirs, pool_humans))
 

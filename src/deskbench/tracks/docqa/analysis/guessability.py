@@ -22,11 +22,11 @@ from typing import Literal
 
 from pydantic import BaseModel
 
-from deskbench.analysis.drift import run_accuracies
 from deskbench.errors import UserError
 from deskbench.models.types import ChatModel
 from deskbench.runs.store import RunStore
 from deskbench.tasks.docqa import DocQATask
+from deskbench.tracks.docqa.analysis.drift import run_accuracies
 
 QuestionClass = Literal["yes_no", "binary_choice", "other"]
 CLASSES: tuple[QuestionClass, ...] = ("yes_no", "binary_choice", "other")
@@ -146,7 +146,7 @@ def load_guessability(run_dir: Path, model: ChatModel | None = None) -> Guessabi
     if model is not None:
         import asyncio
 
-        from deskbench.analysis.classify_model import classify_all
+        from deskbench.tracks.docqa.analysis.classify_model import classify_all
 
         classes, fallback = asyncio.run(classify_all(model, tasks))
     else:

@@ -14,16 +14,16 @@ from statistics import median
 import numpy as np
 from pydantic import BaseModel
 
-from deskbench.analysis.textsim import (
+from deskbench.errors import UserError
+from deskbench.runs.store import Episode, RunStore
+from deskbench.tasks.docqa import ToolCallStep
+from deskbench.tracks.docqa.analysis.textsim import (
     Embedder,
     correlation_p,
     cosine_distance,
     pearson_r,
     tfidf_matrix,
 )
-from deskbench.errors import UserError
-from deskbench.runs.store import Episode, RunStore
-from deskbench.tasks.docqa import ToolCallStep
 
 SEARCH_TOOL = "search_documents"
 
@@ -153,7 +153,7 @@ def method_embedder(method: str) -> Embedder | None:
     if method == "tfidf":
         return None
     if method == "minilm":
-        from deskbench.analysis.embeddings import load_minilm
+        from deskbench.tracks.docqa.analysis.embeddings import load_minilm
 
         return load_minilm()
     raise UserError(f"--method {method!r} is not valid; use {' or '.join(METHODS)}")

@@ -30,16 +30,16 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from deskbench.analysis.scored import (
+from deskbench.analysis.stats import spearman
+from deskbench.runs.store import Episode
+from deskbench.tasks.docqa import DocQASubmission, ItemScore
+from deskbench.tracks.docqa.analysis.scored import (
     CORRECT_AT,
     ScoredSystem,
     accuracy,
     episode_seconds,
     is_correct,
 )
-from deskbench.analysis.stats import spearman
-from deskbench.runs.store import Episode
-from deskbench.tasks.docqa import DocQASubmission, ItemScore
 from deskbench.tracks.docqa.scoring.calibration import kuiper
 
 
@@ -166,7 +166,7 @@ def effort_report(systems: Sequence[ScoredSystem]) -> EffortReport:
 
 
 def load_effort(run_dirs: Sequence[Path], pool_humans: bool = False) -> EffortReport:
-    from deskbench.analysis.scored import load_scored
+    from deskbench.tracks.docqa.analysis.scored import load_scored
 
     return effort_report(load_scored(run_dirs, pool_humans))
 

@@ -21,11 +21,16 @@ from pathlib import Path
 import numpy as np
 from pydantic import BaseModel
 
-from deskbench.analysis.drift import run_accuracies
-from deskbench.analysis.textsim import Embedder, cosine_distance, pearson_r, tfidf_matrix
 from deskbench.errors import UserError
 from deskbench.runs.store import RunStore
 from deskbench.tasks.docqa import DocQATask, hop_type
+from deskbench.tracks.docqa.analysis.drift import run_accuracies
+from deskbench.tracks.docqa.analysis.textsim import (
+    Embedder,
+    cosine_distance,
+    pearson_r,
+    tfidf_matrix,
+)
 
 GAP_BINS: tuple[tuple[str, int, int | None], ...] = (("1", 1, 1), ("2", 2, 2), ("3-5", 3, 5), ("6+", 6, None))
 DISTANCE_BINS: tuple[tuple[str, float, float | None], ...] = (

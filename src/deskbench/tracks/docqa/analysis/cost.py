@@ -16,8 +16,8 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from deskbench.analysis.scored import ScoredSystem, accuracy, is_correct
 from deskbench.models.prices import PRICES_AS_OF, UNKNOWN, per, total_cost
+from deskbench.tracks.docqa.analysis.scored import ScoredSystem, accuracy, is_correct
 
 
 class SystemCost(BaseModel):
@@ -59,7 +59,7 @@ def cost_report(systems: Sequence[ScoredSystem]) -> CostReport:
 
 
 def load_cost(run_dirs: Sequence[Path], pool_humans: bool = False) -> CostReport:
-    from deskbench.analysis.scored import load_scored
+    from deskbench.tracks.docqa.analysis.scored import load_scored
 
     return cost_report(load_scored(run_dirs, pool_humans))
 

@@ -20,9 +20,9 @@ from typing import Any
 import numpy as np
 from pydantic import BaseModel
 
-from deskbench.analysis.scored import ScoredSystem, episode_seconds
 from deskbench.analysis.stats import spearman
 from deskbench.errors import UserError
+from deskbench.tracks.docqa.analysis.scored import ScoredSystem, episode_seconds
 from deskbench.tracks.docqa.humans import is_human
 
 BINS: tuple[tuple[str, float, float | None], ...] = (
@@ -85,7 +85,7 @@ def human_time_report(systems: Sequence[ScoredSystem]) -> HumanTimeReport:
 
 
 def load_human_time(run_dirs: Sequence[Path], pool_humans: bool = False) -> HumanTimeReport:
-    from deskbench.analysis.scored import load_scored
+    from deskbench.tracks.docqa.analysis.scored import load_scored
 
     report = human_time_report(load_scored(run_dirs, pool_humans))
     if not report.systems:
