@@ -25,7 +25,8 @@ from deskbench.corpus import Corpus
 from deskbench.models.openai_chat import OpenAIChat
 from deskbench.models.resilient import ResilientModel, RetryPolicy
 from deskbench.runs.store import RunStore
-from deskbench.tasks.docqa import DocQATask, ModelCallStep, ToolCallStep
+from deskbench.tasks.docqa import DocQATask
+from deskbench.tasks.trajectory import ModelCallStep, ToolCallStep
 
 TASK = DocQATask(id="q1", question="Which vehicle rental rates are given for the winter season?",
                  answer_variants=[["Mountain car"]], evidence=[{"document": "alpha.pdf", "page": 1}])  # type: ignore[list-item]

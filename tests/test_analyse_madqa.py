@@ -14,15 +14,8 @@ from typer.testing import CliRunner
 from deskbench.cli.analyse_madqa import register
 from deskbench.models.types import Usage
 from deskbench.runs.store import Episode, RunStore
-from deskbench.tasks.docqa import (
-    Citation,
-    DocQASubmission,
-    DocQATask,
-    Evidence,
-    ItemScore,
-    PageViewStep,
-    ToolCallStep,
-)
+from deskbench.tasks.docqa import DocQASubmission, DocQATask, Evidence, ItemScore
+from deskbench.tasks.trajectory import Citation, PageViewStep, ToolCallStep
 from deskbench.tracks.docqa.analysis.corpus_stats import corpus_stats
 from deskbench.tracks.docqa.analysis.cost import cost_figure, cost_report
 from deskbench.tracks.docqa.analysis.effort import effort_report, system_effort

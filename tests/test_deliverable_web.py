@@ -24,7 +24,7 @@ from deskbench.models.types import ToolCall
 from deskbench.runs.protocol import stored_protocol
 from deskbench.runs.store import RunStore
 from deskbench.tasks.deliverables import DeliverableSubmission, load_packages
-from deskbench.tasks.docqa import ToolCallStep
+from deskbench.tasks.trajectory import ToolCallStep
 from deskbench.tracks.deliverables.scoring.deliverables_run import score_run
 from deskbench.tracks.deliverables.scoring.verifiers_citations import cited_hosts
 from deskbench.tracks.deliverables.web_access import FetchTool, WebSearchTool, parse_web

@@ -12,7 +12,7 @@ from conftest import run_cli
 
 from deskbench.runs.imported import imported_systems
 from deskbench.runs.store import Episode, RunStore
-from deskbench.tasks.docqa import ModelCallStep, ToolCallStep
+from deskbench.tasks.trajectory import ModelCallStep, ToolCallStep
 
 TASKS = [
     {"id": "q1", "question": "What is the harbour fee?", "answer_variants": [["$120"]],

@@ -17,7 +17,7 @@ from conftest import require_local_model, run_cli
 from deskbench.corpus import Corpus
 from deskbench.models.types import ChatRequest, Message, ToolSpec
 from deskbench.runs.store import RunStore
-from deskbench.tasks.docqa import ModelCallStep, ToolCallStep
+from deskbench.tasks.trajectory import ModelCallStep, ToolCallStep
 
 
 def test_local_model_answers_text_and_tool_calls() -> None:

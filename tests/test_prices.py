@@ -30,7 +30,8 @@ from deskbench.report.render import render_html
 from deskbench.runs.runner import RunCounts
 from deskbench.runs.store import Episode, RunStore
 from deskbench.tasks.deliverables import DeliverableSubmission, load_packages
-from deskbench.tasks.docqa import Citation, DocQASubmission, DocQATask, Evidence, ModelCallStep
+from deskbench.tasks.docqa import DocQASubmission, DocQATask, Evidence
+from deskbench.tasks.trajectory import Citation, ModelCallStep
 
 UNPRICED = "openai-compat/unpriced"
 FREE = "openai-compat/free"

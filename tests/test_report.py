@@ -45,15 +45,8 @@ from deskbench.report.models import Report
 from deskbench.report.render import best_values, render_html
 from deskbench.report.taxonomy import classify, is_refusal, says_not_found
 from deskbench.runs.store import Episode, RunStore
-from deskbench.tasks.docqa import (
-    Citation,
-    DocQASubmission,
-    DocQATask,
-    Evidence,
-    Injection,
-    ModelCallStep,
-    ToolCallStep,
-)
+from deskbench.tasks.docqa import DocQASubmission, DocQATask, Evidence, Injection
+from deskbench.tasks.trajectory import Citation, ModelCallStep, ToolCallStep
 from deskbench.tracks.docqa.scoring.docqa import ScoreOptions
 from deskbench.tracks.docqa.scoring.judge import Judgement
 

@@ -19,10 +19,10 @@ from deskbench.agents.registry import make_agent
 from deskbench.corpus import Corpus
 from deskbench.runs.runner import run_episodes
 from deskbench.runs.store import Episode, RunStore, now
-from deskbench.tasks.docqa import (
+from deskbench.tasks.docqa import DocQASubmission
+from deskbench.tasks.trajectory import (
     AnswerStep,
     CitationStep,
-    DocQASubmission,
     ModelCallStep,
     PageViewStep,
     ToolCallStep,

@@ -42,7 +42,7 @@ from deskbench.tasks.analytics import (
     OutputFileRecord,
     StopReason,
 )
-from deskbench.tasks.docqa import ToolCallStep
+from deskbench.tasks.trajectory import ToolCallStep
 
 EXECUTE_TOOL = ToolSpec(
     name="execute_code",

@@ -30,14 +30,8 @@ from deskbench.models.types import (
 from deskbench.runs.store import now
 from deskbench.tasks.analytics import AnalyticsSubmission
 from deskbench.tasks.deliverables import DeliverableSubmission
-from deskbench.tasks.docqa import (
-    Citation,
-    DocQASubmission,
-    DocQATask,
-    ModelCallStep,
-    Step,
-    TrajectoryStep,
-)
+from deskbench.tasks.docqa import DocQASubmission, DocQATask
+from deskbench.tasks.trajectory import Citation, ModelCallStep, Step, TrajectoryStep
 
 if TYPE_CHECKING:  # only the rlm agent runs code: the others never import the sandbox
     from deskbench.sandbox import Sandbox

@@ -33,7 +33,8 @@ from deskbench.runs.runner import run_submissions
 from deskbench.runs.settings import stored_settings
 from deskbench.runs.store import Episode, RunStore
 from deskbench.tasks.deliverables import DeliverableTask
-from deskbench.tasks.docqa import DocQATask, ItemScore, ToolCallStep
+from deskbench.tasks.docqa import DocQATask, ItemScore
+from deskbench.tasks.trajectory import ToolCallStep
 from deskbench.tracks.analytics.scoring.analytics import (
     AnalyticsItemScore,
     AnalyticsJudges,

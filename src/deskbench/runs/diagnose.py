@@ -39,7 +39,8 @@ from deskbench.models.sdk_errors import CONTEXT, POLICY
 from deskbench.runs.store import Episode
 from deskbench.tasks.analytics import AnalyticsSubmission, AnalyticsTask
 from deskbench.tasks.deliverables import DeliverableSubmission, DeliverableTask
-from deskbench.tasks.docqa import DocQASubmission, DocQATask, ToolCallStep
+from deskbench.tasks.docqa import DocQASubmission, DocQATask
+from deskbench.tasks.trajectory import ToolCallStep
 
 _TIMEOUT = re.compile(r"time[d ]?out|timeout|deadline exceeded", re.I)
 _REFUSAL = re.compile(r"^\W*(I('| a)m sorry|I can(no|')t (help|assist|comply)|I('m| am) (unable|not able) to (help|assist))",

@@ -36,15 +36,8 @@ from pydantic import BaseModel
 from deskbench.errors import UserError, read_user_file
 from deskbench.models.types import Usage
 from deskbench.runs.store import Episode, RunStore, now
-from deskbench.tasks.docqa import (
-    DocQASubmission,
-    DocQATask,
-    ModelCallStep,
-    ToolCallStep,
-    TrajectoryStep,
-    read_submissions,
-    read_tasks,
-)
+from deskbench.tasks.docqa import DocQASubmission, DocQATask, read_submissions, read_tasks
+from deskbench.tasks.trajectory import ModelCallStep, ToolCallStep, TrajectoryStep
 
 META_KEY = "imported"
 SEARCH_TOOL = "search_documents"  # the official BM25 agent's tool, and deskbench's

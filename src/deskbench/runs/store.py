@@ -23,7 +23,8 @@ from deskbench.models.types import Usage
 from deskbench.sqlite import ThreadLocalDB
 from deskbench.tasks.analytics import AnalyticsTask
 from deskbench.tasks.deliverables import DeliverableTask
-from deskbench.tasks.docqa import DocQATask, ModelCallStep, TrajectoryStep
+from deskbench.tasks.docqa import DocQATask
+from deskbench.tasks.trajectory import ModelCallStep, TrajectoryStep
 from deskbench.tracks.registry import get_track, track_of_task, tracks
 
 EpisodeStatus = Literal["ok", "error", "limit"]

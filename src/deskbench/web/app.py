@@ -26,15 +26,8 @@ from deskbench.corpus.images import ImageSpec
 from deskbench.errors import QuerySyntaxError, UserError
 from deskbench.models.types import Usage as RunUsage
 from deskbench.runs.store import Episode, RunStore, now
-from deskbench.tasks.docqa import (
-    AnswerStep,
-    Citation,
-    DocQASubmission,
-    DocQATask,
-    TrajectoryStep,
-    Usage,
-    read_tasks,
-)
+from deskbench.tasks.docqa import DocQASubmission, DocQATask, read_tasks
+from deskbench.tasks.trajectory import AnswerStep, Citation, TrajectoryStep, Usage
 from deskbench.tracks.docqa.humans import human_system
 from deskbench.web.common import (
     HERE,

@@ -42,7 +42,7 @@ from pathlib import Path
 from deskbench.agents.base import Recorder, describe_problem
 from deskbench.errors import UserError
 from deskbench.models.types import ToolCall, ToolSpec
-from deskbench.tasks.docqa import ToolCallStep
+from deskbench.tasks.trajectory import ToolCallStep
 from deskbench.tracks.deliverables.web_backend import WebBackend, WebError
 from deskbench.tracks.deliverables.web_live import SEARCH_APIS, SEARCH_KEYS, LiveWeb
 from deskbench.tracks.deliverables.web_recorded import RecordedWeb, RecordingWeb, read_recording

@@ -40,7 +40,7 @@ from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictStr
 
 from deskbench.models.types import ChatModel, Message
 from deskbench.scoring.json_reply import describe, parse_reply
-from deskbench.tasks.docqa import TrajectoryStep
+from deskbench.tasks.trajectory import TrajectoryStep
 
 if TYPE_CHECKING:  # the sandbox and the agent loop are imported when a judge runs
     from deskbench.agents.base import Recorder

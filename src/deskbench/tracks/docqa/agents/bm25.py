@@ -34,7 +34,8 @@ from deskbench.agents.base import (
 )
 from deskbench.errors import QuerySyntaxError
 from deskbench.models.types import ChatRequest, Message, Part, TextPart, ToolCall, ToolSpec
-from deskbench.tasks.docqa import DocQATask, ToolCallStep
+from deskbench.tasks.docqa import DocQATask
+from deskbench.tasks.trajectory import ToolCallStep
 from deskbench.tracks.docqa.agents.prompts import BM25_SYSTEM, SEARCH_DESCRIPTION
 
 SEARCH_TOOL = ToolSpec(

@@ -17,7 +17,8 @@ from collections.abc import Sequence
 
 from deskbench.agents.base import AgentContext, AgentResult, AnswerArgs, stamped, submission_of
 from deskbench.errors import QuerySyntaxError
-from deskbench.tasks.docqa import Citation, DocQATask, ToolCallStep
+from deskbench.tasks.docqa import DocQATask
+from deskbench.tasks.trajectory import Citation, ToolCallStep
 from deskbench.tracks.docqa.agents.single_call import question_query
 
 _WORD = re.compile(r"[^\W_]+")

@@ -16,7 +16,7 @@ from pydantic import BaseModel
 
 from deskbench.errors import UserError
 from deskbench.runs.store import Episode, RunStore
-from deskbench.tasks.docqa import ToolCallStep
+from deskbench.tasks.trajectory import ToolCallStep
 from deskbench.tracks.docqa.analysis.textsim import (
     Embedder,
     correlation_p,

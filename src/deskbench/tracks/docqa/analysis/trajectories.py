@@ -28,7 +28,8 @@ from typing import Any
 from pydantic import BaseModel
 
 from deskbench.runs.store import Episode
-from deskbench.tasks.docqa import DocQATask, ToolCallStep
+from deskbench.tasks.docqa import DocQATask
+from deskbench.tasks.trajectory import ToolCallStep
 from deskbench.tracks.docqa.analysis.scored import ScoredSystem
 
 PageKey = tuple[str, int]
