@@ -291,10 +291,12 @@ def test_a_repeated_attempt_zero_is_an_error() -> None:
 
 
 def _report_of(summary: DeliverablesReport):  # noqa: ANN202
-    from deskbench.report.models import Report
+    from deskbench.report.models import Report, ReportSection
+    from deskbench.tracks.deliverables.report import TEMPLATE, DeliverablesSection
 
-    return Report(run_dirs=["runs/dl"], systems=[], accuracy_method="", deliverables=summary,
-                  deliverables_runs=["runs/dl"])
+    section = ReportSection(track="deliverables", title="deliverables (consulting DRA)", template=TEMPLATE,
+                            data=DeliverablesSection(report=summary, runs=["runs/dl"]))
+    return Report(run_dirs=["runs/dl"], sections=[section])
 
 
 def test_report_section_html(report: DeliverablesReport) -> None:
@@ -344,9 +346,9 @@ def test_build_report_scores_a_deliverables_run(tmp_path: Path) -> None:
     assert store.track() == "deliverables"
     store.close()
     rep = build_report([tmp_path / "dl"])
-    d = rep.deliverables
-    assert d is not None and rep.systems == [] and d.systems == ["alpha", "beta"]
-    assert rep.deliverables_runs == [str(tmp_path / "dl")]
+    d = rep.section("deliverables").data.report
+    assert d is not None and [s.track for s in rep.sections] == ["deliverables"] and d.systems == ["alpha", "beta"]
+    assert rep.section("deliverables").data.runs == [str(tmp_path / "dl")]
     beta = row(d, "beta")
     assert (beta.n_graded, beta.zeros, beta.auto_reject.count) == (1, 5, 1)  # the empty episode
     assert row(d, "alpha").n_graded == 0

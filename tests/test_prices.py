@@ -318,7 +318,7 @@ def test_the_report_shows_unknown_cost_as_a_question_mark(tmp_path: Path) -> Non
                                  usage=Usage(input_tokens=10, output_tokens=1, cost_usd=c)))
     store.close()
     report = build_report([tmp_path / "run"])
-    rows = {s.row.system: s.row for s in report.systems}
+    rows = {s.row.system: s.row for s in report.section("docqa").data.systems}
     assert rows["mixed"].cost_usd is None and not rows["mixed"].cost_known
     assert rows["mixed"].cost_per_item is None and rows["mixed"].cost_per_correct is None
     assert rows["free"].cost_usd == 0.0 and rows["free"].cost_known and rows["free"].cost_per_item == 0.0

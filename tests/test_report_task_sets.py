@@ -6,11 +6,12 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from test_report import TASKS, _make_run, _record
+from test_report import TASKS, _make_run, _record, docqa
 
 from deskbench.report.data import build_report
-from deskbench.report.render import best_values, render_html
+from deskbench.report.render import render_html
 from deskbench.runs.store import RunStore
+from deskbench.tracks.docqa.report_models import best_values
 
 
 def test_systems_over_different_tasks_are_ranked_apart(tmp_path: Path) -> None:
@@ -20,15 +21,15 @@ def test_systems_over_different_tasks_are_ranked_apart(tmp_path: Path) -> None:
     _record(store, "small", {t.id: ("right", [], 1) for t in TASKS[:4]}, 0.001, (10, 1))  # 4 of 4 right
     store.close()
     report = build_report([full, tmp_path / "small"])
-    sets = report.task_sets
+    sets = docqa(report).task_sets
     assert [(s.index, s.n_tasks, s.systems, s.subset_of) for s in sets] == [
         (0, 6, ["agent", "rag<1>"], None), (1, 4, ["small"], 0)]
     assert sets[1].task_ids == ["t0", "t1", "t2", "t3"]
-    assert {s.row.label: s.row.task_set for s in report.systems} == {"agent": 0, "rag<1>": 0, "small": 1}
-    small = next(s.row for s in report.systems if s.row.label == "small")
+    assert {s.row.label: s.row.task_set for s in docqa(report).systems} == {"agent": 0, "rag<1>": 0, "small": 1}
+    small = next(s.row for s in docqa(report).systems if s.row.label == "small")
     assert small.accuracy == 1.0  # would be the "best" of a single leaderboard
-    assert best_values(report, 0)["accuracy"] == pytest.approx(0.5)  # agent: best among the 6-task systems
-    assert best_values(report, 1)["accuracy"] is None  # alone in its set: nothing to rank
+    assert best_values(docqa(report), 0)["accuracy"] == pytest.approx(0.5)  # agent: best among the 6-task systems
+    assert best_values(docqa(report), 1)["accuracy"] is None  # alone in its set: nothing to rank
 
     html = render_html(report)
     table = html.split('<table id="leaderboard">')[1].split("</table>")[0]
@@ -44,6 +45,6 @@ def test_systems_over_different_tasks_are_ranked_apart(tmp_path: Path) -> None:
 
 def test_one_task_set_keeps_one_plain_leaderboard(tmp_path: Path) -> None:
     report = build_report([_make_run(tmp_path / "run")])
-    assert len(report.task_sets) == 1 and report.task_sets[0].systems == ["agent", "rag<1>"]
+    assert len(docqa(report).task_sets) == 1 and docqa(report).task_sets[0].systems == ["agent", "rag<1>"]
     html = render_html(report)
     assert 'class="task-set"' not in html and "within its task set" not in html

@@ -3,7 +3,8 @@
 echo: each task is a text and the answer expected from it; an agent answers by transforming the
 text (`echo-upper`, `echo-lower`), no model. Everything the harness needs comes from here:
 task and submission types for the store, which `--tasks` it claims, its run options, how a run
-is prepared for the one runner, how an item scores as an ItemOutcome, what `run` prints.
+is prepared for the one runner, how an item scores as an ItemOutcome, what `run` prints, and its
+section of the report (the shared default: a leaderboard and pairwise tests from its outcomes).
 """
 
 from __future__ import annotations
@@ -18,6 +19,8 @@ from pydantic import BaseModel, ConfigDict
 
 from deskbench.agents.base import AgentResult
 from deskbench.errors import UserError
+from deskbench.report.models import ReportSection
+from deskbench.report.sections import outcomes_section
 from deskbench.runs.outcomes import ItemOutcome, OutcomeOptions
 from deskbench.runs.runner import EpisodeFn, HasId
 from deskbench.runs.store import Episode, RunStore
@@ -103,6 +106,10 @@ class EchoTrack:
     @contextmanager
     def scorer_options(self, params: Mapping[str, object]) -> Iterator[OutcomeOptions]:
         yield OutcomeOptions(concurrency=int(params.get("concurrency") or 1))  # type: ignore[call-overload]
+
+    def report_section(self, stores: Sequence[RunStore], options: OutcomeOptions,
+                       params: Mapping[str, object]) -> ReportSection:
+        return outcomes_section(self, stores, options)
 
     def show_scores(self, store: RunStore, systems: Sequence[str], request: RunRequest, *, as_json: bool) -> None:
         rows = {}

@@ -93,13 +93,15 @@ def demo(
     from deskbench.tracks.analytics.cli import print_analytics_report
 
     data = build_report(run_dirs)  # scored once: the tables and the page
-    _print_leaderboard(data)
-    for analytics_report in data.analytics:
-        print_analytics_report(analytics_report)
-    if data.deliverables is not None:
+    if data.has_section("docqa"):
+        _print_leaderboard(data.section("docqa").data)
+    if data.has_section("analytics"):
+        for analytics_report in data.section("analytics").data.systems:  # type: ignore[attr-defined]
+            print_analytics_report(analytics_report)
+    if data.has_section("deliverables"):
         from deskbench.tracks.deliverables.scoring.deliverables_print import print_summary
 
-        print_summary(data.deliverables, out)
+        print_summary(data.section("deliverables").data.report, out)  # type: ignore[attr-defined]
     write_report(data, out_dir / "report.html")
     out.print(f"[bold]4. report[/bold] {out_dir / 'report.html'} (open it in a browser: leaderboard, calibration, "
               "step budget, error classes, breakdowns, analytics pass@k, deliverables VRS and ACCEPT)")
@@ -134,14 +136,14 @@ def _demo_analytics(bundle: Path, out_dir: Path, model: str, limit: int | None, 
     return spec.out
 
 
-def _print_leaderboard(report) -> None:  # report: deskbench.report.models.Report
-    """The report's leaderboard rows as a terminal table."""
+def _print_leaderboard(docqa) -> None:  # docqa: deskbench.tracks.docqa.report_models.DocqaSection
+    """The report's docqa leaderboard rows as a terminal table."""
     from deskbench.models.prices import PRICES_AS_OF, UNKNOWN, format_cost
 
     table = Table(title="docqa leaderboard (bundled demo)")
     for col in ("system", "n", "Accuracy", "X-Page", "X-Doc", "Page F1", "Doc F1", "Kuiper ↓", "Injection ↓", "cost"):
         table.add_column(col, justify="left" if col == "system" else "right", no_wrap=True)
-    for r in (s.row for s in report.systems):
+    for r in (s.row for s in docqa.systems):
         table.add_row(escape(r.label), str(r.n), _pct(r.accuracy, r.accuracy_ci), _pct(r.cross_page),
                       _pct(r.cross_doc), _pct(r.page_f1), _pct(r.doc_f1),
                       "–" if r.kuiper is None else f"{r.kuiper:.1f}",

@@ -26,6 +26,7 @@ def register(app: typer.Typer) -> None:
 
 
 def report(
+    ctx: typer.Context,
     run_dirs: Annotated[list[Path], typer.Argument(help="Run directories (the --out of 'deskbench run').")],
     output: Annotated[Path, typer.Option("--output", "-o", help="HTML file to write.")] = Path("report.html"),
     judge: Annotated[str | None, typer.Option(help="LLM judge model for judged and bias-corrected accuracy (else ANLS* >= 0.5).")] = None,
@@ -47,35 +48,18 @@ def report(
     """Write a self-contained HTML report: docqa leaderboard, calibration and budget curves, error
     classes, the MADQA appendix analyses (effort measures, failure profiles, search trajectories,
     cost, human response time; corpus statistics with --corpus); analytics pass@1 / pass@k /
-    avg@k by category and difficulty, and bad cases."""
+    avg@k by category and difficulty, and bad cases; deliverables VRS and ACCEPT; any other
+    track's leaderboard and pairwise tests. Each track's section is its own (`Track.report_section`),
+    scored with the judges its `scorer_options` builds from these flags; a flag for a track
+    without runs here is unused."""
     from deskbench.report.data import build_report
     from deskbench.report.render import write_report
-    from deskbench.tracks.analytics.cli import (
-        _judge_model,
-        close_judges,
-        file_judge_for,
-        file_judge_mode,
-    )
-    from deskbench.tracks.analytics.scoring.analytics import AnalyticsJudges
-    from deskbench.tracks.docqa.scoring.docqa import ScoreOptions
 
     use_model_flags(capabilities, judge_temperature=judge_temperature, judge_top_p=judge_top_p,
                     judge_reasoning_effort=judge_reasoning_effort, judge_max_tokens=judge_max_tokens)
     if concurrency < 1:
         raise UserError(f"--concurrency {concurrency} is not valid; use 1 or more")
-    from deskbench.tracks.docqa.cli import make_judge, warn_paper_q
-
-    answer_judge = make_judge(judge, judge_cache, no_cache, concurrency) if judge else None
-    if judge:
-        warn_paper_q(judge)
-    every_file = file_judge_mode(file_judge, file_judge_all)
-    files = file_judge_for(file_judge, concurrency)
-    judges = AnalyticsJudges(qa=_judge_model(judge, concurrency), chart=_judge_model(chart_judge or judge, concurrency),
-                             file=files, file_all=every_file)
-    try:
-        data = build_report(run_dirs, ScoreOptions(judge=answer_judge), analytics_judges=judges, pool_humans=pool_humans,
-                            corpus=corpus, reviewed_only=reviewed_only)
-    finally:
-        close_judges(judges)
+    params = {name: value for name, value in ctx.params.items() if name != "run_dirs"}
+    data = build_report(run_dirs, **params)
     write_report(data, output)
-    out.print(f"wrote {output} ({len(data.systems)} docqa, {len(data.analytics)} analytics systems)")
+    out.print(f"wrote {output} ({', '.join(f'{s.n_systems} {s.track}' for s in data.sections)} system(s))")

@@ -4,19 +4,24 @@ JavaScript, nothing fetched, so it opens from an e-mail or an air-gapped machine
 from __future__ import annotations
 
 import base64
+import importlib.resources
 import math
+from functools import cache
 from pathlib import Path
 
-from jinja2 import Environment, PackageLoader, StrictUndefined, select_autoescape
+from jinja2 import (
+    ChoiceLoader,
+    Environment,
+    FunctionLoader,
+    PackageLoader,
+    StrictUndefined,
+    select_autoescape,
+)
+from markupsafe import Markup
 
 from deskbench.errors import UserError
 from deskbench.models.prices import UNKNOWN, format_cost
-from deskbench.report import plots
-from deskbench.report.madqa import madqa_pngs
-from deskbench.report.models import ERROR_CLASSES, Report
-from deskbench.report.taxonomy import RULES, SAYS_NOT_FOUND_RULE
-from deskbench.tasks.deliverables import RUBRIC_CODES
-from deskbench.tracks.analytics.scoring.analytics import ERROR_CATEGORIES
+from deskbench.report.models import Report, ReportSection
 
 
 def _missing(x: float | None) -> bool:
@@ -71,58 +76,45 @@ def data_uri(png: bytes) -> str:
     return "data:image/png;base64," + base64.b64encode(png).decode("ascii")
 
 
+def _package_template(name: str) -> str | None:
+    """A template shipped in a package, named "package:file" (a track's own section template:
+    "deskbench.tracks.docqa:report.html.j2"); None for any other name."""
+    package, sep, file = name.partition(":")
+    if not sep:
+        return None
+    try:
+        return importlib.resources.files(package).joinpath(file).read_text(encoding="utf-8")
+    except (ModuleNotFoundError, FileNotFoundError):
+        return None
+
+
+@cache
 def _env() -> Environment:
-    env = Environment(loader=PackageLoader("deskbench.report", "templates"),
-                      autoescape=select_autoescape(["html", "j2"]), undefined=StrictUndefined,
-                      trim_blocks=True, lstrip_blocks=True)
+    """report/templates by name, and a track's templates as "package:file" (FunctionLoader)."""
+    env = Environment(loader=ChoiceLoader([PackageLoader("deskbench.report", "templates"),
+                                           FunctionLoader(_package_template)]),
+                      autoescape=select_autoescape(["html", "j2"], default_for_string=True, default=True),
+                      undefined=StrictUndefined, trim_blocks=True, lstrip_blocks=True)
     env.filters.update(pct=pct, num=num, money=money, interval=interval, pvalue=pvalue, points=points)
     return env
 
 
-# Leaderboard columns marked when best (MADQA Table 3 bolds the best system): higher is better,
-# except for Kuiper.
-BEST_COLUMNS = {"accuracy": max, "cross_page": max, "cross_doc": max, "page_f1": max, "doc_f1": max, "kuiper": min}
-
-
-def best_values(report: Report, task_set: int = 0) -> dict[str, float | None]:
-    """The best value of each marked column among the systems of one task set (systems that ran
-    other tasks are not ranked against them); None when fewer than two systems have one."""
-    out: dict[str, float | None] = {}
-    for column, pick in BEST_COLUMNS.items():
-        values = [v for s in report.systems if s.row.task_set == task_set and (v := getattr(s.row, column)) is not None]
-        out[column] = pick(values) if len(values) > 1 else None
-    return out
+def render_section(section: ReportSection) -> Markup:
+    """A section's body: its template over `section`, `d` (its data), `images` (its figures as data
+    URIs) and the data's own context. Empty for a section without a template."""
+    if section.template is None:
+        return Markup("")
+    images = {name: data_uri(png) for name, png in section.data.figures().items()}
+    html = _env().get_template(section.template).render(section=section, d=section.data, images=images,
+                                                        **section.data.context())
+    return Markup(html if html.endswith("\n") else html + "\n")  # the next section starts on a line of its own
 
 
 def render_html(report: Report) -> str:
-    systems = report.systems
-    images = {}
-    if systems:
-        images |= {
-            "kuiper": data_uri(plots.kuiper_png([s.kuiper_curve for s in systems])),
-            "budget": data_uri(plots.budget_png([s.budget for s in systems])),
-            "errors": data_uri(plots.errors_png([s.errors for s in systems])),
-        }
-    if report.madqa is not None:
-        images |= {f"madqa_{name}": data_uri(png) for name, png in madqa_pngs(report.madqa).items()}
-    if report.analytics:
-        images |= {
-            "analytics_pass": data_uri(plots.analytics_pass_png(report.analytics)),
-            "analytics_errors": data_uri(plots.analytics_errors_png(report.analytics)),
-        }
-    if report.deliverables is not None and report.deliverables.graded:
-        images["deliverables_class"] = data_uri(plots.deliverables_class_png(report.deliverables))
-    breakdowns = [
-        ("domain", "domain", sorted({g for s in systems for g in s.by_domain})),
-        ("category", "category", sorted({g for s in systems for g in s.by_category})),
-    ]
+    """The page: every section's body in the order of the sections, then every Comparison, the
+    model settings and the footer."""
     return _env().get_template("report.html.j2").render(
-        report=report, images=images, classes=ERROR_CLASSES, rules=RULES, not_found_rule=SAYS_NOT_FOUND_RULE,
-        breakdowns=breakdowns,
-        best={t.index: best_values(report, t.index) for t in report.task_sets} or {0: best_values(report)},
-        error_categories=ERROR_CATEGORIES,
-        analytics_titles=plots.ANALYTICS_TITLES, rubric_codes=RUBRIC_CODES,
-    )
+        report=report, bodies=[render_section(s) for s in report.sections])
 
 
 def write_page(html: str, path: Path) -> None:

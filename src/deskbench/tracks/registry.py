@@ -2,10 +2,11 @@
 
 A track is what the harness needs to know about one benchmark system: its task and submission
 types (how the run store writes and reads them), which `--tasks` it claims, and how one item of
-a system scores as a track-independent `ItemOutcome` (what `compare` reads). The built-in tracks
-(docqa, analytics, deliverables) are registered on first use; another track registers itself
-with `register_track` and needs no edit anywhere else: the store keeps its tasks and episodes,
-the runner runs its `PreparedRun`, `compare` compares its systems.
+a system scores as a track-independent `ItemOutcome` (what `compare` reads), and its section of
+the report. The built-in tracks (docqa, analytics, deliverables) are registered on first use;
+another track registers itself with `register_track` and needs no edit anywhere else: the store
+keeps its tasks and episodes, the runner runs its `PreparedRun`, `compare` compares its systems,
+`report` shows its section.
 
 This module imports no track: the store (a core module) asks it for a track by name or by task
 type, and the built-ins are imported only when first asked for.
@@ -24,6 +25,7 @@ from pydantic import BaseModel
 from deskbench.errors import UserError
 
 if TYPE_CHECKING:
+    from deskbench.report.models import ReportSection
     from deskbench.runs.outcomes import ItemOutcome, OutcomeOptions
     from deskbench.runs.store import Episode, RunStore
     from deskbench.runs.track import PreparedRun, RunRequest
@@ -65,6 +67,16 @@ class Track(Protocol):
         """The scorer `outcomes` takes, built from a command's flags (`params`: its parameters by
         name: judge, concurrency and the track's own) as `deskbench score` builds it; the judges it
         opens are closed when the context exits."""
+        ...
+
+    def report_section(self, stores: Sequence[RunStore], options: OutcomeOptions,
+                       params: Mapping[str, object]) -> ReportSection:
+        """This track's part of `deskbench report` over its runs (`stores`, in the order given, each
+        with episodes): its data, the template that draws it, its Comparison and the judges it
+        called. `options` is what `scorer_options(params)` built (open while this runs); `params`
+        are the report command's parameters by name (pool_humans, corpus, reviewed_only, ...). A
+        track with no tables of its own returns `deskbench.report.sections.outcomes_section(self,
+        stores, options)`: a leaderboard and the pairwise tests from its outcomes."""
         ...
 
     def diagnose_output(self, episode: Episode, task: BaseModel | None) -> tuple[str, str]:

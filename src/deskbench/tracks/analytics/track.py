@@ -13,6 +13,7 @@ from deskbench.tasks.analytics import AnalyticsSubmission, AnalyticsTask
 from deskbench.tracks.analytics.outcomes import DEFINITION as ANALYTICS_DEFINITION
 
 if TYPE_CHECKING:
+    from deskbench.report.models import ReportSection
     from deskbench.runs.outcomes import ItemOutcome, OutcomeOptions
     from deskbench.runs.store import Episode, RunStore
     from deskbench.runs.track import PreparedRun, RunRequest
@@ -89,6 +90,12 @@ class AnalyticsTrack:
         from deskbench.tracks.analytics.outcomes import analytics_run_outcomes
 
         return analytics_run_outcomes(store, system, options)
+
+    def report_section(self, stores: Sequence[RunStore], options: OutcomeOptions,
+                       params: Mapping[str, object]) -> ReportSection:
+        from deskbench.tracks.analytics.report import analytics_report_section
+
+        return analytics_report_section(stores, options, params)
 
 
 TRACK = AnalyticsTrack()

@@ -14,6 +14,7 @@ from deskbench.tasks.deliverables import DeliverableSubmission, DeliverableTask
 from deskbench.tracks.deliverables.outcomes import DEFINITION as DELIVERABLES_DEFINITION
 
 if TYPE_CHECKING:
+    from deskbench.report.models import ReportSection
     from deskbench.runs.outcomes import ItemOutcome, OutcomeOptions
     from deskbench.runs.store import Episode, RunStore
     from deskbench.runs.track import PreparedRun, RunRequest
@@ -93,6 +94,12 @@ class DeliverablesTrack:
         from deskbench.tracks.deliverables.outcomes import deliverables_run_outcomes
 
         return deliverables_run_outcomes(store, system, options)
+
+    def report_section(self, stores: Sequence[RunStore], options: OutcomeOptions,
+                       params: Mapping[str, object]) -> ReportSection:
+        from deskbench.tracks.deliverables.report import deliverables_report_section
+
+        return deliverables_report_section(stores, options, params)
 
 
 TRACK = DeliverablesTrack()

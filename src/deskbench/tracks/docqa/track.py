@@ -13,6 +13,7 @@ from deskbench.tasks.docqa import DocQASubmission, DocQATask
 from deskbench.tracks.docqa.outcomes import DEFINITION as DOCQA_DEFINITION
 
 if TYPE_CHECKING:
+    from deskbench.report.models import ReportSection
     from deskbench.runs.outcomes import ItemOutcome, OutcomeOptions
     from deskbench.runs.store import Episode, RunStore
     from deskbench.runs.track import PreparedRun, RunRequest
@@ -67,6 +68,12 @@ class DocQATrack:
         from deskbench.tracks.docqa.outcomes import docqa_run_outcomes
 
         return docqa_run_outcomes(store, system, options)
+
+    def report_section(self, stores: Sequence[RunStore], options: OutcomeOptions,
+                       params: Mapping[str, object]) -> ReportSection:
+        from deskbench.tracks.docqa.report import docqa_report_section
+
+        return docqa_report_section(stores, options, params)
 
 
 TRACK = DocQATrack()

@@ -1,8 +1,8 @@
-"""The report's MADQA appendix sections: the `deskbench analyse` effort, failures, trajectories,
-cost, human-time and corpus-stats analyses over the report's own scored systems (with the
-report's judge, when one was given), and their figures as PNG bytes. A section whose data the runs
-cannot support says so per system ("not computable: ..."); the human-time section appears only
-with people among the systems, the corpus section only with a corpus."""
+"""The MADQA appendix sections of docqa's report section: the `deskbench analyse` effort, failures,
+trajectories, cost, human-time and corpus-stats analyses over the report's own scored systems (with
+the report's judge, when one was given), and their figures as PNG bytes. A section whose data the
+runs cannot support says so per system ("not computable: ..."); the human-time section appears
+only with people among the systems, the corpus section only with a corpus."""
 
 from __future__ import annotations
 
@@ -52,7 +52,7 @@ def build_madqa(systems: Sequence[ScoredSystem], corpus: Path | None = None) -> 
 
 def madqa_pngs(m: MadqaAnalyses) -> dict[str, bytes]:
     """The figures the data supports, by name (see the template for where each goes)."""
-    from deskbench.report.plots import _png
+    from deskbench.report.plots import png as _png
     from deskbench.tracks.docqa.analysis.corpus_stats import corpus_figure
     from deskbench.tracks.docqa.analysis.cost import cost_figure
     from deskbench.tracks.docqa.analysis.effort import effort_figure
