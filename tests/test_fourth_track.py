@@ -1,20 +1,24 @@
 """A fourth track needs one new folder and no edit elsewhere (tests/echo_track): registered, it
 runs through `deskbench run` (the one runner: attempts, resume, progress), its tasks and
-episodes are kept and read back by the run store, `score` and `compare` take it, and a flag it
-does not declare is an error naming it."""
+episodes are kept and read back by the run store, `score` and `compare` take it, `report` shows
+its section (the shared default, or its own data and template), and a flag it does not declare
+is an error naming it."""
 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 
 import pytest
-from echo_track import TRACK, EchoSubmission, EchoTask
+from echo_track import TRACK, EchoSubmission, EchoTask, EchoTrack
 from typer.testing import CliRunner
 
 from deskbench.cli import app
 from deskbench.errors import UserError
+from deskbench.report.models import ReportSection, SectionData
+from deskbench.report.sections import outcomes_section
+from deskbench.runs.outcomes import OutcomeOptions
 from deskbench.runs.store import RunStore
 from deskbench.tracks.registry import register_track, tracks, unregister_track
 
@@ -78,3 +82,72 @@ def test_a_flag_the_fourth_track_does_not_declare_is_an_error(echo: None, tmp_pa
                   "--max-rounds", "3")
     assert isinstance(result.exception, UserError)  # deskbench.cli.main turns it into one line and exit 2
     assert str(result.exception).startswith("--max-rounds is not an option of the echo track (it takes: --limit")
+
+
+def _echo_run(tmp_path: Path) -> Path:
+    tasks = tmp_path / "tasks.jsonl"
+    tasks.write_text("".join(t.model_dump_json() + "\n" for t in TASKS))
+    out = tmp_path / "run"
+    made = _cli("run", "--tasks", str(tasks), "--agent", "echo-upper", "--agent", "echo-lower", "--out", str(out), "--quiet")
+    assert made.exit_code == 0, made.output
+    return out
+
+
+def test_the_fourth_track_has_its_report_section(echo: None, tmp_path: Path) -> None:
+    """`report` asks the track for its section (Track.report_section): echo returns the shared
+    default, its leaderboard and pairwise tests from its outcomes, with no edit in report/."""
+    from deskbench.report.data import build_report
+
+    report = build_report([_echo_run(tmp_path)])
+    (section,) = report.sections
+    assert (section.track, section.title, section.n_systems, section.template) == ("echo", TRACK.title, 2, None)
+    (c,) = section.comparisons
+    assert c.track == "echo" and c.method == TRACK.outcome_definition and len(c.common_tasks) == 6
+    assert {r.system: r.n_correct for r in c.leaderboard} == {"echo-upper": 5, "echo-lower": 1}
+    assert report.comparisons == [c]
+
+
+class EchoCounts(SectionData):
+    """A fourth track's own section data (drawn by tests/echo_track/report.html.j2)."""
+
+    right: dict[str, int]
+
+
+class RichEchoTrack(EchoTrack):
+    """echo with a section of its own: its data and its template, shipped in its own package."""
+
+    def report_section(self, stores: Sequence[RunStore], options: OutcomeOptions,
+                       params: Mapping[str, object]) -> ReportSection:
+        default = outcomes_section(self, stores, options)
+        right = {r.system: r.n_correct for c in default.comparisons for r in c.leaderboard}
+        return default.model_copy(update={"template": "echo_track:report.html.j2", "data": EchoCounts(right=right),
+                                          "summary": f"{len(right)} echo system(s)."})
+
+
+def test_a_fourth_track_renders_its_own_section_template(tmp_path: Path) -> None:
+    register_track(RichEchoTrack())
+    try:
+        page = tmp_path / "report.html"
+        reported = _cli("report", str(_echo_run(tmp_path)), "-o", str(page))
+        assert reported.exit_code == 0, reported.output
+        assert "(2 echo system(s))" in reported.output
+    finally:
+        unregister_track("echo")
+    html = page.read_text(encoding="utf-8")
+    body = html[html.index('<section id="echo-counts">'):html.index('<section id="comparison-echo">')]
+    assert '<tr data-system="echo-upper"><td>echo-upper</td><td>5</td></tr>' in body
+    assert "2 echo system(s).</p>" in html  # its words in the page's opening line
+
+
+def test_a_track_without_a_report_section_is_refused() -> None:
+    class NoReport:  # everything a Track has but report_section
+        pass
+
+    for member in ("name", "title", "task_type", "submission_type", "outcome_definition", "limit_category",
+                   "run_options", "score_options", "compare_options"):
+        setattr(NoReport, member, getattr(TRACK, member))
+    for method in ("claims", "task_json", "load_task", "outcomes", "scorer_options", "diagnose_output", "prepare",
+                   "show_scores"):
+        setattr(NoReport, method, getattr(EchoTrack, method))
+    with pytest.raises(TypeError, match="does not implement the Track protocol"):
+        register_track(NoReport())  # type: ignore[arg-type]
