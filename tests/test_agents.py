@@ -20,7 +20,7 @@ from conftest import run_cli
 from fake_openai import FakeOpenAI
 
 from deskbench.agents.base import AgentContext, AgentSettings
-from deskbench.agents.registry import make_agent
+from deskbench.tracks.docqa.agents.registry import make_agent
 from deskbench.corpus import Corpus
 from deskbench.models.openai_chat import OpenAIChat
 from deskbench.models.resilient import ResilientModel, RetryPolicy

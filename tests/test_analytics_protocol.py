@@ -12,8 +12,8 @@ import pytest
 from conftest import require_tool, run_cli
 from fake_openai import FakeOpenAI
 
-from deskbench.agents.analyst import AnalystSettings, execute_tool
-from deskbench.agents.analytics_prompts import CJK_FONT_HINT, EXECUTE_CODE_DESCRIPTION
+from deskbench.agents.code_loop import AnalystSettings, execute_tool
+from deskbench.agents.code_loop import CJK_FONT_HINT, EXECUTE_CODE_DESCRIPTION
 from deskbench.runs.protocol import all_paper, stored_protocol
 from deskbench.runs.store import RunStore
 from deskbench.tasks.analytics import read_tasks

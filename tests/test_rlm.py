@@ -14,7 +14,7 @@ from conftest import ingest, require_local_model, require_tool, run_cli, write_t
 from fake_openai import FakeOpenAI
 
 from deskbench.agents.base import AgentContext, AgentSettings
-from deskbench.agents.registry import AGENTS, make_agent
+from deskbench.tracks.docqa.agents.registry import AGENTS, make_agent
 from deskbench.corpus import Corpus
 from deskbench.models.openai_chat import OpenAIChat
 from deskbench.models.resilient import ResilientModel, RetryPolicy

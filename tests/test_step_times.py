@@ -15,7 +15,7 @@ from pydantic import TypeAdapter
 from test_agents import ANSWER, TASK, context, tool
 
 from deskbench.agents.base import AgentContext, Recorder, stamped
-from deskbench.agents.registry import make_agent
+from deskbench.tracks.docqa.agents.registry import make_agent
 from deskbench.corpus import Corpus
 from deskbench.runs.runner import run_episodes
 from deskbench.runs.store import Episode, RunStore, now

@@ -50,6 +50,7 @@ class EchoTrack:
     task_type: type[BaseModel] = EchoTask
     submission_type: type[BaseModel] = EchoSubmission
     outcome_definition = "score = correct = the answer equals the expected text"
+    agents = tuple(AGENTS)
     limit_category = "step_limit"
     run_options = frozenset({"--limit"})
     score_options: frozenset[str] = frozenset()

@@ -42,6 +42,7 @@ class Track(Protocol):
     task_type: type[BaseModel]
     submission_type: type[BaseModel]
     outcome_definition: str  # how an item's score and binary outcome are defined, in words (compare shows it)
+    agents: tuple[str, ...]  # the --agent names it runs (`deskbench run` lists them all for an unknown one)
     limit_category: str  # what `diagnose` calls an episode that ran out of its budget ("step_limit", "round_limit")
     run_options: frozenset[str]  # the flags of `deskbench run` it takes beyond every track's (runs/track_options.py)
     score_options: frozenset[str]  # the same for `deskbench score`

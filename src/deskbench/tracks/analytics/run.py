@@ -13,9 +13,8 @@ from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-from deskbench.agents.analyst import AnalystContext, AnalystSettings, check_inputs
 from deskbench.agents.base import AgentResult
-from deskbench.agents.registry import ANALYTICS_AGENTS
+from deskbench.agents.code_loop import AnalystContext, AnalystSettings
 from deskbench.errors import UserError
 from deskbench.models.registry import open_model
 from deskbench.models.settings import Sampling
@@ -26,6 +25,7 @@ from deskbench.runs.store import RunStore
 from deskbench.runs.track import PreparedRun, PreparedSystem, wanted
 from deskbench.sandbox import Limits, Sandbox
 from deskbench.tasks.analytics import AnalyticsTask
+from deskbench.tracks.analytics.agent import ANALYTICS_AGENTS, check_inputs
 
 PAPER_ROUNDS = 20  # §4.1: at most 20 execute_code invocations per instance
 

@@ -26,6 +26,7 @@ class AnalyticsTrack:
     outcome_definition = ANALYTICS_DEFINITION
     submission_type: type[BaseModel] = AnalyticsSubmission
 
+    agents = ("analyst-agent",)  # tracks/analytics/agent.py ANALYTICS_AGENTS (not imported here: it loads the sandbox)
     limit_category = "round_limit"
     run_options = frozenset({"--limit", "--max-rounds", "--no-summary", "--last-round-note", "--cjk-font-hint",
                              "--unsafe-local", "--chart-judge", "--file-judge", "--file-judge-all"})
@@ -34,9 +35,7 @@ class AnalyticsTrack:
 
     def claims(self, tasks: Path, agents: Sequence[str]) -> bool:
         """A tasks file run by an analytics agent (the tasks file alone does not say its track)."""
-        from deskbench.agents.registry import ANALYTICS_AGENTS
-
-        return not tasks.is_dir() and bool(agents) and agents[0] in ANALYTICS_AGENTS
+        return not tasks.is_dir() and bool(agents) and agents[0] in self.agents
 
     def task_json(self, task: BaseModel) -> str:
         return task.model_dump_json()

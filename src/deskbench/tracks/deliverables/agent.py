@@ -10,12 +10,13 @@ and `web` (web_search and fetch tools, tracks/deliverables/web_access.py; the pa
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
-from deskbench.agents.analyst import AnalystContext, Deliverables, code_loop
 from deskbench.agents.base import AgentResult, Recorder
+from deskbench.agents.code_loop import AnalystContext, Deliverables, code_loop
 from deskbench.corpus.office import UnreadableFile, normalise
 from deskbench.runs.protocol import ProtocolNote, deskbench, paper
 from deskbench.tasks.deliverables import DeliverableSubmission, DeliverableTask
@@ -154,3 +155,7 @@ class DeliverableAgent:
             id=task.id, response=end.answer, files=files.records(),
             files_dir=os.path.relpath(files.result, ctx.run_dir), rounds=end.rounds, stop=end.stop)
         return rec.result(end.status, sub, error=end.error)
+
+
+# deliverables agents take a task package, the same context as analytics agents, and a work directory
+DELIVERABLE_AGENTS: dict[str, Callable[..., DeliverablesAgent]] = {"deliverable-agent": DeliverableAgent}

@@ -18,9 +18,8 @@ from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from deskbench.agents.analyst import AnalystContext, AnalystSettings
 from deskbench.agents.base import AgentResult
-from deskbench.agents.registry import DELIVERABLE_AGENTS
+from deskbench.agents.code_loop import AnalystContext, AnalystSettings
 from deskbench.errors import UserError
 from deskbench.models.registry import open_model, preflight
 from deskbench.models.resilient import ResilientModel
@@ -33,6 +32,7 @@ from deskbench.runs.track import PreparedRun, PreparedSystem, wanted
 from deskbench.sandbox import Limits, Sandbox
 from deskbench.tasks.deliverables import DeliverableTask, load_packages
 from deskbench.tracks.deliverables.agent import (
+    DELIVERABLE_AGENTS,
     DeliverableOptions,
     DeliverablesAgent,
     protocol_notes,

@@ -27,6 +27,7 @@ class DeliverablesTrack:
     outcome_definition = DELIVERABLES_DEFINITION
     submission_type: type[BaseModel] = DeliverableSubmission
 
+    agents = ("deliverable-agent",)  # tracks/deliverables/agent.py DELIVERABLE_AGENTS
     limit_category = "round_limit"
     run_options = frozenset({"--max-rounds", "--unsafe-local", "--only-task", "--only-system", "--rerun",
                              "--inline-chars", "--trap-hints", "--web", "--web-record"})

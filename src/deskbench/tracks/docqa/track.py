@@ -26,6 +26,7 @@ class DocQATrack:
     outcome_definition = DOCQA_DEFINITION
     submission_type: type[BaseModel] = DocQASubmission
 
+    agents = ("bm25-agent", "rag", "oracle", "guess", "lexical", "rlm")  # tracks/docqa/agents/registry.py AGENTS
     limit_category = "step_limit"
     run_options = frozenset({"--corpus", "--limit", "--max-steps", "--max-sub-calls", "--top-k", "--view",
                              "--unsafe-local"})

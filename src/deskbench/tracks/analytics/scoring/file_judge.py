@@ -200,13 +200,13 @@ class FileJudge:
     async def judge(self, question: str, reference: Path, prediction: Path, *, deferred: str = "") -> FileJudgeRecord:
         """Does `prediction` satisfy `question`, given `reference`? Never raises for what the
         model or its code do: a judge that cannot answer comes back unscored."""
-        from deskbench.agents.analyst import (
+        from deskbench.agents.base import Recorder
+        from deskbench.agents.code_loop import (
             AnalystContext,
             AnalystSettings,
             Deliverables,
             code_loop,
         )
-        from deskbench.agents.base import Recorder
 
         rec = Recorder(self.model)
         ref_name, pred_name = mount_names(reference, prediction)
@@ -243,7 +243,7 @@ class FileJudge:
     async def _repair(self, rec: Recorder, messages: list[Message], answer: str, problem: str
                       ) -> tuple[FileJudgeReply | None, str, list[str]]:
         """One more turn in the same conversation naming what was wrong, tools off."""
-        from deskbench.agents.analyst import EXECUTE_TOOL
+        from deskbench.agents.code_loop import EXECUTE_TOOL
         from deskbench.models.types import ChatRequest, ModelError
 
         history = [*messages, Message(role="assistant", content=answer),

@@ -41,23 +41,7 @@ Below are some important tips that may help you solve the task:
   final answer satisfies all requirements.
 """
 
-EXECUTE_CODE_DESCRIPTION = (
-    "Execute Python code in a fresh sandbox and return its stdout, stderr and exit status. "
-    "Input files are read-only under /mnt/data. Save every output file (spreadsheets, charts) "
-    "under /mnt/result: /mnt/result starts empty in each call and what you save there is "
-    "collected after the call (a later file with the same name replaces the earlier one). "
-    "No network. pandas, numpy, matplotlib, scipy, openpyxl, python-docx and python-pptx are "
-    "installed."
-)
-# deskbench additions, off by default: each changes a failure rate the paper reports (Fig. 4:
-# garbled CJK text, round-limit exceedances), so each is a named flag and a protocol note.
-# The fonts are installed in the sandbox either way; only telling the model about them differs.
-CJK_FONT_HINT = " CJK fonts (Noto Sans CJK) are available to matplotlib."  # --cjk-font-hint
-
 FILES_HEADER = "Input files (read-only):"
 OUTPUT_NOTE = ("Save any file the task asks for under /mnt/result/ (for a chart, save the figure "
                "as a PNG there). When you are done, reply with your final answer without a tool call.")
 SUMMARY_HEADER = "Auxiliary spreadsheet summary (JSON, per workbook):"
-# --last-round-note (and always for loops with a final turn: the deliverables agent, the File Judge)
-LAST_ROUND_NOTE = ("[round limit: that was execute_code call {n} of {n}. Your next reply must be the "
-                   "final answer, with no tool call.]")

@@ -1,11 +1,9 @@
-"""The AIDABench code agent (`analyst-agent`, paper §3.2 and Appendix A).
-
-Prompt A (Listing 1) with the task, its input files at /mnt/data and, unless switched off, the
-auxiliary spreadsheet summary (Appendix F); one tool, `execute_code`, run statelessly in the
+"""The execute_code loop every code agent shares (AIDABench §3.2 and Appendix A): the analytics
+analyst, the deliverables agent and the File Judge. One tool, `execute_code`, run statelessly in the
 sandbox; at most `max_rounds` calls (20 in the paper). A reply without a tool call is the final
-answer and ends the episode early. A reply that still asks for code once the budget is spent
-ends it as "limit" (the paper's round-limit exception). A malformed call counts as a round: the
-model reads what was wrong and may try again.
+answer. A reply that still asks for code once the budget is spent ends it as "limit" (the paper's
+round-limit exception) unless the caller asks once more with tools off. A malformed call counts as
+a round: the model reads what was wrong and may try again.
 
 Files the code saves to /mnt/result are collected after every call into the episode's work
 directory; the deliverables are the union over calls, a later file replacing an earlier one of
@@ -15,7 +13,6 @@ the same name (each call starts with an empty /mnt/result, as the paper's sandbo
 from __future__ import annotations
 
 import hashlib
-import os
 import re
 import shutil
 import time
@@ -24,25 +21,29 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal, Protocol
 
-from deskbench.agents.analytics_prompts import (
-    ANALYST_PROMPT,
-    CJK_FONT_HINT,
-    EXECUTE_CODE_DESCRIPTION,
-    FILES_HEADER,
-    LAST_ROUND_NOTE,
-    OUTPUT_NOTE,
-    SUMMARY_HEADER,
-)
-from deskbench.agents.base import AgentResult, Recorder, describe_problem
+from deskbench.agents.base import Recorder, describe_problem
 from deskbench.models.types import ChatModel, ChatRequest, Message, ModelError, ToolCall, ToolSpec
 from deskbench.sandbox import ExecResult, Sandbox
-from deskbench.tasks.analytics import (
-    AnalyticsSubmission,
-    AnalyticsTask,
-    OutputFileRecord,
-    StopReason,
-)
+from deskbench.tasks.analytics import OutputFileRecord, StopReason
 from deskbench.tasks.trajectory import ToolCallStep
+
+# AIDABench's execute_code tool (Appendix A), as the paper describes it.
+EXECUTE_CODE_DESCRIPTION = (
+    "Execute Python code in a fresh sandbox and return its stdout, stderr and exit status. "
+    "Input files are read-only under /mnt/data. Save every output file (spreadsheets, charts) "
+    "under /mnt/result: /mnt/result starts empty in each call and what you save there is "
+    "collected after the call (a later file with the same name replaces the earlier one). "
+    "No network. pandas, numpy, matplotlib, scipy, openpyxl, python-docx and python-pptx are "
+    "installed."
+)
+# deskbench additions, off by default: each changes a failure rate the paper reports (Fig. 4:
+# garbled CJK text, round-limit exceedances), so each is a named flag and a protocol note.
+# The fonts are installed in the sandbox either way; only telling the model about them differs.
+CJK_FONT_HINT = " CJK fonts (Noto Sans CJK) are available to matplotlib."  # --cjk-font-hint
+
+# --last-round-note (and always for loops with a final turn: the deliverables agent, the File Judge)
+LAST_ROUND_NOTE = ("[round limit: that was execute_code call {n} of {n}. Your next reply must be the "
+                   "final answer, with no tool call.]")
 
 EXECUTE_TOOL = ToolSpec(
     name="execute_code",
@@ -91,38 +92,6 @@ class LoopTool(Protocol):
     spec: ToolSpec
 
     async def run(self, call: ToolCall, rec: Recorder) -> str: ...
-
-
-class AnalyticsAgent(Protocol):
-    name: str
-
-    async def run(self, task: AnalyticsTask, ctx: AnalystContext, workdir: Path) -> AgentResult: ...
-
-
-def task_prompt(task: AnalyticsTask, inputs: list[Path], *, summary: bool) -> str:
-    """The instruction, where its files are, and the auxiliary summary (unless ablated)."""
-    lines = [task.instruction, "", FILES_HEADER]
-    lines += [f"- /mnt/data/{p.name}" for p in inputs]
-    lines += ["", OUTPUT_NOTE]
-    if summary:
-        from deskbench.corpus.sheet_summary import summarise
-
-        text = summarise(inputs)
-        if text:
-            lines += ["", SUMMARY_HEADER, text]
-    return "\n".join(lines)
-
-
-def check_inputs(task: AnalyticsTask, tasks_dir: Path) -> list[Path]:
-    """The task's input files; two with the same name would collide under /mnt/data."""
-    paths = task.input_paths(tasks_dir)
-    names = [p.name for p in paths]
-    if len(set(names)) != len(names):
-        raise ValueError(f"task {task.id}: two input files share a name ({', '.join(names)})")
-    missing = [str(p) for p in paths if not p.is_file()]
-    if missing:
-        raise ValueError(f"task {task.id}: input file not found: {missing[0]}")
-    return paths
 
 
 class Deliverables:
@@ -249,24 +218,3 @@ async def _execute(call: ToolCall, ctx: AnalystContext, inputs: list[Path], file
                 **({"error_tail": res.stderr[-ERROR_TAIL_CHARS:]} if res.exit_code or res.signal else {})},
         seconds=round(time.monotonic() - started, 4)))
     return res.for_model()
-
-
-class AnalystAgent:
-    name = "analyst-agent"
-
-    async def run(self, task: AnalyticsTask, ctx: AnalystContext, workdir: Path) -> AgentResult:
-        settings = ctx.settings
-        rec = Recorder(ctx.model)
-        try:
-            inputs = check_inputs(task, ctx.tasks_dir)
-        except ValueError as exc:
-            return rec.result("error", error=str(exc))
-        files = Deliverables(workdir)
-        prompt = ANALYST_PROMPT.format(task_prompt=task_prompt(task, inputs, summary=settings.summary),
-                                       max_rounds=settings.max_rounds)
-        end = await code_loop(prompt, inputs, ctx, files, rec)
-        sub = AnalyticsSubmission(
-            id=task.id, answer=end.answer, files=files.records(),
-            files_dir=os.path.relpath(files.result, ctx.run_dir), rounds=end.rounds, stop=end.stop,
-            file_warnings=files.warnings)
-        return rec.result(end.status, sub, error=end.error)

@@ -1,0 +1,77 @@
+"""The AIDABench code agent (`analyst-agent`, paper §3.2 and Appendix A): Prompt A (Listing 1)
+with the task, its input files at /mnt/data and, unless switched off, the auxiliary spreadsheet
+summary (Appendix F), run in the shared execute_code loop (agents/code_loop.py)."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from pathlib import Path
+from typing import Protocol
+
+from deskbench.agents.base import AgentResult, Recorder
+from deskbench.agents.code_loop import AnalystContext, Deliverables, code_loop
+from deskbench.tasks.analytics import AnalyticsSubmission, AnalyticsTask
+from deskbench.tracks.analytics.prompts import (
+    ANALYST_PROMPT,
+    FILES_HEADER,
+    OUTPUT_NOTE,
+    SUMMARY_HEADER,
+)
+
+
+class AnalyticsAgent(Protocol):
+    name: str
+
+    async def run(self, task: AnalyticsTask, ctx: AnalystContext, workdir: Path) -> AgentResult: ...
+
+
+def task_prompt(task: AnalyticsTask, inputs: list[Path], *, summary: bool) -> str:
+    """The instruction, where its files are, and the auxiliary summary (unless ablated)."""
+    lines = [task.instruction, "", FILES_HEADER]
+    lines += [f"- /mnt/data/{p.name}" for p in inputs]
+    lines += ["", OUTPUT_NOTE]
+    if summary:
+        from deskbench.corpus.sheet_summary import summarise
+
+        text = summarise(inputs)
+        if text:
+            lines += ["", SUMMARY_HEADER, text]
+    return "\n".join(lines)
+
+
+def check_inputs(task: AnalyticsTask, tasks_dir: Path) -> list[Path]:
+    """The task's input files; two with the same name would collide under /mnt/data."""
+    paths = task.input_paths(tasks_dir)
+    names = [p.name for p in paths]
+    if len(set(names)) != len(names):
+        raise ValueError(f"task {task.id}: two input files share a name ({', '.join(names)})")
+    missing = [str(p) for p in paths if not p.is_file()]
+    if missing:
+        raise ValueError(f"task {task.id}: input file not found: {missing[0]}")
+    return paths
+
+
+class AnalystAgent:
+    name = "analyst-agent"
+
+    async def run(self, task: AnalyticsTask, ctx: AnalystContext, workdir: Path) -> AgentResult:
+        settings = ctx.settings
+        rec = Recorder(ctx.model)
+        try:
+            inputs = check_inputs(task, ctx.tasks_dir)
+        except ValueError as exc:
+            return rec.result("error", error=str(exc))
+        files = Deliverables(workdir)
+        prompt = ANALYST_PROMPT.format(task_prompt=task_prompt(task, inputs, summary=settings.summary),
+                                       max_rounds=settings.max_rounds)
+        end = await code_loop(prompt, inputs, ctx, files, rec)
+        sub = AnalyticsSubmission(
+            id=task.id, answer=end.answer, files=files.records(),
+            files_dir=os.path.relpath(files.result, ctx.run_dir), rounds=end.rounds, stop=end.stop,
+            file_warnings=files.warnings)
+        return rec.result(end.status, sub, error=end.error)
+
+
+# analytics agents take an analytics task, a context with the sandbox, and a work directory
+ANALYTICS_AGENTS: dict[str, Callable[[], AnalyticsAgent]] = {"analyst-agent": AnalystAgent}

@@ -1,0 +1,33 @@
+"""docqa's agents by the name `deskbench run --agent` takes."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from deskbench.agents.base import Agent
+from deskbench.errors import UserError
+from deskbench.tracks.docqa.agents.bm25 import Bm25Agent
+from deskbench.tracks.docqa.agents.lexical import LexicalAgent
+from deskbench.tracks.docqa.agents.rlm import RlmAgent
+from deskbench.tracks.docqa.agents.single_call import GuessAgent, OracleAgent, RagAgent
+
+AGENTS: dict[str, Callable[[], Agent]] = {
+    "bm25-agent": Bm25Agent,
+    "rag": RagAgent,
+    "oracle": OracleAgent,
+    "guess": GuessAgent,
+    "lexical": LexicalAgent,
+    "rlm": RlmAgent,
+}
+NEEDS_CORPUS = {"bm25-agent", "rag", "oracle", "lexical", "rlm"}
+NEEDS_SANDBOX = {"rlm"}  # docqa agents that run model-written code
+NO_MODEL = {"lexical"}  # baselines that call no model: --model is ignored
+
+
+def make_agent(name: str) -> Agent:
+    if name not in AGENTS:
+        from deskbench.tracks.registry import tracks
+
+        known = [a for t in tracks().values() for a in t.agents]
+        raise UserError(f"unknown agent {name!r}; choose one of: {', '.join(known)}")
+    return AGENTS[name]()
