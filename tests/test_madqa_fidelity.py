@@ -209,7 +209,7 @@ def test_bias_correction_per_group_and_interval_per_mode() -> None:
 def test_cli_prints_the_corrected_table3_row(tmp_path: Path) -> None:
     """With a judge the Table 3 row prints bias-corrected Accuracy, X-Page and X-Doc (as the paper)."""
     from deskbench.console import out
-    from deskbench.tracks.docqa.cli import print_report
+    from deskbench.tracks.docqa.score_command import print_report
 
     subs = [DocQASubmission(question=t["question"], answer=["wrong"], steps=1) for t in TASKS]
     opts = ScoreOptions(judge=Scripted({t["question"]: "correct" for t in TASKS}), q0=0.9, q1=0.8)

@@ -69,7 +69,7 @@ def _analytics_items(run_dirs: list[Path], *, system: str | None, category: str 
                      unsafe_local: bool, concurrency: int, cache_flags: bool):  # -> (items, skipped)
     """The analytics items scored by the judges `deskbench score` would build from these flags."""
     from deskbench.models.registry import preflight
-    from deskbench.tracks.analytics.cli import (
+    from deskbench.tracks.analytics.score_command import (
         _judge_model,
         close_judges,
         file_judge_for,
@@ -157,7 +157,7 @@ def register(app: typer.Typer) -> None:
                     raise UserError(f"{flag} is for analytics runs; {run_dirs[0]} is a docqa run: drop {flag}")
             items, skipped = collect_items(run_dirs, system), Counter()
         if judge and track == "docqa":
-            from deskbench.tracks.docqa.cli import make_judge
+            from deskbench.tracks.docqa.score_command import make_judge
 
             items = judge_items(items, make_judge(judge, judge_cache, no_cache, concurrency))
         chosen = sample_items(items, n, seed)

@@ -70,7 +70,7 @@ def register(app: typer.Typer) -> None:
 
 def _run_judge(model_name: str, instruction: str, reference: Path, predicted: Path, deferred: str) -> FileJudgeRecord:
     """One File Judge verdict; the model and the sandbox are closed after it."""
-    from deskbench.tracks.analytics.cli import close_judges, file_judge_for
+    from deskbench.tracks.analytics.score_command import close_judges, file_judge_for
     from deskbench.tracks.analytics.scoring.analytics import AnalyticsJudges
     from deskbench.tracks.analytics.scoring.file_judge import task_question
 

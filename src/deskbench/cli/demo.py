@@ -90,7 +90,7 @@ def demo(
     out.print("[bold]3. scores[/bold]")
     from deskbench.report.data import build_report
     from deskbench.report.render import write_report
-    from deskbench.tracks.analytics.cli import print_analytics_report
+    from deskbench.tracks.analytics.score_command import print_analytics_report
 
     data = build_report(run_dirs)  # scored once: the tables and the page
     if data.has_section("docqa"):

@@ -66,7 +66,7 @@ def score(
     from deskbench.runs.store import RunStore
     from deskbench.runs.track import RunRequest
     from deskbench.runs.track_options import check_options, given_flags
-    from deskbench.tracks.docqa.cli import DocQAScoreArgs, score_predictions
+    from deskbench.tracks.docqa.score_command import DocQAScoreArgs, score_predictions
     from deskbench.tracks.registry import get_track
 
     store = RunStore(submissions, create=False) if submissions.is_dir() else None

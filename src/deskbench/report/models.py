@@ -7,15 +7,10 @@ This module imports no track: tracks import it."""
 
 from __future__ import annotations
 
-from typing import Literal
-
 from pydantic import BaseModel, SerializeAsAny
 
 from deskbench.analysis.compare import Comparison
 from deskbench.models.prices import PRICES_AS_OF
-
-ErrorClass = Literal["retrieval", "navigation", "comprehension", "refusal"]
-ERROR_CLASSES: tuple[ErrorClass, ...] = ("retrieval", "navigation", "comprehension", "refusal")
 
 
 class ModelSettingsRow(BaseModel):

@@ -54,7 +54,7 @@ def analytics_scorer_options(params: Mapping[str, object]) -> Iterator[OutcomeOp
     """analytics' judges from a command's flags, as `deskbench score` builds them: `--judge` for QA
     (and charts without `--chart-judge`), `--file-judge` with `--file-judge-all/--file-judge-deferred`;
     closed on exit."""
-    from deskbench.tracks.analytics.cli import (
+    from deskbench.tracks.analytics.score_command import (
         _judge_model,
         close_judges,
         file_judge_for,

@@ -51,8 +51,8 @@ class AnalyticsTrack:
     def prepare(self, request: RunRequest) -> PreparedRun:
         from deskbench.errors import UserError
         from deskbench.tasks.analytics import read_tasks
-        from deskbench.tracks.analytics.cli import file_judge_mode
         from deskbench.tracks.analytics.run import AnalyticsRunSpec, prepare_analytics
+        from deskbench.tracks.analytics.score_command import file_judge_mode
 
         if len(request.agents) > 1 or len(request.models) > 1:
             raise UserError("several --agent/--model pairs are for deliverables packages; run analytics systems one at a time")
@@ -72,7 +72,7 @@ class AnalyticsTrack:
         return prepare_analytics(spec, read_tasks(request.tasks).items[:o("limit")])
 
     def show_scores(self, store: RunStore, systems: Sequence[str], request: RunRequest, *, as_json: bool) -> None:
-        from deskbench.tracks.analytics.cli import score_analytics
+        from deskbench.tracks.analytics.score_command import score_analytics
 
         o = request.option
         score_analytics(store, system=systems[0] if len(systems) == 1 else None, judge=request.judge,

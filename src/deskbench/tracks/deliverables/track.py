@@ -80,7 +80,7 @@ class DeliverablesTrack:
         return prepare_deliverables(spec)
 
     def show_scores(self, store: RunStore, systems: Sequence[str], request: RunRequest, *, as_json: bool) -> None:
-        from deskbench.tracks.deliverables.cli import score_deliverables
+        from deskbench.tracks.deliverables.score_command import score_deliverables
 
         o = request.option
         score_deliverables(store, systems=list(systems), judge=request.judge, concurrency=request.concurrency,

@@ -14,7 +14,6 @@ from deskbench.models.prices import per, total_cost
 from deskbench.report.comparisons import compare_several
 from deskbench.report.models import ReportSection
 from deskbench.report.sections import judge_settings
-from deskbench.report.taxonomy import budget_curve, decompose, not_found_ids
 from deskbench.runs.imported import imported_label, imported_systems
 from deskbench.runs.outcomes import OutcomeOptions
 from deskbench.runs.runner import run_submissions
@@ -37,6 +36,7 @@ from deskbench.tracks.docqa.report_models import (
 from deskbench.tracks.docqa.scoring.calibration import kuiper
 from deskbench.tracks.docqa.scoring.docqa import ScoreOptions, score_all
 from deskbench.tracks.docqa.scoring.docqa_summary import ScoreReport, summarize
+from deskbench.tracks.docqa.taxonomy import budget_curve, decompose, not_found_ids
 
 TEMPLATE = "deskbench.tracks.docqa:report.html.j2"
 
@@ -180,7 +180,7 @@ def docqa_report_section(stores: Sequence[RunStore], options: OutcomeOptions,
 
     opts = options.scorer if isinstance(options.scorer, ScoreOptions) else ScoreOptions()
     if params.get("judge"):
-        from deskbench.tracks.docqa.cli import warn_paper_q
+        from deskbench.tracks.docqa.score_command import warn_paper_q
 
         warn_paper_q(str(params["judge"]))
     corpus = params.get("corpus")

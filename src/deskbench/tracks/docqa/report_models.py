@@ -6,9 +6,10 @@ from __future__ import annotations
 
 from pydantic import BaseModel
 
-from deskbench.report.models import ERROR_CLASSES, SectionData
+from deskbench.report.models import SectionData
 from deskbench.tracks.docqa.report_madqa import MadqaAnalyses
 from deskbench.tracks.docqa.scoring.docqa_summary import GroupSummary
+from deskbench.tracks.docqa.taxonomy import ERROR_CLASSES
 
 
 class LeaderboardRow(BaseModel):
@@ -131,7 +132,7 @@ class DocqaSection(SectionData):
         return out
 
     def context(self) -> dict[str, object]:
-        from deskbench.report.taxonomy import RULES, SAYS_NOT_FOUND_RULE
+        from deskbench.tracks.docqa.taxonomy import RULES, SAYS_NOT_FOUND_RULE
 
         breakdowns = [
             ("domain", "domain", sorted({g for s in self.systems for g in s.by_domain})),

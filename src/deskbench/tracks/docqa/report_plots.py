@@ -9,10 +9,10 @@ from collections.abc import Sequence
 from matplotlib.ticker import MaxNLocator
 
 from deskbench.analysis.plotting import pyplot
-from deskbench.report.models import ERROR_CLASSES
 from deskbench.report.plots import empty as _empty
 from deskbench.report.plots import png as _png
 from deskbench.tracks.docqa.report_models import BudgetCurve, ErrorBreakdown, KuiperCurve
+from deskbench.tracks.docqa.taxonomy import ERROR_CLASSES
 
 COLORS = {"retrieval": "#d62728", "navigation": "#ff7f0e", "comprehension": "#1f77b4", "refusal": "#7f7f7f"}
 

@@ -55,7 +55,7 @@ class DocQATrack:
 
     def show_scores(self, store: RunStore, systems: Sequence[str], request: RunRequest, *, as_json: bool) -> None:
         """The MADQA table per system (from `run`: the run's judge, defaults for the rest)."""
-        from deskbench.tracks.docqa.cli import DocQAScoreArgs, score_run
+        from deskbench.tracks.docqa.score_command import DocQAScoreArgs, score_run
 
         args = DocQAScoreArgs.of({**request.options, "judge": request.judge, "concurrency": request.concurrency})
         score_run(store, systems, args, as_json=as_json)

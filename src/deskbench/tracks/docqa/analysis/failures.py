@@ -1,5 +1,5 @@
 """Where systems fail (MADQA Appendix H.3, Figures 16-19), with the paper's error taxonomy
-(report/taxonomy.py): an item is correct at accuracy >= 0.5; every incorrect one is a refusal (an
+(tracks/docqa/taxonomy.py): an item is correct at accuracy >= 0.5; every incorrect one is a refusal (an
 empty response; checked first), a retrieval failure (Doc F1 = 0), a navigation failure (Doc F1 > 0,
 Page F1 = 0) or a comprehension failure (Page F1 > 0). Unscored items (a failed judge call) are in
 no count. Shares are of all predictions (the paper's "21.4% of all predictions").
@@ -25,10 +25,7 @@ from pydantic import BaseModel
 
 from deskbench.tasks.docqa import HOP_TYPES, ItemScore
 from deskbench.tracks.docqa.analysis.scored import CORRECT_AT, ScoredSystem, is_correct
-
-# The report's classes, in its order (report/models.py ERROR_CLASSES, which this module does not
-# import: the report's models import this module).
-ERROR_CLASSES = ("retrieval", "navigation", "comprehension", "refusal")
+from deskbench.tracks.docqa.taxonomy import ERROR_CLASSES
 
 TOP = 4  # systems pooled for Figures 17-18 (the paper's "top-4 systems")
 NO_DOMAIN = "(none)"
@@ -78,7 +75,7 @@ class FailuresReport(BaseModel):
 
 def _label(system: ScoredSystem, item: ItemScore) -> str:
     """'correct' or the item's error class."""
-    from deskbench.report.taxonomy import classify
+    from deskbench.tracks.docqa.taxonomy import classify
 
     return "correct" if is_correct(item) else classify(item, system.answer(item.id))
 

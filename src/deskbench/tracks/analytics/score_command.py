@@ -1,5 +1,6 @@
-"""`deskbench run` and `deskbench score` for the analytics track: the CLI shell over
-tracks/analytics/run.py (episodes), tracks/analytics/scoring/analytics.py (evaluators) and analytics_metrics (pass@k)."""
+"""analytics' part of `deskbench score` (and of what `run` prints once the episodes are done): its
+judges built from the flags, the run scored by tracks/analytics/scoring/analytics.py (evaluators) and
+analytics_metrics (pass@k), the AIDABench tables printed (the command itself is cli/score.py)."""
 
 from __future__ import annotations
 

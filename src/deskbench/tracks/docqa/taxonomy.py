@@ -19,8 +19,8 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping, Sequence
+from typing import Literal
 
-from deskbench.report.models import ERROR_CLASSES, ErrorClass
 from deskbench.tasks.docqa import ItemScore
 
 # Whole answers (lower case, punctuation dropped) that say "no answer" rather than give one.
@@ -40,6 +40,9 @@ RULES = {
     "navigation": "Doc F1 > 0 but Page F1 = 0: an evidence document, but no evidence page, was cited",
     "comprehension": "Page F1 > 0: an evidence page was cited, yet the answer is wrong",
 }
+
+ErrorClass = Literal["retrieval", "navigation", "comprehension", "refusal"]
+ERROR_CLASSES: tuple[ErrorClass, ...] = ("retrieval", "navigation", "comprehension", "refusal")  # the report's order
 
 
 def _normal(text: str) -> str:

@@ -17,7 +17,7 @@ def score_deliverables(store: RunStore, *, systems: list[str] | None, judge: str
     `reviewed_only`: only QC-reviewed grades count (--reviewed-only)."""
     import asyncio
 
-    from deskbench.tracks.analytics.cli import _judge_model, close_models
+    from deskbench.tracks.analytics.score_command import _judge_model, close_models
     from deskbench.tracks.deliverables.grades import GradeStore
     from deskbench.tracks.deliverables.scoring.deliverables_print import print_summary
     from deskbench.tracks.deliverables.scoring.deliverables_run import score_run
