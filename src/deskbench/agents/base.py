@@ -28,10 +28,11 @@ from deskbench.models.types import (
     Usage,
 )
 from deskbench.runs.store import now
+from deskbench.runs.transcript import Transcript
 from deskbench.tasks.analytics import AnalyticsSubmission
 from deskbench.tasks.deliverables import DeliverableSubmission
 from deskbench.tasks.docqa import DocQASubmission, DocQATask
-from deskbench.tasks.trajectory import Citation, ModelCallStep, Step, TrajectoryStep
+from deskbench.tasks.trajectory import Citation, ModelCallStep, Step, ToolCallStep, TrajectoryStep
 
 if TYPE_CHECKING:  # only the rlm agent runs code: the others never import the sandbox
     from deskbench.sandbox import Sandbox
@@ -72,6 +73,7 @@ class AgentResult:
     error: str | None = None
     trajectory: list[TrajectoryStep] = field(default_factory=list)
     usage: Usage = field(default_factory=Usage)
+    transcript: Transcript | None = None  # every call's full text (runs/transcript.py)
 
 
 class Agent(Protocol):
@@ -135,11 +137,19 @@ class Recorder:
         self.model = model
         self.trajectory: list[TrajectoryStep] = []
         self.usage = Usage()
+        self.transcript = Transcript()
         self._digest = ConversationDigest()
 
     async def complete(self, request: ChatRequest) -> ChatResponse:
         started = time.monotonic()
-        response = await self.model.complete(request)
+        at = self.transcript.elapsed()
+        try:
+            response = await self.model.complete(request)
+        except ModelError as exc:
+            self.transcript.model_call(self.model.id, request, None, at=at, seconds=time.monotonic() - started,
+                                       error=str(exc))
+            raise
+        self.transcript.model_call(self.model.id, request, response, at=at, seconds=time.monotonic() - started)
         self.usage = self.usage + response.usage
         self.add(ModelCallStep(
             messages_hash=self._digest.of(request.messages)[:16],
@@ -150,15 +160,19 @@ class Recorder:
         ))
         return response
 
-    def add(self, step: TrajectoryStep) -> None:
-        """Append a step that has just ended, stamped with the time (every step goes in here)."""
+    def add(self, step: TrajectoryStep, detail: dict[str, Any] | None = None) -> None:
+        """Append a step that has just ended, stamped with the time (every step goes in here). A
+        tool call also goes to the transcript, with `detail`: what the step's summary leaves out
+        (a search's hits with their scores, a program's whole output)."""
         self.trajectory.append(stamped(step))
+        if isinstance(step, ToolCallStep):
+            self.transcript.tool(step.name, step.arguments, {**step.result, **(detail or {})})
 
     def result(self, status: Literal["ok", "error", "limit"],
                submission: DocQASubmission | AnalyticsSubmission | DeliverableSubmission | None = None,
                error: str | None = None) -> AgentResult:
         return AgentResult(status=status, submission=submission, error=error,
-                           trajectory=self.trajectory, usage=self.usage)
+                           trajectory=self.trajectory, usage=self.usage, transcript=self.transcript)
 
 
 def stamped(step: S) -> S:
@@ -204,7 +218,7 @@ def load_page_parts(ctx: AgentContext, pages: Sequence[tuple[str, int]]) -> list
         if settings.view == "text":
             parts.append(TextPart(text=texts[i]))
         else:
-            parts.append(ImagePart.of(corpus.page_image(doc, page, spec), "image/png"))
+            parts.append(ImagePart.of(corpus.page_image(doc, page, spec), "image/png", ref=f"page:{doc}#{page}@{settings.dpi}"))
     return parts
 
 

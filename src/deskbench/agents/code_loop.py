@@ -216,5 +216,5 @@ async def _execute(call: ToolCall, ctx: AnalystContext, inputs: list[Path], file
                 "stderr_chars": len(res.stderr),
                 # the end of a failed call's traceback: what `deskbench diagnose` classifies
                 **({"error_tail": res.stderr[-ERROR_TAIL_CHARS:]} if res.exit_code or res.signal else {})},
-        seconds=round(time.monotonic() - started, 4)))
+        seconds=round(time.monotonic() - started, 4)), detail={"stdout": res.stdout, "stderr": res.stderr})
     return res.for_model()

@@ -25,10 +25,13 @@ class ImagePart(BaseModel):
     type: Literal["image"] = "image"
     mime: str = "image/png"
     data_b64: str
+    # where the image came from, for the transcript (a corpus page: "page:<doc>#<page>@<dpi>");
+    # not sent, not part of the cache key
+    ref: str | None = Field(default=None, exclude=True)
 
     @classmethod
-    def of(cls, data: bytes, mime: str = "image/png") -> ImagePart:
-        return cls(mime=mime, data_b64=base64.b64encode(data).decode("ascii"))
+    def of(cls, data: bytes, mime: str = "image/png", ref: str | None = None) -> ImagePart:
+        return cls(mime=mime, data_b64=base64.b64encode(data).decode("ascii"), ref=ref)
 
     @property
     def data(self) -> bytes:

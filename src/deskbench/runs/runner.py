@@ -120,7 +120,7 @@ async def run_attempts(
                 task_id=task.id, system=system, attempt=attempt, status=result.status, error=result.error,
                 submission=result.submission, trajectory=result.trajectory, usage=result.usage,
                 started_at=started, finished_at=now(),
-            ), replace=replace)
+            ), replace=replace, transcript=result.transcript)
         counts.done += 1
         counts.errors += result.status != "ok"
         counts.add_cost(result.usage.cost_usd)

@@ -20,6 +20,7 @@ from pydantic import BaseModel, Field, SerializeAsAny, TypeAdapter, model_valida
 
 from deskbench.errors import UserError
 from deskbench.models.types import Usage
+from deskbench.runs.transcript import CODEC, Blob, Transcript, TranscriptDoc, decode, encode
 from deskbench.sqlite import ThreadLocalDB
 from deskbench.tasks.analytics import AnalyticsTask
 from deskbench.tasks.deliverables import DeliverableTask
@@ -46,6 +47,15 @@ CREATE TABLE IF NOT EXISTS episodes (
     finished_at TEXT NOT NULL,
     PRIMARY KEY (task_id, system, attempt)
 );
+CREATE TABLE IF NOT EXISTS transcripts (
+    task_id TEXT NOT NULL,
+    system TEXT NOT NULL,
+    attempt INTEGER NOT NULL,
+    codec TEXT NOT NULL,
+    body BLOB NOT NULL,
+    PRIMARY KEY (task_id, system, attempt)
+);
+CREATE TABLE IF NOT EXISTS blobs (sha256 TEXT PRIMARY KEY, mime TEXT NOT NULL, data BLOB NOT NULL);
 """
 
 _STEPS = TypeAdapter(list[TrajectoryStep])
@@ -163,11 +173,12 @@ class RunStore:
 
     # -- episodes -------------------------------------------------------------------------
 
-    def record(self, episode: Episode, *, replace: bool = False) -> bool:
-        """Commit one finished episode; False if it was already there (it is kept as it was),
-        unless `replace` (a deliberate rerun): then the new episode takes the old one's place in
-        the same transaction, so a rerun cut short keeps the old episode."""
+    def record(self, episode: Episode, *, replace: bool = False, transcript: Transcript | None = None) -> bool:
+        """Commit one finished episode, with its transcript; False if it was already there (it is
+        kept as it was), unless `replace` (a deliberate rerun): then the new episode takes the old
+        one's place in the same transaction, so a rerun cut short keeps the old episode."""
         verb = "INSERT OR REPLACE" if replace else "INSERT OR IGNORE"
+        body = encode(transcript.doc()) if transcript is not None else None  # compressed outside the lock
         with self._db.write() as con:
             cur = con.execute(
                 f"{verb} INTO episodes(task_id, system, attempt, status, error, submission,"
@@ -185,7 +196,28 @@ class RunStore:
                     episode.finished_at,
                 ),
             )
-            return cur.rowcount == 1
+            if cur.rowcount != 1:
+                return False
+            key = (episode.task_id, episode.system, episode.attempt)
+            con.execute("DELETE FROM transcripts WHERE task_id = ? AND system = ? AND attempt = ?", key)
+            if transcript is not None and body is not None:
+                con.execute("INSERT INTO transcripts(task_id, system, attempt, codec, body) VALUES (?, ?, ?, ?, ?)",
+                            (*key, CODEC, body))
+                con.executemany("INSERT OR IGNORE INTO blobs(sha256, mime, data) VALUES (?, ?, ?)",
+                                [(b.sha256, b.mime, b.data) for b in transcript.blobs.values()])
+            return True
+
+    def transcript(self, task_id: str, system: str, attempt: int = 0) -> TranscriptDoc | None:
+        """The episode's transcript; None for an episode stored without one (before transcripts,
+        an imported prediction, a human's answer)."""
+        row = self._conn().execute("SELECT codec, body FROM transcripts WHERE task_id = ? AND system = ? AND attempt = ?",
+                                   (task_id, system, attempt)).fetchone()
+        return decode(row[0], row[1]) if row else None
+
+    def blob(self, sha256: str) -> Blob | None:
+        """An image the transcripts refer to as blob:<sha256>."""
+        row = self._conn().execute("SELECT mime, data FROM blobs WHERE sha256 = ?", (sha256,)).fetchone()
+        return Blob(sha256=sha256, mime=row[0], data=row[1]) if row else None
 
     def done(self, system: str) -> set[tuple[str, int]]:
         rows = self._conn().execute(

@@ -32,6 +32,7 @@ from deskbench.agents.base import (
     recorded,
     submission_of,
 )
+from deskbench.corpus.corpus import SearchHit
 from deskbench.errors import QuerySyntaxError
 from deskbench.models.types import ChatRequest, Message, Part, TextPart, ToolCall, ToolSpec
 from deskbench.tasks.docqa import DocQATask
@@ -134,17 +135,19 @@ class Bm25Agent:
                 continue
             queries.append(query)
             if ctx.settings.view == "text" and self._search_cpu < INLINE_SEARCH_SECONDS:
-                result_text, pages, parts = self._timed_search(ctx, query)
+                result_text, hits, parts = self._timed_search(ctx, query)
             else:
-                result_text, pages, parts = await asyncio.to_thread(self._timed_search, ctx, query)
+                result_text, hits, parts = await asyncio.to_thread(self._timed_search, ctx, query)
+            pages = [(h.document, h.page) for h in hits]
             rec.add(ToolCallStep(name=SEARCH_TOOL.name, arguments={"query": query},
-                                 result={"pages": [list(p) for p in pages]}))
+                                 result={"pages": [list(p) for p in pages]}),
+                    detail={"hits": [{"file": h.document, "page": h.page, "score": h.score} for h in hits]})
             follow_up.append(Message(role="tool", tool_call_id=call.id, content=result_text))
             if pages:
                 images.append(Message(role="user", content=[TextPart(text=f"Results for: {query}"), *parts]))
         return None, problem, follow_up + images
 
-    def _timed_search(self, ctx: AgentContext, query: str) -> tuple[str, list[tuple[str, int]], list[Part]]:
+    def _timed_search(self, ctx: AgentContext, query: str) -> tuple[str, list[SearchHit], list[Part]]:
         started = time.thread_time()
         try:
             return self._search(ctx, query)
@@ -152,8 +155,8 @@ class Bm25Agent:
             self._search_cpu += (time.thread_time() - started - self._search_cpu) / 4
 
     @staticmethod
-    def _search(ctx: AgentContext, query: str) -> tuple[str, list[tuple[str, int]], list[Part]]:
-        """One search and its pages, blocking."""
+    def _search(ctx: AgentContext, query: str) -> tuple[str, list[SearchHit], list[Part]]:
+        """One search: the text the model reads, the hits (with their scores), the pages; blocking."""
         assert ctx.corpus is not None
         try:  # parsed as MADQA's Whoosh tool parses it: a malformed query is repaired, not refused
             hits = ctx.corpus.search(query, ctx.settings.top_k, snippets=False)
@@ -163,4 +166,4 @@ class Bm25Agent:
             return "no results; try different terms (synonyms, abbreviations, rephrasing)", [], []
         pages = [(h.document, h.page) for h in hits]
         parts = load_page_parts(ctx, pages)
-        return json.dumps({"results": [{"file": d, "page": p} for d, p in pages]}), pages, parts
+        return json.dumps({"results": [{"file": d, "page": p} for d, p in pages]}), hits, parts

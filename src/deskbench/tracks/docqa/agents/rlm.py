@@ -122,7 +122,7 @@ class RlmAgent:
                 if out.lost is not None:
                     result["repl_lost"] = out.lost
                 rec.add(ToolCallStep(name="repl", arguments={"code": code}, result=result,
-                                     seconds=out.seconds))
+                                     seconds=out.seconds), detail={"stdout": out.stdout, "stderr": out.stderr})
                 if out.restart_failed is not None:
                     return rec.result("error", error=f"the REPL {out.lost} and could not be restarted: "
                                                      f"{out.restart_failed}")

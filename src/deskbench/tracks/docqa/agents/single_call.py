@@ -57,7 +57,8 @@ class RagAgent:
             hits = []
         pages = [(h.document, h.page) for h in hits]
         rec.add(ToolCallStep(name="search_documents", arguments={"query": query},
-                             result={"pages": [list(p) for p in pages]}))
+                             result={"pages": [list(p) for p in pages]}),
+                detail={"hits": [{"file": h.document, "page": h.page, "score": h.score} for h in hits]})
         return await _answer(task, rec, RAG_SYSTEM, await page_parts(ctx, pages), effort=1)
 
 

@@ -1,0 +1,179 @@
+"""An episode's full transcript: every model call's request and reply, every tool call with its
+arguments and result, as the run store keeps it (compressed, beside the episode).
+
+The trajectory (`Episode.trajectory`) says what happened in numbers: tokens, seconds, pages; the
+transcript keeps the text, so a number can be audited down to what the model was sent and what it
+said. Kept small without losing anything:
+- a conversation grows by appending, so a model call stores only the messages its request adds to
+  the previous call's (`prefix`: how many it shares with it); a request that is not an extension
+  (a new conversation, a judge) stores them all;
+- an image is stored once, by reference: a corpus page as `page:<document>#<page>@<dpi>` (the
+  corpus renders it again), anything else by the sha256 of its bytes in the store's `blobs` table;
+- the whole episode is one zlib-compressed JSON document (the codec is stored with it).
+
+Collecting costs one dict per new message and call; compression happens once, when the episode
+is written."""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import json
+import time
+import zlib
+from collections.abc import Sequence
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, Field
+
+from deskbench.models.types import ChatRequest, ChatResponse, ImagePart, Message, TextPart
+
+CODEC = "zlib+json"
+_LEVEL = 6
+
+
+class Blob(BaseModel):
+    """An image (or file) stored once per run, by the sha256 of its bytes."""
+
+    sha256: str
+    mime: str
+    data: bytes
+
+
+class ModelCallEvent(BaseModel):
+    """One model call: the messages its request added (`prefix` shared with the previous call's
+    request), the request's other fields, and the reply or the error."""
+
+    kind: Literal["model_call"] = "model_call"
+    at: float  # seconds since the episode began, when the call was sent
+    seconds: float
+    model: str
+    prefix: int
+    messages: list[dict[str, Any]]
+    options: dict[str, Any] = Field(default_factory=dict)  # tools, tool_choice, response_schema, sampling
+    reply: dict[str, Any] | None = None  # the message, finish_reason, model, usage, cached
+    error: str | None = None
+
+
+class ToolEvent(BaseModel):
+    """A tool the agent ran (search, a page view, execute_code, the answer): its arguments and
+    what it returned, in full where the trajectory step keeps a summary."""
+
+    kind: Literal["tool"] = "tool"
+    at: float
+    name: str
+    arguments: dict[str, Any] = Field(default_factory=dict)
+    result: dict[str, Any] = Field(default_factory=dict)
+
+
+TranscriptEvent = Annotated[ModelCallEvent | ToolEvent, Field(discriminator="kind")]
+
+
+class TranscriptDoc(BaseModel):
+    """What is stored for one episode."""
+
+    version: int = 1
+    events: list[TranscriptEvent] = Field(default_factory=list)
+
+    def conversation(self, index: int) -> list[dict[str, Any]]:
+        """The full message list of the `index`-th model call's request, rebuilt from the deltas."""
+        calls = [e for e in self.events if isinstance(e, ModelCallEvent)]
+        messages: list[dict[str, Any]] = []
+        for call in calls[: index + 1]:
+            messages = messages[: call.prefix] + call.messages
+        return messages
+
+
+def part_json(part: TextPart | ImagePart, blobs: dict[str, Blob]) -> dict[str, Any]:
+    if isinstance(part, TextPart):
+        return {"type": "text", "text": part.text}
+    if part.ref:
+        return {"type": "image", "mime": part.mime, "ref": part.ref}
+    data = base64.b64decode(part.data_b64)
+    digest = hashlib.sha256(data).hexdigest()
+    blobs.setdefault(digest, Blob(sha256=digest, mime=part.mime, data=data))
+    return {"type": "image", "mime": part.mime, "ref": f"blob:{digest}"}
+
+
+def message_json(m: Message, blobs: dict[str, Blob]) -> dict[str, Any]:
+    out: dict[str, Any] = {"role": m.role}
+    out["content"] = m.content if isinstance(m.content, str) else [part_json(p, blobs) for p in m.content]
+    if m.tool_calls:
+        out["tool_calls"] = [{"id": c.id, "name": c.name, "arguments": c.arguments} for c in m.tool_calls]
+    if m.tool_call_id is not None:
+        out["tool_call_id"] = m.tool_call_id
+    return out
+
+
+class Transcript:
+    """Collects an episode's events as they happen (the Recorder feeds it)."""
+
+    def __init__(self) -> None:
+        self.events: list[ModelCallEvent | ToolEvent] = []
+        self.blobs: dict[str, Blob] = {}
+        self._t0 = time.monotonic()
+        self._sent: list[Message] = []  # the previous call's request messages, by identity
+
+    def elapsed(self) -> float:
+        return round(time.monotonic() - self._t0, 4)
+
+    def model_call(self, model: str, request: ChatRequest, response: ChatResponse | None, *, at: float,
+                   seconds: float, error: str | None = None) -> None:
+        messages = request.messages
+        prefix = 0
+        for a, b in zip(self._sent, messages, strict=False):
+            if a is not b:
+                break
+            prefix += 1
+        self._sent = list(messages)
+        options: dict[str, Any] = {}
+        if request.tools:
+            options["tools"] = [t.name for t in request.tools]
+        for key in ("tool_choice", "temperature", "top_p", "reasoning_effort", "max_tokens", "seed"):
+            value = getattr(request, key)
+            if value is not None:
+                options[key] = value
+        if request.response_schema is not None:
+            options["response_schema"] = request.response_schema
+        reply = None
+        if response is not None:
+            reply = {"message": message_json(response.message, self.blobs), "finish_reason": response.finish_reason,
+                     "model": response.model, "cached": response.cached,
+                     "usage": response.usage.model_dump(exclude={"cost_known"})}
+        self.events.append(ModelCallEvent(at=at, seconds=round(seconds, 4), model=model, prefix=prefix,
+                                          messages=[message_json(m, self.blobs) for m in messages[prefix:]],
+                                          options=options, reply=reply, error=error))
+
+    def tool(self, name: str, arguments: dict[str, Any], result: dict[str, Any]) -> None:
+        self.events.append(ToolEvent(at=self.elapsed(), name=name, arguments=arguments, result=result))
+
+    def doc(self) -> TranscriptDoc:
+        return TranscriptDoc(events=list(self.events))
+
+
+def encode(doc: TranscriptDoc) -> bytes:
+    return zlib.compress(doc.model_dump_json(exclude_defaults=False).encode(), _LEVEL)
+
+
+def decode(codec: str, body: bytes) -> TranscriptDoc:
+    if codec != CODEC:
+        raise ValueError(f"unknown transcript codec {codec!r}")
+    return TranscriptDoc.model_validate_json(zlib.decompress(body))
+
+
+def texts(doc: TranscriptDoc) -> Sequence[str]:
+    """Every text in the transcript (sent or received), for search and for tests."""
+    out: list[str] = []
+
+    def walk(value: Any) -> None:
+        if isinstance(value, str):
+            out.append(value)
+        elif isinstance(value, dict):
+            for v in value.values():
+                walk(v)
+        elif isinstance(value, list):
+            for v in value:
+                walk(v)
+
+    walk(json.loads(doc.model_dump_json()))
+    return out
