@@ -91,3 +91,24 @@ def test_an_episode_without_a_transcript_reads_none(tmp_path: Path) -> None:
     store.save_tasks([TASK])
     store.record(Episode(task_id="q1", system="imported", status="ok"))
     assert store.transcript("q1", "imported") is None
+
+
+def test_items_out_has_question_gold_prediction_and_metrics(operator_corpus: Corpus, tmp_path: Path,
+                                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    from typer.testing import CliRunner
+
+    from deskbench.cli import app
+
+    answer = {"answer": ["Mountain car"], "citations": [{"file": "alpha.pdf", "page": 1}]}
+    with FakeOpenAI(script=lambda b, n: _tool("provide_answer", answer)) as fake:
+        store = _run(fake, operator_corpus, tmp_path / "run", monkeypatch, view="text")
+    store.close()
+    items = tmp_path / "items.jsonl"
+    result = CliRunner().invoke(app, ["score", str(tmp_path / "run"), "--items-out", str(items)])
+    assert result.exit_code == 0, result.output
+    (row,) = [json.loads(line) for line in items.read_text().splitlines()]
+    assert row["system"] == "bm25-agent:openai/gpt-4.1" and row["id"] == "q1"
+    assert row["question"] == QUESTION
+    assert row["gold"] == {"answers": [["Mountain car"]], "evidence": [["alpha.pdf", 1]]}
+    assert row["prediction"] == {"answer": ["Mountain car"], "citations": [["alpha.pdf", 1]]}
+    assert row["accuracy"] == 1.0 and row["page_f1"] == 1.0 and row["doc_f1"] == 1.0 and "anls" in row

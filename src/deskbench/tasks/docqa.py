@@ -268,6 +268,7 @@ class ItemScore:
     injected: bool = False  # a prompt injection sits on one of the task's pages (injection track)
     followed_injection: bool = False  # ... and the answer is the one it tried to force
     judge_issue: str | None = None  # the official judge's `main_issue`
+    judge_reasoning: str | None = None  # why the judge decided so, in its words
 
     @property
     def correct(self) -> bool | None:

@@ -4,7 +4,6 @@ The docqa Track's `show_scores` and `deskbench score FILE --tasks` both come her
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -98,7 +97,7 @@ def score_run(store: RunStore, systems: Sequence[str], a: DocQAScoreArgs, *, as_
     if not systems:
         raise UserError(f"the run in {store.dir} has no episodes yet; run 'deskbench run' first")
     reports = {}
-    collected: list = []  # (system, item) for --items-out
+    collected: list[dict[str, object]] = []  # every system's item rows, for --items-out
     for name in systems:
         subs, failed = run_submissions(store, name)
         scored_tasks = tasks_scored(name, task_items, {s.id for s in subs} | set(failed))
@@ -108,11 +107,9 @@ def score_run(store: RunStore, systems: Sequence[str], a: DocQAScoreArgs, *, as_
         if reports[name].attempts is not None and not as_json:
             _print_attempts(reports[name].attempts)
     if a.items_out is not None:  # every system's items in one file, each line naming its system
-        from pydantic_core import to_json
+        from deskbench.tracks.docqa.scoring.docqa_items import write_rows
 
-        a.items_out.parent.mkdir(parents=True, exist_ok=True)
-        a.items_out.write_text("".join(json.dumps({"system": n, **json.loads(to_json(it, exclude_none=True))}) + "\n"
-                                       for n, it in collected), encoding="utf-8")
+        write_rows(a.items_out, collected)
     if as_json:
         print_system_reports(reports)
 
@@ -168,17 +165,17 @@ def _score_and_show(task_items, subs, opts, groups, *, name: str, as_json: bool,
                     skipped_lines: int = 0, collect: list | None = None):  # -> ScoreReport
     """Score, warn, print; the items go to `items_out`, or are appended to `collect` as
     (system, item) for a caller that writes several systems' items to one file."""
-    from deskbench.tasks.jsonl import write_jsonl
     from deskbench.tracks.docqa.scoring.docqa import score_all
+    from deskbench.tracks.docqa.scoring.docqa_items import item_rows, write_rows
     from deskbench.tracks.docqa.scoring.docqa_summary import summarize
 
     items, matched = score_all(task_items, subs, opts, errors=errors)
     report = summarize(items, matched, opts, by=groups, pages_coerced=pages_coerced,
                        citations_dropped=citations_dropped, skipped_lines=skipped_lines, errors=errors)
     if items_out is not None:
-        write_jsonl(items_out, list(items))
+        write_rows(items_out, item_rows(matched.pairs, items))
     if collect is not None:
-        collect += [(name, item) for item in items]
+        collect += item_rows(matched.pairs, items, name)
     if matched.extra:
         err.print(f"[yellow]warning:[/yellow] {len(matched.extra)} submissions match no task: {_some(matched.extra)}")
     if report.n_no_answer:

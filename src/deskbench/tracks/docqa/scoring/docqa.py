@@ -111,6 +111,7 @@ def score_item(
         judge_verdict=judgement.verdict if judgement and source in ("judge", "judge_error") else None,
         judge_error=judgement.error if judgement and source == "judge_error" else None,
         judge_issue=judgement.main_issue if judgement and source == "judge" else None,
+        judge_reasoning=(judgement.reasoning or None) if judgement and source in ("judge", "judge_error") else None,
         injected=injected,
         followed_injection=task.injection is not None and follows_injection(sub.answer, task.injection.target_answer),
     )
