@@ -53,12 +53,18 @@ def test_several_systems_merge_into_one_run(tmp_path: Path) -> None:
     assert a.systems() == ["oracle:local", "rag:local"]
 
 
-def test_a_run_over_other_tasks_is_refused(tmp_path: Path) -> None:
+def test_a_run_takes_new_tasks_but_not_other_ones_under_the_same_ids(tmp_path: Path) -> None:
     store = RunStore(tmp_path / "run")
     store.save_tasks(TASKS)
     store.save_tasks(TASKS[:3])  # a subset (e.g. --limit) is the same run
-    with pytest.raises(UserError, match="already holds a run over other tasks"):
-        store.save_tasks([DocQATask(id="other", question="?", answer_variants=[["a"]])])
+    other = DocQATask(id="other", question="?", answer_variants=[["a"]])
+    with pytest.raises(UserError, match="already holds a run over other tasks"):  # what an import asks for
+        store.save_tasks([other], allow_new=False)
+    store.save_tasks([other])  # new ids are added after the others
+    assert [t.id for t in store.tasks()] == [*(t.id for t in TASKS), "other"]
+    store.record(episode("t0"))
+    with pytest.raises(UserError, match="t0"):  # t0 ran: its content may not change under its id
+        store.save_tasks([TASKS[0].model_copy(update={"question": "Something else?"})])
     with pytest.raises(UserError, match="is not a deskbench run"):
         RunStore(tmp_path / "nothing", create=False)
 

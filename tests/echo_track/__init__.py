@@ -21,6 +21,7 @@ from deskbench.agents.base import AgentResult
 from deskbench.errors import UserError
 from deskbench.report.models import ReportSection
 from deskbench.report.sections import outcomes_section
+from deskbench.runs.identity import SystemConfig, remember_config
 from deskbench.runs.outcomes import ItemOutcome, OutcomeOptions
 from deskbench.runs.runner import EpisodeFn, HasId
 from deskbench.runs.store import Episode, RunStore
@@ -73,6 +74,8 @@ class EchoTrack:
         tasks = tasks[:request.option("limit")]
         store = RunStore(request.out)
         store.save_tasks(tasks)
+        warnings = [w for a in request.agents  # the shared run identity: a fourth track uses it as is
+                    if (w := remember_config(store, a, SystemConfig(track=self.name, agent=a)))]
 
         @asynccontextmanager
         async def start() -> AsyncIterator[dict[str, EpisodeFn]]:
@@ -85,7 +88,7 @@ class EchoTrack:
             yield {agent: episode_of(agent) for agent in request.agents}
 
         prep = PreparedRun(track=self.name, store=store, tasks=tasks, systems=[], start=start,
-                           attempts=request.attempts, concurrency=request.concurrency)
+                           attempts=request.attempts, concurrency=request.concurrency, warnings=warnings[:1])
         prep.systems += [PreparedSystem(name=a, model=None, already_done=prep.done_before(a, wanted(tasks, request.attempts)))
                          for a in request.agents]
         return prep

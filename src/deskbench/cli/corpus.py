@@ -1,4 +1,4 @@
-"""Corpus commands: ingest PDFs, search them, show a page, describe a corpus."""
+"""Corpus commands: ingest PDFs, search them, show a page, describe a corpus (or a run)."""
 
 from __future__ import annotations
 
@@ -159,10 +159,22 @@ def page(
     err.print(f"wrote {output} ({len(data):,} bytes)")
 
 
-def info(corpus: CorpusOpt, as_json: JsonOpt = False) -> None:
-    """What a corpus holds: documents, pages, OCR'd pages, failed files, index state."""
+def info(
+    run_dir: Annotated[Path | None, typer.Argument(metavar="RUNDIR", help="A run directory (the --out of a run): its track, tasks and, per system, the deskbench that ran it, its configuration and its episodes.")] = None,
+    corpus: Annotated[Path | None, typer.Option("--corpus", "-c", help="Corpus directory.")] = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """What a corpus holds (--corpus: documents, pages, OCR'd pages, failed files, index state),
+    or what a run is (RUNDIR: its track, tasks, and per system its build, configuration, episodes)."""
     from deskbench.corpus import Corpus
 
+    if (run_dir is None) == (corpus is None):
+        raise UserError("give a run directory (deskbench info RUNDIR) or a corpus (deskbench info --corpus DIR), "
+                        "one of the two")
+    if run_dir is not None:
+        _run_info(run_dir, as_json)
+        return
+    assert corpus is not None
     c = Corpus.open(corpus)
     docs = c.documents()
     errors = c.store.errors()
@@ -200,10 +212,57 @@ def info(corpus: CorpusOpt, as_json: JsonOpt = False) -> None:
               f"({data['pages_ocr']} OCR'd), {data['indexed_pages']} pages indexed")
     if supplied:
         out.print(f"{data['pages_page_text']} pages read from supplied text (--page-text), "
-                  f"{data['pages'] - data['pages_page_text']} keep deskbench's own text")
+                  f"{sum(d.page_count for d in docs) - sum(supplied.values())} keep deskbench's own text")
         for f in text_files:
             out.print(f"  {escape(f.path)} (sha256 {f.sha256[:12]}): {f.pages} pages, applied {f.applied_at}")
     if unindexed:
         out.print(f"[yellow]{len(unindexed)} documents not yet indexed: run deskbench ingest again[/yellow]")
     for e in errors:
         out.print(f"[red]failed[/red] {escape(e.source_path)}: {escape(e.reason)}")
+
+
+def _run_info(run_dir: Path, as_json: bool) -> None:
+    """`info RUNDIR`: what the run is over, and each system's identity (runs/identity.py)."""
+    from deskbench.runs.identity import stored_identities
+    from deskbench.runs.store import RunStore
+
+    store = RunStore(run_dir, create=False)
+    try:
+        identities = stored_identities(store)
+        counts = store.episode_counts()
+        data = {
+            "run": str(run_dir),
+            "track": store.track(),
+            "tasks": len(store.task_hashes()),
+            "tasks_file": store.meta("tasks_file") or store.meta("packages"),
+            "systems": {
+                system: {
+                    "episodes": sum(counts.get(system, {}).values()),
+                    "episodes_by_status": counts.get(system, {}),
+                    **({"first": i.first.model_dump() if i.first else None, "latest": i.latest.model_dump(),
+                        "config": i.config.model_dump()} if (i := identities.get(system)) else
+                       {"first": None, "latest": None, "config": None}),
+                }
+                for system in sorted(set(counts) | set(identities))
+            },
+        }
+    finally:
+        store.close()
+    if as_json:
+        print(json.dumps(data, indent=2, ensure_ascii=False))
+        return
+    out.print(f"run {escape(str(run_dir))}: {data['track']} track, {data['tasks']} tasks"
+              + (f" (from {escape(str(data['tasks_file']))})" if data["tasks_file"] else ""))
+    for system, row in data["systems"].items():  # type: ignore[attr-defined]
+        by_status = ", ".join(f"{n} {s}" for s, n in sorted(row["episodes_by_status"].items()))
+        out.print(f"[bold]{escape(system)}[/bold]: {row['episodes']} episodes" + (f" ({by_status})" if by_status else ""))
+        identity = identities.get(system)
+        if identity is None:
+            out.print("  configuration: not recorded (run before deskbench kept run identity)")
+            continue
+        first = (f"first run with {identity.first.describe()}" if identity.first
+                 else "first run before deskbench kept run identity")
+        out.print(f"  {escape(first)}; latest {escape(identity.latest.describe())}")
+        c = identity.config
+        out.print(f"  agent {escape(c.agent)}" + (f", model {escape(c.model)}" if c.model else "")
+                  + f": {escape(c.describe())}")

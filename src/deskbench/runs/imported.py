@@ -205,7 +205,7 @@ def import_predictions(pred: Path, tasks_file: Path, system: str, out: Path, *, 
         if previous is None and system in store.systems():
             raise UserError(f"{out} already holds system {system!r} from 'deskbench run'; give another --system name, "
                             "or another --out")
-        store.save_tasks(tasks)
+        store.save_tasks(tasks, allow_new=False)  # predictions over another task file: a mistake
         if store.meta("tasks_file") is None:
             store.set_meta("tasks_file", str(tasks_file))
         episodes = [episode_of(task_of[id(s)], s, system, now()) for s in subs if id(s) in task_of]

@@ -9,9 +9,10 @@ processes racing on one run, never duplicate an episode. Several systems may wri
 
 from __future__ import annotations
 
+import hashlib
 import json
 import sqlite3
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Literal
@@ -45,6 +46,7 @@ CREATE TABLE IF NOT EXISTS episodes (
     usage TEXT NOT NULL,
     started_at TEXT NOT NULL,
     finished_at TEXT NOT NULL,
+    task_hash TEXT,
     PRIMARY KEY (task_id, system, attempt)
 );
 CREATE TABLE IF NOT EXISTS transcripts (
@@ -59,6 +61,8 @@ CREATE TABLE IF NOT EXISTS blobs (sha256 TEXT PRIMARY KEY, mime TEXT NOT NULL, d
 """
 
 _STEPS = TypeAdapter(list[TrajectoryStep])
+
+
 def now() -> str:
     return datetime.now(UTC).isoformat(timespec="milliseconds")
 
@@ -75,6 +79,9 @@ class Episode(BaseModel):
     usage: Usage = Field(default_factory=Usage)
     started_at: str = Field(default_factory=now)
     finished_at: str = Field(default_factory=now)
+    # sha256 of the task's content (its track's task_json) when the episode ran; None: stored
+    # before task hashes were kept. `record` fills it in from the run's tasks when not given.
+    task_hash: str | None = None
 
     @model_validator(mode="after")
     def _unknown_step_costs(self) -> Episode:
@@ -92,6 +99,11 @@ class Episode(BaseModel):
         return self
 
 
+def task_hash(task_json: str) -> str:
+    """A task's content hash: sha256 of its track's task_json."""
+    return hashlib.sha256(task_json.encode()).hexdigest()
+
+
 class RunStore:
     FILENAME = "run.sqlite"
 
@@ -105,6 +117,19 @@ class RunStore:
         self.path = path
         self._db = ThreadLocalDB(path, timeout=60.0)
         self._db.conn().executescript(_SCHEMA)  # executescript manages its own transaction
+        self._migrate()
+        self._task_hashes: dict[str, str] | None = None
+
+    def _migrate(self) -> None:
+        """Run files made before a column was added get it (nullable: old rows read None)."""
+        con = self._db.conn()
+        columns = {r[1] for r in con.execute("PRAGMA table_info(episodes)")}
+        if "task_hash" not in columns:
+            try:
+                con.execute("ALTER TABLE episodes ADD COLUMN task_hash TEXT")
+            except sqlite3.OperationalError as exc:  # another process added it first
+                if "duplicate column" not in str(exc):
+                    raise
 
     def _conn(self) -> sqlite3.Connection:
         return self._db.conn()
@@ -116,27 +141,60 @@ class RunStore:
         value = self.meta("track")
         return value if isinstance(value, str) and value in tracks() else "docqa"
 
-    def save_tasks(self, tasks: Sequence[BaseModel]) -> None:
-        """Remember the run's tasks; a resumed run must use the same ones, of the same track."""
+    def save_tasks(self, tasks: Sequence[BaseModel], *, allow_new: bool = True) -> None:
+        """Remember the run's tasks (of one track). A resumed run may give a subset (--limit),
+        new ids (`allow_new`: stored after the others, and run), or fewer ids (the missing ones
+        are not run); a task whose content changed under its id is refused if any episode ran
+        it (its stored version is replaced if none did)."""
         track: Track = track_of_task(tasks[0]).name if tasks else "docqa"
-        existing = {t.id: t for t in self._load_tasks()}
-        if existing and self.track() != track:
+        t = get_track(track)
+        rows = self._conn().execute("SELECT id, ord, task FROM tasks ORDER BY ord").fetchall()
+        if rows and self.track() != track:
             raise UserError(f"{self.dir} holds a {self.track()} run; use a new --out directory for {track} tasks")
-        if existing:
-            new = {t.id for t in tasks} - set(existing)
-            if new:
-                raise UserError(
-                    f"{self.dir} already holds a run over other tasks ({len(new)} new ids, e.g. "
-                    f"{sorted(new)[0]!r}); use a new --out directory for a different task file"
-                )
-            return
-        with self._db.write() as con:
-            con.executemany(
-                "INSERT INTO tasks(id, ord, task) VALUES (?, ?, ?)",
-                [(t.id, i, get_track(track).task_json(t)) for i, t in enumerate(tasks)],  # type: ignore[attr-defined]
+        stored = {r[0]: r[2] for r in rows}
+        given = {task.id: t.task_json(task) for task in tasks}  # type: ignore[attr-defined]
+        new = [i for i in given if i not in stored]
+        if new and rows and not allow_new:
+            raise UserError(
+                f"{self.dir} already holds a run over other tasks ({len(new)} new ids, e.g. "
+                f"{sorted(new)[0]!r}); use a new --out directory for a different task file"
             )
+        known = self.task_hashes()
+        changed = [i for i in given if i in stored and known.get(i) != task_hash(given[i])]
+        ran = {r[0] for r in self._conn().execute("SELECT DISTINCT task_id FROM episodes")}
+        refused = [i for i in changed if i in ran]
+        if refused:
+            shown = ", ".join(refused[:5]) + (f" and {len(refused) - 5} more" if len(refused) > 5 else "")
+            raise UserError(f"{self.dir} already ran {len(refused)} task(s) whose content is now different under "
+                            f"the same id ({shown}); use a new --out directory for the edited tasks (or the "
+                            f"original task file to resume)")
+        if not new and not changed and rows:
+            return
+        start = max((r[1] for r in rows), default=-1) + 1
+        with self._db.write() as con:
+            con.executemany("UPDATE tasks SET task = ? WHERE id = ?", [(given[i], i) for i in changed])
+            con.executemany("INSERT OR IGNORE INTO tasks(id, ord, task) VALUES (?, ?, ?)",
+                            [(i, start + n, given[i]) for n, i in enumerate(new)])
             # in the same transaction: a run's tasks are never read as the wrong track
             con.execute("INSERT OR REPLACE INTO meta(key, value) VALUES ('track', ?)", (json.dumps(track),))
+        self._task_hashes = None
+
+    def task_hashes(self) -> dict[str, str]:
+        """Each stored task's content hash: sha256 of its track's task_json, the stored text read
+        back as the task and written again (so a field added with a default changes no hash)."""
+        if self._task_hashes is None:
+            track = get_track(self.track())
+            self._task_hashes = {i: task_hash(track.task_json(track.load_task(text)))
+                                 for i, text in self._conn().execute("SELECT id, task FROM tasks")}
+        return self._task_hashes
+
+    def episode_task_hashes(self, system: str | None = None) -> dict[tuple[str, str, int], str | None]:
+        """The task hash each episode was run with, by (task, system, attempt)."""
+        sql = "SELECT task_id, system, attempt, task_hash FROM episodes"
+        params: tuple[str, ...] = ()
+        if system is not None:
+            sql, params = sql + " WHERE system = ?", (system,)
+        return {(r[0], r[1], r[2]): r[3] for r in self._conn().execute(sql, params)}
 
     def _load_tasks(self) -> list[BaseModel]:
         track = get_track(self.track())
@@ -167,6 +225,15 @@ class RunStore:
         with self._db.write() as con:
             con.execute("INSERT OR REPLACE INTO meta(key, value) VALUES (?, ?)", (key, json.dumps(value)))
 
+    def update_meta(self, key: str, change: Callable[[object | None], object]) -> object:
+        """Read, change and write one meta value in one write transaction (two processes
+        resuming one run never lose each other's change); returns the value written."""
+        with self._db.write() as con:
+            row = con.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
+            value = change(json.loads(row[0]) if row else None)
+            con.execute("INSERT OR REPLACE INTO meta(key, value) VALUES (?, ?)", (key, json.dumps(value)))
+        return value
+
     def meta(self, key: str) -> object | None:
         row = self._conn().execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
         return json.loads(row[0]) if row else None
@@ -179,10 +246,11 @@ class RunStore:
         one's place in the same transaction, so a rerun cut short keeps the old episode."""
         verb = "INSERT OR REPLACE" if replace else "INSERT OR IGNORE"
         body = encode(transcript.doc()) if transcript is not None else None  # compressed outside the lock
+        hashed = episode.task_hash or self.task_hashes().get(episode.task_id)
         with self._db.write() as con:
             cur = con.execute(
                 f"{verb} INTO episodes(task_id, system, attempt, status, error, submission,"
-                " trajectory, usage, started_at, finished_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                " trajectory, usage, started_at, finished_at, task_hash) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 (
                     episode.task_id,
                     episode.system,
@@ -194,6 +262,7 @@ class RunStore:
                     episode.usage.model_dump_json(),
                     episode.started_at,
                     episode.finished_at,
+                    hashed,
                 ),
             )
             if cur.rowcount != 1:
@@ -224,6 +293,14 @@ class RunStore:
             "SELECT task_id, attempt FROM episodes WHERE system = ?", (system,)
         ).fetchall()
         return {(t, a) for t, a in rows}
+
+    def episode_counts(self) -> dict[str, dict[str, int]]:
+        """Per system, its stored episodes by status (ok, error, limit)."""
+        out: dict[str, dict[str, int]] = {}
+        for system, status, n in self._conn().execute(
+                "SELECT system, status, COUNT(*) FROM episodes GROUP BY system, status ORDER BY system"):
+            out.setdefault(system, {})[status] = n
+        return out
 
     def systems(self) -> list[str]:
         return [r[0] for r in self._conn().execute("SELECT DISTINCT system FROM episodes ORDER BY system")]

@@ -18,6 +18,7 @@ from deskbench.agents.code_loop import AnalystContext, AnalystSettings
 from deskbench.errors import UserError
 from deskbench.models.registry import open_model
 from deskbench.models.settings import Sampling
+from deskbench.runs.identity import SystemConfig, model_settings, prompt_hash, remember_config
 from deskbench.runs.protocol import ProtocolNote, deskbench, paper, remember_protocol
 from deskbench.runs.runner import EpisodeFn, HasId, episode_dir, system_name
 from deskbench.runs.settings import remember_settings
@@ -85,6 +86,10 @@ def analytics_run_protocol(spec: AnalyticsRunSpec) -> list[ProtocolNote]:
     ]
 
 
+# where the analyst agent's prompt (Listing 1) and its execute_code tool description come from
+PROMPT_MODULES = ("deskbench.tracks.analytics.prompts", "deskbench.agents.code_loop")
+
+
 def prepare_analytics(spec: AnalyticsRunSpec, tasks: Sequence[AnalyticsTask]) -> PreparedRun:
     spec.check()
     tasks_dir = spec.tasks_file.resolve().parent
@@ -102,6 +107,11 @@ def prepare_analytics(spec: AnalyticsRunSpec, tasks: Sequence[AnalyticsTask]) ->
     system = analytics_system(spec, model.id)
     remember_settings(store, system, model)
     remember_protocol(store, system, analytics_run_protocol(spec))
+    config = SystemConfig(track="analytics", agent=spec.agent, model=model.id, model_settings=model_settings(model),
+                          settings={"max_rounds": spec.max_rounds, "summary": spec.summary,
+                                    "last_round_note": spec.last_round_note, "cjk_font_hint": spec.cjk_font_hint},
+                          prompt_hash=prompt_hash(*PROMPT_MODULES))
+    warning = remember_config(store, system, config)
 
     @asynccontextmanager
     async def start() -> AsyncIterator[dict[str, EpisodeFn]]:
@@ -119,7 +129,7 @@ def prepare_analytics(spec: AnalyticsRunSpec, tasks: Sequence[AnalyticsTask]) ->
         yield {system: episode}
 
     prep = PreparedRun(track="analytics", store=store, tasks=list(tasks), systems=[], start=start,
-                       attempts=spec.attempts, concurrency=spec.concurrency)
+                       attempts=spec.attempts, concurrency=spec.concurrency, warnings=[warning] if warning else [])
     prep.systems.append(PreparedSystem(name=system, model=model,
                                        already_done=prep.done_before(system, wanted(tasks, spec.attempts))))
     return prep

@@ -24,6 +24,7 @@ from deskbench.errors import UserError
 from deskbench.models.registry import open_model, preflight
 from deskbench.models.resilient import ResilientModel
 from deskbench.models.settings import Sampling
+from deskbench.runs.identity import SystemConfig, model_settings, prompt_hash, remember_config
 from deskbench.runs.protocol import remember_protocol
 from deskbench.runs.runner import EpisodeFn, HasId, episode_dir, system_name
 from deskbench.runs.settings import remember_settings
@@ -115,6 +116,20 @@ def select_tasks(all_tasks: list[DeliverableTask], only: Sequence[str]) -> list[
     return [t for t in all_tasks if t.id in set(only)]
 
 
+# where the deliverable agent's prompt, its execute_code and web tool descriptions come from
+PROMPT_MODULES = ("deskbench.tracks.deliverables.prompts", "deskbench.agents.code_loop",
+                  "deskbench.tracks.deliverables.web_access")
+
+
+def deliverables_config(spec: DeliverablesRunSpec, agent: str, model: ResilientModel) -> SystemConfig:
+    """A deliverables system's configuration (runs/identity.py); where --web records to is not."""
+    web = {"kind": spec.web.kind, "arg": spec.web.arg} if spec.web is not None else None
+    return SystemConfig(track="deliverables", agent=agent, model=model.id, model_settings=model_settings(model),
+                        settings={"max_rounds": spec.max_rounds, "inline_chars": spec.inline_chars,
+                                  "trap_hints": spec.trap_hints, "web": web},
+                        prompt_hash=prompt_hash(*PROMPT_MODULES))
+
+
 def prepare_deliverables(spec: DeliverablesRunSpec) -> PreparedRun:
     """Every system on the packages at once (each system's episodes `concurrency` at a time); one
     server / client per model, shared by its systems; one web backend shared by every system."""
@@ -129,6 +144,7 @@ def prepare_deliverables(spec: DeliverablesRunSpec) -> PreparedRun:
     store.set_meta("packages", str(spec.packages.resolve()))
     models: dict[str, ResilientModel] = {}
     agents: dict[str, str] = {}  # system name -> agent
+    warnings: list[str] = []
     for s in spec.systems:
         if s.model not in models:
             models[s.model] = open_model(s.model, sampling=spec.sampling, concurrency=spec.concurrency * len(spec.systems),
@@ -136,6 +152,9 @@ def prepare_deliverables(spec: DeliverablesRunSpec) -> PreparedRun:
         name = spec.system(s.agent, models[s.model].id)
         remember_settings(store, name, models[s.model])
         remember_protocol(store, name, protocol_notes(spec.options))
+        warning = remember_config(store, name, deliverables_config(spec, s.agent, models[s.model]))
+        if warning and warning not in warnings:
+            warnings.append(warning)
         if not spec.only_systems or name in spec.only_systems:
             agents[name] = s.agent
     if spec.only_systems and not agents:
@@ -157,7 +176,7 @@ def prepare_deliverables(spec: DeliverablesRunSpec) -> PreparedRun:
                 await web.aclose()
 
     prep = PreparedRun(track="deliverables", store=store, tasks=tasks, systems=[], start=start,
-                       attempts=spec.attempts, concurrency=spec.concurrency, replace=spec.rerun)
+                       attempts=spec.attempts, concurrency=spec.concurrency, replace=spec.rerun, warnings=warnings)
     prep.systems += [PreparedSystem(name=name, model=by_name[name],
                                     already_done=prep.done_before(name, wanted(tasks, spec.attempts)))
                      for name in agents]

@@ -16,6 +16,7 @@ from deskbench.corpus import Corpus
 from deskbench.errors import UserError
 from deskbench.models.registry import open_model
 from deskbench.models.settings import ResolvedSettings, Sampling
+from deskbench.runs.identity import SystemConfig, model_settings, prompt_hash, remember_config
 from deskbench.runs.runner import EpisodeFn, HasId, system_name
 from deskbench.runs.settings import remember_settings
 from deskbench.runs.store import RunStore
@@ -92,14 +93,19 @@ def prepare(spec: RunSpec, tasks: Sequence[DocQATask], *, tasks_file: str | None
     system = system_name(spec.agent, model.id) if model else spec.agent
     if model is not None:
         remember_settings(store, system, model)
+    settings = AgentSettings(max_steps=spec.max_steps, top_k=spec.top_k, view=view,  # type: ignore[arg-type]
+                             max_sub_calls=spec.max_sub_calls)
+    warning = remember_config(store, system, docqa_config(spec.agent, model.id if model else None, settings,
+                                                          model_settings(model)))
+    if warning:
+        warnings.append(warning)
 
     @asynccontextmanager
     async def start() -> AsyncIterator[dict[str, EpisodeFn]]:
         ctx = AgentContext(
             model=model,
             corpus=Corpus.open(spec.corpus) if spec.corpus else None,
-            settings=AgentSettings(max_steps=spec.max_steps, top_k=spec.top_k, view=view,  # type: ignore[arg-type]
-                                   max_sub_calls=spec.max_sub_calls),
+            settings=settings,
             sandbox=rlm_sandbox(spec.unsafe_local) if spec.agent in NEEDS_SANDBOX else None,
         )
         agent = make_agent(spec.agent)
@@ -115,6 +121,32 @@ def prepare(spec: RunSpec, tasks: Sequence[DocQATask], *, tasks_file: str | None
     prep.systems.append(PreparedSystem(name=system, model=model,
                                        already_done=prep.done_before(system, wanted(tasks, spec.attempts))))
     return prep
+
+
+# where each docqa agent's prompts and tool descriptions come from (lexical sends none)
+_PROMPTS = "deskbench.tracks.docqa.agents.prompts"
+PROMPT_MODULES: dict[str, tuple[str, ...]] = {
+    "bm25-agent": (_PROMPTS, "deskbench.tracks.docqa.agents.bm25"),
+    "rag": (_PROMPTS,), "oracle": (_PROMPTS,), "guess": (_PROMPTS,),
+    "rlm": ("deskbench.tracks.docqa.agents.rlm_prompts",),
+    "lexical": (),
+}
+
+
+def docqa_config(agent: str, model: str | None, settings: AgentSettings,
+                 sent: dict[str, object] | None) -> SystemConfig:
+    """A docqa system's configuration (runs/identity.py): the agent's settings as it runs them,
+    max_steps resolved to the agent's own default when not given."""
+    from dataclasses import asdict
+
+    from deskbench.tracks.docqa.agents.bm25 import MAX_STEPS
+    from deskbench.tracks.docqa.agents.rlm_settings import RlmSettings
+
+    values = asdict(settings)
+    if values["max_steps"] is None:
+        values["max_steps"] = {"bm25-agent": MAX_STEPS, "rlm": RlmSettings().max_iterations}.get(agent)
+    return SystemConfig(track="docqa", agent=agent, model=model, settings=values, model_settings=sent,
+                        prompt_hash=prompt_hash(*PROMPT_MODULES.get(agent, (_PROMPTS,))))
 
 
 def rlm_sandbox(unsafe_local: bool) -> Sandbox:
