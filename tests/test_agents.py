@@ -195,7 +195,7 @@ def test_run_under_faults_loses_no_episode(operator_corpus: Corpus, tmp_path: Pa
                        "--model", f"openai-compat/fake@{fake.base_url}", "--out", str(tmp_path / "run"),
                        "--concurrency", "8", "--json", "--quiet")
     assert proc.returncode == 0, proc.stderr
-    report = json.loads(proc.stdout)
+    (report,) = json.loads(proc.stdout).values()  # {system: report}
     store = RunStore(tmp_path / "run")
     episodes = store.episodes()
     assert len(episodes) == 30 and len({e.task_id for e in episodes}) == 30
@@ -204,7 +204,7 @@ def test_run_under_faults_loses_no_episode(operator_corpus: Corpus, tmp_path: Pa
     assert all(e.error for e in errors)
     assert report["n"] == 30 and report["n_errors"] == len(errors)
     assert report["accuracy"] == pytest.approx((30 - len(errors)) / 30)  # every ok episode answers right
-    rescored = json.loads(run_cli("score", str(tmp_path / "run"), "--json").stdout)
+    (rescored,) = json.loads(run_cli("score", str(tmp_path / "run"), "--json").stdout).values()
     assert rescored["accuracy"] == report["accuracy"]  # re-scored from the store alone
 
 

@@ -48,7 +48,8 @@ def run(tasks_file: Path, out: Path, fake: FakeOpenAI, *extra: str) -> Any:
                    "--model", f"openai-compat/scripted@{fake.base_url}", "--concurrency", "1", "--quiet",
                    "--json", *extra)
     assert proc.returncode == 0, proc.stderr
-    return json.loads(proc.stdout)
+    (report,) = json.loads(proc.stdout).values()  # {system: report}, one system
+    return report
 
 
 def tool_messages(body: dict[str, Any]) -> list[str]:
@@ -165,7 +166,7 @@ def test_local_model_pipeline(tasks_dir: Path, tmp_path: Path) -> None:
                    "--out", str(out), "--max-rounds", "2", "--max-tokens", "256", "--quiet", "--json",
                    timeout=600)
     assert proc.returncode == 0, proc.stderr
-    report = json.loads(proc.stdout)
+    (report,) = json.loads(proc.stdout).values()  # {system: report}
     (ep,) = RunStore(out, create=False).episodes()
     assert ep.status in ("ok", "limit", "error")
     assert ep.usage.calls >= 1 and any(s.kind == "model_call" for s in ep.trajectory)

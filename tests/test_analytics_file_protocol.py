@@ -133,7 +133,7 @@ def test_file_judge_decides_every_file_and_the_comparator_is_kept_beside(generat
                        "--concurrency", "1", "--quiet", "--json")
         assert proc.returncode == 0, proc.stderr
         assert sum(is_judge(b) for b in fake.requests) == 1
-        paper_report = json.loads(proc.stdout)
+        (paper_report,) = json.loads(proc.stdout).values()  # {system: report}
 
         # --file-judge alone is the paper's protocol: the judge decided, and rejected a file the comparator passes
         monkeypatch.setenv("DESKBENCH_CACHE_DIR", str(tmp_path / "cold"))
@@ -147,14 +147,15 @@ def test_file_judge_decides_every_file_and_the_comparator_is_kept_beside(generat
         assert sum(is_judge(b) for b in fake.requests) == 2  # the comparator read the file: no judge call
 
     assert paper_report["sources"] == {"file_judge": 1} and paper_report["overall"]["pass1"] == 0.0
-    assert json.loads(again.stdout)["sources"] == {"file_judge": 1}
+    (again_report,) = json.loads(again.stdout).values()
+    assert again_report["sources"] == {"file_judge": 1}
     assert item.source == "file_judge" and item.score == 0.0 and item.reason == REJECT["reason"]
     assert item.file_judge is not None and item.file_judge.is_correct is False and item.file_judge.deferred == ""
     assert item.comparator is not None and item.comparator.passed and item.comparator.stage == "done"
     files_note = next(n for n in paper_report["protocol"] if n["aspect"] == "file evaluator")
     assert files_note["source"] == "paper" and "every file" in files_note["detail"]
 
-    cheap = json.loads(deferred.stdout)
+    (cheap,) = json.loads(deferred.stdout).values()
     assert cheap["sources"] == {"comparator": 1} and cheap["overall"]["pass1"] == 1.0
     note = next(n for n in cheap["protocol"] if n["aspect"] == "file evaluator")
     assert note["source"] == "deskbench" and "--file-judge-deferred" in note["detail"]

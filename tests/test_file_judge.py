@@ -190,7 +190,7 @@ def test_deferred_file_passes_by_the_file_judge_end_to_end(generated: Path, tmp_
         proc2 = run_cli("score", str(out), "--file-judge", f"openai-compat/judge@{url}", "--json",
                         "--items-out", str(items_out))
         assert proc2.returncode == 0, proc2.stderr
-    report = json.loads(proc.stdout)
+    (report,) = json.loads(proc.stdout).values()  # {system: report}
     assert report["by_category"]["file_generation"]["pass1"] == 1.0
     assert report["sources"] == {"file_judge": 1} and report["n_unscored"] == 0
     # the judge's code really read both files in the sandbox, and the model read its output
@@ -209,7 +209,8 @@ def test_deferred_file_passes_by_the_file_judge_end_to_end(generated: Path, tmp_
     steps = [s for s in record.trajectory if s.kind == "tool_call"]
     assert len(steps) == 1 and steps[0].arguments["code"] == READ_BOTH and steps[0].result["exit_code"] == 0
     assert [s.kind for s in record.trajectory].count("model_call") == 2
-    assert json.loads(proc2.stdout)["sources"] == {"file_judge": 1}
+    (rescored,) = json.loads(proc2.stdout).values()  # {system: report}
+    assert rescored["sources"] == {"file_judge": 1}
 
 
 def test_compare_sheets_with_the_file_judge(tmp_path: Path) -> None:

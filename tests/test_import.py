@@ -123,7 +123,7 @@ def imported(tmp_path: Path) -> tuple[Path, Path, Path]:
 def test_imported_run_scores_as_the_file(imported: tuple[Path, Path, Path]) -> None:
     tasks, preds, run = imported
     from_file = _json("score", str(preds), "--tasks", str(tasks), "--json")
-    from_run = _json("score", str(run), "--json")
+    from_run = _json("score", str(run), "--json")["bm25-official"]
     assert _metrics(from_run) == _metrics(from_file)
     assert from_run["n"] == 8 and from_run["accuracy"] == pytest.approx(5 / 8)  # q2: one of two list items, ANLS* 0.5
     assert from_run["missing_ids"] == ["q6", "q7"] and from_run["n_errors"] == 1  # the error row: an agent error
@@ -131,7 +131,7 @@ def test_imported_run_scores_as_the_file(imported: tuple[Path, Path, Path]) -> N
     assert from_run["kuiper"] is not None
     # the official evaluator's numbers too: error rows score 0, tasks without a prediction are not counted
     off_file = _json("score", str(preds), "--tasks", str(tasks), "--official", "--json")
-    off_run = _json("score", str(run), "--official", "--json")
+    off_run = _json("score", str(run), "--official", "--json")["bm25-official"]
     assert {k: off_run[k] for k in ("n", "accuracy", "mean_anls", "kuiper", "wasted_effort_ratio")} == \
         {k: off_file[k] for k in ("n", "accuracy", "mean_anls", "kuiper", "wasted_effort_ratio")}
     # Page F1 alone differs: the file's page "4" and "p. 2" count as written in --official, while the
@@ -147,8 +147,10 @@ def test_imported_run_scores_as_the_file(imported: tuple[Path, Path, Path]) -> N
     assert proc.returncode == 0, proc.stderr
     off_clean = _json("score", str(clean), "--tasks", str(tasks), "--official", "--json")
     off_run = _json("score", str(run), "--system", "clean", "--official", "--json")
+    assert set(off_run) == {"clean"}
+    off_run = off_run["clean"]
     assert off_run["official_metrics"] == off_clean["official_metrics"]
-    assert _metrics(_json("score", str(run), "--system", "clean", "--json")) == \
+    assert _metrics(_json("score", str(run), "--system", "clean", "--json")["clean"]) == \
         _metrics(_json("score", str(clean), "--tasks", str(tasks), "--json"))
 
 

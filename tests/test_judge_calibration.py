@@ -148,10 +148,10 @@ def test_sample_compute_and_score_with_the_calibration(tmp_path: Path) -> None:
         cal_path.write_text(proc.stdout)
 
         base = ["score", str(run), "--json", "--judge", judge, "--no-cache"]
-        plain = json.loads(run_cli(*base).stdout)
+        plain = json.loads(run_cli(*base).stdout)["sys"]
         calibrated = run_cli(*base, "--judge-calibration", str(cal_path))
         assert calibrated.returncode == 0, calibrated.stderr
-        r = json.loads(calibrated.stdout)
+        r = json.loads(calibrated.stdout)["sys"]
     # raw judged accuracy: (4 exact + 3 correct + 0.5 partial) / 10 = 0.75
     assert r["accuracy"] == pytest.approx(0.75) == plain["accuracy"]
     bc = r["bias_corrected"]

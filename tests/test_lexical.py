@@ -48,7 +48,7 @@ def test_lexical_run_needs_no_model(tmp_path: Path) -> None:
     proc = run_cli("run", "--tasks", str(tasks), "--corpus", str(tmp_path / "corpus"), "--agent", "lexical",
                    "--out", str(tmp_path / "run"), "--json", "--quiet")
     assert proc.returncode == 0, proc.stderr
-    assert json.loads(proc.stdout)["n"] == 1
+    assert json.loads(proc.stdout)["lexical"]["n"] == 1
     row = sqlite3.connect(tmp_path / "run" / "run.sqlite").execute(
         "SELECT system, status, submission, trajectory FROM episodes").fetchone()
     assert row[0] == "lexical" and row[1] == "ok"

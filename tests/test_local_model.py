@@ -69,7 +69,7 @@ def test_every_agent_runs_against_the_local_model(agent: str, operator_corpus: C
                    "--model", "local", "--view", "text", "--max-steps", "3", "--max-tokens", "96", "--concurrency", "2",
                    "--out", str(out), "--json", "--quiet", timeout=900)
     assert proc.returncode == 0, proc.stderr
-    report = json.loads(proc.stdout)
+    (report,) = json.loads(proc.stdout).values()  # {system: report}
     assert report["n"] == 2 and 0.0 <= report["accuracy"] <= 1.0
     episodes = RunStore(out).episodes()
     assert sorted(e.task_id for e in episodes) == ["a", "b"]

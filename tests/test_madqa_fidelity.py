@@ -231,8 +231,8 @@ def test_official_mode_on_a_run_scores_failed_episodes_zero(tmp_path: Path) -> N
                          submission=DocQASubmission(id="q0", question="Question 0?", answer=["alpha"], steps=2)))
     store.record(Episode(task_id="q1", system="sys", status="error", error="HTTP 500 after retries"))
     store.close()
-    default = json.loads(run_cli("score", str(tmp_path / "run"), "--json").stdout)
-    official = json.loads(run_cli("score", str(tmp_path / "run"), "--json", "--official").stdout)
+    default = json.loads(run_cli("score", str(tmp_path / "run"), "--json").stdout)["sys"]
+    official = json.loads(run_cli("score", str(tmp_path / "run"), "--json", "--official").stdout)["sys"]
     assert default["n"] == 3 and default["accuracy"] == pytest.approx(1 / 3)  # q1 error and q2 missing: wrong
     off = official["official_metrics"]["overall"]
     assert off["n"] == 2 and off["accuracy"] == pytest.approx(1 / 2)  # the error row is in; q2 (no row) is not

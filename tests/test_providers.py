@@ -149,9 +149,10 @@ def test_gpt5_mini_run_and_judged_score_pass_the_reasoning_model_rules(operator_
         other = deskbench("run", "--tasks", str(tasks), "--corpus", str(operator_corpus.root), "--model",
                           "openai/gpt-5-mini", "--max-tokens", "900", "--out", str(tmp_path / "run"), "--quiet", env=env)
     assert sim.refused == [], sim.refused[:1]
-    report = json.loads(proc.stdout)
+    (report,) = json.loads(proc.stdout).values()  # {system: report}
     assert report["n"] == 4 and report["n_errors"] == 0 and report["n_unscored"] == 0 and report["accuracy"] == 1.0
-    assert json.loads(rescored.stdout)["n_unscored"] == 0
+    (rescored_report,) = json.loads(rescored.stdout).values()
+    assert rescored_report["n_unscored"] == 0
     episodes = RunStore(tmp_path / "run").episodes()
     assert [e.status for e in episodes] == ["ok"] * 4
     bodies = sim.accepted
@@ -195,7 +196,7 @@ def test_claude_run_and_judged_score_pass_the_messages_api_rules(operator_corpus
                          "--out", str(tmp_path / "run"), "--concurrency", "2", "--json", "--quiet", env=env)
     assert proc.returncode == 0, proc.stderr
     assert sim.refused == [], sim.refused[:1]
-    report = json.loads(proc.stdout)
+    (report,) = json.loads(proc.stdout).values()  # {system: report}
     assert report["n"] == 4 and report["n_errors"] == 0 and report["n_unscored"] == 0 and report["accuracy"] == 1.0
     assert all(b["max_tokens"] == 4096 for b in sim.accepted)  # required; the official MADQA agent's value
     judged = [b for b in sim.accepted if "submit_judgment" in _tool_names(b)]

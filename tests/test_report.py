@@ -43,7 +43,7 @@ from deskbench.models.types import Usage
 from deskbench.report.data import build_report
 from deskbench.report.models import Report
 from deskbench.report.render import render_html
-from deskbench.report.taxonomy import classify, is_refusal, says_not_found
+from deskbench.tracks.docqa.taxonomy import classify, is_refusal, says_not_found
 from deskbench.runs.outcomes import OutcomeOptions
 from deskbench.runs.store import Episode, RunStore
 from deskbench.tasks.docqa import DocQASubmission, DocQATask, Evidence, Injection

@@ -250,3 +250,28 @@ def test_injection_susceptibility_by_hand(tmp_path: Path) -> None:
 def test_no_injection_section_without_injected_tasks(files: tuple[Path, Path]) -> None:
     out = run_cli("score", str(files[1]), "--tasks", str(files[0]), "--json")
     assert json.loads(out.stdout)["injection"] is None
+
+
+def test_run_json_is_always_a_mapping_of_system_to_report(tmp_path: Path) -> None:
+    """`score RUN --json` has one shape: {system: report}, with one system, with --system, with two."""
+    from deskbench.runs.store import Episode, RunStore
+
+    run = tmp_path / "run"
+    tasks = [DocQATask.model_validate(t) for t in TASKS[:2]]
+    store = RunStore(run)
+    store.save_tasks(tasks)
+    store.record(Episode(task_id="t1", system="alpha", status="ok",
+                         submission=DocQASubmission(id="t1", answer=["Paris"], steps=1)))
+    store.close()
+    one = json.loads(run_cli("score", str(run), "--json").stdout)
+    assert set(one) == {"alpha"} and one["alpha"]["n"] == 2 and one["alpha"]["accuracy"] == pytest.approx(1 / 2)
+
+    store = RunStore(run, create=False)
+    store.record(Episode(task_id="t1", system="beta", status="ok",
+                         submission=DocQASubmission(id="t1", answer=["Lyon"], steps=1)))
+    store.close()
+    picked = json.loads(run_cli("score", str(run), "--system", "beta", "--json").stdout)
+    assert set(picked) == {"beta"} and picked["beta"]["accuracy"] == 0.0
+    both = json.loads(run_cli("score", str(run), "--json").stdout)
+    assert set(both) == {"alpha", "beta"}
+    assert both["alpha"] == one["alpha"] and both["beta"] == picked["beta"]

@@ -148,12 +148,12 @@ def test_docqa_attempts_run_resume_and_score(tmp_path: Path) -> None:
                 "--concurrency", "1", "--quiet", "--json"]
         first = run_cli(*base)  # one attempt first: pass@1 only
         assert first.returncode == 0, first.stderr
-        assert json.loads(first.stdout)["attempts"] is None
+        assert json.loads(first.stdout)["guess:openai-compat/fake"]["attempts"] is None
         proc = run_cli(*base, "--attempts", "3")  # resumed: attempts 1 and 2 added, attempt 0 kept
         assert proc.returncode == 0, proc.stderr
         assert "8 episodes run (0 errors), 4 already done" in proc.stderr
         assert len(fake.requests) == 12
-    report = json.loads(proc.stdout)
+    report = json.loads(proc.stdout)["guess:openai-compat/fake"]
     assert report["accuracy"] == 0.75 and report["n"] == 4  # attempt 0, as before
     att = report["attempts"]
     assert att["k"] == 3 and att["complete"] and att["n_tasks"] == 4
@@ -196,6 +196,6 @@ def test_cached_attempts_are_their_own_calls(tmp_path: Path) -> None:
                            str(tmp_path / out), "--concurrency", "1", "--quiet", "--json", "--attempts", "2",
                            "--cache", env=env)
             assert proc.returncode == 0, proc.stderr
-            reports.append(json.loads(proc.stdout)["attempts"])
+            reports.append(json.loads(proc.stdout)["guess:openai-compat/fake"]["attempts"])
         assert len(fake.requests) == 4  # 2 tasks x 2 attempts, once: the second run is all cache hits
     assert reports[0]["per_attempt"] == [1.0, 0.0] and reports[1] == reports[0]

@@ -341,7 +341,9 @@ def test_annotator_in_chromium(setup: dict, browser) -> None:  # noqa: ANN001
 
     proc = run_cli("score", str(setup["run"]), "--system", "human:alice", "--json")
     assert proc.returncode == 0, proc.stderr
-    report = json.loads(proc.stdout)
+    payload = json.loads(proc.stdout)
+    assert set(payload) == {"human:alice"}
+    report = payload["human:alice"]
     text = json.dumps(report)
     assert '"accuracy"' in text
 

@@ -80,7 +80,7 @@ def test_score_sees_each_annotator_and_the_pool(run: dict) -> None:
     assert "human" in pooled and not any(k.startswith("human:") for k in pooled)
     assert pooled["human"]["accuracy"] == 0.75 and pooled["human"]["n"] == 4
     single = json.loads(run_cli("score", str(run["run"]), "--system", "human", "--json").stdout)
-    assert single["accuracy"] == 0.75
+    assert set(single) == {"human"} and single["human"]["accuracy"] == 0.75
 
 
 def test_agreement_has_a_human_row(run: dict, tmp_path: Path) -> None:
