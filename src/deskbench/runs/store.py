@@ -60,6 +60,22 @@ CREATE TABLE IF NOT EXISTS transcripts (
 CREATE TABLE IF NOT EXISTS blobs (sha256 TEXT PRIMARY KEY, mime TEXT NOT NULL, data BLOB NOT NULL);
 """
 
+# Score-time model calls (judges, graders), one transcript per (episode, scorer) per scoring:
+# a re-score appends, the latest per scorer is what is read. No foreign key to episodes: an
+# episode replaced by a rerun keeps its old judges' rows until it is scored again (older `created`).
+_JUDGE_SCHEMA = """
+CREATE TABLE IF NOT EXISTS judge_transcripts (
+    task_id TEXT NOT NULL,
+    system TEXT NOT NULL,
+    attempt INTEGER NOT NULL,
+    scorer TEXT NOT NULL,
+    created TEXT NOT NULL,
+    codec TEXT NOT NULL,
+    body BLOB NOT NULL
+);
+CREATE INDEX IF NOT EXISTS judge_transcripts_episode ON judge_transcripts(task_id, system, attempt, scorer, created);
+"""
+
 _STEPS = TypeAdapter(list[TrajectoryStep])
 
 
@@ -121,8 +137,10 @@ class RunStore:
         self._task_hashes: dict[str, str] | None = None
 
     def _migrate(self) -> None:
-        """Run files made before a column was added get it (nullable: old rows read None)."""
+        """Run files made before a column or table was added get it (nullable: old rows read None;
+        a new table starts empty)."""
         con = self._db.conn()
+        con.executescript(_JUDGE_SCHEMA)
         columns = {r[1] for r in con.execute("PRAGMA table_info(episodes)")}
         if "task_hash" not in columns:
             try:
@@ -282,6 +300,29 @@ class RunStore:
         row = self._conn().execute("SELECT codec, body FROM transcripts WHERE task_id = ? AND system = ? AND attempt = ?",
                                    (task_id, system, attempt)).fetchone()
         return decode(row[0], row[1]) if row else None
+
+    def record_judge_transcript(self, task_id: str, system: str, attempt: int, scorer: str,
+                                transcript: Transcript | TranscriptDoc) -> None:
+        """Keep the model calls one scorer made while scoring one episode (a judge, a grader),
+        with the images they sent (as blobs). Appended: scoring again adds a newer row, and
+        `judge_transcripts` reads the latest per scorer, so an earlier verdict stays auditable in
+        the file."""
+        doc = transcript.doc() if isinstance(transcript, Transcript) else transcript
+        blobs = list(transcript.blobs.values()) if isinstance(transcript, Transcript) else []
+        body = encode(doc)
+        with self._db.write() as con:
+            con.execute("INSERT INTO judge_transcripts(task_id, system, attempt, scorer, created, codec, body)"
+                        " VALUES (?, ?, ?, ?, ?, ?, ?)", (task_id, system, attempt, scorer, now(), CODEC, body))
+            con.executemany("INSERT OR IGNORE INTO blobs(sha256, mime, data) VALUES (?, ?, ?)",
+                            [(b.sha256, b.mime, b.data) for b in blobs])
+
+    def judge_transcripts(self, task_id: str, system: str, attempt: int = 0) -> dict[str, TranscriptDoc]:
+        """The latest transcript of each scorer that made model calls scoring this episode, by
+        scorer name ({} when none did: deterministic scoring, or never scored with a store)."""
+        rows = self._conn().execute(
+            "SELECT scorer, codec, body FROM judge_transcripts WHERE task_id = ? AND system = ? AND attempt = ?"
+            " ORDER BY created, rowid", (task_id, system, attempt)).fetchall()
+        return {scorer: decode(codec, body) for scorer, codec, body in rows}  # later rows win
 
     def blob(self, sha256: str) -> Blob | None:
         """An image the transcripts refer to as blob:<sha256>."""
