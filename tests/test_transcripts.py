@@ -4,16 +4,18 @@ text it returned, the search hits with their scores, pages by reference, failed 
 from __future__ import annotations
 
 import json
+import sqlite3
 from pathlib import Path
 from typing import Any
 
 import pytest
+from conftest import write_operator_corpus
 from fake_openai import FakeOpenAI
 
 from deskbench.corpus import Corpus
 from deskbench.runs.store import RunStore
 from deskbench.runs.track import execute_run
-from deskbench.runs.transcript import ModelCallEvent, ToolEvent, texts
+from deskbench.runs.transcript import ModelCallEvent, ToolEvent, expand, open_recorded_corpus, texts
 from deskbench.tasks.docqa import DocQATask
 from deskbench.tracks.docqa.run import RunSpec, prepare
 
@@ -82,6 +84,50 @@ def test_a_failed_episode_keeps_the_reply_that_broke_it(operator_corpus: Corpus,
     replies = [e.reply["message"]["tool_calls"][0]["arguments"] for e in doc.events
                if isinstance(e, ModelCallEvent) and e.reply and e.reply["message"].get("tool_calls")]
     assert broken in replies
+
+
+def _page_texts(messages: list[dict[str, Any]]) -> list[str]:
+    """The texts of the page-result user messages (label, page text, label, page text, ...)."""
+    return [p["text"] for m in messages if m["role"] == "user" and isinstance(m["content"], list)
+            for p in m["content"] if p["type"] == "text" and not p["text"].startswith(("Results for:", "file: "))]
+
+
+def test_page_texts_are_stored_by_reference_and_expand_to_what_was_sent(tmp_path: Path,
+                                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Text view: a page's text is the corpus's, so the transcript keeps a reference and its sha256;
+    expand() gives back the exact text the server received, or a marker when the page changed."""
+    corpus = write_operator_corpus(tmp_path / "operators")
+    answer = {"answer": ["Mountain car"], "citations": [{"file": "alpha.pdf", "page": 1}]}
+    script = lambda b, n: _tool("search_documents", {"query": "mountain car winter"}) if n == 1 else _tool("provide_answer", answer)  # noqa: E731
+    with FakeOpenAI(script=script) as fake:
+        store = _run(fake, corpus, tmp_path / "run", monkeypatch, view="text")
+        sent = list(fake.requests)
+    system = "bm25-agent:openai/gpt-4.1"
+    doc = store.transcript("q1", system)
+    assert doc is not None
+    wire = _page_texts(sent[1]["messages"])
+    assert wire and all(len(t) > 20 for t in wire)
+    stored = [p for m in doc.conversation(1) if isinstance(m["content"], list) for p in m["content"]
+              if p.get("ref", "").startswith("pagetext:")]
+    assert len(stored) == len(wire) and all("text" not in p and len(p["sha256"]) == 64 for p in stored)
+    assert stored[0]["ref"] == "pagetext:alpha.pdf#1"
+    assert not any(w in t for w in wire for t in texts(doc))  # not stored in the transcript itself
+    # the run recorded its corpus; expanded, the texts are the ones on the wire byte for byte
+    opened = open_recorded_corpus(store, system)
+    assert opened is not None and opened.root == corpus.root.resolve()
+    expanded = expand(doc, opened)
+    assert _page_texts(expanded.conversation(1)) == wire
+    assert doc.conversation(1) != expanded.conversation(1)  # a copy: the stored document is unchanged
+    # the page changed since the run: a visible marker, never the new text
+    with sqlite3.connect(corpus.root / "pages.sqlite") as con:
+        con.execute("UPDATE pages SET text = text || ' (edited)' WHERE doc_id = 'alpha.pdf' AND page = 1")
+    changed = [p for m in expand(doc, opened).conversation(1) if isinstance(m["content"], list)
+               for p in m["content"] if p.get("ref") == "pagetext:alpha.pdf#1"]
+    assert changed and all(p["missing"] == "changed" and "page 1 of alpha.pdf" in p["text"]
+                           and "changed" in p["text"] and "(edited)" not in p["text"] for p in changed)
+    # no corpus at all: the marker says so
+    gone = _page_texts(expand(doc, None).conversation(1))
+    assert gone and all("corpus the run used is not available" in t for t in gone)
 
 
 def test_an_episode_without_a_transcript_reads_none(tmp_path: Path) -> None:

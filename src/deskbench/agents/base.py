@@ -216,7 +216,7 @@ def load_page_parts(ctx: AgentContext, pages: Sequence[tuple[str, int]]) -> list
     for i, (doc, page) in enumerate(pages):
         parts.append(TextPart(text=f"file: {doc} page: {page}"))
         if settings.view == "text":
-            parts.append(TextPart(text=texts[i]))
+            parts.append(TextPart(text=texts[i], ref=f"pagetext:{doc}#{page}"))
         else:
             parts.append(ImagePart.of(corpus.page_image(doc, page, spec), "image/png", ref=f"page:{doc}#{page}@{settings.dpi}"))
     return parts

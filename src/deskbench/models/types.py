@@ -19,6 +19,9 @@ from deskbench.errors import UserError
 class TextPart(BaseModel):
     type: Literal["text"] = "text"
     text: str
+    # where the text came from, for the transcript (a corpus page's text as the text view shows it:
+    # "pagetext:<doc>#<page>", stored by reference); not sent, not part of the cache key
+    ref: str | None = Field(default=None, exclude=True)
 
 
 class ImagePart(BaseModel):

@@ -9,6 +9,10 @@ said. Kept small without losing anything:
   (a new conversation, a judge) stores them all;
 - an image is stored once, by reference: a corpus page as `page:<document>#<page>@<dpi>` (the
   corpus renders it again), anything else by the sha256 of its bytes in the store's `blobs` table;
+- a corpus page's text (the text view) is stored by reference too, as
+  `{"type": "text", "ref": "pagetext:<document>#<page>", "sha256": <hex of the text>}`: the text
+  is the corpus's, which the run records per system (`remember_corpus`); `expand` fills it back
+  in, checking the sha256, so what is shown is what was sent or a marker saying why it is not;
 - the whole episode is one zlib-compressed JSON document (the codec is stored with it).
 
 Collecting costs one dict per new message and call; compression happens once, when the episode
@@ -21,12 +25,16 @@ import hashlib
 import json
 import time
 import zlib
-from collections.abc import Sequence
-from typing import Annotated, Any, Literal
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, Any, Literal, Protocol
 
 from pydantic import BaseModel, Field
 
 from deskbench.models.types import ChatRequest, ChatResponse, ImagePart, Message, TextPart
+
+if TYPE_CHECKING:  # the corpus is read only when a transcript is expanded
+    from deskbench.corpus import Corpus
 
 CODEC = "zlib+json"
 _LEVEL = 6
@@ -84,8 +92,13 @@ class TranscriptDoc(BaseModel):
         return messages
 
 
+PAGETEXT = "pagetext:"
+
+
 def part_json(part: TextPart | ImagePart, blobs: dict[str, Blob]) -> dict[str, Any]:
     if isinstance(part, TextPart):
+        if part.ref:
+            return {"type": "text", "ref": part.ref, "sha256": hashlib.sha256(part.text.encode()).hexdigest()}
         return {"type": "text", "text": part.text}
     if part.ref:
         return {"type": "image", "mime": part.mime, "ref": part.ref}
@@ -177,3 +190,101 @@ def texts(doc: TranscriptDoc) -> Sequence[str]:
 
     walk(json.loads(doc.model_dump_json()))
     return out
+
+
+def _page_key(ref: str) -> tuple[str, int] | None:
+    """(document, page) of a `pagetext:<document>#<page>` reference; None when it is not one."""
+    doc, sep, page = ref.removeprefix(PAGETEXT).rpartition("#")
+    return (doc, int(page)) if ref.startswith(PAGETEXT) and sep and page.isdigit() else None
+
+
+def _ref_parts(doc: TranscriptDoc) -> list[dict[str, Any]]:
+    """Every text part stored by reference (no "text"), in the requests and the replies."""
+    out: list[dict[str, Any]] = []
+    for event in doc.events:
+        if not isinstance(event, ModelCallEvent):
+            continue
+        messages = list(event.messages) + ([event.reply["message"]] if event.reply and "message" in event.reply else [])
+        for m in messages:
+            content = m.get("content")
+            if isinstance(content, list):
+                out += [p for p in content if isinstance(p, dict) and p.get("type") == "text" and "text" not in p]
+    return out
+
+
+def expand(doc: TranscriptDoc, corpus: Corpus | None) -> TranscriptDoc:
+    """A copy of `doc` with every page text stored by reference filled in from `corpus`, for
+    display and export. The text is used only when its sha256 is the one stored, so it is
+    byte for byte what the model was sent; otherwise the part gets a marker text saying why
+    (the page changed, the page or the corpus is not available) and `"missing"`: "changed" |
+    "unavailable", never another text silently. `doc` itself is not changed."""
+    out = doc.model_copy(deep=True)
+    parts = _ref_parts(out)
+    if not parts:
+        return out
+    keys = {p["ref"]: _page_key(str(p.get("ref", ""))) for p in parts}
+    wanted = sorted({k for k in keys.values() if k is not None})
+    found = corpus.store.texts(wanted) if corpus is not None and wanted else {}
+    for part in parts:
+        key = keys[part["ref"]]
+        text = found.get(key) if key is not None else None
+        where = f"page {key[1]} of {key[0]}" if key is not None else repr(part["ref"])
+        if text is not None and hashlib.sha256(text.encode()).hexdigest() == part.get("sha256"):
+            part["text"] = text
+        elif text is not None:
+            part["text"] = (f"[deskbench: the text of {where} is not shown: the page changed in the corpus since "
+                            "the run (its text no longer matches the sha256 stored with the transcript)]")
+            part["missing"] = "changed"
+        else:
+            why = ("the corpus the run used is not available" if corpus is None
+                   else f"the corpus at {corpus.root} has no such page")
+            part["text"] = f"[deskbench: the text of {where} is not shown: {why}]"
+            part["missing"] = "unavailable"
+    return out
+
+
+class MetaStore(Protocol):
+    """The part of the run store that keeps the run's meta (runs/store.py RunStore)."""
+
+    def meta(self, key: str) -> object | None: ...
+
+    def update_meta(self, key: str, change: Callable[[object | None], object]) -> object: ...
+
+
+CORPUS_META = "corpora"  # meta key: {system: the absolute path of the corpus its agent read}
+
+
+def remember_corpus(store: MetaStore, system: str, root: Path | None) -> None:
+    """Record which corpus a system's episodes read, so their page texts (stored by reference)
+    can be shown later; the latest run of the system wins."""
+    if root is None:
+        return
+
+    def change(known: object | None) -> object:
+        table: dict[str, Any] = dict(known) if isinstance(known, dict) else {}
+        table[system] = str(Path(root).resolve())
+        return table
+
+    store.update_meta(CORPUS_META, change)
+
+
+def recorded_corpus(store: MetaStore, system: str) -> Path | None:
+    """The corpus directory a system's episodes read, as the run recorded it (None: none recorded)."""
+    table = store.meta(CORPUS_META)
+    value = table.get(system) if isinstance(table, dict) else None
+    return Path(value) if isinstance(value, str) else None
+
+
+def open_recorded_corpus(store: MetaStore, system: str) -> Corpus | None:
+    """The recorded corpus opened, for `expand`; None when none is recorded or it is gone (then
+    `expand` marks each page text as not available)."""
+    from deskbench.corpus import Corpus
+    from deskbench.errors import UserError
+
+    root = recorded_corpus(store, system)
+    if root is None:
+        return None
+    try:
+        return Corpus.open(root)
+    except UserError:
+        return None

@@ -21,6 +21,7 @@ from deskbench.runs.runner import EpisodeFn, HasId, system_name
 from deskbench.runs.settings import remember_settings
 from deskbench.runs.store import RunStore
 from deskbench.runs.track import PreparedRun, PreparedSystem, wanted
+from deskbench.runs.transcript import remember_corpus
 from deskbench.tasks.docqa import DocQATask
 from deskbench.tracks.docqa.agents.registry import NEEDS_CORPUS, NEEDS_SANDBOX, NO_MODEL, make_agent
 
@@ -93,6 +94,7 @@ def prepare(spec: RunSpec, tasks: Sequence[DocQATask], *, tasks_file: str | None
     system = system_name(spec.agent, model.id) if model else spec.agent
     if model is not None:
         remember_settings(store, system, model)
+    remember_corpus(store, system, spec.corpus)  # page texts in transcripts are stored by reference to it
     settings = AgentSettings(max_steps=spec.max_steps, top_k=spec.top_k, view=view,  # type: ignore[arg-type]
                              max_sub_calls=spec.max_sub_calls)
     warning = remember_config(store, system, docqa_config(spec.agent, model.id if model else None, settings,
