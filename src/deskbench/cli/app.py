@@ -38,6 +38,7 @@ COMMAND_MODULES = (
     "verify",
     "sandbox",
     "serve",
+    "view",  # the episode viewer
 )
 
 for _name in COMMAND_MODULES:

@@ -1,0 +1,169 @@
+"""`create_viewer_app(run_dirs, corpus_dir)`: the episode viewer (`deskbench view RUNDIR...`).
+
+A table of every episode of the runs given (filters and sorting are query parameters, so the page
+works without JavaScript), one page per episode (the task and its gold, the answer and its
+citations, the score and what decided it, then the transcript step by step with the pages each
+search returned as thumbnails, cited and gold pages marked; score-time judge calls; verifier and
+rubric results), and two episodes of one task side by side.
+
+The login, sessions and CSRF rule are every deskbench web app's (web/common.py), with the users
+of the first run directory (`deskbench serve add-user NAME --out RUNDIR`). Nothing is written to
+the runs but sessions. Scores are computed offline (web/viewer_scores.py)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlencode
+
+import jinja2
+from fastapi import FastAPI, HTTPException, Request
+from fastapi.responses import HTMLResponse, Response
+
+from deskbench.corpus import Corpus
+from deskbench.errors import UserError
+from deskbench.models.prices import format_cost
+from deskbench.runs.store import Episode
+from deskbench.runs.transcript import TranscriptDoc
+from deskbench.web.app import SIZES, safe_doc_id
+from deskbench.web.common import HERE, install_basics
+from deskbench.web.store import WebStore
+from deskbench.web.viewer_data import (
+    OUTCOMES,
+    PAGE_SIZE,
+    SORTS,
+    Catalog,
+    TableQuery,
+    ViewerRun,
+    answer_view,
+    open_runs,
+    task_view,
+)
+from deskbench.web.viewer_transcript import Marks, expanded, judge_steps, steps
+
+APP_NAME = "episode viewer"
+IMAGE_MIMES = frozenset({"image/png", "image/jpeg", "image/gif", "image/webp"})
+COLUMNS = (("run", "Run"), ("system", "System"), ("task", "Task"), ("attempt", "Attempt"), ("outcome", "Outcome"),
+           ("score", "Score"), ("steps", "Steps"), ("tools", "Tool calls"), ("cost", "Cost"), ("hop", "Hop type"),
+           ("error", "Error class"))
+
+
+def episode_id(run: str, system: str, attempt: int) -> str:
+    """How the compare page names an episode of its task: run:attempt:system (run keys hold no ':')."""
+    return f"{run}:{attempt}:{system}"
+
+
+def judge_transcripts(run: ViewerRun, episode: Episode) -> dict[str, TranscriptDoc]:
+    """Score-time judge and grader transcripts (RunStore.judge_transcripts, engineer C's), empty
+    where this deskbench's store does not keep them."""
+    read = getattr(run.store, "judge_transcripts", None)
+    return dict(read(episode.task_id, episode.system, episode.attempt)) if callable(read) else {}
+
+
+def create_viewer_app(run_dirs: Sequence[Path | str], corpus_dir: Path | str | None = None) -> FastAPI:
+    runs = open_runs([Path(d) for d in run_dirs])
+    catalog = Catalog(runs)
+    corpus_root = Path(corpus_dir).resolve() if corpus_dir is not None else None
+    if corpus_root is not None and not corpus_root.is_dir():
+        raise UserError(f"--corpus {corpus_dir} is not a directory; give the corpus the runs searched")
+    corpus = Corpus.open(corpus_root) if corpus_root is not None else None
+    web = WebStore(runs[0].dir)  # the users of the first run
+    env = jinja2.Environment(loader=jinja2.FileSystemLoader(HERE / "templates"),
+                             autoescape=True, undefined=jinja2.StrictUndefined)
+    env.globals.update(query=lambda **kw: "?" + urlencode({k: v for k, v in kw.items() if v not in (None, "")}),
+                       money=lambda x: "?" if x is None else format_cost(x),
+                       episode_id=episode_id)
+    app = FastAPI(title="deskbench viewer", docs_url=None, redoc_url=None, openapi_url=None)
+    app.state.catalog, app.state.web = catalog, web
+
+    def render(name: str, status: int = 200, **ctx: Any) -> HTMLResponse:
+        return HTMLResponse(env.get_template(name).render(oracle=False, app_name=APP_NAME, **ctx), status_code=status)
+
+    access = install_basics(app, web, render)
+    session = access.session
+
+    def missing(s: Any, what: str) -> HTMLResponse:
+        return render("viewer_missing.html", 404, user=s.user, csrf=s.csrf, what=what)
+
+    def episode_context(run: ViewerRun, episode: Episode) -> dict[str, Any]:
+        task = task_view(run.tasks.get(episode.task_id))
+        answer = answer_view(episode.submission)
+        marks = Marks(cited=set(answer.cited), gold=set(task.gold_pages), corpus=corpus is not None, run=run.key)
+        doc = run.store.transcript(episode.task_id, episode.system, episode.attempt)
+        shown = steps(expanded(doc, corpus), marks) if doc is not None else None
+        judges = judge_steps({k: expanded(v, corpus) for k, v in judge_transcripts(run, episode).items()}, marks)
+        others = [(r, e) for r, e in catalog.episodes_of_task(episode.task_id)
+                  if (r.key, e.system, e.attempt) != (run.key, episode.system, episode.attempt)]
+        return {"run": run, "ep": episode, "task": task, "answer": answer, "marks": marks,
+                "score": catalog.score(run, episode), "row": catalog.row(run, episode), "steps": shown,
+                "judges": judges, "others": others, "corpus": corpus is not None}
+
+    @app.get("/", response_class=HTMLResponse)
+    def table(request: Request) -> HTMLResponse:
+        s = session(request)
+        query = TableQuery.of(dict(request.query_params))
+        every = catalog.rows()
+        rows = query.apply(every)
+        pages = max(1, -(-len(rows) // PAGE_SIZE))
+        page = min(query.page, pages)
+        return render("viewer.html", user=s.user, csrf=s.csrf, q=query, rows=rows[(page - 1) * PAGE_SIZE: page * PAGE_SIZE],
+                      n=len(rows), total=len(every), page=page, pages=pages, columns=COLUMNS, outcomes=OUTCOMES,
+                      systems=sorted({r.system for r in every}), errors=sorted({r.error_class for r in every if r.error_class}),
+                      runs=runs, sorts=SORTS)
+
+    @app.get("/episode", response_class=HTMLResponse)
+    def episode_page(request: Request, run: str = "", system: str = "", task: str = "", attempt: int = 0) -> HTMLResponse:
+        s = session(request)
+        found = catalog.episode(run, system, task, attempt)
+        if found is None:
+            return missing(s, f"episode {task!r} of {system!r} (attempt {attempt}) in run {run!r}")
+        return render("viewer_episode.html", user=s.user, csrf=s.csrf, c=episode_context(*found))
+
+    @app.get("/compare", response_class=HTMLResponse)
+    def compare(request: Request, task: str = "", a: str = "", b: str = "") -> HTMLResponse:
+        s = session(request)
+        choices = catalog.episodes_of_task(task)
+        if not choices:
+            return missing(s, f"task {task!r}")
+        ids = [episode_id(r.key, e.system, e.attempt) for r, e in choices]
+        chosen = [a if a in ids else ids[0], b if b in ids else ids[min(1, len(ids) - 1)]]
+        sides = [episode_context(*choices[ids.index(i)]) for i in chosen]
+        return render("viewer_compare.html", user=s.user, csrf=s.csrf, task_id=task, ids=ids, chosen=chosen,
+                      sides=sides)
+
+    @app.get("/page-image")
+    def page_image(request: Request, doc: str = "", page: int = 1, size: str = "thumb") -> Response:
+        """A corpus page, rendered as the human baseline app renders it (by document id and page
+        number only; the stored copy must resolve inside the corpus)."""
+        session(request)
+        if corpus is None or corpus_root is None:
+            raise HTTPException(404, "no corpus given: start the viewer with --corpus DIR")
+        if size not in SIZES or not safe_doc_id(doc):
+            raise HTTPException(400, "bad image request")
+        record = corpus.store.document(doc)
+        if record is None:
+            raise HTTPException(404, "no such document")
+        try:
+            resolved = (corpus_root / record.stored_path).resolve(strict=True)
+        except (OSError, RuntimeError) as exc:
+            raise HTTPException(404, "no such document") from exc
+        if not resolved.is_relative_to(corpus_root) or not resolved.is_file():
+            raise HTTPException(404, "no such document")
+        try:
+            data = corpus.page_image(doc, page, SIZES[size])
+        except UserError as exc:
+            raise HTTPException(404, "no such page") from exc
+        return Response(data, media_type="image/png", headers={"Cache-Control": "private, max-age=3600"})
+
+    @app.get("/blob")
+    def blob(request: Request, run: str = "", sha: str = "") -> Response:
+        """An image a transcript refers to by hash (not a corpus page); images only."""
+        session(request)
+        found = catalog.run(run)
+        stored = found.store.blob(sha) if found is not None and len(sha) == 64 else None
+        if stored is None or stored.mime not in IMAGE_MIMES:
+            raise HTTPException(404, "no such image")
+        return Response(stored.data, media_type=stored.mime, headers={"Cache-Control": "private, max-age=3600"})
+
+    return app

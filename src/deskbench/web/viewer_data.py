@@ -1,0 +1,300 @@
+"""What the episode viewer shows, as data: the runs it was given, one row per episode (run,
+system, task, attempt, outcome, score, effort, cost, hop type, error class), the table's filters
+and sorting, and each track's view of a task (question, gold) and of a submission (answer,
+citations, files). The HTTP side is web/viewer.py; scores come from web/viewer_scores.py.
+
+Per-track views are registries keyed by the task / submission type, so a plugin track shows its
+task and submission as JSON with no edit here."""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, Field
+
+from deskbench.errors import UserError
+from deskbench.runs.diagnose import diagnose_episode
+from deskbench.runs.store import Episode, RunStore
+from deskbench.tasks.analytics import AnalyticsSubmission, AnalyticsTask
+from deskbench.tasks.deliverables import DeliverableSubmission, DeliverableTask
+from deskbench.tasks.docqa import DocQASubmission, DocQATask
+from deskbench.tasks.trajectory import ModelCallStep, ToolCallStep
+from deskbench.web.viewer_scores import EpisodeScore, Scores, system_scores
+
+PAGE_SIZE = 200
+Page = tuple[str, int]  # (document, page)
+
+
+# -- what a task and a submission show ---------------------------------------------------------
+
+class TaskView(BaseModel):
+    question: str
+    gold: list[str] = Field(default_factory=list)  # acceptable answers / what a correct output is
+    gold_pages: list[Page] = Field(default_factory=list)
+    hop_type: str | None = None
+    facts: list[tuple[str, str]] = Field(default_factory=list)  # (label, value): category, inputs, ...
+
+
+class AnswerView(BaseModel):
+    answer: list[str] = Field(default_factory=list)
+    cited: list[Page] = Field(default_factory=list)
+    files: list[str] = Field(default_factory=list)
+
+
+def _docqa_task(t: BaseModel) -> TaskView:
+    assert isinstance(t, DocQATask)
+    return TaskView(question=t.question, gold=[" | ".join(v) for v in t.answer_variants],
+                    gold_pages=[(e.document, e.page) for e in t.evidence], hop_type=t.hop_type,
+                    facts=[(k, v) for k, v in (("domain", t.domain), ("category", t.document_category)) if v])
+
+
+def _analytics_task(t: BaseModel) -> TaskView:
+    assert isinstance(t, AnalyticsTask)
+    gold = [g for g in (t.answer, f"{t.answer_value} {t.answer_unit or ''}".strip() if t.answer_value is not None
+                        else None) if g]
+    if t.chart is not None:
+        gold.append(f"a {t.chart.chart_type} chart: {t.chart.model_dump_json()}")
+    if t.reference_file is not None:
+        gold.append(f"a file {t.reference_file.output_name} like {t.reference_file.path}")
+    return TaskView(question=t.instruction, gold=gold + [f"key point: {k}" for k in t.key_points],
+                    facts=[("category", t.category), ("difficulty steps", str(t.difficulty_steps)),
+                           ("inputs", ", ".join(t.inputs))] + ([("computation", t.computation)] if t.computation else []))
+
+
+def _deliverables_task(t: BaseModel) -> TaskView:
+    assert isinstance(t, DeliverableTask)
+    gold = [t.golden.answer] + ([f"decision: {t.golden.decision}"] if t.golden.decision else [])
+    gold += [f"{v.name}: {v.value if v.value is not None else v.range} {v.unit or ''}".strip() for v in t.golden.values]
+    return TaskView(question=t.prompt, gold=gold,
+                    facts=[("title", t.title), ("prompt class", t.prompt_class), ("inputs", ", ".join(t.inputs)),
+                           ("required outputs", ", ".join(o.name for o in t.required_outputs))])
+
+
+TASK_VIEWS: dict[type[BaseModel], Callable[[BaseModel], TaskView]] = {
+    DocQATask: _docqa_task, AnalyticsTask: _analytics_task, DeliverableTask: _deliverables_task}
+
+
+def task_view(task: BaseModel | None) -> TaskView:
+    if task is None:
+        return TaskView(question="(the run does not hold this task)")
+    view = TASK_VIEWS.get(type(task))
+    if view is not None:
+        return view(task)
+    return TaskView(question=str(getattr(task, "question", "") or task.model_dump_json(indent=1)))
+
+
+def _docqa_answer(s: BaseModel) -> AnswerView:
+    assert isinstance(s, DocQASubmission)
+    return AnswerView(answer=list(s.answer), cited=[(c.document, c.page) for c in s.citations if isinstance(c.page, int)])
+
+
+def _file_answer(s: BaseModel) -> AnswerView:
+    assert isinstance(s, AnalyticsSubmission | DeliverableSubmission)
+    text = s.answer if isinstance(s, AnalyticsSubmission) else s.response
+    return AnswerView(answer=[text] if text else [], files=[f.name for f in s.files])
+
+
+ANSWER_VIEWS: dict[type[BaseModel], Callable[[BaseModel], AnswerView]] = {
+    DocQASubmission: _docqa_answer, AnalyticsSubmission: _file_answer, DeliverableSubmission: _file_answer}
+
+
+def answer_view(submission: BaseModel | None) -> AnswerView:
+    if submission is None:
+        return AnswerView()
+    view = ANSWER_VIEWS.get(type(submission))
+    return view(submission) if view else AnswerView(answer=[submission.model_dump_json(indent=1)])
+
+
+# -- the runs and their episodes ----------------------------------------------------------------
+
+@dataclass
+class ViewerRun:
+    key: str  # the directory's name (made unique): what URLs name the run by
+    dir: Path
+    store: RunStore
+    track: str
+    tasks: dict[str, BaseModel] = field(default_factory=dict)
+
+
+def open_runs(run_dirs: Sequence[Path]) -> list[ViewerRun]:
+    """Each directory as a run (a directory given twice is one); a directory that is not a run is
+    the user's to fix."""
+    runs: list[ViewerRun] = []
+    seen: set[Path] = set()
+    for d in run_dirs:
+        resolved = Path(d).resolve()
+        if resolved in seen:
+            continue
+        seen.add(resolved)
+        if not resolved.is_dir():
+            raise UserError(f"{d} is not a directory; give the --out of a 'deskbench run'")
+        store = RunStore(resolved, create=False)
+        base = (resolved.name or "run").replace(":", "_")  # ':' separates an episode id's parts
+        key, n = base, 2
+        while any(r.key == key for r in runs):
+            key, n = f"{base}-{n}", n + 1
+        runs.append(ViewerRun(key=key, dir=resolved, store=store, track=store.track(),
+                              tasks={str(getattr(t, "id", "")): t for t in store.all_tasks()}))
+    if not runs:
+        raise UserError("give at least one run directory: deskbench view RUNDIR")
+    return runs
+
+
+class EpisodeRow(BaseModel):
+    """One line of the episodes table."""
+
+    run: str
+    track: str
+    system: str
+    task_id: str
+    attempt: int
+    status: str  # the episode's: ok / error / limit
+    question: str
+    outcome: Literal["correct", "wrong", "unscored"]
+    score: float | None
+    steps: int  # model calls
+    tool_calls: int
+    cost_usd: float | None
+    hop_type: str | None
+    error_class: str | None
+
+    @property
+    def key(self) -> dict[str, str]:
+        """The query that names this episode (/episode?...)."""
+        return {"run": self.run, "system": self.system, "task": self.task_id, "attempt": str(self.attempt)}
+
+
+def error_class(episode: Episode, score: EpisodeScore, run: ViewerRun) -> str | None:
+    """A failed episode's category (diagnose: timeout, step_limit, model_error, ...), else the
+    track's class of a wrong answer (docqa's MADQA H.3, analytics' error category)."""
+    if episode.status != "ok":
+        return diagnose_episode(episode, run.tasks.get(episode.task_id), run.track).category
+    return score.error_class if score.outcome == "wrong" else None
+
+
+class Catalog:
+    """Every episode of the runs with its score. A system's scores are computed once and kept
+    until its number of episodes changes (a run still going, a resume)."""
+
+    def __init__(self, runs: Sequence[ViewerRun]) -> None:
+        self.runs = list(runs)
+        self._scores: dict[tuple[str, str], tuple[int, Scores, str]] = {}
+        self._lock = threading.Lock()
+
+    def run(self, key: str) -> ViewerRun | None:
+        return next((r for r in self.runs if r.key == key), None)
+
+    def scores(self, run: ViewerRun, system: str) -> tuple[Scores, str]:
+        count = sum(run.store.episode_counts().get(system, {}).values())
+        with self._lock:  # one scoring per system at a time: the scorers open event loops
+            cached = self._scores.get((run.key, system))
+            if cached is None or cached[0] != count:
+                scores, problem = system_scores(run.store, system)
+                cached = (count, scores, problem)
+                self._scores[(run.key, system)] = cached
+        return cached[1], cached[2]
+
+    def score(self, run: ViewerRun, episode: Episode) -> EpisodeScore:
+        scores, problem = self.scores(run, episode.system)
+        found = scores.get((episode.task_id, episode.attempt))
+        return found if found is not None else EpisodeScore(why_unscored=problem or "the scorer did not score it")
+
+    def row(self, run: ViewerRun, episode: Episode) -> EpisodeRow:
+        score = self.score(run, episode)
+        task = task_view(run.tasks.get(episode.task_id))
+        return EpisodeRow(
+            run=run.key, track=run.track, system=episode.system, task_id=episode.task_id, attempt=episode.attempt,
+            status=episode.status, question=task.question, outcome=score.outcome, score=score.score,  # type: ignore[arg-type]
+            steps=sum(isinstance(s, ModelCallStep) for s in episode.trajectory),
+            tool_calls=sum(isinstance(s, ToolCallStep) for s in episode.trajectory),
+            cost_usd=episode.usage.cost_usd, hop_type=task.hop_type, error_class=error_class(episode, score, run))
+
+    def rows(self) -> list[EpisodeRow]:
+        return [self.row(run, ep) for run in self.runs for ep in run.store.episodes()]
+
+    def episode(self, run_key: str, system: str, task_id: str, attempt: int) -> tuple[ViewerRun, Episode] | None:
+        run = self.run(run_key)
+        if run is None:
+            return None
+        found = next((e for e in run.store.episodes(system) if e.task_id == task_id and e.attempt == attempt), None)
+        return (run, found) if found is not None else None
+
+    def episodes_of_task(self, task_id: str) -> list[tuple[ViewerRun, Episode]]:
+        """Every episode of one task, over all runs (the compare page's choices)."""
+        return [(run, e) for run in self.runs for e in run.store.episodes() if e.task_id == task_id]
+
+
+# -- the table's filters and sorting (query parameters: the page works without JavaScript) ------
+
+SORTS: dict[str, Callable[[EpisodeRow], Any]] = {
+    "run": lambda r: r.run, "system": lambda r: r.system, "task": lambda r: r.task_id,
+    "attempt": lambda r: r.attempt, "outcome": lambda r: r.outcome,
+    "score": lambda r: (r.score is None, r.score or 0.0), "steps": lambda r: r.steps,
+    "tools": lambda r: r.tool_calls, "cost": lambda r: (r.cost_usd is None, r.cost_usd or 0.0),
+    "hop": lambda r: r.hop_type or "", "error": lambda r: r.error_class or "",
+}
+OUTCOMES = ("correct", "wrong", "unscored")
+
+
+class TableQuery(BaseModel):
+    """The table's state, as the query string carries it; bad values are ignored, not errors
+    (a stale link still shows the table)."""
+
+    system: str = ""
+    outcome: str = ""
+    q: str = ""
+    error: str = ""
+    run: str = ""
+    task: str = ""
+    sort: str = "task"
+    desc: bool = False
+    page: int = 1
+
+    @classmethod
+    def of(cls, params: dict[str, str]) -> TableQuery:
+        sort = params.get("sort", "task")
+        try:
+            page = max(1, int(params.get("page", "1")))
+        except ValueError:
+            page = 1
+        return cls(system=params.get("system", ""), outcome=params.get("outcome", "") if params.get("outcome") in OUTCOMES else "",
+                   q=params.get("q", "").strip()[:200], error=params.get("error", ""), run=params.get("run", ""),
+                   task=params.get("task", ""), sort=sort if sort in SORTS else "task",
+                   desc=params.get("desc") == "1", page=page)
+
+    def keep(self, row: EpisodeRow) -> bool:
+        needle = self.q.lower()
+        return ((not self.system or row.system == self.system) and (not self.outcome or row.outcome == self.outcome)
+                and (not self.error or row.error_class == self.error) and (not self.run or row.run == self.run)
+                and (not self.task or row.task_id == self.task)
+                and (not needle or needle in row.task_id.lower() or needle in row.question.lower()))
+
+    def apply(self, rows: Sequence[EpisodeRow]) -> list[EpisodeRow]:
+        kept = [r for r in rows if self.keep(r)]
+        by = SORTS[self.sort]
+        return sorted(kept, key=lambda r: (by(r), r.run, r.system, r.task_id, r.attempt), reverse=self.desc)
+
+    def params(self, **change: object) -> dict[str, str]:
+        """The query string of this state with `change` applied (links keep the other filters)."""
+        state = {**self.model_dump(), **change}
+        out = {k: str(v) for k, v in state.items() if v not in ("", None, False) and k != "page"}
+        if state.get("desc"):
+            out["desc"] = "1"
+        if state.get("page", 1) != 1:
+            out["page"] = str(state["page"])
+        if out.get("sort") == "task":
+            out.pop("sort")
+        return out
+
+
+def pretty(value: object) -> str:
+    """A JSON value as indented text (the page shows it in <pre>, escaped)."""
+    try:
+        return json.dumps(value, indent=2, ensure_ascii=False, sort_keys=False)
+    except (TypeError, ValueError):
+        return str(value)
