@@ -105,8 +105,11 @@ def score_analytics(store: RunStore, *, system: str | None, judge: str | None, c
     async def go() -> dict[str, list[AnalyticsItemScore]]:
         return {name: await score_run(store, name, judges, concurrency=concurrency) for name in systems}
 
+    from deskbench.scoring.judge_log import recording
+
     try:
-        scored = asyncio.run(go())
+        with recording(store):  # every judge call, kept with its episode (judge_transcripts)
+            scored = asyncio.run(go())
     finally:
         close_judges(judges)
     reports = {}

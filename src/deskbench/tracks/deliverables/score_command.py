@@ -17,6 +17,7 @@ def score_deliverables(store: RunStore, *, systems: list[str] | None, judge: str
     `reviewed_only`: only QC-reviewed grades count (--reviewed-only)."""
     import asyncio
 
+    from deskbench.scoring.judge_log import recording
     from deskbench.tracks.analytics.score_command import _judge_model, close_models
     from deskbench.tracks.deliverables.grades import GradeStore
     from deskbench.tracks.deliverables.scoring.deliverables_print import print_summary
@@ -26,7 +27,8 @@ def score_deliverables(store: RunStore, *, systems: list[str] | None, judge: str
 
     judge_model = _judge_model(judge, concurrency)
     try:
-        items = asyncio.run(score_run(store, systems=systems, judge_model=judge_model, concurrency=concurrency))
+        with recording(store):  # the llm_check judge's calls, kept with each episode (judge_transcripts)
+            items = asyncio.run(score_run(store, systems=systems, judge_model=judge_model, concurrency=concurrency))
     finally:
         close_models(judge_model)
     if not items:

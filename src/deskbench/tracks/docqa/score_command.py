@@ -85,6 +85,7 @@ def score_options(a: DocQAScoreArgs) -> ScoreOptions:
 def score_run(store: RunStore, systems: Sequence[str], a: DocQAScoreArgs, *, as_json: bool) -> None:
     """A docqa run's systems (attempt 0 for the MADQA numbers; pass@k when attempts were run)."""
     from deskbench.runs.runner import run_submissions
+    from deskbench.scoring.judge_log import recording
     from deskbench.tasks.docqa import read_tasks
     from deskbench.tracks.docqa.humans import pooled_systems, tasks_scored
     from deskbench.tracks.docqa.scoring.docqa_attempts import docqa_attempts
@@ -101,9 +102,10 @@ def score_run(store: RunStore, systems: Sequence[str], a: DocQAScoreArgs, *, as_
     for name in systems:
         subs, failed = run_submissions(store, name)
         scored_tasks = tasks_scored(name, task_items, {s.id for s in subs} | set(failed))
-        reports[name] = _score_and_show(scored_tasks, subs, opts, list(a.by), name=name, errors=failed,
-                                        as_json=as_json, items_out=None, collect=collected)
-        reports[name].attempts = docqa_attempts(store, name, task_items, opts)  # --attempts K > 1
+        with recording(store, name, 0):  # the judge's calls, kept with each episode (judge_transcripts)
+            reports[name] = _score_and_show(scored_tasks, subs, opts, list(a.by), name=name, errors=failed,
+                                            as_json=as_json, items_out=None, collect=collected)
+        reports[name].attempts = docqa_attempts(store, name, task_items, opts, record=True)  # --attempts K > 1
         if reports[name].attempts is not None and not as_json:
             _print_attempts(reports[name].attempts)
     if a.items_out is not None:  # every system's items in one file, each line naming its system

@@ -47,6 +47,7 @@ from deskbench.errors import UserError
 from deskbench.models.types import ChatModel
 from deskbench.runs.protocol import ProtocolNote, deskbench, paper
 from deskbench.runs.store import Episode, RunStore
+from deskbench.scoring.judge_log import CHART_JUDGE, QA_JUDGE, episode, recorded
 from deskbench.tasks.analytics import AnalyticsSubmission, AnalyticsTask, Category, Difficulty
 from deskbench.tracks.analytics.scoring.file_judge import FileJudgeRecord
 from deskbench.tracks.analytics.scoring.sheets import SheetComparison
@@ -137,7 +138,7 @@ async def _qa(task: AnalyticsTask, sub: AnalyticsSubmission, base: AnalyticsItem
 
     if not sub.answer.strip():
         return base.model_copy(update={"reason": "no final answer", "error_category": "other"})
-    v = await score_qa(task, sub.answer, judges.qa)
+    v = await score_qa(task, sub.answer, recorded(judges.qa, QA_JUDGE))
     if v.status != "scored" or v.score is None:
         return base.model_copy(update={"status": "unscored", "score": None, "source": v.source, "reason": v.reason})
     error: ErrorCategory | None = None
@@ -157,7 +158,7 @@ async def _chart(task: AnalyticsTask, sub: AnalyticsSubmission, files_dir: Path,
     name = chart.relative_to(files_dir).as_posix()
     # the log of the call that wrote this chart ("" when it warned nothing); none: unobservable
     logs = ["\n".join(sub.file_warnings[name])] if name in sub.file_warnings else []
-    v = await score_chart(task, chart, judges.chart, stderr_logs=logs)
+    v = await score_chart(task, chart, recorded(judges.chart, CHART_JUDGE), stderr_logs=logs)
     garbled = v.glyph_check == "fail"
     if v.status != "scored" or v.score is None:
         return base.model_copy(update={
@@ -263,7 +264,8 @@ async def score_run(store: RunStore, system: str, judges: AnalyticsJudges, *,
 
     async def one(ep: Episode) -> AnalyticsItemScore:
         async with slots:
-            return await score_episode(tasks[ep.task_id], ep, store.dir, tasks_dir, judges)
+            with episode(ep.task_id, ep.system, ep.attempt):  # its judges' calls, kept when `score` records
+                return await score_episode(tasks[ep.task_id], ep, store.dir, tasks_dir, judges)
 
     episodes = [ep for ep in store.episodes(system) if ep.task_id in tasks]
     return list(await asyncio.gather(*(one(ep) for ep in episodes)))

@@ -40,6 +40,7 @@ from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictStr
 
 from deskbench.models.types import ChatModel, Message
 from deskbench.scoring.json_reply import describe, parse_reply
+from deskbench.scoring.judge_log import FILE_JUDGE, attach
 from deskbench.tasks.trajectory import TrajectoryStep
 
 if TYPE_CHECKING:  # the sandbox and the agent loop are imported when a judge runs
@@ -262,6 +263,7 @@ class FileJudge:
     def _record(rec: Recorder, base: dict[str, object], status: Literal["scored", "unscored"], *,
                 is_correct: bool | None = None, reason: str = "", error: str | None = None,
                 replies: list[str] | None = None) -> FileJudgeRecord:
+        attach(FILE_JUDGE, rec.transcript)  # its calls and programs, kept with the episode when `score` records
         return FileJudgeRecord.model_validate({
             **base, "status": status, "is_correct": is_correct, "reason": reason, "error": error,
             "model_calls": sum(1 for s in rec.trajectory if s.kind == "model_call"),  # cached ones too

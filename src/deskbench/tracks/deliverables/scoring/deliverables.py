@@ -20,6 +20,7 @@ from typing import Literal
 from pydantic import BaseModel, Field
 
 from deskbench.runs.store import Episode
+from deskbench.scoring.judge_log import episode
 from deskbench.tasks.deliverables import RUBRIC_CODES, DeliverableSubmission, DeliverableTask
 from deskbench.tracks.deliverables.scoring.verifiers import (
     AsyncLlmJudge,
@@ -190,7 +191,8 @@ async def score_episodes(tasks: Mapping[str, DeliverableTask], episodes: list[Ep
 
     async def one(ep: Episode) -> DeliverableItemScore:
         async with slots:
-            return await score_episode(tasks[ep.task_id], ep, run_dir,
-                                       grade=grades.get((ep.task_id, ep.system, ep.attempt)), judge=judge)
+            with episode(ep.task_id, ep.system, ep.attempt):  # its llm_check calls, kept when `score` records
+                return await score_episode(tasks[ep.task_id], ep, run_dir,
+                                           grade=grades.get((ep.task_id, ep.system, ep.attempt)), judge=judge)
 
     return list(await asyncio.gather(*(one(ep) for ep in episodes if ep.task_id in tasks)))

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from deskbench.models.types import ChatModel
 from deskbench.runs.store import RunStore
+from deskbench.scoring.judge_log import LLM_CHECK, recorded
 from deskbench.tracks.deliverables.grades import GradeStore
 from deskbench.tracks.deliverables.scoring.deliverables import (
     DeliverableItemScore,
@@ -32,7 +33,7 @@ async def score_run(store: RunStore, *, systems: list[str] | None = None, judge_
                     concurrency: int = 8) -> list[DeliverableItemScore]:
     tasks = {t.id: t for t in store.deliverable_tasks()}
     episodes = [ep for ep in store.episodes() if systems is None or ep.system in systems]
-    judge = llm_check_judge(judge_model) if judge_model is not None else None
+    judge = llm_check_judge(recorded(judge_model, LLM_CHECK)) if judge_model is not None else None
     items = await score_episodes(tasks, episodes, store.dir, grades=grade_inputs(store), judge=judge,
                                  concurrency=concurrency)
     return sorted(items, key=lambda i: (i.system, i.task_id, i.attempt))

@@ -14,6 +14,7 @@ from typing import Any
 
 from deskbench.models.types import ChatModel
 from deskbench.runs.store import Episode
+from deskbench.scoring.judge_log import RUBRIC_GRADER, episode, recorded, recording
 from deskbench.tasks.deliverables import DeliverableSubmission
 from deskbench.tracks.deliverables.grades import GradeStore
 from deskbench.tracks.deliverables.scoring.rubric import GradeFailure, GradeMode, grade_episode
@@ -45,6 +46,7 @@ async def grade_run(store: GradeStore, grader: ChatModel, todo: list[Episode], *
     tasks = store.tasks()
     counts = GradingCounts()
     slots = asyncio.Semaphore(concurrency)
+    recording_grader = recorded(grader, RUBRIC_GRADER)
 
     async def one(ep: Episode) -> None:
         async with slots:
@@ -52,7 +54,9 @@ async def grade_run(store: GradeStore, grader: ChatModel, todo: list[Episode], *
             sub = ep.submission
             assert isinstance(sub, DeliverableSubmission)
             results = run_verifiers(task.verifiers, sub.response, store.dir / sub.files_dir)
-            result = await grade_episode(grader, task, ep, store.dir, mode=mode, verifier_results=results)
+            with episode(ep.task_id, ep.system, ep.attempt):  # the grader's calls, kept with the episode
+                result = await grade_episode(recording_grader, task, ep, store.dir, mode=mode,
+                                             verifier_results=results)
         store.save(result)
         if isinstance(result, GradeFailure):
             counts.failed += 1
@@ -63,5 +67,6 @@ async def grade_run(store: GradeStore, grader: ChatModel, todo: list[Episode], *
         if on_graded:
             on_graded(ep)
 
-    await asyncio.gather(*(one(e) for e in todo))
+    with recording(store.runs):
+        await asyncio.gather(*(one(e) for e in todo))
     return counts

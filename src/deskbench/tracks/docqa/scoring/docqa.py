@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from deskbench.models.types import ProviderRefused
+from deskbench.scoring.judge_log import episode
 from deskbench.tasks.docqa import DocQASubmission, DocQATask, EffortMeasure, ItemScore
 from deskbench.tracks.docqa.scoring.answer import anls_correct, anls_star, follows_injection
 from deskbench.tracks.docqa.scoring.attribution import doc_f1, page_f1
@@ -126,20 +127,26 @@ def judge_question(task: DocQATask, sub: DocQASubmission, official: bool) -> str
 Ask = tuple[str, str | Sequence[str], Sequence[Sequence[str]]]  # question, answer as submitted, variants
 
 
-async def judge_many(judge: AnswerJudge, asks: Sequence[Ask]) -> list[Judgement]:
+async def judge_many(judge: AnswerJudge, asks: Sequence[Ask], keys: Sequence[str] | None = None) -> list[Judgement]:
     """Every (question, answer, variants) judged at once (the model wrapper bounds concurrency);
-    a judge that breaks leaves its item unscored, a provider refusal stops everything."""
+    a judge that breaks leaves its item unscored, a provider refusal stops everything. `keys`:
+    each ask's task id, so that inside a `judge_log.recording` scope its calls are kept with
+    the episode's."""
 
-    async def one(question: str, predicted: str | Sequence[str], variants: Sequence[Sequence[str]]) -> Judgement:
+    async def one(ask: Ask, key: str | None) -> Judgement:
         try:
-            return await judge.judge(question, predicted, variants)
+            if key is None:
+                return await judge.judge(*ask)
+            with episode(key):
+                return await judge.judge(*ask)
         except ProviderRefused:  # the user's to fix (key, model, settings): stop, one line
             raise
         except Exception as exc:  # a judge that breaks leaves the item unscored, never wrong
             return Judgement("unscored", error=f"{type(exc).__name__}: {exc}")
 
     try:
-        return list(await asyncio.gather(*(one(*ask) for ask in asks)))
+        return list(await asyncio.gather(*(one(ask, key) for ask, key in
+                                           zip(asks, keys if keys is not None else [None] * len(asks), strict=True))))
     finally:
         # An HTTP client lives in one event loop: close the judge's before this loop ends.
         if (aclose := getattr(judge, "aclose", None)) is not None:
@@ -171,7 +178,7 @@ def score_all(
         to_judge = [(i, t, s) for i, (t, s) in enumerate(matched.pairs) if _needs_judge(t, s, opts)]
         asks = [(judge_question(t, s, opts.official), s.submitted_answer, t.answer_variants)
                 for _, t, s in to_judge]  # type: ignore[union-attr]
-        judged = asyncio.run(judge_many(opts.judge, asks))
+        judged = asyncio.run(judge_many(opts.judge, asks, [t.id for _, t, _ in to_judge]))
         verdicts = {i: j for (i, _, _), j in zip(to_judge, judged, strict=True)}
     items = [score_item(t, s, opts, verdicts.get(i)) for i, (t, s) in enumerate(matched.pairs)]
     return items, matched

@@ -14,6 +14,7 @@ from collections.abc import Sequence
 from deskbench.runs.runner import run_submissions
 from deskbench.runs.store import RunStore
 from deskbench.scoring.attempts import AttemptMetrics, attempt_metrics
+from deskbench.scoring.judge_log import recording
 from deskbench.tasks.docqa import DocQATask
 from deskbench.tracks.docqa.humans import episodes_of
 from deskbench.tracks.docqa.scoring.docqa import ScoreOptions, score_all
@@ -24,8 +25,10 @@ def stored_attempts(store: RunStore, system: str) -> int:
     return max((ep.attempt + 1 for ep in episodes_of(store, system)), default=1)
 
 
-def docqa_attempts(store: RunStore, system: str, tasks: Sequence[DocQATask], opts: ScoreOptions) -> AttemptMetrics | None:
-    """The attempts block of one system over `tasks`; None when it was run once per task."""
+def docqa_attempts(store: RunStore, system: str, tasks: Sequence[DocQATask], opts: ScoreOptions, *,
+                   record: bool = False) -> AttemptMetrics | None:
+    """The attempts block of one system over `tasks`; None when it was run once per task.
+    `record`: keep the judge's calls in the store (`score` does; the report and compare do not)."""
     k = stored_attempts(store, system)
     if k < 2:
         return None
@@ -33,6 +36,7 @@ def docqa_attempts(store: RunStore, system: str, tasks: Sequence[DocQATask], opt
     for attempt in range(k):
         subs, failed = run_submissions(store, system, attempt)
         present = {s.id for s in subs} | set(failed)
-        items, _ = score_all([t for t in tasks if t.id in present], subs, opts, errors=failed)
+        with recording(store if record and attempt > 0 else None, system, attempt):  # attempt 0: recorded by the caller
+            items, _ = score_all([t for t in tasks if t.id in present], subs, opts, errors=failed)
         rows += [(item.id, attempt, item.accuracy) for item in items]
     return attempt_metrics(rows, k)

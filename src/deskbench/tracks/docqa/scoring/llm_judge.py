@@ -20,6 +20,7 @@ from typing import Literal
 from pydantic import BaseModel, ValidationError
 
 from deskbench.models.types import ChatModel, ChatRequest, Message, ModelError, ToolSpec
+from deskbench.scoring.judge_log import DOCQA_JUDGE, recorded
 from deskbench.tracks.docqa.scoring.judge import Judgement
 
 PROMPT = """You are evaluating answer correctness for a Document QA benchmark.
@@ -126,11 +127,12 @@ class LLMJudge:
         self, question: str, predicted: str | Sequence[str], variants: Sequence[Sequence[str]]
     ) -> Judgement:
         messages = [Message(role="user", content=judge_prompt(question, predicted, variants))]
+        model = recorded(self.model, DOCQA_JUDGE)  # kept with the episode when `score` records
         problem = ""
         for _ in range(1 + self.repairs):
             request = ChatRequest(messages=messages, tools=[SUBMIT_JUDGMENT], tool_choice="submit_judgment")
             try:
-                response = await self.model.complete(request)
+                response = await model.complete(request)
             except ModelError as exc:
                 return Judgement("unscored", error=str(exc))
             calls = [c for c in response.message.tool_calls if c.name == SUBMIT_JUDGMENT.name]
