@@ -12,6 +12,7 @@ the runs but sessions. Scores are computed offline (web/viewer_scores.py)."""
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -25,7 +26,7 @@ from deskbench.corpus import Corpus
 from deskbench.errors import UserError
 from deskbench.models.prices import format_cost
 from deskbench.runs.store import Episode
-from deskbench.runs.transcript import TranscriptDoc
+from deskbench.runs.transcript import TranscriptDoc, expand, recorded_corpus
 from deskbench.web.app import SIZES, safe_doc_id
 from deskbench.web.common import HERE, install_basics
 from deskbench.web.store import WebStore
@@ -40,7 +41,7 @@ from deskbench.web.viewer_data import (
     open_runs,
     task_view,
 )
-from deskbench.web.viewer_transcript import Marks, expanded, judge_steps, steps
+from deskbench.web.viewer_transcript import Marks, judge_steps, steps
 
 APP_NAME = "episode viewer"
 IMAGE_MIMES = frozenset({"image/png", "image/jpeg", "image/gif", "image/webp"})
@@ -54,20 +55,47 @@ def episode_id(run: str, system: str, attempt: int) -> str:
     return f"{run}:{attempt}:{system}"
 
 
-def judge_transcripts(run: ViewerRun, episode: Episode) -> dict[str, TranscriptDoc]:
-    """Score-time judge and grader transcripts (RunStore.judge_transcripts, engineer C's), empty
-    where this deskbench's store does not keep them."""
-    read = getattr(run.store, "judge_transcripts", None)
-    return dict(read(episode.task_id, episode.system, episode.attempt)) if callable(read) else {}
+class Corpora:
+    """The corpus a system's pages are read from: --corpus when given, else the one its run
+    recorded (meta 'corpora'); each opened once and named by its position ("0", "1", ...), which
+    is all a page-image URL carries, so no path from a request reaches the filesystem. None:
+    pages are named, not shown."""
+
+    def __init__(self, given: Path | None) -> None:
+        self.given = given
+        self._open: dict[Path, Corpus | None] = {}
+        self._lock = threading.Lock()
+
+    def of(self, run: ViewerRun, system: str) -> Corpus | None:
+        root = self.given or recorded_corpus(run.store, system)
+        if root is None:
+            return None
+        root = root.resolve()
+        with self._lock:
+            if root not in self._open:
+                try:
+                    self._open[root] = Corpus.open(root)
+                except UserError:  # moved or deleted since the run: page texts show a marker, pages their names
+                    self._open[root] = None
+            return self._open[root]
+
+    def key(self, corpus: Corpus | None) -> str:
+        return "" if corpus is None else str(list(self._open.values()).index(corpus))
+
+    def by_key(self, key: str) -> Corpus | None:
+        opened = list(self._open.values())
+        return opened[int(key)] if key.isdigit() and int(key) < len(opened) else None
 
 
 def create_viewer_app(run_dirs: Sequence[Path | str], corpus_dir: Path | str | None = None) -> FastAPI:
     runs = open_runs([Path(d) for d in run_dirs])
     catalog = Catalog(runs)
-    corpus_root = Path(corpus_dir).resolve() if corpus_dir is not None else None
-    if corpus_root is not None and not corpus_root.is_dir():
+    given = Path(corpus_dir).resolve() if corpus_dir is not None else None
+    if given is not None and not given.is_dir():
         raise UserError(f"--corpus {corpus_dir} is not a directory; give the corpus the runs searched")
-    corpus = Corpus.open(corpus_root) if corpus_root is not None else None
+    corpora = Corpora(given)
+    if given is not None and corpora.of(runs[0], "") is None:
+        raise UserError(f"--corpus {corpus_dir} is not a deskbench corpus; give the directory 'deskbench ingest' made")
     web = WebStore(runs[0].dir)  # the users of the first run
     env = jinja2.Environment(loader=jinja2.FileSystemLoader(HERE / "templates"),
                              autoescape=True, undefined=jinja2.StrictUndefined)
@@ -89,10 +117,13 @@ def create_viewer_app(run_dirs: Sequence[Path | str], corpus_dir: Path | str | N
     def episode_context(run: ViewerRun, episode: Episode) -> dict[str, Any]:
         task = task_view(run.tasks.get(episode.task_id))
         answer = answer_view(episode.submission)
-        marks = Marks(cited=set(answer.cited), gold=set(task.gold_pages), corpus=corpus is not None, run=run.key)
+        corpus = corpora.of(run, episode.system)
+        marks = Marks(cited=set(answer.cited), gold=set(task.gold_pages), corpus=corpora.key(corpus),
+                      run=run.key)
         doc = run.store.transcript(episode.task_id, episode.system, episode.attempt)
-        shown = steps(expanded(doc, corpus), marks) if doc is not None else None
-        judges = judge_steps({k: expanded(v, corpus) for k, v in judge_transcripts(run, episode).items()}, marks)
+        shown = steps(expand(doc, corpus), marks) if doc is not None else None
+        judged: dict[str, TranscriptDoc] = run.store.judge_transcripts(episode.task_id, episode.system, episode.attempt)
+        judges = judge_steps({k: expand(v, corpus) for k, v in judged.items()}, marks)
         others = [(r, e) for r, e in catalog.episodes_of_task(episode.task_id)
                   if (r.key, e.system, e.attempt) != (run.key, episode.system, episode.attempt)]
         return {"run": run, "ep": episode, "task": task, "answer": answer, "marks": marks,
@@ -133,15 +164,17 @@ def create_viewer_app(run_dirs: Sequence[Path | str], corpus_dir: Path | str | N
                       sides=sides)
 
     @app.get("/page-image")
-    def page_image(request: Request, doc: str = "", page: int = 1, size: str = "thumb") -> Response:
+    def page_image(request: Request, doc: str = "", page: int = 1, size: str = "thumb", corpus: str = "") -> Response:
         """A corpus page, rendered as the human baseline app renders it (by document id and page
         number only; the stored copy must resolve inside the corpus)."""
         session(request)
-        if corpus is None or corpus_root is None:
-            raise HTTPException(404, "no corpus given: start the viewer with --corpus DIR")
+        opened = corpora.by_key(corpus)
+        if opened is None:
+            raise HTTPException(404, "no such corpus: start the viewer with --corpus DIR")
+        corpus_root = opened.root.resolve()
         if size not in SIZES or not safe_doc_id(doc):
             raise HTTPException(400, "bad image request")
-        record = corpus.store.document(doc)
+        record = opened.store.document(doc)
         if record is None:
             raise HTTPException(404, "no such document")
         try:
@@ -151,7 +184,7 @@ def create_viewer_app(run_dirs: Sequence[Path | str], corpus_dir: Path | str | N
         if not resolved.is_relative_to(corpus_root) or not resolved.is_file():
             raise HTTPException(404, "no such document")
         try:
-            data = corpus.page_image(doc, page, SIZES[size])
+            data = opened.page_image(doc, page, SIZES[size])
         except UserError as exc:
             raise HTTPException(404, "no such page") from exc
         return Response(data, media_type="image/png", headers={"Cache-Control": "private, max-age=3600"})

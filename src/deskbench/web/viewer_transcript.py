@@ -5,7 +5,7 @@ cited / gold; execute_code's code, stdout and stderr apart.
 
 Model output is hostile: everything here is plain data, and the templates escape it (autoescape).
 The transcript is expanded first (`deskbench.runs.transcript.expand`: a corpus page's text stored
-by reference is filled in from the corpus) when that function exists."""
+by reference is filled in from the corpus, or a marker saying why not)."""
 
 from __future__ import annotations
 
@@ -17,7 +17,6 @@ from urllib.parse import urlencode
 
 from pydantic import BaseModel, Field
 
-from deskbench.corpus import Corpus
 from deskbench.runs.transcript import ModelCallEvent, TranscriptDoc
 from deskbench.web.viewer_data import Page, pretty
 
@@ -83,22 +82,13 @@ class Marks(BaseModel):
 
     cited: set[Page] = Field(default_factory=set)
     gold: set[Page] = Field(default_factory=set)
-    corpus: bool = False
+    corpus: str = ""  # the viewer's key of the corpus the pages are shown from ("": none, pages are named)
     run: str = ""
 
     def thumb(self, document: str, page: int, score: float | None = None) -> Thumb:
-        url = ("/page-image?" + urlencode({"doc": document, "page": page})) if self.corpus else None
+        url = ("/page-image?" + urlencode({"corpus": self.corpus, "doc": document, "page": page})) if self.corpus else None
         return Thumb(document=document, page=page, url=url, cited=(document, page) in self.cited,
                      gold=(document, page) in self.gold, score=score)
-
-
-def expanded(doc: TranscriptDoc, corpus: Corpus | None) -> TranscriptDoc:
-    """The transcript with corpus page texts stored by reference filled in (engineer D's
-    `expand`), or as stored when this deskbench has no such function."""
-    from deskbench.runs import transcript
-
-    expand = getattr(transcript, "expand", None)
-    return expand(doc, corpus) if callable(expand) else doc
 
 
 def _arguments(text: object) -> tuple[str, str]:
