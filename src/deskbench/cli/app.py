@@ -39,6 +39,7 @@ COMMAND_MODULES = (
     "sandbox",
     "serve",
     "view",  # the episode viewer
+    "export",  # export RUNDIR --format inspect
 )
 
 for _name in COMMAND_MODULES:

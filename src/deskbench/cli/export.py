@@ -1,0 +1,37 @@
+"""`deskbench export`: a run in another tool's format (runs/export/: a registry of formats)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.markup import escape
+
+from deskbench.console import out
+
+
+def register(app: typer.Typer) -> None:
+    """Add `deskbench export`."""
+
+    @app.command()
+    def export(
+        run_dir: Annotated[Path, typer.Argument(help="A run directory (the --out of 'deskbench run').")],
+        output: Annotated[Path, typer.Option("-o", "--output", help="The directory to write the export into (created).")],
+        fmt: Annotated[str, typer.Option("--format", help="The export format: inspect (Inspect AI eval logs, "
+                                                           "one per system; needs deskbench[inspect]).")] = "inspect",
+        images: Annotated[bool, typer.Option("--images/--no-images", help="Put the page images the models saw into "
+                                             "the export (rendered again from the corpus), or text placeholders.")] = True,
+        corpus: Annotated[Path | None, typer.Option("--corpus", help="Read pages from this corpus instead of the one "
+                                                    "each system recorded (a corpus that moved).")] = None,
+    ) -> None:
+        """Write a run's episodes in another tool's format: with --format inspect, one Inspect AI eval
+        log per system (the transcript as messages and events, the task's question and gold answer, the
+        item's score as 'deskbench score' gives it without a judge, the system's configuration), so
+        'inspect view --log-dir DIR' opens the run. Nothing is sent over the network."""
+        from deskbench.runs.export import ExportOptions, export_run
+
+        written = export_run(run_dir, fmt, output, ExportOptions(images=images, corpus=corpus))
+        for path in written:
+            out.print(escape(str(path)))
+        out.print(f"{len(written)} {fmt} log(s) written to {escape(str(output))}")

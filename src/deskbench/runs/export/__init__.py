@@ -1,0 +1,69 @@
+"""`deskbench export`: a run's episodes written in another tool's format, one registry of formats.
+
+A format is an `Exporter` registered by name; `export_run` opens the run and hands it over. The
+one built-in, `inspect`, writes one Inspect AI eval log per system (runs/export/inspect_log.py),
+so `inspect view` opens deskbench runs. Another format (a JSONL of samples, another viewer's
+log) is one new module that calls `register_format`, with no edit to the command."""
+
+from __future__ import annotations
+
+import importlib
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Protocol, runtime_checkable
+
+from deskbench.errors import UserError
+
+BUILTIN = {"inspect": "deskbench.runs.export.inspect_log"}  # name -> module holding EXPORTER
+
+
+@dataclass(frozen=True)
+class ExportOptions:
+    """What every format may take. `images`: render the images the transcripts refer to (corpus
+    pages, stored blobs) into the export; False leaves a text placeholder naming the image.
+    `corpus`: read corpus pages from here instead of the corpus each system recorded."""
+
+    images: bool = True
+    corpus: Path | None = None
+
+
+@runtime_checkable
+class Exporter(Protocol):
+    """One export format: writes the run at `run_dir` under `out`, returns the files written."""
+
+    name: str
+    summary: str  # one line for `deskbench export --help`
+
+    def export(self, run_dir: Path, out: Path, options: ExportOptions) -> list[Path]: ...
+
+
+_FORMATS: dict[str, Exporter] = {}
+
+
+def register_format(exporter: Exporter) -> None:
+    """Add a format (a plugin's, a test's); a second one under a taken name is refused."""
+    known = _FORMATS.get(exporter.name)
+    if known is not None and known is not exporter:
+        raise UserError(f"an export format named {exporter.name!r} is already registered; choose another name")
+    _FORMATS[exporter.name] = exporter
+
+
+def formats() -> dict[str, Exporter]:
+    """Every format by name (the built-ins are imported on first use: their libraries are optional
+    and load only when their format is asked for)."""
+    for name, module in BUILTIN.items():
+        if name not in _FORMATS:
+            _FORMATS[name] = importlib.import_module(module).EXPORTER
+    return dict(_FORMATS)
+
+
+def export_run(run_dir: Path, fmt: str, out: Path, options: ExportOptions | None = None) -> list[Path]:
+    """Write the run at `run_dir` as `fmt` under `out`; a user's mistake is one UserError line."""
+    exporter = formats().get(fmt)
+    if exporter is None:
+        raise UserError(f"unknown export format {fmt!r}; the formats are: {', '.join(formats())}")
+    if not (run_dir / "run.sqlite").is_file():
+        raise UserError(f"{run_dir} is not a deskbench run (no run.sqlite); give the --out of a run")
+    if out.exists() and not out.is_dir():
+        raise UserError(f"-o {out} is a file; give a directory to write the {fmt} export into")
+    return exporter.export(run_dir, out, options or ExportOptions())

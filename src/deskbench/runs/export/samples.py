@@ -1,0 +1,230 @@
+"""What an export says about each episode, gathered once from the run, in no tool's format: the
+task's question and gold answer, the transcript (page texts filled in from the corpus), the
+judges' transcripts, the item's score as the track's own scoring path gives it (offline: each
+track's default scorer, no judge), and a summary of the trajectory.
+
+What a task's question and gold answer are is the track's business: a small registry by track
+name (`register_task_text`) says it for the built-ins; a track without an entry exports its
+first user message as the input and no target."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from pydantic import BaseModel
+
+from deskbench.runs.identity import SystemIdentity, stored_identities
+from deskbench.runs.outcomes import ItemOutcome
+from deskbench.runs.protocol import ProtocolNote, stored_protocol
+from deskbench.runs.store import Episode, RunStore
+from deskbench.runs.transcript import ModelCallEvent, TranscriptDoc, expand, open_recorded_corpus
+from deskbench.tasks.trajectory import ModelCallStep, ToolCallStep
+from deskbench.tracks.registry import Track, get_track
+
+if TYPE_CHECKING:
+    from deskbench.corpus import Corpus
+
+
+@dataclass(frozen=True)
+class TaskText:
+    """A task as an export shows it: what was asked, what the gold answer is, and the rest of the
+    gold (evidence pages, key points) as metadata."""
+
+    input: str
+    target: list[str]
+    gold: dict[str, Any] = field(default_factory=dict)
+
+
+TaskTexts = Callable[[BaseModel], TaskText]
+AnswerText = Callable[[BaseModel | None], str]
+
+
+def _docqa_task(task: Any) -> TaskText:
+    return TaskText(task.question, ["; ".join(v) for v in task.answer_variants],
+                    {"answer_variants": task.answer_variants,
+                     "evidence": [[e.document, e.page] for e in task.evidence]})
+
+
+def _analytics_task(task: Any) -> TaskText:
+    if task.answer is not None:
+        target = [task.answer]
+    elif task.reference_file is not None:
+        target = [f"a file {task.reference_file.output_name} matching the reference {task.reference_file.path}"]
+    elif task.chart is not None:
+        target = [f"a {task.chart.chart_type} chart of " + ", ".join(s.name for s in task.chart.series)]
+    else:
+        target = []
+    gold = {k: v for k, v in {"answer_value": task.answer_value, "answer_unit": task.answer_unit,
+                              "computation": task.computation, "key_points": task.key_points or None,
+                              "category": task.category}.items() if v is not None}
+    return TaskText(task.instruction, target, gold)
+
+
+def _deliverables_task(task: Any) -> TaskText:
+    golden = task.golden
+    return TaskText(task.prompt, [golden.answer], {"decision": golden.decision,
+                                                   "values": [v.model_dump(mode="json", exclude_none=True)
+                                                              for v in golden.values]})
+
+
+def _docqa_answer(sub: Any) -> str:
+    return "; ".join(sub.answer) if sub is not None else ""
+
+
+def _text_answer(attribute: str) -> AnswerText:
+    return lambda sub: str(getattr(sub, attribute, "") or "") if sub is not None else ""
+
+
+_TASK_TEXTS: dict[str, tuple[TaskTexts, AnswerText]] = {
+    "docqa": (_docqa_task, _docqa_answer),
+    "analytics": (_analytics_task, _text_answer("answer")),
+    "deliverables": (_deliverables_task, _text_answer("response")),
+}
+
+
+def register_task_text(track: str, task_text: TaskTexts, answer_text: AnswerText) -> None:
+    """How a (plugin) track's tasks and submissions read in an export."""
+    _TASK_TEXTS[track] = (task_text, answer_text)
+
+
+@dataclass
+class SampleSource:
+    """One episode and everything an export writes about it."""
+
+    episode: Episode
+    task: TaskText
+    answer: str  # the submission's answer as text ("" when the episode produced none)
+    transcript: TranscriptDoc | None
+    judges: dict[str, TranscriptDoc]
+    outcome: ItemOutcome | None  # None: the track's scoring path does not score this episode
+    summary: dict[str, Any]
+
+
+@dataclass
+class SystemSource:
+    """One system of the run: its identity, protocol notes, corpus and episodes."""
+
+    run_dir: Path
+    store: RunStore  # open while the system is being exported (blobs are read from it)
+    track: Track
+    system: str
+    identity: SystemIdentity | None
+    protocol: list[ProtocolNote]
+    tasks_file: str | None
+    corpus: Corpus | None
+    samples: list[SampleSource]
+    task_count: int
+
+
+def _first_user_text(doc: TranscriptDoc | None) -> str:
+    if doc is None:
+        return ""
+    for m in doc.conversation(0) if any(isinstance(e, ModelCallEvent) for e in doc.events) else []:
+        if m.get("role") == "user":
+            content = m.get("content")
+            return content if isinstance(content, str) else " ".join(str(p.get("text", "")) for p in content or [])
+    return ""
+
+
+def trajectory_summary(episode: Episode) -> dict[str, Any]:
+    """The episode's effort in numbers: steps by kind, model calls, tool calls by name, tokens,
+    seconds, cost (None: unknown), and the citations its submission made."""
+    kinds: dict[str, int] = {}
+    tools: dict[str, int] = {}
+    for step in episode.trajectory:
+        kinds[step.kind] = kinds.get(step.kind, 0) + 1
+        if isinstance(step, ToolCallStep):
+            tools[step.name] = tools.get(step.name, 0) + 1
+    sub = episode.submission
+    citations = getattr(sub, "citations", None)
+    usage = episode.usage
+    return {
+        "steps": len(episode.trajectory),
+        "steps_by_kind": kinds,
+        "model_calls": sum(isinstance(s, ModelCallStep) for s in episode.trajectory),
+        "tool_calls": tools,
+        "input_tokens": usage.input_tokens,
+        "output_tokens": usage.output_tokens,
+        "seconds": round(usage.seconds, 4),
+        "cost_usd": usage.cost_usd,
+        "citations": [json.loads(c.model_dump_json()) for c in citations] if isinstance(citations, list) else None,
+        "files": [f.name for f in getattr(sub, "files", None) or []] or None,
+    }
+
+
+def _open_corpus(store: RunStore, system: str, override: Path | None) -> Corpus | None:
+    if override is not None:
+        from deskbench.corpus import Corpus
+
+        return Corpus.open(override)  # a UserError names a wrong --corpus
+    return open_recorded_corpus(store, system)
+
+
+def _outcomes(track: Track, store: RunStore, system: str) -> dict[tuple[str, int], ItemOutcome]:
+    """The items as `deskbench score RUN` scores them with no flags (no judge: offline)."""
+    with track.scorer_options({}) as options:
+        return {(o.task_id, o.attempt): o for o in track.outcomes(store, system, options)}
+
+
+def systems(run_dir: Path, corpus: Path | None = None) -> Iterator[SystemSource]:
+    """Every system of the run, its episodes in task order then attempt."""
+    store = RunStore(run_dir, create=False)
+    try:
+        track = get_track(store.track())
+        texts, answers = _TASK_TEXTS.get(track.name, (None, None))
+        tasks = {str(getattr(t, "id", "")): t for t in store.all_tasks()}
+        order = {task_id: i for i, task_id in enumerate(tasks)}
+        identities = stored_identities(store)
+        notes = stored_protocol(store)
+        tasks_file = store.meta("tasks_file") or store.meta("packages")
+        for system in store.systems():
+            opened = _open_corpus(store, system, corpus)
+            outcomes = _outcomes(track, store, system)
+            episodes = sorted(store.episodes(system), key=lambda e: (order.get(e.task_id, len(order)), e.attempt))
+            hashes = store.episode_task_hashes(system)
+            samples = []
+            for ep in episodes:
+                ep.task_hash = hashes.get((ep.task_id, system, ep.attempt))
+                doc = store.transcript(ep.task_id, system, ep.attempt)
+                doc = expand(doc, opened) if doc is not None else None
+                judges = {name: expand(j, opened) for name, j in store.judge_transcripts(ep.task_id, system, ep.attempt).items()}
+                task = tasks.get(ep.task_id)
+                text = (texts(task) if texts is not None and task is not None
+                        else TaskText(_first_user_text(doc), []))
+                answer = answers(ep.submission) if answers is not None else ""
+                samples.append(SampleSource(ep, text, answer, doc, judges, outcomes.get((ep.task_id, ep.attempt)),
+                                            trajectory_summary(ep)))
+            yield SystemSource(run_dir=run_dir, store=store, track=track, system=system, identity=identities.get(system),
+                               protocol=notes.get(system, []), tasks_file=tasks_file if isinstance(tasks_file, str) else None,
+                               corpus=opened, samples=samples, task_count=len(tasks))
+    finally:
+        store.close()
+
+
+def image_bytes(ref: str, store: RunStore, corpus: Corpus | None) -> tuple[bytes, str] | str:
+    """An image the transcript refers to (`page:<doc>#<page>@<dpi>`, `blob:<sha256>`), as (bytes,
+    mime), or why it cannot be shown. A page is rendered again from the corpus at the recorded dpi
+    (the same page; not byte for byte the image sent when a byte cap shrank it)."""
+    from deskbench.errors import UserError
+
+    if ref.startswith("blob:"):
+        blob = store.blob(ref.removeprefix("blob:"))
+        return (blob.data, blob.mime) if blob is not None else "the image is not in the run's blobs"
+    if ref.startswith("page:"):
+        where, _, dpi = ref.removeprefix("page:").rpartition("@")
+        doc, _, page = where.rpartition("#")
+        if corpus is None:
+            return "the corpus the run used is not available"
+        if not (page.isdigit() and dpi.isdigit()):
+            return "the reference is not a page"
+        from deskbench.corpus.images import ImageSpec
+
+        try:
+            return corpus.page_image(doc, int(page), ImageSpec(dpi=int(dpi), format="png")), "image/png"
+        except (UserError, ValueError) as exc:
+            return f"the corpus cannot render it ({exc})"
+    return "unknown image reference"

@@ -1,0 +1,292 @@
+"""`deskbench export RUN --format inspect`: one Inspect AI eval log per system, read back with
+inspect_ai's own reader, with every non-loopback connection refused while exporting and reading:
+the samples, the exact question the scripted server was sent and the exact text it returned,
+tool calls with their arguments, the pages, and the scores as the track's scorer gives them."""
+
+from __future__ import annotations
+
+import base64
+import ipaddress
+import json
+import socket
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+from conftest import require_tool, run_cli, write_operator_corpus
+from fake_openai import FakeOpenAI
+from typer.testing import CliRunner
+
+from deskbench.cli import app
+from deskbench.corpus import Corpus
+from deskbench.corpus.images import ImageSpec
+from deskbench.runs.outcomes import OutcomeOptions
+from deskbench.runs.store import RunStore
+from deskbench.runs.track import execute_run
+from deskbench.tasks.docqa import DocQATask
+from deskbench.tracks.docqa.run import RunSpec, prepare
+from deskbench.tracks.registry import get_track
+
+inspect_log = pytest.importorskip("inspect_ai.log")  # the test extra installs deskbench[inspect]
+from inspect_ai.model import (  # noqa: E402
+    ChatMessageAssistant,
+    ChatMessageTool,
+    ChatMessageUser,
+    ContentImage,
+    ContentText,
+)
+
+QUESTION = "Which vehicle rental rates are given for the winter season (quetzal-7)?"
+GOOD = DocQATask(id="q1", question=QUESTION, answer_variants=[["Mountain car"]],
+                 evidence=[{"document": "alpha.pdf", "page": 1}])  # type: ignore[list-item]
+BROKEN_Q = "Which operator runs the night ferry (quetzal-8)?"
+BROKEN = DocQATask(id="q2", question=BROKEN_Q, answer_variants=[["Harbour Line"]])
+ANSWER = {"answer": ["Mountain car"], "citations": [{"file": "alpha.pdf", "page": 1}]}
+BROKEN_ARGS = '{"answer": ["Harbour ñ✓ line\x01break"], "citations": ['
+SYSTEM = "bm25-agent:openai/gpt-4.1"
+
+
+def _tool(name: str, args: dict[str, Any] | str) -> dict[str, Any]:
+    return {"kind": "tool", "name": name, "arguments": args if isinstance(args, str) else json.dumps(args)}
+
+
+def _script(body: dict[str, Any], n: int) -> dict[str, Any]:
+    question = next(m["content"] for m in body["messages"] if m["role"] == "user")
+    if BROKEN_Q in str(question):
+        return _tool("provide_answer", BROKEN_ARGS)
+    searched = any(m["role"] == "tool" for m in body["messages"])
+    return _tool("provide_answer", ANSWER) if searched else _tool("search_documents", {"query": "mountain car winter"})
+
+
+def _docqa_run(corpus: Corpus, out: Path, view: str, monkeypatch: pytest.MonkeyPatch) -> list[dict[str, Any]]:
+    with FakeOpenAI(script=_script) as fake:
+        monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
+        monkeypatch.setenv("OPENAI_BASE_URL", fake.base_url)
+        spec = RunSpec(agent="bm25-agent", model="openai/gpt-4.1", out=out, corpus=corpus.root, concurrency=1, view=view)
+        execute_run(prepare(spec, [GOOD, BROKEN]))
+        return list(fake.requests)
+
+
+def block_network(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """From now on every connect or DNS lookup to anything but loopback is refused and recorded in
+    the list returned (a library that swallows the error is still caught by it)."""
+    attempts: list[str] = []
+    real_connect, real_connect_ex = socket.socket.connect, socket.socket.connect_ex
+    real_getaddrinfo = socket.getaddrinfo
+
+    def loopback(host: object) -> bool:
+        if host in ("localhost", None) or isinstance(host, bytes | bytearray):
+            return host != b"" if isinstance(host, bytes | bytearray) else True
+        try:
+            return ipaddress.ip_address(str(host)).is_loopback
+        except ValueError:
+            return False
+
+    def guard(address: object) -> None:
+        host = address[0] if isinstance(address, tuple) else None  # AF_UNIX addresses are paths
+        if isinstance(address, tuple) and not loopback(host):
+            attempts.append(f"connect {address}")
+            raise OSError(f"network blocked by the test: {address}")
+
+    def connect(self: socket.socket, address: Any) -> None:
+        guard(address)
+        return real_connect(self, address)
+
+    def connect_ex(self: socket.socket, address: Any) -> int:
+        guard(address)
+        return real_connect_ex(self, address)
+
+    def getaddrinfo(host: Any, *args: Any, **kwargs: Any) -> Any:
+        if not loopback(host):
+            attempts.append(f"getaddrinfo {host}")
+            raise socket.gaierror(f"network blocked by the test: {host}")
+        return real_getaddrinfo(host, *args, **kwargs)
+
+    monkeypatch.setattr(socket.socket, "connect", connect)
+    monkeypatch.setattr(socket.socket, "connect_ex", connect_ex)
+    monkeypatch.setattr(socket, "getaddrinfo", getaddrinfo)
+    with pytest.raises(OSError, match="network blocked"):  # the guard itself works
+        socket.create_connection(("192.0.2.1", 80), timeout=1)
+    attempts.clear()
+    return attempts
+
+
+def _export(run: Path, out: Path, *extra: str) -> list[Path]:
+    result = CliRunner().invoke(app, ["export", str(run), "--format", "inspect", "-o", str(out), *extra])
+    assert result.exit_code == 0, result.output + repr(result.exception)
+    return sorted(out.glob("*.eval"))
+
+
+def _texts(content: Any) -> list[str]:
+    return [content] if isinstance(content, str) else [p.text for p in content if isinstance(p, ContentText)]
+
+
+def test_a_docqa_run_exports_and_reads_back(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    corpus = write_operator_corpus(tmp_path / "operators")
+    sent = _docqa_run(corpus, tmp_path / "run", "text", monkeypatch)
+    offline = block_network(monkeypatch)
+    store = RunStore(tmp_path / "run", create=False)
+    track = get_track("docqa")
+    outcomes = {o.task_id: o for o in track.outcomes(store, SYSTEM, OutcomeOptions())}
+    store.close()
+
+    (path,) = _export(tmp_path / "run", tmp_path / "logs")
+    log = inspect_log.read_eval_log(str(path))
+    assert offline == []  # nothing reached for the network while writing or reading
+    assert log.status == "success" and log.eval.task == "docqa" and log.eval.model == "openai/gpt-4.1"
+    assert log.eval.metadata is not None and log.eval.metadata["system"] == SYSTEM
+    assert log.eval.metadata["configuration"]["agent"] == "bm25-agent"
+    assert log.eval.metadata["configuration"]["settings"]["view"] == "text"
+    assert log.samples is not None and [(s.id, s.epoch) for s in log.samples] == [("q1", 1), ("q2", 1)]
+    good, broken = log.samples
+
+    # the input and target: the task's question and gold answer
+    assert good.input == QUESTION and good.target == ["Mountain car"]
+    # the question exactly as the server received it, in the chat
+    first = sent[0]
+    wire_user = next(m["content"] for m in first["messages"] if m["role"] == "user" and QUESTION in str(m["content"]))
+    users = [m for m in good.messages if isinstance(m, ChatMessageUser)]
+    assert _texts(users[0].content) == [wire_user]
+    # the exact replies: tool calls with their arguments, byte for byte after JSON parsing
+    assistants = [m for m in good.messages if isinstance(m, ChatMessageAssistant)]
+    calls = [c for m in assistants for c in (m.tool_calls or [])]
+    assert [(c.function, c.arguments) for c in calls] == [("search_documents", {"query": "mountain car winter"}),
+                                                         ("provide_answer", ANSWER)]
+    (tool,) = [m for m in good.messages if isinstance(m, ChatMessageTool)]
+    assert tool.function == "search_documents" and tool.tool_call_id == calls[0].id
+    # the page text the model read (stored by reference) is the one on the wire
+    second = next(b for b in sent if any(m["role"] == "tool" for m in b["messages"]) and QUESTION in json.dumps(b))
+    wire_pages = [p["text"] for m in second["messages"] if m["role"] == "user" and isinstance(m["content"], list)
+                  for p in m["content"] if p["type"] == "text" and not p["text"].startswith(("Results for:", "file: "))]
+    exported_pages = [t for m in users[1:] for t in _texts(m.content)
+                      if not t.startswith(("Results for:", "file: "))]
+    assert wire_pages and exported_pages == wire_pages
+    # events: each model call with its full input, the search with its hits and scores
+    model_events = [e for e in good.events if e.event == "model"]
+    assert len(model_events) == 2 and len(model_events[1].input) > len(model_events[0].input)
+    (search,) = [e for e in good.events if e.event == "tool"]
+    assert search.arguments == {"query": "mountain car winter"} and search.id == calls[0].id
+    assert json.loads(str(search.result))["hits"][0]["file"] == "alpha.pdf"
+
+    # the scores as the track's scorer gives them; metadata: attempt, effort, citations
+    assert good.scores is not None and good.scores["score"].value == outcomes["q1"].score
+    assert good.scores["correct"].value == ("C" if outcomes["q1"].correct else "I")
+    assert good.metadata["attempt"] == 0 and good.metadata["trajectory"]["citations"] == [{"document": "alpha.pdf", "page": 1}]
+    assert good.metadata["trajectory"]["model_calls"] == 2 and good.metadata["trajectory"]["input_tokens"] > 0
+    assert good.model_usage["openai/gpt-4.1"].input_tokens == good.metadata["trajectory"]["input_tokens"]
+    assert good.output.completion == "Mountain car" and outcomes["q1"].score == 1.0
+
+    # the failed episode: its error, the reply that broke it kept verbatim, scored as deskbench does
+    assert broken.error is not None
+    (bad,) = [c for m in broken.messages if isinstance(m, ChatMessageAssistant) for c in (m.tool_calls or [])][:1]
+    assert bad.parse_error is not None and BROKEN_ARGS in bad.parse_error
+    assert broken.scores is not None and broken.scores["score"].value == outcomes["q2"].score == 0.0
+    (score, correct) = log.results.scores if log.results else ()
+    assert (score.scored_samples, score.unscored_samples) == (2, 0)
+    assert score.metrics["mean"].value == pytest.approx(0.5) and correct.metrics["accuracy"].value == pytest.approx(0.5)
+
+
+def test_page_images_are_in_the_log_or_named(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    corpus = write_operator_corpus(tmp_path / "operators")
+    _docqa_run(corpus, tmp_path / "run", "image", monkeypatch)
+    offline = block_network(monkeypatch)
+    (path,) = _export(tmp_path / "run", tmp_path / "logs")
+    log = inspect_log.read_eval_log(str(path), resolve_attachments=True)
+    assert log.samples is not None
+    images = [p for m in log.samples[0].messages if not isinstance(m.content, str)
+              for p in m.content if isinstance(p, ContentImage)]
+    assert len(images) == 1 and images[0].image.startswith("data:image/png;base64,")
+    page = corpus.page_image("alpha.pdf", 1, ImageSpec(dpi=200, format="png"))
+    assert base64.b64decode(images[0].image.split(",", 1)[1]) == page
+    # --no-images: a placeholder naming the page instead
+    (path,) = _export(tmp_path / "run", tmp_path / "plain", "--no-images")
+    log = inspect_log.read_eval_log(str(path))
+    assert log.samples is not None
+    texts = [t for m in log.samples[0].messages for t in _texts(m.content)]
+    assert any("[image page:alpha.pdf#1@200: not shown" in t for t in texts)
+    assert not any(isinstance(p, ContentImage) for m in log.samples[0].messages if not isinstance(m.content, str)
+                   for p in m.content)
+    assert offline == []
+
+
+@pytest.fixture(scope="module")
+def analytics_tasks(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    from deskbench.tasks.analytics import read_tasks
+    from deskbench.tracks.analytics.generate.tasks import generate_analytics
+
+    out = tmp_path_factory.mktemp("analytics")
+    generate_analytics(out, tasks=11, seed=5)
+    (qa,) = [t for t in read_tasks(out / "tasks.jsonl").items if t.template == "qa_quarter_total"]
+    (out / "one.jsonl").write_text(qa.model_dump_json() + "\n")
+    return out / "one.jsonl"
+
+
+def test_an_analytics_run_exports_code_and_output(analytics_tasks: Path, tmp_path: Path,
+                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    require_tool("bwrap")
+    from deskbench.tasks.analytics import read_tasks
+
+    (qa,) = read_tasks(analytics_tasks).items
+    code = "print('rows:', 12345 + 1)"
+
+    def script(body: dict[str, Any], n: int) -> dict[str, Any]:
+        if not any(m["role"] == "tool" for m in body["messages"]):
+            return {"kind": "tool", "name": "execute_code", "arguments": json.dumps({"code": code})}
+        return {"kind": "text", "text": f"Final answer: {qa.answer}"}
+
+    with FakeOpenAI(script=script) as fake:
+        proc = run_cli("run", "--agent", "analyst-agent", "--tasks", str(analytics_tasks), "--out", str(tmp_path / "run"),
+                       "--model", f"openai-compat/scripted@{fake.base_url}", "--concurrency", "1", "--quiet",
+                       "--attempts", "2")
+        assert proc.returncode == 0, proc.stderr
+        sent = list(fake.requests)
+    store = RunStore(tmp_path / "run", create=False)
+    system = store.systems()[0]
+    outcomes = {(o.task_id, o.attempt): o for o in get_track("analytics").outcomes(store, system, OutcomeOptions())}
+    store.close()
+
+    offline = block_network(monkeypatch)
+    (path,) = _export(tmp_path / "run", tmp_path / "logs")
+    log = inspect_log.read_eval_log(str(path))
+    assert offline == [] and log.eval.task == "analytics" and log.samples is not None
+    assert [(s.id, s.epoch) for s in log.samples] == [(qa.id, 1), (qa.id, 2)]
+    sample = log.samples[0]
+    assert sample.input == qa.instruction and sample.target == [qa.answer]
+    # the prompt as sent, the code the model ran and the exact final text it returned
+    assert _texts(sample.messages[0].content) == [sent[0]["messages"][0]["content"]]
+    (call,) = [c for m in sample.messages if isinstance(m, ChatMessageAssistant) for c in (m.tool_calls or [])]
+    assert call.function == "execute_code" and call.arguments == {"code": code}
+    (output,) = [m for m in sample.messages if isinstance(m, ChatMessageTool)]
+    assert "rows: 12346" in _texts(output.content)[0]
+    assert _texts(sample.messages[-1].content) == [f"Final answer: {qa.answer}"]
+    (run_code,) = [e for e in sample.events if e.event == "tool"]
+    assert "rows: 12346" in str(run_code.result) and run_code.id == call.id
+    for s in log.samples:
+        outcome = outcomes[(qa.id, s.epoch - 1)]
+        assert outcome.status == "scored" and s.scores is not None and s.scores["score"].value == outcome.score
+    assert log.eval.config.epochs == 2
+
+
+def test_without_the_extra_one_line_and_exit_2(tmp_path: Path) -> None:
+    (tmp_path / "run").mkdir()
+    RunStore(tmp_path / "run").close()
+    code = ("import sys; sys.modules['inspect_ai'] = None; from deskbench.cli import main; "
+            f"sys.argv = ['deskbench', 'export', {str(tmp_path / 'run')!r}, '--format', 'inspect', '-o', "
+            f"{str(tmp_path / 'out')!r}]; main()")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 2, proc.stderr
+    assert "pip install 'deskbench[inspect]'" in proc.stderr and "Traceback" not in proc.stderr
+    assert len(proc.stderr.strip().splitlines()) == 1
+
+
+def test_bad_run_dir_and_format_are_one_line(tmp_path: Path) -> None:
+    proc = run_cli("export", str(tmp_path / "nowhere"), "--format", "inspect", "-o", str(tmp_path / "out"))
+    assert proc.returncode == 2 and "is not a deskbench run" in proc.stderr and "Traceback" not in proc.stderr
+    assert len(proc.stderr.strip().splitlines()) == 1
+    (tmp_path / "run").mkdir()
+    RunStore(tmp_path / "run").close()
+    proc = run_cli("export", str(tmp_path / "run"), "--format", "parquet", "-o", str(tmp_path / "out"))
+    assert proc.returncode == 2 and "unknown export format 'parquet'" in proc.stderr and "inspect" in proc.stderr
+    assert not (tmp_path / "out").exists()
