@@ -19,6 +19,7 @@ from openai import AsyncOpenAI, DefaultAioHttpClient
 
 from deskbench.models.capabilities import Capabilities, capabilities
 from deskbench.models.image_limits import fit_images
+from deskbench.models.openai_wire import DirectPost, direct_post
 from deskbench.models.sdk_errors import sdk_error
 from deskbench.models.types import (
     ChatRequest,
@@ -202,6 +203,7 @@ class OpenAIChat:
         self.id = id or f"openai/{model}"
         self.caps = caps or capabilities(self.id)
         self._settings: dict[str, Any] = {"base_url": base_url, "api_key": api_key, "timeout": timeout}
+        self._direct: DirectPost | None = None
         self._client: AsyncOpenAI | None = self._new_client()  # checks the key now, not at the first call
         self._loop: asyncio.AbstractEventLoop | None = None
         self._ramp = _NewConnectionRamp()
@@ -217,6 +219,8 @@ class OpenAIChat:
             raise UserError(f"cannot use {self.id}: {exc}") from exc
         if getattr(client, "_platform", False) is None and (known := _sdk_platform()) is not None:
             client._platform = known  # type: ignore[assignment]  # see _sdk_platform
+        # the POST itself without the SDK's per-call layers, for a client in the plain configuration
+        self._direct = direct_post(client, "/chat/completions", self._settings["timeout"])
         return client
 
     def _client_here(self) -> AsyncOpenAI:
@@ -240,11 +244,11 @@ class OpenAIChat:
             # without its per-call walk of the request through typed-dict transforms (~18 ms of
             # CPU per call on long conversations) or the response model's construction (cast_to
             # object keeps the parsed JSON); `parse_completion` reads what deskbench needs.
-            raw = await client.post(
-                "/chat/completions",
-                body={"model": self.model, **request_kwargs(request, self.caps, self.id)},
-                cast_to=object,
-            )
+            body = {"model": self.model, **request_kwargs(request, self.caps, self.id)}
+            if self._direct is not None:  # models/openai_wire.py: the same bytes and headers, ~0.5 ms less CPU
+                raw = await self._direct.post(body)
+            else:
+                raw = await client.post("/chat/completions", body=body, cast_to=object)
         except openai.OpenAIError as exc:
             raise _error(exc) from exc
         finally:
@@ -252,6 +256,8 @@ class OpenAIChat:
         return parse_completion(raw, self.model)
 
     async def aclose(self) -> None:
+        if self._direct is not None:
+            await self._direct.aclose()
         if self._client is not None:
             await self._client.close()
         self._client, self._loop = None, None  # a later call makes a new client, in its own loop

@@ -49,19 +49,39 @@ def retry_after_seconds(headers: Any) -> float | None:
 
 def sdk_error(exc: Exception, status_error: type, timeout_error: type, connection_error: type) -> ModelError:
     if isinstance(exc, status_error):
-        status = int(getattr(exc, "status_code", 0))
-        detail = _detail(exc)[:500]
         response: Any = getattr(exc, "response", None)
-        retryable = status in RETRYABLE_STATUS or status >= 500
-        fatal = status in USER_STATUS and not episode_specific(detail)
-        return ModelError(f"HTTP {status}: {detail}", retryable=retryable, status=status,
-                          retry_after=retry_after_seconds(response.headers if response else None),
-                          fatal=fatal, param=_param(exc))
+        return _status_model_error(int(getattr(exc, "status_code", 0)), _detail(exc), _param(exc),
+                                   response.headers if response else None)
     if isinstance(exc, timeout_error):  # checked before connection errors: it is one of them
         return ModelError("request timed out", retryable=True)
     if isinstance(exc, connection_error):
         return ModelError(f"connection failed: {exc}", retryable=True)
     return ModelError(f"{type(exc).__name__}: {exc}", retryable=False)
+
+
+def status_error(status: int, body: object, headers: Any, message: str) -> ModelError:
+    """A refusal read off the wire (models/openai_wire.py) as ModelError, by the rules above:
+    `body` is what the SDK keeps as the exception's body (OpenAI's "error" object), `message` what
+    it says when the body has no message."""
+    holder = _Refusal(message, body)
+    return _status_model_error(status, _detail(holder), _param(holder), headers)
+
+
+class _Refusal(Exception):
+    """The shape of an SDK status error, for _detail and _param."""
+
+    def __init__(self, message: str, body: object) -> None:
+        super().__init__(message)
+        self.message, self.body = message, body
+        self.param = body.get("param") if isinstance(body, dict) else None
+
+
+def _status_model_error(status: int, detail: str, param: str | None, headers: Any) -> ModelError:
+    detail = detail[:500]
+    retryable = status in RETRYABLE_STATUS or status >= 500
+    fatal = status in USER_STATUS and not episode_specific(detail)
+    return ModelError(f"HTTP {status}: {detail}", retryable=retryable, status=status,
+                      retry_after=retry_after_seconds(headers), fatal=fatal, param=param)
 
 
 def _detail(exc: Exception) -> str:

@@ -1,0 +1,96 @@
+"""The chat-completions POST on the wire, without the openai SDK's per-call machinery.
+
+The SDK stays the client: it reads OPENAI_API_KEY / OPENAI_BASE_URL, checks the key, and says
+which headers, base URL and timeout a request gets. Per call, though, its generic POST builds a
+request-options model, parses the URL again, merges headers, runs the request through httpx2's
+auth, redirect and transport layers into aiohttp and back: 0.5 ms of CPU a call on this machine
+(bench_runtime's sdk_request_cpu_ms against a bare aiohttp POST), a third of the harness's cost
+per model call. `DirectPost` sends the same bytes (the SDK's JSON encoding: compact separators,
+UTF-8, no NaN) with the same headers on one aiohttp session, and maps a refusal to ModelError by
+the same rules as the SDK's exceptions (models/sdk_errors.py).
+
+It is used only for a client in the plain configuration deskbench builds: an API key as text,
+no provider runtime (e.g. Azure), no workload identity, no key provider, no default query
+parameters. Anything else (or an SDK without these attributes) keeps the SDK's own path.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import aiohttp
+
+from deskbench.models.sdk_errors import status_error
+from deskbench.models.types import ModelError
+
+# the client attributes that, when set, make the SDK do more than send the request as built here
+_SPECIAL = ("_provider_runtime", "_workload_identity_auth", "_api_key_provider")
+_MAX_CONNECTIONS = 1000  # the SDK's DEFAULT_CONNECTION_LIMITS
+
+
+def direct_post(client: Any, path: str, timeout: float) -> DirectPost | None:
+    """A DirectPost for `path` on an `openai.AsyncOpenAI` client, or None when the client is not in
+    the plain configuration (see the module docstring)."""
+    if any(not hasattr(client, name) or getattr(client, name) is not None for name in _SPECIAL):
+        return None
+    if not isinstance(getattr(client, "api_key", None), str) or client.default_query:
+        return None
+    from openai import Omit
+
+    merged = {**client.auth_headers, **client.default_headers}  # the SDK's order: defaults win
+    headers = {k: str(v) for k, v in merged.items() if not isinstance(v, Omit)}
+    if not any(k.lower() == "authorization" for k in headers):
+        return None  # the SDK refuses such a request with its own message: let it
+    headers |= {"x-stainless-retry-count": "0", "x-stainless-read-timeout": str(timeout)}
+    return DirectPost(f"{str(client.base_url).rstrip('/')}/{path.lstrip('/')}", headers, timeout)
+
+
+class DirectPost:
+    """POSTs JSON bodies to one URL on an aiohttp session of the event loop that first used it."""
+
+    def __init__(self, url: str, headers: dict[str, str], timeout: float) -> None:
+        self.url = url
+        self.headers = headers
+        self.timeout = aiohttp.ClientTimeout(total=timeout)
+        self._session: aiohttp.ClientSession | None = None
+
+    def _session_here(self) -> aiohttp.ClientSession:
+        if self._session is None or self._session.closed:
+            self._session = aiohttp.ClientSession(
+                connector=aiohttp.TCPConnector(limit=_MAX_CONNECTIONS), trust_env=True, timeout=self.timeout)
+        return self._session
+
+    async def post(self, body: dict[str, Any]) -> object:
+        """The reply's JSON (or its text when it is not JSON: the caller's parser says what is
+        wrong with it); a refusal, timeout or lost connection as ModelError."""
+        data = json.dumps(body, ensure_ascii=False, separators=(",", ":"), allow_nan=False).encode()
+        try:
+            async with self._session_here().post(self.url, data=data, headers=self.headers) as response:
+                raw = await response.read()
+                status, reply_headers = response.status, response.headers
+        except TimeoutError as exc:  # aiohttp's timeouts are TimeoutErrors too
+            raise ModelError("request timed out", retryable=True) from exc
+        except aiohttp.ClientError as exc:
+            raise ModelError(f"connection failed: {exc or type(exc).__name__}", retryable=True) from exc
+        text = raw.decode("utf-8", errors="replace")
+        try:
+            parsed: object = json.loads(text)
+        except ValueError:
+            parsed = text.strip() if status >= 400 else text
+        if status >= 400:  # the SDK's exception, as _make_status_error_from_response builds it
+            error = parsed.get("error", parsed) if isinstance(parsed, dict) else parsed
+            message = error.get("message") if isinstance(error, dict) else None
+            raise status_error(status, error, reply_headers,
+                               f"Error code: {status}" + (f" - {message}" if isinstance(message, str) and message else ""))
+        return parsed
+
+    async def aclose(self) -> None:
+        if self._session is not None and not self._session.closed:
+            await self._session.close()
+        self._session = None
+
+    def loop_changed(self) -> None:
+        """The session belongs to a loop that is gone: drop it (a new one is made on use)."""
+        self._session = None
+

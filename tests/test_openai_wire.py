@@ -1,0 +1,84 @@
+"""The chat-completions POST without the SDK's per-call layers (models/openai_wire.py) sends what
+the SDK sends and reads every reply and refusal as the SDK path does: each case runs both ways
+against the same local server and must come out the same."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from typing import Any
+
+import pytest
+from fake_openai import FakeOpenAI
+from openai import AsyncOpenAI
+
+from deskbench.models.openai_chat import OpenAIChat
+from deskbench.models.openai_wire import direct_post
+from deskbench.models.types import ChatRequest, Message, ModelError, TextPart, ToolSpec
+
+REQUEST = ChatRequest(
+    messages=[Message(role="system", content="Answer briefly. ñ✓"),
+              Message(role="user", content=[TextPart(text="label"), TextPart(text="page text € 1", ref="pagetext:a.pdf#1")])],
+    tools=[ToolSpec(name="search_documents", description="Search.", parameters={"type": "object", "properties": {}})],
+    tool_choice="auto", temperature=0.0, max_tokens=50,
+)
+CASES: dict[str, dict[str, Any]] = {
+    "text": {"kind": "text", "text": "the answer ñ✓"},
+    "tool": {"kind": "tool", "name": "search_documents", "arguments": '{"query": "x\\u0001"}'},
+    "rate limited": {"kind": "status", "status": 429, "retry_after": "0.5", "message": "slow down"},
+    "server error": {"kind": "status", "status": 500},
+    "context overflow": {"kind": "status", "status": 400, "message": "maximum context length is 8192 tokens"},
+    "bad key": {"kind": "status", "status": 401, "message": "Incorrect API key provided"},
+    "html page": {"kind": "raw", "body": "<html>proxy</html>", "content_type": "text/html"},
+    "html error": {"kind": "raw", "status": 502, "body": "<html>bad gateway</html>", "content_type": "text/html"},
+    "wrong shape": {"kind": "raw", "body": json.dumps({"choices": []})},
+    "too slow": {"kind": "slow", "seconds": 1.0},
+}
+# headers either transport adds on its own (aiohttp under the SDK, or directly) and may order or
+# word differently; everything the SDK decides (auth, user agent, stainless headers) must match
+TRANSPORT = {"host", "content-length", "accept-encoding", "connection"}
+
+
+def _outcome(behaviour: dict[str, Any], direct: bool) -> tuple[object, dict[str, Any], dict[str, str]]:
+    with FakeOpenAI(script=lambda body, n: behaviour) as fake:
+        return _run(fake, direct)
+
+
+def _run(fake: FakeOpenAI, direct: bool) -> tuple[object, dict[str, Any], dict[str, str]]:
+    async def go() -> object:
+        model = OpenAIChat("gpt-4.1", base_url=fake.base_url, api_key="sk-test", timeout=0.4)
+        assert (model._direct is not None) is True  # the client deskbench builds is in the plain configuration
+        if not direct:
+            model._direct = None
+        try:
+            response = await model.complete(REQUEST)
+            return response.model_dump()
+        except ModelError as exc:
+            return ("error", str(exc), exc.retryable, exc.status, exc.retry_after, exc.fatal, exc.param)
+        finally:
+            await model.aclose()
+
+    outcome = asyncio.run(go())
+    headers = {k.lower(): v for k, v in fake.headers[-1].items() if k.lower() not in TRANSPORT}
+    return outcome, fake.requests[-1], headers
+
+
+@pytest.mark.parametrize("case", list(CASES))
+def test_the_direct_post_sends_and_reads_as_the_sdk_does(case: str) -> None:
+    via_sdk = _outcome(CASES[case], direct=False)
+    direct = _outcome(CASES[case], direct=True)
+    assert direct[0] == via_sdk[0]
+    assert direct[1] == via_sdk[1]  # the request body, as the server parsed it
+    assert direct[2] == via_sdk[2]  # the headers the SDK decides
+    assert direct[2]["authorization"] == "Bearer sk-test" and "user-agent" in direct[2]
+    if case in ("text", "tool"):
+        assert not isinstance(direct[0], tuple)
+    else:
+        assert isinstance(direct[0], tuple) and direct[0][0] == "error"
+
+
+def test_a_client_the_sdk_must_handle_itself_keeps_the_sdk_path() -> None:
+    plain = AsyncOpenAI(api_key="sk-test", base_url="http://127.0.0.1:9/v1")
+    with_query = AsyncOpenAI(api_key="sk-test", base_url="http://127.0.0.1:9/v1", default_query={"api-version": "1"})
+    assert direct_post(plain, "/chat/completions", 1.0) is not None
+    assert direct_post(with_query, "/chat/completions", 1.0) is None
