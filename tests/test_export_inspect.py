@@ -46,6 +46,7 @@ BROKEN = DocQATask(id="q2", question=BROKEN_Q, answer_variants=[["Harbour Line"]
 ANSWER = {"answer": ["Mountain car"], "citations": [{"file": "alpha.pdf", "page": 1}]}
 BROKEN_ARGS = '{"answer": ["Harbour ñ✓ line\x01break"], "citations": ['
 SYSTEM = "bm25-agent:openai/gpt-4.1"
+DOCQA_QUESTION_PART = "quetzal-9"  # in the judged run's question (test_transcripts_tracks)
 
 
 def _tool(name: str, args: dict[str, Any] | str) -> dict[str, Any]:
@@ -133,14 +134,14 @@ def test_a_docqa_run_exports_and_reads_back(tmp_path: Path, monkeypatch: pytest.
     store.close()
 
     (path,) = _export(tmp_path / "run", tmp_path / "logs")
-    log = inspect_log.read_eval_log(str(path))
+    log = inspect_log.read_eval_log(str(path), resolve_attachments=True)
     assert offline == []  # nothing reached for the network while writing or reading
     assert log.status == "success" and log.eval.task == "docqa" and log.eval.model == "openai/gpt-4.1"
     assert log.eval.metadata is not None and log.eval.metadata["system"] == SYSTEM
     assert log.eval.metadata["configuration"]["agent"] == "bm25-agent"
     assert log.eval.metadata["configuration"]["settings"]["view"] == "text"
-    assert log.samples is not None and [(s.id, s.epoch) for s in log.samples] == [("q1", 1), ("q2", 1)]
-    good, broken = log.samples
+    assert log.samples is not None and sorted((s.id, s.epoch) for s in log.samples) == [("q1", 1), ("q2", 1)]
+    good, broken = sorted(log.samples, key=lambda s: str(s.id))
 
     # the input and target: the task's question and gold answer
     assert good.input == QUESTION and good.target == ["Mountain car"]
@@ -202,7 +203,7 @@ def test_page_images_are_in_the_log_or_named(tmp_path: Path, monkeypatch: pytest
     assert base64.b64decode(images[0].image.split(",", 1)[1]) == page
     # --no-images: a placeholder naming the page instead
     (path,) = _export(tmp_path / "run", tmp_path / "plain", "--no-images")
-    log = inspect_log.read_eval_log(str(path))
+    log = inspect_log.read_eval_log(str(path), resolve_attachments=True)
     assert log.samples is not None
     texts = [t for m in log.samples[0].messages for t in _texts(m.content)]
     assert any("[image page:alpha.pdf#1@200: not shown" in t for t in texts)
@@ -218,9 +219,9 @@ def analytics_tasks(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
     out = tmp_path_factory.mktemp("analytics")
     generate_analytics(out, tasks=11, seed=5)
-    (qa,) = [t for t in read_tasks(out / "tasks.jsonl").items if t.template == "qa_quarter_total"]
-    (out / "one.jsonl").write_text(qa.model_dump_json() + "\n")
-    return out / "one.jsonl"
+    picked = [t for t in read_tasks(out / "tasks.jsonl").items if t.template in ("qa_quarter_total", "viz_city_bar_cjk")]
+    (out / "two.jsonl").write_text("".join(t.model_dump_json() + "\n" for t in picked))  # a QA task, a chart
+    return out / "two.jsonl"
 
 
 def test_an_analytics_run_exports_code_and_output(analytics_tasks: Path, tmp_path: Path,
@@ -228,13 +229,16 @@ def test_an_analytics_run_exports_code_and_output(analytics_tasks: Path, tmp_pat
     require_tool("bwrap")
     from deskbench.tasks.analytics import read_tasks
 
-    (qa,) = read_tasks(analytics_tasks).items
+    qa, chart = sorted(read_tasks(analytics_tasks).items, key=lambda t: t.category != "qa")
     code = "print('rows:', 12345 + 1)"
+    draw = ("import matplotlib\nmatplotlib.use('Agg')\nimport matplotlib.pyplot as plt\n"
+            "plt.bar(['a', 'b'], [1, 2])\nplt.savefig('/mnt/result/chart.png')\n")
 
     def script(body: dict[str, Any], n: int) -> dict[str, Any]:
+        is_qa = qa.instruction in body["messages"][0]["content"]
         if not any(m["role"] == "tool" for m in body["messages"]):
-            return {"kind": "tool", "name": "execute_code", "arguments": json.dumps({"code": code})}
-        return {"kind": "text", "text": f"Final answer: {qa.answer}"}
+            return {"kind": "tool", "name": "execute_code", "arguments": json.dumps({"code": code if is_qa else draw})}
+        return {"kind": "text", "text": f"Final answer: {qa.answer}" if is_qa else "Chart saved as chart.png"}
 
     with FakeOpenAI(script=script) as fake:
         proc = run_cli("run", "--agent", "analyst-agent", "--tasks", str(analytics_tasks), "--out", str(tmp_path / "run"),
@@ -249,10 +253,11 @@ def test_an_analytics_run_exports_code_and_output(analytics_tasks: Path, tmp_pat
 
     offline = block_network(monkeypatch)
     (path,) = _export(tmp_path / "run", tmp_path / "logs")
-    log = inspect_log.read_eval_log(str(path))
+    log = inspect_log.read_eval_log(str(path), resolve_attachments=True)
     assert offline == [] and log.eval.task == "analytics" and log.samples is not None
-    assert [(s.id, s.epoch) for s in log.samples] == [(qa.id, 1), (qa.id, 2)]
-    sample = log.samples[0]
+    samples = sorted(log.samples, key=lambda s: (s.id != qa.id, s.epoch))  # inspect_ai orders by epoch
+    assert [(s.id, s.epoch) for s in samples] == [(qa.id, 1), (qa.id, 2), (chart.id, 1), (chart.id, 2)]
+    sample = samples[0]
     assert sample.input == qa.instruction and sample.target == [qa.answer]
     # the prompt as sent, the code the model ran and the exact final text it returned
     assert _texts(sample.messages[0].content) == [sent[0]["messages"][0]["content"]]
@@ -263,9 +268,16 @@ def test_an_analytics_run_exports_code_and_output(analytics_tasks: Path, tmp_pat
     assert _texts(sample.messages[-1].content) == [f"Final answer: {qa.answer}"]
     (run_code,) = [e for e in sample.events if e.event == "tool"]
     assert "rows: 12346" in str(run_code.result) and run_code.id == call.id
-    for s in log.samples:
+    for s in samples[:2]:
         outcome = outcomes[(qa.id, s.epoch - 1)]
         assert outcome.status == "scored" and s.scores is not None and s.scores["score"].value == outcome.score
+    # a chart without a vision judge is unscored: no score, the reason in its metadata, counted apart
+    for s in samples[2:]:
+        assert outcomes[(chart.id, s.epoch - 1)].status == "unscored"
+        assert s.scores is None and s.metadata["score_status"].startswith("unscored")
+        assert s.metadata["trajectory"]["files"] == ["chart.png"]
+    assert log.results is not None
+    assert [(e.scored_samples, e.unscored_samples) for e in log.results.scores] == [(2, 2), (2, 2)]
     assert log.eval.config.epochs == 2
 
 
@@ -290,3 +302,27 @@ def test_bad_run_dir_and_format_are_one_line(tmp_path: Path) -> None:
     proc = run_cli("export", str(tmp_path / "run"), "--format", "parquet", "-o", str(tmp_path / "out"))
     assert proc.returncode == 2 and "unknown export format 'parquet'" in proc.stderr and "inspect" in proc.stderr
     assert not (tmp_path / "out").exists()
+
+
+def test_score_time_judge_calls_are_in_the_sample(operator_corpus: Corpus, tmp_path: Path,
+                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    """A run scored with --judge keeps the judge's calls (judge_transcripts); the export shows
+    them in a span named after the scorer, the verdict's arguments as the server returned them."""
+    from test_transcripts_tracks import DOCQA_EXPLANATION, docqa_judged_run
+
+    from deskbench.scoring.judge_log import DOCQA_JUDGE
+
+    run = docqa_judged_run(operator_corpus, tmp_path / "judged")
+    offline = block_network(monkeypatch)
+    (path,) = _export(run.out, tmp_path / "logs")
+    log = inspect_log.read_eval_log(str(path), resolve_attachments=True)
+    assert offline == [] and log.samples is not None
+    (sample,) = log.samples
+    assert sample.metadata["judges"] == [DOCQA_JUDGE]
+    spans = [e for e in sample.events if e.event == "span_begin"]
+    assert [s.name for s in spans] == [f"judge: {DOCQA_JUDGE}"]
+    (judge_call,) = [e for e in sample.events if e.event == "model" and e.span_id == spans[0].id]
+    (verdict,) = judge_call.output.message.tool_calls or []
+    assert verdict.function == "submit_judgment" and verdict.arguments == json.loads(run.judge_reply)
+    assert verdict.arguments["explanation"] == DOCQA_EXPLANATION
+    assert any(DOCQA_QUESTION_PART in t for m in judge_call.input for t in _texts(m.content))
