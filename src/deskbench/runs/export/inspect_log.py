@@ -19,9 +19,10 @@ Python audit hook on every socket connect and DNS lookup: importing `inspect_ai.
 local socket pair of an asyncio event loop) and write nothing outside the log's path. Its
 network paths are elsewhere: model providers, `inspect view`'s bundle fetch (inspect_ai/_lfs,
 used by the viewer's dist when not bundled), tiktoken token estimates for model calls, and
-telemetry only when INSPECT_TELEMETRY names a hook. Nothing here touches them; to keep a
-user's environment from turning one on, the export clears INSPECT_TELEMETRY and
-INSPECT_API_KEY_OVERRIDE hooks for its own process (they would load user code on import).
+telemetry and key-override hooks (INSPECT_TELEMETRY, INSPECT_API_KEY_OVERRIDE), which inspect_ai
+loads only for model calls. Nothing here reaches them; the export also drops those two variables
+for its own process, so a user's environment cannot turn one on through some later code path.
+`inspect view` serves its bundled viewer offline too (checked the same way).
 `tests/test_export_inspect.py` writes and reads back with every non-loopback connect refused.
 """
 
