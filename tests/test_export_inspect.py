@@ -326,3 +326,54 @@ def test_score_time_judge_calls_are_in_the_sample(operator_corpus: Corpus, tmp_p
     assert verdict.function == "submit_judgment" and verdict.arguments == json.loads(run.judge_reply)
     assert verdict.arguments["explanation"] == DOCQA_EXPLANATION
     assert any(DOCQA_QUESTION_PART in t for m in judge_call.input for t in _texts(m.content))
+
+
+def test_a_deliverables_run_exports_prompt_response_and_grading_calls(tmp_path: Path,
+                                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    """deliverable-agent on a bundled package: the prompt as sent, the response as returned, the
+    golden answer as target, the ungraded item unscored (no rubric grade yet), the llm_check
+    judge's call in its span."""
+    require_tool("bwrap")
+    from test_transcripts_tracks import deliverables_run
+
+    run = deliverables_run(tmp_path)
+    offline = block_network(monkeypatch)
+    (path,) = _export(run.out, tmp_path / "logs")
+    log = inspect_log.read_eval_log(str(path), resolve_attachments=True)
+    assert offline == [] and log.eval.task == "deliverables" and log.samples is not None
+    (sample,) = log.samples
+    store = RunStore(run.out, create=False)
+    (task,) = store.deliverable_tasks()
+    outcomes = get_track("deliverables").outcomes(store, run.system, OutcomeOptions())
+    store.close()
+    assert sample.input == task.prompt and sample.target == [task.golden.answer]
+    first = run.requests[0]["messages"]
+    assert [t for m in sample.messages[: len(first)] for t in _texts(m.content)] == [m["content"] for m in first]
+    assert _texts(sample.messages[-1].content) == [run.reply] and sample.output.completion == run.reply
+    assert [o.status for o in outcomes] == ["unscored"] and sample.scores is None
+    assert sample.metadata["score_status"].startswith("unscored")
+    spans = [e.name for e in sample.events if e.event == "span_begin"]
+    assert spans == [f"judge: {run.judge_scorer}"]
+
+
+def test_an_episode_without_a_transcript_still_exports(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """An imported prediction has no transcript: the sample has the task, the answer and the score,
+    no messages."""
+    from deskbench.runs.store import Episode
+    from deskbench.tasks.docqa import DocQASubmission
+
+    store = RunStore(tmp_path / "run")
+    store.save_tasks([GOOD])
+    store.set_meta("track", "docqa")
+    store.record(Episode(task_id="q1", system="imported", status="ok",
+                         submission=DocQASubmission(id="q1", answer=["Mountain car"],
+                                                    citations=[{"file": "alpha.pdf", "page": 1}])))  # type: ignore[list-item]
+    store.close()
+    offline = block_network(monkeypatch)
+    (path,) = _export(tmp_path / "run", tmp_path / "logs")
+    log = inspect_log.read_eval_log(str(path))
+    assert offline == [] and log.samples is not None
+    (sample,) = log.samples
+    assert sample.input == QUESTION and sample.messages == [] and sample.metadata["transcript"] is False
+    assert sample.scores is not None and sample.scores["score"].value == 1.0 and sample.output.completion == "Mountain car"
+    assert log.eval.model == "imported"
