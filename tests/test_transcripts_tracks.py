@@ -27,8 +27,9 @@ from deskbench.runs.store import RunStore
 from deskbench.runs.transcript import ModelCallEvent, ToolEvent, Transcript, TranscriptDoc, expand
 from deskbench.scoring.judge_log import DOCQA_JUDGE, LLM_CHECK, QA_JUDGE, RUBRIC_GRADER
 from deskbench.tasks.analytics import AnalyticsTask, read_tasks
-from deskbench.tasks.deliverables import RUBRIC_CODES
+from deskbench.tasks.deliverables import RUBRIC_CODES, load_packages
 from deskbench.tasks.docqa import DocQATask
+from deskbench.tracks.analytics.scoring.analytics import AnalyticsItemScore
 
 Script = Callable[[dict[str, Any], int], dict[str, Any]]
 AGENT, JUDGE = "agent", "judge"  # the scripted server answers by the request's model name
@@ -115,7 +116,6 @@ def deliverables_run(work: Path, package: str = "dl-0002-rcp") -> ScriptedRun:
     """deliverable-agent on one bundled package (it has an llm_check verifier), answering in text
     at once; run with --judge, so the llm_check judge is asked when the run is scored."""
     from deskbench.generate.demo import bundled_dir
-    from deskbench.tasks.deliverables import load_packages
 
     packages = work / "packages"
     shutil.copytree(bundled_dir() / "deliverables" / package, packages / package)
@@ -249,6 +249,20 @@ def test_analytics_transcript_and_its_judge(analytics_tasks: Path, tmp_path: Pat
     (wire,) = judge_requests(run)
     assert_requests_match(judges[QA_JUDGE], [wire])
     assert any(run.reply in doc_text(m) for m in judges[QA_JUDGE].conversation(0))  # it judged this answer
+    store.close()
+
+    # --items-out: the question, gold, prediction, metrics and the judge's reasoning in one row
+    items = tmp_path / "items.jsonl"
+    _cli("score", str(run.out), "--judge", f"openai-compat/{JUDGE}@http://127.0.0.1:9/v1", "--items-out", str(items),
+         cache=tmp_path / "cache", quiet=False)  # the judge's reply comes from the cache: nothing listens on :9
+    (row,) = [json.loads(line) for line in items.read_text(encoding="utf-8").splitlines()]
+    task = analytics_qa_task(analytics_tasks)
+    assert row["system"] == run.system and row["task_id"] == task.id and row["attempt"] == 0
+    assert row["question"] == task.instruction and row["gold"]["answer"] == task.answer
+    assert row["prediction"]["answer"] == run.reply and row["prediction"]["files"] == []
+    assert row["score"] == 1.0 and row["status"] == "scored" and row["source"] == "judge"
+    assert row["judge"] == {QA_JUDGE: {"verdict": 1.0, "reasoning": ANALYTICS_REASON, "error": None}}
+    assert AnalyticsItemScore.model_validate(row).judge_reasons == {"qa": ANALYTICS_REASON}  # still reads as an item
 
 
 def test_deliverables_transcript_and_its_llm_check(tmp_path: Path) -> None:
@@ -288,6 +302,23 @@ def test_deliverables_transcript_and_its_llm_check(tmp_path: Path) -> None:
     assert reply_text(graded_call) == grade
     assert_requests_match(judges[RUBRIC_GRADER], sent_to_grader)
     assert any(DELIVERABLE_TEXT in doc_text(m) for m in judges[RUBRIC_GRADER].conversation(0))
+
+    # --items-out: the prompt, the gold and rubric, the response, the llm_check reasons and the grade's justifications
+    items = tmp_path / "items.jsonl"
+    _cli("score", str(run.out), "--judge", f"openai-compat/{JUDGE}@http://127.0.0.1:9/v1", "--items-out", str(items),
+         cache=tmp_path / "cache", quiet=False)  # the llm_check replies come from the cache
+    (row,) = [json.loads(line) for line in items.read_text(encoding="utf-8").splitlines()]
+    task = load_packages(tmp_path / "packages")[0]
+    assert row["system"] == run.system and row["task_id"] == task.id
+    assert row["question"] == task.prompt and row["gold"]["golden"]["answer"] == task.golden.answer
+    assert [c["code"] for c in row["gold"]["rubric"]] == list(RUBRIC_CODES)
+    assert row["prediction"]["response"].strip() == DELIVERABLE_TEXT
+    checks = row["judge"][LLM_CHECK]["checks"]
+    assert checks and all(c == {"verdict": "pass", "reasoning": CHECK_REASON} for c in checks.values())
+    grade_row = row["judge"][RUBRIC_GRADER]
+    assert grade_row["verdict"] == dict.fromkeys(RUBRIC_CODES, 2) and row["scores"] == grade_row["verdict"]
+    assert grade_row["reasoning"] == {c: f"{c}: {GRADER_WHY}" for c in RUBRIC_CODES}
+    assert row["v"] >= 0 and "vrs_strict" in row
 
 
 def test_docqa_judge_reasoning_is_kept_and_a_rescore_reads_the_cache(operator_corpus: Corpus, tmp_path: Path) -> None:

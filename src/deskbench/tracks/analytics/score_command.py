@@ -118,8 +118,11 @@ def score_analytics(store: RunStore, *, system: str | None, judge: str | None, c
         reports[name] = summarize_analytics(items, system=name, k=k, task_ids=task_ids,
                                             protocol=system_protocol(store, name, protocol))
     attach_summary_ablations(list(reports.values()))  # Table 2's Δ when a [no-summary] twin was scored too
-    if items_out is not None:
-        items_out.write_text("".join(it.model_dump_json() + "\n" for its in scored.values() for it in its))
+    if items_out is not None:  # each item with its question, gold, prediction and judges' reasoning
+        from deskbench.scoring.items_out import write_rows
+        from deskbench.tracks.analytics.scoring.analytics_items import store_rows
+
+        write_rows(items_out, store_rows(store, [it for its in scored.values() for it in its]))
     if as_json:
         print_system_reports(reports)
     else:

@@ -33,14 +33,17 @@ def score_deliverables(store: RunStore, *, systems: list[str] | None, judge: str
         close_models(judge_model)
     if not items:
         raise UserError(f"the run in {store.dir} has no episodes yet; run 'deskbench run' first")
-    if items_out is not None:
-        items_out.write_text("".join(i.model_dump_json() + "\n" for i in items), encoding="utf-8")
+    finals = GradeStore(store.dir).final_grades(None, verifiers=False)
+    if items_out is not None:  # each item with its prompt, gold, response and the judges' and grader's reasoning
+        from deskbench.scoring.items_out import write_rows
+        from deskbench.tracks.deliverables.scoring.deliverables_items import store_rows
+
+        write_rows(items_out, store_rows(store, items, finals))
     from deskbench.runs.protocol import stored_protocol
 
     report = summarize(items, store.deliverable_tasks(), reviewed_only=reviewed_only)
     run_side = stored_protocol(store)
     report.run_protocol = {s: run_side[s] for s in report.systems if s in run_side}
-    finals = GradeStore(store.dir).final_grades(None, verifiers=False)
     chosen = {k: f for k, f in finals.items() if systems is None or f.system in systems}
     report.failure_tags = tag_counts(chosen, regex_tags, name="regex")
     if as_json:

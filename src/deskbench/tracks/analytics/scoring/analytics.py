@@ -41,7 +41,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
-from pydantic import BaseModel
+from pydantic import BaseModel, Field
 
 from deskbench.errors import UserError
 from deskbench.models.types import ChatModel
@@ -76,6 +76,11 @@ class AnalyticsItemScore(BaseModel):
     glyph_check: str | None = None  # charts: pass / fail / unobservable / not_applicable
     correctness: float | None = None  # charts: C, the share of rubric items satisfied (Listing 3)
     readability: float | None = None  # charts: R, the share of the 8 readability dimensions (Listing 4)
+    dimensions: dict[str, int] = Field(default_factory=dict)  # charts: each readability dimension's 0/1
+    # what a model judge said, as it said it (qa: {"qa": reason}; charts: the correctness reason
+    # and each dimension's); `reason` stays the one-line summary
+    judge_reasons: dict[str, str] = Field(default_factory=dict)
+    judge_error: str | None = None  # why a judge gave no verdict (a failed call, no valid reply)
     rounds: int = 0
     tokens: int = 0  # input + output, kept for items files written before the split
     input_tokens: int = 0  # prompt tokens over the episode's model calls (each call resends the history)
@@ -139,6 +144,9 @@ async def _qa(task: AnalyticsTask, sub: AnalyticsSubmission, base: AnalyticsItem
     if not sub.answer.strip():
         return base.model_copy(update={"reason": "no final answer", "error_category": "other"})
     v = await score_qa(task, sub.answer, recorded(judges.qa, QA_JUDGE))
+    if v.source == "judge":
+        said = {"qa": v.reason} if v.status == "scored" else {}
+        base = base.model_copy(update={"judge_reasons": said, "judge_error": v.judge_error})
     if v.status != "scored" or v.score is None:
         return base.model_copy(update={"status": "unscored", "score": None, "source": v.source, "reason": v.reason})
     error: ErrorCategory | None = None
@@ -160,6 +168,8 @@ async def _chart(task: AnalyticsTask, sub: AnalyticsSubmission, files_dir: Path,
     logs = ["\n".join(sub.file_warnings[name])] if name in sub.file_warnings else []
     v = await score_chart(task, chart, recorded(judges.chart, CHART_JUDGE), stderr_logs=logs)
     garbled = v.glyph_check == "fail"
+    base = base.model_copy(update={"judge_reasons": v.reasons, "judge_error": v.judge_error,
+                                   "dimensions": v.dimensions})
     if v.status != "scored" or v.score is None:
         return base.model_copy(update={
             "status": "unscored", "score": None, "source": "chart_judge", "glyph_check": v.glyph_check,
