@@ -82,3 +82,22 @@ def test_a_client_the_sdk_must_handle_itself_keeps_the_sdk_path() -> None:
     with_query = AsyncOpenAI(api_key="sk-test", base_url="http://127.0.0.1:9/v1", default_query={"api-version": "1"})
     assert direct_post(plain, "/chat/completions", 1.0) is not None
     assert direct_post(with_query, "/chat/completions", 1.0) is None
+
+
+def test_a_proxy_from_the_environment_is_used(monkeypatch: pytest.MonkeyPatch) -> None:
+    """HTTP_PROXY is honoured as the SDK's client honours it (looked up once, not per request)."""
+    with FakeOpenAI(script=lambda body, n: CASES["text"]) as proxy:
+        monkeypatch.setenv("HTTP_PROXY", proxy.base_url.removesuffix("/v1"))
+        monkeypatch.delenv("NO_PROXY", raising=False)
+        monkeypatch.delenv("no_proxy", raising=False)
+
+        async def go() -> str:
+            model = OpenAIChat("gpt-4.1", base_url="http://models.invalid/v1", api_key="sk-test", timeout=2)
+            assert model._direct is not None and model._direct.proxy is not None
+            try:
+                return (await model.complete(REQUEST)).message.text()
+            finally:
+                await model.aclose()
+
+        assert asyncio.run(go()) == "the answer ñ✓"
+        assert proxy.headers[-1].get("Host", proxy.headers[-1].get("host")) == "models.invalid"

@@ -16,10 +16,13 @@ parameters. Anything else (or an SDK without these attributes) keeps the SDK's o
 
 from __future__ import annotations
 
+import contextlib
 import json
 from typing import Any
 
 import aiohttp
+from aiohttp.helpers import get_env_proxy_for_url
+from yarl import URL
 
 from deskbench.models.sdk_errors import status_error
 from deskbench.models.types import ModelError
@@ -54,11 +57,18 @@ class DirectPost:
         self.headers = headers
         self.timeout = aiohttp.ClientTimeout(total=timeout)
         self._session: aiohttp.ClientSession | None = None
+        # HTTP(S)_PROXY / NO_PROXY from the environment, as the SDK's client honours them, looked
+        # up once: a session with trust_env looks them (and ~/.netrc) up in a worker thread on
+        # every request, two thread hops a call
+        self.proxy: URL | None = None
+        self.proxy_auth: aiohttp.BasicAuth | None = None
+        with contextlib.suppress(LookupError):
+            self.proxy, self.proxy_auth = get_env_proxy_for_url(URL(url))
 
     def _session_here(self) -> aiohttp.ClientSession:
         if self._session is None or self._session.closed:
             self._session = aiohttp.ClientSession(
-                connector=aiohttp.TCPConnector(limit=_MAX_CONNECTIONS), trust_env=True, timeout=self.timeout)
+                connector=aiohttp.TCPConnector(limit=_MAX_CONNECTIONS), timeout=self.timeout)
         return self._session
 
     async def post(self, body: dict[str, Any]) -> object:
@@ -66,7 +76,8 @@ class DirectPost:
         wrong with it); a refusal, timeout or lost connection as ModelError."""
         data = json.dumps(body, ensure_ascii=False, separators=(",", ":"), allow_nan=False).encode()
         try:
-            async with self._session_here().post(self.url, data=data, headers=self.headers) as response:
+            async with self._session_here().post(self.url, data=data, headers=self.headers, proxy=self.proxy,
+                                                 proxy_auth=self.proxy_auth) as response:
                 raw = await response.read()
                 status, reply_headers = response.status, response.headers
         except TimeoutError as exc:  # aiohttp's timeouts are TimeoutErrors too

@@ -102,6 +102,7 @@ def cost_summary(cost: float | None) -> str:
 class PriceTable:
     def __init__(self, extra: dict[str, tuple[float, float]] | None = None) -> None:
         self.prices = {**BUILTIN, **(extra or {})}
+        self._found: dict[str, tuple[float, float] | None] = {}  # price() by model: it runs on every call
 
     @classmethod
     def load(cls, path: Path | None = None) -> PriceTable:
@@ -112,9 +113,12 @@ class PriceTable:
 
     def price(self, model: str) -> tuple[float, float] | None:
         """The longest table entry that the model name starts with (dated versions match)."""
+        if model in self._found:  # the table is not changed once built
+            return self._found[model]
         name = model.rsplit("/", 1)[-1].lower()
         matches = [k for k in self.prices if name.startswith(k.lower())]
-        return self.prices[max(matches, key=len)] if matches else None
+        found = self._found[model] = self.prices[max(matches, key=len)] if matches else None
+        return found
 
     def cost(self, model: str, input_tokens: int, output_tokens: int) -> float | None:
         """USD for one call; None when the model has no price."""
