@@ -374,3 +374,22 @@ def test_deliverables_episode_holds_what_was_sent_and_returned(tmp_path: Path) -
     # ungraded: unscored, not wrong; the deterministic verifiers' results are listed
     assert re.search(r'<h2>Score: <span class="outcome">unscored</span>', page)
     assert '<table class="verifiers">' in page and all(v.id in text for v in task.verifiers)
+
+
+def test_score_time_judge_calls_are_shown(runs: dict[str, Any], tmp_path: Path) -> None:
+    from deskbench.runs.store import RunStore
+    from deskbench.runs.transcript import ModelCallEvent, TranscriptDoc
+
+    run = tmp_path / "judged"
+    shutil.copytree(runs["root"] / "runB", run)
+    said = "The answer names the <b>right</b> car (quetzal-judge)."
+    asked = [{"role": "user", "content": f"Question: {TASKS[0]['question']}"}]
+    call = ModelCallEvent(at=0.0, seconds=0.5, model="openai/judge", prefix=0, messages=asked,
+                          reply={"message": {"role": "assistant", "content": said}, "finish_reason": "stop"})
+    RunStore(run, create=False).record_judge_transcript("v/1", SYSTEM, 0, "answer-judge", TranscriptDoc(events=[call]))
+    c = _viewer(run)
+    page = episode(c, "judged", "v/1")
+    judges = re.search(r'<section class="judges" id="judges">(.*?)</section>\s*<section class="transcript"', page, re.S)
+    assert judges is not None and "<h3>answer-judge</h3>" in judges.group(1)
+    assert said not in page and said in html.unescape(judges.group(1)) and asked[0]["content"] in html.unescape(judges.group(1))
+    assert '<section class="judges"' not in episode(c, "judged", "v/2")  # only the episode judged
