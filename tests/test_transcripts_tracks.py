@@ -25,7 +25,7 @@ from deskbench.corpus import Corpus
 from deskbench.models.types import ChatRequest, ChatResponse, ImagePart, Message
 from deskbench.runs.store import RunStore
 from deskbench.runs.transcript import ModelCallEvent, ToolEvent, Transcript, TranscriptDoc, expand
-from deskbench.scoring.judge_log import DOCQA_JUDGE, LLM_CHECK, QA_JUDGE, RUBRIC_GRADER
+from deskbench.scoring.judge_log import DOCQA_JUDGE, FILE_JUDGE, LLM_CHECK, QA_JUDGE, RUBRIC_GRADER
 from deskbench.tasks.analytics import AnalyticsTask, read_tasks
 from deskbench.tasks.deliverables import RUBRIC_CODES, load_packages
 from deskbench.tasks.docqa import DocQATask
@@ -38,6 +38,8 @@ AGENT, JUDGE = "agent", "judge"  # the scripted server answers by the request's 
 STDOUT = "stdout-marker: 42 rows ✓"
 STDERR = "stderr-marker: naïve warning"
 ANALYTICS_CODE = f"import sys\nprint({STDOUT!r})\nprint({STDERR!r}, file=sys.stderr)\n"
+FILE_JUDGE_CODE = "import os\nprint('file-judge-marker', sorted(os.listdir('/mnt/data')))\n"
+FILE_REASON = "Both workbooks hold the same regions and totals — «checked»."
 ANALYTICS_REASON = "The conclusion states the reference total; ünïcode kept \"quoted\"."
 DELIVERABLE_TEXT = "Cost per Call fell 12% and NPS rose 5 points — both are outcomes (memo ✓)."
 GRADER_WHY = "the memo cites the v2 policy — «graded» ✓"
@@ -110,6 +112,36 @@ def analytics_run(tasks_dir: Path, work: Path) -> ScriptedRun:
     return ScriptedRun(out=out, system=f"analyst-agent:openai-compat/{AGENT}", task_id=task.id,
                        prompt=task.instruction, reply=answer, judge_scorer=QA_JUDGE, judge_reply=judge_reply,
                        requests=requests)
+
+
+def analytics_file_judged_run(tasks_dir: Path, work: Path) -> ScriptedRun:
+    """analyst-agent writing the reference workbook of a file task, run with --file-judge: the
+    agentic File Judge runs a program in the sandbox (its stdout marked), then gives its verdict."""
+    import base64
+
+    task = next(t for t in read_tasks(tasks_dir / "tasks.jsonl").items if t.template == "file_region_summary")
+    assert task.reference_file is not None
+    blob = base64.b64encode((tasks_dir / task.reference_file.path).read_bytes()).decode()
+    write = (f"import base64\nopen('/mnt/result/{task.reference_file.output_name}', 'wb')"
+             f".write(base64.b64decode('{blob}'))\nprint('saved')")
+    verdict = json.dumps({"is_correct": True, "reason": FILE_REASON}, ensure_ascii=False)
+    tasks_file = tasks_dir / f"file-{work.name}.jsonl"
+    tasks_file.write_text(task.model_dump_json() + "\n", encoding="utf-8")
+
+    def script(body: dict[str, Any], n: int) -> dict[str, Any]:
+        if body["model"] == JUDGE:
+            return _text(verdict) if _called(body) else _tool("execute_code", {"code": FILE_JUDGE_CODE})
+        return _text("Saved the workbook.") if _called(body) else _tool("execute_code", {"code": write})
+
+    out = work / "run"
+    with FakeOpenAI(script=script) as fake:
+        _cli("run", "--agent", "analyst-agent", "--tasks", str(tasks_file), "--out", str(out),
+             "--model", f"openai-compat/{AGENT}@{fake.base_url}", "--file-judge", f"openai-compat/{JUDGE}@{fake.base_url}",
+             "--concurrency", "1", cache=work / "cache")
+        requests = list(fake.requests)
+    return ScriptedRun(out=out, system=f"analyst-agent:openai-compat/{AGENT}", task_id=task.id,
+                       prompt=task.instruction, reply="Saved the workbook.", judge_scorer=FILE_JUDGE,
+                       judge_reply=verdict, requests=requests)
 
 
 def deliverables_run(work: Path, package: str = "dl-0002-rcp") -> ScriptedRun:
@@ -263,6 +295,31 @@ def test_analytics_transcript_and_its_judge(analytics_tasks: Path, tmp_path: Pat
     assert row["score"] == 1.0 and row["status"] == "scored" and row["source"] == "judge"
     assert row["judge"] == {QA_JUDGE: {"verdict": 1.0, "reasoning": ANALYTICS_REASON, "error": None}}
     assert AnalyticsItemScore.model_validate(row).judge_reasons == {"qa": ANALYTICS_REASON}  # still reads as an item
+
+
+def test_the_file_judges_programs_are_kept_with_its_calls(analytics_tasks: Path, tmp_path: Path) -> None:
+    require_tool("bwrap")
+    run = analytics_file_judged_run(analytics_tasks, tmp_path)
+    judges = run.store().judge_transcripts(run.task_id, run.system)
+    assert set(judges) == {FILE_JUDGE}
+    doc = judges[FILE_JUDGE]
+    assert_requests_match(doc, judge_requests(run))
+    first, last = calls(doc)
+    assert json.loads(reply_text(first)) == {"code": FILE_JUDGE_CODE} and reply_text(last) == run.judge_reply
+    (program,) = [e for e in doc.events if isinstance(e, ToolEvent)]
+    assert program.arguments["code"] == FILE_JUDGE_CODE
+    assert program.result["stdout"].startswith("file-judge-marker ['prediction.xlsx', 'reference.xlsx']")
+    assert doc.events.index(program) == doc.events.index(first) + 1  # in the order it happened
+    items = tmp_path / "items.jsonl"
+    _cli("score", str(run.out), "--file-judge", f"openai-compat/{JUDGE}@http://127.0.0.1:9/v1",
+         "--items-out", str(items), cache=tmp_path / "cache", quiet=False)  # replayed from the judge cache
+    (row,) = [json.loads(line) for line in items.read_text(encoding="utf-8").splitlines()]
+    assert row["judge"][FILE_JUDGE]["verdict"] is True and row["judge"][FILE_JUDGE]["reasoning"] == FILE_REASON
+    assert row["gold"]["reference_file"]["output_name"] == row["prediction"]["files"][0]["name"]
+    again = RunStore(run.out, create=False).judge_transcripts(run.task_id, run.system)[FILE_JUDGE]
+    assert [c.reply["cached"] for c in calls(again) if c.reply] == [True, True]
+    (replayed,) = [e for e in again.events if isinstance(e, ToolEvent)]  # the program really ran again
+    assert replayed.result["stdout"] == program.result["stdout"]
 
 
 def test_deliverables_transcript_and_its_llm_check(tmp_path: Path) -> None:
