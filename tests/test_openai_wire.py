@@ -101,3 +101,20 @@ def test_a_proxy_from_the_environment_is_used(monkeypatch: pytest.MonkeyPatch) -
 
         assert asyncio.run(go()) == "the answer ñ✓"
         assert proxy.headers[-1].get("Host", proxy.headers[-1].get("host")) == "models.invalid"
+
+
+def test_a_body_with_messages_encoded_once_is_the_sdk_encoding_byte_for_byte() -> None:
+    from deskbench.models.capabilities import capabilities
+    from deskbench.models.openai_chat import options_kwargs, request_kwargs, to_openai_messages
+    from deskbench.models.openai_wire import WireMessages, dumps
+
+    caps = capabilities("openai/gpt-4.1")
+    wire = WireMessages(lambda m: to_openai_messages([m])[0], chars=200)
+    messages = list(REQUEST.messages)
+    for step in range(4):  # a growing conversation: earlier messages come from the cache
+        request = REQUEST.model_copy(update={"messages": messages})
+        sent = wire.body("gpt-4.1", messages, options_kwargs(request, caps))
+        assert sent == dumps({"model": "gpt-4.1", **request_kwargs(request, caps)}).encode()
+        messages = [*messages, Message(role="assistant", content=f"step {step} ✓" * 20)]
+    assert wire._chars <= 200  # the budget holds
+    assert wire.body("m", messages[:1], {}) == dumps({"model": "m", "messages": to_openai_messages(messages[:1])}).encode()

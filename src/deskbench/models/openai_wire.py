@@ -18,6 +18,8 @@ from __future__ import annotations
 
 import contextlib
 import json
+from collections import OrderedDict
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import aiohttp
@@ -25,7 +27,7 @@ from aiohttp.helpers import get_env_proxy_for_url
 from yarl import URL
 
 from deskbench.models.sdk_errors import status_error
-from deskbench.models.types import ModelError
+from deskbench.models.types import Message, ModelError
 
 # the client attributes that, when set, make the SDK do more than send the request as built here
 _SPECIAL = ("_provider_runtime", "_workload_identity_auth", "_api_key_provider")
@@ -71,10 +73,9 @@ class DirectPost:
                 connector=aiohttp.TCPConnector(limit=_MAX_CONNECTIONS), timeout=self.timeout)
         return self._session
 
-    async def post(self, body: dict[str, Any]) -> object:
+    async def post(self, data: bytes) -> object:
         """The reply's JSON (or its text when it is not JSON: the caller's parser says what is
         wrong with it); a refusal, timeout or lost connection as ModelError."""
-        data = json.dumps(body, ensure_ascii=False, separators=(",", ":"), allow_nan=False).encode()
         try:
             async with self._session_here().post(self.url, data=data, headers=self.headers, proxy=self.proxy,
                                                  proxy_auth=self.proxy_auth) as response:
@@ -105,3 +106,43 @@ class DirectPost:
         """The session belongs to a loop that is gone: drop it (a new one is made on use)."""
         self._session = None
 
+
+
+def dumps(value: object) -> str:
+    """JSON as the SDK encodes a request body (openai._utils._json.openapi_dumps)."""
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+
+
+class WireMessages:
+    """Request bodies whose messages are encoded once each. A conversation sends every earlier
+    message again on each call, so encoding the whole body costs O(history) per call (with full
+    page texts, most of a call's CPU); each message's JSON is kept by the message's identity (the
+    entry holds the message, so the identity cannot be reused; messages are not changed once
+    made), the most recently used up to `chars` characters in all (page images are large)."""
+
+    def __init__(self, wire: Callable[[Message], dict[str, Any]], chars: int = 32_000_000) -> None:
+        self._wire = wire
+        self._budget = chars
+        self._chars = 0
+        self._done: OrderedDict[int, tuple[Message, str]] = OrderedDict()
+
+    def _encoded(self, message: Message) -> str:
+        key = id(message)
+        hit = self._done.get(key)
+        if hit is not None and hit[0] is message:
+            self._done.move_to_end(key)
+            return hit[1]
+        text = dumps(self._wire(message))
+        if hit is not None:  # cannot be: the entry holds its message; kept consistent all the same
+            self._chars -= len(self._done.pop(key)[1])
+        self._done[key] = (message, text)
+        self._chars += len(text)
+        while self._chars > self._budget and self._done:
+            self._chars -= len(self._done.popitem(last=False)[1][1])
+        return text
+
+    def body(self, model: str, messages: Sequence[Message], options: dict[str, Any]) -> bytes:
+        """The bytes of dumps({"model": model, "messages": [...], **options})."""
+        rest = dumps(options)[1:-1] if options else ""
+        return "".join(('{"model":', dumps(model), ',"messages":[', ",".join(map(self._encoded, messages)), "]",
+                        "," if rest else "", rest, "}")).encode()
