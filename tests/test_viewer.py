@@ -393,3 +393,25 @@ def test_score_time_judge_calls_are_shown(runs: dict[str, Any], tmp_path: Path) 
     assert judges is not None and "<h3>answer-judge</h3>" in judges.group(1)
     assert said not in page and said in html.unescape(judges.group(1)) and asked[0]["content"] in html.unescape(judges.group(1))
     assert '<section class="judges"' not in episode(c, "judged", "v/2")  # only the episode judged
+
+
+def test_report_links_rows_and_bad_cases_to_the_viewer(client: TestClient, runs: dict[str, Any], tmp_path: Path) -> None:
+    viewer = "http://127.0.0.1:8770"
+    linked, plain = tmp_path / "linked.html", tmp_path / "plain.html"
+    for target, extra in ((linked, ("--viewer-url", viewer)), (plain, ())):
+        proc = run_cli("report", str(runs["root"] / "runA"), "-o", str(target), *extra)
+        assert proc.returncode == 0, proc.stderr
+    assert 'class="episodes"' not in plain.read_text() and viewer not in plain.read_text()  # a standalone file
+    page = linked.read_text()
+    leaderboard = re.search(r'<table id="leaderboard">(.*?)</table>', page, re.S)
+    errors = re.search(r'<table id="errors-table">(.*?)</table>', page, re.S)
+    assert leaderboard is not None and errors is not None
+    rows = re.findall(r'<a class="episodes" href="([^"]+)">([^<]+)</a>', leaderboard.group(1))
+    assert {html.unescape(text) for _, text in rows} == {SYSTEM, "lexical"}
+    bad = {html.unescape(href) for href, _ in re.findall(r'<a class="episodes" href="([^"]+)">([^<]+)</a>', errors.group(1))}
+    retrieval = f"{viewer}/?system=bm25-agent%3Aopenai%2Fgpt-4.1&error=retrieval"
+    assert retrieval in bad
+    # the link, followed in the viewer, lists the episode the report counted there
+    assert ("runA", SYSTEM, "v/2") in _rows(client.get(retrieval.removeprefix(viewer)).text)
+    proc = run_cli("report", str(runs["root"] / "runA"), "-o", str(tmp_path / "x.html"), "--viewer-url", "127.0.0.1:8770")
+    assert proc.returncode == 2 and "--viewer-url" in proc.stderr and "Traceback" not in proc.stderr

@@ -38,6 +38,7 @@ def report(
     file_judge_all: Annotated[bool | None, typer.Option("--file-judge-all/--file-judge-deferred", help="analytics: with --file-judge, every output file goes to the File Judge, the comparator's verdict kept beside it (the paper's protocol; the default) | only files the comparator cannot read (cheaper; not the paper's protocol).")] = None,
     pool_humans: Annotated[bool, typer.Option("--pool-humans", help="docqa runs: one 'human' row for every annotator's human:NAME episodes (earliest answer per question).")] = False,
     corpus: Annotated[Path | None, typer.Option("--corpus", "-c", help="docqa runs: the corpus they searched; adds its statistics by domain and category (MADQA Tables 2 and 6).")] = None,
+    viewer_url: Annotated[str | None, typer.Option("--viewer-url", help="Link each leaderboard row and bad case to its episodes in a running 'deskbench view' at this address (e.g. http://127.0.0.1:8770); without it the report links nowhere (a standalone file).")] = None,
     reviewed_only: Annotated[bool, typer.Option("--reviewed-only", help="deliverables runs: count only rubric grades a QC reviewer has reviewed (the paper's protocol, Appendix C); by default every usable grade counts and the share reviewed is shown.")] = False,
     judge_temperature: JudgeTemperatureOpt = None,
     judge_top_p: JudgeTopPOpt = None,
@@ -59,7 +60,10 @@ def report(
                     judge_reasoning_effort=judge_reasoning_effort, judge_max_tokens=judge_max_tokens)
     if concurrency < 1:
         raise UserError(f"--concurrency {concurrency} is not valid; use 1 or more")
-    params = {name: value for name, value in ctx.params.items() if name != "run_dirs"}
+    if viewer_url is not None and not viewer_url.startswith(("http://", "https://")):
+        raise UserError(f"--viewer-url {viewer_url!r} is not an http(s) address; give the one 'deskbench view' prints, "
+                        "e.g. http://127.0.0.1:8770")
+    params = {name: value for name, value in ctx.params.items() if name not in ("run_dirs", "viewer_url")}
     data = build_report(run_dirs, **params)
-    write_report(data, output)
+    write_report(data, output, viewer_url)
     out.print(f"wrote {output} ({', '.join(f'{s.n_systems} {s.track}' for s in data.sections)} system(s))")

@@ -8,6 +8,7 @@ import importlib.resources
 import math
 from functools import cache
 from pathlib import Path
+from urllib.parse import urlencode
 
 from jinja2 import (
     ChoiceLoader,
@@ -15,9 +16,11 @@ from jinja2 import (
     FunctionLoader,
     PackageLoader,
     StrictUndefined,
+    pass_context,
     select_autoescape,
 )
-from markupsafe import Markup
+from jinja2.runtime import Context
+from markupsafe import Markup, escape
 
 from deskbench.errors import UserError
 from deskbench.models.prices import UNKNOWN, format_cost
@@ -72,6 +75,18 @@ def points(x: float | None, ci: tuple[float, float] | None = None) -> str:
     return text + (f" [{100 * ci[0]:+.1f}, {100 * ci[1]:+.1f}]" if ci is not None else "")
 
 
+@pass_context
+def episodes(ctx: Context, text: object, **query: object) -> Markup:
+    """`text` linked to its episodes in a running `deskbench view` (the table filtered by `query`:
+    system, error class) when the report was written with --viewer-url; else `text` alone, so the
+    report stays a standalone file."""
+    base = ctx.get("viewer_url")
+    if not base:
+        return escape(text)
+    href = f"{str(base).rstrip('/')}/?{urlencode({k: v for k, v in query.items() if v is not None})}"
+    return Markup('<a class="episodes" href="{}">{}</a>').format(href, text)
+
+
 def data_uri(png: bytes) -> str:
     return "data:image/png;base64," + base64.b64encode(png).decode("ascii")
 
@@ -95,26 +110,29 @@ def _env() -> Environment:
                                            FunctionLoader(_package_template)]),
                       autoescape=select_autoescape(["html", "j2"], default_for_string=True, default=True),
                       undefined=StrictUndefined, trim_blocks=True, lstrip_blocks=True)
-    env.filters.update(pct=pct, num=num, money=money, interval=interval, pvalue=pvalue, points=points)
+    env.filters.update(pct=pct, num=num, money=money, interval=interval, pvalue=pvalue, points=points,
+                       episodes=episodes)
     return env
 
 
-def render_section(section: ReportSection) -> Markup:
+def render_section(section: ReportSection, viewer_url: str | None = None) -> Markup:
     """A section's body: its template over `section`, `d` (its data), `images` (its figures as data
-    URIs) and the data's own context. Empty for a section without a template."""
+    URIs), `viewer_url` (where `|episodes` links go) and the data's own context. Empty for a
+    section without a template."""
     if section.template is None:
         return Markup("")
     images = {name: data_uri(png) for name, png in section.data.figures().items()}
     html = _env().get_template(section.template).render(section=section, d=section.data, images=images,
-                                                        **section.data.context())
+                                                        viewer_url=viewer_url, **section.data.context())
     return Markup(html if html.endswith("\n") else html + "\n")  # the next section starts on a line of its own
 
 
-def render_html(report: Report) -> str:
+def render_html(report: Report, viewer_url: str | None = None) -> str:
     """The page: every section's body in the order of the sections, then every Comparison, the
-    model settings and the footer."""
+    model settings and the footer. With `viewer_url` (a running `deskbench view`), leaderboard rows
+    and bad cases link to their episodes there."""
     return _env().get_template("report.html.j2").render(
-        report=report, bodies=[render_section(s) for s in report.sections])
+        report=report, bodies=[render_section(s, viewer_url) for s in report.sections])
 
 
 def write_page(html: str, path: Path) -> None:
@@ -126,5 +144,5 @@ def write_page(html: str, path: Path) -> None:
         raise UserError(f"cannot write {path}: {exc.strerror or exc}; choose another -o path") from exc
 
 
-def write_report(report: Report, path: Path) -> None:
-    write_page(render_html(report), path)
+def write_report(report: Report, path: Path, viewer_url: str | None = None) -> None:
+    write_page(render_html(report, viewer_url), path)

@@ -38,6 +38,7 @@ from deskbench.web.viewer_data import (
     TableQuery,
     ViewerRun,
     answer_view,
+    failure,
     open_runs,
     task_view,
 )
@@ -128,7 +129,8 @@ def create_viewer_app(run_dirs: Sequence[Path | str], corpus_dir: Path | str | N
                   if (r.key, e.system, e.attempt) != (run.key, episode.system, episode.attempt)]
         return {"run": run, "ep": episode, "task": task, "answer": answer, "marks": marks,
                 "score": catalog.score(run, episode), "row": catalog.row(run, episode), "steps": shown,
-                "judges": judges, "others": others, "corpus": corpus is not None}
+                "judges": judges, "others": others, "corpus": corpus is not None,
+                "failure": failure(episode, run)}
 
     @app.get("/", response_class=HTMLResponse)
     def table(request: Request) -> HTMLResponse:

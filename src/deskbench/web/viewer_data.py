@@ -170,11 +170,21 @@ class EpisodeRow(BaseModel):
 
 
 def error_class(episode: Episode, score: EpisodeScore, run: ViewerRun) -> str | None:
-    """A failed episode's category (diagnose: timeout, step_limit, model_error, ...), else the
-    track's class of a wrong answer (docqa's MADQA H.3, analytics' error category)."""
+    """The track's class of a wrong item, as the report counts it (docqa's MADQA H.3, where a
+    failed episode is a refusal; analytics' error type), so the report's links find it; else a
+    failed episode's category (diagnose: timeout, step_limit, model_error, ...)."""
+    if score.error_class and score.outcome != "correct":
+        return score.error_class
     if episode.status != "ok":
         return diagnose_episode(episode, run.tasks.get(episode.task_id), run.track).category
-    return score.error_class if score.outcome == "wrong" else None
+    return None
+
+
+def failure(episode: Episode, run: ViewerRun) -> str | None:
+    """diagnose's category of a failed episode (what went wrong on the trajectory)."""
+    if episode.status == "ok":
+        return None
+    return diagnose_episode(episode, run.tasks.get(episode.task_id), run.track).category
 
 
 class Catalog:
