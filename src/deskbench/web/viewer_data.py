@@ -199,8 +199,9 @@ class Catalog:
     def run(self, key: str) -> ViewerRun | None:
         return next((r for r in self.runs if r.key == key), None)
 
-    def scores(self, run: ViewerRun, system: str) -> tuple[Scores, str]:
-        count = sum(run.store.episode_counts().get(system, {}).values())
+    def scores(self, run: ViewerRun, system: str, counts: dict[str, dict[str, int]] | None = None) -> tuple[Scores, str]:
+        """`counts`: the run's episode counts when the caller has them (one query per table, not per row)."""
+        count = sum((counts if counts is not None else run.store.episode_counts()).get(system, {}).values())
         with self._lock:  # one scoring per system at a time: the scorers open event loops
             cached = self._scores.get((run.key, system))
             if cached is None or cached[0] != count:
@@ -209,13 +210,13 @@ class Catalog:
                 self._scores[(run.key, system)] = cached
         return cached[1], cached[2]
 
-    def score(self, run: ViewerRun, episode: Episode) -> EpisodeScore:
-        scores, problem = self.scores(run, episode.system)
+    def score(self, run: ViewerRun, episode: Episode, counts: dict[str, dict[str, int]] | None = None) -> EpisodeScore:
+        scores, problem = self.scores(run, episode.system, counts)
         found = scores.get((episode.task_id, episode.attempt))
         return found if found is not None else EpisodeScore(why_unscored=problem or "the scorer did not score it")
 
-    def row(self, run: ViewerRun, episode: Episode) -> EpisodeRow:
-        score = self.score(run, episode)
+    def row(self, run: ViewerRun, episode: Episode, counts: dict[str, dict[str, int]] | None = None) -> EpisodeRow:
+        score = self.score(run, episode, counts)
         task = task_view(run.tasks.get(episode.task_id))
         return EpisodeRow(
             run=run.key, track=run.track, system=episode.system, task_id=episode.task_id, attempt=episode.attempt,
@@ -225,7 +226,11 @@ class Catalog:
             cost_usd=episode.usage.cost_usd, hop_type=task.hop_type, error_class=error_class(episode, score, run))
 
     def rows(self) -> list[EpisodeRow]:
-        return [self.row(run, ep) for run in self.runs for ep in run.store.episodes()]
+        out = []
+        for run in self.runs:
+            counts = run.store.episode_counts()
+            out += [self.row(run, ep, counts) for ep in run.store.episodes()]
+        return out
 
     def episode(self, run_key: str, system: str, task_id: str, attempt: int) -> tuple[ViewerRun, Episode] | None:
         run = self.run(run_key)
