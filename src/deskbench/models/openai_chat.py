@@ -213,7 +213,8 @@ class OpenAIChat:
         self._client: AsyncOpenAI | None = self._new_client()  # checks the key now, not at the first call
         self._loop: asyncio.AbstractEventLoop | None = None
         self._ramp = _NewConnectionRamp()
-        self._wire = WireMessages(lambda m: to_openai_messages([m], null_content=self.caps.null_content)[0])
+        null_content = self.caps.null_content
+        self._wire = WireMessages(lambda m: to_openai_messages([m], null_content=null_content)[0])
 
     def _new_client(self) -> AsyncOpenAI:
         try:
@@ -235,6 +236,8 @@ class OpenAIChat:
         model may serve several `asyncio.run`s (a run, then its judge)."""
         loop = asyncio.get_running_loop()
         if self._client is None or (self._loop is not None and self._loop is not loop):
+            if self._direct is not None:
+                self._direct.discard()  # its session belongs to the loop that is gone
             self._client = self._new_client()
             self._ramp = _NewConnectionRamp()  # the new client's pool is empty
         self._loop = loop

@@ -102,9 +102,20 @@ class DirectPost:
             await self._session.close()
         self._session = None
 
-    def loop_changed(self) -> None:
-        """The session belongs to a loop that is gone: drop it (a new one is made on use)."""
-        self._session = None
+    def discard(self) -> None:
+        """Forget the session without awaiting (its event loop is gone, or this object is): its
+        pooled connections are closed where the loop still runs, and aiohttp's "Unclosed
+        connector" warning, meant for a session forgotten by mistake, is not printed."""
+        session, self._session = self._session, None
+        if session is None or session.closed:
+            return
+        connector = session.connector
+        session.detach()
+        if connector is not None:
+            connector._close()  # the synchronous part of BaseConnector.close()
+
+    def __del__(self) -> None:
+        self.discard()
 
 
 
