@@ -153,9 +153,11 @@ class Transcript:
             reply = {"message": message_json(response.message, self.blobs), "finish_reason": response.finish_reason,
                      "model": response.model, "cached": response.cached,
                      "usage": response.usage.model_dump(exclude={"cost_known"})}
-        self.events.append(ModelCallEvent(at=at, seconds=round(seconds, 4), model=model, prefix=prefix,
-                                          messages=[message_json(m, self.blobs) for m in messages[prefix:]],
-                                          options=options, reply=reply, error=error))
+        # built from values made here, of the declared types: not validated again (a call's
+        # messages would be copied dict by dict on every call)
+        self.events.append(ModelCallEvent.model_construct(
+            at=at, seconds=round(seconds, 4), model=model, prefix=prefix,
+            messages=[message_json(m, self.blobs) for m in messages[prefix:]], options=options, reply=reply, error=error))
 
     def tool(self, name: str, arguments: dict[str, Any], result: dict[str, Any]) -> None:
         self.events.append(ToolEvent(at=self.elapsed(), name=name, arguments=arguments, result=result))
