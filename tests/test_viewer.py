@@ -142,11 +142,11 @@ def test_the_table_lists_every_episode_of_both_runs(client: TestClient) -> None:
     row = re.search(r'data-task="v/2" data-system="bm25-agent:openai/gpt-4.1">(.*?)</tr>', page, re.S)
     assert row is not None
     cells = [html.unescape(re.sub(r"<[^>]+>", "", c)).strip() for c in re.findall(r"<td[^>]*>(.*?)</td>", row.group(1), re.S)]
-    # run, system, task, attempt, outcome, score, steps, tool calls, cost, hop type, error class, question
+    # run, system, task, attempt, outcome, score, steps, tool calls, cost, hop type, error class, scored by, question
     assert cells[:6] == ["runA", SYSTEM, "v/2", "0", "wrong", "0.00"]
     assert cells[6:8] == ["2", "1"]  # two model calls, one search
     assert cells[9:11] == ["single", "retrieval"]
-    assert cells[11].startswith("Which helicopter model")
+    assert cells[11] == "#1" and cells[12].startswith("Which helicopter model")  # scored when the run ended
     assert "cross_doc" in page  # v/1's hop type
 
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 import hashlib
 import json
 import sqlite3
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Literal
@@ -21,6 +21,8 @@ from pydantic import BaseModel, Field, SerializeAsAny, TypeAdapter, model_valida
 
 from deskbench.errors import UserError
 from deskbench.models.types import Usage
+from deskbench.runs import scorings as _scorings
+from deskbench.runs.scorings import Headline, Scoring, ScoringSettings, StoredItem
 from deskbench.runs.transcript import CODEC, Blob, Transcript, TranscriptDoc, decode, encode
 from deskbench.sqlite import ThreadLocalDB
 from deskbench.tasks.analytics import AnalyticsTask
@@ -141,6 +143,7 @@ class RunStore:
         a new table starts empty)."""
         con = self._db.conn()
         con.executescript(_JUDGE_SCHEMA)
+        con.executescript(_scorings.SCHEMA)
         columns = {r[1] for r in con.execute("PRAGMA table_info(episodes)")}
         if "task_hash" not in columns:
             try:
@@ -323,6 +326,57 @@ class RunStore:
             "SELECT scorer, codec, body FROM judge_transcripts WHERE task_id = ? AND system = ? AND attempt = ?"
             " ORDER BY created, rowid", (task_id, system, attempt)).fetchall()
         return {scorer: decode(codec, body) for scorer, codec, body in rows}  # later rows win
+
+    # -- stored scorings (runs/scorings.py) ------------------------------------------------
+
+    def record_scoring(self, track: str, settings: ScoringSettings, reports: dict[str, object],
+                       items: Sequence[StoredItem]) -> int:
+        """Keep what one `score` computed (its settings, report per system, every item's outcome
+        and --items-out row) in one transaction; returns the scoring's id."""
+        from deskbench.runs.identity import deskbench_version
+
+        version = deskbench_version()
+        with self._db.write() as con:
+            return _scorings.insert(con, created=now(), track=track, settings=settings, deskbench=version,
+                                    reports=reports, items=items)
+
+    def scorings(self) -> list[Scoring]:
+        """Every stored scoring, oldest first ([] for a run never scored with a store)."""
+        return _scorings.scorings(self._conn())
+
+    def latest_scoring(self) -> Scoring | None:
+        return _scorings.latest(self._conn())
+
+    def scored_items(self, system: str) -> dict[tuple[str, int], tuple[Scoring, StoredItem]]:
+        """Each (task, attempt) of `system` with the latest scoring that covered it."""
+        return _scorings.latest_items(self._conn(), system)
+
+    def scored_item(self, task_id: str, system: str, attempt: int = 0) -> tuple[Scoring, StoredItem] | None:
+        """One episode's item in the latest scoring that covered it; None when none did."""
+        return self.scored_items(system).get((task_id, attempt))
+
+    def finished_times(self, system: str) -> dict[tuple[str, int], str]:
+        """When each episode of `system` ended, by (task, attempt) (a rerun replaces it)."""
+        return {(t, a): f for t, a, f in self._conn().execute(
+            "SELECT task_id, attempt, finished_at FROM episodes WHERE system = ?", (system,))}
+
+    def stamp(self, tables: Mapping[str, str | None]) -> tuple[object, ...]:
+        """Something that changes with every write to `tables` (table -> a column holding each
+        row's time, or None): per table present, its row count, max rowid and latest time. A
+        reader that caches what it computed from them (the viewer) compares stamps."""
+        present = {r[0] for r in self._conn().execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+        out: list[object] = []
+        for table, column in tables.items():
+            if table in present:
+                out += self._conn().execute(
+                    f"SELECT count(*), max(rowid), {f'max({column})' if column else 'NULL'} FROM {table}").fetchone()
+        return tuple(out)
+
+    def scoring_items(self, scoring_id: int) -> list[StoredItem]:
+        return _scorings.items_of(self._conn(), scoring_id)
+
+    def scoring_headlines(self, scoring_id: int) -> dict[str, Headline]:
+        return _scorings.headlines(self._conn(), scoring_id)
 
     def blob(self, sha256: str) -> Blob | None:
         """An image the transcripts refer to as blob:<sha256>."""

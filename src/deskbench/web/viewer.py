@@ -48,7 +48,7 @@ APP_NAME = "episode viewer"
 IMAGE_MIMES = frozenset({"image/png", "image/jpeg", "image/gif", "image/webp"})
 COLUMNS = (("run", "Run"), ("system", "System"), ("task", "Task"), ("attempt", "Attempt"), ("outcome", "Outcome"),
            ("score", "Score"), ("steps", "Steps"), ("tools", "Tool calls"), ("cost", "Cost"), ("hop", "Hop type"),
-           ("error", "Error class"))
+           ("error", "Error class"), ("scoring", "Scored by"))
 
 
 def episode_id(run: str, system: str, attempt: int) -> str:

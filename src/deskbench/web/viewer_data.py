@@ -25,6 +25,7 @@ from deskbench.tasks.deliverables import DeliverableSubmission, DeliverableTask
 from deskbench.tasks.docqa import DocQASubmission, DocQATask
 from deskbench.tasks.trajectory import ModelCallStep, ToolCallStep
 from deskbench.web.viewer_scores import EpisodeScore, Scores, system_scores
+from deskbench.web.viewer_scores import stamp as run_stamp
 
 PAGE_SIZE = 200
 Page = tuple[str, int]  # (document, page)
@@ -162,6 +163,8 @@ class EpisodeRow(BaseModel):
     cost_usd: float | None
     hop_type: str | None
     error_class: str | None
+    scored_by: str = ""  # the stored scoring that decided the outcome, or the offline scorer
+    scoring: int | None = None  # that stored scoring's number (None: offline)
 
     @property
     def key(self) -> dict[str, str]:
@@ -189,47 +192,49 @@ def failure(episode: Episode, run: ViewerRun) -> str | None:
 
 class Catalog:
     """Every episode of the runs with its score. A system's scores are computed once and kept
-    until its number of episodes changes (a run still going, a resume)."""
+    until something they are computed from is written (an episode, a stored scoring, a grade:
+    viewer_scores.stamp), so a run still going, a re-score or a new grade shows on the next load."""
 
     def __init__(self, runs: Sequence[ViewerRun]) -> None:
         self.runs = list(runs)
-        self._scores: dict[tuple[str, str], tuple[int, Scores, str]] = {}
+        self._scores: dict[tuple[str, str], tuple[tuple[object, ...], Scores, str]] = {}
         self._lock = threading.Lock()
 
     def run(self, key: str) -> ViewerRun | None:
         return next((r for r in self.runs if r.key == key), None)
 
-    def scores(self, run: ViewerRun, system: str, counts: dict[str, dict[str, int]] | None = None) -> tuple[Scores, str]:
-        """`counts`: the run's episode counts when the caller has them (one query per table, not per row)."""
-        count = sum((counts if counts is not None else run.store.episode_counts()).get(system, {}).values())
+    def scores(self, run: ViewerRun, system: str, stamp: tuple[object, ...] | None = None) -> tuple[Scores, str]:
+        """`stamp`: the run's stamp when the caller has it (one query per table, not per row)."""
+        now = stamp if stamp is not None else run_stamp(run.store)
         with self._lock:  # one scoring per system at a time: the scorers open event loops
             cached = self._scores.get((run.key, system))
-            if cached is None or cached[0] != count:
+            if cached is None or cached[0] != now:
                 scores, problem = system_scores(run.store, system)
-                cached = (count, scores, problem)
+                cached = (now, scores, problem)
                 self._scores[(run.key, system)] = cached
         return cached[1], cached[2]
 
-    def score(self, run: ViewerRun, episode: Episode, counts: dict[str, dict[str, int]] | None = None) -> EpisodeScore:
-        scores, problem = self.scores(run, episode.system, counts)
+    def score(self, run: ViewerRun, episode: Episode, stamp: tuple[object, ...] | None = None) -> EpisodeScore:
+        scores, problem = self.scores(run, episode.system, stamp)
         found = scores.get((episode.task_id, episode.attempt))
         return found if found is not None else EpisodeScore(why_unscored=problem or "the scorer did not score it")
 
-    def row(self, run: ViewerRun, episode: Episode, counts: dict[str, dict[str, int]] | None = None) -> EpisodeRow:
-        score = self.score(run, episode, counts)
+    def row(self, run: ViewerRun, episode: Episode, stamp: tuple[object, ...] | None = None) -> EpisodeRow:
+        score = self.score(run, episode, stamp)
         task = task_view(run.tasks.get(episode.task_id))
         return EpisodeRow(
             run=run.key, track=run.track, system=episode.system, task_id=episode.task_id, attempt=episode.attempt,
             status=episode.status, question=task.question, outcome=score.outcome, score=score.score,  # type: ignore[arg-type]
             steps=sum(isinstance(s, ModelCallStep) for s in episode.trajectory),
             tool_calls=sum(isinstance(s, ToolCallStep) for s in episode.trajectory),
-            cost_usd=episode.usage.cost_usd, hop_type=task.hop_type, error_class=error_class(episode, score, run))
+            cost_usd=episode.usage.cost_usd, hop_type=task.hop_type, error_class=error_class(episode, score, run),
+            scored_by=score.source, scoring=score.scoring)
 
     def rows(self) -> list[EpisodeRow]:
         out = []
         for run in self.runs:
-            counts = run.store.episode_counts()
-            out += [self.row(run, ep, counts) for ep in run.store.episodes()]
+            now = run_stamp(run.store)
+            out += [self.row(run, ep, now) for ep in run.store.episodes()]
         return out
 
     def episode(self, run_key: str, system: str, task_id: str, attempt: int) -> tuple[ViewerRun, Episode] | None:
@@ -252,6 +257,7 @@ SORTS: dict[str, Callable[[EpisodeRow], Any]] = {
     "score": lambda r: (r.score is None, r.score or 0.0), "steps": lambda r: r.steps,
     "tools": lambda r: r.tool_calls, "cost": lambda r: (r.cost_usd is None, r.cost_usd or 0.0),
     "hop": lambda r: r.hop_type or "", "error": lambda r: r.error_class or "",
+    "scoring": lambda r: (r.scoring is None, r.scoring or 0),
 }
 OUTCOMES = ("correct", "wrong", "unscored")
 

@@ -15,6 +15,7 @@ from rich.table import Table
 from deskbench.console import out, print_system_reports
 from deskbench.errors import UserError
 from deskbench.runs.protocol import describe, system_protocol
+from deskbench.runs.scorings import ScoringSettings, StoredItem
 from deskbench.runs.store import RunStore
 from deskbench.tracks.analytics.scoring.analytics import (
     ERROR_CATEGORIES,
@@ -118,11 +119,22 @@ def score_analytics(store: RunStore, *, system: str | None, judge: str | None, c
         reports[name] = summarize_analytics(items, system=name, k=k, task_ids=task_ids,
                                             protocol=system_protocol(store, name, protocol))
     attach_summary_ablations(list(reports.values()))  # Table 2's Δ when a [no-summary] twin was scored too
-    if items_out is not None:  # each item with its question, gold, prediction and judges' reasoning
-        from deskbench.scoring.items_out import write_rows
-        from deskbench.tracks.analytics.scoring.analytics_items import store_rows
+    from deskbench.tracks.analytics.outcomes import analytics_outcomes
+    from deskbench.tracks.analytics.scoring.analytics_items import store_rows
 
-        write_rows(items_out, store_rows(store, [it for its in scored.values() for it in its]))
+    every = [it for its in scored.values() for it in its]
+    rows = store_rows(store, every)  # each item with its question, gold, prediction and judges' reasoning
+    if items_out is not None:
+        from deskbench.scoring.items_out import write_rows
+
+        write_rows(items_out, rows)
+    used = {"judge": judge, "chart_judge": chart_judge, "file_judge": file_judge,
+            "file_judge_all": every_file if file_judge else None}
+    scorer = "AIDABench's judges" if judge or chart_judge or file_judge else "deterministic fallbacks, no judge"
+    store.record_scoring("analytics", ScoringSettings.of(scorer, used),
+                         {name: r.model_dump(mode="json") for name, r in reports.items()},
+                         [StoredItem.of(o, row, it.reason or f"{it.source}: no judge given")
+                          for o, row, it in zip(analytics_outcomes(every), rows, every, strict=True)])
     if as_json:
         print_system_reports(reports)
     else:

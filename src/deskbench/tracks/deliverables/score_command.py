@@ -34,11 +34,13 @@ def score_deliverables(store: RunStore, *, systems: list[str] | None, judge: str
     if not items:
         raise UserError(f"the run in {store.dir} has no episodes yet; run 'deskbench run' first")
     finals = GradeStore(store.dir).final_grades(None, verifiers=False)
-    if items_out is not None:  # each item with its prompt, gold, response and the judges' and grader's reasoning
-        from deskbench.scoring.items_out import write_rows
-        from deskbench.tracks.deliverables.scoring.deliverables_items import store_rows
+    from deskbench.tracks.deliverables.scoring.deliverables_items import store_rows
 
-        write_rows(items_out, store_rows(store, items, finals))
+    rows = store_rows(store, items, finals)  # each item with its prompt, gold, response and the judges' and grader's reasoning
+    if items_out is not None:
+        from deskbench.scoring.items_out import write_rows
+
+        write_rows(items_out, rows)
     from deskbench.runs.protocol import stored_protocol
 
     report = summarize(items, store.deliverable_tasks(), reviewed_only=reviewed_only)
@@ -46,7 +48,27 @@ def score_deliverables(store: RunStore, *, systems: list[str] | None, judge: str
     report.run_protocol = {s: run_side[s] for s in report.systems if s in run_side}
     chosen = {k: f for k, f in finals.items() if systems is None or f.system in systems}
     report.failure_tags = tag_counts(chosen, regex_tags, name="regex")
+    _record(store, judge, reviewed_only, report.model_dump(mode="json"), items, rows)
     if as_json:
         print(report.model_dump_json(indent=2))
     else:
         print_summary(report, out)
+
+
+def _record(store: RunStore, judge: str | None, reviewed_only: bool, report: dict[str, object],
+            items: list, rows: list[dict[str, object]]) -> None:  # items: DeliverableItemScore
+    """Keep the scoring in the run store (runs/scorings.py): the tables over every system under
+    "*" (deliverables' --json is one report), each item's outcome and row."""
+    from deskbench.runs.scorings import ScoringSettings, StoredItem
+    from deskbench.tracks.deliverables.outcomes import deliverables_outcomes
+
+    def why(item) -> str:  # noqa: ANN001
+        if reviewed_only and item.graded and item.grade_status != "reviewed":
+            return f"the rubric grade is not QC-reviewed ({item.grade_status}; --reviewed-only)"
+        return "not graded yet (grade it with 'deskbench serve --out RUNDIR' or 'deskbench rubric grade')"
+
+    scorer = "verifiers with the llm_check judge and the rubric grades" if judge else "verifiers and the rubric grades, no judge"
+    store.record_scoring("deliverables", ScoringSettings.of(scorer, {"judge": judge, "reviewed_only": reviewed_only}),
+                         {"*": report},
+                         [StoredItem.of(o, row, why(it)) for o, row, it in
+                          zip(deliverables_outcomes(items, reviewed_only=reviewed_only), rows, items, strict=True)])

@@ -5,7 +5,7 @@ The docqa Track's `show_scores` and `deskbench score FILE --tasks` both come her
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from rich.markup import escape
@@ -14,6 +14,7 @@ from rich.table import Table
 from deskbench.console import err, out, print_system_reports
 from deskbench.console import pct as _pct
 from deskbench.errors import UserError
+from deskbench.runs.scorings import ScoringSettings, StoredItem
 from deskbench.runs.store import RunStore
 from deskbench.tracks.docqa.scoring.docqa import ScoreOptions
 
@@ -99,19 +100,24 @@ def score_run(store: RunStore, systems: Sequence[str], a: DocQAScoreArgs, *, as_
         raise UserError(f"the run in {store.dir} has no episodes yet; run 'deskbench run' first")
     reports = {}
     collected: list[dict[str, object]] = []  # every system's item rows, for --items-out
+    stored: list[StoredItem] = []  # every item of every attempt, kept in the run store
     for name in systems:
         subs, failed = run_submissions(store, name)
         scored_tasks = tasks_scored(name, task_items, {s.id for s in subs} | set(failed))
         with recording(store, name, 0):  # the judge's calls, kept with each episode (judge_transcripts)
             reports[name] = _score_and_show(scored_tasks, subs, opts, list(a.by), name=name, errors=failed,
-                                            as_json=as_json, items_out=None, collect=collected)
-        reports[name].attempts = docqa_attempts(store, name, task_items, opts, record=True)  # --attempts K > 1
+                                            as_json=as_json, items_out=None, collect=collected, stored=stored)
+        reports[name].attempts = docqa_attempts(store, name, task_items, opts, record=True,  # --attempts K > 1
+                                                stored=stored)
         if reports[name].attempts is not None and not as_json:
             _print_attempts(reports[name].attempts)
     if a.items_out is not None:  # every system's items in one file, each line naming its system
         from deskbench.tracks.docqa.scoring.docqa_items import write_rows
 
         write_rows(a.items_out, collected)
+    scorer = "MADQA's LLM judge" if a.judge else "ANLS* >= 0.5, no judge"
+    store.record_scoring("docqa", ScoringSettings.of(scorer, asdict(a)),
+                         {name: r.model_dump(mode="json") for name, r in reports.items()}, stored)
     if as_json:
         print_system_reports(reports)
 
@@ -164,9 +170,11 @@ def _some(ids: list[str]) -> str:
 
 def _score_and_show(task_items, subs, opts, groups, *, name: str, as_json: bool, items_out: Path | None,
                     errors=(), pages_coerced: int = 0, citations_dropped: int = 0,
-                    skipped_lines: int = 0, collect: list | None = None):  # -> ScoreReport
+                    skipped_lines: int = 0, collect: list | None = None,
+                    stored: list[StoredItem] | None = None):  # -> ScoreReport
     """Score, warn, print; the items go to `items_out`, or are appended to `collect` as
-    (system, item) for a caller that writes several systems' items to one file."""
+    (system, item) for a caller that writes several systems' items to one file; `stored` gets
+    them as the run store keeps them (attempt 0)."""
     from deskbench.tracks.docqa.scoring.docqa import score_all
     from deskbench.tracks.docqa.scoring.docqa_items import item_rows, write_rows
     from deskbench.tracks.docqa.scoring.docqa_summary import summarize
@@ -178,6 +186,10 @@ def _score_and_show(task_items, subs, opts, groups, *, name: str, as_json: bool,
         write_rows(items_out, item_rows(matched.pairs, items))
     if collect is not None:
         collect += item_rows(matched.pairs, items, name)
+    if stored is not None:
+        from deskbench.tracks.docqa.scoring.docqa_items import stored_items
+
+        stored += stored_items(matched.pairs, items, name)
     if matched.extra:
         err.print(f"[yellow]warning:[/yellow] {len(matched.extra)} submissions match no task: {_some(matched.extra)}")
     if report.n_no_answer:

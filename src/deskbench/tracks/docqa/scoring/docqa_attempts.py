@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from deskbench.runs.runner import run_submissions
+from deskbench.runs.scorings import StoredItem
 from deskbench.runs.store import RunStore
 from deskbench.scoring.attempts import AttemptMetrics, attempt_metrics
 from deskbench.scoring.judge_log import recording
@@ -26,9 +27,10 @@ def stored_attempts(store: RunStore, system: str) -> int:
 
 
 def docqa_attempts(store: RunStore, system: str, tasks: Sequence[DocQATask], opts: ScoreOptions, *,
-                   record: bool = False) -> AttemptMetrics | None:
+                   record: bool = False, stored: list[StoredItem] | None = None) -> AttemptMetrics | None:
     """The attempts block of one system over `tasks`; None when it was run once per task.
-    `record`: keep the judge's calls in the store (`score` does; the report and compare do not)."""
+    `record`: keep the judge's calls in the store (`score` does; the report and compare do not).
+    `stored`: the items of attempts after the first are added to it (what `score` stores)."""
     k = stored_attempts(store, system)
     if k < 2:
         return None
@@ -37,6 +39,10 @@ def docqa_attempts(store: RunStore, system: str, tasks: Sequence[DocQATask], opt
         subs, failed = run_submissions(store, system, attempt)
         present = {s.id for s in subs} | set(failed)
         with recording(store if record and attempt > 0 else None, system, attempt):  # attempt 0: recorded by the caller
-            items, _ = score_all([t for t in tasks if t.id in present], subs, opts, errors=failed)
+            items, matched = score_all([t for t in tasks if t.id in present], subs, opts, errors=failed)
+        if stored is not None and attempt > 0:  # attempt 0: stored by the caller, from the headline's items
+            from deskbench.tracks.docqa.scoring.docqa_items import stored_items
+
+            stored += stored_items(matched.pairs, items, system, attempt)
         rows += [(item.id, attempt, item.accuracy) for item in items]
     return attempt_metrics(rows, k)

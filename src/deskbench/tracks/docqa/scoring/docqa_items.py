@@ -11,6 +11,7 @@ from typing import Any
 
 from pydantic_core import to_json
 
+from deskbench.runs.scorings import StoredItem
 from deskbench.scoring.items_out import ItemAudit
 from deskbench.scoring.items_out import item_row as frame_row
 from deskbench.scoring.items_out import write_rows as write_rows
@@ -31,6 +32,17 @@ def item_row(task: DocQATask, sub: DocQASubmission | None, item: ItemScore, syst
             **({"error": sub.error} if sub.error else {})},
         judge=judge)
     return frame_row(json.loads(to_json(item, exclude_none=True)), audit, system)
+
+
+def stored_items(pairs: Sequence[tuple[DocQATask, DocQASubmission | None]], items: Sequence[ItemScore],
+                 system: str, attempt: int = 0) -> list[StoredItem]:
+    """One system's items of one attempt as the run store keeps them (runs/scorings.py): each
+    item's outcome (tracks/docqa/outcomes.py) with its row; unscored with the judge's error."""
+    from deskbench.tracks.docqa.outcomes import docqa_outcomes
+
+    rows = item_rows(pairs, items, system)
+    return [StoredItem.of(o, row, item.judge_error or "")
+            for o, row, item in zip(docqa_outcomes(items, system, attempt=attempt), rows, items, strict=True)]
 
 
 def item_rows(pairs: Sequence[tuple[DocQATask, DocQASubmission | None]], items: Sequence[ItemScore],
