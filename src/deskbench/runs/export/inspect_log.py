@@ -6,11 +6,13 @@ Per system, one `.eval` log (task = the track, model = the system's model, the s
 configuration and builds from the run identity, its protocol notes and the outcome definition
 in the log's metadata); every episode is a sample: id = task id, epoch = attempt + 1, input = the
 task's question or prompt, target = the gold answer, messages and events from the transcript
-(runs/export/inspect_chat.py), output = the submission's answer, scores = the item's outcome as
-the track's own scoring path gives it with no flags (`Track.outcomes`: offline, no judge; the
-same numbers as `deskbench score RUN`): `score` (in [0, 1]) and `correct` (C / I). An item the
-scorer leaves unscored (or does not score: docqa scores attempt 0) has no score, says why in its
-metadata and is counted in each score's `unscored_samples`, never as wrong. A failed episode is
+(runs/export/inspect_chat.py), output = the submission's answer, scores = the item's outcome from
+the latest scoring `deskbench score` (or `run`) stored in the run that covered it (runs/scorings.py:
+the judges' verdicts the user saw; each score's explanation is the judges' reasoning and its
+metadata names the scoring), else from the track's own scoring path with no flags
+(`Track.outcomes`: offline, no judge), labelled so: `score` (in [0, 1]) and `correct` (C / I). An
+item left unscored (or not scored: docqa's offline path scores attempt 0) has no score, says why
+in its metadata and is counted in each score's `unscored_samples`, never as wrong. A failed episode is
 a sample with its error; one that hit its budget has a `limit`.
 
 The network. inspect_ai was checked (0.3.285) with the network cut off (`unshare -n`) and a
@@ -38,7 +40,7 @@ from typing import TYPE_CHECKING, Any
 
 from deskbench.errors import UserError
 from deskbench.runs.export import ExportOptions
-from deskbench.runs.export.samples import SampleSource, SystemSource, image_bytes, systems
+from deskbench.runs.export.samples import SampleSource, Scored, SystemSource, image_bytes, systems
 
 if TYPE_CHECKING:
     from inspect_ai.log import EvalLog, EvalSample
@@ -87,19 +89,25 @@ def _sample(src: SystemSource, s: SampleSource, images: Any) -> EvalSample:
     evts += judge_events(s.judges, images, end)
     scores = None
     outcome = s.outcome
+    scored = s.scored
     status: str = "not scored: the track's scoring does not score this attempt" if outcome is None else outcome.status
     if outcome is not None and outcome.status == "scored":
+        about = {"scored_by": scored.by if scored else None, "scoring": scored.scoring if scored else None,
+                 "judge": scored.verdicts if scored else {}, "definition": src.track.outcome_definition}
         scores = {"score": Score(value=float(outcome.score or 0.0), answer=s.answer,
-                                 explanation=src.track.outcome_definition),
-                  "correct": Score(value=CORRECT if outcome.correct else INCORRECT, answer=s.answer)}
+                                 explanation=_explanation(scored) or src.track.outcome_definition, metadata=about),
+                  "correct": Score(value=CORRECT if outcome.correct else INCORRECT, answer=s.answer,
+                                   explanation=_explanation(scored), metadata=about)}
     elif outcome is not None:
-        status = "unscored: the scorer could not decide (no judge offline, a failed judge call, an ungraded item)"
+        status = ("unscored: " + (scored.reason if scored and scored.reason else
+                                  "the scorer could not decide (no judge offline, a failed judge call, an ungraded item)"))
     usage = ep.usage
     model_usage = {model: ModelUsage(input_tokens=usage.input_tokens, output_tokens=usage.output_tokens,
                                      total_tokens=usage.input_tokens + usage.output_tokens, total_cost=usage.cost_usd)}
     metadata: dict[str, Any] = {
         "task_id": ep.task_id, "attempt": ep.attempt, "system": ep.system, "status": ep.status,
-        "error": ep.error, "score_status": status, "gold": s.task.gold, "answer": s.answer,
+        "error": ep.error, "score_status": status, "scored_by": scored.by if scored else None,
+        "scoring": scored.scoring if scored else None, "gold": s.task.gold, "answer": s.answer,
         "submission": ep.submission.model_dump(mode="json", exclude_none=True) if ep.submission is not None else None,
         "trajectory": s.summary, "judges": sorted(s.judges), "transcript": s.transcript is not None,
         "task_hash": ep.task_hash,
@@ -118,6 +126,20 @@ def _sample(src: SystemSource, s: SampleSource, images: Any) -> EvalSample:
     )
 
 
+def _explanation(scored: Scored | None) -> str | None:
+    """The judges' reasoning of a stored item, one paragraph per judge (None: no judge decided it)."""
+    if scored is None:
+        return None
+    parts = []
+    for name, said in scored.verdicts.items():
+        why = said.get("reasoning") if isinstance(said, dict) else None
+        if isinstance(why, dict):
+            why = "; ".join(f"{k}: {v}" for k, v in why.items())
+        if why:
+            parts.append(f"{name} ({said.get('verdict')}): {why}")
+    return "\n\n".join(parts) or None
+
+
 def _results(src: SystemSource) -> Any:
     from inspect_ai.log import EvalMetric, EvalResults, EvalScore
 
@@ -126,7 +148,9 @@ def _results(src: SystemSource) -> Any:
     n = len(scored)
     mean = sum(o.score or 0.0 for o in scored) / n if n else 0.0
     accuracy = sum(bool(o.correct) for o in scored) / n if n else 0.0
-    note = {"definition": src.track.outcome_definition, "scorer": "the track's default, offline (no judge)"}
+    by = sorted({s.scored.by for s in src.samples if s.scored is not None})
+    note = {"definition": src.track.outcome_definition,
+            "scorer": by[0] if len(by) == 1 else (by or "the track's default, offline (no judge)")}
     return EvalResults(
         total_samples=len(src.samples), completed_samples=sum(s.episode.status == "ok" for s in src.samples),
         scores=[EvalScore(name="score", scorer="score", scored_samples=n, unscored_samples=unscored,

@@ -1,7 +1,8 @@
 """What an export says about each episode, gathered once from the run, in no tool's format: the
 task's question and gold answer, the transcript (page texts filled in from the corpus), the
-judges' transcripts, the item's score as the track's own scoring path gives it (offline: each
-track's default scorer, no judge), and a summary of the trajectory.
+judges' transcripts, the item's score (the latest scoring `deskbench score` stored in the run
+that covered it and still holds, judges' verdicts included, named; else the track's default
+scorer offline, no judge, labelled so), and a summary of the trajectory.
 
 What a task's question and gold answer are is the track's business: a small registry by track
 name (`register_task_text`) says it for the built-ins; a track without an entry exports its
@@ -102,6 +103,19 @@ class SampleSource:
     judges: dict[str, TranscriptDoc]
     outcome: ItemOutcome | None  # None: the track's scoring path does not score this episode
     summary: dict[str, Any]
+    scored: Scored | None = None  # who decided `outcome`
+
+
+@dataclass(frozen=True)
+class Scored:
+    """Which scoring decided an item: a stored one (by number, settings and time) or the offline
+    default scorer, with the judges' verdicts and reasoning of its --items-out row and why it is
+    unscored."""
+
+    by: str
+    scoring: int | None = None  # the stored scoring's number; None: offline
+    verdicts: dict[str, Any] = field(default_factory=dict)
+    reason: str = ""
 
 
 @dataclass
@@ -164,10 +178,29 @@ def _open_corpus(store: RunStore, system: str, override: Path | None) -> Corpus 
     return open_recorded_corpus(store, system)
 
 
-def _outcomes(track: Track, store: RunStore, system: str) -> dict[tuple[str, int], ItemOutcome]:
-    """The items as `deskbench score RUN` scores them with no flags (no judge: offline)."""
+OFFLINE = "the track's default scorer, offline (no judge)"
+
+
+def _outcomes(track: Track, store: RunStore, system: str) -> dict[tuple[str, int], tuple[ItemOutcome, Scored]]:
+    """Each item's outcome: from the latest stored scoring that covered it and still holds
+    (runs/scorings.py), else as `deskbench score RUN` scores it with no flags (offline)."""
+    from deskbench.runs.scorings import current_items
+
+    held, stale = current_items(store, system)
+    out = {key: (ItemOutcome(task_id=item.task_id, attempt=item.attempt, system=system, status=item.status,
+                             score=item.score, correct=item.correct),
+                 Scored(scoring.label(), scoring.id, dict(item.row.get("judge") or {}), item.reason))
+           for key, (scoring, item) in held.items()}
+    if set(out) >= store.done(system):
+        return out
     with track.scorer_options({}) as options:
-        return {(o.task_id, o.attempt): o for o in track.outcomes(store, system, options)}
+        offline = track.outcomes(store, system, options)
+    for o in offline:
+        key = (o.task_id, o.attempt)
+        if key not in out:
+            note = f"{OFFLINE}: {stale[key].note()}" if key in stale else f"{OFFLINE}: no stored scoring covers it"
+            out[key] = (o, Scored(note))
+    return out
 
 
 def systems(run_dir: Path, corpus: Path | None = None) -> Iterator[SystemSource]:
@@ -196,8 +229,8 @@ def systems(run_dir: Path, corpus: Path | None = None) -> Iterator[SystemSource]
                 text = (texts(task) if texts is not None and task is not None
                         else TaskText(_first_user_text(doc), []))
                 answer = answers(ep.submission) if answers is not None else ""
-                samples.append(SampleSource(ep, text, answer, doc, judges, outcomes.get((ep.task_id, ep.attempt)),
-                                            trajectory_summary(ep)))
+                outcome, scored = outcomes.get((ep.task_id, ep.attempt), (None, None))
+                samples.append(SampleSource(ep, text, answer, doc, judges, outcome, trajectory_summary(ep), scored))
             yield SystemSource(run_dir=run_dir, store=store, track=track, system=system, identity=identities.get(system),
                                protocol=notes.get(system, []), tasks_file=tasks_file if isinstance(tasks_file, str) else None,
                                corpus=opened, samples=samples, task_count=len(tasks))
