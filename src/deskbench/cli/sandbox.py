@@ -1,4 +1,5 @@
-"""`deskbench sandbox run`: run one script exactly as the agent's execute_code tool would.
+"""`deskbench sandbox run`: run one script exactly as the agent's execute_code tool would;
+`deskbench sandbox check`: how sandboxes are isolated and limited here.
 
 Exit code: 0 when the script exited 0 within every limit, 1 when it failed or hit a limit,
 2 for a usage error (missing script or input, no bubblewrap without --unsafe-local).
@@ -60,7 +61,8 @@ def run_cmd(
                 "signal": result.signal, "limit_hits": result.limit_hits,
                 "files": [{"name": f.name, "size": f.size} for f in result.files],
                 "skipped": [list(s) for s in result.skipped], "seconds": round(result.seconds, 3),
-                "notes": result.notes,
+                "notes": result.notes, "enforcement": result.enforcement,
+                "memory_peak_bytes": result.memory_peak_bytes,
             }, ensure_ascii=False))
         else:
             out.print(escape(result.for_model(max_chars=10**9)))
@@ -71,6 +73,31 @@ def run_cmd(
             result.cleanup()
     if not result.ok:
         raise typer.Exit(1)
+
+
+@sandbox_app.command("check")
+def check_cmd(
+    as_json: Annotated[bool, typer.Option("--json", help="Print machine-readable JSON on stdout.")] = False,
+) -> None:
+    """Say how sandboxes are isolated and limited on this machine: bubblewrap, and whether
+    memory and process count are capped per sandbox (a cgroup, v2 or v1) or per process
+    (rlimits, and why). Exit 0 when bubblewrap works, 2 when it does not."""
+    from deskbench.sandbox import Limits, Sandbox
+
+    sandbox = Sandbox(Limits())
+    lim = sandbox.limits
+    detail = sandbox.mode.describe()
+    info = {"bwrap": sandbox.bwrap, "as_root": sandbox.as_root, "enforcement": sandbox.mode.name,
+            "detail": detail, "memory_bytes": lim.memory_bytes,
+            "processes": lim.processes, "result_bytes": lim.result_bytes, "tmp_bytes": lim.tmp_bytes}
+    if as_json:
+        print(json.dumps(info))
+        return
+    out.print(f"bubblewrap: {escape(str(sandbox.bwrap))} (works)")
+    out.print(f"limits: {escape(detail)}")
+    out.print(f"defaults: memory {lim.memory_bytes // 1024**2} MB, {lim.processes} processes/threads, "
+              f"/mnt/result {lim.result_bytes // 1024**2} MB, /tmp {lim.tmp_bytes // 1024**2} MB "
+              "(size-capped tmpfs in the jail)")
 
 
 def register(app: typer.Typer) -> None:

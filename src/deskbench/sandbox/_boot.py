@@ -29,6 +29,11 @@ def _drop_and_limit(cfg: dict) -> None:
     if os.getpgid(0) != os.getpid():  # a session leader (spawned with a new session) leads its group already
         os.setpgid(0, 0)
     os.closerange(3, max(os.sysconf("SC_OPEN_MAX"), 65536))
+    try:  # the code, not the supervisor, is what an OOM kill should pick (before the uid changes)
+        with open("/proc/self/oom_score_adj", "w") as f:
+            f.write("1000")
+    except OSError:
+        pass
     uid = cfg.get("uid")
     if uid is not None:
         os.setgroups([])
@@ -40,7 +45,8 @@ def _drop_and_limit(cfg: dict) -> None:
     resource.setrlimit(resource.RLIMIT_AS, (rl["as"], rl["as"]))
     resource.setrlimit(resource.RLIMIT_NOFILE, (rl["nofile"], rl["nofile"]))
     resource.setrlimit(resource.RLIMIT_FSIZE, (rl["fsize"], rl["fsize"]))
-    resource.setrlimit(resource.RLIMIT_NPROC, (rl["nproc"], rl["nproc"]))
+    if rl.get("nproc") is not None:  # None: the sandbox's cgroup counts processes (pids.max)
+        resource.setrlimit(resource.RLIMIT_NPROC, (rl["nproc"], rl["nproc"]))
     signal.signal(signal.SIGALRM, signal.SIG_DFL)
     os.chdir(cfg["cwd"])
 

@@ -221,10 +221,10 @@ def bwrap_argv(bwrap: str, layout: PythonLayout, *, binds: list[tuple[str | None
         argv += ["--bind", result, "/mnt/result"]
     made = {"/", "/mnt", "/mnt/data", "/sandbox", "/tmp", "/mnt/result", "/etc", *parents}
     for host, jail in binds:
-        for a in reversed(Path(jail).parents):  # readable parents, not bwrap's 0700 default
-            if str(a) not in made:
-                made.add(str(a))
-                argv += ["--perms", "0755", "--dir", str(a)]
+        for up in reversed(Path(jail).parents):  # readable parents, not bwrap's 0700 default
+            if str(up) not in made:
+                made.add(str(up))
+                argv += ["--perms", "0755", "--dir", str(up)]
         if host is None:
             argv += ["--perms", "0755", "--dir", jail]
         elif host.startswith("symlink:"):

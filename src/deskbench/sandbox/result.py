@@ -21,15 +21,23 @@ class OutputFile:
 
 
 def _mb(n: float) -> str:
+    if n >= 1024**3 and n % 1024**3 == 0:
+        return f"{n / 1024**3:g} GiB"
     return f"{n / 1024**2:g} MB" if n >= 1024**2 else f"{n / 1024:g} kB"
 
 
-def limit_message(hit: str, limits: Limits) -> str:
-    """One plain sentence per limit, written for the model (it decides what to do next)."""
+def limit_message(hit: str, limits: Limits, *, oom_killed: bool = False) -> str:
+    """One plain sentence per limit, written for the model (it decides what to do next).
+    `oom_killed`: the sandbox's cgroup hit its memory limit and the kernel killed a process
+    (rather than one allocation failing against the per-process limit)."""
+    memory = (f"memory limit {_mb(limits.memory_bytes)} reached: the program was killed "
+              "(the limit counts every process and file in memory of the sandbox together)"
+              if oom_killed else
+              f"memory limit of {_mb(limits.memory_bytes)} reached (an allocation failed)")
     return {
         "wall_time": f"killed: wall-time limit of {limits.wall_seconds:g} s reached",
         "cpu_time": f"killed: CPU-time limit of {limits.cpu_seconds} s reached",
-        "memory": f"memory limit of {_mb(limits.memory_bytes)} reached (an allocation failed)",
+        "memory": memory,
         "processes": f"process limit of {limits.processes} processes/threads reached "
                      "(a fork or thread start failed)",
         "open_files": f"open-file limit of {limits.open_files} files reached",
@@ -77,6 +85,9 @@ class ExecResult:
     seconds: float
     limits: Limits = field(default_factory=Limits)
     notes: list[str] = field(default_factory=list)   # sandbox problems in plain words
+    enforcement: str = "rlimit"    # how memory and processes were capped: "cgroup v1|v2" or "rlimit"
+    oom_killed: bool = False       # the cgroup's memory limit was reached and a process killed
+    memory_peak_bytes: int | None = None   # the sandbox's peak memory, where the cgroup keeps it
     _owned_dir: tempfile.TemporaryDirectory[str] | None = field(default=None, repr=False, compare=False)
 
     @property
@@ -101,7 +112,7 @@ class ExecResult:
         """The tool-result text: status, limit hits in plain words, stdout, the tail of stderr
         and the files produced. Stdout and stderr share what the header leaves of max_chars."""
         head = [self.status_line() + f" ({self.seconds:.1f} s)"]
-        head += [limit_message(h, self.limits) for h in self.limit_hits]
+        head += [limit_message(h, self.limits, oom_killed=self.oom_killed) for h in self.limit_hits]
         head += self.notes
         if self.files:
             shown = ", ".join(f"{f.name} ({f.size:,} bytes)" for f in self.files[:50])

@@ -17,6 +17,7 @@ import tempfile
 import threading
 import time
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import IO, Any
 
@@ -31,12 +32,14 @@ from deskbench.sandbox.bwrap import (
     readable_binds,
     sandbox_env,
 )
+from deskbench.sandbox.cgroups import GroupUsage, Mode, SandboxGroup, detect
+from deskbench.sandbox.collect import Capped, Collector
 from deskbench.sandbox.limits import Limits
-from deskbench.sandbox.result import LIMIT_NAMES, ExecResult, OutputFile
+from deskbench.sandbox.result import LIMIT_NAMES, ExecResult
+from deskbench.sandbox.stale import sweep_tempdirs, tagged_prefix, tagged_tempdir
 
 DATA, RESULT, TMP = "/mnt/data", "/mnt/result", "/tmp"
 PY_FLAGS = ("-E", "-s", "-B")
-DRAIN_BYTES = 16 * 1024**2   # read (and drop) this much past a stream's cap, then close the pipe
 GRACE_SECONDS = 10.0         # host backstop past the jail's own wall timer (covers collection)
 UNSAFE_WARNING = ("warning: --unsafe-local: the code runs WITHOUT isolation (no bubblewrap); "
                   "rlimits only, best-effort /mnt paths")
@@ -64,115 +67,6 @@ def _fresh_uid() -> int:
     return 1_000_000 + random.SystemRandom().randrange(1_000_000)
 
 
-class _Capped(threading.Thread):
-    """Drain one pipe: keep the first `cap` bytes, count the rest, close after DRAIN_BYTES more
-    (the writer then gets EPIPE instead of filling the wall time)."""
-
-    def __init__(self, stream: IO[bytes], cap: int) -> None:
-        super().__init__(daemon=True)
-        self.stream, self.cap = stream, cap
-        self.kept = bytearray()
-        self.total = 0
-
-    def run(self) -> None:
-        try:
-            while chunk := self.stream.read1(65536):  # type: ignore[attr-defined]
-                room = self.cap - len(self.kept)
-                if room > 0:
-                    self.kept += chunk[:room]
-                self.total += len(chunk)
-                if self.total > self.cap + DRAIN_BYTES:
-                    break
-        except (OSError, ValueError):
-            pass
-        finally:
-            self.stream.close()
-
-    def text(self) -> str:
-        return self.kept.decode("utf-8", errors="replace")
-
-
-def _safe_name(name: str) -> str | None:
-    p = PurePosixPath(name)
-    if not name or "\0" in name or p.is_absolute() or any(part in ("..", ".", "") for part in name.split("/")):
-        return None
-    return str(p)
-
-
-class _Collector:
-    """Reads the supervisor's stream: the status record, then files (written under `dest` with
-    the host's own caps, whatever the stream claims)."""
-
-    def __init__(self, dest: Path, limits: Limits) -> None:
-        self.dest, self.limits = dest, limits
-        self.dest_real = dest.resolve()
-        self.status: dict[str, Any] | None = None
-        self.files: list[OutputFile] = []
-        self.skipped: list[tuple[str, str]] = []
-        self.total = 0
-        self.ended = False
-
-    def read(self, stream: IO[bytes]) -> None:
-        while True:
-            line = stream.readline(65536)
-            if not line:
-                return
-            try:
-                rec = json.loads(line)
-            except ValueError:
-                return
-            kind = rec.get("type")
-            if kind == "status":
-                self.status = rec
-            elif kind == "skip":
-                self.skipped.append((str(rec.get("name")), str(rec.get("reason"))))
-            elif kind == "end":
-                self.ended = True
-                return
-            elif kind == "file" and not self._file(stream, str(rec.get("name", "")),
-                                                   int(rec.get("size", 0))):
-                return
-
-    def _file(self, stream: IO[bytes], name: str, size: int) -> bool:
-        safe = _safe_name(name)
-        reason = None
-        if safe is None:
-            reason = "unsafe name"
-        elif len(self.files) >= self.limits.result_files:
-            reason = f"over the limit of {self.limits.result_files} files"
-        elif self.total + size > self.limits.result_bytes:
-            reason = f"over the {self.limits.result_bytes} bytes total limit"
-        target = self.dest / safe if safe else None
-        out = None
-        if reason is None and target is not None:
-            try:
-                target.parent.mkdir(parents=True, exist_ok=True)
-                parent = target.parent.resolve()
-                if parent != self.dest_real and self.dest_real not in parent.parents:
-                    raise OSError("outside the collection directory")
-                fd = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o644)
-                out = os.fdopen(fd, "wb")
-            except OSError as e:
-                reason = f"cannot be written on the host ({e})"
-        left = size
-        while left > 0:
-            chunk = stream.read(min(left, 1 << 20))
-            if not chunk:
-                if out:
-                    out.close()
-                return False
-            if out:
-                out.write(chunk)
-            left -= len(chunk)
-        if out is not None and target is not None and safe is not None:
-            out.close()
-            self.files.append(OutputFile(name=safe, size=size, path=target))
-            self.total += size
-        else:
-            self.skipped.append((name, reason or "not collected"))
-        return True
-
-
 _PATTERNS = {
     "memory": re.compile(r"MemoryError|Cannot allocate memory|bad_alloc|out of memory", re.I),
     "processes": re.compile(r"Resource temporarily unavailable|can't start new thread|"
@@ -183,8 +77,12 @@ _PATTERNS = {
 
 
 def _limit_hits(limits: Limits, status: dict[str, Any] | None, backstop: bool, stderr: str,
-                out: _Capped, err: _Capped, col: _Collector) -> list[str]:
+                out: Capped, err: Capped, col: Collector, usage: GroupUsage | None) -> list[str]:
     hits: set[str] = set()
+    if usage is not None and usage.oom_kills:
+        hits.add("memory")
+    if usage is not None and usage.pids_refused:
+        hits.add("processes")
     sig = status.get("signal") if status else None
     if backstop or (status and status.get("wall_time")):
         hits.add("wall_time")
@@ -208,13 +106,24 @@ def _limit_hits(limits: Limits, status: dict[str, Any] | None, backstop: bool, s
     return [h for h in LIMIT_NAMES if h in hits]
 
 
+@dataclass
+class _Spawned:
+    """What a spawned process holds on the host until `kill`: its group and temp folders."""
+
+    group: SandboxGroup | None
+    dirs: list[Path]
+
+
 class Sandbox:
     """Runs model-written Python statelessly: every `run` is a fresh jail (bubblewrap) with
     rlimits, no network, read-only inputs at /mnt/data and a fresh /mnt/result whose regular
-    files are collected afterwards. cwd inside is /mnt/result, so relative paths land there."""
+    files are collected afterwards. cwd inside is /mnt/result, so relative paths land there.
+    Where cgroups are writable every jail also gets its own cgroup capping the memory and
+    process count of the whole sandbox (`mode`); `cgroups=False` (or DESKBENCH_SANDBOX_CGROUPS=off)
+    keeps the rlimits alone."""
 
     def __init__(self, limits: Limits = Limits(), *, unsafe_local: bool = False,  # noqa: B008
-                 python: str | None = None) -> None:
+                 python: str | None = None, cgroups: bool = True) -> None:
         self.limits = limits
         self.unsafe_local = unsafe_local
         self.layout: PythonLayout = python_layout(python)
@@ -228,14 +137,21 @@ class Sandbox:
         else:
             print(UNSAFE_WARNING, file=sys.stderr)
         self.as_root = os.geteuid() == 0
-        self._spawn_dirs: list[Path] = []  # staged private inputs of spawned processes
+        self.mode: Mode = detect() if cgroups else Mode(None, "cgroups turned off by the caller")
+        sweep_tempdirs()      # what killed deskbench processes left behind
+        self.mode.sweep()
+        self._spawned: dict[subprocess.Popen[bytes], _Spawned] = {}
+        self._lock = threading.Lock()
 
     # -- the command lines -------------------------------------------------------------------
 
-    def _boot_cfg(self, **extra: Any) -> dict[str, Any]:
+    def _boot_cfg(self, grouped: bool, **extra: Any) -> dict[str, Any]:
+        """In a cgroup, pids.max counts the sandbox's processes and threads: no RLIMIT_NPROC.
+        RLIMIT_AS stays either way (one huge allocation fails cleanly with MemoryError)."""
         lim = self.limits
         return {
-            "rl": {"cpu": lim.cpu_seconds, "as": lim.memory_bytes, "nproc": lim.processes,
+            "rl": {"cpu": lim.cpu_seconds, "as": lim.memory_bytes,
+                   "nproc": None if grouped else lim.processes,
                    "nofile": lim.open_files, "fsize": lim.file_bytes},
             "max_files": lim.result_files, "max_bytes": lim.result_bytes, **extra,
         }
@@ -256,6 +172,15 @@ class Sandbox:
                           result=result, as_root=self.as_root)
         return [*argv, self.layout.executable, *PY_FLAGS, "/sandbox/boot.py", json.dumps(cfg)]
 
+    def _new_group(self, notes: list[str]) -> SandboxGroup | None:
+        """This call's cgroup; None in rlimit mode or when it cannot be made (then said)."""
+        try:
+            return self.mode.new_group(self.limits)
+        except OSError as e:
+            notes.append(f"no cgroup for this sandbox ({e.strerror}): memory and processes "
+                         "were limited per process only")
+            return None
+
     # -- execute_code ------------------------------------------------------------------------
 
     def run(self, code: str, *, inputs: Sequence[Path] = (), collect_to: Path | None = None) -> ExecResult:
@@ -268,38 +193,46 @@ class Sandbox:
                 raise UserError(f"sandbox input {p} does not exist")
         owned = None
         if collect_to is None:
-            owned = tempfile.TemporaryDirectory(prefix="deskbench-result-")
+            owned = tempfile.TemporaryDirectory(prefix=tagged_prefix("result"))
             dest = Path(owned.name)
         else:
             dest = Path(collect_to)
             dest.mkdir(parents=True, exist_ok=True)
-        with tempfile.TemporaryDirectory(prefix="deskbench-call-") as work:
-            r_fd, w_fd = os.pipe()
-            try:
-                argv, env = self._run_argv(code, paths, Path(work), w_fd)
-                proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                                        stderr=subprocess.PIPE, pass_fds=(w_fd,),
-                                        start_new_session=True, env=env)
-            except BaseException:
-                os.close(r_fd)
-                raise
-            finally:
-                os.close(w_fd)
-            result = self._supervise(proc, os.fdopen(r_fd, "rb"), dest)
+        notes: list[str] = []
+        group = self._new_group(notes)
+        try:
+            with tempfile.TemporaryDirectory(prefix=tagged_prefix("call")) as work:
+                r_fd, w_fd = os.pipe()
+                try:
+                    argv, env = self._run_argv(code, paths, Path(work), w_fd, group is not None)
+                    proc = subprocess.Popen(group.launch(argv) if group else argv,
+                                            stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                                            stderr=subprocess.PIPE, pass_fds=(w_fd,),
+                                            start_new_session=True, env=env)
+                except BaseException:
+                    os.close(r_fd)
+                    raise
+                finally:
+                    os.close(w_fd)
+                result = self._supervise(proc, os.fdopen(r_fd, "rb"), dest, group)
+        finally:
+            if group is not None:
+                group.finish()
         result.seconds = time.perf_counter() - started
         result._owned_dir = owned
+        result.notes[:0] = notes
         if self.unsafe_local:
             result.notes.insert(0, "unsafe-local mode: the code ran without isolation")
         return result
 
-    def _run_argv(self, code: str, inputs: list[Path], work: Path, status_fd: int
+    def _run_argv(self, code: str, inputs: list[Path], work: Path, status_fd: int, grouped: bool
                   ) -> tuple[list[str], dict[str, str]]:
         code_file = work / "code.py"
         if not self.unsafe_local:
             code_file.write_text(code, encoding="utf-8")
             os.chmod(code_file, 0o644)
-            cfg = self._boot_cfg(code="/sandbox/code.py", result=RESULT, cwd=RESULT, jail=True,
-                                 wall=self.limits.wall_seconds, status_fd=status_fd)
+            cfg = self._boot_cfg(grouped, code="/sandbox/code.py", result=RESULT, cwd=RESULT,
+                                 jail=True, wall=self.limits.wall_seconds, status_fd=status_fd)
             binds = [(str(code_file), "/sandbox/code.py"), *input_binds(inputs)]
             argv = self._jail(binds, (RESULT, self.limits.result_bytes), cfg, work / "staged")
             return argv, sandbox_env(self.layout, data=DATA, result=RESULT, tmp=TMP)
@@ -316,36 +249,38 @@ class Sandbox:
                 (data / PurePosixPath(jail).name).symlink_to(host)
         code = code.replace(DATA, str(data)).replace(RESULT, str(result))
         code_file.write_text(code, encoding="utf-8")
-        cfg = self._boot_cfg(code=str(code_file), result=str(result), cwd=str(result), jail=False,
-                             wall=self.limits.wall_seconds, status_fd=status_fd,
+        cfg = self._boot_cfg(grouped, code=str(code_file), result=str(result), cwd=str(result),
+                             jail=False, wall=self.limits.wall_seconds, status_fd=status_fd,
                              mpl_cache=mpl_font_cache(self.layout))
         env = sandbox_env(self.layout, data=str(data), result=str(result), tmp=str(tmp))
         return [self.layout.executable, *PY_FLAGS, str(BOOT), json.dumps(cfg)], env
 
-    def _supervise(self, proc: subprocess.Popen[bytes], status: IO[bytes], dest: Path) -> ExecResult:
+    def _supervise(self, proc: subprocess.Popen[bytes], status: IO[bytes], dest: Path,
+                   group: SandboxGroup | None) -> ExecResult:
         assert proc.stdout is not None and proc.stderr is not None
         lim = self.limits
-        out, err = _Capped(proc.stdout, lim.output_bytes), _Capped(proc.stderr, lim.output_bytes)
+        out, err = Capped(proc.stdout, lim.output_bytes), Capped(proc.stderr, lim.output_bytes)
         out.start()
         err.start()
         backstop = threading.Event()
 
         def fire() -> None:
             backstop.set()
-            self.kill(proc)
+            self._end(proc, group)
 
         timer = threading.Timer(lim.wall_seconds + GRACE_SECONDS, fire)
         timer.daemon = True
         timer.start()
-        col = _Collector(dest, lim)
+        col = Collector(dest, lim)
         try:
             with status:
                 col.read(status)
         finally:
             if not col.ended:  # the supervisor died or lied: make sure nothing is left running
-                self.kill(proc)
+                self._end(proc, group)
             proc.wait()
             timer.cancel()
+            usage = group.finish() if group is not None else None
             out.join()
             err.join()
         stderr = err.text()
@@ -361,10 +296,18 @@ class Sandbox:
         if st is None and not backstop.is_set() and proc.returncode is not None:
             exit_code = proc.returncode if proc.returncode >= 0 else None
             sig = -proc.returncode if proc.returncode < 0 else None
-        hits = _limit_hits(lim, st, backstop.is_set(), stderr, out, err, col)
+        hits = _limit_hits(lim, st, backstop.is_set(), stderr, out, err, col, usage)
         return ExecResult(stdout=out.text(), stderr=stderr, exit_code=exit_code, signal=sig,
                           limit_hits=hits, files=col.files, skipped=col.skipped, seconds=0.0,
-                          limits=lim, notes=notes)
+                          limits=lim, notes=notes, enforcement=group.hierarchy.version if group else "rlimit",
+                          oom_killed=bool(usage and usage.oom_kills),
+                          memory_peak_bytes=usage.memory_peak if usage else None)
+
+    def _end(self, proc: subprocess.Popen[bytes], group: SandboxGroup | None) -> None:
+        """Kill the process group, then whatever is left in the cgroup."""
+        self.kill(proc)
+        if group is not None:
+            group.finish()
 
     async def arun(self, code: str, *, inputs: Sequence[Path] = (), collect_to: Path | None = None) -> ExecResult:
         """`run` in a worker thread: the event loop keeps going. A cancelled await still lets
@@ -373,12 +316,14 @@ class Sandbox:
 
     # -- long-lived processes ----------------------------------------------------------------
 
-    def spawn(self, argv: list[str], *, inputs: Sequence[Path] = (), result_dir: Path,
+    def spawn(self, argv: list[str], *, inputs: Sequence[Path] = (), result_dir: Path | None = None,
               extra_binds: Sequence[tuple[Path, str]] = ()) -> subprocess.Popen[bytes]:
         """A long-lived process in the same jail (pipes on stdin/stdout/stderr, the same
-        rlimits, its own process group); the caller enforces wall time and calls `kill`.
-        `result_dir` (a host dir) is bound writable at /mnt/result; as root its owner becomes
-        the jail's uid. argv[0] == "python" means the sandbox interpreter."""
+        limits and cgroup caps, its own process group); the caller enforces wall time and calls
+        `kill`, which also removes its cgroup and temp folders. /mnt/result is a fresh tmpfs of
+        `limits.result_bytes` (nothing of it reaches the host) unless `result_dir`, a host dir
+        bound writable there without a cap, is given; as root its owner becomes the jail's uid.
+        argv[0] == "python" means the sandbox interpreter."""
         if not argv:
             raise ValueError("spawn needs a command")
         argv = [self.layout.executable if argv[0] == "python" else argv[0], *argv[1:]]
@@ -386,34 +331,69 @@ class Sandbox:
         for p in paths:
             if not p.exists():
                 raise UserError(f"sandbox input {p} does not exist")
-        result_dir = Path(result_dir)
-        result_dir.mkdir(parents=True, exist_ok=True)
-        if self.unsafe_local:
-            cfg = self._boot_cfg(argv=argv, cwd=str(result_dir), jail=False)
-            cmd = [self.layout.executable, *PY_FLAGS, str(BOOT), json.dumps(cfg)]
-            data = str(paths[0]) if len(paths) == 1 and paths[0].is_dir() else ""
-            env = sandbox_env(self.layout, data=data, result=str(result_dir),
-                              tmp=tempfile.gettempdir())
-        else:
-            cfg = self._boot_cfg(argv=argv, cwd=RESULT, jail=True)
-            binds = [*input_binds(paths), *((str(Path(h).resolve()), j) for h, j in extra_binds)]
-            staging = Path(tempfile.mkdtemp(prefix="deskbench-spawn-"))
-            cmd = self._jail(binds, str(result_dir.resolve()), cfg, staging)
-            self._spawn_dirs.append(staging)
-            env = sandbox_env(self.layout, data=DATA, result=RESULT, tmp=TMP)
-        return subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                stderr=subprocess.PIPE, start_new_session=True, env=env)
+        held = _Spawned(group=None, dirs=[])
+        try:
+            held.group = self._new_group([])
+            grouped = held.group is not None
+            if result_dir is not None:
+                result_dir = Path(result_dir)
+                result_dir.mkdir(parents=True, exist_ok=True)
+            if self.unsafe_local:
+                if result_dir is None:
+                    result_dir = tagged_tempdir("result")
+                    held.dirs.append(result_dir)
+                cfg = self._boot_cfg(grouped, argv=argv, cwd=str(result_dir), jail=False)
+                cmd = [self.layout.executable, *PY_FLAGS, str(BOOT), json.dumps(cfg)]
+                data = str(paths[0]) if len(paths) == 1 and paths[0].is_dir() else ""
+                env = sandbox_env(self.layout, data=data, result=str(result_dir),
+                                  tmp=tempfile.gettempdir())
+            else:
+                cfg = self._boot_cfg(grouped, argv=argv, cwd=RESULT, jail=True)
+                binds = [*input_binds(paths), *((str(Path(h).resolve()), j) for h, j in extra_binds)]
+                staging = tagged_tempdir("spawn")
+                held.dirs.append(staging)
+                result: tuple[str, int] | str = (str(result_dir.resolve()) if result_dir is not None
+                                                 else (RESULT, self.limits.result_bytes))
+                cmd = self._jail(binds, result, cfg, staging)
+                env = sandbox_env(self.layout, data=DATA, result=RESULT, tmp=TMP)
+            proc = subprocess.Popen(held.group.launch(cmd) if held.group else cmd,
+                                    stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                    stderr=subprocess.PIPE, start_new_session=True, env=env)
+        except BaseException:
+            _release(held)
+            raise
+        with self._lock:
+            self._spawned[proc] = held
+        return proc
+
+    def usage(self, proc: subprocess.Popen[bytes]) -> GroupUsage | None:
+        """What a spawned process's cgroup counted so far (None without one)."""
+        with self._lock:
+            held = self._spawned.get(proc)
+        return held.group.peek() if held is not None and held.group is not None else None
 
     def kill(self, proc: subprocess.Popen[bytes]) -> None:
         """Kill the whole process group; with bwrap --die-with-parent the pid namespace (and
-        every process in it) goes with it."""
+        every process in it) goes with it. A spawned process's cgroup and temp folders go too."""
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.killpg(proc.pid, signal.SIGKILL)
         with contextlib.suppress(subprocess.TimeoutExpired):
             proc.wait(timeout=10)
+        with self._lock:
+            held = self._spawned.pop(proc, None)
+        if held is not None:
+            _release(held)
 
     def close(self) -> None:
-        """Remove the staged copies made for spawned processes (after killing them)."""
-        for d in self._spawn_dirs:
-            shutil.rmtree(d, ignore_errors=True)
-        self._spawn_dirs.clear()
+        """Release what spawned processes still hold (their cgroups are killed with them)."""
+        with self._lock:
+            held, self._spawned = list(self._spawned.values()), {}
+        for h in held:
+            _release(h)
+
+
+def _release(held: _Spawned) -> None:
+    if held.group is not None:
+        held.group.finish()
+    for d in held.dirs:
+        shutil.rmtree(d, ignore_errors=True)

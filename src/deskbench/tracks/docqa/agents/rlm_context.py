@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from deskbench.corpus import Corpus
+from deskbench.sandbox.stale import tagged_prefix
 
 
 @dataclass(frozen=True)
@@ -53,7 +54,7 @@ class CorpusContext:
             if self._dir is None or self._root != corpus.root or self._stats is None:
                 if self._dir is not None:
                     self._dir.cleanup()
-                self._dir = tempfile.TemporaryDirectory(prefix="deskbench-rlm-context-")
+                self._dir = tempfile.TemporaryDirectory(prefix=tagged_prefix("rlm-context"))
                 path = Path(self._dir.name) / "context.txt"
                 self._stats = await asyncio.to_thread(write_context, corpus, path)
                 self._root = corpus.root

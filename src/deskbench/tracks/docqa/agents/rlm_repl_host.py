@@ -6,9 +6,8 @@ import asyncio
 import collections
 import contextlib
 import json
-import shutil
+import re
 import subprocess
-import tempfile
 import threading
 import time
 from collections.abc import Awaitable, Callable
@@ -16,6 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from deskbench.sandbox.result import limit_message
 from deskbench.tracks.docqa.agents import rlm_repl
 from deskbench.tracks.docqa.agents.rlm_settings import RlmSettings
 
@@ -23,6 +23,7 @@ if TYPE_CHECKING:
     from deskbench.sandbox import Sandbox
 
 REPL_SCRIPT = Path(rlm_repl.__file__)
+FULL = re.compile(r"No space left on device|File too large|Disk quota exceeded")
 JAIL_SCRIPT = "/sandbox/rlm_repl.py"
 JAIL_CONTEXT = "/mnt/data/context.txt"
 
@@ -52,19 +53,28 @@ class QueryRefused(Exception):
     """A sub-call the host will not or could not answer; the code sees it as an exception."""
 
 
+def full_note(sandbox: Sandbox) -> str:
+    """What the model reads when a write failed for lack of room."""
+    lim = sandbox.limits
+    return (f"[sandbox] a write failed: /mnt/result holds at most {lim.result_bytes // 1024**2} MB "
+            f"and /tmp {lim.tmp_bytes // 1024**2} MB, no single file over "
+            f"{lim.file_bytes // 1024**2} MB; delete files or keep data in variables")
+
+
 class ReplProcess:
     """The host end of one REPL process: JSON lines in, JSON lines out, with a reader thread
     feeding an asyncio queue so a wall-time limit can stop waiting at any moment."""
 
-    def __init__(self, sandbox: Sandbox, context_file: Path, result_dir: Path,
-                 loop: asyncio.AbstractEventLoop) -> None:
+    def __init__(self, sandbox: Sandbox, context_file: Path, loop: asyncio.AbstractEventLoop) -> None:
+        """/mnt/result is the jail's own tmpfs capped at `limits.result_bytes` (the REPL's files
+        are never collected), so code writing there cannot fill the host's disk."""
         self.sandbox = sandbox
         if sandbox.unsafe_local:  # no jail: the host paths are used as they are
             argv = ["python", "-E", "-s", "-B", str(REPL_SCRIPT), str(context_file)]
-            self.proc = sandbox.spawn(argv, result_dir=result_dir)
+            self.proc = sandbox.spawn(argv)
         else:
             argv = ["python", "-E", "-s", "-B", JAIL_SCRIPT, JAIL_CONTEXT]
-            self.proc = sandbox.spawn(argv, inputs=[context_file], result_dir=result_dir,
+            self.proc = sandbox.spawn(argv, inputs=[context_file],
                                       extra_binds=[(REPL_SCRIPT, JAIL_SCRIPT)])
         self.loop = loop
         self.lines: asyncio.Queue[bytes | None] = asyncio.Queue()
@@ -105,6 +115,11 @@ class ReplProcess:
         tail = b"".join(self.stderr_tail).decode("utf-8", errors="replace").strip()[-600:]
         status = f"exit status {code}" if code is not None and code >= 0 else (
             f"killed by signal {-code}" if code is not None else "closed its output")
+        usage = self.sandbox.usage(self.proc)
+        if usage is not None and usage.oom_kills:
+            status += "; " + limit_message("memory", self.sandbox.limits, oom_killed=True)
+        if usage is not None and usage.pids_refused:
+            status += "; " + limit_message("processes", self.sandbox.limits)
         return f"ended unexpectedly ({status})" + (f": {tail}" if tail else "")
 
     async def send(self, message: dict[str, Any]) -> bool:
@@ -173,6 +188,8 @@ class ReplProcess:
                 continue
             if message.get("done"):
                 out.stdout, out.stderr = str(message.get("stdout", "")), str(message.get("stderr", ""))
+                if FULL.search(out.stderr):
+                    out.stderr += "\n" + full_note(self.sandbox)
                 out.error = bool(message.get("error"))
                 out.stdout_chars = int(message.get("stdout_chars", 0))
                 break
@@ -208,19 +225,16 @@ class Repl:
 
     def __init__(self, sandbox: Sandbox, context_file: Path, settings: RlmSettings) -> None:
         self.sandbox, self.context_file, self.settings = sandbox, context_file, settings
-        self.work = Path(tempfile.mkdtemp(prefix="deskbench-rlm-"))
         self.process: ReplProcess | None = None
         self.starts = 0
 
     async def start(self) -> str | None:
         """None when a REPL is up, else why it could not start. Every process gets a fresh
-        /mnt/result: as root the jail hands the last one to that process's own uid."""
+        /mnt/result (a tmpfs of its own jail)."""
         loop = asyncio.get_running_loop()
         self.starts += 1
-        result_dir = self.work / f"result-{self.starts}"
         try:  # spawning forks and execs: off the event loop
-            self.process = await asyncio.to_thread(ReplProcess, self.sandbox, self.context_file,
-                                                   result_dir, loop)
+            self.process = await asyncio.to_thread(ReplProcess, self.sandbox, self.context_file, loop)
         except (OSError, subprocess.SubprocessError) as exc:
             return f"could not be started: {exc}"
         problem = await self.process.ready(self.settings.start_seconds)
@@ -248,4 +262,3 @@ class Repl:
         if self.process is not None:
             self.process.kill()
             self.process = None
-        shutil.rmtree(self.work, ignore_errors=True)
