@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 from rich.markup import escape
@@ -245,6 +245,10 @@ def _run_info(run_dir: Path, as_json: bool) -> None:
                 }
                 for system in sorted(set(counts) | set(identities))
             },
+            "scorings": [{"id": sc.id, "created": sc.created, "track": sc.track, "deskbench": sc.deskbench,
+                          "settings": sc.settings.model_dump(), "label": sc.label(),
+                          "systems": {name: h.model_dump() for name, h in store.scoring_headlines(sc.id).items()}}
+                         for sc in store.scorings()],
         }
     finally:
         store.close()
@@ -266,3 +270,19 @@ def _run_info(run_dir: Path, as_json: bool) -> None:
         c = identity.config
         out.print(f"  agent {escape(c.agent)}" + (f", model {escape(c.model)}" if c.model else "")
                   + f": {escape(c.describe())}")
+    _print_scorings(data["scorings"])  # type: ignore[arg-type]
+
+
+def _print_scorings(scorings: list[dict[str, Any]]) -> None:
+    """`info RUNDIR`'s scorings: each stored `score` (when, settings), a headline per system."""
+    if not scorings:
+        out.print("scorings: none stored (score the run with 'deskbench score RUNDIR')")
+        return
+    out.print(f"scorings ({len(scorings)}, the latest is what 'deskbench view' and 'export' show):")
+    for sc in scorings:
+        out.print(f"  {escape(sc['label'])}" + (f", deskbench {escape(sc['deskbench'])}" if sc["deskbench"] else ""))
+        for system, h in sc["systems"].items():
+            mean = "–" if h["mean_score"] is None else f"{h['mean_score']:.3f}"
+            share = f" ({100 * h['correct'] / h['scored']:.1f}%)" if h["scored"] else ""
+            out.print(f"    {escape(system)}: {h['items']} items, {h['scored']} scored, {h['correct']} correct{share}, "
+                      f"mean score {mean}, {h['items'] - h['scored']} unscored")

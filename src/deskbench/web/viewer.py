@@ -20,7 +20,7 @@ from urllib.parse import urlencode
 
 import jinja2
 from fastapi import FastAPI, HTTPException, Request
-from fastapi.responses import HTMLResponse, Response
+from fastapi.responses import FileResponse, HTMLResponse, Response
 
 from deskbench.corpus import Corpus
 from deskbench.errors import UserError
@@ -40,7 +40,9 @@ from deskbench.web.viewer_data import (
     answer_view,
     failure,
     open_runs,
+    output_file,
     task_view,
+    with_files,
 )
 from deskbench.web.viewer_transcript import Marks, judge_steps, steps
 
@@ -117,7 +119,7 @@ def create_viewer_app(run_dirs: Sequence[Path | str], corpus_dir: Path | str | N
 
     def episode_context(run: ViewerRun, episode: Episode) -> dict[str, Any]:
         task = task_view(run.tasks.get(episode.task_id))
-        answer = answer_view(episode.submission)
+        answer = with_files(answer_view(episode.submission), run, episode)
         corpus = corpora.of(run, episode.system)
         marks = Marks(cited=set(answer.cited), gold=set(task.gold_pages), corpus=corpora.key(corpus),
                       run=run.key)
@@ -190,6 +192,26 @@ def create_viewer_app(run_dirs: Sequence[Path | str], corpus_dir: Path | str | N
         except UserError as exc:
             raise HTTPException(404, "no such page") from exc
         return Response(data, media_type="image/png", headers={"Cache-Control": "private, max-age=3600"})
+
+    @app.get("/output")
+    def output(request: Request, run: str = "", system: str = "", task: str = "", attempt: str = "0",
+               n: str = "") -> Response:
+        """An episode's output file by (run, system, task, attempt, its position in the submission's
+        list): never a path from the request. A raster image that decodes as one is shown inline
+        with its own media type; anything else (svg included) is a download."""
+        session(request)
+        found = catalog.episode(run, system, task, int(attempt)) if attempt.isdigit() and n.isdigit() else None
+        path = output_file(*found, int(n)) if found is not None else None
+        if path is None:
+            raise HTTPException(404, "no such file")
+        from deskbench.web.grading import image_type
+
+        name = "".join(ch if ch.isalnum() or ch in "._-" else "_" for ch in path.name) or "file"
+        shown = image_type(path)
+        if shown is not None and shown in IMAGE_MIMES:
+            return FileResponse(path, media_type=shown, filename=name, content_disposition_type="inline",
+                                headers={"Cache-Control": "private, max-age=3600"})
+        return FileResponse(path, media_type="application/octet-stream", filename=name)
 
     @app.get("/blob")
     def blob(request: Request, run: str = "", sha: str = "") -> Response:

@@ -41,10 +41,21 @@ class TaskView(BaseModel):
     facts: list[tuple[str, str]] = Field(default_factory=list)  # (label, value): category, inputs, ...
 
 
+class FileView(BaseModel):
+    """An output file as the episode page lists it: by its position in the submission's list,
+    which is all its URL carries (never a path)."""
+
+    n: int
+    name: str
+    size: int
+    image: str | None = None  # the media type of a raster image that decodes as one (shown inline)
+    found: bool = True  # False: recorded, but not in the run directory
+
+
 class AnswerView(BaseModel):
     answer: list[str] = Field(default_factory=list)
     cited: list[Page] = Field(default_factory=list)
-    files: list[str] = Field(default_factory=list)
+    files: list[FileView] = Field(default_factory=list)
 
 
 def _docqa_task(t: BaseModel) -> TaskView:
@@ -97,7 +108,8 @@ def _docqa_answer(s: BaseModel) -> AnswerView:
 def _file_answer(s: BaseModel) -> AnswerView:
     assert isinstance(s, AnalyticsSubmission | DeliverableSubmission)
     text = s.answer if isinstance(s, AnalyticsSubmission) else s.response
-    return AnswerView(answer=[text] if text else [], files=[f.name for f in s.files])
+    return AnswerView(answer=[text] if text else [],
+                      files=[FileView(n=n, name=f.name, size=f.size) for n, f in enumerate(s.files)])
 
 
 ANSWER_VIEWS: dict[type[BaseModel], Callable[[BaseModel], AnswerView]] = {
@@ -120,6 +132,33 @@ class ViewerRun:
     store: RunStore
     track: str
     tasks: dict[str, BaseModel] = field(default_factory=dict)
+
+
+def output_file(run: ViewerRun, episode: Episode, n: int) -> Path | None:
+    """The episode's n-th output file on disk: named by the submission's own list, resolved
+    (symlinks too) inside the run directory, a regular file; else None."""
+    files = getattr(episode.submission, "files", None)
+    if not isinstance(files, list) or not 0 <= n < len(files):
+        return None
+    root = run.dir.resolve()
+    try:
+        path = (root / str(getattr(episode.submission, "files_dir", "")) / files[n].name).resolve(strict=True)
+    except (OSError, RuntimeError):
+        return None
+    return path if path.is_relative_to(root) and path.is_file() else None
+
+
+def with_files(view: AnswerView, run: ViewerRun, episode: Episode) -> AnswerView:
+    """`view` with each output file found on disk and, when it decodes as a raster image
+    (png, jpeg, gif, webp; never svg: the name's suffix is not trusted), its media type."""
+    from deskbench.web.grading import image_type
+
+    files = []
+    for f in view.files:
+        path = output_file(run, episode, f.n)
+        files.append(f.model_copy(update={"found": path is not None,
+                                          "image": image_type(path) if path is not None else None}))
+    return view.model_copy(update={"files": files})
 
 
 def open_runs(run_dirs: Sequence[Path]) -> list[ViewerRun]:
