@@ -1,7 +1,8 @@
 """Page text from one PDF: the text layer, or OCR where the text layer is missing or garbage.
 
-Runs inside worker processes (pdfium is not thread-safe), so everything here is picklable and
-free of corpus state: a path in, an `ExtractResult` out.
+Runs inside worker processes (pdfium is not thread-safe; ingest runs each file under the
+untrusted-file limits), so everything here is picklable and free of corpus state: a path in, an
+`ExtractResult` out. A MemoryError is never caught here: it is the worker's memory verdict.
 """
 
 from __future__ import annotations
@@ -166,6 +167,8 @@ def extract_pdf(path: str, settings: OcrSettings) -> ExtractResult:
         return result
     try:
         pdf = pdfium.PdfDocument(p)
+    except MemoryError:
+        raise
     except Exception as exc:  # pdfium raises PdfiumError; anything else is also a bad file
         result.error = describe_open_error(p, exc)
         return result
@@ -192,12 +195,16 @@ def _extract_page(
     number = index + 1
     try:
         page = pdf[index]
+    except MemoryError:
+        raise
     except Exception as exc:
         return ExtractedPage(number, "", "text_layer", f"unreadable page ({exc})")
     try:
         layer_error: str | None = None
         try:
             text = _text_layer(page)
+        except MemoryError:
+            raise
         except Exception as exc:
             text, layer_error = "", f"text layer unreadable ({exc})"
         if settings.mode == "never":
@@ -214,6 +221,8 @@ def _extract_page(
             return ExtractedPage(number, text, "text_layer", "needs OCR but no OCR engine is available")
         try:
             return ExtractedPage(number, _ocr(page, ocr), "ocr", None)
+        except MemoryError:
+            raise
         except Exception as exc:
             return ExtractedPage(number, text, "text_layer", f"OCR failed ({exc})")
     finally:

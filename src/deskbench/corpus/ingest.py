@@ -9,14 +9,12 @@ what the index missed and extracts only new or changed files (by content hash).
 from __future__ import annotations
 
 import hashlib
-import multiprocessing
 import os
 import shutil
 import tempfile
 import time
 from collections.abc import Callable, Iterable
-from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
-from concurrent.futures.process import BrokenProcessPool
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -28,6 +26,7 @@ from deskbench.corpus.page_text import PageTextSummary
 from deskbench.corpus.store import DocumentRecord, IngestError, PageRecord, PageStore
 from deskbench.search.analyzer import ANALYZER_NAME
 from deskbench.search.index import IndexWriter, PageIndex, index_analyzer
+from deskbench.untrusted import LimitExceeded, ReaderCrashed, run_limited
 
 FLUSH_PAGES = 20_000
 FLUSH_SECONDS = 15.0
@@ -186,52 +185,35 @@ ProgressCallback = Callable[[str, int], None]
 """Called once per finished file with its document id and page count."""
 
 
-def _crash_result(job: Job) -> ExtractResult:
-    return ExtractResult(
-        path=str(job.source),
-        error="the PDF crashed the extraction process (pdfium); repair or re-save it and ingest again",
-    )
+def _extract_limited(corpus: Corpus, job: Job, settings: OcrSettings) -> ExtractResult:
+    """One PDF's pages from a worker process under the untrusted-file limits: a PDF over one (a
+    content-stream bomb) or one that crashes pdfium fails alone, with the reason, and the
+    ingest goes on."""
+    try:
+        out = run_limited(extract_pdf, str(corpus.root / job.stored_path), settings)
+    except ReaderCrashed as exc:
+        return ExtractResult(path=str(job.source), error=f"the PDF crashed the extraction process ({exc.how}); "
+                             "repair or re-save it and ingest again")
+    if isinstance(out, LimitExceeded):
+        return ExtractResult(path=str(job.source), error=out.about("the PDF").message)
+    return out
 
 
 def _extract_all(
     corpus: Corpus, jobs: list[Job], settings: OcrSettings, workers: int
 ) -> Iterable[tuple[Job, ExtractResult]]:
-    """Yield extraction results as they finish, isolating a file that kills its worker."""
-    ctx = multiprocessing.get_context("spawn")
-    queue = list(reversed(jobs))
-    suspects: list[Job] = []
-    while queue or suspects:
-        if suspects:
-            # A worker died while these were in flight: retry each alone to find the culprit.
-            job = suspects.pop()
-            with ProcessPoolExecutor(max_workers=1, mp_context=ctx) as solo:
-                try:
-                    yield job, solo.submit(extract_pdf, str(corpus.root / job.stored_path), settings).result()
-                except BrokenProcessPool:
-                    yield job, _crash_result(job)
-            continue
-        pool = ProcessPoolExecutor(max_workers=workers, mp_context=ctx)
+    """Yield extraction results as they finish, `workers` files at a time, each in its own
+    limited process (untrusted/worker.py)."""
+    with ThreadPoolExecutor(max_workers=max(1, workers)) as pool:
         inflight: dict[Future[ExtractResult], Job] = {}
-        broken = False
-        try:
-            while (queue or inflight) and not broken:
-                while queue and len(inflight) < workers * 2:
-                    job = queue.pop()
-                    inflight[pool.submit(extract_pdf, str(corpus.root / job.stored_path), settings)] = job
-                done, _ = wait(inflight, return_when=FIRST_COMPLETED)
-                for fut in done:
-                    job = inflight.pop(fut)
-                    try:
-                        result = fut.result()
-                    except BrokenProcessPool:
-                        suspects.append(job)
-                        suspects.extend(inflight.values())
-                        inflight.clear()
-                        broken = True
-                        break
-                    yield job, result
-        finally:
-            pool.shutdown(wait=not broken, cancel_futures=True)
+        queue = list(reversed(jobs))
+        while queue or inflight:
+            while queue and len(inflight) < max(1, workers):
+                job = queue.pop()
+                inflight[pool.submit(_extract_limited, corpus, job, settings)] = job
+            done, _ = wait(inflight, return_when=FIRST_COMPLETED)
+            for fut in done:
+                yield inflight.pop(fut), fut.result()
 
 
 def run_ingest(

@@ -5,6 +5,9 @@ annotated TSV per sheet with its header row, docx/pptx/pdf -> plain text).
 The readers live in leaf modules (sheets.py, csvread.py, headers.py, textdocs.py, and the formula
 evaluator in xlformula.py/xlcalc.py); this module picks one by extension and turns whatever a
 broken file makes the libraries raise into `UnreadableFile`, a user error naming the file.
+Every read runs in a worker process under the untrusted-file limits (deskbench/untrusted), after
+the cheap checks for its format; a file over a limit raises `FileTooLarge` (an UnreadableFile
+that carries the verdict).
 """
 
 from __future__ import annotations
@@ -19,6 +22,8 @@ from deskbench.corpus.csvread import read_csv
 from deskbench.corpus.sheets import Sheet, Spreadsheet, read_xlsx, to_tsv
 from deskbench.corpus.textdocs import Block, Slide, blocks_text, read_docx, read_pptx, slides_text
 from deskbench.errors import UserError
+from deskbench.untrusted import FileLimitError, LimitExceeded, call_limited
+from deskbench.untrusted.checks import check_office
 
 SPREADSHEET_SUFFIXES = frozenset({".xlsx", ".xlsm", ".csv", ".tsv"})
 DOCUMENT_SUFFIXES = frozenset({".docx", ".pptx", ".pdf", ".txt", ".md"})
@@ -30,13 +35,32 @@ class UnreadableFile(UserError):
     """The file is missing, of a kind we have no reader for, or does not open as its format."""
 
 
+class FileTooLarge(UnreadableFile, FileLimitError):
+    """The file is over one of the untrusted-file limits; `verdict` says which."""
+
+    def __init__(self, verdict: LimitExceeded) -> None:
+        FileLimitError.__init__(self, verdict)
+
+
 def guarded(path: Path, kind: str, read: Callable[[Path], T]) -> T:
-    """`read(path)`, with any failure of a corrupt file reported as UnreadableFile."""
+    """`read(path)` in a limited worker (read: a module-level function), with any failure of a
+    corrupt file reported as UnreadableFile and a limit hit as FileTooLarge."""
     if not path.is_file():
         raise UnreadableFile(f"{path}: no such file")
     try:
+        return call_limited(_checked_read, path, kind, read, subject=str(path))
+    except FileTooLarge:
+        raise
+    except FileLimitError as exc:
+        raise FileTooLarge(exc.verdict.about(str(path))) from None
+
+
+def _checked_read(path: Path, kind: str, read: Callable[[Path], T]) -> T:
+    """In the worker: the format's cheap checks, then the reader."""
+    try:
+        check_office(path)
         return read(path)
-    except UnreadableFile:
+    except (UnreadableFile, FileLimitError, MemoryError):
         raise
     except (zipfile.BadZipFile, KeyError, ValueError, OSError, UnicodeDecodeError) as exc:
         raise UnreadableFile(f"{path}: does not open as {kind} ({type(exc).__name__}: {exc}); "
@@ -84,6 +108,11 @@ def pdf_text(path: Path) -> str:
     return "\n".join(f"--- page {p.page} ---\n{p.text}" for p in result.pages) + "\n"
 
 
+def read_text(path: Path) -> str:
+    """A text file, undecodable bytes replaced."""
+    return path.read_text(encoding="utf-8", errors="replace")
+
+
 def to_text(path: Path) -> str:
     """docx, pptx, pdf, txt/md as plain text (the consulting paper's DOCX/PPTX -> text)."""
     suffix = path.suffix.lower()
@@ -94,7 +123,7 @@ def to_text(path: Path) -> str:
     if suffix == ".pdf":
         return guarded(path, "pdf", pdf_text)
     if suffix in (".txt", ".md"):
-        return guarded(path, "text", lambda p: p.read_text(encoding="utf-8", errors="replace"))
+        return guarded(path, "text", read_text)
     raise _unsupported(path)
 
 

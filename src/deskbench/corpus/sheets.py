@@ -24,6 +24,7 @@ from openpyxl.worksheet.worksheet import Worksheet
 from deskbench.corpus.headers import detect_header
 from deskbench.corpus.xlvalues import ExcelError, Unevaluated
 from deskbench.corpus.xlworkbook import evaluate_missing
+from deskbench.untrusted.limits import FileLimitError, LimitExceeded, current_limits
 
 CellValue = str | int | float | bool | datetime | date | time | timedelta | ExcelError | Unevaluated | None
 
@@ -147,6 +148,10 @@ def _grid(ws: Worksheet, computed: dict[tuple[str, int, int], CellValue]) -> lis
             value = ExcelError(value)
         if not is_empty(value):
             found[(row, col)] = value
+    cap = current_limits().cells
+    merged = sum(r.size["rows"] * r.size["columns"] for r in ws.merged_cells.ranges)
+    if merged > cap:  # a merge over a whole sheet would fill 17 billion cells
+        raise FileLimitError(LimitExceeded(what="cells", limit=cap, observed=merged))
     for rng in ws.merged_cells.ranges:
         top = found.get((rng.min_row, rng.min_col))
         if top is not None:
@@ -157,6 +162,8 @@ def _grid(ws: Worksheet, computed: dict[tuple[str, int, int], CellValue]) -> lis
         return []
     n_rows = max(r for r, _ in found)
     n_cols = max(c for _, c in found)
+    if n_rows * n_cols > cap:  # the dense grid from A1 to the last cell: one cell at XFD1048576 is 17 billion
+        raise FileLimitError(LimitExceeded(what="cells", limit=cap, observed=n_rows * n_cols))
     rows: list[list[CellValue]] = [[None] * n_cols for _ in range(n_rows)]
     for (row, col), value in found.items():
         rows[row - 1][col - 1] = value

@@ -18,6 +18,7 @@ from typing import Any
 from openpyxl.utils.cell import column_index_from_string
 
 from deskbench.corpus.xlvalues import ExcelError, arith, binary
+from deskbench.untrusted.limits import FileLimitError, FileLimits, LimitExceeded, current_limits
 
 
 class Unsupported(Exception):
@@ -163,6 +164,27 @@ CellLookup = Callable[[str, int, int], Any]
 """(sheet, row, col) -> value, evaluating formula cells on demand; both indices 1-based."""
 
 
+class CellBudget:
+    """The cells formula ranges may read: one range at most `range_cells` (A3:XFD1048576 is 17
+    billion), all formulas of a workbook together at most `formula_cells`. Over either, the
+    workbook is over a limit (FileLimitError): its values cannot be computed in bounded time."""
+
+    def __init__(self, limits: FileLimits | None = None) -> None:
+        limits = limits or current_limits()
+        self.range_cells, self.formula_cells = limits.range_cells, limits.formula_cells
+        self.used = 0
+        self.where = ""  # the formula cell being computed, for the verdict
+
+    def spend(self, ref: str, n: int) -> None:
+        if n > self.range_cells:
+            raise FileLimitError(LimitExceeded(what="range_cells", limit=self.range_cells, observed=n,
+                                               detail=f"the range {ref} in {self.where or 'a formula'}"))
+        self.used += n
+        if self.used > self.formula_cells:
+            raise FileLimitError(LimitExceeded(what="formula_cells", limit=self.formula_cells,
+                                               observed=self.used))
+
+
 Function = Callable[["Evaluator", list[Node]], Any]
 """A worksheet function: gets the evaluator and its unevaluated arguments (IF needs laziness)."""
 
@@ -171,8 +193,9 @@ class Evaluator:
     """Evaluates syntax trees against a workbook through `lookup`; `sheet` is the formula's own."""
 
     def __init__(self, lookup: CellLookup, sheet: str, max_row: Callable[[str], int],
-                 functions: dict[str, Function]) -> None:
+                 functions: dict[str, Function], budget: CellBudget | None = None) -> None:
         self.lookup, self.sheet, self.max_row, self.functions = lookup, sheet, max_row, functions
+        self.budget = budget or CellBudget()
 
     def eval(self, node: Node) -> Any:
         kind = node[0]
@@ -205,6 +228,7 @@ class Evaluator:
         c2, r2 = _split(last, self.max_row(sheet)) if last else (c1, r1)
         if not first[-1].isdigit():
             r1 = 1
+        self.budget.spend(node[2], (abs(r2 - r1) + 1) * (abs(c2 - c1) + 1))
         return [[self.lookup(sheet, r, c) for c in range(min(c1, c2), max(c1, c2) + 1)]
                 for r in range(min(r1, r2), max(r1, r2) + 1)]
 

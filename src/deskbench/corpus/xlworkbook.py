@@ -12,7 +12,7 @@ from openpyxl.workbook.workbook import Workbook
 from openpyxl.worksheet.formula import ArrayFormula
 
 from deskbench.corpus.xlcalc import FUNCTIONS
-from deskbench.corpus.xlformula import Evaluator, Unsupported, parse
+from deskbench.corpus.xlformula import CellBudget, Evaluator, Unsupported, parse
 from deskbench.corpus.xlvalues import ExcelError, Unevaluated
 
 Key = tuple[str, int, int]
@@ -52,6 +52,7 @@ class WorkbookCalc:
         self.titles = {name.casefold(): name for name in values.sheetnames}
         self.memo: dict[Key, Any] = {}
         self.active: set[Key] = set()
+        self.budget = CellBudget()
 
     def run(self) -> dict[Key, Any]:
         """Every pending cell -> its computed value, in sheet order."""
@@ -82,14 +83,16 @@ class WorkbookCalc:
         if key in self.active:
             raise Unsupported("circular reference")
         self.active.add(key)
+        outer, self.budget.where = self.budget.where, f"{sheet}!{_a1(row, col)}"
         try:
-            value = Evaluator(self.lookup, sheet, self.max_row, FUNCTIONS).scalar(parse(formula))
+            value = Evaluator(self.lookup, sheet, self.max_row, FUNCTIONS, self.budget).scalar(parse(formula))
         except Unsupported as exc:
             value = Unevaluated(formula, str(exc))
         except (RecursionError, IndexError, TypeError, ValueError, ArithmeticError) as exc:
             value = Unevaluated(formula, f"{type(exc).__name__}: {exc}")
         finally:
             self.active.discard(key)
+            self.budget.where = outer
         self.memo[key] = value
         return value
 

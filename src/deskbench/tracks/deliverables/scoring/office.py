@@ -4,7 +4,8 @@ Every format becomes an ordered list of blocks (headings with a level, and text 
 row is one line with cells joined by " | " so a label and its figure stay on one line) plus the
 format's own sections: docx/markdown headings, xlsx sheet names, pptx slide titles, JSON keys.
 Opening docx/pptx/xlsx is corpus/office.py's job (one reader for inputs and outputs); this module
-only shapes what it reads for verifiers.
+only shapes what it reads for verifiers. `read_output` reads in a limited worker process (guarded:
+a file over a limit raises FileTooLarge, which the verifiers report as unobservable).
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from openpyxl.workbook.workbook import Workbook
 from deskbench.corpus.office import UnreadableFile, guarded
 from deskbench.corpus.sheets import load_values
 from deskbench.corpus.textdocs import Block, read_docx, read_pptx
+from deskbench.untrusted.limits import FileLimitError, LimitExceeded, current_limits
 
 __all__ = ["Block", "Document", "UnreadableFile", "json_at", "markdown_document", "read_output", "xlsx_cell"]
 
@@ -102,6 +104,10 @@ def _xlsx(path: Path) -> Document:
     """Cached values, and computed ones for formula cells saved without (openpyxl's outputs)."""
     wb, _ = load_values(path)
     blocks: list[Block] = []
+    cap = current_limits().cells
+    dense = sum(ws.max_row * ws.max_column for ws in wb.worksheets)
+    if dense > cap:  # iter_rows walks the grid up to the last cell: one at XFD1048576 is 17 billion
+        raise FileLimitError(LimitExceeded(what="cells", limit=cap, observed=dense))
     for ws in wb.worksheets:
         blocks.append(Block(ws.title, 1))
         for row in ws.iter_rows(values_only=True):
