@@ -334,6 +334,41 @@ def test_score_time_judge_calls_are_in_the_sample(operator_corpus: Corpus, tmp_p
     assert any(DOCQA_QUESTION_PART in t for m in judge_call.input for t in _texts(m.content))
 
 
+def test_scores_are_the_latest_stored_scoring_named(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A run scored with --judge exports the judge's verdicts (not ANLS*'s), with its reasoning as
+    the explanation and the scoring named; a re-score without the judge is what a new export says."""
+    from test_scorings import SYSTEM, TASKS, VERDICTS, cli, judged_docqa_run
+
+    run = judged_docqa_run(tmp_path)
+    store = RunStore(run["out"], create=False)
+    judged = store.latest_scoring()
+    assert judged is not None and judged.id == 2
+    offline = block_network(monkeypatch)
+    (path,) = _export(run["out"], tmp_path / "logs")
+    log = inspect_log.read_eval_log(str(path), resolve_attachments=True)
+    assert offline == [] and log.samples is not None and log.results is not None
+    samples = {str(s.id): s for s in log.samples}
+    assert set(samples) == {t[0] for t in TASKS}
+    want = {"q1": (0.5, "C"), "q2": (1.0, "C")}  # the judge's partial and correct; ANLS* said 1 and 0
+    for task_id, (value, correct) in want.items():
+        s = samples[task_id]
+        assert s.scores is not None and s.scores["score"].value == value and s.scores["correct"].value == correct
+        assert VERDICTS[task_id][1] in (s.scores["score"].explanation or "")
+        assert s.scores["score"].metadata is not None and s.scores["score"].metadata["scoring"] == judged.id
+        assert s.metadata["scored_by"] == judged.label() and f"judge {run['judge']}" in s.metadata["scored_by"]
+    mean = next(e for e in log.results.scores if e.name == "score").metrics["mean"].value
+    assert mean == run["judged"]["accuracy"]  # the number `score --judge` printed
+    assert next(e for e in log.results.scores if e.name == "score").metadata["scorer"] == judged.label()
+
+    cli("score", str(run["out"]), cache=run["cache"])  # again without the judge: ANLS* is the latest
+    (path,) = _export(run["out"], tmp_path / "logs2")
+    log = inspect_log.read_eval_log(str(path))
+    assert log.samples is not None
+    values = {str(s.id): s.scores["score"].value for s in log.samples if s.scores is not None}
+    assert values == {"q1": 1.0, "q2": 0.0} and all(s.metadata["scoring"] == 3 for s in log.samples)
+    assert SYSTEM in store.systems()
+
+
 def test_a_deliverables_run_exports_prompt_response_and_grading_calls(tmp_path: Path,
                                                                       monkeypatch: pytest.MonkeyPatch) -> None:
     """deliverable-agent on a bundled package: the prompt as sent, the response as returned, the

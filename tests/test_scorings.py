@@ -56,10 +56,9 @@ def docqa_script(body: dict[str, Any], n: int) -> dict[str, Any]:
         {"answer": [answer], "citations": [{"file": "alpha.pdf", "page": 1}]})}
 
 
-@pytest.fixture(scope="module")
-def docqa(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
-    """A docqa run scored when it ended (no judge: ANLS*), then `score --judge` (the fake judge)."""
-    root = tmp_path_factory.mktemp("scorings")
+def judged_docqa_run(root: Path) -> dict[str, Any]:
+    """A docqa run scored when it ended (no judge: ANLS*), then `score --judge` (the fake judge):
+    the run directory, the two reports (`plain`, `judged`) and a viewer login token."""
     corpus = write_operator_corpus(root)
     (root / "tasks.jsonl").write_text("".join(json.dumps(
         {"id": i, "question": q, "answer_variants": [[g]], "evidence": [{"document": "alpha.pdf", "page": 1}]}) + "\n"
@@ -74,6 +73,11 @@ def docqa(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     token = WebStore(out).add_user("ann")
     return {"out": out, "cache": cache, "judge": judge, "plain": plain[SYSTEM], "judged": judged[SYSTEM],
             "token": token}
+
+
+@pytest.fixture(scope="module")
+def docqa(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    return judged_docqa_run(tmp_path_factory.mktemp("scorings"))
 
 
 def viewer(*runs: Path, token: str) -> TestClient:
@@ -298,3 +302,36 @@ def test_output_files_a_chart_inline_the_rest_as_downloads(analytics: dict[str, 
     assert c.get("/output", params={**base, "n": by_name["fake.png"]}).status_code == 404
     c2 = TestClient(create_viewer_app([out]))  # not logged in
     assert c2.get("/output", params={**base, "n": by_name["chart.png"]}).status_code == 401
+
+
+# -- deliverables: a rubric grade given while the viewer runs -----------------------------------
+
+
+def test_a_rubric_grade_given_while_the_viewer_runs_is_shown_on_the_next_load(tmp_path: Path) -> None:
+    from test_transcripts_tracks import deliverables_run
+
+    from deskbench.tasks.deliverables import RUBRIC_CODES
+    from deskbench.tracks.deliverables.grades import GradeStore
+    from deskbench.tracks.deliverables.scoring.rubric import CriterionGrade, RubricGrade
+
+    run = deliverables_run(tmp_path)  # scored with the llm_check judge when it ended: scoring #1, ungraded
+    c = viewer(run.out, token=WebStore(run.out).add_user("ann"))
+    before = rows(c)[run.task_id]
+    assert before[0] == "unscored" and before[1][11] == "#1"
+    box = score_box(episode(c, run.out, run.task_id, run.system))
+    assert "Scored by scoring #1 (judge openai-compat/judge@" in box and "not graded yet" in box
+    assert "(judged)" in box  # the llm_check verifier the judge decided, from the stored row
+
+    (ep,) = RunStore(run.out, create=False).episodes(run.system)
+    GradeStore(run.out).save_grade(RubricGrade(
+        task_id=run.task_id, system=run.system, grader="sme", source="human", episode_stamp=ep.finished_at,
+        criteria={code: CriterionGrade(code=code, score=3, justification=f"{code} graded 3 (scorings-grade)")
+                  for code in RUBRIC_CODES}))
+    after = rows(c)[run.task_id]  # the same viewer, the next load: the grade is applied (offline, labelled)
+    assert after[0] != "unscored" and after[1][11] == "offline"
+    box = score_box(episode(c, run.out, run.task_id, run.system))
+    assert "its grade changed after scoring #1" in box and "Rubric (0–3)" in box
+    cli("score", str(run.out), cache=tmp_path / "cache")  # scored again: the stored scoring holds again
+    again = rows(c)[run.task_id]
+    assert again[1][11] == "#2" and again[0] == after[0] and again[1][5] == after[1][5]
+    assert "scorings-grade" in score_box(episode(c, run.out, run.task_id, run.system))  # the grade's justifications
