@@ -97,9 +97,10 @@ def sweep(root: Path, remove: Callable[[Path], None]) -> list[Path]:
 
 
 def _rmtree(path: Path) -> None:
-    if path.is_symlink() or not path.is_dir():
-        return  # only folders are ours; never follow a link planted in the temp dir
-    shutil.rmtree(path, ignore_errors=True)
+    if path.is_symlink():  # a link under our name: removed, never followed
+        path.unlink()
+    elif path.is_dir():
+        shutil.rmtree(path, ignore_errors=True)
 
 
 def sweep_tempdirs(root: Path | None = None) -> list[Path]:
