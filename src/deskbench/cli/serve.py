@@ -1,7 +1,11 @@
-"""`deskbench serve`: the web app (a Typer group whose default action serves) and `serve add-user`."""
+"""`deskbench serve`: the web app (a Typer group whose default action serves) and its users
+(`add-user`, `users`, `remove-user`, `rotate-token`). The TLS, proxy and session options are
+shared with `deskbench view`."""
 
 from __future__ import annotations
 
+import re
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
@@ -12,6 +16,67 @@ from deskbench.errors import UserError
 if TYPE_CHECKING:
     from fastapi import FastAPI
 
+    from deskbench.web.common import WebSecurity
+
+PANEL = "Access"
+_UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
+
+IdleOpt = Annotated[str, typer.Option(
+    "--session-idle", envvar="DESKBENCH_SESSION_IDLE", rich_help_panel=PANEL,
+    help="A session ends after this long without a request (e.g. 30m, 8h, 2d; plain numbers are seconds).")]
+MaxAgeOpt = Annotated[str, typer.Option(
+    "--session-max", envvar="DESKBENCH_SESSION_MAX", rich_help_panel=PANEL,
+    help="A session ends this long after its login, active or not.")]
+KeyOpt = Annotated[Path | None, typer.Option(
+    "--ssl-keyfile", rich_help_panel=PANEL, help="Serve over TLS with this private key (PEM), with --ssl-certfile.")]
+CertOpt = Annotated[Path | None, typer.Option(
+    "--ssl-certfile", rich_help_panel=PANEL, help="Serve over TLS with this certificate chain (PEM), with --ssl-keyfile.")]
+TrustProxyOpt = Annotated[bool, typer.Option(
+    "--trust-proxy", rich_help_panel=PANEL,
+    help="Behind a TLS proxy that sets X-Forwarded-For and X-Forwarded-Proto: believe them for the client's "
+         "address (login throttling) and https (Secure cookies). Without a proxy, clients could set them.")]
+
+
+def parse_duration(text: str, flag: str) -> float:
+    """'90', '90s', '30m', '8h', '7d' as seconds."""
+    found = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([smhd]?)\s*", text.lower())
+    if not found or float(found.group(1)) <= 0:
+        raise UserError(f"{flag} {text!r} is not a duration; use e.g. 90s, 30m, 8h or 7d")
+    return float(found.group(1)) * _UNITS[found.group(2) or "s"]
+
+
+@dataclass(frozen=True)
+class Serving:
+    """How `_run` serves an app: session rules, TLS files, whether a proxy is trusted."""
+
+    idle: str = "8h"
+    max_age: str = "7d"
+    keyfile: Path | None = None
+    certfile: Path | None = None
+    trust_proxy: bool = False
+
+    def security(self) -> WebSecurity:
+        from deskbench.web.common import WebSecurity
+        from deskbench.web.store import SessionLimits
+
+        return WebSecurity(limits=SessionLimits(idle=parse_duration(self.idle, "--session-idle"),
+                                                absolute=parse_duration(self.max_age, "--session-max")),
+                           trust_proxy=self.trust_proxy)
+
+    def tls(self) -> dict[str, str]:
+        """uvicorn's TLS arguments, after checking the pair loads (a bad file is one line, not a traceback)."""
+        import ssl
+
+        if self.keyfile is None and self.certfile is None:
+            return {}
+        if self.keyfile is None or self.certfile is None:
+            raise UserError("TLS needs both --ssl-keyfile and --ssl-certfile")
+        try:
+            ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER).load_cert_chain(self.certfile, self.keyfile)
+        except (OSError, ssl.SSLError) as exc:
+            raise UserError(f"cannot load --ssl-certfile {self.certfile} with --ssl-keyfile {self.keyfile}: "
+                            f"{exc}; give a PEM certificate and its private key") from exc
+        return {"ssl_keyfile": str(self.keyfile), "ssl_certfile": str(self.certfile)}
 
 
 def _deliverables_run(out: Path) -> bool:
@@ -21,19 +86,26 @@ def _deliverables_run(out: Path) -> bool:
     return (out / RunStore.FILENAME).is_file() and RunStore(out, create=False).track() == "deliverables"
 
 
-def _run(web_app: FastAPI, out: Path, host: str, port: int, what: str = "human baseline") -> None:
-    """Serve one of the apps, after the warnings every app shares."""
+def _run(web_app: FastAPI, out: Path, host: str, port: int, what: str = "human baseline",
+         serving: Serving = Serving()) -> None:
+    """Serve one of the apps, after the warnings every app shares. uvicorn's own proxy-header
+    handling is off: the app believes X-Forwarded-* only with --trust-proxy."""
     import uvicorn
 
+    from deskbench.web.common import use_security
     from deskbench.web.store import WebStore
 
+    use_security(web_app, serving.security())
+    tls = serving.tls()
     users = WebStore(out).users()
     if not users:
         typer.echo(f"warning: no users yet; create one with: deskbench serve add-user NAME --out {out}", err=True)
-    if host not in ("127.0.0.1", "localhost", "::1"):
-        typer.echo(f"warning: binding {host}: reachable from other machines; use TLS in front of it", err=True)
-    typer.echo(f"deskbench serve: {what} at http://{host}:{port}/ ({len(users)} users, run {out})", err=True)
-    uvicorn.run(web_app, host=host, port=port, log_level="warning")
+    if host not in ("127.0.0.1", "localhost", "::1") and not tls and not serving.trust_proxy:
+        typer.echo(f"warning: binding {host}: reachable from other machines; serve over TLS "
+                   "(--ssl-keyfile/--ssl-certfile) or behind a TLS proxy (--trust-proxy)", err=True)
+    scheme = "https" if tls else "http"
+    typer.echo(f"deskbench serve: {what} at {scheme}://{host}:{port}/ ({len(users)} users, run {out})", err=True)
+    uvicorn.run(web_app, host=host, port=port, log_level="warning", proxy_headers=False, **tls)
 
 
 def register(app: typer.Typer) -> None:
@@ -52,19 +124,27 @@ def register(app: typer.Typer) -> None:
         top_k: Annotated[int, typer.Option(help="Pages per search (the agents' default is 5).")] = 5,
         calibration: Annotated[Path | None, typer.Option(help="Items JSONL of 'deskbench calibrate sample --judge': adds the /calibration labelling screens.")] = None,
         batch_size: Annotated[int, typer.Option(help="Questions per batch for tasks in no batch yet (see 'serve batches').")] = 25,
+        session_idle: IdleOpt = "8h",
+        session_max: MaxAgeOpt = "7d",
+        ssl_keyfile: KeyOpt = None,
+        ssl_certfile: CertOpt = None,
+        trust_proxy: TrustProxyOpt = False,
     ) -> None:
         """Serve the annotation app: deskbench serve --corpus DIR --tasks T.jsonl --out RUNDIR.
         Create annotators first with: deskbench serve add-user NAME --out RUNDIR."""
         if ctx.invoked_subcommand is not None:
             return
+        serving = Serving(session_idle, session_max, ssl_keyfile, ssl_certfile, trust_proxy)
+        serving.security()  # bad durations stop here, before an app is built
         if out is not None and corpus is None and tasks is None and _deliverables_run(out):
             from deskbench.web.grading import create_grading_app
 
-            return _run(create_grading_app(out), out, host, port, what="rubric grading")
+            return _run(create_grading_app(out), out, host, port, what="rubric grading", serving=serving)
         if out is not None and calibration is not None and corpus is None and tasks is None:
             from deskbench.web.calibration import create_calibration_app
 
-            return _run(create_calibration_app(out, calibration), out, host, port, what="judge calibration")
+            return _run(create_calibration_app(out, calibration), out, host, port, what="judge calibration",
+                        serving=serving)
         missing = [flag for flag, v in (("--corpus", corpus), ("--tasks", tasks), ("--out", out)) if v is None]
         if missing:
             raise UserError(f"deskbench serve needs {', '.join(missing)}: "
@@ -84,7 +164,7 @@ def register(app: typer.Typer) -> None:
         if idle:
             typer.echo(f"warning: {', '.join(idle)} have no batch and will see no question; list batches with"
                        f" 'deskbench serve batches --out {out}', assign with 'deskbench serve assign --out {out} --user NAME BATCH'", err=True)
-        _run(web_app, out, host, port)
+        _run(web_app, out, host, port, serving=serving)
 
     @serve_app.command("add-user")
     def add_user(
@@ -98,6 +178,41 @@ def register(app: typer.Typer) -> None:
         token = WebStore(out).add_user(name, batch)
         typer.echo(token)
         typer.echo(f"user {name} added to {out}{' with batches ' + ', '.join(batch) if batch else ''};"
+                   " the token above is shown only once", err=True)
+
+    @serve_app.command("users")
+    def users(out: Annotated[Path, typer.Option("--out", "-o", help="Run directory the app serves.")]) -> None:
+        """List the users: name, when added, open sessions, batches (tokens are never shown again)."""
+        from deskbench.web.store import WebStore
+
+        infos = WebStore.existing(out).user_infos()
+        for u in infos:
+            typer.echo(f"{u.name}\tadded {u.created_at[:19]}\t{u.sessions} sessions\t{', '.join(u.batches) or 'no batch'}")
+        if not infos:
+            typer.echo(f"no users; create one with: deskbench serve add-user NAME --out {out}", err=True)
+
+    @serve_app.command("remove-user")
+    def remove_user(
+        name: Annotated[str, typer.Argument(help="The user to remove.")],
+        out: Annotated[Path, typer.Option("--out", "-o", help="Run directory the app serves.")],
+    ) -> None:
+        """Remove a user: their sessions end at once; their answers and work stay in the run."""
+        from deskbench.web.store import WebStore
+
+        WebStore.existing(out).remove_user(name)
+        typer.echo(f"user {name} removed from {out}; their sessions ended, their work stays", err=True)
+
+    @serve_app.command("rotate-token")
+    def rotate_token(
+        name: Annotated[str, typer.Argument(help="The user whose token is replaced.")],
+        out: Annotated[Path, typer.Option("--out", "-o", help="Run directory the app serves.")],
+    ) -> None:
+        """Print a new token for a user once; the old token and its sessions stop working."""
+        from deskbench.web.store import WebStore
+
+        token = WebStore.existing(out).rotate_token(name)
+        typer.echo(token)
+        typer.echo(f"new token for {name} in {out}; the old one and its sessions no longer work;"
                    " the token above is shown only once", err=True)
 
     @serve_app.command("batches")
