@@ -74,9 +74,10 @@ def _repl_probe(work: Path, env: Env) -> dict[str, Any]:
         return {"verdict": f"no result: {w.stderr.strip()[-160:]}", "seconds": round(w.seconds, 2),
                 "peak_mb": w.peak_mb, "held": False}
     tmp_mb = round(out["tmp_bytes"] / 1024**2, 1)
-    err = out["stderr"].strip().splitlines()
+    err = [line for line in out["stderr"].splitlines() if "Error" in line][-1:]
     verdict = (f"host TMPDIR +{tmp_mb} MB while the REPL lived; "
-               + ("REPL said: " + err[-1][:90] if out["error"] and err else "no error"))
+               + (f"the code got {err[0].strip()[:60]}" if out["error"] and err else "no error")
+               + ("; the model is told the caps" if "[sandbox] a write failed" in out["stderr"] else ""))
     return {"verdict": verdict, "seconds": round(w.seconds, 2), "peak_mb": w.peak_mb,
             "held": tmp_mb < 1 and out["error"]}
 
