@@ -164,3 +164,33 @@ def pdf_media_box(path: Path, side: float) -> Path:
 def pdf_plain(path: Path) -> Path:
     """A normal letter-size page with a line of text."""
     return _pdf(path, (612, 792), TEXT)
+
+
+# -- parse functions for the worker's own tests (module level: the worker imports them by name) --
+
+def hog_memory(step_mb: int = 16) -> None:
+    """Allocate until something stops it."""
+    held = []
+    while True:
+        held.append(bytearray(step_mb << 20))
+
+
+def spin() -> None:
+    """Burn CPU until something stops it."""
+    while True:
+        pass
+
+
+def double(x: int) -> int:
+    return 2 * x
+
+
+def refuse(message: str) -> None:
+    raise ValueError(message)
+
+
+def crash() -> None:
+    import os
+    import signal
+
+    os.kill(os.getpid(), signal.SIGSEGV)

@@ -20,6 +20,7 @@ from deskbench.corpus.store import DocumentRecord, PageRecord, PageStore
 from deskbench.errors import UserError
 from deskbench.search.index import PageIndex
 from deskbench.search.snippet import make_snippet
+from deskbench.untrusted.limits import FileLimitError
 
 
 class SearchHit(BaseModel):
@@ -138,7 +139,11 @@ class Corpus:
             )
         # pdfium is not thread-safe: one render at a time per process.
         with self._render_lock:
-            data = render_page(pdf, page, spec)
+            try:
+                data = render_page(pdf, page, spec)
+            except FileLimitError as exc:
+                raise FileLimitError(exc.verdict.about(
+                    f"page {page} of {doc_id}", "render it at a lower dpi or with a pixel cap (--dpi, --max-pixels)")) from None
         self.images.put(doc.content_hash, page, spec, data)
         return data
 

@@ -1,5 +1,10 @@
 """Page images: rendered with pdfium, size-capped, cached on disk.
 
+Rendering stays in the process (it is the agents' hot path): the page's content was parsed under
+the untrusted-file limits when the PDF was ingested, and the bitmap is bounded here by the
+page-image pixel limit (a 14,400 pt page at 110 dpi would be 484 megapixels), so a page costs at
+most ~9 bytes a pixel of that limit.
+
 The cache key is (document content hash, page, dpi, format, caps), so a changed document never
 serves a stale image. Byte caps downscale progressively with Lanczos, as MADQA did for
 providers with a 5 MB image limit.
@@ -20,6 +25,8 @@ from typing import Literal
 import numpy as np
 import pypdfium2 as pdfium
 from PIL import Image
+
+from deskbench.untrusted.checks import check_page_pixels
 
 ImageFormat = Literal["png", "jpeg", "webp"]
 FORMATS: tuple[ImageFormat, ...] = ("png", "jpeg", "webp")
@@ -111,6 +118,8 @@ def render_page(pdf_path: Path, page: int, spec: ImageSpec) -> bytes:
                     scale *= math.sqrt(spec.max_pixels / pixels)
                     while math.ceil(width * scale) * math.ceil(height * scale) > spec.max_pixels:
                         scale *= 0.999
+            # a bitmap over the page-image limit is refused before pdfium allocates it
+            check_page_pixels(width, height, scale * 72, f"page {page}")
             bitmap = pg.render(scale=scale, rev_byteorder=True)
             array = np.array(bitmap.to_numpy()[..., :3])  # own the memory before pdfium frees it
             bitmap.close()

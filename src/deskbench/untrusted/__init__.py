@@ -5,7 +5,13 @@
 `checks.py`: the cheap checks made before parsing (zip directory, element counts, page pixels).
 """
 
-from deskbench.untrusted.limits import FileLimitError, FileLimits, LimitExceeded, current_limits, use_limits
+from deskbench.untrusted.limits import (
+           FileLimitError,
+           FileLimits,
+           LimitExceeded,
+           current_limits,
+           use_limits,
+)
 from deskbench.untrusted.worker import ReaderCrashed, call_limited, in_worker, run_limited
 
 __all__ = ["FileLimitError", "FileLimits", "LimitExceeded", "ReaderCrashed", "call_limited", "current_limits",

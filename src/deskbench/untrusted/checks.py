@@ -84,8 +84,8 @@ def check_xlsx(path: Path, limits: FileLimits | None = None) -> None:
             cells = count_elements(zf, _worksheets(zf), [_CELL], limits.cells)
         except (zlib.error, zipfile.BadZipFile, EOFError):
             return  # a broken stream: the reader reports it in its own words
-    if cells > limits.cells:
-        raise _over("cells", limits.cells, cells, str(path))
+    if cells > limits.cells:  # the count stops soon after the limit
+        raise _over("cells", limits.cells, cells, str(path), "at least ")
 
 
 def check_docx(path: Path, limits: FileLimits | None = None) -> None:
@@ -98,7 +98,7 @@ def check_docx(path: Path, limits: FileLimits | None = None) -> None:
         except (zlib.error, zipfile.BadZipFile, EOFError):
             return
     if found > limits.paragraphs:
-        raise _over("paragraphs", limits.paragraphs, found, str(path))
+        raise _over("paragraphs", limits.paragraphs, found, str(path), "at least ")
 
 
 def check_pptx(path: Path, limits: FileLimits | None = None) -> None:
@@ -114,7 +114,7 @@ def check_pptx(path: Path, limits: FileLimits | None = None) -> None:
         except (zlib.error, zipfile.BadZipFile, EOFError):
             return
     if found > limits.paragraphs:
-        raise _over("paragraphs", limits.paragraphs, found, str(path))
+        raise _over("paragraphs", limits.paragraphs, found, str(path), "at least ")
 
 
 OFFICE_CHECKS: dict[str, Callable[[Path, FileLimits | None], None]] = {

@@ -51,8 +51,8 @@ _WORDING: dict[str, tuple[str, str]] = {
     # what: (the limit, what the file needed); formatted with limit, observed, detail
     "memory": ("{limit:,.0f} MB memory", "reached {observed:,.0f} MB"),
     "time": ("{limit:g} s time", "stopped after {observed:.1f} s"),
-    "cells": ("{limit:,.0f}-cell", "holds {observed:,.0f} cells"),
-    "paragraphs": ("{limit:,.0f}-paragraph", "holds {observed:,.0f} paragraphs"),
+    "cells": ("{limit:,.0f}-cell", "holds {detail}{observed:,.0f} cells"),
+    "paragraphs": ("{limit:,.0f}-paragraph", "holds {detail}{observed:,.0f} paragraphs"),
     "slides": ("{limit:,.0f}-slide", "holds {observed:,.0f} slides"),
     "range_cells": ("{limit:,.0f}-cell formula-range", "{detail} covers {observed:,.0f} cells"),
     "formula_cells": ("{limit:,.0f}-cell formula-read", "its formulas read {observed:,.0f} cells"),
@@ -73,16 +73,18 @@ class LimitExceeded(BaseModel):
     observed: float
     subject: str = "the file"
     detail: str = ""
+    hint: str = ""  # how to get past it, where the caller knows (a lower --dpi)
 
     @property
     def message(self) -> str:
         limit, observed = _WORDING[self.what]
         fields = {"limit": self.limit, "observed": self.observed, "detail": self.detail}
-        return f"{self.subject} exceeds the {limit.format(**fields)} limit ({observed.format(**fields)})"
+        return (f"{self.subject} exceeds the {limit.format(**fields)} limit ({observed.format(**fields)})"
+                + (f"; {self.hint}" if self.hint else ""))
 
-    def about(self, subject: str) -> LimitExceeded:
+    def about(self, subject: str, hint: str | None = None) -> LimitExceeded:
         """The same verdict naming `subject` (a file name, "output file report.docx")."""
-        return self.model_copy(update={"subject": subject})
+        return self.model_copy(update={"subject": subject, **({"hint": hint} if hint is not None else {})})
 
 
 class FileLimitError(UserError):

@@ -15,6 +15,7 @@ worker it runs fn in place under the worker's limits.
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import multiprocessing
 import os
@@ -27,13 +28,12 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from multiprocessing.connection import Connection
-from typing import Any, ParamSpec, TypeVar
+from typing import Any, TypeVar
 
 from deskbench.errors import UserError
 from deskbench.untrusted import limits as _limits
 from deskbench.untrusted.limits import MB, FileLimitError, FileLimits, LimitExceeded, current_limits
 
-P = ParamSpec("P")
 T = TypeVar("T")
 
 PRELOAD = ["deskbench.untrusted.worker", "deskbench.corpus.office", "deskbench.corpus.extract",
@@ -88,7 +88,7 @@ def _context() -> Any:
         return _ctx
 
 
-def run_limited(fn: Callable[P, T], *args: Any, limits: FileLimits | None = None) -> T | LimitExceeded:
+def run_limited(fn: Callable[..., T], *args: Any, limits: FileLimits | None = None) -> T | LimitExceeded:
     """fn(*args) in a worker under `limits` (default: current_limits()); its result, or the verdict
     of the limit it hit. fn must be a module-level function and args picklable."""
     global last_stats
@@ -122,7 +122,7 @@ def run_limited(fn: Callable[P, T], *args: Any, limits: FileLimits | None = None
     raise ReaderCrashed(str(payload))
 
 
-def call_limited(fn: Callable[P, T], *args: Any, subject: str = "the file",
+def call_limited(fn: Callable[..., T], *args: Any, subject: str = "the file",
                  limits: FileLimits | None = None) -> T:
     """run_limited, with a verdict raised as FileLimitError naming `subject`."""
     out = run_limited(fn, *args, limits=limits)
@@ -137,10 +137,8 @@ def _vm_size() -> int:
 
 
 def _die_with_parent() -> None:
-    try:
+    with contextlib.suppress(OSError, AttributeError):
         ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
-    except (OSError, AttributeError):
-        pass
 
 
 def _parse(fd: int, fn: Callable[..., Any], args: tuple[Any, ...], limits: FileLimits) -> None:

@@ -29,6 +29,7 @@ from deskbench.runs.store import Episode, RunStore, now
 from deskbench.tasks.docqa import DocQASubmission, DocQATask, read_tasks
 from deskbench.tasks.trajectory import AnswerStep, Citation, TrajectoryStep, Usage
 from deskbench.tracks.docqa.humans import human_system
+from deskbench.untrusted import FileLimitError
 from deskbench.web.common import (
     HERE,
     install_basics,
@@ -282,6 +283,8 @@ def create_app(corpus_dir: Path | str, tasks_file: Path | str, run_dir: Path | s
             raise HTTPException(404, "no such document")
         try:
             data = corpus.page_image(doc, page, SIZES[size])
+        except FileLimitError as exc:  # a page too big to draw: say so, never a 500
+            raise HTTPException(413, exc.verdict.message) from None
         except UserError as exc:
             raise HTTPException(404, "no such page") from exc
         return Response(data, media_type="image/png", headers={"Cache-Control": "private, max-age=3600"})

@@ -55,7 +55,7 @@ def image_type(path: Path) -> str | None:
         with Image.open(path) as im:
             im.verify()
             return IMAGE_TYPES.get(im.format or "")
-    except (UnidentifiedImageError, OSError, ValueError, SyntaxError):
+    except (UnidentifiedImageError, OSError, ValueError, SyntaxError, Image.DecompressionBombError):
         return None
 APP_NAME = "rubric grading and QC"  # the header of every page, the login page's too
 Key = tuple[str, str, int]

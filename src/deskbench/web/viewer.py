@@ -27,6 +27,7 @@ from deskbench.errors import UserError
 from deskbench.models.prices import format_cost
 from deskbench.runs.store import Episode
 from deskbench.runs.transcript import TranscriptDoc, expand, recorded_corpus
+from deskbench.untrusted import FileLimitError
 from deskbench.web.app import SIZES, safe_doc_id
 from deskbench.web.common import HERE, install_basics
 from deskbench.web.store import WebStore
@@ -189,6 +190,8 @@ def create_viewer_app(run_dirs: Sequence[Path | str], corpus_dir: Path | str | N
             raise HTTPException(404, "no such document")
         try:
             data = opened.page_image(doc, page, SIZES[size])
+        except FileLimitError as exc:  # a page too big to draw: say so, never a 500
+            raise HTTPException(413, exc.verdict.message) from None
         except UserError as exc:
             raise HTTPException(404, "no such page") from exc
         return Response(data, media_type="image/png", headers={"Cache-Control": "private, max-age=3600"})

@@ -79,7 +79,17 @@ class AidaImport:
 
 
 def _sheets(path: Path) -> list[SheetSpec] | None:
-    """The reference file's sheets as deskbench describes them (header row, data rows)."""
+    """The reference file's sheets as deskbench describes them (header row, data rows), read in a
+    worker under the untrusted-file limits (over one: the import stops with the verdict)."""
+    from deskbench.untrusted import call_limited
+
+    return call_limited(_read_sheets, path, subject=str(path))
+
+
+def _read_sheets(path: Path) -> list[SheetSpec] | None:
+    from deskbench.untrusted.checks import check_office
+
+    check_office(path)
     suffix = path.suffix.lower()
     if suffix == ".csv":
         with path.open(encoding="utf-8-sig", newline="") as fh:

@@ -70,6 +70,17 @@ def _decode(raw: bytes, content_type: str) -> str:
 
 
 def _pdf_text(raw: bytes, content_type: str) -> str:
+    """A fetched PDF's text, parsed in a worker under the untrusted-file limits (a page from the
+    web is as hostile as any file); over a limit the agent is told why."""
+    from deskbench.untrusted import FileLimitError, ReaderCrashed, call_limited
+
+    try:
+        return call_limited(_pdf_pages_text, raw, subject="the PDF")
+    except (FileLimitError, ReaderCrashed) as exc:
+        raise WebError(str(exc)) from None
+
+
+def _pdf_pages_text(raw: bytes) -> str:
     import pypdfium2
 
     pdf = pypdfium2.PdfDocument(raw)

@@ -19,6 +19,7 @@ from deskbench.tracks.deliverables.scoring.office import (
     markdown_document,
     read_output,
 )
+from deskbench.untrusted import FileLimitError
 
 Status = Literal["pass", "fail", "unobservable"]
 EVIDENCE_CHARS = 240
@@ -77,6 +78,8 @@ class VerifierContext:
             return f"output file {name} not found in {self.outputs_dir}"
         try:
             return read_output(path)
+        except FileLimitError as exc:  # over an untrusted-file limit: unobservable, counted as failed
+            return exc.verdict.about(f"output file {name}").message
         except UnreadableFile as exc:
             return f"output file {name} does not open: {exc}"
 
