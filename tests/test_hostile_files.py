@@ -10,81 +10,19 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import shutil
-import socket
-import subprocess
-import sys
 import time
-from dataclasses import dataclass
 from pathlib import Path
 
-import psutil
+import hostile_bombs as bombs
 import pytest
 from conftest import REPO, run_cli
+from hostile_watch import RSS_MB, SECONDS, Server, bounded_cli
 
-import hostile_bombs as bombs
 from deskbench.untrusted import FileLimits, LimitExceeded, ReaderCrashed, run_limited
 from deskbench.untrusted.limits import limits_from_env
 
-SECONDS = 30.0  # the wall-time bound of every probe
-RSS_MB = 1536.0  # the peak RSS bound of any one process of the command
 DEMO_DELIVERABLES = REPO / "src" / "deskbench" / "data" / "demo" / "deliverables"
-
-
-@dataclass
-class Bounded:
-    returncode: int
-    stdout: str
-    stderr: str
-    seconds: float
-    peak_rss_mb: float  # the largest RSS any process of the tree reached
-    peak_tree_mb: float  # the largest sum over the tree
-
-    def held(self, seconds: float = SECONDS, rss_mb: float = RSS_MB) -> None:
-        assert self.seconds < seconds, f"took {self.seconds:.1f} s (bound {seconds} s)"
-        assert self.peak_rss_mb < rss_mb, f"peak RSS {self.peak_rss_mb:.0f} MB (bound {rss_mb} MB)"
-
-
-class TreeWatch:
-    """Samples the RSS of a process and all its descendants every 20 ms."""
-
-    def __init__(self, pid: int) -> None:
-        self.root = psutil.Process(pid)
-        self.peak = self.tree = 0.0
-
-    def sample(self) -> None:
-        try:
-            procs = [self.root, *self.root.children(recursive=True)]
-        except psutil.NoSuchProcess:
-            return
-        sizes = []
-        for p in procs:
-            try:
-                sizes.append(p.memory_info().rss / 2**20)
-            except psutil.NoSuchProcess:
-                pass
-        if sizes:
-            self.peak = max(self.peak, max(sizes))
-            self.tree = max(self.tree, sum(sizes))
-
-
-def bounded_cli(*args: str, kill_after: float = 3 * SECONDS, env: dict[str, str] | None = None) -> Bounded:
-    """`deskbench ARGS` in a subprocess, timed and watched; killed (and the test failed by the
-    bound) if it runs past `kill_after`."""
-    started = time.monotonic()
-    proc = subprocess.Popen([sys.executable, "-m", "deskbench.cli", *args], stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True, env={**os.environ, **(env or {})})
-    watch = TreeWatch(proc.pid)
-    while proc.poll() is None and time.monotonic() - started < kill_after:
-        watch.sample()
-        time.sleep(0.02)
-    if proc.poll() is None:
-        for child in watch.root.children(recursive=True):
-            child.kill()
-        proc.kill()
-    out, err = proc.communicate()
-    return Bounded(proc.returncode, out, err, time.monotonic() - started, watch.peak, watch.tree)
 
 
 # -- the worker and the limits ------------------------------------------------------------------
@@ -252,55 +190,6 @@ def test_verify_xlsx_rows_bomb(tmp_path: Path) -> None:
     results = _verify(*_package(tmp_path, "dl-0002-rcp", "benchmark_table.xlsx", bomb), "benchmark_table.xlsx")
     assert all(r["evidence"].startswith("output file benchmark_table.xlsx exceeds the 1,000,000-cell limit "
                                         "(holds at least ") for r in results), results
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-class Server:
-    """`deskbench serve ARGS` in a subprocess with its RSS watched while requests run."""
-
-    def __init__(self, *args: str) -> None:
-        from test_web import Client
-
-        self.port = _free_port()
-        self.proc = subprocess.Popen([sys.executable, "-m", "deskbench.cli", *args, "--port", str(self.port)],
-                                     stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-        self.watch = TreeWatch(self.proc.pid)
-        deadline = time.monotonic() + 30
-        while True:
-            try:
-                Client(self.port).request("GET", "/login")
-                return
-            except OSError:
-                assert self.proc.poll() is None and time.monotonic() < deadline, "the server did not start"
-                time.sleep(0.1)
-
-    def get(self, client: object, path: str) -> tuple[int, str, float]:
-        """(status, body, seconds) of one request, sampling the server's RSS meanwhile."""
-        import threading
-
-        done: list[tuple[int, str]] = []
-        started = time.monotonic()
-        thread = threading.Thread(target=lambda: done.append(_status_body(client, path)), daemon=True)
-        thread.start()
-        while thread.is_alive() and time.monotonic() - started < 3 * SECONDS:
-            self.watch.sample()
-            time.sleep(0.02)
-        assert done, f"GET {path} did not answer within {3 * SECONDS} s"
-        return done[0][0], done[0][1], time.monotonic() - started
-
-    def stop(self) -> None:
-        self.proc.terminate()
-        self.proc.wait(10)
-
-
-def _status_body(client: object, path: str) -> tuple[int, str]:
-    status, _, body = client.request("GET", path)  # type: ignore[attr-defined]
-    return status, body
 
 
 def test_grading_page_with_a_40k_paragraph_docx(tmp_path: Path) -> None:
