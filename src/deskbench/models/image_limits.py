@@ -49,6 +49,9 @@ def _fit_one(part: ImagePart, max_b64: int | None, max_side: int | None) -> Imag
 
 def fit_images(messages: list[Message], caps: Capabilities) -> list[Message]:
     """`messages` within the model's image count, size and byte limits."""
+    if (caps.max_images is None and caps.max_image_bytes is None and caps.max_image_side is None
+            and (caps.many_images is None or caps.max_image_side_many is None)):
+        return messages  # no limits: nothing to look for (the scan below walks the whole conversation)
     positions = [(i, j) for i, m in enumerate(messages) if isinstance(m.content, list)
                  for j, p in enumerate(m.content) if isinstance(p, ImagePart)]
     if not positions:
