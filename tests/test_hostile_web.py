@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import http.client
 import json
+import os
 import re
 import socket
 import ssl
@@ -321,12 +322,14 @@ def peak_rss_mb(pid: int) -> float:
 
 
 @contextmanager
-def deskbench_server(*args: str, https: bool = False) -> Iterator[tuple[subprocess.Popen[str], object]]:
-    """`deskbench ARGS --port P` in a subprocess, with a function making a connection to it once it
-    answers; stopped on exit."""
+def deskbench_server(*args: str, https: bool = False,
+                     env: dict[str, str] | None = None) -> Iterator[tuple[subprocess.Popen[str], object]]:
+    """`deskbench ARGS --port P` in a subprocess (`env` added to this one's), with a function making
+    a connection to it once it answers; stopped on exit."""
     port = _free_port()
     server = subprocess.Popen([sys.executable, "-m", "deskbench.cli", *args, "--port", str(port)],
-                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                              env={**os.environ, **env} if env else None)
 
     def connect() -> http.client.HTTPConnection:
         if https:
@@ -349,10 +352,14 @@ def deskbench_server(*args: str, https: bool = False) -> Iterator[tuple[subproce
         yield server, connect
     finally:
         server.terminate()
-        server.wait(10)
+        try:
+            server.wait(10)
+        except subprocess.TimeoutExpired:  # uvicorn waits for open keep-alive connections
+            server.kill()
+            server.wait(10)
 
 
-def try_token(conn: http.client.HTTPConnection, token: str) -> tuple[int, dict[str, str]]:
+def try_token(conn: http.client.HTTPConnection, token: str) -> tuple[int, http.client.HTTPMessage]:
     """GET /login for its CSRF cookie and field, then POST the token: (status, headers)."""
     conn.request("GET", "/login")
     resp = conn.getresponse()
@@ -362,7 +369,7 @@ def try_token(conn: http.client.HTTPConnection, token: str) -> tuple[int, dict[s
                  headers={"Content-Type": "application/x-www-form-urlencoded", "Cookie": cookie})
     resp = conn.getresponse()
     resp.read()
-    return resp.status, {k.lower(): v for k, v in resp.getheaders()}
+    return resp.status, resp.headers
 
 
 def probe_wrong_tokens(connect, n: int = 500, spread: float = 10.0) -> dict[str, float]:  # noqa: ANN001
@@ -397,3 +404,26 @@ def test_probe_500_wrong_tokens_are_throttled(corpus_root: Path, tmp_path: Path)
         status, headers = try_token(connect(), token)  # the right token waits too
         assert status == 429 and 1 <= int(headers["retry-after"]) <= 16
         assert peak_rss_mb(server.pid) < 400
+
+
+def test_deskbench_view_over_tls_sets_secure_cookies(site: dict, tmp_path: Path) -> None:
+    """`deskbench view --ssl-keyfile K --ssl-certfile C` (a self-signed pair made here) serves
+    https, and its login and session cookies are Secure."""
+    key, cert = tmp_path / "k.pem", tmp_path / "c.pem"
+    made = subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", str(key),
+                           "-out", str(cert), "-days", "2", "-subj", "/CN=127.0.0.1"], capture_output=True)
+    assert made.returncode == 0, made.stderr
+    with deskbench_server("view", str(site["run"]), "--ssl-keyfile", str(key), "--ssl-certfile", str(cert),
+                          https=True) as (_, connect):
+        conn = connect()
+        conn.request("GET", "/login")
+        resp = conn.getresponse()
+        resp.read()
+        assert all("Secure" in v for v in resp.headers.get_all("set-cookie"))
+        conn = connect()
+        status, headers = try_token(conn, site["tokens"]["bob"])
+        assert status == 303
+        session = next(v for v in headers.get_all("set-cookie") if v.startswith("deskbench_session="))
+        assert "Secure" in session and "HttpOnly" in session
+        assert try_token(conn, "wrong")[0] == 401
+        conn.close()

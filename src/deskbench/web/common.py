@@ -190,7 +190,8 @@ def install_basics(app: FastAPI, web: WebStore, render: Render) -> Access:
         response = RedirectResponse("/", status_code=303)
         response.set_cookie(SESSION_COOKIE, made[0], httponly=True, samesite="strict", path="/",
                             secure=over_tls(request))
-        response.delete_cookie(LOGIN_COOKIE, path="/login")
+        response.delete_cookie(LOGIN_COOKIE, path="/login", secure=over_tls(request), httponly=True,
+                               samesite="strict")
         return response
 
     @app.post("/logout")
@@ -198,7 +199,7 @@ def install_basics(app: FastAPI, web: WebStore, render: Render) -> Access:
         await posted(request)
         web.logout(request.cookies.get(SESSION_COOKIE, ""))
         response = RedirectResponse("/login", status_code=303)
-        response.delete_cookie(SESSION_COOKIE, path="/")
+        response.delete_cookie(SESSION_COOKIE, path="/", secure=over_tls(request), httponly=True, samesite="strict")
         return response
 
     return Access(session=session, form=form, posted=posted)
