@@ -63,12 +63,13 @@ class Serving:
                                                 absolute=parse_duration(self.max_age, "--session-max")),
                            trust_proxy=self.trust_proxy)
 
-    def tls(self) -> dict[str, str]:
-        """uvicorn's TLS arguments, after checking the pair loads (a bad file is one line, not a traceback)."""
+    def tls(self) -> tuple[str, str] | None:
+        """(keyfile, certfile) for uvicorn, after checking the pair loads (a bad file is one line,
+        not a traceback); None: plain http."""
         import ssl
 
         if self.keyfile is None and self.certfile is None:
-            return {}
+            return None
         if self.keyfile is None or self.certfile is None:
             raise UserError("TLS needs both --ssl-keyfile and --ssl-certfile")
         try:
@@ -76,7 +77,7 @@ class Serving:
         except (OSError, ssl.SSLError) as exc:
             raise UserError(f"cannot load --ssl-certfile {self.certfile} with --ssl-keyfile {self.keyfile}: "
                             f"{exc}; give a PEM certificate and its private key") from exc
-        return {"ssl_keyfile": str(self.keyfile), "ssl_certfile": str(self.certfile)}
+        return str(self.keyfile), str(self.certfile)
 
 
 def _deliverables_run(out: Path) -> bool:
@@ -105,7 +106,8 @@ def _run(web_app: FastAPI, out: Path, host: str, port: int, what: str = "human b
                    "(--ssl-keyfile/--ssl-certfile) or behind a TLS proxy (--trust-proxy)", err=True)
     scheme = "https" if tls else "http"
     typer.echo(f"deskbench serve: {what} at {scheme}://{host}:{port}/ ({len(users)} users, run {out})", err=True)
-    uvicorn.run(web_app, host=host, port=port, log_level="warning", proxy_headers=False, **tls)
+    uvicorn.run(web_app, host=host, port=port, log_level="warning", proxy_headers=False,
+                ssl_keyfile=tls[0] if tls else None, ssl_certfile=tls[1] if tls else None)
 
 
 def register(app: typer.Typer) -> None:
