@@ -146,6 +146,16 @@ def test_guesses_at_one_user_from_many_addresses_block_that_user_only(site: dict
     assert failures(site["run"])["addr:2001:db8:aaaa:1::/64"] == 3
 
 
+def test_counts_untouched_for_a_day_are_forgotten(site: dict) -> None:
+    """The table cannot grow with every address ever seen: rows a day old go at the next failure."""
+    c, clock = client_at(site, "198.51.100.9"), site["clock"]
+    assert [attempt(c, f"bob:w{i}").status_code for i in range(6)] == [401] * 5 + [429]
+    clock.advance(24 * HOUR + 1)
+    attempt(client_at(site, "198.51.100.10"), "alice:x")
+    assert set(failures(site["run"])) == {"addr:198.51.100.10", "user:alice"}
+    assert [attempt(c, f"bob:v{i}").status_code for i in range(6)] == [401] * 5 + [429]
+
+
 def test_forwarded_for_counts_only_behind_a_trusted_proxy(site: dict) -> None:
     c = client_at(site, "127.0.0.1")
     for n in range(5):  # an untrusted header changes nothing: all five are 127.0.0.1's
