@@ -33,7 +33,7 @@ from hostile_sandbox import (
 )
 
 from deskbench.sandbox import cgroups
-from deskbench.sandbox.stale import TAGGED, start_time
+from deskbench.sandbox.stale import TAGGED, pid_namespace, start_time
 
 MB = 1024**2
 SANDBOX_LIMIT = 2 * GIB
@@ -193,6 +193,7 @@ def test_kill_9_mid_call_leaves_folders_the_next_use_removes(tmp_path: Path) -> 
     mode = cgroups.detect()
     groups = [d for parent in (mode.hierarchy.parents() if mode.hierarchy else [])
               for d in parent.glob(f"deskbench-sandbox-{proc.pid}.*")]
+    assert len(groups) == (len(mode.hierarchy.parents()) if mode.hierarchy else 0), groups  # left by the kill
     started = time.perf_counter()
     check = subprocess.run(cli("sandbox", "check", "--json"), capture_output=True, text=True,
                            env=env, timeout=60)
@@ -216,16 +217,18 @@ def test_stale_folders_only_of_dead_owners_are_removed(tmp_path: Path, monkeypat
         "reused": f"deskbench-spawn-{me}.{(my_start or 0) + 1}-abc",      # pid alive, another start
         "alive": f"deskbench-rlm-context-{me}.{my_start}-abc",            # this process: kept
         "untagged": "deskbench-call-x1y2z3",                              # not ours to judge: kept
+        "elsewhere": f"deskbench-call-{gone.pid}.1.{pid_namespace() + 1}-abc",  # another pid namespace: kept
+        "dead_here": f"deskbench-result-{gone.pid}.1.{pid_namespace()}-abc",    # this namespace, gone
         "other": "somebody-else-1.2-abc",
     }
     for name in names.values():
         (tmp_path / name).mkdir()
         (tmp_path / name / "f").write_text("x")
     (tmp_path / f"deskbench-call-{gone.pid}.1-link").symlink_to(tmp_path / names["alive"])
-    assert all(TAGGED.match(names[k]) for k in ("dead", "reused", "alive"))
+    assert all(TAGGED.match(names[k]) for k in ("dead", "reused", "alive", "elsewhere", "dead_here"))
     Sandbox(Limits())
     left = sorted(p.name for p in tmp_path.iterdir())
-    assert left == sorted([names["alive"], names["untagged"], names["other"]]), left
+    assert left == sorted([names["alive"], names["untagged"], names["other"], names["elsewhere"]]), left
     assert (tmp_path / names["alive"] / "f").exists()   # the link was removed, not followed
 
 
@@ -236,7 +239,7 @@ def test_stale_cgroup_of_a_dead_owner_is_killed_and_removed() -> None:
     assert mode.hierarchy is not None
     gone = subprocess.Popen(["true"])
     gone.wait()
-    dirs = mode.hierarchy.make(f"deskbench-sandbox-{gone.pid}.1-stale", Limits())
+    dirs = mode.hierarchy.make(f"deskbench-sandbox-{gone.pid}.1.{pid_namespace()}-stale", Limits())
     sleeper = subprocess.Popen(["/bin/sh", "-c", 'for f in "$@"; do echo $$ > "$f"; done; exec sleep 600',
                                 "sh", *(str(d / "cgroup.procs") for d in dirs)])
     time.sleep(0.3)

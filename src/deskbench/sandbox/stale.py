@@ -1,9 +1,11 @@
 """Temp folders (and cgroups) named after the process that owns them, so a later process can
 tell which ones a dead process left behind (kill -9 runs no cleanup) and remove them.
 
-An owner tag is `<pid>.<start>`: the pid and the process's start time in clock ticks since boot
-(/proc/<pid>/stat field 22), so a reused pid does not keep a dead owner's folder alive. Where
-/proc is absent the start is 0 and only the pid is checked.
+An owner tag is `<pid>.<start>.<pidns>`: the pid, the process's start time in clock ticks since
+boot (/proc/<pid>/stat field 22), so a reused pid does not keep a dead owner's folder alive, and
+the inode of its pid namespace: a folder (or a cgroup: the pids hierarchy is machine-wide) made
+in another pid namespace, whose pids mean nothing here, is never judged. Where /proc is absent
+the start is 0 and only the pid is checked.
 """
 
 from __future__ import annotations
@@ -18,8 +20,8 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 PREFIX = "deskbench-"
-# deskbench-<kind>-<pid>.<start>-<random>; kinds are lowercase words joined by "-"
-TAGGED = re.compile(r"^deskbench-[a-z]+(?:-[a-z]+)*-(\d+)\.(\d+)-[A-Za-z0-9_]+$")
+# deskbench-<kind>-<pid>.<start>[.<pidns>]-<random>; kinds are lowercase words joined by "-"
+TAGGED = re.compile(r"^deskbench-[a-z]+(?:-[a-z]+)*-(\d+)\.(\d+)(?:\.(\d+))?-[A-Za-z0-9_]+$")
 
 
 def start_time(pid: int) -> int | None:
@@ -45,9 +47,18 @@ def start_time(pid: int) -> int | None:
 
 
 @functools.cache
+def pid_namespace() -> int:
+    """The inode of this process's pid namespace (0 where /proc cannot tell)."""
+    try:
+        return os.stat("/proc/self/ns/pid").st_ino
+    except OSError:
+        return 0
+
+
+@functools.cache
 def owner_tag() -> str:
     """This process's tag (cached per process: a forked child computes its own, see below)."""
-    return f"{os.getpid()}.{start_time(os.getpid()) or 0}"
+    return f"{os.getpid()}.{start_time(os.getpid()) or 0}.{pid_namespace()}"
 
 
 def my_tag() -> str:
@@ -78,7 +89,9 @@ def stale_entries(names: Iterator[str] | list[str]) -> Iterator[str]:
     """The names among `names` tagged by a process that is gone."""
     for name in names:
         m = TAGGED.match(name)
-        if m and not owner_alive(int(m.group(1)), int(m.group(2))):
+        if m is None or (m.group(3) is not None and int(m.group(3)) != pid_namespace()):
+            continue
+        if not owner_alive(int(m.group(1)), int(m.group(2))):
             yield name
 
 
