@@ -39,6 +39,7 @@ from typing import TYPE_CHECKING, Literal
 from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictStr
 
 from deskbench.models.types import ChatModel, Message
+from deskbench.sandbox.stale import tagged_prefix
 from deskbench.scoring.json_reply import describe, parse_reply
 from deskbench.scoring.judge_log import FILE_JUDGE, attach
 from deskbench.tasks.trajectory import TrajectoryStep
@@ -213,7 +214,7 @@ class FileJudge:
         ref_name, pred_name = mount_names(reference, prediction)
         prompt = file_judge_prompt(question, f"{MOUNT}/{ref_name}", f"{MOUNT}/{pred_name}")
         settings = AnalystSettings(max_rounds=self.max_calls, summary=False)
-        with tempfile.TemporaryDirectory(prefix="deskbench-file-judge-") as tmp:
+        with tempfile.TemporaryDirectory(prefix=tagged_prefix("file-judge")) as tmp:
             staged = Path(tmp) / "data"
             staged.mkdir()
             inputs = [staged / ref_name, staged / pred_name]
