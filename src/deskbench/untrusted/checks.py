@@ -52,12 +52,13 @@ def check_zip(path: Path, limits: FileLimits | None = None) -> zipfile.ZipFile:
     return zf
 
 
-def count_elements(zf: zipfile.ZipFile, names: list[str], patterns: list[re.Pattern[bytes]], stop: int) -> int:
-    """Occurrences of `patterns` in the members `names`, streamed; stops once past `stop`. The
-    inflated stream is read as it comes (zipfile checks sizes and CRC), so the count costs one
-    pass of decompression and no tree."""
+def count_elements(zf: zipfile.ZipFile, names: list[str], patterns: list[re.Pattern[bytes]],
+                   stop: int) -> tuple[int, str]:
+    """Occurrences of `patterns` in the members `names`, streamed, and "" or "at least " when it
+    stopped past `stop` with more left to read (the count is then a lower bound). The inflated
+    stream is read as it comes (zipfile checks sizes and CRC): one pass of decompression, no tree."""
     count = 0
-    for name in names:
+    for i, name in enumerate(names):
         with zf.open(name) as fh:
             tail = b""
             while chunk := fh.read(1 << 20):
@@ -67,9 +68,11 @@ def count_elements(zf: zipfile.ZipFile, names: list[str], patterns: list[re.Patt
                 body, tail = data[:cut], data[cut:]
                 count += sum(len(p.findall(body)) for p in patterns)
                 if count > stop:
-                    return count
+                    if fh.read(1) or i < len(names) - 1:
+                        return count, "at least "
+                    return count + sum(len(p.findall(tail)) for p in patterns), ""
             count += sum(len(p.findall(tail)) for p in patterns)
-    return count
+    return count, ""
 
 
 def _worksheets(zf: zipfile.ZipFile) -> list[str]:
@@ -81,11 +84,11 @@ def check_xlsx(path: Path, limits: FileLimits | None = None) -> None:
     limits = limits or current_limits()
     with check_zip(path, limits) as zf:
         try:
-            cells = count_elements(zf, _worksheets(zf), [_CELL], limits.cells)
+            cells, bound = count_elements(zf, _worksheets(zf), [_CELL], limits.cells)
         except (zlib.error, zipfile.BadZipFile, EOFError):
             return  # a broken stream: the reader reports it in its own words
-    if cells > limits.cells:  # the count stops soon after the limit
-        raise _over("cells", limits.cells, cells, str(path), "at least ")
+    if cells > limits.cells:
+        raise _over("cells", limits.cells, cells, str(path), bound)
 
 
 def check_docx(path: Path, limits: FileLimits | None = None) -> None:
@@ -94,11 +97,11 @@ def check_docx(path: Path, limits: FileLimits | None = None) -> None:
     with check_zip(path, limits) as zf:
         parts = [n for n in zf.namelist() if n.startswith("word/") and n.endswith(".xml")]
         try:
-            found = count_elements(zf, parts, [_PARAGRAPH, _TABLE_ROW], limits.paragraphs)
+            found, bound = count_elements(zf, parts, [_PARAGRAPH, _TABLE_ROW], limits.paragraphs)
         except (zlib.error, zipfile.BadZipFile, EOFError):
             return
     if found > limits.paragraphs:
-        raise _over("paragraphs", limits.paragraphs, found, str(path), "at least ")
+        raise _over("paragraphs", limits.paragraphs, found, str(path), bound)
 
 
 def check_pptx(path: Path, limits: FileLimits | None = None) -> None:
@@ -110,11 +113,11 @@ def check_pptx(path: Path, limits: FileLimits | None = None) -> None:
             raise _over("slides", limits.slides, len(slides), str(path))
         parts = [n for n in zf.namelist() if n.startswith("ppt/") and n.endswith(".xml")]
         try:
-            found = count_elements(zf, parts, [_PARAGRAPH, _TABLE_ROW], limits.paragraphs)
+            found, bound = count_elements(zf, parts, [_PARAGRAPH, _TABLE_ROW], limits.paragraphs)
         except (zlib.error, zipfile.BadZipFile, EOFError):
             return
     if found > limits.paragraphs:
-        raise _over("paragraphs", limits.paragraphs, found, str(path), "at least ")
+        raise _over("paragraphs", limits.paragraphs, found, str(path), bound)
 
 
 OFFICE_CHECKS: dict[str, Callable[[Path, FileLimits | None], None]] = {
