@@ -271,22 +271,28 @@ def test_page_with_a_huge_media_box(huge_pages: Path, doc: str, size: str) -> No
     assert ok.returncode == 0 and (huge_pages / "p.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
-def test_web_page_image_with_a_huge_media_box(huge_pages: Path) -> None:
+@pytest.mark.parametrize("app", ["serve", "view"])
+def test_web_page_image_with_a_huge_media_box(huge_pages: Path, app: str) -> None:
+    """The human baseline app (serve) and the episode viewer (view) serve corpus pages the same way."""
     from test_web import Client
 
     tasks = huge_pages / "tasks.jsonl"
     tasks.write_text(json.dumps({"id": "h/1", "question": "What is on the page?", "answer_variants": [["x"]],
                                  "evidence": [{"document": "big.pdf", "page": 1}]}) + "\n")
-    out = huge_pages / "run"
+    out = huge_pages / f"run-{app}"
     assert run_cli("serve", "batches", "--out", str(out), "--tasks", str(tasks)).returncode == 0
     token = run_cli("serve", "add-user", "hal", "--out", str(out)).stdout.strip()
-    server = Server("serve", "--corpus", str(huge_pages / "corpus"), "--tasks", str(tasks), "--out", str(out))
+    corpus = str(huge_pages / "corpus")
+    args = (["serve", "--corpus", corpus, "--tasks", str(tasks), "--out", str(out)] if app == "serve"
+            else ["view", str(out), "--corpus", corpus])
+    server = Server(*args)
     try:
         client = Client(server.port)
         client.login(token)
+        which = "" if app == "serve" else "&corpus=0"
         for doc, size, want in [("big.pdf", "view", 413), ("huge.pdf", "view", 413), ("huge.pdf", "thumb", 413),
                                 ("big.pdf", "thumb", 200), ("plain.pdf", "view", 200)]:
-            status, body, seconds = server.get(client, f"/page-image?doc={doc}&page=1&size={size}")
+            status, body, seconds = server.get(client, f"/page-image?doc={doc}&page=1&size={size}{which}")
             assert status == want, (doc, size, status, body)
             assert seconds < SECONDS
             if want == 413:
