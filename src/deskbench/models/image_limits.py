@@ -13,7 +13,7 @@ from PIL import Image
 
 from deskbench.corpus.images import DOWNSCALE_STEP, encode
 from deskbench.models.capabilities import Capabilities
-from deskbench.models.types import ImagePart, Message, TextPart
+from deskbench.models.types import ImagePart, Message, Part, TextPart
 
 OMITTED = "[page image omitted: this model takes at most {n} images a request; the newest are kept]"
 
@@ -69,7 +69,7 @@ def fit_images(messages: list[Message], caps: Capabilities) -> list[Message]:
     for i in sorted({i for i, _ in positions}):
         msg = messages[i]
         assert isinstance(msg.content, list)
-        parts = []
+        parts: list[Part] = []
         for j, part in enumerate(msg.content):
             if isinstance(part, ImagePart):
                 if (i, j) in drop:
