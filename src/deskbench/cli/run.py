@@ -89,6 +89,9 @@ def run(
     request = RunRequest(tasks=tasks, out=out_dir, agents=agent or [], models=model or [], attempts=attempts,
                          concurrency=concurrency, sampling=agent_sampling(temperature, top_p, reasoning_effort, max_tokens),
                          cache=cache, prices=prices, judge=judge, options=dict(ctx.params))
-    prep = track.prepare(request)
-    systems = execute_with_progress(prep, quiet)
-    track.show_scores(prep.store, systems, request, as_json=as_json)
+    from deskbench.runs.lock import run_lock
+
+    with run_lock(out_dir):  # one writer per run directory: a second run on this --out stops in one line
+        prep = track.prepare(request)
+        systems = execute_with_progress(prep, quiet)
+        track.show_scores(prep.store, systems, request, as_json=as_json)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import gc
+import hashlib
 import re
 import threading
 from collections.abc import Awaitable, Callable, Iterator, Sequence
@@ -55,10 +56,21 @@ def system_name(agent: str, model: str) -> str:
     return f"{agent}:{model}"
 
 
+def folder_name(text: str) -> str:
+    """A folder name for an id: a readable slug plus a short hash of the exact id.
+
+    Why the hash: the slug alone maps `fg/1` and `fg_1` to one folder, and the second episode then
+    cleared the first's files, which were scored on the wrong file (issue 22)."""
+    slug = re.sub(r"[^A-Za-z0-9._-]+", "_", text).strip("._")[:60] or "_"
+    return f"{slug}-{hashlib.sha256(text.encode('utf-8', 'surrogateescape')).hexdigest()[:10]}"
+
+
 def episode_dir(run_dir: Path, system: str, task_id: str, attempt: int) -> Path:
-    """Where an episode's output files live: RUNDIR/outputs/<system>/<task>/<attempt>/."""
-    safe = lambda text: re.sub(r"[^A-Za-z0-9._-]+", "_", text).strip("._") or "_"  # noqa: E731
-    return run_dir / "outputs" / safe(system) / safe(task_id) / str(attempt)
+    """Where a new episode's output files go: RUNDIR/outputs/<system>/<task>/<attempt>/, each
+    name from `folder_name`. The one home of that layout. Readers never rebuild it: a submission
+    stores its `files_dir` relative to the run, so runs written with the older slug-only names
+    (before issue 22) keep reading their own folders."""
+    return run_dir / "outputs" / folder_name(system) / folder_name(task_id) / str(attempt)
 
 
 async def run_episodes(

@@ -1,0 +1,50 @@
+"""One writer per run directory: `deskbench run` holds an fcntl lock on RUNDIR/.deskbench-run.lock
+for its whole length.
+
+Why refuse rather than join: two runs on one `--out` each read `done()` before either stored an
+episode, so both ran every task (84 model calls for 60 tasks) and raced on the tasks table
+(`database is locked`, `UNIQUE tasks.id`). A joiner cannot know which episodes the other process
+has in flight (they are stored only when they end), so joining would still redo work; a second
+run is told in one line which process is writing and to run again when it ends, which resumes.
+The kernel drops the lock when the holder dies (kill -9 included), so a stale lock file never
+blocks a later run.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import os
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+from deskbench.errors import UserError
+
+LOCK_NAME = ".deskbench-run.lock"
+
+
+@contextmanager
+def run_lock(run_dir: Path) -> Iterator[None]:
+    """Held while the block runs; raises UserError at once if another process holds it."""
+    try:
+        run_dir.mkdir(parents=True, exist_ok=True)
+        fd = os.open(run_dir / LOCK_NAME, os.O_RDWR | os.O_CREAT, 0o644)
+    except OSError as exc:
+        raise UserError(f"{run_dir}: cannot create the run directory's lock file ({exc.strerror or exc}); "
+                        "check the --out path and its permissions") from None
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            holder = os.pread(fd, 32, 0).decode("ascii", "replace").strip()
+            who = f"run PID {holder}" if holder.isdigit() else "another deskbench run"
+            raise UserError(f"{run_dir}: {who} is writing there; wait for it to end and run again "
+                            "(it resumes), or give another --out") from None
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
+        try:
+            yield
+        finally:
+            os.ftruncate(fd, 0)
+    finally:
+        os.close(fd)  # closing the descriptor releases the lock

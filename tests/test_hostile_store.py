@@ -1,0 +1,102 @@
+"""The store and the filesystem (issue 22, item 3, and the fault suite's store rows): each probe met
+where a user meets it, the real CLI in a subprocess, with a bound on wall time and peak RSS
+(tests/hostile_watch.py). Before, these gave tracebacks, lost or mixed files, or did work twice.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from fake_openai import FakeOpenAI
+from hostile_watch import bounded_cli
+
+from deskbench.runs.runner import episode_dir, folder_name
+from deskbench.runs.store import RunStore
+
+GUESS_REPLY = {"kind": "text", "text": '{"answer": ["x"], "citations": []}'}
+
+
+def _tasks(path: Path, ids: list[str], *, bom: bool = False) -> Path:
+    lines = [json.dumps({"id": i, "question": f"question {i}?", "answer_variants": [["x"]],
+                         "evidence": [{"document": "a.pdf", "page": 1}]}) for i in ids]
+    path.write_bytes((b"\xef\xbb\xbf" if bom else b"") + ("\n".join(lines) + "\n").encode())
+    return path
+
+
+def _run_argv(tasks: Path, out: Path) -> list[str]:
+    return ["run", "--tasks", str(tasks), "--out", str(out), "--agent", "guess", "--model", "openai/gpt-4.1",
+            "--concurrency", "2", "--quiet"]
+
+
+def _env(fake: FakeOpenAI, tmp: Path) -> dict[str, str]:
+    return {"OPENAI_BASE_URL": fake.base_url, "OPENAI_API_KEY": "sk-test", "DESKBENCH_CACHE_DIR": str(tmp / "cache")}
+
+
+# -- episode folders ------------------------------------------------------------------------------
+
+
+def test_task_ids_that_slug_alike_get_their_own_folders(tmp_path: Path) -> None:
+    """`fg/1` and `fg_1` both became outputs/<system>/fg_1/0: the second episode cleared the
+    first's files, and the first was scored on the second's file."""
+    ids = ["fg/1", "fg_1", "fg 1", "fg:1", ".fg_1", "FG_1", "é", "ü", ""]
+    dirs = {episode_dir(tmp_path, "analyst-agent:openai/gpt-4.1", i, 0) for i in ids}
+    assert len(dirs) == len(ids)
+    assert folder_name("fg/1").startswith("fg_1-") and folder_name("fg/1") != folder_name("fg_1")
+    assert all(len(folder_name(i * 500)) < 80 for i in ("a", "/"))  # a long id stays a legal name
+    # systems too: `a:b` and `a_b` are two systems, two folders
+    assert episode_dir(tmp_path, "a:b", "t", 0).parent.parent != episode_dir(tmp_path, "a_b", "t", 0).parent.parent
+
+
+def test_colliding_ids_keep_each_episodes_files(tmp_path: Path) -> None:
+    """What the analyst agent does to its folder (clears a cut-short episode's) run for both ids:
+    the first episode's file survives the second's start."""
+    from deskbench.agents.code_loop import Deliverables
+
+    first = Deliverables(episode_dir(tmp_path, "s", "fg/1", 0))
+    (first.result / "answer.csv").write_text("first\n")
+    Deliverables(episode_dir(tmp_path, "s", "fg_1", 0))
+    assert (first.result / "answer.csv").read_text() == "first\n"
+
+
+# -- one writer per run directory ----------------------------------------------------------------
+
+
+def test_a_second_run_on_one_out_stops_in_one_line_and_no_call_is_repeated(tmp_path: Path) -> None:
+    """Two `deskbench run` on one fresh --out: before, a traceback (`database is locked`,
+    `UNIQUE tasks.id`) in 2 of 7 trials and the work done twice (84 model calls for 60 tasks)."""
+    ids = [f"q{i}" for i in range(12)]
+    tasks = _tasks(tmp_path / "tasks.jsonl", ids)
+    out = tmp_path / "run"
+    with FakeOpenAI(script=lambda b, n: GUESS_REPLY, latency=0.25) as fake:
+        env = {**os.environ, **_env(fake, tmp_path)}
+        started = time.monotonic()
+        first = subprocess.Popen([sys.executable, "-m", "deskbench.cli", *_run_argv(tasks, out)],
+                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+        deadline = time.monotonic() + 30
+        while not fake.requests:  # the first run is writing: its episodes are in flight
+            assert first.poll() is None and time.monotonic() < deadline, first.communicate()
+            time.sleep(0.02)
+        second = bounded_cli(*_run_argv(tasks, out), env=_env(fake, tmp_path))
+        second.held(seconds=20)
+        assert first.poll() is None, "the first run had ended: the probe did not overlap"
+        _, first_err = first.communicate(timeout=60)
+        calls = len(fake.requests)
+    assert first.returncode == 0, first_err
+    assert second.returncode == 2, second
+    assert second.stderr.strip().splitlines() == [
+        f"error: {out}: run PID {first.pid} is writing there; wait for it to end and run again (it resumes), "
+        "or give another --out"]
+    assert calls == len(ids)  # every task's one model call, none twice
+    assert len(RunStore(out).done("guess:openai/gpt-4.1")) == len(ids)
+    assert time.monotonic() - started < 90
+    # the lock dies with its holder: a later run on the same --out resumes (nothing left to do)
+    with FakeOpenAI(script=lambda b, n: GUESS_REPLY) as fake:
+        again = bounded_cli(*_run_argv(tasks, out), env=_env(fake, tmp_path))
+        assert again.returncode == 0, again
+        assert not fake.requests
