@@ -15,12 +15,20 @@ from pathlib import Path
 
 from pydantic import BaseModel
 
+from deskbench.corpus.creation import build_atomically, is_half_made
 from deskbench.corpus.images import ImageSpec, PageImageCache, render_page
 from deskbench.corpus.store import DocumentRecord, PageRecord, PageStore
 from deskbench.errors import UserError
 from deskbench.search.index import PageIndex
 from deskbench.search.snippet import make_snippet
 from deskbench.untrusted.limits import FileLimitError
+
+
+def _new_corpus(root: Path) -> None:
+    """A new corpus's files: the page store's schema, an empty index, the docs folder."""
+    (root / "docs").mkdir()
+    PageStore(root / PageStore.FILENAME, create=True).close()
+    PageIndex(root / "index", create=True)
 
 
 class SearchHit(BaseModel):
@@ -63,9 +71,11 @@ class Corpus:
                 f"{root} exists, is not empty and is not a deskbench corpus; "
                 "choose a new or empty directory for --corpus"
             )
-        root.mkdir(parents=True, exist_ok=True)
-        (root / "docs").mkdir(exist_ok=True)
-        return cls(root, PageStore(root / PageStore.FILENAME, create=True), PageIndex(root / "index", create=True))
+        if (root / PageStore.FILENAME).exists() and not is_half_made(root):
+            (root / "docs").mkdir(exist_ok=True)
+            return cls(root, PageStore(root / PageStore.FILENAME, create=True), PageIndex(root / "index", create=True))
+        build_atomically(root, _new_corpus)  # a kill -9 leaves no half-made corpus at `root`
+        return cls(root, PageStore(root / PageStore.FILENAME), PageIndex(root / "index"))
 
     # -- search --------------------------------------------------------------------------
 

@@ -21,6 +21,7 @@ from pathlib import Path
 from pydantic import BaseModel, Field
 
 from deskbench.corpus.corpus import Corpus
+from deskbench.corpus.creation import is_half_made
 from deskbench.corpus.extract import ExtractResult, OcrSettings, extract_pdf
 from deskbench.corpus.page_text import PageTextSummary
 from deskbench.corpus.store import DocumentRecord, IngestError, PageRecord, PageStore
@@ -291,7 +292,7 @@ def _drop_unreferenced(corpus: Corpus, stored_path: str) -> None:
 def open_or_create(root: Path) -> Corpus:
     """The corpus to ingest into; a missing or deleted index, or one built by another analyzer
     version, is rebuilt from the page store."""
-    if not (root / PageStore.FILENAME).exists():
+    if not (root / PageStore.FILENAME).exists() or is_half_made(root):  # a killed creation is rebuilt
         return Corpus.create(root)
     index = root / "index"
     if (index / "meta.json").exists() and index_analyzer(index) != ANALYZER_NAME:

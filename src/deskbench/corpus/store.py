@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
+from deskbench.corpus.creation import check_store, not_a_store
 from deskbench.sqlite import ThreadLocalDB
 
 TextSource = str
@@ -155,6 +156,12 @@ class PageStore:
     def __init__(self, path: Path, *, create: bool = False) -> None:
         self.path = path
         self._db = ThreadLocalDB(path, foreign_keys=True)
+        try:
+            con = self._db.conn()
+        except sqlite3.DatabaseError as exc:  # not a database: PRAGMA journal_mode fails on connect
+            raise not_a_store(path, exc) from None
+        if not create:
+            check_store(path, con)  # not a database, truncated, no tables: one line
         if create:
             self._db.conn().executescript(_SCHEMA + _PAGE_TEXT_SCHEMA)  # executescript manages its own transaction
             self._db.conn().execute(
