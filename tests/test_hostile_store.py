@@ -178,3 +178,87 @@ def test_a_corrupt_page_store_is_one_line_and_exit_2(tmp_path: Path, damage: str
         assert run.returncode == 2 and len(lines) == 1, run
         assert lines[0].startswith(f"error: {db} is not a readable page store (") and "Traceback" not in run.stderr
     assert db.read_bytes()[:24] == (b"this is not a database, " if damage == "garbage" else data[:24])  # left as found
+
+
+# -- the run store: corrupt, a full disk; the tasks file: a BOM, a duplicate id -------------------
+
+
+def _one_line(run: object, exit_code: int = 2) -> str:
+    """The one error line (a run prints its model settings on stderr first), never a traceback."""
+    stderr: str = run.stderr  # type: ignore[attr-defined]
+    lines = [line for line in stderr.strip().splitlines() if line.startswith("error:")]
+    assert run.returncode == exit_code and len(lines) == 1 and "Traceback" not in stderr, run  # type: ignore[attr-defined]
+    assert stderr.rstrip().endswith(lines[0]), run
+    return lines[0]
+
+
+def test_a_bom_is_accepted_and_a_duplicate_id_is_named(tmp_path: Path) -> None:
+    """Before: a BOM gave `invalid JSON (expected value at line 1 column 1)`, a duplicate id a
+    traceback (`UNIQUE tasks.id`)."""
+    with FakeOpenAI(script=lambda b, n: GUESS_REPLY) as fake:
+        bom = bounded_cli(*_run_argv(_tasks(tmp_path / "bom.jsonl", ["a", "b"], bom=True), tmp_path / "r1"),
+                          env=_env(fake, tmp_path))
+        bom.held()
+        assert bom.returncode == 0, bom
+        assert len(RunStore(tmp_path / "r1").done("guess:openai/gpt-4.1")) == 2
+        dup = _tasks(tmp_path / "dup.jsonl", ["a", "b", "a"])
+        run = bounded_cli(*_run_argv(dup, tmp_path / "r2"), env=_env(fake, tmp_path))
+        run.held()
+        assert _one_line(run) == (f"error: {dup}:3: task id 'a' is already on line 1; give each task its own id; "
+                                  "fix the line, or pass --skip-invalid to skip bad lines")
+        assert len(fake.requests) == 2  # nothing ran for the refused file
+
+
+@pytest.mark.parametrize("damage", ["garbage", "truncated"])
+def test_a_corrupt_run_store_is_one_line_and_exit_2(tmp_path: Path, damage: str) -> None:
+    tasks = _tasks(tmp_path / "tasks.jsonl", [f"q{i}" for i in range(30)])
+    with FakeOpenAI(script=lambda b, n: {"kind": "text", "text": json.dumps({"answer": ["x" * 2000 + str(n)]})}) as fake:
+        assert bounded_cli(*_run_argv(tasks, tmp_path / "run"), env=_env(fake, tmp_path)).returncode == 0
+        db = tmp_path / "run" / "run.sqlite"
+        data = db.read_bytes()
+        assert len(data) > 50_000
+        db.write_bytes(b"not a database " * 100 if damage == "garbage" else data[: len(data) // 2])
+        for argv in (["score", str(tmp_path / "run")], ["info", str(tmp_path / "run")], _run_argv(tasks, tmp_path / "run")):
+            run = bounded_cli(*argv, env=_env(fake, tmp_path))
+            run.held(seconds=20)
+            assert _one_line(run).startswith(f"error: {db} is not a readable run store ("), run
+            assert "Traceback" not in run.stderr
+
+
+@pytest.fixture
+def small_disk(tmp_path: Path):  # noqa: ANN201 -> Iterator[Path]
+    """A 3 MB tmpfs of our own (needs root; these machines run the tests as root)."""
+    mount = tmp_path / "disk"
+    mount.mkdir()
+    made = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=3m", "tmpfs", str(mount)], capture_output=True)
+    if made.returncode:
+        pytest.skip(f"cannot mount a tmpfs here: {made.stderr.decode().strip()}")
+    try:
+        yield mount
+    finally:
+        subprocess.run(["umount", "-l", str(mount)], check=False)
+
+
+def test_a_full_disk_is_one_line_and_the_stored_episodes_stay(tmp_path: Path, small_disk: Path) -> None:
+    """Before: a traceback (`database or disk is full`), exit 1."""
+    ids = [f"q{i}" for i in range(60)]
+    tasks = _tasks(tmp_path / "tasks.jsonl", ids)
+    out = small_disk / "run"
+    filler = small_disk / "filler"
+    filler.write_bytes(b"\0" * (3 * 2**20 - 700 * 2**10))  # about 700 KB left
+    big = lambda b, n: {"kind": "text", "text": json.dumps({"answer": [os.urandom(8000).hex()]})}  # noqa: E731
+    with FakeOpenAI(script=big) as fake:
+        full = bounded_cli(*_run_argv(tasks, out), env=_env(fake, tmp_path))
+        full.held()
+        line = _one_line(full)
+        assert line.startswith(f"error: {out}: the disk is full (") and "free space and run the same command" in line
+        stored = int(line.split("again: the ")[1].split(" episodes")[0])
+        assert 0 < stored < len(ids)
+        first_calls = len(fake.requests)
+        filler.unlink()
+        subprocess.run(["mount", "-o", "remount,size=64m", str(small_disk)], check=True)
+        again = bounded_cli(*_run_argv(tasks, out), env=_env(fake, tmp_path))
+        again.held()
+        assert again.returncode == 0, again
+        assert len(fake.requests) - first_calls == len(ids) - stored  # the stored ones are not run again
+    assert len(RunStore(out).done("guess:openai/gpt-4.1")) == len(ids)

@@ -12,8 +12,11 @@ blocks a later run.
 
 from __future__ import annotations
 
+import contextlib
+import errno
 import fcntl
 import os
+import sqlite3
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -25,7 +28,8 @@ LOCK_NAME = ".deskbench-run.lock"
 
 @contextmanager
 def run_lock(run_dir: Path) -> Iterator[None]:
-    """Held while the block runs; raises UserError at once if another process holds it."""
+    """Held while the block runs; raises UserError at once if another process holds it. A full
+    disk met by the run (sqlite's or the files') ends it in one line too: what is committed stays."""
     try:
         run_dir.mkdir(parents=True, exist_ok=True)
         fd = os.open(run_dir / LOCK_NAME, os.O_RDWR | os.O_CREAT, 0o644)
@@ -40,11 +44,34 @@ def run_lock(run_dir: Path) -> Iterator[None]:
             who = f"run PID {holder}" if holder.isdigit() else "another deskbench run"
             raise UserError(f"{run_dir}: {who} is writing there; wait for it to end and run again "
                             "(it resumes), or give another --out") from None
-        os.ftruncate(fd, 0)
-        os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
+        with contextlib.suppress(OSError):  # the PID only names the writer; a full disk is met below
+            os.ftruncate(fd, 0)
+            os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
         try:
             yield
+        except (sqlite3.OperationalError, OSError) as exc:
+            if not _disk_full(exc):
+                raise
+            raise UserError(f"{run_dir}: the disk is full ({exc}); free space and run the same command "
+                            f"again: the {_stored(run_dir)}episodes stored are kept and it resumes") from None
         finally:
-            os.ftruncate(fd, 0)
+            with contextlib.suppress(OSError):
+                os.ftruncate(fd, 0)
     finally:
         os.close(fd)  # closing the descriptor releases the lock
+
+
+def _disk_full(exc: BaseException) -> bool:
+    """sqlite's SQLITE_FULL, or a write refused for space (ENOSPC, a quota, the file size limit)."""
+    if isinstance(exc, sqlite3.OperationalError):
+        return "disk is full" in str(exc)
+    return isinstance(exc, OSError) and exc.errno in (errno.ENOSPC, errno.EDQUOT, errno.EFBIG)
+
+
+def _stored(run_dir: Path) -> str:
+    """The episodes in the run store, read-only (the disk is full)."""
+    try:
+        with contextlib.closing(sqlite3.connect(f"file:{run_dir / 'run.sqlite'}?mode=ro", uri=True)) as con:
+            return f"{int(con.execute('SELECT count(*) FROM episodes').fetchone()[0])} "
+    except sqlite3.Error:
+        return ""

@@ -122,6 +122,14 @@ def task_hash(task_json: str) -> str:
     return hashlib.sha256(task_json.encode()).hexdigest()
 
 
+def _check_size(con: sqlite3.Connection, path: Path) -> None:
+    """A truncated file opens and reads its first pages; the header's page count tells."""
+    wanted = con.execute("PRAGMA page_count").fetchone()[0] * con.execute("PRAGMA page_size").fetchone()[0]
+    wal = path.with_name(path.name + "-wal")
+    if path.stat().st_size < wanted and not (wal.exists() and wal.stat().st_size):
+        raise sqlite3.DatabaseError(f"truncated: {path.stat().st_size:,} of {wanted:,} bytes")
+
+
 class RunStore:
     FILENAME = "run.sqlite"
 
@@ -134,8 +142,15 @@ class RunStore:
             run_dir.mkdir(parents=True, exist_ok=True)
         self.path = path
         self._db = ThreadLocalDB(path, timeout=60.0)
-        self._db.conn().executescript(_SCHEMA)  # executescript manages its own transaction
-        self._migrate()
+        try:
+            self._db.conn().executescript(_SCHEMA)  # executescript manages its own transaction
+            self._migrate()
+            _check_size(self._db.conn(), path)
+        except sqlite3.DatabaseError as exc:  # not a database, truncated, malformed: one line
+            if "disk is full" in str(exc):
+                raise
+            raise UserError(f"{path} is not a readable run store ({exc}); move it aside and run into a new "
+                            "--out (the run's other files are untouched)") from None
         self._task_hashes: dict[str, str] | None = None
 
     def _migrate(self) -> None:
@@ -174,6 +189,10 @@ class RunStore:
             raise UserError(f"{self.dir} holds a {self.track()} run; use a new --out directory for {track} tasks")
         stored = {r[0]: r[2] for r in rows}
         given = {task.id: t.task_json(task) for task in tasks}  # type: ignore[attr-defined]
+        if len(given) < len(tasks):  # the readers name the file and line; this catches any other source
+            ids = [task.id for task in tasks]  # type: ignore[attr-defined]
+            twice = next(i for n, i in enumerate(ids) if i in ids[:n])
+            raise UserError(f"task id {twice!r} is given twice; give each task its own id")
         new = [i for i in given if i not in stored]
         if new and rows and not allow_new:
             raise UserError(

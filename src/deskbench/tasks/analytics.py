@@ -120,7 +120,7 @@ class AnalyticsTask(BaseModel):
 
 def read_tasks(path: Path, *, skip_invalid: bool = False) -> ReadResult[AnalyticsTask]:
     """Every task in `path`; a bad line stops the read naming the file, line and field."""
-    return read_jsonl(path, AnalyticsTask, skip_invalid=skip_invalid)
+    return read_jsonl(path, AnalyticsTask, skip_invalid=skip_invalid, unique_id=True)
 
 
 def write_tasks(path: Path, tasks: list[AnalyticsTask]) -> None:

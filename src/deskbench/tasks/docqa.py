@@ -277,7 +277,7 @@ class ItemScore:
 
 
 def read_tasks(path: Path, *, skip_invalid: bool = False) -> ReadResult[DocQATask]:
-    return read_jsonl(path, DocQATask, skip_invalid=skip_invalid)
+    return read_jsonl(path, DocQATask, skip_invalid=skip_invalid, unique_id=True)
 
 
 @dataclass

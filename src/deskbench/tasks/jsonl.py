@@ -49,6 +49,7 @@ def _describe(exc: ValidationError) -> str:
 def _lines(path: Path) -> Iterator[tuple[int, bytes]]:
     """Non-blank lines as bytes: pydantic parses UTF-8 itself, and reports bad encoding per line."""
     data = read_user_file(path, "the JSON Lines file")
+    data = data.removeprefix(b"\xef\xbb\xbf")  # a UTF-8 BOM (Notepad, Excel's "CSV UTF-8") is no content
     for number, line in enumerate(data.splitlines(), 1):
         if line.strip():
             yield number, line
@@ -60,16 +61,28 @@ def read_jsonl(
     *,
     skip_invalid: bool = False,
     context: dict[str, Any] | None = None,
+    unique_id: bool = False,
 ) -> ReadResult[M]:
-    """Every non-blank line of `path` as a `model`; see the module docstring for bad lines."""
+    """Every non-blank line of `path` as a `model`; see the module docstring for bad lines.
+    `unique_id`: a line whose `id` an earlier line has is a bad line (tasks: episodes, folders
+    and scores are keyed by id, so the second would silently stand for the first)."""
     result: ReadResult[M] = ReadResult(items=[])
     hint = "fix the line, or pass --skip-invalid to skip bad lines"
+    first_line: dict[object, int] = {}
     for number, line in _lines(path):
         try:
-            result.items.append(model.model_validate_json(line, context=context))
-            continue
+            item = model.model_validate_json(line, context=context)
         except ValidationError as exc:
             error = LineError(str(path), number, _describe(exc))
+        else:
+            key = getattr(item, "id", None) if unique_id else None
+            if key is None or key not in first_line:
+                if key is not None:
+                    first_line[key] = number
+                result.items.append(item)
+                continue
+            error = LineError(str(path), number, f"task id {key!r} is already on line {first_line[key]}; "
+                                                 "give each task its own id")
         if not skip_invalid:
             raise UserError(f"{error}; {hint}")
         result.skipped.append(error)
