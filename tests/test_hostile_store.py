@@ -262,3 +262,45 @@ def test_a_full_disk_is_one_line_and_the_stored_episodes_stay(tmp_path: Path, sm
         assert again.returncode == 0, again
         assert len(fake.requests) - first_calls == len(ids) - stored  # the stored ones are not run again
     assert len(RunStore(out).done("guess:openai/gpt-4.1")) == len(ids)
+
+
+# -- output file names that are not UTF-8 ---------------------------------------------------------
+
+
+def test_an_output_file_name_that_is_not_utf8_keeps_the_episode(tmp_path: Path) -> None:
+    """Before: the analyst episode that wrote `r\\xff.csv` lost its three executed calls (the name
+    could not be stored) and `--json` printed invalid UTF-8."""
+    from conftest import require_tool
+
+    from deskbench.tasks.analytics import read_tasks
+    from deskbench.tracks.analytics.generate.tasks import generate_analytics
+
+    require_tool("bwrap")
+    generate_analytics(tmp_path / "tasks", tasks=1, seed=5)
+    code = "open(b'/mnt/result/r\\xff' + str({n}).encode() + b'.csv', 'wb').write(b'a,b\\n1,2\\n')"
+    script = lambda b, n: ({"kind": "tool", "name": "execute_code",  # noqa: E731
+                            "arguments": json.dumps({"code": code.format(n=n)})} if n <= 3
+                           else {"kind": "text", "text": "done"})
+    out = tmp_path / "run"
+    with FakeOpenAI(script=script) as fake:
+        run = bounded_cli("run", "--agent", "analyst-agent", "--tasks", str(tmp_path / "tasks" / "tasks.jsonl"),
+                          "--out", str(out), "--model", f"openai-compat/scripted@{fake.base_url}", "--limit", "1",
+                          "--concurrency", "1", "--quiet", "--json", env={"OPENAI_API_KEY": "sk-test"})
+        run.held(seconds=60)
+        assert run.returncode == 0, run
+        assert len(fake.requests) == 4
+    json.loads(run.stdout.encode("utf-8"))  # valid UTF-8, valid JSON
+    task = read_tasks(tmp_path / "tasks" / "tasks.jsonl").items[0]
+    (ep,) = [e for e in RunStore(out).episodes() if e.task_id == task.id]
+    assert ep.status == "ok", ep.error
+    executed = [s for s in ep.trajectory if getattr(s, "name", None) == "execute_code"]
+    assert len(executed) == 3  # the three executed calls are kept
+    names = [f.name for f in ep.submission.files]  # type: ignore[union-attr]
+    assert names == ["r\\xff1.csv", "r\\xff2.csv", "r\\xff3.csv"]
+    result = out / ep.submission.files_dir  # type: ignore[union-attr]
+    assert (result / "r\\xff1.csv").read_bytes() == b"a,b\n1,2\n"
+    kept = [p for p in (result.parent / "calls" / "1").iterdir()]
+    assert [os.fsencode(p.name) for p in kept] == [b"r\xff1.csv"]  # the bytes name kept as written
+    scored = bounded_cli("score", str(out), "--json")
+    assert scored.returncode == 0, scored
+    json.loads(scored.stdout.encode("utf-8"))

@@ -11,8 +11,6 @@ from __future__ import annotations
 
 import asyncio
 import gc
-import hashlib
-import re
 import threading
 from collections.abc import Awaitable, Callable, Iterator, Sequence
 from contextlib import contextmanager
@@ -23,6 +21,7 @@ from typing import Protocol
 from deskbench.agents.base import Agent, AgentContext, AgentResult
 from deskbench.models.cache import ATTEMPT
 from deskbench.models.types import ProviderRefused
+from deskbench.runs.names import folder_name
 from deskbench.runs.store import Episode, RunStore, now
 from deskbench.tasks.docqa import DocQASubmission, DocQATask
 
@@ -54,15 +53,6 @@ class RunCounts:
 
 def system_name(agent: str, model: str) -> str:
     return f"{agent}:{model}"
-
-
-def folder_name(text: str) -> str:
-    """A folder name for an id: a readable slug plus a short hash of the exact id.
-
-    Why the hash: the slug alone maps `fg/1` and `fg_1` to one folder, and the second episode then
-    cleared the first's files, which were scored on the wrong file (issue 22)."""
-    slug = re.sub(r"[^A-Za-z0-9._-]+", "_", text).strip("._")[:60] or "_"
-    return f"{slug}-{hashlib.sha256(text.encode('utf-8', 'surrogateescape')).hexdigest()[:10]}"
 
 
 def episode_dir(run_dir: Path, system: str, task_id: str, attempt: int) -> Path:

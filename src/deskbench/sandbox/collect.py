@@ -9,6 +9,7 @@ import threading
 from pathlib import Path, PurePosixPath
 from typing import IO, Any
 
+from deskbench.runs.names import readable_name
 from deskbench.sandbox.limits import Limits
 from deskbench.sandbox.result import OutputFile
 
@@ -117,8 +118,9 @@ class Collector:
             left -= len(chunk)
         if out is not None and target is not None and safe is not None:
             out.close()
-            self.files.append(OutputFile(name=safe, size=size, path=target))
+            # the file keeps its bytes on disk; its name in records, JSON and prompts is valid UTF-8
+            self.files.append(OutputFile(name=readable_name(safe), size=size, path=target))
             self.total += size
         else:
-            self.skipped.append((name, reason or "not collected"))
+            self.skipped.append((readable_name(name), reason or "not collected"))
         return True
