@@ -138,7 +138,7 @@ def _grading(work: Path, env: Env) -> dict[str, Any]:
     task, tokens = make_run(run_dir)
     files_dir = Path("outputs") / "sys-b" / task.id / "0"
     (run_dir / files_dir).mkdir(parents=True)
-    data = bombs.docx_paragraphs(run_dir / files_dir / "memo.docx", 40_000).read_bytes()
+    data = bombs.docx_paragraphs(run_dir / files_dir / "memo.docx", 40_000, styled=True).read_bytes()
     store = RunStore(run_dir, create=False)
     store.record(Episode(task_id=task.id, system="sys-b", status="ok", submission=DeliverableSubmission(
         id=task.id, response="# Memo\nsee memo.docx", files_dir=files_dir.as_posix(),
@@ -196,7 +196,7 @@ PROBES: dict[str, Probe] = {
     "xlsx zip bomb, 3M rows: verify": _verify("dl-0002-rcp", "benchmark_table.xlsx", bombs.xlsx_rows_bomb),
     "docx zip bomb, 3M paragraphs (298 KB): verify":
         _verify("dl-0005-fsp", "zbb_memo.docx", lambda p: bombs.docx_paragraphs(p, 3_000_000)),
-    "docx of 40k paragraphs (4.9 KB): grading page": _grading,
+    "docx of 40k paragraphs (38 KB, Word's styles): grading page": _grading,
     "PDF content-stream bomb (1 MB): ingest": _ingest,
     "PDF page of 14,400 pt: page --dpi 110": _page(14_400),
     "PDF page of 3,000,000 pt: page --dpi 110": _page(3_000_000),
@@ -224,12 +224,16 @@ def run_all(src: Path | None, only: str | None) -> dict[str, dict[str, Any]]:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--before-src", type=Path, help="src/ of a checkout without the limits")
-    ap.add_argument("--only", help="run the probes whose name contains this")
+    ap.add_argument("--only", help="run only the probes whose name contains this (the file's other rows are kept)")
     ap.add_argument("--out", type=Path, default=REPO / "benchmarks" / "results" / "hostile_files.json")
     args = ap.parse_args()
     before = run_all(args.before_src.resolve(), args.only) if args.before_src else {}
     after = run_all(None, args.only)
     rows = [{"probe": name, "before": before.get(name), "after": after[name], "bound": BOUND} for name in after]
+    if args.only and args.out.exists():  # re-measured rows replace theirs; the others are kept
+        fresh = {r["probe"]: r for r in rows}
+        kept = {r["probe"]: r for r in json.loads(args.out.read_text())["rows"]}
+        rows = [fresh.get(name) or kept[name] for name in PROBES if name in fresh or name in kept]
     sha = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=REPO, capture_output=True,
                          text=True).stdout.strip()
     result = {"benchmark": "hostile inputs: files", "timestamp": datetime.now(UTC).isoformat(timespec="seconds"),

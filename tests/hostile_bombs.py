@@ -19,8 +19,6 @@ _CONTENT_TYPES_XLSX = (
     '<Default Extension="xml" ContentType="application/xml"/>'
     '<Override PartName="/xl/workbook.xml" '
     'ContentType="application/vnd.openxmlformats-officedocument.spreadsheetml.sheet.main+xml"/>'
-    '<Override PartName="/xl/worksheets/sheet1.xml" '
-    'ContentType="application/vnd.openxmlformats-officedocument.spreadsheetml.worksheet+xml"/>'
     "</Types>")
 _ROOT_RELS_XLSX = (
     '<?xml version="1.0" encoding="UTF-8" standalone="yes"?>'
@@ -31,36 +29,45 @@ _WORKBOOK = (
     '<?xml version="1.0" encoding="UTF-8" standalone="yes"?>'
     '<workbook xmlns="http://schemas.openxmlformats.org/spreadsheetml/2006/main" '
     'xmlns:r="http://schemas.openxmlformats.org/officeDocument/2006/relationships">'
-    '<sheets><sheet name="Sheet1" sheetId="1" r:id="rId1"/></sheets></workbook>')
+    '<sheets></sheets></workbook>')
 _WORKBOOK_RELS = (
     '<?xml version="1.0" encoding="UTF-8" standalone="yes"?>'
-    '<Relationships xmlns="http://schemas.openxmlformats.org/package/2006/relationships">'
-    '<Relationship Id="rId1" Type="http://schemas.openxmlformats.org/officeDocument/2006/relationships/'
-    'worksheet" Target="worksheets/sheet1.xml"/></Relationships>')
+    '<Relationships xmlns="http://schemas.openxmlformats.org/package/2006/relationships"></Relationships>')
 _SHEET_HEAD = ('<?xml version="1.0" encoding="UTF-8" standalone="yes"?>'
                '<worksheet xmlns="http://schemas.openxmlformats.org/spreadsheetml/2006/main"><sheetData>')
 _SHEET_TAIL = "</sheetData></worksheet>"
 
 
-def _xlsx(path: Path, rows: list[str] | None = None, *, n_rows: int = 0) -> Path:
-    """A one-sheet workbook whose sheet XML is `rows` (row elements) or, streamed, `n_rows`
-    rows of one number each."""
+def _xlsx(path: Path, rows: list[str] | None = None, *, n_rows: int = 0, per_sheet: int = 1_000_000) -> Path:
+    """A workbook whose one sheet's XML is `rows` (row elements) or, streamed, `n_rows` rows of
+    one number each over as many sheets of `per_sheet` rows as it takes (Excel's sheets end at
+    1,048,576 rows)."""
+    counts = [len(rows or [])] if rows is not None else [
+        min(per_sheet, n_rows - i) for i in range(0, max(n_rows, 1), per_sheet)]
+    names = [f"Sheet{i}" for i in range(1, len(counts) + 1)]
+    types = "".join(f'<Override PartName="/xl/worksheets/sheet{i}.xml" ContentType="application/'
+                    f'vnd.openxmlformats-officedocument.spreadsheetml.worksheet+xml"/>' for i in range(1, len(names) + 1))
+    sheets = "".join(f'<sheet name="{n}" sheetId="{i}" r:id="rId{i}"/>' for i, n in enumerate(names, start=1))
+    rels = "".join(f'<Relationship Id="rId{i}" Type="http://schemas.openxmlformats.org/officeDocument/2006/'
+                   f'relationships/worksheet" Target="worksheets/sheet{i}.xml"/>' for i in range(1, len(names) + 1))
     with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED, compresslevel=9) as zf:
-        zf.writestr("[Content_Types].xml", _CONTENT_TYPES_XLSX)
+        zf.writestr("[Content_Types].xml", _CONTENT_TYPES_XLSX.replace("</Types>", types + "</Types>"))
         zf.writestr("_rels/.rels", _ROOT_RELS_XLSX)
-        zf.writestr("xl/workbook.xml", _WORKBOOK)
-        zf.writestr("xl/_rels/workbook.xml.rels", _WORKBOOK_RELS)
-        with zf.open("xl/worksheets/sheet1.xml", "w", force_zip64=True) as fh:
-            fh.write(_SHEET_HEAD.encode())
-            if rows is not None:
-                fh.write("".join(rows).encode())
-            row = b"<row><c><v>1</v></c></row>"  # no r= attributes: readers count rows and cells
-            left = n_rows
-            while left:
-                n = min(left, 100_000)
-                fh.write(row * n)
-                left -= n
-            fh.write(_SHEET_TAIL.encode())
+        zf.writestr("xl/workbook.xml", _WORKBOOK.replace("<sheets></sheets>", f"<sheets>{sheets}</sheets>"))
+        zf.writestr("xl/_rels/workbook.xml.rels", _WORKBOOK_RELS.replace("</Relationships>", rels + "</Relationships>"))
+        for i, count in enumerate(counts, start=1):
+            with zf.open(f"xl/worksheets/sheet{i}.xml", "w", force_zip64=True) as fh:
+                fh.write(_SHEET_HEAD.encode())
+                if rows is not None:
+                    fh.write("".join(rows).encode())
+                else:
+                    row = b"<row><c><v>1</v></c></row>"  # no r= attributes: readers count rows and cells
+                    left = count
+                    while left:
+                        n = min(left, 100_000)
+                        fh.write(row * n)
+                        left -= n
+                fh.write(_SHEET_TAIL.encode())
     return path
 
 
@@ -82,7 +89,7 @@ def xlsx_small_total(path: Path) -> Path:
 
 
 def xlsx_rows_bomb(path: Path, n_rows: int = 3_000_000) -> Path:
-    """A workbook of `n_rows` one-cell rows (3M rows: ~300 KB on disk, ~80 MB of XML)."""
+    """A workbook of `n_rows` one-cell rows, 1M a sheet (3M rows: ~200 KB on disk, ~80 MB of XML)."""
     return _xlsx(path, n_rows=n_rows)
 
 
@@ -104,12 +111,26 @@ _DOC_HEAD = ('<?xml version="1.0" encoding="UTF-8" standalone="yes"?>'
 _DOC_TAIL = "</w:body></w:document>"
 
 
-def docx_paragraphs(path: Path, n_paragraphs: int) -> Path:
-    """A docx of `n_paragraphs` one-letter paragraphs (3M: ~400 KB on disk, ~100 MB of XML)."""
+def docx_paragraphs(path: Path, n_paragraphs: int, *, styled: bool = False) -> Path:
+    """A docx of `n_paragraphs` one-letter paragraphs (3M: ~300 KB on disk, ~100 MB of XML).
+    `styled`: inside python-docx's own blank document (a 350 KB styles part, as Word's files
+    carry), where looking up each paragraph's style is what costs (40k: ~40 KB on disk)."""
     para = b"<w:p><w:r><w:t>a</w:t></w:r></w:p>"
     with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED, compresslevel=9) as zf:
-        zf.writestr("[Content_Types].xml", _CONTENT_TYPES_DOCX)
-        zf.writestr("_rels/.rels", _ROOT_RELS_DOCX)
+        if styled:
+            import io
+
+            import docx
+
+            blank = io.BytesIO()
+            docx.Document().save(blank)
+            with zipfile.ZipFile(blank) as template:
+                for info in template.infolist():
+                    if info.filename != "word/document.xml":
+                        zf.writestr(info.filename, template.read(info))
+        else:
+            zf.writestr("[Content_Types].xml", _CONTENT_TYPES_DOCX)
+            zf.writestr("_rels/.rels", _ROOT_RELS_DOCX)
         with zf.open("word/document.xml", "w", force_zip64=True) as fh:
             fh.write(_DOC_HEAD.encode())
             left = n_paragraphs

@@ -204,7 +204,7 @@ def test_grading_page_with_a_40k_paragraph_docx(tmp_path: Path) -> None:
     task, tokens = make_run(run)
     files_dir = Path("outputs") / "sys-b" / task.id / "0"
     (run / files_dir).mkdir(parents=True)
-    memo = bombs.docx_paragraphs(run / files_dir / "memo.docx", 40_000)
+    memo = bombs.docx_paragraphs(run / files_dir / "memo.docx", 40_000, styled=True)
     assert memo.stat().st_size < 50_000
     data = memo.read_bytes()
     store = RunStore(run, create=False)
