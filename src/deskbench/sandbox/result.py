@@ -110,8 +110,10 @@ class ExecResult:
 
     def for_model(self, max_chars: int = 8000) -> str:
         """The tool-result text: status, limit hits in plain words, stdout, the tail of stderr
-        and the files produced. Stdout and stderr share what the header leaves of max_chars."""
-        head = [self.status_line() + f" ({self.seconds:.1f} s)"]
+        and the files produced. Stdout and stderr share what the header leaves of max_chars.
+        No wall time: the same program must give the same text, or a replay from the model or
+        judge cache misses on a busy machine (a time-limit hit is still said, in limit_hits)."""
+        head = [self.status_line()]
         head += [limit_message(h, self.limits, oom_killed=self.oom_killed) for h in self.limit_hits]
         head += self.notes
         if self.files:
