@@ -21,7 +21,9 @@ from http_double import LocalJsonServer, Response, ServedDouble
 Behaviour = dict[str, Any]
 """{"kind": "text", "text": ...} | {"kind": "tool", "name": ..., "arguments": str}
 | {"kind": "status", "status": 429, "retry_after": "0.2"} | {"kind": "slow", "seconds": 2.0, ...}
-| {"kind": "raw", "body": "<html>...", "content_type": "text/html"}"""
+| {"kind": "raw", "body": "<html>...", "content_type": "text/html"}
+Optional on text/tool: "reasoning_content" and/or "reasoning" (the message fields DeepSeek/vLLM/
+llama.cpp and OpenRouter put reasoning text in), "reasoning_tokens" (usage.completion_tokens_details)."""
 
 
 @dataclass
@@ -81,11 +83,17 @@ def completion_payload(behaviour: Behaviour, n: int, model: str) -> bytes:
         finish = "tool_calls"
     else:
         message["content"] = behaviour["text"]
+    for name in ("reasoning_content", "reasoning"):
+        if name in behaviour:
+            message[name] = behaviour[name]
+    usage: dict[str, Any] = {"prompt_tokens": behaviour.get("prompt_tokens", 100),
+                             "completion_tokens": behaviour.get("completion_tokens", 20), "total_tokens": 120}
+    if "reasoning_tokens" in behaviour:
+        usage["completion_tokens_details"] = {"reasoning_tokens": behaviour["reasoning_tokens"]}
     return json.dumps({
         "id": f"chatcmpl-{n}", "object": "chat.completion", "created": 0, "model": model,
         "choices": [{"index": 0, "message": message, "finish_reason": finish}],
-        "usage": {"prompt_tokens": behaviour.get("prompt_tokens", 100),
-                  "completion_tokens": behaviour.get("completion_tokens", 20), "total_tokens": 120},
+        "usage": usage,
     }).encode()
 
 

@@ -14,7 +14,7 @@ from openai import AsyncOpenAI
 
 from deskbench.models.openai_chat import OpenAIChat
 from deskbench.models.openai_wire import direct_post
-from deskbench.models.types import ChatRequest, Message, ModelError, TextPart, ToolSpec
+from deskbench.models.types import ChatRequest, Message, ModelError, Reasoning, TextPart, ToolSpec
 
 REQUEST = ChatRequest(
     messages=[Message(role="system", content="Answer briefly. ñ✓"),
@@ -33,7 +33,10 @@ CASES: dict[str, dict[str, Any]] = {
     "html error": {"kind": "raw", "status": 502, "body": "<html>bad gateway</html>", "content_type": "text/html"},
     "wrong shape": {"kind": "raw", "body": json.dumps({"choices": []})},
     "too slow": {"kind": "slow", "seconds": 1.0},
+    "reasoning_content": {"kind": "text", "text": "42", "reasoning_content": "6 × 7 ñ✓\nso 42", "reasoning_tokens": 9},
+    "reasoning": {"kind": "tool", "name": "search_documents", "arguments": "{}", "reasoning": "search first"},
 }
+REPLIES = ("text", "tool", "reasoning_content", "reasoning")
 # headers either transport adds on its own (aiohttp under the SDK, or directly) and may order or
 # word differently; everything the SDK decides (auth, user agent, stainless headers) must match
 TRANSPORT = {"host", "content-length", "accept-encoding", "connection"}
@@ -71,7 +74,7 @@ def test_the_direct_post_sends_and_reads_as_the_sdk_does(case: str) -> None:
     assert direct[1] == via_sdk[1]  # the request body, as the server parsed it
     assert direct[2] == via_sdk[2]  # the headers the SDK decides
     assert direct[2]["authorization"] == "Bearer sk-test" and "user-agent" in direct[2]
-    if case in ("text", "tool"):
+    if case in REPLIES:
         assert not isinstance(direct[0], tuple)
     else:
         assert isinstance(direct[0], tuple) and direct[0][0] == "error"
@@ -118,3 +121,31 @@ def test_a_body_with_messages_encoded_once_is_the_sdk_encoding_byte_for_byte() -
         messages = [*messages, Message(role="assistant", content=f"step {step} ✓" * 20)]
     assert wire._chars <= 200  # the budget holds
     assert wire.body("m", messages[:1], {}) == dumps({"model": "m", "messages": to_openai_messages(messages[:1])}).encode()
+
+
+def test_reasoning_is_read_the_same_both_ways_and_never_sent_back() -> None:
+    """DeepSeek refuses a request carrying reasoning_content: an assistant turn's reasoning stays out
+    of the body on both paths, and the reply's reasoning is read into the message, not its text."""
+    earlier = Message(role="assistant", content="before", reasoning=[Reasoning(text="old thoughts")])
+    request = REQUEST.model_copy(update={"messages": [*REQUEST.messages, earlier, Message(role="user", content="more")]})
+    behaviour = {"kind": "text", "text": "42", "reasoning_content": "a", "reasoning": "b", "reasoning_tokens": 3}
+    outcomes = []
+    for direct in (False, True):
+        with FakeOpenAI(script=lambda body, n: behaviour) as fake:
+            async def go(fake: FakeOpenAI = fake, direct: bool = direct) -> Any:
+                model = OpenAIChat("gpt-4.1", base_url=fake.base_url, api_key="sk-test")
+                if not direct:
+                    model._direct = None
+                try:
+                    return await model.complete(request)
+                finally:
+                    await model.aclose()
+
+            response = asyncio.run(go())
+            sent = fake.requests[-1]
+        assert sent["messages"][-2] == {"role": "assistant", "content": "before"}
+        assert "old thoughts" not in json.dumps(sent)
+        outcomes.append(response.model_dump())
+        assert response.message.content == "42" and response.reasoning == "a\n\nb"
+        assert [r.text for r in response.message.reasoning] == ["a", "b"] and response.usage.reasoning_tokens == 3
+    assert outcomes[0] == outcomes[1]

@@ -28,10 +28,16 @@ from deskbench.models.types import (
     Message,
     ModelError,
     ProviderRefused,
+    Reasoning,
     TextPart,
     ToolCall,
     Usage,
 )
+
+# where OpenAI-compatible servers put a reply's reasoning text: DeepSeek, vLLM and llama.cpp's
+# server `message.reasoning_content`; OpenRouter (and others) `message.reasoning`. OpenAI's own
+# chat completions return none, only usage.completion_tokens_details.reasoning_tokens.
+REASONING_FIELDS = ("reasoning_content", "reasoning")
 
 
 def _content(msg: Message) -> str | list[dict[str, Any]]:
@@ -298,13 +304,28 @@ def parse_completion(raw: object, model: str) -> ChatResponse:
     if isinstance(u := raw.get("usage"), dict):
         usage.input_tokens = _int(u.get("prompt_tokens"))
         usage.output_tokens = _int(u.get("completion_tokens"))
+        details = u.get("completion_tokens_details")
+        usage.reasoning_tokens = _int(details.get("reasoning_tokens")) if isinstance(details, dict) else 0
     content = msg.get("content")
     return ChatResponse(
-        message=Message(role="assistant", content=content if isinstance(content, str) else "", tool_calls=calls),
+        message=Message(role="assistant", content=content if isinstance(content, str) else "", tool_calls=calls,
+                        reasoning=reasoning(msg)),
         usage=usage,
         finish_reason=choice.get("finish_reason"),
         model=str(raw.get("model") or model),
     )
+
+
+def reasoning(msg: dict[str, Any]) -> list[Reasoning]:
+    """The reply's reasoning text, each distinct text once (a server may fill both fields with
+    the same text). Kept apart from the content and never sent back: to_openai_messages leaves it
+    out, as DeepSeek requires (a request carrying reasoning_content is refused with 400)."""
+    texts: list[str] = []
+    for name in REASONING_FIELDS:
+        value = msg.get(name)
+        if isinstance(value, str) and value and value not in texts:
+            texts.append(value)
+    return [Reasoning(text=t) for t in texts]
 
 
 def _int(value: object) -> int:

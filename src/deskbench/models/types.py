@@ -57,11 +57,36 @@ class ToolCall(BaseModel):
         return value
 
 
+class Reasoning(BaseModel):
+    """Reasoning ("thinking") a provider returned beside an assistant reply, kept for the transcript.
+
+    Never sent as ordinary text. Anthropic signs its thinking blocks and requires them back
+    unchanged in a tool-use loop, so `signature` (a thinking block's) and `redacted` (a
+    redacted_thinking block's encrypted data, which has no readable text) travel with the turn;
+    OpenAI-compatible servers take no reasoning back (DeepSeek refuses it), so none is sent there."""
+
+    text: str = ""
+    signature: str | None = None
+    redacted: str | None = None
+
+
+def _empty(value: object) -> bool:
+    return not value
+
+
 class Message(BaseModel):
     role: Literal["system", "user", "assistant", "tool"]
     content: str | list[Part] = ""
     tool_calls: list[ToolCall] = Field(default_factory=list)
     tool_call_id: str | None = None  # on role "tool": which call this answers
+    # on role "assistant": the reply's reasoning, in the provider's order; left out of a dump when
+    # empty, so a request without any keeps the cache key it had before this field existed
+    reasoning: list[Reasoning] = Field(default_factory=list, exclude_if=_empty)
+
+    def reasoning_text(self) -> str | None:
+        """The readable reasoning text (None: the provider returned none)."""
+        texts = [r.text for r in self.reasoning if r.text]
+        return "\n\n".join(texts) if texts else None
 
     def text(self) -> str:
         if isinstance(self.content, str):
@@ -106,6 +131,9 @@ class Usage(BaseModel):
     seconds: float = 0.0
     cost_usd: float | None = 0.0
     cost_known: bool = True
+    # output tokens spent on reasoning, when the provider says (part of output_tokens, not added
+    # to them); left out of a dump when 0, so stored usage reads as before
+    reasoning_tokens: int = Field(default=0, exclude_if=_empty)
 
     def model_post_init(self, context: Any, /) -> None:
         # after validation (Python or JSON): an unknown cost is None, whichever field said so
@@ -120,6 +148,7 @@ class Usage(BaseModel):
             output_tokens=self.output_tokens + other.output_tokens,
             seconds=self.seconds + other.seconds,
             cost_usd=a + b if a is not None and b is not None else None,
+            reasoning_tokens=self.reasoning_tokens + other.reasoning_tokens,
         )
 
 
@@ -129,6 +158,11 @@ class ChatResponse(BaseModel):
     finish_reason: str | None = None
     model: str = ""
     cached: bool = False
+
+    @property
+    def reasoning(self) -> str | None:
+        """The reasoning text the provider returned with this reply (None: none)."""
+        return self.message.reasoning_text()
 
 
 class ChatModel(Protocol):

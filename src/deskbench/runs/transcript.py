@@ -13,6 +13,8 @@ said. Kept small without losing anything:
   `{"type": "text", "ref": "pagetext:<document>#<page>", "sha256": <hex of the text>}`: the text
   is the corpus's, which the run records per system (`remember_corpus`); `expand` fills it back
   in, checking the sha256, so what is shown is what was sent or a marker saying why it is not;
+- a reply's reasoning ("thinking") is kept on its message as `"reasoning": [{"text", "signature"?,
+  "redacted"?}]`, apart from the content, exactly as the provider returned it;
 - the whole episode is one zlib-compressed JSON document (the codec is stored with it).
 
 Collecting costs one dict per new message and call; compression happens once, when the episode
@@ -115,6 +117,8 @@ def message_json(m: Message, blobs: dict[str, Blob]) -> dict[str, Any]:
         out["tool_calls"] = [{"id": c.id, "name": c.name, "arguments": c.arguments} for c in m.tool_calls]
     if m.tool_call_id is not None:
         out["tool_call_id"] = m.tool_call_id
+    if m.reasoning:  # the provider's reasoning text, and the signature or redacted data it must get back
+        out["reasoning"] = [r.model_dump(exclude_none=True) for r in m.reasoning]
     return out
 
 
