@@ -41,7 +41,8 @@ from http_double import LocalJsonServer, Response, ServedDouble, b64decode_stric
 
 Behaviour = dict[str, Any]
 """What the script answers for an accepted request:
-{"kind": "text", "text": str, "thinking"?: str}  (a thinking block first when "thinking" is given)
+{"kind": "text", "text": str, "thinking"?: str, "redacted_thinking"?: str}  (a thinking block, then a
+  redacted_thinking block with that data, first when given; on "tool" too)
 | {"kind": "tool", "name": str, "arguments": "<JSON object as a string>", "text"?: str}
 | {"kind": "status", "status": 429 | 500 | 529 | ..., "retry_after"?: "0.05", "message"?: str}
 | {"kind": "slow", "seconds": float, "then": Behaviour}
@@ -928,6 +929,78 @@ def thinking_tool_choice(ctx: Ctx) -> Refusal | None:
     return None
 
 
+def _assistant_turns(ctx: Ctx) -> list[Turn]:
+    return [t for t in ctx.turns() if t.role == "assistant"]
+
+
+@rule
+def thinking_blocks_unmodified(ctx: Ctx) -> Refusal | None:
+    # THINKING, "Preserving thinking blocks": thinking and redacted_thinking blocks go back "complete
+    # and unmodified"; the signature is checked (a changed text or signature is refused). Text: real
+    # body "messages.1.content.0: Invalid `signature` in `thinking` block" (BerriAI/litellm issues,
+    # e.g. #10136); for redacted data no text was found, the same form is used. A block this server
+    # never returned counts as modified.
+    for turn in _assistant_turns(ctx):
+        for i, j, b in turn.blocks:
+            if b.get("type") == "thinking" and ctx.sim.issued_thinking.get(str(b.get("signature"))) != b.get("thinking"):
+                return bad(f"messages.{i}.content.{j}: Invalid `signature` in `thinking` block")
+            if b.get("type") == "redacted_thinking" and b.get("data") not in ctx.sim.issued_redacted:
+                return bad(f"messages.{i}.content.{j}: Invalid `data` in `redacted_thinking` block")
+    return None
+
+
+@rule
+def thinking_not_the_last_block(ctx: Ctx) -> Refusal | None:
+    # An assistant message may not end in a thinking block. Text: real body "messages.1: The final
+    # block in an assistant message cannot be `thinking`." (tailcallhq/forgecode#2107).
+    for turn in _assistant_turns(ctx):
+        if turn.blocks and turn.blocks[-1][2].get("type") in ("thinking", "redacted_thinking"):
+            return bad(f"messages.{turn.blocks[-1][0]}: The final block in an assistant message cannot be `thinking`.")
+    return None
+
+
+@rule
+def thinking_disabled_final_assistant(ctx: Ctx) -> Refusal | None:
+    # Thinking blocks of earlier assistant turns are ignored when thinking is off, but not in a final
+    # (prefilled) assistant message. Text: real body "messages.1.content.0: When thinking is disabled,
+    # an `assistant` message in the final position cannot contain `thinking`. To use thinking blocks,
+    # enable `thinking` in your request." (tailcallhq/forgecode#1853).
+    turns = ctx.turns()
+    if ctx.thinking_enabled() or not turns or turns[-1].role != "assistant":
+        return None
+    for i, j, b in turns[-1].blocks:
+        if b.get("type") in ("thinking", "redacted_thinking"):
+            return bad(f"messages.{i}.content.{j}: When thinking is disabled, an `assistant` message in the final "
+                       "position cannot contain `thinking`. To use thinking blocks, enable `thinking` in your request.")
+    return None
+
+
+@rule
+def thinking_tool_loop_keeps_thinking(ctx: Ctx) -> Refusal | None:
+    # THINKING, "Thinking with tool use": with thinking on, the assistant turn whose tool_use the last
+    # user turn answers must come back starting with its thinking block. Text: real body
+    # "messages.1.content.0.type: Expected `thinking` or `redacted_thinking`, but found `text`. When
+    # `thinking` is enabled, a final `assistant` message must start with a thinking block (preceeding
+    # the lastmost set of `tool_use` and `tool_result` blocks). We recommend you include thinking
+    # blocks from previous turns. To avoid this requirement, disable `thinking`. Please consult our
+    # documentation at https://docs.claude.com/en/docs/build-with-claude/extended-thinking"
+    # (n8n-io/n8n#22550, quoted there without the backticks).
+    turns = ctx.turns()
+    if not ctx.thinking_enabled() or len(turns) < 2 or turns[-1].role != "user" or turns[-2].role != "assistant":
+        return None
+    if not any(b.get("type") == "tool_result" for _i, _j, b in turns[-1].blocks) or not turns[-2].blocks:
+        return None
+    i, j, first = turns[-2].blocks[0]
+    if first.get("type") not in ("thinking", "redacted_thinking"):
+        return bad(f"messages.{i}.content.{j}.type: Expected `thinking` or `redacted_thinking`, but found "
+                   f"`{first.get('type')}`. When `thinking` is enabled, a final `assistant` message must start "
+                   "with a thinking block (preceeding the lastmost set of `tool_use` and `tool_result` blocks). "
+                   "We recommend you include thinking blocks from previous turns. To avoid this requirement, "
+                   "disable `thinking`. Please consult our documentation at "
+                   "https://docs.claude.com/en/docs/build-with-claude/extended-thinking")
+    return None
+
+
 @rule
 def stop_sequences_shape(ctx: Ctx) -> Refusal | None:
     # MESSAGES_REF (stop_sequences): "Custom text sequences" -- a list of strings. Text not found.
@@ -987,6 +1060,10 @@ class SimAnthropic(ServedDouble):
     refused: list[dict[str, Any]] = field(default_factory=list)
     accepted: list[dict[str, Any]] = field(default_factory=list)
     script_errors: list[str] = field(default_factory=list)
+    # every thinking block (signature -> its text) and redacted_thinking data this server returned:
+    # a block sent back must be one of them, unchanged (rule thinking_blocks_unmodified)
+    issued_thinking: dict[str, str] = field(default_factory=dict)
+    issued_redacted: set[str] = field(default_factory=set)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
     _server: LocalJsonServer | None = field(default=None, repr=False)
 
@@ -1079,6 +1156,12 @@ class SimAnthropic(ServedDouble):
                 extra["retry-after"] = "1"
             return self._send_json(status, error_body(status, behaviour.get("message", DEFAULT_MESSAGES.get(status, "Error"))), extra)
         message = message_payload(body, behaviour)
+        with self._lock:
+            for block in message["content"]:
+                if block["type"] == "thinking":
+                    self.issued_thinking[block["signature"]] = block["thinking"]
+                elif block["type"] == "redacted_thinking":
+                    self.issued_redacted.add(block["data"])
         if body.get("stream"):
             return 200, [("content-type", "text/event-stream"), ("request-id", _rand_id("req_011C"))], sse_payload(message).encode()
         return self._send_json(200, message)
@@ -1104,6 +1187,8 @@ def message_payload(body: dict[str, Any], behaviour: Behaviour) -> dict[str, Any
     content: list[dict[str, Any]] = []
     if behaviour.get("thinking"):
         content.append({"type": "thinking", "thinking": behaviour["thinking"], "signature": _rand_id("sig", 40)})
+    if behaviour.get("redacted_thinking"):
+        content.append({"type": "redacted_thinking", "data": behaviour["redacted_thinking"]})
     if behaviour["kind"] == "tool":
         args = json.loads(behaviour["arguments"])
         if not isinstance(args, dict):

@@ -10,6 +10,13 @@ Structured output is a forced tool whose input schema is the requested schema; i
 back as the reply text (JSON), so callers see the same shape as from OpenAI's json_schema mode.
 The SDK's retries are off: the ResilientModel wrapper retries every provider alike. The key
 comes from ANTHROPIC_API_KEY (or ANTHROPIC_BASE_URL for a proxy), as the SDK reads them.
+
+Thinking: deskbench never turns extended thinking on (it sends no `thinking` field and refuses a
+reasoning effort for Claude), but a reply's `thinking` and `redacted_thinking` blocks are read all
+the same, into the message's `reasoning` (text with its signature; redacted data as it came), and
+an assistant turn sends them back first, unchanged, as the API requires when thinking is on and a
+tool-use loop continues (and ignores when it is off). A turn that would be thinking alone (a reply
+cut off while thinking) sends none: an assistant message may not end in a thinking block.
 """
 
 from __future__ import annotations
@@ -30,6 +37,7 @@ from deskbench.models.types import (
     Message,
     ModelError,
     ProviderRefused,
+    Reasoning,
     TextPart,
     ToolCall,
     Usage,
@@ -47,6 +55,27 @@ def _blocks(m: Message) -> list[dict[str, Any]]:
         return [{"type": "text", "text": m.content}] if m.content.strip() else []
     return [{"type": "text", "text": p.text} if isinstance(p, TextPart) else _image_block(p)
             for p in m.content if not isinstance(p, TextPart) or p.text.strip()]
+
+
+def _thinking_blocks(m: Message) -> list[dict[str, Any]]:
+    """The turn's thinking blocks as Anthropic returned them (signed or redacted); reasoning from
+    elsewhere (no signature) cannot be sent to Claude and is left out."""
+    out: list[dict[str, Any]] = []
+    for r in m.reasoning:
+        if r.redacted is not None:
+            out.append({"type": "redacted_thinking", "data": r.redacted})
+        elif r.signature is not None:
+            out.append({"type": "thinking", "thinking": r.text, "signature": r.signature})
+    return out
+
+
+def read_reasoning(block: Any) -> Reasoning | None:
+    """A reply's thinking or redacted_thinking block as Reasoning (None: another block)."""
+    if block.type == "thinking":
+        return Reasoning(text=block.thinking or "", signature=block.signature)
+    if block.type == "redacted_thinking":
+        return Reasoning(redacted=block.data)
+    return None
 
 
 def _tool_result(m: Message) -> dict[str, Any]:
@@ -94,6 +123,8 @@ def to_anthropic(request: ChatRequest, caps: Capabilities) -> dict[str, Any]:
                 except ValueError:
                     arguments = {"_unparsed": call.arguments}
                 blocks.append({"type": "tool_use", "id": call.id, "name": call.name, "input": arguments})
+            if blocks and m.role == "assistant":  # thinking first, never alone (see the module docstring)
+                blocks = _thinking_blocks(m) + blocks
         if not blocks:
             continue  # an empty turn is refused; its neighbours merge instead
         if messages and messages[-1]["role"] == role:
@@ -103,6 +134,9 @@ def to_anthropic(request: ChatRequest, caps: Capabilities) -> dict[str, Any]:
     if messages and messages[0]["role"] != "user":
         messages.insert(0, {"role": "user", "content": [{"type": "text", "text": "(conversation continues)"}]})
     _answer_open_calls(messages)
+    if messages[-1]["role"] == "assistant":  # a prefill: thinking there is refused while thinking is off
+        messages[-1]["content"] = [b for b in messages[-1]["content"]
+                                   if b["type"] not in ("thinking", "redacted_thinking")]
     max_tokens = request.max_tokens or caps.default_max_tokens or 4096
     body: dict[str, Any] = {"messages": messages, "max_tokens": max_tokens}
     if system.strip():
@@ -149,9 +183,11 @@ class AnthropicChat:
             raw = await self._client.messages.create(model=self.model, **to_anthropic(request, self.caps))
         except anthropic.AnthropicError as exc:
             raise _error(exc) from exc
-        texts, calls = [], []
+        texts, calls, reasoning = [], [], []
         for block in raw.content:
-            if block.type == "text":
+            if (thought := read_reasoning(block)) is not None:
+                reasoning.append(thought)
+            elif block.type == "text":
                 texts.append(block.text)
             elif block.type == "tool_use":
                 if request.response_schema is not None and block.name == RESPOND_TOOL:
@@ -159,7 +195,8 @@ class AnthropicChat:
                 else:
                     calls.append(ToolCall(id=block.id, name=block.name, arguments=json.dumps(block.input)))
         usage = Usage(calls=1, input_tokens=raw.usage.input_tokens or 0, output_tokens=raw.usage.output_tokens or 0)
-        return ChatResponse(message=Message(role="assistant", content="\n".join(texts), tool_calls=calls),
+        return ChatResponse(message=Message(role="assistant", content="\n".join(texts), tool_calls=calls,
+                                            reasoning=reasoning),
                             usage=usage, finish_reason=raw.stop_reason, model=raw.model or self.model)
 
     async def aclose(self) -> None:

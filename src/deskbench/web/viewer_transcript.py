@@ -1,5 +1,6 @@
 """An episode's transcript as the viewer draws it: step by step, each model call with the messages
-its request added and its reply (text, tool calls with their arguments), each tool with its full
+its request added and its reply (text, tool calls with their arguments, the provider's reasoning
+folded), each tool with its full
 result; the pages a search returned (and the page images a request carried) as thumbnails marked
 cited / gold; execute_code's code, stdout and stderr apart.
 
@@ -52,6 +53,7 @@ class ShownMessage(BaseModel):
     # (name, arguments exactly as sent, the same indented when they parse as JSON and read differently)
     tool_calls: list[tuple[str, str, str]] = Field(default_factory=list)
     tool_call_id: str | None = None
+    reasoning: list[str] = Field(default_factory=list)  # the provider's reasoning text, shown folded
 
 
 class Step(BaseModel):
@@ -132,7 +134,20 @@ def shown_message(m: dict[str, Any], marks: Marks) -> ShownMessage:
     return ShownMessage(role=str(m.get("role", "?")), parts=_parts(m.get("content"), marks),
                         tool_calls=[(str(c.get("name", "")), *_arguments(c.get("arguments", "")))
                                     for c in m.get("tool_calls") or []],
-                        tool_call_id=m.get("tool_call_id"))
+                        tool_call_id=m.get("tool_call_id"), reasoning=_reasoning(m.get("reasoning")))
+
+
+def _reasoning(blocks: object) -> list[str]:
+    """Each reasoning block's text; a redacted one (encrypted by the provider) is named, not shown."""
+    out: list[str] = []
+    for r in blocks if isinstance(blocks, list) else []:
+        if not isinstance(r, dict):
+            out.append(pretty(r))
+        elif r.get("text"):
+            out.append(str(r["text"]))
+        elif r.get("redacted"):
+            out.append(f"[redacted thinking: encrypted by the provider, {len(str(r['redacted']))} characters]")
+    return out
 
 
 def _hits(result: dict[str, Any], marks: Marks) -> list[Thumb]:

@@ -8,6 +8,8 @@
 - `events`: one ModelEvent per model call (its full request, its reply or error, usage, timing)
   and one ToolEvent per tool the agent ran (arguments and the full result as JSON text); a
   judge's or grader's calls follow in a span named after it.
+- A reply's reasoning (thinking) text is a ContentReasoning part ahead of its text, with the
+  signature Anthropic gave it (a redacted block: its encrypted data, `redacted=True`).
 - Tool-call arguments are parsed from the JSON text the model returned; text that does not parse
   (the model's mistake, kept on purpose) goes in the call's `parse_error`, verbatim.
 - Images by reference become data URIs (a corpus page rendered again from the corpus, a blob
@@ -32,6 +34,7 @@ from inspect_ai.model import (
     ChatMessageUser,
     Content,
     ContentImage,
+    ContentReasoning,
     ContentText,
     GenerateConfig,
     ModelOutput,
@@ -98,6 +101,20 @@ def tool_call(call: dict[str, Any]) -> ToolCall:
     return ToolCall(id=str(call.get("id", "")), function=str(call.get("name", "")), arguments=parsed)
 
 
+def reasoning(blocks: object) -> list[Content]:
+    """A reply's reasoning blocks as Inspect's ContentReasoning: the text with its signature, or a
+    redacted block's encrypted data (`redacted=True`, as inspect_ai keeps Anthropic's)."""
+    out: list[Content] = []
+    for r in blocks if isinstance(blocks, list) else []:
+        if not isinstance(r, dict):
+            continue
+        if r.get("redacted"):
+            out.append(ContentReasoning(reasoning=str(r["redacted"]), redacted=True))
+        else:
+            out.append(ContentReasoning(reasoning=str(r.get("text", "")), signature=r.get("signature")))
+    return out
+
+
 class Converter:
     """Transcript message dicts -> Inspect chat messages (tool results get their function's name
     from the call they answer)."""
@@ -114,6 +131,10 @@ class Converter:
         if role == "assistant":
             calls = [tool_call(c) for c in m.get("tool_calls") or []]
             self._functions.update({c.id: c.function for c in calls})
+            thoughts = reasoning(m.get("reasoning"))
+            if thoughts:  # Inspect keeps reasoning as content parts ahead of the text, as providers order it
+                content = [*thoughts, *([ContentText(text=content)] if content else [])] if isinstance(content, str) \
+                    else [*thoughts, *content]
             return ChatMessageAssistant(content=content, tool_calls=calls or None, model=model)
         if role == "tool":
             call_id = m.get("tool_call_id")
