@@ -30,6 +30,7 @@ LOCK_NAME = ".deskbench-run.lock"
 def run_lock(run_dir: Path) -> Iterator[None]:
     """Held while the block runs; raises UserError at once if another process holds it. A full
     disk met by the run (sqlite's or the files') ends it in one line too: what is committed stays."""
+    made = not run_dir.exists()
     try:
         run_dir.mkdir(parents=True, exist_ok=True)
         fd = os.open(run_dir / LOCK_NAME, os.O_RDWR | os.O_CREAT, 0o644)
@@ -54,11 +55,23 @@ def run_lock(run_dir: Path) -> Iterator[None]:
                 raise
             raise UserError(f"{run_dir}: the disk is full ({exc}); free space and run the same command "
                             f"again: the {_stored(run_dir)}episodes stored are kept and it resumes") from None
+        except BaseException:
+            if made:  # a run refused before any work leaves no run directory behind
+                _remove_if_only_lock(run_dir)
+            raise
         finally:
             with contextlib.suppress(OSError):
                 os.ftruncate(fd, 0)
     finally:
         os.close(fd)  # closing the descriptor releases the lock
+
+
+def _remove_if_only_lock(run_dir: Path) -> None:
+    """Remove a run directory this lock created when nothing but the lock file is in it."""
+    with contextlib.suppress(OSError):
+        if [p.name for p in run_dir.iterdir()] == [LOCK_NAME]:
+            (run_dir / LOCK_NAME).unlink()
+            run_dir.rmdir()
 
 
 def _disk_full(exc: BaseException) -> bool:
