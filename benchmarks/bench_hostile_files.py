@@ -54,7 +54,7 @@ def _figures(run: Bounded, verdict: str, ok: bool) -> dict[str, Any]:
 
 def _last_line(run: Bounded) -> str:
     lines = (run.stdout.strip() or run.stderr.strip()).splitlines()
-    return f"exit {run.returncode}: " + (lines[-1][:200] if lines else "(no output)")
+    return f"exit {run.returncode}: " + (lines[-1][:400] if lines else "(no output)")
 
 
 def _compare(make: Callable[[Path], Path], expect: str) -> Probe:
@@ -112,7 +112,8 @@ def _page(side: float) -> Probe:
         subprocess.run([sys.executable, "-m", "deskbench.cli", "ingest", str(pdf), "--corpus", str(work / "c")],
                        env={**os.environ, **env}, capture_output=True, check=True)
         run = _cli(env, "page", "--corpus", str(work / "c"), "page.pdf", "1", "--dpi", "110", "-o", str(work / "p.png"))
-        return _figures(run, _last_line(run), run.returncode == 2 and "page-image limit" in run.stderr)
+        verdict = _last_line(run).replace(str(work) + "/", "")
+        return _figures(run, verdict, run.returncode == 2 and "page-image limit" in run.stderr)
     return probe
 
 
@@ -152,7 +153,8 @@ def _grading(work: Path, env: Env) -> dict[str, Any]:
         loads = [server.get(client, f"/grade?{q}", kill_after=KILL_SECONDS) for _ in range(2)]
     finally:
         server.stop()
-    verdict = "; ".join(f"HTTP {s} in {t:.1f} s" for s, _, t in loads)
+    verdict = "; ".join(f"HTTP {s} in {t:.1f} s" if s > 0 else f"no answer within {t:.0f} s (the client gave up)"
+                        for s, _, t in loads)
     return _served(server, loads, f"two page loads: {verdict}", all(s == 200 for s, _, _ in loads))
 
 
@@ -181,7 +183,11 @@ def _web_page(side: float) -> Probe:
         finally:
             server.stop()
         status, body, seconds = got[0]
-        verdict = f"HTTP {status} in {seconds:.1f} s" + (f": {body.strip()[:160]}" if status not in (200, 0) else "")
+        try:
+            said = json.loads(body)["detail"]
+        except (ValueError, KeyError, TypeError):
+            said = body.strip()[:200]
+        verdict = f"HTTP {status} in {seconds:.1f} s" + (f": {said}" if status not in (200, 0) else "")
         if not alive:
             verdict += "; the server died"
         return _served(server, got, verdict, status == 413 and alive)
