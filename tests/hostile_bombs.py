@@ -215,3 +215,15 @@ def crash() -> None:
     import signal
 
     os.kill(os.getpid(), signal.SIGSEGV)
+
+
+def slow_steps(steps: int, pause: float) -> int:
+    """`steps` steps of `pause` seconds, each reported as progress (a long OCR'd PDF)."""
+    import time
+
+    from deskbench.untrusted.worker import progress
+
+    for _ in range(steps):
+        time.sleep(pause)
+        progress()
+    return steps

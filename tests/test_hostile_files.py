@@ -47,6 +47,15 @@ def test_the_worker_turns_memory_and_time_into_verdicts() -> None:
         run_limited(bombs.crash)
 
 
+def test_the_time_limit_counts_from_the_last_progress() -> None:
+    """A PDF OCR'd page by page reports each page: 6 steps of 0.5 s pass a 1.5 s limit; a step of
+    2.5 s does not."""
+    assert run_limited(bombs.slow_steps, 6, 0.5, limits=FileLimits(seconds=1.5)) == 6
+    verdict = run_limited(bombs.slow_steps, 2, 2.5, limits=FileLimits(seconds=1.5))
+    assert isinstance(verdict, LimitExceeded) and verdict.what == "time", verdict
+    assert verdict.message.startswith("the file exceeds the 1.5 s time limit (stopped after 1.5 s without progress")
+
+
 def test_limits_come_from_one_place_and_a_bad_value_is_one_line() -> None:
     assert limits_from_env({}) == FileLimits()
     assert limits_from_env({"DESKBENCH_LIMIT_CELLS": "10"}).cells == 10

@@ -18,6 +18,7 @@ import pypdfium2.raw as pdfium_c
 
 from deskbench.corpus.ocr import OCR_DPI, OcrEngine, OcrUnavailable, make_engine
 from deskbench.search.analyzer import normalize_text
+from deskbench.untrusted.worker import progress
 
 OcrMode = Literal["never", "auto", "always"]
 
@@ -182,6 +183,7 @@ def extract_pdf(path: str, settings: OcrSettings) -> ExtractResult:
             page = _extract_page(pdf, index, settings, engine)
             page.text = normalize_text(page.text)
             result.pages.append(page)
+            progress()  # the worker's time limit is per page: OCR of a long scan is not cut off
     finally:
         pdf.close()
     if engine.unavailable and any(pg.error and "OCR" in pg.error for pg in result.pages):

@@ -27,7 +27,7 @@ from deskbench.corpus.page_text import PageTextSummary
 from deskbench.corpus.store import DocumentRecord, IngestError, PageRecord, PageStore
 from deskbench.search.analyzer import ANALYZER_NAME
 from deskbench.search.index import IndexWriter, PageIndex, index_analyzer
-from deskbench.untrusted import LimitExceeded, ReaderCrashed, current_limits, run_limited
+from deskbench.untrusted import LimitExceeded, ReaderCrashed, run_limited
 
 FLUSH_PAGES = 20_000
 FLUSH_SECONDS = 15.0
@@ -206,13 +206,11 @@ def _failed(job: Job, outcome: LimitExceeded | ReaderCrashed) -> ExtractResult:
 
 def _extract_limited(corpus: Corpus, batch: list[Job], settings: OcrSettings) -> list[ExtractResult]:
     """A batch of PDFs' pages from one worker process under the untrusted-file limits (the time
-    limit per file); a PDF over a limit (a content-stream bomb) or one that crashes pdfium fails
+    limit per page: extract_pdf reports progress); a PDF over a limit (a content-stream bomb) or one that crashes pdfium fails
     alone, with the reason, and the ingest goes on."""
-    limits = current_limits()
-    limits = limits.model_copy(update={"seconds": limits.seconds * len(batch)})
     try:
         out: list[ExtractResult] | LimitExceeded | ReaderCrashed = run_limited(
-            extract_batch, [str(corpus.root / j.stored_path) for j in batch], settings, limits=limits)
+            extract_batch, [str(corpus.root / j.stored_path) for j in batch], settings)
     except ReaderCrashed as exc:
         out = exc
     if isinstance(out, list):

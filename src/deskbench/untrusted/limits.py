@@ -31,7 +31,8 @@ class FileLimits(BaseModel):
     model_config = ConfigDict(frozen=True)
 
     memory_mb: int = Field(1024, ge=64, description="address space a parse may add (RLIMIT_AS)")
-    seconds: float = Field(60.0, gt=0, description="wall time of one parse")
+    seconds: float = Field(60.0, gt=0, description="wall time of one parse, or of one step of it "
+                                                   "(a PDF's page) where the parse reports progress")
     cells: int = Field(1_000_000, ge=1, description="cells of a workbook, all sheets")
     paragraphs: int = Field(100_000, ge=1, description="paragraphs (and table rows) of a document")
     slides: int = Field(10_000, ge=1, description="slides of a presentation")
@@ -50,7 +51,7 @@ LimitName = Literal["memory", "time", "cells", "paragraphs", "slides", "range_ce
 _WORDING: dict[str, tuple[str, str]] = {
     # what: (the limit, what the file needed); formatted with limit, observed, detail
     "memory": ("{limit:,.0f} MB memory", "reached {observed:,.0f} MB"),
-    "time": ("{limit:g} s time", "stopped after {observed:.1f} s"),
+    "time": ("{limit:g} s time", "stopped after {observed:.1f} s without progress"),
     "cells": ("{limit:,.0f}-cell", "holds {detail}{observed:,.0f} cells"),
     "paragraphs": ("{limit:,.0f}-paragraph", "holds {detail}{observed:,.0f} paragraphs"),
     "slides": ("{limit:,.0f}-slide", "holds {observed:,.0f} slides"),
