@@ -227,3 +227,13 @@ def slow_steps(steps: int, pause: float) -> int:
         time.sleep(pause)
         progress()
     return steps
+
+
+class _Picky(Exception):
+    def __init__(self, *, why: str) -> None:
+        super().__init__(why)
+
+
+def refuse_oddly() -> None:
+    """An exception that pickles but cannot be unpickled (keyword-only arguments)."""
+    raise _Picky(why="odd")

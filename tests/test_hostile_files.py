@@ -32,6 +32,8 @@ def test_the_worker_returns_results_and_reraises_the_parse_errors() -> None:
     assert run_limited(bombs.double, 21) == 42
     with pytest.raises(ValueError, match="not a workbook"):
         run_limited(bombs.refuse, "not a workbook")
+    with pytest.raises(RuntimeError, match="_Picky: odd"):
+        run_limited(bombs.refuse_oddly)
 
 
 def test_the_worker_turns_memory_and_time_into_verdicts() -> None:

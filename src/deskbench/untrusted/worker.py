@@ -173,6 +173,8 @@ def _parse(fd: int, beat: int, fn: Callable[..., Any], args: tuple[Any, ...], li
             tag, value = b"r", exc
         try:
             data = tag + pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL)
+            if tag == b"r":
+                pickle.loads(data[1:])  # an exception that pickles but does not unpickle (keyword-only args)
         except MemoryError:
             data = b"m"
         except Exception:  # an exception the libraries made unpicklable
