@@ -40,6 +40,8 @@ COMMAND_MODULES = (
     "serve",
     "view",  # the episode viewer
     "export",  # export RUNDIR --format inspect
+    "schema",  # schema TRACK [--submission]: the JSON Schema of the formats
+    "init",  # init DIR --track docqa|analytics [--from PATH]: a task set over your files
 )
 
 for _name in COMMAND_MODULES:

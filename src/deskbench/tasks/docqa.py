@@ -30,6 +30,7 @@ from pydantic import (
     Field,
     ValidationError,
     ValidationInfo,
+    WithJsonSchema,
     field_validator,
     model_validator,
 )
@@ -80,7 +81,10 @@ class DocQATask(BaseModel):
     model_config = ConfigDict(extra="allow")
     id: ItemId
     question: str
-    answer_variants: list[list[str]] = Field(min_length=1)
+    answer_variants: Annotated[list[list[str]], WithJsonSchema({  # what _variants reads, for `deskbench schema`
+        "anyOf": [{"type": "string"}, {"type": "array", "minItems": 1, "items": {
+            "anyOf": [{"type": "string"}, {"type": "array", "items": {"type": "string"}}]}}]},
+        mode="validation")] = Field(min_length=1)
     evidence: list[Evidence] = Field(default_factory=list)
     domain: str | None = None
     document_category: str | None = Field(
@@ -151,7 +155,9 @@ class DocQASubmission(BaseModel):
     model_config = ConfigDict(extra="allow")
     id: ItemId | None = None
     question: str | None = None
-    answer: list[str] = Field(default_factory=list)
+    answer: Annotated[list[str], WithJsonSchema({  # what _answer_list reads, for `deskbench schema`
+        "anyOf": [{"type": "array"}, {"type": "string"}, {"type": "number"}, {"type": "null"}]},
+        mode="validation")] = Field(default_factory=list)
     answer_form: AnswerForm = "list"
     falsy_items: int = Field(default=0, ge=0)  # null/0/false items: read as text, but empty to the judge rule
     citations: Annotated[list[Citation], BeforeValidator(_read_citations)] = Field(default_factory=list)
