@@ -188,3 +188,27 @@ def test_user_mistakes_are_one_line_and_exit_2(tmp_path: Path) -> None:
 
     deliverables = _deskbench("init", str(tmp_path / "d"), "--track", "deliverables")
     assert deliverables.returncode == 2 and "docqa or analytics" in deliverables.stderr
+
+
+def test_formats_md_names_every_field_of_every_model() -> None:
+    from deskbench.cli.schema import models_of
+    from deskbench.tracks.registry import BUILTIN, get_track
+
+    text = (Path(__file__).parent.parent / "docs" / "formats.md").read_text(encoding="utf-8")
+    missing: list[str] = []
+    for name in BUILTIN:
+        track = get_track(name)
+        assert f"## {name}\n" in text
+        for model in models_of(track.task_type) + models_of(track.submission_type):
+            heading = f"#### {model.__name__}\n"
+            if heading not in text:
+                missing.append(model.__name__)
+                continue
+            section = text.split(heading, 1)[1].split("\n#### ", 1)[0]
+            if "As above." in section:
+                section = text  # a model documented once, under the first heading
+            for field, info in model.model_fields.items():
+                shown = info.alias if model.model_config.get("populate_by_name") and info.alias else field
+                if not info.exclude and f"`{shown}`" not in section:
+                    missing.append(f"{model.__name__}.{shown}")
+    assert not missing, f"docs/formats.md does not name: {missing}"

@@ -84,16 +84,18 @@ class ReferenceFile(BaseModel):
 
 class AnalyticsTask(BaseModel):
     model_config = ConfigDict(extra="forbid")
-    id: str = Field(min_length=1)
-    category: Category
-    instruction: str = Field(min_length=1)
-    inputs: list[str] = Field(min_length=1, max_length=MAX_INPUTS)
-    difficulty_steps: int = Field(ge=1)
+    id: str = Field(min_length=1, description="Unique task id.")
+    category: Category = Field(description="qa (a reference answer), visualization (chart and key_points) "
+                                           "or file_generation (reference_file).")
+    instruction: str = Field(min_length=1, description="What the agent is asked to do.")
+    inputs: list[str] = Field(min_length=1, max_length=MAX_INPUTS,
+                              description="Input files, relative to the tasks file's folder (1 to 14).")
+    difficulty_steps: int = Field(ge=1, description="Expert steps: easy <= 6, medium 7-12, hard >= 13.")
     domain: str = ""
     template: str = ""  # the generator template that made it
     params: dict[str, str | int | float] = Field(default_factory=dict)
-    answer: str | None = None
-    answer_value: float | None = None
+    answer: str | None = Field(default=None, description="qa: the reference answer.")
+    answer_value: float | None = Field(default=None, description="qa: the answer as a number, when it is one.")
     answer_unit: str | None = None
     computation: str | None = None
     key_points: list[str] = Field(default_factory=list)

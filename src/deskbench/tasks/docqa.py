@@ -52,8 +52,9 @@ class Evidence(BaseModel):
     """One gold evidence page; pages are 1-based everywhere."""
 
     model_config = ConfigDict(extra="ignore")
-    document: str = Field(validation_alias=AliasChoices("document", "file", "doc"))
-    page: int = Field(ge=1)
+    document: str = Field(validation_alias=AliasChoices("document", "file", "doc"),
+                          description="The document id in the corpus (its file name).")
+    page: int = Field(ge=1, description="1-based page number.")
 
 
 def _id_as_text(v: Any) -> Any:
@@ -79,16 +80,19 @@ class DocQATask(BaseModel):
     """A MADQA question with its acceptable answers and minimal evidence set."""
 
     model_config = ConfigDict(extra="allow")
-    id: ItemId
-    question: str
+    id: ItemId = Field(description="Unique task id (a number is read as its text).")
+    question: str = Field(description="The question the agent answers over the corpus.")
     answer_variants: Annotated[list[list[str]], WithJsonSchema({  # what _variants reads, for `deskbench schema`
         "anyOf": [{"type": "string"}, {"type": "array", "minItems": 1, "items": {
             "anyOf": [{"type": "string"}, {"type": "array", "items": {"type": "string"}}]}}]},
-        mode="validation")] = Field(min_length=1)
-    evidence: list[Evidence] = Field(default_factory=list)
-    domain: str | None = None
+        mode="validation")] = Field(
+        min_length=1, description="Acceptable answers: each a list of items (a list answer); a flat "
+        "list or a string means one-item answers.")
+    evidence: list[Evidence] = Field(default_factory=list, description="The minimal set of pages that answer it.")
+    domain: str | None = Field(default=None, description="Subject area, for breakdowns.")
     document_category: str | None = Field(
-        default=None, validation_alias=AliasChoices("document_category", "category")
+        default=None, validation_alias=AliasChoices("document_category", "category"),
+        description="Kind of document (annual report, invoice), for breakdowns.",
     )
     injection: Injection | None = None  # generated injection-track tasks only
 
