@@ -61,6 +61,7 @@ def run(
     inline_chars: Annotated[int, typer.Option(help="deliverables: characters of normalised input text put in the prompt.")] = 24_000,
     trap_hints: Annotated[bool, typer.Option("--trap-hints", help="deliverables: the prompt names the trap kinds (footnotes, units, weighting...): not the paper's prompt; the system becomes deliverable-agent[trap-hints].")] = False,
     web: Annotated[str | None, typer.Option("--web", help="deliverables: web_search and fetch tools: recorded:DIR (saved pages, offline) or brave (Brave Search API, key in $BRAVE_SEARCH_API_KEY). Off by default.")] = None,
+    command: Annotated[str | None, typer.Option("--command", help="docqa --agent external: your agent's command, run once per task ({question} is replaced; the MCP server's URL is in $DESKBENCH_MCP_URL).")] = None,
     web_record: Annotated[Path | None, typer.Option("--web-record", help="deliverables: with a live --web, also save every search and page to DIR (replay with --web recorded:DIR).")] = None,
     temperature: TemperatureOpt = None,
     top_p: TopPOpt = None,

@@ -5,11 +5,11 @@ runner (runs/track.py execute_run) a PreparedRun."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Mapping, Sequence
 from contextlib import asynccontextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 from deskbench.agents.base import AgentContext, AgentResult, AgentSettings
 from deskbench.corpus import Corpus
@@ -29,6 +29,13 @@ if TYPE_CHECKING:
     from deskbench.sandbox import Sandbox
 
 
+@runtime_checkable
+class ConfiguredAgent(Protocol):
+    """An agent that takes options of its own from the run (external: --command)."""
+
+    def configure(self, options: Mapping[str, object]) -> None: ...
+
+
 @dataclass(frozen=True)
 class RunSpec:
     agent: str
@@ -45,6 +52,7 @@ class RunSpec:
     unsafe_local: bool = False  # rlm: run the REPL without bubblewrap (debugging only)
     max_sub_calls: int | None = None  # rlm: llm_query calls per episode; None: no cap
     attempts: int = 1  # episodes per task (pass@k, avg@k); attempt 0 is the one MADQA's metrics read
+    agent_options: Mapping[str, object] = field(default_factory=dict)  # e.g. external's --command
 
     def check(self) -> None:
         if self.view not in (None, "image", "text"):
@@ -54,7 +62,9 @@ class RunSpec:
                             ("--top-k", self.top_k), ("--max-sub-calls", self.max_sub_calls)):
             if value is not None and value < 1:
                 raise UserError(f"{flag} {value} is not valid; use 1 or more")
-        make_agent(self.agent)  # names the choices when unknown
+        agent = make_agent(self.agent)  # names the choices when unknown
+        if isinstance(agent, ConfiguredAgent):  # its own options are checked before anything starts
+            agent.configure(self.agent_options)
         if self.agent in NEEDS_CORPUS and self.corpus is None:
             raise UserError(f"--agent {self.agent} searches documents: give --corpus DIR (from deskbench ingest)")
         if self.agent not in NO_MODEL and not self.model:
@@ -98,7 +108,7 @@ def prepare(spec: RunSpec, tasks: Sequence[DocQATask], *, tasks_file: str | None
     settings = AgentSettings(max_steps=spec.max_steps, top_k=spec.top_k, view=view,  # type: ignore[arg-type]
                              max_sub_calls=spec.max_sub_calls)
     warning = remember_config(store, system, docqa_config(spec.agent, model.id if model else None, settings,
-                                                          model_settings(model)))
+                                                          model_settings(model), spec.agent_options))
     if warning:
         warnings.append(warning)
 
@@ -111,6 +121,8 @@ def prepare(spec: RunSpec, tasks: Sequence[DocQATask], *, tasks_file: str | None
             sandbox=rlm_sandbox(spec.unsafe_local) if spec.agent in NEEDS_SANDBOX else None,
         )
         agent = make_agent(spec.agent)
+        if isinstance(agent, ConfiguredAgent):
+            agent.configure(spec.agent_options)
 
         async def episode(task: HasId, attempt: int) -> AgentResult:
             assert isinstance(task, DocQATask)
@@ -131,12 +143,12 @@ PROMPT_MODULES: dict[str, tuple[str, ...]] = {
     "bm25-agent": (_PROMPTS, "deskbench.tracks.docqa.agents.bm25"),
     "rag": (_PROMPTS,), "oracle": (_PROMPTS,), "guess": (_PROMPTS,),
     "rlm": ("deskbench.tracks.docqa.agents.rlm_prompts",),
-    "lexical": (),
+    "lexical": (), "external": (),
 }
 
 
 def docqa_config(agent: str, model: str | None, settings: AgentSettings,
-                 sent: dict[str, object] | None) -> SystemConfig:
+                 sent: dict[str, object] | None, agent_options: Mapping[str, object] | None = None) -> SystemConfig:
     """A docqa system's configuration (runs/identity.py): the agent's settings as it runs them,
     max_steps resolved to the agent's own default when not given."""
     from dataclasses import asdict
@@ -145,6 +157,7 @@ def docqa_config(agent: str, model: str | None, settings: AgentSettings,
     from deskbench.tracks.docqa.agents.rlm_settings import RlmSettings
 
     values = asdict(settings)
+    values.update(agent_options or {})  # external: the command is part of what the system is
     if values["max_steps"] is None:
         values["max_steps"] = {"bm25-agent": MAX_STEPS, "rlm": RlmSettings().max_iterations}.get(agent)
     return SystemConfig(track="docqa", agent=agent, model=model, settings=values, model_settings=sent,

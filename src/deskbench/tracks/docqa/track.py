@@ -26,10 +26,10 @@ class DocQATrack:
     outcome_definition = DOCQA_DEFINITION
     submission_type: type[BaseModel] = DocQASubmission
 
-    agents = ("bm25-agent", "rag", "oracle", "guess", "lexical", "rlm")  # tracks/docqa/agents/registry.py AGENTS
+    agents = ("bm25-agent", "rag", "oracle", "guess", "lexical", "rlm", "external")  # tracks/docqa/agents/registry.py AGENTS
     limit_category = "step_limit"
     run_options = frozenset({"--corpus", "--limit", "--max-steps", "--max-sub-calls", "--top-k", "--view",
-                             "--unsafe-local"})
+                             "--unsafe-local", "--command"})
     score_options = frozenset({"--tasks", "--pool-humans", "--by", "--official", "--kuiper-ties", "--effort",
                                "--skip-invalid", "--judge-cache", "--no-cache", "--q0", "--q1", "--m0", "--m1",
                                "--judge-calibration"})
@@ -92,6 +92,7 @@ def _prepare(request: RunRequest) -> PreparedRun:
                    out=request.out, corpus=o("corpus"), concurrency=request.concurrency, max_steps=o("max_steps"),
                    top_k=o("top_k", 5), view=o("view"), sampling=request.sampling, cache=request.cache,
                    prices=request.prices, unsafe_local=o("unsafe_local", False), max_sub_calls=o("max_sub_calls"),
+                   agent_options={"command": o("command")} if o("command") else {},
                    attempts=request.attempts)
     spec.check()  # before reading tasks: a bad flag is named first
     return prepare(spec, read_tasks(request.tasks).items[:o("limit")], tasks_file=str(request.tasks))

@@ -7,6 +7,7 @@ from collections.abc import Callable
 from deskbench.agents.base import Agent
 from deskbench.errors import UserError
 from deskbench.tracks.docqa.agents.bm25 import Bm25Agent
+from deskbench.tracks.docqa.agents.external import ExternalAgent
 from deskbench.tracks.docqa.agents.lexical import LexicalAgent
 from deskbench.tracks.docqa.agents.rlm import RlmAgent
 from deskbench.tracks.docqa.agents.single_call import GuessAgent, OracleAgent, RagAgent
@@ -18,10 +19,11 @@ AGENTS: dict[str, Callable[[], Agent]] = {
     "guess": GuessAgent,
     "lexical": LexicalAgent,
     "rlm": RlmAgent,
+    "external": ExternalAgent,  # an agent built elsewhere, over MCP (agents/external.py)
 }
-NEEDS_CORPUS = {"bm25-agent", "rag", "oracle", "lexical", "rlm"}
+NEEDS_CORPUS = {"bm25-agent", "rag", "oracle", "lexical", "rlm", "external"}
 NEEDS_SANDBOX = {"rlm"}  # docqa agents that run model-written code
-NO_MODEL = {"lexical"}  # baselines that call no model: --model is ignored
+NO_MODEL = {"lexical", "external"}  # agents that call no model of ours: --model is ignored
 
 
 def make_agent(name: str) -> Agent:
