@@ -42,6 +42,8 @@ COMMAND_MODULES = (
     "export",  # export RUNDIR --format inspect
     "schema",  # schema TRACK [--submission]: the JSON Schema of the formats
     "init",  # init DIR --track docqa|analytics [--from PATH]: a task set over your files
+    "mcp",  # mcp --corpus DIR --out RUNDIR: docqa's tools over MCP for an agent built elsewhere
+    "plugins",  # list agents|scorers|tracks|models: built-ins and installed plugins
 )
 
 for _name in COMMAND_MODULES:

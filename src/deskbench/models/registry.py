@@ -41,10 +41,11 @@ class ModelSpec:
 
 def parse_spec(spec: str) -> ModelSpec:
     provider, _, rest = spec.partition("/")
-    if provider not in PROVIDERS:
+    if provider not in PROVIDERS and plugin_provider(provider) is None:
         raise UserError(
             f"unknown model provider {provider!r} in {spec!r}; use one of: "
             + ", ".join(f"{p}/..." for p in sorted(PROVIDERS))
+            + " (or an installed plugin's, see deskbench list models, or package.module:factory/MODEL)"
         )
     if provider == "local":
         if rest not in ("", "smollm2", "smollm2-135m-instruct"):
@@ -61,7 +62,8 @@ def parse_spec(spec: str) -> ModelSpec:
             )
         return ModelSpec(provider, name, url)
     if not rest:
-        example = {"openai": "gpt-5-mini", "anthropic": "claude-sonnet-4-5", "gemini": "gemini-2.5-flash"}[provider]
+        example = {"openai": "gpt-5-mini", "anthropic": "claude-sonnet-4-5", "gemini": "gemini-2.5-flash"}.get(
+            provider, "MODEL")
         raise UserError(f"model '{provider}/' needs a model name, e.g. {provider}/{example}")
     return ModelSpec(provider, rest)
 
@@ -104,6 +106,28 @@ PROVIDERS: dict[str, Callable[[ModelSpec, float], ChatModel]] = {
     "ollama": _compat,
     "local": _local,
 }
+BUILTIN_PROVIDERS = tuple(PROVIDERS)
+
+
+def plugin_provider(name: str) -> Callable[[ModelSpec, float], ChatModel] | None:
+    """A provider from a plugin (entry point of `deskbench.models`, or package.module:factory),
+    consulted after the built-ins: a callable (ModelSpec, timeout) -> ChatModel."""
+    from deskbench.plugins import lookup
+
+    found = lookup("models", name)
+    if found is None:
+        return None
+    if not callable(found.value):
+        raise UserError(f"model provider plugin {name!r} ({found.origin}) is not callable; "
+                        "point it at a function (ModelSpec, timeout) -> ChatModel")
+    return found.value  # type: ignore[return-value]
+
+
+def provider(name: str) -> Callable[[ModelSpec, float], ChatModel]:
+    found = PROVIDERS.get(name) or plugin_provider(name)
+    if found is None:
+        raise UserError(f"unknown model provider {name!r}; see deskbench list models")
+    return found
 
 
 def check_key(m: ModelSpec) -> None:
@@ -133,7 +157,7 @@ def preflight(spec: str, sampling: Sampling | None = None, role: Role = "agent")
 def make_model(spec: str, *, timeout: float = 120.0) -> ChatModel:
     """The adapter for a model string (without the retry/cache wrapper)."""
     m = _checked(spec)
-    return PROVIDERS[m.provider](m, timeout)
+    return provider(m.provider)(m, timeout)
 
 
 def open_model(spec: str, *, role: Role = "agent", sampling: Sampling | None = None, concurrency: int = 16,
@@ -154,5 +178,5 @@ def open_model(spec: str, *, role: Role = "agent", sampling: Sampling | None = N
     elif cache:
         cache_dir = Path(os.environ.get("DESKBENCH_CACHE_DIR", Path.home() / ".cache" / "deskbench"))
         response_cache = ResponseCache(cache_dir / "responses.sqlite")
-    return ResilientModel(PROVIDERS[m.provider](m, timeout), settings=settings, concurrency=concurrency, cache=response_cache,
+    return ResilientModel(provider(m.provider)(m, timeout), settings=settings, concurrency=concurrency, cache=response_cache,
                           prices=PriceTable.load(prices))

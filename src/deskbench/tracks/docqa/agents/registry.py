@@ -27,7 +27,13 @@ NO_MODEL = {"lexical", "external"}  # agents that call no model of ours: --model
 
 
 def make_agent(name: str) -> Agent:
+    """A built-in agent, else a plugin's (an entry point of `deskbench.agents`, or package.module:Name)."""
     if name not in AGENTS:
+        from deskbench.plugins import agent_factory
+
+        factory = agent_factory("docqa", name)
+        if factory is not None:
+            return factory()  # type: ignore[return-value]
         from deskbench.tracks.registry import tracks
 
         known = [a for t in tracks().values() for a in t.agents]

@@ -1,0 +1,70 @@
+"""`deskbench list agents|scorers|tracks|models`: what can be chosen by name, and where from
+(built-in, an installed distribution's entry point). Module paths (`package.module:Name`) are not
+listed: they are found when named."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from typing import Annotated
+
+import typer
+
+from deskbench.console import out
+from deskbench.errors import UserError
+from deskbench.plugins import KINDS, Kind, listing
+
+
+def register(app: typer.Typer) -> None:
+    """Add `list`."""
+    app.command("list")(list_plugins)
+
+
+def _builtin_agents() -> list[tuple[str, str]]:
+    from deskbench.tracks.registry import BUILTIN, tracks
+
+    return [(a, f"built-in ({t.name})" if t.name in BUILTIN else f"track {t.name}")
+            for t in tracks().values() for a in t.agents]
+
+
+def _builtin_scorers() -> list[tuple[str, str]]:
+    from deskbench.tracks.registry import tracks
+
+    return [(f"{t.name} (default)", "built-in: the track's own scorer and its --judge flags") for t in tracks().values()]
+
+
+def _builtin_tracks() -> list[tuple[str, str]]:
+    from deskbench.plugins import declared
+    from deskbench.tracks.registry import BUILTIN, tracks
+
+    plugged = declared("tracks")
+    return [(name, "built-in" if name in BUILTIN else "registered") for name in tracks() if name not in plugged]
+
+
+def _builtin_models() -> list[tuple[str, str]]:
+    from deskbench.models.registry import BUILTIN_PROVIDERS
+
+    return [(f"{p}/...", "built-in") for p in BUILTIN_PROVIDERS]
+
+
+BUILTINS: dict[Kind, Callable[[], list[tuple[str, str]]]] = {
+    "agents": _builtin_agents, "scorers": _builtin_scorers, "tracks": _builtin_tracks, "models": _builtin_models,
+}
+
+
+def list_plugins(
+    kind: Annotated[str, typer.Argument(help="agents, scorers, tracks or models.")],
+    as_json: Annotated[bool, typer.Option("--json", help="Print [{name, origin}] as JSON.")] = False,
+) -> None:
+    """List the agents, scorers, tracks or model providers deskbench can use, and where each
+    comes from. A plugin is also addressable without installing it as package.module:Name."""
+    if kind not in KINDS:
+        raise UserError(f"deskbench list {kind}: choose one of {', '.join(KINDS)}")
+    rows = BUILTINS[kind]() + [(name if kind != "models" else f"{name}/...", origin)
+                                for name, origin in listing(kind)]  # type: ignore[arg-type]
+    if as_json:
+        print(json.dumps([{"name": n, "origin": o} for n, o in rows]))
+        return
+    width = max(len(n) for n, _ in rows) if rows else 0
+    for name, origin in rows:
+        out.print(f"{name:<{width}}  {origin}", markup=False, highlight=False)
