@@ -4,6 +4,7 @@ makes is stored in the episode, scored and reported like a built-in agent's."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import sys
 from pathlib import Path
@@ -94,3 +95,34 @@ def test_external_without_command_is_one_line(setup: tuple[Path, Path], tmp_path
                    "--out", str(tmp_path / "run"))
     assert proc.returncode == 2
     assert "--command" in proc.stderr and "Traceback" not in proc.stderr
+
+
+def test_deskbench_mcp_over_stdio_serves_the_tools_and_records_the_episode(setup: tuple[Path, Path],
+                                                                           tmp_path: Path) -> None:
+    """The official client spawns `deskbench mcp --transport stdio`, as an MCP host would."""
+    from mcp import ClientSession, StdioServerParameters
+    from mcp.client.stdio import stdio_client
+
+    corpus, _ = setup
+    out = tmp_path / "served"
+    params = StdioServerParameters(command=sys.executable, args=[
+        "-m", "deskbench.cli", "mcp", "--corpus", str(corpus), "--out", str(out), "--transport", "stdio",
+        "--question", "Who is the harbour master?"])
+
+    async def client() -> set[str]:
+        async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
+            await session.initialize()
+            names = {t.name for t in (await session.list_tools()).tools}
+            page = await session.call_tool("get_page", {"file": "harbour.pdf", "page": 2})
+            assert [c.type for c in page.content] == ["text", "image"]  # the label, then the PNG
+            bad = await session.call_tool("get_page", {"file": "nowhere.pdf", "page": 1})
+            assert bad.isError
+            await session.call_tool("provide_answer", {"answer": ["Ingrid Solberg"],
+                                                       "citations": [{"file": "harbour.pdf", "page": 2}]})
+            return names
+
+    assert asyncio.run(asyncio.wait_for(client(), 120)) == {"search_documents", "get_page", "provide_answer"}
+    (ep,) = RunStore(out, create=False).episodes("external")
+    assert ep.task_id == "mcp-1" and ep.status == "ok"
+    assert [s.name for s in ep.trajectory if isinstance(s, ToolCallStep)] == ["get_page", "provide_answer"]
+    assert ep.submission is not None and ep.submission.answer == ["Ingrid Solberg"]  # type: ignore[attr-defined]
