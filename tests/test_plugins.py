@@ -69,3 +69,99 @@ def test_module_path_mistakes_are_one_line(agent: str, says: str, operator_corpu
         proc = _run(agent, operator_corpus, tmp_path, fake, env={"PYTHONPATH": str(EXAMPLES / "custom_agent")})
     assert proc.returncode == 2, proc.stderr
     assert says in proc.stderr and "Traceback" not in proc.stderr and len(proc.stderr.strip().splitlines()) == 1
+
+
+@pytest.fixture(scope="module")
+def plugin_venv(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A throwaway venv that sees deskbench's environment (a .pth to its site-packages) and has
+    both examples installed as plugins, offline: --no-index, --no-deps, no build isolation
+    (pip and setuptools come from deskbench's environment)."""
+    import site
+    import sysconfig
+
+    venv = tmp_path_factory.mktemp("venv") / "v"
+    import setuptools
+
+    if int(setuptools.__version__.split(".")[0]) < 77:  # older ones need the `wheel` package to build
+        pytest.fail(f"setuptools {setuptools.__version__} cannot build the examples offline; install the test extra")
+    # without its own pip and setuptools (ensurepip's 65.x would shadow deskbench's): the .pth brings both
+    subprocess.run([sys.executable, "-m", "venv", "--system-site-packages", "--without-pip", str(venv)], check=True,
+                   timeout=300)
+    python = venv / "bin" / "python"
+    purelib = subprocess.run([str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+                             capture_output=True, text=True, check=True).stdout.strip()
+    ours = [sysconfig.get_paths()["purelib"], *site.getsitepackages()]
+    # addsitedir, not a plain path line: deskbench's own editable install is a .pth there too
+    Path(purelib, "deskbench-env.pth").write_text(
+        "".join(f"import site; site.addsitedir({p!r})\n" for p in dict.fromkeys(ours)))
+    for example in ("custom_agent", "custom_scorer"):
+        proc = subprocess.run([str(python), "-m", "pip", "install", "--no-index", "--no-deps", "--no-build-isolation",
+                               "-q", "-e", str(EXAMPLES / example)], capture_output=True, text=True, timeout=600)
+        assert proc.returncode == 0, proc.stderr
+    return venv
+
+
+def _venv_cli(venv: Path, *args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    return subprocess.run([str(venv / "bin" / "python"), "-m", "deskbench.cli", *args], capture_output=True,
+                          text=True, timeout=300, env=env, cwd=cwd)
+
+
+def test_installed_examples_are_listed_run_and_score(plugin_venv: Path, operator_corpus: Corpus, tmp_path: Path) -> None:
+    listed = _venv_cli(plugin_venv, "list", "agents", "--json", cwd=tmp_path)
+    assert listed.returncode == 0, listed.stderr
+    origins = {r["name"]: r["origin"] for r in json.loads(listed.stdout)}
+    assert origins["keyword-agent"] == "entry point of deskbench-keyword-agent 0.1.0"
+    assert origins["bm25-agent"] == "built-in (docqa)"
+    scorers = {r["name"]: r["origin"] for r in json.loads(_venv_cli(plugin_venv, "list", "scorers", "--json",
+                                                                      cwd=tmp_path).stdout)}
+    assert scorers["exact-match"] == "entry point of deskbench-exact-scorer 0.1.0"
+    assert "keyword-agent" not in json.loads(run_cli("list", "agents", "--json").stdout)  # only where installed
+
+    with FakeOpenAI(script=_answer_from_pages) as fake:
+        proc = _run("keyword-agent", operator_corpus, tmp_path, fake, python=str(plugin_venv / "bin" / "python"),
+                    env={"PYTHONPATH": ""})
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(proc.stdout)["keyword-agent:openai-compat/fake"]["accuracy"] == 1.0
+
+    scored = _venv_cli(plugin_venv, "score", str(tmp_path / "run"), "--scorer", "exact-match", "--json", cwd=tmp_path)
+    assert scored.returncode == 0, scored.stderr
+    report = json.loads(scored.stdout)["keyword-agent:openai-compat/fake"]
+    assert report["scorer"] == "exact-match" and report["n"] == 1 and report["accuracy"] == 1.0
+
+
+def test_scorer_by_module_path_counts_wrong_answers(operator_corpus: Corpus, tmp_path: Path) -> None:
+    with FakeOpenAI(script=lambda b, n: {"kind": "text", "text": '{"answer": ["Bicycle"], "citations": []}'}) as fake:
+        assert _run("keyword_agent:KeywordAgent", operator_corpus, tmp_path, fake,
+                    env={"PYTHONPATH": str(EXAMPLES / "custom_agent")}).returncode == 0
+    proc = run_cli("score", str(tmp_path / "run"), "--scorer", "exact_scorer:ExactMatchScorer", "--json",
+                   env={"PYTHONPATH": str(EXAMPLES / "custom_scorer")})
+    assert proc.returncode == 0, proc.stderr
+    (report,) = json.loads(proc.stdout).values()
+    assert report["n_scored"] == 1 and report["accuracy"] == 0.0
+
+
+def test_broken_entry_point_is_one_line(plugin_venv: Path, tmp_path: Path) -> None:
+    """An installed plugin whose module raises on import: named in one line, exit 2."""
+    dist = tmp_path / "broken"
+    dist.mkdir()
+    (dist / "broken_agent.py").write_text("raise RuntimeError('needs a GPU')\n")
+    (dist / "pyproject.toml").write_text(
+        (EXAMPLES / "custom_agent" / "pyproject.toml").read_text()
+        .replace("deskbench-keyword-agent", "deskbench-broken-agent").replace("keyword-agent =", "broken-agent =")
+        .replace("keyword_agent", "broken_agent").replace("KeywordAgent", "BrokenAgent"))
+    proc = subprocess.run([str(plugin_venv / "bin" / "python"), "-m", "pip", "install", "--no-index", "--no-deps",
+                           "--no-build-isolation", "-q", "-e", str(dist)], capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr
+    try:
+        run = _venv_cli(plugin_venv, "run", "--tasks", str(_tasks(tmp_path)), "--agent", "broken-agent", "--model",
+                        "openai-compat/x@http://127.0.0.1:9/v1", "--out", str(tmp_path / "run"), cwd=tmp_path)
+        assert run.returncode == 2, run.stderr
+        assert run.stderr.strip() == ("error: agent plugin 'broken-agent' (broken_agent:BrokenAgent, entry point of "
+                                      "deskbench-broken-agent 0.1.0) failed to load: RuntimeError: needs a GPU; "
+                                      "fix or uninstall that package")
+        listed = _venv_cli(plugin_venv, "list", "agents", cwd=tmp_path)  # listing imports no plugin
+        assert listed.returncode == 0 and "broken-agent" in listed.stdout
+    finally:
+        subprocess.run([str(plugin_venv / "bin" / "python"), "-m", "pip", "uninstall", "-y", "-q",
+                        "deskbench-broken-agent"], capture_output=True, timeout=300)

@@ -55,6 +55,7 @@ def score(
     judge_reasoning_effort: JudgeReasoningEffortOpt = None,
     judge_max_tokens: JudgeMaxTokensOpt = None,
     capabilities: CapabilitiesOpt = None,
+    scorer: Annotated[str | None, typer.Option("--scorer", help="A run directory: score with a plugin scorer (an installed one's name, see deskbench list scorers, or package.module:Name) instead of the track's own.")] = None,
     reviewed_only: Annotated[bool, typer.Option("--reviewed-only", help="deliverables runs: count only rubric grades a QC reviewer has reviewed (the paper's protocol, Appendix C); by default every usable grade counts and the share reviewed is shown.")] = False,
     as_json: JsonOpt = False,
 ) -> None:
@@ -79,8 +80,15 @@ def score(
     if concurrency < 1:
         raise UserError(f"--concurrency {concurrency} is not valid; use 1 or more")
     params = dict(ctx.params)
+    if store is None and scorer is not None:
+        raise UserError(f"--scorer scores a run directory; {submissions} is a file: give the run's folder")
     if store is None:
         score_predictions(submissions, DocQAScoreArgs.of(params), as_json=as_json)
+        return
+    if scorer is not None:
+        from deskbench.scoring.plugin_scores import show_plugin_scores
+
+        show_plugin_scores(store, scorer, [system] if system else store.systems(), as_json=as_json)
         return
     request = RunRequest(tasks=submissions, out=store.dir, judge=judge, concurrency=concurrency, options=params)
     get_track(store.track()).show_scores(store, [system] if system else store.systems(), request, as_json=as_json)

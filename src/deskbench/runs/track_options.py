@@ -25,7 +25,7 @@ RUN_COMMON = frozenset({
 # `deskbench score`: a predictions file is docqa; a run directory is its run's track.
 SCORE_COMMON = frozenset({
     "--system", "--items-out", "--judge", "--concurrency", "--judge-temperature", "--judge-top-p",
-    "--judge-reasoning-effort", "--judge-max-tokens", "--capabilities", "--json",
+    "--judge-reasoning-effort", "--judge-max-tokens", "--capabilities", "--json", "--scorer",
 })
 # `deskbench compare`: the scorer's options of the runs' track, as `score` takes them.
 COMPARE_COMMON = frozenset({

@@ -1,0 +1,69 @@
+"""`deskbench score RUN --scorer NAME`: a plugin `Scorer` (deskbench/plugins.py) in place of the
+track's own. It is asked for each stored episode's outcome; the summary is what every track's
+outcomes share (items, scored, unscored, mean score, share correct), unscored items left out of
+the means and counted, as everywhere in deskbench. Nothing is written to the store: a stored
+scoring records the track's scorer settings, which a plugin does not have."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+
+from pydantic import BaseModel
+
+from deskbench.console import out
+from deskbench.errors import UserError
+from deskbench.plugins import scorer
+from deskbench.runs.outcomes import ItemOutcome
+from deskbench.runs.store import RunStore
+
+
+class PluginScores(BaseModel):
+    """One system's numbers under a plugin scorer, as `--json` prints them."""
+
+    scorer: str
+    description: str
+    n: int
+    n_scored: int
+    n_unscored: int
+    mean_score: float | None
+    accuracy: float | None
+
+
+def plugin_outcomes(store: RunStore, name: str, system: str) -> list[ItemOutcome]:
+    """Each episode of `system` scored by the plugin scorer `name` (which must be for the run's track)."""
+    found = scorer(name)
+    if found.track != store.track():
+        raise UserError(f"scorer {name!r} scores {found.track} runs; {store.dir} is a {store.track()} run")
+    tasks = {str(getattr(t, "id")): t for t in store.all_tasks()}
+    outcomes = []
+    for episode in store.episodes(system):
+        outcome = found.score(tasks[episode.task_id], episode)
+        if not isinstance(outcome, ItemOutcome):
+            raise UserError(f"scorer {name!r} returned {type(outcome).__name__}, not an ItemOutcome")
+        outcomes.append(outcome)
+    return outcomes
+
+
+def summarise(name: str, description: str, outcomes: Sequence[ItemOutcome]) -> PluginScores:
+    scored = [o for o in outcomes if o.status == "scored"]
+    return PluginScores(
+        scorer=name, description=description, n=len(outcomes), n_scored=len(scored),
+        n_unscored=len(outcomes) - len(scored),
+        mean_score=sum(o.score or 0.0 for o in scored) / len(scored) if scored else None,
+        accuracy=sum(bool(o.correct) for o in scored) / len(scored) if scored else None,
+    )
+
+
+def show_plugin_scores(store: RunStore, name: str, systems: Sequence[str], *, as_json: bool) -> None:
+    description = scorer(name).description
+    reports = {s: summarise(name, description, plugin_outcomes(store, name, s)) for s in systems}
+    if as_json:
+        print(json.dumps({s: r.model_dump() for s, r in reports.items()}))
+        return
+    for s, r in reports.items():
+        mean = "n/a" if r.mean_score is None else f"{r.mean_score:.3f}"
+        acc = "n/a" if r.accuracy is None else f"{r.accuracy:.3f}"
+        out.print(f"{s}: score {mean}, correct {acc} over {r.n_scored} items ({r.n_unscored} unscored)",
+                  markup=False)
+    out.print(f"scorer: {name} (plugin): {description}", markup=False)
