@@ -43,7 +43,6 @@ COMMAND_MODULES = (
     "schema",  # schema TRACK [--submission]: the JSON Schema of the formats
     "init",  # init DIR --track docqa|analytics [--from PATH]: a task set over your files
     "mcp",  # mcp --corpus DIR --out RUNDIR: docqa's tools over MCP for an agent built elsewhere
-    "mcp",  # mcp --corpus DIR --out RUNDIR: docqa's tools over MCP for an agent built elsewhere
     "plugins",  # list agents|scorers|tracks|models: built-ins and installed plugins
 )
 
