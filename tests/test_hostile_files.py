@@ -312,3 +312,17 @@ def test_web_page_image_with_a_huge_media_box(huge_pages: Path, app: str) -> Non
     finally:
         server.stop()
     assert server.watch.peak < RSS_MB, server.watch.peak
+
+
+def test_an_agent_shown_a_huge_page_is_told_why_and_goes_on(huge_pages: Path) -> None:
+    """The agents' page view: a page over the pixel limit becomes a line the model reads (the
+    verdict), the other pages of the step are images as usual."""
+    from deskbench.agents.base import AgentContext, AgentSettings, load_page_parts
+    from deskbench.corpus import Corpus
+    from deskbench.models.types import ImagePart, TextPart
+
+    ctx = AgentContext(model=None, corpus=Corpus.open(huge_pages / "corpus"), settings=AgentSettings(dpi=110))
+    parts = load_page_parts(ctx, [("big.pdf", 1), ("plain.pdf", 1)])
+    assert [type(p) for p in parts] == [TextPart, TextPart, TextPart, ImagePart]
+    told = parts[1]
+    assert isinstance(told, TextPart) and told.text.startswith("[page image not shown: ") and "pixel" in told.text

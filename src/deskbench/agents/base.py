@@ -33,6 +33,7 @@ from deskbench.tasks.analytics import AnalyticsSubmission
 from deskbench.tasks.deliverables import DeliverableSubmission
 from deskbench.tasks.docqa import DocQASubmission, DocQATask
 from deskbench.tasks.trajectory import Citation, ModelCallStep, Step, ToolCallStep, TrajectoryStep
+from deskbench.untrusted.limits import FileLimitError
 
 if TYPE_CHECKING:  # only the rlm agent runs code: the others never import the sandbox
     from deskbench.sandbox import Sandbox
@@ -218,7 +219,12 @@ def load_page_parts(ctx: AgentContext, pages: Sequence[tuple[str, int]]) -> list
         if settings.view == "text":
             parts.append(TextPart(text=texts[i], ref=f"pagetext:{doc}#{page}"))
         else:
-            parts.append(ImagePart.of(corpus.page_image(doc, page, spec), "image/png", ref=f"page:{doc}#{page}@{settings.dpi}"))
+            try:
+                image = corpus.page_image(doc, page, spec)
+            except FileLimitError as exc:  # a hostile page: the model is told, the episode goes on
+                parts.append(TextPart(text=f"[page image not shown: {exc}]"))
+                continue
+            parts.append(ImagePart.of(image, "image/png", ref=f"page:{doc}#{page}@{settings.dpi}"))
     return parts
 
 
