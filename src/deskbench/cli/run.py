@@ -34,7 +34,7 @@ def run(
     ctx: typer.Context,
     tasks: Annotated[Path, typer.Option("--tasks", "-t", help="Tasks JSONL; for deliverables, a task package folder or a folder of packages.")],
     out_dir: Annotated[Path, typer.Option("--out", help="Run directory (created; an existing run is resumed).")],
-    agent: Annotated[list[str] | None, typer.Option(help="docqa: bm25-agent (default) | rag | oracle | guess | lexical (no model) | rlm (REPL in the sandbox); analytics: analyst-agent; deliverables: deliverable-agent (default). Deliverables take several --agent/--model pairs.")] = None,
+    agent: Annotated[list[str] | None, typer.Option(help="docqa: bm25-agent (default) | rag | oracle | guess | lexical (no model) | rlm (REPL in the sandbox) | external (your agent over MCP, with --command) | package.module:Name (a plugin); analytics: analyst-agent; deliverables: deliverable-agent (default). Deliverables take several --agent/--model pairs.")] = None,
     model: Annotated[list[str] | None, typer.Option(help="openai/<model> (default openai/gpt-5-mini), openai-compat/<name>@<url>, anthropic/<model>, local (ignored by lexical); repeat with --agent for several systems (deliverables)")] = None,
     corpus: Annotated[Path | None, typer.Option("--corpus", "-c", help="Corpus directory (not needed by guess).")] = None,
     judge: Annotated[str | None, typer.Option(help="LLM judge model for the scores (else ANLS*).")] = None,
