@@ -62,6 +62,8 @@ def run(
     trap_hints: Annotated[bool, typer.Option("--trap-hints", help="deliverables: the prompt names the trap kinds (footnotes, units, weighting...): not the paper's prompt; the system becomes deliverable-agent[trap-hints].")] = False,
     web: Annotated[str | None, typer.Option("--web", help="deliverables: web_search and fetch tools: recorded:DIR (saved pages, offline) or brave (Brave Search API, key in $BRAVE_SEARCH_API_KEY). Off by default.")] = None,
     command: Annotated[str | None, typer.Option("--command", help="docqa --agent external: your agent's command, run once per task ({question} is replaced; the MCP server's URL is in $DESKBENCH_MCP_URL).")] = None,
+    url: Annotated[str | None, typer.Option("--url", help="docqa --agent external: your agent as a service, POSTed {task_id, question, mcp_url} once per task; it answers over MCP (instead of --command).")] = None,
+    timeout: Annotated[float | None, typer.Option("--timeout", help="docqa --agent external: an episode's wall-time limit in seconds (default 600); part of the run's configuration.")] = None,
     web_record: Annotated[Path | None, typer.Option("--web-record", help="deliverables: with a live --web, also save every search and page to DIR (replay with --web recorded:DIR).")] = None,
     temperature: TemperatureOpt = None,
     top_p: TopPOpt = None,

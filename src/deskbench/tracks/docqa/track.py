@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -29,7 +29,7 @@ class DocQATrack:
     agents = ("bm25-agent", "rag", "oracle", "guess", "lexical", "rlm", "external")  # tracks/docqa/agents/registry.py AGENTS
     limit_category = "step_limit"
     run_options = frozenset({"--corpus", "--limit", "--max-steps", "--max-sub-calls", "--top-k", "--view",
-                             "--unsafe-local", "--command"})
+                             "--unsafe-local", "--command", "--url", "--timeout"})
     score_options = frozenset({"--tasks", "--pool-humans", "--by", "--official", "--kuiper-ties", "--effort",
                                "--skip-invalid", "--judge-cache", "--no-cache", "--q0", "--q1", "--m0", "--m1",
                                "--judge-calibration"})
@@ -92,7 +92,19 @@ def _prepare(request: RunRequest) -> PreparedRun:
                    out=request.out, corpus=o("corpus"), concurrency=request.concurrency, max_steps=o("max_steps"),
                    top_k=o("top_k", 5), view=o("view"), sampling=request.sampling, cache=request.cache,
                    prices=request.prices, unsafe_local=o("unsafe_local", False), max_sub_calls=o("max_sub_calls"),
-                   agent_options={"command": o("command")} if o("command") else {},
+                   agent_options=external_options(o),
                    attempts=request.attempts)
     spec.check()  # before reading tasks: a bad flag is named first
     return prepare(spec, read_tasks(request.tasks).items[:o("limit")], tasks_file=str(request.tasks))
+
+
+def external_options(option: Callable[..., object]) -> dict[str, object]:
+    """--command / --url / --timeout for the agents that take them (external): what was given,
+    with the timeout resolved when either mode is, so a resume without --timeout after
+    `--timeout 2` is a configuration difference, not the same system."""
+    given = {name: option(name) for name in ("command", "url", "timeout") if option(name) is not None}
+    if ("command" in given or "url" in given) and "timeout" not in given:
+        from deskbench.tracks.docqa.agents.external import TIMEOUT_SECONDS
+
+        given["timeout"] = TIMEOUT_SECONDS
+    return given

@@ -25,20 +25,38 @@ EXIT_GRACE_SECONDS = 5.0  # after provide_answer, how long the process may take 
 STDERR_TAIL = 4000  # characters of the agent's stderr kept in an episode's error
 
 
+def timeout_of(value: object) -> float:
+    """--timeout SECONDS (None: TIMEOUT_SECONDS), a positive number."""
+    if value is None:
+        return TIMEOUT_SECONDS
+    if isinstance(value, bool) or not isinstance(value, int | float) or value <= 0:
+        raise UserError(f"--timeout {value!r} is not valid; give the seconds an episode may take, more than 0")
+    return float(value)
+
+
 class ExternalAgent:
     name = "external"
     needs_model = False
 
     def __init__(self) -> None:
         self.command: list[str] = []
+        self.url: str | None = None  # --url: a service POSTed once per episode (agents/service.py)
         self.timeout = TIMEOUT_SECONDS
 
     def configure(self, options: Mapping[str, object]) -> None:
-        """From the run's options: --command (required)."""
-        command = options.get("command")
+        """From the run's options: exactly one of --command and --url; --timeout (seconds)."""
+        command, url = options.get("command"), options.get("url")
+        if bool(command) == bool(url):
+            raise UserError('--agent external needs exactly one of --command "my-agent {question}" (a program run '
+                            "per task, the MCP server's URL in $DESKBENCH_MCP_URL) and --url URL (a service POSTed per task)")
+        self.timeout = timeout_of(options.get("timeout"))
+        if isinstance(url, str):
+            from deskbench.agents.service import check_url
+
+            self.url = check_url(url)
+            return
         if not isinstance(command, str) or not command.strip():
-            raise UserError('--agent external runs your agent: give --command "my-agent {question}" '
-                            "(it gets the MCP server's URL in $DESKBENCH_MCP_URL)")
+            raise UserError('--command is empty; give --command "my-agent {question}"')
         try:
             self.command = shlex.split(command)
         except ValueError as exc:
@@ -48,6 +66,8 @@ class ExternalAgent:
         from deskbench.mcp.server import ENV_QUESTION, ENV_URL, OneEpisode, build_server, serve_http
         from deskbench.mcp.session import DocqaSession
 
+        if self.url:
+            return await self._call_service(self.url, task, ctx)
         if not self.command:
             raise UserError('--agent external needs --command "my-agent {question}"')
         session = DocqaSession(ctx, task)
@@ -68,6 +88,18 @@ class ExternalAgent:
             tail = (await stderr).decode(errors="replace").strip()[-STDERR_TAIL:]
         if session.answer is None and status == "error":
             error = f"{error}; stderr: {tail}" if tail else error
+        return session.result(status, error)
+
+    async def _call_service(self, url: str, task: DocQATask, ctx: AgentContext) -> AgentResult:
+        """--url: one POST per episode; the service answers over the episode's MCP server."""
+        from deskbench.agents.service import ServiceRequest, call_service
+        from deskbench.mcp.server import OneEpisode, build_server, serve_http
+        from deskbench.mcp.session import DocqaSession
+
+        session = DocqaSession(ctx, task)
+        async with serve_http(build_server(OneEpisode(session))) as mcp_url:
+            request = ServiceRequest(task_id=str(task.id), question=task.question, mcp_url=mcp_url)
+            status, error = await call_service(url, request, session.answered, self.timeout)
         return session.result(status, error)
 
     async def _wait(self, proc: asyncio.subprocess.Process, answered: asyncio.Event) -> tuple[str, str | None]:

@@ -1,0 +1,109 @@
+"""`--agent external --url`: an agent running as a service, POSTed once per task, answering over
+the episode's MCP server with the official client library (tests/external_service.py); a
+refusing or unreachable service is the episode's error, in one line."""
+
+from __future__ import annotations
+
+import json
+import socket
+from pathlib import Path
+
+import pytest
+
+from deskbench.runs.store import RunStore
+from deskbench.tasks.trajectory import ToolCallStep
+from tests.conftest import ingest, run_cli, write_text_pdf
+from tests.test_mcp_external import DOCS, TASKS
+
+pytest.importorskip("mcp")
+
+from tests.external_service import FAIL_BODY, service  # noqa: E402  (needs mcp)
+
+
+@pytest.fixture(scope="module")
+def setup(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+    root = tmp_path_factory.mktemp("url")
+    for name, pages in DOCS.items():
+        write_text_pdf(root / "pdfs" / name, pages)
+    _, summary = ingest(root / "corpus", [root / "pdfs"])
+    assert summary.files_ok == 2
+    tasks = root / "tasks.jsonl"
+    tasks.write_text("".join(json.dumps(t) + "\n" for t in TASKS))
+    return root / "corpus", tasks
+
+
+def _run(setup: tuple[Path, Path], out: Path, *flags: str) -> tuple[int, str, str]:
+    corpus, tasks = setup
+    proc = run_cli("run", "--agent", "external", *flags, "--tasks", str(tasks), "--corpus", str(corpus),
+                   "--out", str(out), "--json", timeout=240)
+    return proc.returncode, proc.stdout, proc.stderr
+
+
+@pytest.mark.parametrize("mode", ["answer", "ack"])  # answers before its 200, or after its 202
+def test_a_service_answering_over_mcp_is_stored_and_scored(setup: tuple[Path, Path], tmp_path: Path,
+                                                            mode: str) -> None:
+    out = tmp_path / "run"
+    with service(mode) as svc:
+        code, stdout, stderr = _run(setup, out, "--url", svc.url)
+    assert code == 0, stderr
+    assert svc.errors == []
+    assert sorted(r["task_id"] for r in svc.requests) == ["q1", "q2"]
+    for request in svc.requests:  # the request shape docs/formats.md documents
+        assert set(request) == {"task_id", "question", "mcp_url"}
+        assert str(request["mcp_url"]).startswith("http://127.0.0.1:")
+        assert request["question"] == next(t["question"] for t in TASKS if t["id"] == request["task_id"])
+    episodes = {e.task_id: e for e in RunStore(out, create=False).episodes("external")}
+    for task_id, doc, page, answer in (("q1", "harbour.pdf", 2, "Ingrid"), ("q2", "fleet.pdf", 1, "Nordkapp")):
+        ep = episodes[task_id]
+        assert ep.status == "ok", ep.error
+        assert [s.name for s in ep.trajectory if isinstance(s, ToolCallStep)] == [
+            "search_documents", "get_page", "provide_answer"]
+        assert ep.submission is not None
+        assert ep.submission.answer == [answer]  # type: ignore[attr-defined]
+        assert [(c.document, c.page) for c in ep.submission.citations] == [(doc, page)]  # type: ignore[attr-defined]
+    report = json.loads(stdout)["external"]
+    assert report["accuracy"] == pytest.approx(1.0), report
+    scoring = RunStore(out, create=False).latest_scoring()
+    assert scoring is not None  # the scores are stored as a scoring, as any run's
+
+
+def test_a_service_answering_500_is_the_episode_error(setup: tuple[Path, Path], tmp_path: Path) -> None:
+    out = tmp_path / "run"
+    with service("fail") as svc:
+        code, _, stderr = _run(setup, out, "--url", svc.url, "--limit", "1")
+    assert code == 0, stderr
+    (ep,) = RunStore(out, create=False).episodes("external")
+    assert ep.status == "error"
+    error = ep.error or ""
+    assert f"POST {svc.url} answered 500" in error, error
+    assert FAIL_BODY[:300] in error and FAIL_BODY[:301] not in error  # the body's first 300 characters
+
+
+def test_an_unreachable_service_is_the_episode_error(setup: tuple[Path, Path], tmp_path: Path) -> None:
+    with socket.socket() as sock:  # a port nobody listens on once closed
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    url = f"http://127.0.0.1:{port}/episode"
+    out = tmp_path / "run"
+    code, _, stderr = _run(setup, out, "--url", url, "--limit", "1")
+    assert code == 0, stderr
+    (ep,) = RunStore(out, create=False).episodes("external")
+    assert ep.status == "error"
+    assert f"POST {url} failed" in (ep.error or "") and "onnect" in (ep.error or ""), ep.error
+
+
+@pytest.mark.parametrize("flags", [("--url", "http://127.0.0.1:9/x", "--command", "agent {question}"), ()])
+def test_exactly_one_of_command_and_url(setup: tuple[Path, Path], tmp_path: Path, flags: tuple[str, ...]) -> None:
+    code, _, stderr = _run(setup, tmp_path / "run", *flags)
+    assert code == 2
+    lines = stderr.strip().splitlines()
+    assert len(lines) == 1 and "exactly one of --command" in lines[0] and "--url" in lines[0], stderr
+    assert not (tmp_path / "run").exists()  # refused before anything is created
+
+
+def test_a_url_that_is_not_http_is_one_line(setup: tuple[Path, Path], tmp_path: Path) -> None:
+    code, _, stderr = _run(setup, tmp_path / "run", "--url", "ftp://example.org/agent")
+    assert code == 2
+    assert stderr.strip().splitlines() == [
+        "error: --url 'ftp://example.org/agent' is not an http(s) URL with a host; give e.g. "
+        "http://127.0.0.1:8080/episode"]
