@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from deskbench.runs.identity import stored_identities
 from deskbench.runs.store import RunStore
 from deskbench.tasks.trajectory import ToolCallStep
 from tests.conftest import ingest, run_cli, write_text_pdf
@@ -107,3 +108,43 @@ def test_a_url_that_is_not_http_is_one_line(setup: tuple[Path, Path], tmp_path: 
     assert stderr.strip().splitlines() == [
         "error: --url 'ftp://example.org/agent' is not an http(s) URL with a host; give e.g. "
         "http://127.0.0.1:8080/episode"]
+
+
+def test_formats_md_documents_the_request() -> None:
+    from deskbench.agents.service import ServiceRequest
+
+    text = (Path(__file__).parent.parent / "docs" / "formats.md").read_text(encoding="utf-8")
+    section = text.split("#### ServiceRequest\n", 1)[1]
+    assert all(f"`{field}`" in section for field in ServiceRequest.model_fields)
+
+
+def test_timeout_limits_a_sleeping_agent_and_is_part_of_the_configuration(setup: tuple[Path, Path],
+                                                                          tmp_path: Path) -> None:
+    import sys
+    import time
+
+    script = tmp_path / "sleeper.py"
+    script.write_text("import time; time.sleep(60)\n")
+    command = f"{sys.executable} {script}"
+    out = tmp_path / "run"
+    started = time.monotonic()
+    code, _, stderr = _run(setup, out, "--command", command, "--timeout", "2", "--limit", "1")
+    assert code == 0, stderr
+    assert time.monotonic() - started < 40  # not the 60 s sleep, nor the 600 s default
+    store = RunStore(out, create=False)
+    (ep,) = store.episodes("external")
+    assert ep.status == "limit" and "within 2 s" in (ep.error or ""), ep.error
+    assert stored_identities(store)["external"].config.settings["timeout"] == 2
+    for flags in (("--timeout", "3"), ()):  # another timeout, or the default 600, is another system
+        code, _, stderr = _run(setup, out, "--command", command, *flags, "--limit", "2")
+        assert code == 2, stderr
+        assert "timeout: 2.0 -> " in stderr and "Traceback" not in stderr, stderr
+    assert len(RunStore(out, create=False).episodes("external")) == 1  # nothing ran under the other timeout
+
+
+@pytest.mark.parametrize("value", ["0", "-1"])
+def test_a_timeout_that_is_not_positive_is_one_line(setup: tuple[Path, Path], tmp_path: Path, value: str) -> None:
+    code, _, stderr = _run(setup, tmp_path / "run", "--command", "agent", "--timeout", value)
+    assert code == 2
+    assert stderr.strip().splitlines() == [f"error: --timeout {float(value)!r} is not valid; give the seconds an "
+                                           "episode may take, more than 0"]
