@@ -1,5 +1,6 @@
-"""The MCP server over a DocqaSession's tools (the official `mcp` package's FastMCP), on stdio or
-on streamable HTTP bound to 127.0.0.1. Which session a call goes to is the caller's
+"""The MCP server over one track's tools (the official `mcp` package's FastMCP), on stdio or on
+streamable HTTP bound to 127.0.0.1. A track brings its tools as `McpTool`s (plain async functions,
+their parameters the tool's schema); which session a call goes to is the caller's
 (`SessionSource`): `deskbench run --agent external` serves one episode per server,
 `deskbench mcp` starts a new episode after each answer."""
 
@@ -8,85 +9,56 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import socket
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Sequence
 from contextlib import asynccontextmanager
-from typing import Literal, Protocol
-
-from pydantic import BaseModel, Field
+from dataclasses import dataclass
+from typing import Any, Generic, Protocol, TypeVar
 
 from deskbench.errors import UserError
-from deskbench.mcp.session import (
-    ANSWER_DESCRIPTION,
-    GET_PAGE_DESCRIPTION,
-    SEARCH_DESCRIPTION,
-    DocqaSession,
-)
-from deskbench.models.types import ImagePart, TextPart
 
 try:
     from mcp.server.fastmcp import FastMCP
-    from mcp.types import ContentBlock, ImageContent, TextContent
 except ImportError as exc:  # an optional extra: say how to get it, not a traceback
     raise UserError("the MCP server needs the `mcp` package: pip install 'deskbench[mcp]'") from exc
 
-ENV_URL = "DESKBENCH_MCP_URL"  # where an external agent finds the server
-ENV_QUESTION = "DESKBENCH_QUESTION"
+S = TypeVar("S")
 
 
-class CitationArg(BaseModel):
-    """A cited page, as provide_answer takes it."""
+@dataclass(frozen=True)
+class McpTool:
+    """One tool: an async function (its name and typed parameters are the tool's) and what the
+    agent is told it does."""
 
-    file: str = Field(description="the document's id, as search_documents returns it")
-    page: int = Field(description="the page number, from 1")
+    fn: Callable[..., Awaitable[Any]]
+    description: str
 
 
-class SessionSource(Protocol):
+class SessionSource(Protocol[S]):
     """Hands each tool call the session it belongs to, and hears of each answer."""
 
-    def current(self) -> DocqaSession: ...
+    def current(self) -> S: ...
 
-    async def answered(self, session: DocqaSession) -> None: ...
+    async def answered(self, session: S) -> None: ...
 
 
-class OneEpisode:
+class OneEpisode(Generic[S]):
     """One session for the server's whole life (an episode of `deskbench run`)."""
 
-    def __init__(self, session: DocqaSession) -> None:
+    def __init__(self, session: S) -> None:
         self.session = session
 
-    def current(self) -> DocqaSession:
+    def current(self) -> S:
         return self.session
 
-    async def answered(self, session: DocqaSession) -> None:
+    async def answered(self, session: S) -> None:
         return None
 
 
-def build_server(source: SessionSource) -> FastMCP:
-    """The FastMCP server with docqa's three tools, each going to `source.current()`."""
-    server = FastMCP("deskbench-docqa", log_level="WARNING")
-
-    async def search_documents(query: str) -> str:
-        return await source.current().search_documents(query)
-
-    async def get_page(file: str, page: int, view: Literal["image", "text"] = "image") -> list[ContentBlock]:
-        parts = await source.current().get_page(file, page, view)
-        blocks: list[ContentBlock] = []
-        for part in parts:
-            if isinstance(part, TextPart):
-                blocks.append(TextContent(type="text", text=part.text))
-            elif isinstance(part, ImagePart):
-                blocks.append(ImageContent(type="image", data=part.data_b64, mimeType=part.mime))
-        return blocks
-
-    async def provide_answer(answer: list[str], citations: list[CitationArg]) -> str:
-        session = source.current()
-        reply = await session.provide_answer(answer, [c.model_dump() for c in citations])
-        await source.answered(session)
-        return reply
-
-    server.add_tool(search_documents, description=SEARCH_DESCRIPTION, structured_output=False)
-    server.add_tool(get_page, description=GET_PAGE_DESCRIPTION, structured_output=False)
-    server.add_tool(provide_answer, description=ANSWER_DESCRIPTION, structured_output=False)
+def build_server(name: str, tools: Sequence[McpTool]) -> FastMCP:
+    """A FastMCP server offering `tools`; an exception a tool raises is the call's error."""
+    server = FastMCP(name, log_level="WARNING")
+    for tool in tools:
+        server.add_tool(tool.fn, description=tool.description, structured_output=False)
     return server
 
 
@@ -142,3 +114,13 @@ async def serve_http(server: FastMCP, port: int = 0) -> AsyncIterator[str]:
         except (TimeoutError, asyncio.CancelledError):
             task.cancel()
         sock.close()
+
+
+async def serve(server: FastMCP, transport: str, port: int) -> None:
+    """`deskbench mcp`: stdio until the client leaves, or HTTP until Ctrl+C."""
+    if transport == "stdio":
+        await server.run_stdio_async()
+        return
+    async with serve_http(server, port) as url:
+        print(f"MCP server (streamable HTTP) at {url}; Ctrl+C to stop", flush=True)
+        await asyncio.Event().wait()

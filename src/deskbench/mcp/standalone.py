@@ -8,7 +8,9 @@ from pathlib import Path
 
 from deskbench.agents.base import AgentContext, AgentSettings
 from deskbench.corpus import Corpus
-from deskbench.mcp.server import build_server, serve_http
+from deskbench.mcp.docqa import SERVER_NAME, docqa_tools
+from deskbench.mcp.server import build_server
+from deskbench.mcp.server import serve as serve_server
 from deskbench.mcp.session import DocqaSession
 from deskbench.runs.store import Episode, RunStore, now
 from deskbench.tasks.docqa import DocQATask
@@ -48,12 +50,4 @@ class Episodes:
 async def serve(corpus: Path, out: Path, *, transport: str, port: int, question: str, top_k: int) -> None:
     ctx = AgentContext(model=None, corpus=Corpus.open(corpus), settings=AgentSettings(top_k=top_k))
     source = Episodes(ctx, RunStore(out), question)
-    server = build_server(source)
-    if transport == "stdio":
-        await server.run_stdio_async()
-        return
-    async with serve_http(server, port) as url:
-        print(f"MCP server (streamable HTTP) at {url}; Ctrl+C to stop", flush=True)
-        import asyncio
-
-        await asyncio.Event().wait()
+    await serve_server(build_server(SERVER_NAME, docqa_tools(source)), transport, port)

@@ -5,12 +5,13 @@ summary (Appendix F), run in the shared execute_code loop (agents/code_loop.py).
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Protocol
 
 from deskbench.agents.base import AgentResult, Recorder
 from deskbench.agents.code_loop import AnalystContext, Deliverables, code_loop
+from deskbench.errors import UserError
 from deskbench.tasks.analytics import AnalyticsSubmission, AnalyticsTask
 from deskbench.tracks.analytics.prompts import (
     ANALYST_PROMPT,
@@ -73,5 +74,35 @@ class AnalystAgent:
         return rec.result(end.status, sub, error=end.error)
 
 
+def _external() -> AnalyticsAgent:
+    """An agent built elsewhere, given execute_code and provide_answer over MCP (mcp/analytics.py;
+    the mcp extra is loaded only when it is asked for)."""
+    from deskbench.mcp.analytics import ExternalAnalyticsAgent
+
+    return ExternalAnalyticsAgent()
+
+
 # analytics agents take an analytics task, a context with the sandbox, and a work directory
-ANALYTICS_AGENTS: dict[str, Callable[[], AnalyticsAgent]] = {"analyst-agent": AnalystAgent}
+ANALYTICS_AGENTS: dict[str, Callable[[], AnalyticsAgent]] = {"analyst-agent": AnalystAgent, "external": _external}
+
+
+def make_agent(name: str, options: Mapping[str, object]) -> AnalyticsAgent:
+    """A built-in agent, else a plugin's (`plugins.agent_factory`), given the run's agent options
+    when it takes them (`configure`: external's --command); an unknown name is one line."""
+    factory = ANALYTICS_AGENTS.get(name)
+    if factory is None:
+        from deskbench.plugins import agent_factory
+
+        factory = agent_factory("analytics", name)  # type: ignore[assignment]
+    if factory is None:
+        raise UserError(f"unknown analytics agent {name!r}; choose one of: {', '.join(ANALYTICS_AGENTS)}")
+    agent = factory()
+    configure = getattr(agent, "configure", None)
+    if callable(configure):
+        configure(options)
+    return agent
+
+
+def needs_model(agent: AnalyticsAgent) -> bool:
+    """False for agents that call no model of ours (external): --model is ignored."""
+    return bool(getattr(agent, "needs_model", True))

@@ -8,9 +8,9 @@ it runs again, so a resumed run never mixes two attempts' files.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Mapping, Sequence
 from contextlib import asynccontextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from deskbench.agents.base import AgentResult
@@ -26,7 +26,7 @@ from deskbench.runs.store import RunStore
 from deskbench.runs.track import PreparedRun, PreparedSystem, wanted
 from deskbench.sandbox import Limits, Sandbox
 from deskbench.tasks.analytics import AnalyticsTask
-from deskbench.tracks.analytics.agent import ANALYTICS_AGENTS, check_inputs
+from deskbench.tracks.analytics.agent import AnalyticsAgent, check_inputs, make_agent, needs_model
 
 PAPER_ROUNDS = 20  # §4.1: at most 20 execute_code invocations per instance
 
@@ -48,32 +48,37 @@ class AnalyticsRunSpec:
     prices: Path | None = None
     unsafe_local: bool = False
     limits: Limits = Limits()
+    agent_options: Mapping[str, object] = field(default_factory=dict)  # external: --command / --url / --timeout
 
-    def check(self) -> None:
-        if self.agent not in ANALYTICS_AGENTS:
-            raise UserError(f"unknown analytics agent {self.agent!r}; choose one of: {', '.join(ANALYTICS_AGENTS)}")
+    def check(self) -> AnalyticsAgent:
+        """The agent, once every flag is checked (its own options too)."""
+        agent = make_agent(self.agent, self.agent_options)
         for flag, value in (("--attempts", self.attempts), ("--concurrency", self.concurrency),
                             ("--max-rounds", self.max_rounds)):
             if value < 1:
                 raise UserError(f"{flag} {value} is not valid; use 1 or more")
-        if not self.model:
+        if needs_model(agent) and not self.model:
             raise UserError(f"--agent {self.agent} calls a model: give --model (e.g. local, openai/gpt-5-mini)")
+        return agent
 
 
-def analytics_system(spec: AnalyticsRunSpec, model_id: str) -> str:
+def analytics_system(spec: AnalyticsRunSpec, model_id: str | None) -> str:
     """The system's name: the summary ablation and each deskbench addition make another system
     of the same run (`analyst-agent[no-summary,last-round-note]`), so variants live side by side
     and a number never loses which protocol produced it."""
     tags = [tag for tag, on in (("no-summary", not spec.summary), ("last-round-note", spec.last_round_note),
                                 ("cjk-font-hint", spec.cjk_font_hint)) if on]
     agent = f"{spec.agent}[{','.join(tags)}]" if tags else spec.agent
-    return system_name(agent, model_id)
+    return system_name(agent, model_id) if model_id else agent  # an agent calling no model of ours: its name
 
 
-def analytics_run_protocol(spec: AnalyticsRunSpec) -> list[ProtocolNote]:
-    """The run-side protocol of an analytics system (kept with the run by remember_protocol)."""
+def analytics_run_protocol(spec: AnalyticsRunSpec, model: bool = True) -> list[ProtocolNote]:
+    """The run-side protocol of an analytics system (kept with the run by remember_protocol);
+    `model` False: an agent of its own (external) got the task prompt, not Listing 1."""
     return [
-        paper("agent prompt", "Listing 1 task-execution prompt with one execute_code tool"),
+        paper("agent prompt", "Listing 1 task-execution prompt with one execute_code tool") if model else
+        deskbench("agent prompt", "the agent's own: it got the task prompt (instruction, files, summary) and "
+                  "execute_code and provide_answer over MCP (--agent external)"),
         paper("round budget", "20 execute_code calls") if spec.max_rounds == PAPER_ROUNDS
         else deskbench("round budget", f"{spec.max_rounds} execute_code calls (--max-rounds; the paper's is 20)"),
         paper("auxiliary summary", "on: Appendix F summary in the prompt" if spec.summary
@@ -91,7 +96,7 @@ PROMPT_MODULES = ("deskbench.tracks.analytics.prompts", "deskbench.agents.code_l
 
 
 def prepare_analytics(spec: AnalyticsRunSpec, tasks: Sequence[AnalyticsTask]) -> PreparedRun:
-    spec.check()
+    agent = spec.check()
     tasks_dir = spec.tasks_file.resolve().parent
     for task in tasks:  # a missing input is the task file's fault: say so before any work
         try:
@@ -100,27 +105,29 @@ def prepare_analytics(spec: AnalyticsRunSpec, tasks: Sequence[AnalyticsTask]) ->
             raise UserError(f"{spec.tasks_file}: {exc}; input paths are relative to the tasks file's folder") from None
     sandbox = Sandbox(spec.limits, unsafe_local=spec.unsafe_local)  # refuses early without bubblewrap
     model = open_model(spec.model, sampling=spec.sampling, concurrency=spec.concurrency, cache=spec.cache,
-                       prices=spec.prices)  # checks the key and the settings before anything is created
+                       prices=spec.prices) if needs_model(agent) else None  # the key and settings before anything is created
     store = RunStore(spec.out)
     store.save_tasks(list(tasks))
     store.set_meta("tasks_file", str(spec.tasks_file.resolve()))
-    system = analytics_system(spec, model.id)
-    remember_settings(store, system, model)
-    remember_protocol(store, system, analytics_run_protocol(spec))
-    config = SystemConfig(track="analytics", agent=spec.agent, model=model.id, model_settings=model_settings(model),
+    system = analytics_system(spec, model.id if model else None)
+    if model is not None:
+        remember_settings(store, system, model)
+    remember_protocol(store, system, analytics_run_protocol(spec, model is not None))
+    config = SystemConfig(track="analytics", agent=spec.agent, model=model.id if model else None,
+                          model_settings=model_settings(model),
                           settings={"max_rounds": spec.max_rounds, "summary": spec.summary,
-                                    "last_round_note": spec.last_round_note, "cjk_font_hint": spec.cjk_font_hint},
+                                    "last_round_note": spec.last_round_note, "cjk_font_hint": spec.cjk_font_hint,
+                                    **spec.agent_options},  # external: the command is part of what the system is
                           prompt_hash=prompt_hash(*PROMPT_MODULES))
     warning = remember_config(store, system, config)
 
     @asynccontextmanager
     async def start() -> AsyncIterator[dict[str, EpisodeFn]]:
         ctx = AnalystContext(
-            model=model, sandbox=sandbox, tasks_dir=tasks_dir, run_dir=store.dir,
+            model=model, sandbox=sandbox, tasks_dir=tasks_dir, run_dir=store.dir,  # type: ignore[arg-type]  # None: external
             settings=AnalystSettings(max_rounds=spec.max_rounds, summary=spec.summary,
                                      last_round_note=spec.last_round_note, cjk_font_hint=spec.cjk_font_hint),
         )
-        agent = ANALYTICS_AGENTS[spec.agent]()
 
         async def episode(task: HasId, attempt: int) -> AgentResult:
             assert isinstance(task, AnalyticsTask)

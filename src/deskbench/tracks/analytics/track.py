@@ -26,16 +26,20 @@ class AnalyticsTrack:
     outcome_definition = ANALYTICS_DEFINITION
     submission_type: type[BaseModel] = AnalyticsSubmission
 
-    agents = ("analyst-agent",)  # tracks/analytics/agent.py ANALYTICS_AGENTS (not imported here: it loads the sandbox)
+    agents = ("analyst-agent", "external")  # tracks/analytics/agent.py ANALYTICS_AGENTS (not imported here: it loads the sandbox)
     limit_category = "round_limit"
     run_options = frozenset({"--limit", "--max-rounds", "--no-summary", "--last-round-note", "--cjk-font-hint",
-                             "--unsafe-local", "--chart-judge", "--file-judge", "--file-judge-all"})
+                             "--unsafe-local", "--chart-judge", "--file-judge", "--file-judge-all",
+                             "--command", "--url", "--timeout"})
     score_options = frozenset({"--chart-judge", "--file-judge", "--file-judge-all"})
     compare_options = frozenset({"--chart-judge", "--file-judge", "--file-judge-all"})
 
     def claims(self, tasks: Path, agents: Sequence[str]) -> bool:
-        """A tasks file run by an analytics agent (the tasks file alone does not say its track)."""
-        return not tasks.is_dir() and bool(agents) and agents[0] in self.agents
+        """A tasks file run by an analytics agent (the tasks file alone does not say its track);
+        `external` serves every track, so with it the file's first task decides."""
+        if tasks.is_dir() or not agents or agents[0] not in self.agents:
+            return False
+        return agents[0] != "external" or _first_task_is_analytics(tasks)
 
     def task_json(self, task: BaseModel) -> str:
         return task.model_dump_json()
@@ -50,6 +54,7 @@ class AnalyticsTrack:
 
     def prepare(self, request: RunRequest) -> PreparedRun:
         from deskbench.errors import UserError
+        from deskbench.mcp.external import external_options
         from deskbench.tasks.analytics import read_tasks
         from deskbench.tracks.analytics.run import AnalyticsRunSpec, prepare_analytics
         from deskbench.tracks.analytics.score_command import file_judge_mode
@@ -64,7 +69,7 @@ class AnalyticsTrack:
             max_rounds=o("max_rounds", 20), summary=not o("no_summary", False),
             last_round_note=o("last_round_note", False), cjk_font_hint=o("cjk_font_hint", False),
             sampling=request.sampling, cache=request.cache, prices=request.prices,
-            unsafe_local=o("unsafe_local", False))
+            unsafe_local=o("unsafe_local", False), agent_options=external_options(o))
         spec.check()
         if not request.tasks.is_file():
             raise UserError(f"tasks file {request.tasks} not found; give an analytics tasks JSONL "
@@ -95,6 +100,20 @@ class AnalyticsTrack:
         from deskbench.tracks.analytics.report import analytics_report_section
 
         return analytics_report_section(stores, options, params)
+
+
+def _first_task_is_analytics(tasks: Path) -> bool:
+    """Whether the file's first line is an analytics task (an instruction and input files); a
+    file that cannot be read is left to the reader that will say why."""
+    import json
+
+    try:
+        with tasks.open(encoding="utf-8-sig") as f:
+            first = next((line for line in f if line.strip()), "")
+        row = json.loads(first)
+    except (OSError, UnicodeDecodeError, ValueError):
+        return False
+    return isinstance(row, dict) and "instruction" in row and "inputs" in row
 
 
 TRACK = AnalyticsTrack()

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -82,6 +82,7 @@ TRACK = DocQATrack()
 
 def _prepare(request: RunRequest) -> PreparedRun:
     from deskbench.errors import UserError
+    from deskbench.mcp.external import external_options
     from deskbench.tasks.docqa import read_tasks
     from deskbench.tracks.docqa.run import RunSpec, prepare
 
@@ -96,15 +97,3 @@ def _prepare(request: RunRequest) -> PreparedRun:
                    attempts=request.attempts)
     spec.check()  # before reading tasks: a bad flag is named first
     return prepare(spec, read_tasks(request.tasks).items[:o("limit")], tasks_file=str(request.tasks))
-
-
-def external_options(option: Callable[..., object]) -> dict[str, object]:
-    """--command / --url / --timeout for the agents that take them (external): what was given,
-    with the timeout resolved when either mode is, so a resume without --timeout after
-    `--timeout 2` is a configuration difference, not the same system."""
-    given = {name: option(name) for name in ("command", "url", "timeout") if option(name) is not None}
-    if ("command" in given or "url" in given) and "timeout" not in given:
-        from deskbench.tracks.docqa.agents.external import TIMEOUT_SECONDS
-
-        given["timeout"] = TIMEOUT_SECONDS
-    return given

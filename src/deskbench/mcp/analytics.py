@@ -1,0 +1,74 @@
+"""analytics' tools over MCP: execute_code (the analyst agent's, code_session.py) and
+provide_answer (the final answer text). The episode's submission is what the analyst agent's
+would be: the answer, the files the code saved to /mnt/result (collected into the episode's
+outputs folder), the execute_code calls as rounds; scored by the analytics scorer like any other.
+The agent's question is the analyst's task prompt (instruction, input files, the auxiliary
+summary unless --no-summary) with the last line telling it to answer with provide_answer."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from deskbench.agents.base import AgentResult
+from deskbench.agents.code_loop import AnalystContext, execute_tool
+from deskbench.mcp.code_session import CodeSession
+from deskbench.mcp.external import ExternalRunner, Status
+from deskbench.mcp.server import McpTool, SessionSource
+from deskbench.tasks.analytics import AnalyticsSubmission, AnalyticsTask
+from deskbench.tracks.analytics.agent import check_inputs, task_prompt
+from deskbench.tracks.analytics.prompts import OUTPUT_NOTE
+
+SERVER_NAME = "deskbench-analytics"
+ANSWER_DESCRIPTION = ("Provide the final answer to the task (text; state the value the task asks for). Output "
+                      "files are the ones execute_code saved under /mnt/result. Ends the episode.")
+EXTERNAL_OUTPUT_NOTE = ("Save any file the task asks for under /mnt/result/ with execute_code (for a chart, save "
+                        "the figure as a PNG there). When you are done, call provide_answer with your final answer.")
+
+
+class AnalyticsSession(CodeSession):
+    """One analytics episode: a call past --max-rounds ends it as a round limit, as the paper's
+    analyst loop does."""
+
+    def __init__(self, task: AnalyticsTask, ctx: AnalystContext, inputs: list[Path], workdir: Path) -> None:
+        super().__init__(ctx, inputs, workdir, ends_at_limit=True)
+        self.task = task
+
+    def result(self, status: Status = "ok", error: str | None = None) -> AgentResult:
+        status, stop, error = self.ending(status, error)
+        sub = AnalyticsSubmission(id=self.task.id, answer=self.answer or "", files=self.files.records(),
+                                  files_dir=self.files_dir, rounds=self.rounds, stop=stop,
+                                  file_warnings=self.files.warnings)
+        return self.rec.result(status, sub, error=error)
+
+
+def question(task: AnalyticsTask, inputs: list[Path], ctx: AnalystContext) -> str:
+    return task_prompt(task, inputs, summary=ctx.settings.summary).replace(OUTPUT_NOTE, EXTERNAL_OUTPUT_NOTE)
+
+
+def analytics_tools(source: SessionSource[AnalyticsSession], *, cjk_font_hint: bool = False) -> list[McpTool]:
+    async def execute_code(code: str) -> str:
+        return await source.current().execute_code(code)
+
+    async def provide_answer(answer: str) -> str:
+        session = source.current()
+        reply = session.finish(answer)
+        await source.answered(session)
+        return reply
+
+    return [McpTool(execute_code, execute_tool(cjk_font_hint).description), McpTool(provide_answer, ANSWER_DESCRIPTION)]
+
+
+class ExternalAnalyticsAgent(ExternalRunner):
+    """`--agent external` on analytics tasks."""
+
+    async def run(self, task: AnalyticsTask, ctx: AnalystContext, workdir: Path) -> AgentResult:
+        from deskbench.mcp.server import OneEpisode
+
+        try:
+            inputs = check_inputs(task, ctx.tasks_dir)
+        except ValueError as exc:
+            return AgentResult(status="error", error=str(exc))
+        session = AnalyticsSession(task, ctx, inputs, workdir)
+        tools = analytics_tools(OneEpisode(session), cjk_font_hint=ctx.settings.cjk_font_hint)
+        return await self.episode(session, tools, server_name=SERVER_NAME,
+                                  question=question(task, inputs, ctx), task_id=task.id)
