@@ -151,11 +151,21 @@ def agent_factory(track: str, name: str) -> Callable[[], object] | None:
         return None
     its_track = getattr(plugin.value, "track", "docqa")
     if its_track != track:
-        raise UserError(f"agent {name!r} ({plugin.origin}) is a {its_track} agent, not a {track} one; "
+        raise UserError(f"agent {name!r} ({plugin.origin}) is for the {its_track} track, not {track}; "
                         f"run it on {its_track} tasks")
     if not callable(plugin.value):
         raise UserError(f"agent plugin {name!r} ({plugin.origin}) is not a class or factory; point it at the agent class")
     return lambda: instance(plugin)
+
+
+def agent_track(name: str) -> str | None:
+    """The track a plugin agent declares (its `track`, default docqa), so `deskbench run --agent
+    NAME` finds the track of a plugin no built-in track names; None when `name` is no plugin."""
+    plugin = lookup("agents", name)
+    if plugin is None:
+        return None
+    its_track = getattr(plugin.value, "track", "docqa")
+    return its_track if isinstance(its_track, str) else "docqa"
 
 
 def scorer(name: str) -> Scorer:

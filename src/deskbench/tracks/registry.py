@@ -171,7 +171,14 @@ def track_of_task(task: BaseModel) -> Track:
 
 def track_for(tasks: Path, agents: Sequence[str]) -> Track:
     """The track a `deskbench run` is for: the first that claims it, other tracks before the
-    built-in docqa, which claims any tasks file (it is the default)."""
+    built-in docqa, which claims any tasks file (it is the default). A plugin agent no track
+    names runs on the track it declares (deskbench/plugins.py)."""
+    if agents and not any(agents[0] in t.agents for t in tracks().values()):
+        from deskbench.plugins import agent_track
+
+        declared_track = agent_track(agents[0])
+        if declared_track is not None:
+            return get_track(declared_track)
     ordered = [t for t in tracks().values() if t.name != "docqa"] + [tracks()["docqa"]]
     for track in ordered:
         if track.claims(tasks, agents):

@@ -18,6 +18,7 @@ from typing import Protocol
 from deskbench.agents.base import AgentResult, Recorder
 from deskbench.agents.code_loop import AnalystContext, Deliverables, code_loop
 from deskbench.corpus.office import UnreadableFile, normalise
+from deskbench.errors import UserError
 from deskbench.runs.protocol import ProtocolNote, deskbench, paper
 from deskbench.tasks.deliverables import DeliverableSubmission, DeliverableTask
 from deskbench.tracks.deliverables.prompts import (
@@ -159,3 +160,39 @@ class DeliverableAgent:
 
 # deliverables agents take a task package, the same context as analytics agents, and a work directory
 DELIVERABLE_AGENTS: dict[str, Callable[..., DeliverablesAgent]] = {"deliverable-agent": DeliverableAgent}
+
+
+def agent_names() -> str:
+    return ", ".join(DELIVERABLE_AGENTS)
+
+
+def check_agent(name: str) -> None:
+    """A built-in deliverables agent or a plugin's (entry point or package.module:Name); an
+    unknown name is one line, before any model is opened."""
+    if name in DELIVERABLE_AGENTS:
+        return
+    from deskbench.plugins import agent_factory
+
+    if agent_factory("deliverables", name) is None:
+        raise UserError(f"unknown deliverables agent {name!r}; choose one of: {agent_names()}, "
+                        "or a plugin (package.module:Name)")
+
+
+def make_agent(name: str, options: DeliverableOptions, web: WebBackend | None) -> DeliverablesAgent:
+    """The built-in agents are built with the run's options and open web backend; a plugin's
+    class is built with no arguments and, when it has `configure(options)`, is given the same
+    ({"inline_chars", "trap_hints", "web"}: the open backend or None). Either way each episode
+    gets the same `AnalystContext` (model, sandbox, folders, settings) and work directory."""
+    builtin = DELIVERABLE_AGENTS.get(name)
+    if builtin is not None:
+        return builtin(options, web)
+    from deskbench.plugins import agent_factory
+
+    factory = agent_factory("deliverables", name)
+    if factory is None:
+        raise UserError(f"unknown deliverables agent {name!r}; choose one of: {agent_names()}")
+    agent = factory()
+    configure = getattr(agent, "configure", None)
+    if callable(configure):
+        configure({"inline_chars": options.inline_chars, "trap_hints": options.trap_hints, "web": web})
+    return agent  # type: ignore[return-value]

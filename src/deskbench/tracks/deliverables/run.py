@@ -33,9 +33,10 @@ from deskbench.runs.track import PreparedRun, PreparedSystem, wanted
 from deskbench.sandbox import Limits, Sandbox
 from deskbench.tasks.deliverables import DeliverableTask, load_packages
 from deskbench.tracks.deliverables.agent import (
-    DELIVERABLE_AGENTS,
     DeliverableOptions,
     DeliverablesAgent,
+    check_agent,
+    make_agent,
     protocol_notes,
     variant_name,
 )
@@ -62,8 +63,7 @@ def pair_systems(agents: Sequence[str], models: Sequence[str]) -> list[SystemSpe
                         "--model per --agent (in order), or one agent with several models")
     systems = [SystemSpec(a, m) for a, m in zip(agents, models, strict=True)]
     for s in systems:
-        if s.agent not in DELIVERABLE_AGENTS:
-            raise UserError(f"unknown deliverables agent {s.agent!r}; choose one of: {', '.join(DELIVERABLE_AGENTS)}")
+        check_agent(s.agent)  # a built-in or a plugin's
     if len(set(systems)) != len(systems):
         raise UserError("the same --agent/--model pair is given twice; give each system once")
     return systems
@@ -167,7 +167,7 @@ def prepare_deliverables(spec: DeliverablesRunSpec) -> PreparedRun:
     async def start() -> AsyncIterator[dict[str, EpisodeFn]]:
         web = open_web(spec.web) if spec.web is not None else None
         try:
-            yield {name: _episodes(DELIVERABLE_AGENTS[agent](spec.options, web), name, prep,
+            yield {name: _episodes(make_agent(agent, spec.options, web), name, prep,
                                    AnalystContext(model=by_name[name], sandbox=sandbox, tasks_dir=spec.packages.resolve(),
                                                   run_dir=store.dir, settings=settings))
                    for name, agent in agents.items()}
