@@ -1,8 +1,10 @@
 """`deskbench score RUN --scorer NAME`: a plugin `Scorer` (deskbench/plugins.py) in place of the
 track's own. It is asked for each stored episode's outcome; the summary is what every track's
 outcomes share (items, scored, unscored, mean score, share correct), unscored items left out of
-the means and counted, as everywhere in deskbench. Nothing is written to the store: a stored
-scoring records the track's scorer settings, which a plugin does not have."""
+the means and counted, as everywhere in deskbench. What it computed is stored as a scoring
+(runs/scorings.py), as the track's own scoring is, so `deskbench view`, `export` and `info` show
+the plugin's verdicts labelled with its name; its settings are the scorer's name and description
+(a plugin has no flags of the track's)."""
 
 from __future__ import annotations
 
@@ -15,6 +17,7 @@ from deskbench.console import out
 from deskbench.errors import UserError
 from deskbench.plugins import scorer
 from deskbench.runs.outcomes import ItemOutcome
+from deskbench.runs.scorings import ScoringSettings, StoredItem
 from deskbench.runs.store import RunStore
 
 
@@ -55,9 +58,28 @@ def summarise(name: str, description: str, outcomes: Sequence[ItemOutcome]) -> P
     )
 
 
+def item_row(name: str, outcome: ItemOutcome) -> dict[str, object]:
+    """A plugin item's stored row: the outcome the plugin gave, under its name (the track's
+    item score is not known to a plugin; the viewer shows the stored outcome)."""
+    return {"task_id": outcome.task_id, "system": outcome.system, "attempt": outcome.attempt, "scorer": name,
+            "status": outcome.status, "score": outcome.score, "correct": outcome.correct}
+
+
+def record_plugin_scoring(store: RunStore, name: str, description: str, reports: dict[str, PluginScores],
+                          outcomes: Sequence[ItemOutcome]) -> int:
+    """Keep the plugin's scoring in the run (one `record_scoring` transaction); returns its id."""
+    settings = ScoringSettings(scorer=f"plugin scorer {name}: {description}", flags={"scorer": name})
+    items = [StoredItem.of(o, item_row(name, o), reason=f"the plugin scorer {name} did not score it")
+             for o in outcomes]
+    return store.record_scoring(store.track(), settings, {s: r.model_dump(mode="json") for s, r in reports.items()},
+                                items)
+
+
 def show_plugin_scores(store: RunStore, name: str, systems: Sequence[str], *, as_json: bool) -> None:
     description = scorer(name).description
-    reports = {s: summarise(name, description, plugin_outcomes(store, name, s)) for s in systems}
+    outcomes = {s: plugin_outcomes(store, name, s) for s in systems}
+    reports = {s: summarise(name, description, found) for s, found in outcomes.items()}
+    record_plugin_scoring(store, name, description, reports, [o for found in outcomes.values() for o in found])
     if as_json:
         print(json.dumps({s: r.model_dump() for s, r in reports.items()}))
         return
