@@ -6,13 +6,16 @@ analytics: sums the `amount` column of the CSV input with execute_code, saving t
 first input with read_input, writes every file of the folder in $EXTERNAL_FILES to /mnt/result
 with execute_code, and submits the text of $EXTERNAL_RESPONSE with submit_deliverable.
 
-Usage: external_code_agent.py analytics|deliverables QUESTION (the server's URL in $DESKBENCH_MCP_URL)."""
+greedy: calls execute_code until it is refused, then answers.
+
+Usage: external_code_agent.py analytics|greedy|deliverables QUESTION (the server's URL in $DESKBENCH_MCP_URL)."""
 
 from __future__ import annotations
 
 import asyncio
 import base64
 import os
+import re
 import sys
 from pathlib import Path
 
@@ -39,8 +42,17 @@ async def analytics(session: ClientSession, question: str) -> None:
     await session.call_tool("provide_answer", {"answer": f"The total amount is {total}."})
 
 
+async def greedy(session: ClientSession, question: str) -> None:
+    """Calls execute_code until it is refused (past the budget), then tries to answer."""
+    for _ in range(5):
+        ran = await session.call_tool("execute_code", {"code": SUM_CODE})
+        if ran.isError:
+            break
+    await session.call_tool("provide_answer", {"answer": "60"})
+
+
 async def deliverables(session: ClientSession, question: str) -> None:
-    first = question.split("/mnt/data/", 1)[1].split()[0]
+    first = re.findall(r"^- /mnt/data/(\S+)", question, re.MULTILINE)[0]
     read = await session.call_tool("read_input", {"name": first})
     if read.isError or first not in text_of(read):
         sys.exit(f"read_input({first}) failed: {text_of(read)}")
@@ -59,7 +71,7 @@ async def main(track: str, question: str) -> None:
     async with streamablehttp_client(os.environ["DESKBENCH_MCP_URL"]) as (read, write, _), \
             ClientSession(read, write) as session:
         await session.initialize()
-        await {"analytics": analytics, "deliverables": deliverables}[track](session, question)
+        await {"analytics": analytics, "greedy": greedy, "deliverables": deliverables}[track](session, question)
 
 
 if __name__ == "__main__":

@@ -5,6 +5,7 @@ output files, trajectory, transcript), scored by the track's scorer and shown by
 
 from __future__ import annotations
 
+import asyncio
 import json
 import sys
 from pathlib import Path
@@ -84,3 +85,114 @@ def viewer_episode(run: Path, task: str, system: str = "external") -> str:
     page = client.get("/episode", params={"run": run.name, "system": system, "task": task, "attempt": 0})
     assert page.status_code == 200, page.text[:300]
     return page.text
+
+
+def test_external_deliverables_agent_is_stored_with_its_verifiers(tmp_path: Path) -> None:
+    """A package run by an external agent: read_input, execute_code writing the deliverable files,
+    submit_deliverable; the deliverables scorer runs its verifiers on the stored episode."""
+    import shutil
+
+    from deskbench.generate.demo import bundled_dir
+    from deskbench.tasks.deliverables import DeliverableSubmission, load_packages
+    from tests.deliverable_responses import recompute, respond
+
+    require_tool("bwrap")
+    packages = tmp_path / "packages"
+    shutil.copytree(bundled_dir() / "deliverables" / "dl-0002-rcp", packages / "dl-0002-rcp")
+    (task,) = load_packages(packages)
+    files = tmp_path / "good"
+    response = tmp_path / "response.md"
+    response.write_text(respond(task, recompute(task, task.directory), files, set()), encoding="utf-8")  # type: ignore[arg-type]
+    out = tmp_path / "run"
+    proc = run_cli("run", "--agent", "external", "--command", f"{sys.executable} {AGENT} deliverables {{question}}",
+                   "--tasks", str(packages), "--out", str(out), "--json", "--quiet", timeout=300,
+                   env={"EXTERNAL_FILES": str(files), "EXTERNAL_RESPONSE": str(response)})
+    assert proc.returncode == 0, proc.stderr
+    store = RunStore(out, create=False)
+    (ep,) = store.episodes("external")
+    assert ep.status == "ok", ep.error
+    calls = [s for s in ep.trajectory if isinstance(s, ToolCallStep)]
+    assert [c.name for c in calls] == ["read_input", "execute_code", "submit_deliverable"]
+    sub = ep.submission
+    assert isinstance(sub, DeliverableSubmission)
+    assert sub.response == response.read_text(encoding="utf-8") and sub.rounds == 1 and sub.stop == "answer"
+    assert sorted(f.name for f in sub.files) == sorted(p.name for p in files.iterdir())
+    assert sorted(f.name for f in sub.files) == sorted(o.name for o in task.required_outputs)
+    (row,) = json.loads(proc.stdout)["rows"]  # scored at the end of the run, by the deliverables scorer
+    assert row["system"] == "external" and row["traps"] == {"fell": 0, "avoided": 2, "unobservable": 0}
+    ((_, item),) = store.scored_items("external").values()  # the stored scoring, with every verifier's result
+    verdicts = {v["id"]: v["status"] for v in item.row["verifiers"]}
+    assert verdicts["file_benchmark_table"] == "pass" and verdicts["table_current_aht"] == "pass"
+    assert item.row["passed"] == 13 and verdicts["derived_metrics"] == "unobservable"  # llm_check: no judge given
+    assert "read_input" in viewer_episode(out, "dl-0002-rcp")
+
+
+def test_deskbench_mcp_serves_an_analytics_task_over_stdio(tasks: Path, tmp_path: Path) -> None:
+    """The official client spawns `deskbench mcp --tasks FILE --task ID` as an MCP host would: the
+    task's prompt arrives as the server's instructions, execute_code runs in the sandbox, each
+    answer is stored as the task's next attempt, and `deskbench score` scores them."""
+    from mcp import ClientSession, StdioServerParameters
+    from mcp.client.stdio import stdio_client
+
+    from tests.external_code_agent import SUM_CODE
+
+    require_tool("bwrap")
+    out = tmp_path / "served"
+    params = StdioServerParameters(command=sys.executable, args=[
+        "-m", "deskbench.cli", "mcp", "--tasks", str(tasks), "--task", "sum-2", "--out", str(out)])
+
+    async def client() -> tuple[set[str], str]:
+        async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
+            hello = await session.initialize()
+            names = {t.name for t in (await session.list_tools()).tools}
+            ran = await session.call_tool("execute_code", {"code": SUM_CODE})
+            assert not ran.isError and "60" in ran.content[0].text  # type: ignore[union-attr]
+            await session.call_tool("provide_answer", {"answer": "The total is 60."})
+            await session.call_tool("provide_answer", {"answer": "The total is 45."})  # a second attempt, wrong
+            return names, hello.instructions or ""
+
+    names, instructions = asyncio.run(asyncio.wait_for(client(), 120))
+    assert names == {"execute_code", "provide_answer"}
+    assert "What is the total amount sold in sales.csv?" in instructions and "/mnt/data/sales.csv" in instructions
+    store = RunStore(out, create=False)
+    first, second = sorted(store.episodes("external"), key=lambda e: e.attempt)
+    assert (first.task_id, first.attempt, second.attempt) == ("sum-2", 0, 1)
+    assert isinstance(first.submission, AnalyticsSubmission) and first.submission.rounds == 1
+    assert (out / first.submission.files_dir / "total.csv").is_file()
+    proc = run_cli("score", str(out), "--json")
+    assert proc.returncode == 0, proc.stderr
+    report = json.loads(proc.stdout)["external"]
+    assert report["overall"]["passk"] == 1.0 and report["overall"]["avgk"] == 0.5  # k=2: one right, one wrong
+
+
+@pytest.mark.parametrize("case", ["no-command", "quits", "timeout", "past-budget"])
+def test_bad_input_is_one_line_or_the_episode_error(case: str, tasks: Path, tmp_path: Path) -> None:
+    """No --command: one line, exit 2. An agent that exits without answering, one that outlives
+    --timeout, one still calling execute_code past --max-rounds (the paper's round-limit
+    exception): the episode records why, with the calls it made."""
+    out = tmp_path / "run"
+    base = ("run", "--agent", "external", "--tasks", str(tasks), "--out", str(out), "--limit", "1", "--quiet")
+    if case == "no-command":
+        proc = run_cli(*base)
+        assert proc.returncode == 2 and "--command" in proc.stderr and "Traceback" not in proc.stderr
+        return
+    require_tool("bwrap")
+    script = tmp_path / "agent.py"
+    script.write_text({"quits": "import sys; print('no idea', file=sys.stderr); sys.exit(4)\n",
+                       "timeout": "import time; time.sleep(60)\n"}.get(case, ""))
+    command = {"past-budget": f"{sys.executable} {AGENT} greedy {{question}}"}.get(case, f"{sys.executable} {script}")
+    extra = {"timeout": ("--timeout", "3"), "past-budget": ("--max-rounds", "1")}.get(case, ())
+    proc = run_cli(*base, "--command", command, *extra, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    (ep,) = RunStore(out, create=False).episodes("external")
+    sub = ep.submission
+    assert isinstance(sub, AnalyticsSubmission)
+    if case == "quits":
+        assert ep.status == "error" and "code 4" in (ep.error or "") and "no idea" in (ep.error or "")
+        assert sub.stop == "error"
+    elif case == "timeout":
+        assert ep.status == "limit" and "3 s" in (ep.error or "") and sub.stop == "error"
+    else:
+        assert ep.status == "limit" and sub.stop == "round_limit" and sub.rounds == 1
+        assert "round limit" in (ep.error or "")
+        assert [s.name for s in ep.trajectory if isinstance(s, ToolCallStep)] == ["execute_code"]

@@ -1,5 +1,7 @@
-"""`deskbench mcp`: docqa's tools as an MCP server for an agent you run yourself (stdio, or
-streamable HTTP on 127.0.0.1), every call recorded into episodes of a run directory."""
+"""`deskbench mcp`: a track's tools as an MCP server for an agent you run yourself (stdio, or
+streamable HTTP on 127.0.0.1), every call recorded into episodes of a run directory: docqa's over
+a corpus (--corpus), analytics' or deliverables' for one task of a tasks file or package folder
+(--tasks, the track read from it as `run` reads it)."""
 
 from __future__ import annotations
 
@@ -18,17 +20,32 @@ def register(app: typer.Typer) -> None:
 
 
 def mcp(
-    corpus: Annotated[Path, typer.Option("--corpus", "-c", help="Corpus directory (from deskbench ingest).")],
-    out_dir: Annotated[Path, typer.Option("--out", help="Run directory the calls are recorded into (system 'external').")],
-    transport: Annotated[str, typer.Option(help="stdio | http (streamable HTTP on 127.0.0.1).")] = "stdio",
-    port: Annotated[int, typer.Option(help="http: the port on 127.0.0.1.")] = 8765,
-    question: Annotated[str, typer.Option(help="The question the agent is asked, kept with the episode.")] = "",
-    top_k: Annotated[int, typer.Option(help="Pages per search.")] = 5,
+    out_dir: Annotated[Path, typer.Option("--out", "-o", help="Run directory the calls are recorded into (system 'external').")],
+    corpus: Annotated[Path | None, typer.Option("--corpus", "-c", help="docqa: corpus directory (from deskbench ingest).")] = None,
+    tasks: Annotated[Path | None, typer.Option("--tasks", "-t", help="analytics tasks JSONL or deliverables package folder: serve its tools for one task.")] = None,
+    task: Annotated[str | None, typer.Option("--task", help="With --tasks: the task served (default: the first); each answer is stored as its next attempt.")] = None,
+    transport: Annotated[str, typer.Option("--transport", help="stdio | http (streamable HTTP on 127.0.0.1).")] = "stdio",
+    port: Annotated[int, typer.Option("--port", help="http: the port on 127.0.0.1.")] = 8765,
+    question: Annotated[str, typer.Option("--question", help="docqa: the question the agent is asked, kept with the episode.")] = "",
+    top_k: Annotated[int, typer.Option("--top-k", "-k", help="docqa: pages per search.")] = 5,
 ) -> None:
-    """Serve search_documents, get_page and provide_answer over MCP; each provide_answer ends an
-    episode (stored in --out) and the next call starts another."""
-    from deskbench.mcp.standalone import serve
+    """Serve a track's tools over MCP: docqa's search_documents, get_page and provide_answer
+    (--corpus); analytics' execute_code and provide_answer, or deliverables' read_input,
+    execute_code and submit_deliverable, for one task (--tasks). Each answer ends an episode
+    (stored in --out) and the next call starts another."""
+    from deskbench.mcp.standalone import serve_corpus, serve_tasks
 
     if transport not in ("stdio", "http"):
         raise UserError(f"--transport {transport!r} is not valid; use stdio or http")
-    asyncio.run(serve(corpus, out_dir, transport=transport, port=port, question=question, top_k=top_k))
+    if (corpus is None) == (tasks is None):
+        raise UserError("deskbench mcp serves one track: give --corpus DIR (docqa) or --tasks PATH "
+                        "(an analytics tasks JSONL or a deliverables package folder)")
+    if tasks is not None:
+        if not tasks.exists():
+            raise UserError(f"--tasks {tasks} not found; give an analytics tasks JSONL or a deliverables package folder")
+        asyncio.run(serve_tasks(tasks, out_dir, task=task, transport=transport, port=port))
+        return
+    if task is not None:
+        raise UserError("--task picks a task of --tasks; with --corpus give the question with --question")
+    assert corpus is not None
+    asyncio.run(serve_corpus(corpus, out_dir, transport=transport, port=port, question=question, top_k=top_k))

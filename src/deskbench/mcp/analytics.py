@@ -8,15 +8,21 @@ summary unless --no-summary) with the last line telling it to answer with provid
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from deskbench.agents.base import AgentResult
 from deskbench.agents.code_loop import AnalystContext, execute_tool
+from deskbench.errors import UserError
 from deskbench.mcp.code_session import CodeSession
 from deskbench.mcp.external import ExternalRunner, Status
 from deskbench.mcp.server import McpTool, SessionSource
 from deskbench.tasks.analytics import AnalyticsSubmission, AnalyticsTask
 from deskbench.tracks.analytics.agent import check_inputs, task_prompt
 from deskbench.tracks.analytics.prompts import OUTPUT_NOTE
+
+if TYPE_CHECKING:
+    from deskbench.mcp.standalone import TaskServed
+    from deskbench.runs.store import RunStore
 
 SERVER_NAME = "deskbench-analytics"
 ANSWER_DESCRIPTION = ("Provide the final answer to the task (text; state the value the task asks for). Output "
@@ -56,6 +62,26 @@ def analytics_tools(source: SessionSource[AnalyticsSession], *, cjk_font_hint: b
         return reply
 
     return [McpTool(execute_code, execute_tool(cjk_font_hint).description), McpTool(provide_answer, ANSWER_DESCRIPTION)]
+
+
+def served(tasks: Path, store: RunStore, wanted: str | None) -> TaskServed[AnalyticsSession]:
+    """`deskbench mcp --tasks FILE [--task ID]`: one analytics task's tools, outside a run."""
+    from deskbench.mcp.standalone import TaskServed, pick
+    from deskbench.sandbox import Limits, Sandbox
+    from deskbench.tasks.analytics import read_tasks
+
+    items = read_tasks(tasks).items
+    task = {t.id: t for t in items}[pick([t.id for t in items], wanted, tasks)]
+    ctx = AnalystContext(model=None, sandbox=Sandbox(Limits()), tasks_dir=tasks.resolve().parent,  # type: ignore[arg-type]
+                         run_dir=store.dir)
+    try:
+        inputs = check_inputs(task, ctx.tasks_dir)
+    except ValueError as exc:
+        raise UserError(f"{tasks}: {exc}; input paths are relative to the tasks file's folder") from None
+    store.save_tasks(items)
+    store.set_meta("tasks_file", str(tasks.resolve()))
+    return TaskServed(store, task.id, SERVER_NAME, question(task, inputs, ctx), analytics_tools,
+                      lambda workdir: AnalyticsSession(task, ctx, inputs, workdir))
 
 
 class ExternalAnalyticsAgent(ExternalRunner):

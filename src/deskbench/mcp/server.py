@@ -54,9 +54,10 @@ class OneEpisode(Generic[S]):
         return None
 
 
-def build_server(name: str, tools: Sequence[McpTool]) -> FastMCP:
-    """A FastMCP server offering `tools`; an exception a tool raises is the call's error."""
-    server = FastMCP(name, log_level="WARNING")
+def build_server(name: str, tools: Sequence[McpTool], instructions: str | None = None) -> FastMCP:
+    """A FastMCP server offering `tools`; an exception a tool raises is the call's error.
+    `instructions` (the task, for `deskbench mcp --tasks`) reach the client at initialize."""
+    server = FastMCP(name, instructions=instructions, log_level="WARNING")
     for tool in tools:
         server.add_tool(tool.fn, description=tool.description, structured_output=False)
     return server

@@ -1,53 +1,153 @@
-"""`deskbench mcp` outside a run: the agent is the user's to start, so each provide_answer ends
-an episode (stored at once under system 'external', task ids mcp-1, mcp-2, ...) and the next
-call starts a new one. With no gold answer these episodes are kept, not scored."""
+"""`deskbench mcp` outside a run: the agent is the user's to start, so each answer ends an
+episode (stored at once under system 'external') and the next call starts a new one.
+
+Over a corpus (docqa) the episodes are questions of the user's (task ids mcp-1, mcp-2, ...; with
+no gold answer they are kept, not scored). Over a tasks file (analytics) or a package folder
+(deliverables) the episodes are attempts at one task (`--task`, else the first), each stored as
+the next attempt, scored by `deskbench score RUNDIR` like a run's; the task's prompt is the
+server's instructions, sent to the client when it connects."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any, Generic, Protocol, TypeVar
 
 from deskbench.agents.base import AgentContext, AgentSettings
-from deskbench.corpus import Corpus
-from deskbench.mcp.docqa import SERVER_NAME, docqa_tools
-from deskbench.mcp.server import build_server
-from deskbench.mcp.server import serve as serve_server
-from deskbench.mcp.session import DocqaSession
+from deskbench.errors import UserError
+from deskbench.mcp.external import EpisodeSession
+from deskbench.mcp.server import McpTool, SessionSource, build_server, serve
 from deskbench.runs.store import Episode, RunStore, now
 from deskbench.tasks.docqa import DocQATask
 
 SYSTEM = "external"
 NO_GOLD = "(no gold answer: served by deskbench mcp)"
+S = TypeVar("S", bound=EpisodeSession)
 
 
-class Episodes:
+class Served(Protocol[S]):
+    """What one track serves outside a run: its tools, the task's prompt, and a new session for
+    each episode (with the task id and attempt it is stored under)."""
+
+    server_name: str
+    instructions: str | None
+
+    def tools(self, source: SessionSource[S]) -> list[McpTool]: ...
+
+    def next(self) -> tuple[str, int, S]: ...
+
+
+class Episodes(Generic[S]):
     """A new session after each answer; each answered one stored in the run."""
 
-    def __init__(self, ctx: AgentContext, store: RunStore, question: str) -> None:
-        self.ctx, self.store, self.question = ctx, store, question
-        self.count = 0
-        self.started = now()
-        self.session = self._next()
+    def __init__(self, store: RunStore, served: Served[S]) -> None:
+        self.store, self.served = store, served
+        self._next()
 
-    def _next(self) -> DocqaSession:
-        self.count += 1
+    def _next(self) -> None:
         self.started = now()
-        task = DocQATask(id=f"mcp-{self.count}", question=self.question, answer_variants=[[NO_GOLD]])
-        self.store.save_tasks([task])
-        return DocqaSession(self.ctx, task)
+        self.task_id, self.attempt, self.session = self.served.next()
 
-    def current(self) -> DocqaSession:
+    def current(self) -> S:
         return self.session
 
-    async def answered(self, session: DocqaSession) -> None:
+    async def answered(self, session: S) -> None:
         result = session.result()
-        self.store.record(Episode(task_id=str(session.task.id), system=SYSTEM, status=result.status,
+        self.store.record(Episode(task_id=self.task_id, system=SYSTEM, attempt=self.attempt, status=result.status,
                                   error=result.error, submission=result.submission, trajectory=result.trajectory,
                                   usage=result.usage, started_at=self.started, finished_at=now()),
                           replace=True, transcript=result.transcript)
-        self.session = self._next()
+        self._next()
 
 
-async def serve(corpus: Path, out: Path, *, transport: str, port: int, question: str, top_k: int) -> None:
-    ctx = AgentContext(model=None, corpus=Corpus.open(corpus), settings=AgentSettings(top_k=top_k))
-    source = Episodes(ctx, RunStore(out), question)
-    await serve_server(build_server(SERVER_NAME, docqa_tools(source)), transport, port)
+class DocqaQuestions:
+    """docqa over a corpus: each episode a question of the user's, stored as task mcp-N."""
+
+    def __init__(self, corpus: Path, store: RunStore, question: str, top_k: int) -> None:
+        from deskbench.corpus import Corpus
+        from deskbench.mcp.docqa import SERVER_NAME
+
+        self.ctx = AgentContext(model=None, corpus=Corpus.open(corpus), settings=AgentSettings(top_k=top_k))
+        self.store, self.question, self.count = store, question, 0
+        self.server_name, self.instructions = SERVER_NAME, question or None
+
+    def tools(self, source: SessionSource[Any]) -> list[McpTool]:
+        from deskbench.mcp.docqa import docqa_tools
+
+        return docqa_tools(source)
+
+    def next(self) -> tuple[str, int, Any]:
+        from deskbench.mcp.session import DocqaSession
+
+        self.count += 1
+        task = DocQATask(id=f"mcp-{self.count}", question=self.question, answer_variants=[[NO_GOLD]])
+        self.store.save_tasks([task])
+        return str(task.id), 0, DocqaSession(self.ctx, task)
+
+
+class TaskServed(Generic[S]):
+    """One task of a tasks file or package folder: each episode the next attempt at it, its
+    output files in the run's episode folder as a run's are."""
+
+    def __init__(self, store: RunStore, task_id: str, server_name: str, instructions: str,
+                 tools: Callable[[SessionSource[S]], list[McpTool]], session: Callable[[Path], S]) -> None:
+        self.store, self.task_id, self.server_name = store, task_id, server_name
+        self.instructions: str | None = instructions
+        self._tools, self._session = tools, session
+        self.attempt = max((e.attempt + 1 for e in store.episodes(SYSTEM) if e.task_id == task_id), default=0)
+
+    def tools(self, source: SessionSource[S]) -> list[McpTool]:
+        return self._tools(source)
+
+    def next(self) -> tuple[str, int, S]:
+        from deskbench.runs.runner import episode_dir
+
+        attempt = self.attempt
+        self.attempt += 1
+        return self.task_id, attempt, self._session(episode_dir(self.store.dir, SYSTEM, self.task_id, attempt))
+
+
+def pick(ids: list[str], wanted: str | None, where: Path) -> str:
+    """--task ID among the file's tasks, else the first."""
+    if not ids:
+        raise UserError(f"--tasks {where} holds no task; give a file with at least one")
+    if wanted is None:
+        return ids[0]
+    if wanted not in ids:
+        shown = ", ".join(ids[:10]) + (", ..." if len(ids) > 10 else "")
+        raise UserError(f"--task {wanted!r} is not in {where}; its tasks: {shown}")
+    return wanted
+
+
+# track name -> what `deskbench mcp --tasks` serves for it: (tasks path, store, --task) -> Served
+SERVED: dict[str, Callable[[Path, RunStore, str | None], Served[Any]]] = {}
+
+
+def _register() -> None:
+    from deskbench.mcp.analytics import served as analytics_served
+    from deskbench.mcp.deliverables import served as deliverables_served
+
+    SERVED.setdefault("analytics", analytics_served)
+    SERVED.setdefault("deliverables", deliverables_served)
+
+
+async def serve_corpus(corpus: Path, out: Path, *, transport: str, port: int, question: str, top_k: int) -> None:
+    store = RunStore(out)
+    await _serve(DocqaQuestions(corpus, store, question, top_k), store, transport, port)
+
+
+async def serve_tasks(tasks: Path, out: Path, *, task: str | None, transport: str, port: int) -> None:
+    from deskbench.tracks.registry import track_for
+
+    track = track_for(tasks, [SYSTEM])
+    _register()
+    if track.name not in SERVED:
+        raise UserError(f"deskbench mcp --tasks serves analytics tasks files and deliverables packages; {tasks} is "
+                        f"{track.name}'s: for docqa give --corpus DIR")
+    store = RunStore(out)
+    await _serve(SERVED[track.name](tasks, store, task), store, transport, port)
+
+
+async def _serve(served: Served[Any], store: RunStore, transport: str, port: int) -> None:
+    source = Episodes(store, served)
+    await serve(build_server(served.server_name, served.tools(source), served.instructions), transport, port)

@@ -10,8 +10,8 @@ and `web` (web_search and fetch tools, tracks/deliverables/web_access.py; the pa
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
 
@@ -73,10 +73,9 @@ def inline_inputs(paths: list[Path], budget: int) -> str:
     return "\n\n".join(out)
 
 
-def deliverable_prompt(task: DeliverableTask, inputs: list[Path], *, max_rounds: int, inline_chars: int,
-                       trap_hints: bool = False, web: bool = False) -> str:
-    """The paper's prompt (discipline line + SME prompt) and the harness's mechanics; with
-    `trap_hints` the trap kinds are named; with `web` the web tools are described."""
+def files_block(task: DeliverableTask, inputs: list[Path], inline_chars: int) -> str:
+    """Where the input files are, the required outputs, and the inputs' text up to `inline_chars`
+    (the external agent's question has none: its read_input tool gives them)."""
     lines = [INPUTS_HEADER, *(f"- /mnt/data/{p.name}" for p in inputs), ""]
     if task.required_outputs:
         lines += [OUTPUTS_HEADER]
@@ -87,9 +86,16 @@ def deliverable_prompt(task: DeliverableTask, inputs: list[Path], *, max_rounds:
     inlined = inline_inputs(inputs, inline_chars)
     if inlined:
         lines += [INLINE_HEADER, inlined, ""]
+    return "\n".join(lines)
+
+
+def deliverable_prompt(task: DeliverableTask, inputs: list[Path], *, max_rounds: int, inline_chars: int,
+                       trap_hints: bool = False, web: bool = False) -> str:
+    """The paper's prompt (discipline line + SME prompt) and the harness's mechanics; with
+    `trap_hints` the trap kinds are named; with `web` the web tools are described."""
     return DELIVERABLE_PROMPT.format(
         preamble=TRAP_PREAMBLE.format(hints=", ".join(TRAP_HINTS.values())) if trap_hints else "",
-        task_prompt=task.full_prompt, files_block="\n".join(lines),
+        task_prompt=task.full_prompt, files_block=files_block(task, inputs, inline_chars),
         budget=(WEB_BUDGET if web else BUDGET).format(max_rounds=max_rounds),
         web_lines=WEB_LINES if web else "", closing=TRAP_CLOSING if trap_hints else "")
 
@@ -101,6 +107,7 @@ class DeliverableOptions:
     inline_chars: int = 24_000
     trap_hints: bool = False  # --trap-hints
     web: WebChoice | None = None  # --web
+    agent_options: Mapping[str, object] = field(default_factory=dict)  # external: --command / --url / --timeout
 
 
 def variant_name(agent: str, options: DeliverableOptions) -> str:
@@ -110,9 +117,11 @@ def variant_name(agent: str, options: DeliverableOptions) -> str:
     return f"{agent}[{','.join(parts)}]" if parts else agent
 
 
-def protocol_notes(options: DeliverableOptions) -> list[ProtocolNote]:
+def protocol_notes(options: DeliverableOptions, *, external: bool = False) -> list[ProtocolNote]:
     """The run-side protocol of a deliverables system, kept with the run (runs/protocol.py)."""
-    prompt = (deskbench("agent prompt", "trap hints (--trap-hints): the prompt names the trap kinds")
+    prompt = (deskbench("agent prompt", "the agent's own: it got the task, its files and the deliverable agent's "
+                        "tools over MCP (--agent external)") if external else
+              deskbench("agent prompt", "trap hints (--trap-hints): the prompt names the trap kinds")
               if options.trap_hints else
               paper("agent prompt", "§3.2: corpus-discipline line + SME prompt, and the harness's tool mechanics"))
     if options.web is None:
@@ -158,8 +167,17 @@ class DeliverableAgent:
         return rec.result(end.status, sub, error=end.error)
 
 
+def _external(options: DeliverableOptions, web: WebBackend | None) -> DeliverablesAgent:
+    """An agent built elsewhere, given the deliverable agent's tools over MCP (mcp/deliverables.py;
+    the mcp extra is loaded only when it is asked for)."""
+    from deskbench.mcp.deliverables import ExternalDeliverablesAgent
+
+    return ExternalDeliverablesAgent(options, web)
+
+
+NO_MODEL = {"external"}  # agents that call no model of ours: --model is ignored, no model is opened
 # deliverables agents take a task package, the same context as analytics agents, and a work directory
-DELIVERABLE_AGENTS: dict[str, Callable[..., DeliverablesAgent]] = {"deliverable-agent": DeliverableAgent}
+DELIVERABLE_AGENTS: dict[str, Callable[..., DeliverablesAgent]] = {"deliverable-agent": DeliverableAgent, "external": _external}
 
 
 def agent_names() -> str:

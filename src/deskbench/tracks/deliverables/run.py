@@ -13,7 +13,7 @@ and the paper's setting can share a run and every table tells them apart.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Mapping, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -33,6 +33,8 @@ from deskbench.runs.track import PreparedRun, PreparedSystem, wanted
 from deskbench.sandbox import Limits, Sandbox
 from deskbench.tasks.deliverables import DeliverableTask, load_packages
 from deskbench.tracks.deliverables.agent import (
+    DELIVERABLE_AGENTS,
+    NO_MODEL,
     DeliverableOptions,
     DeliverablesAgent,
     check_agent,
@@ -88,14 +90,17 @@ class DeliverablesRunSpec:
     limits: Limits = field(default_factory=Limits)
     trap_hints: bool = False  # the prompt names the trap kinds (not the paper's prompt)
     web: WebChoice | None = None  # web_search/fetch tools (none: no web access)
+    agent_options: Mapping[str, object] = field(default_factory=dict)  # external: --command / --url / --timeout
 
     @property
     def options(self) -> DeliverableOptions:
-        return DeliverableOptions(inline_chars=self.inline_chars, trap_hints=self.trap_hints, web=self.web)
+        return DeliverableOptions(inline_chars=self.inline_chars, trap_hints=self.trap_hints, web=self.web,
+                                  agent_options=self.agent_options)
 
-    def system(self, agent: str, model_id: str) -> str:
-        """The stored system name: the agent's variant and the model."""
-        return system_name(variant_name(agent, self.options), model_id)
+    def system(self, agent: str, model_id: str | None) -> str:
+        """The stored system name: the agent's variant and the model (none for an agent calling no model of ours)."""
+        variant = variant_name(agent, self.options)
+        return system_name(variant, model_id) if model_id else variant
 
     def check(self) -> None:
         for flag, value in (("--attempts", self.attempts), ("--concurrency", self.concurrency),
@@ -104,6 +109,9 @@ class DeliverablesRunSpec:
                 raise UserError(f"{flag} {value} is not valid; use 1 or more")
         if self.inline_chars < 0:
             raise UserError(f"--inline-chars {self.inline_chars} is not valid; use 0 or more")
+        for s in self.systems:  # external: its --command / --url are checked before anything starts
+            if s.agent in NO_MODEL:
+                DELIVERABLE_AGENTS[s.agent](self.options, None)
 
 
 def select_tasks(all_tasks: list[DeliverableTask], only: Sequence[str]) -> list[DeliverableTask]:
@@ -121,12 +129,15 @@ PROMPT_MODULES = ("deskbench.tracks.deliverables.prompts", "deskbench.agents.cod
                   "deskbench.tracks.deliverables.web_access")
 
 
-def deliverables_config(spec: DeliverablesRunSpec, agent: str, model: ResilientModel) -> SystemConfig:
-    """A deliverables system's configuration (runs/identity.py); where --web records to is not."""
+def deliverables_config(spec: DeliverablesRunSpec, agent: str, model: ResilientModel | None) -> SystemConfig:
+    """A deliverables system's configuration (runs/identity.py); where --web records to is not.
+    An external agent's command is part of what its system is."""
     web = {"kind": spec.web.kind, "arg": spec.web.arg} if spec.web is not None else None
-    return SystemConfig(track="deliverables", agent=agent, model=model.id, model_settings=model_settings(model),
+    return SystemConfig(track="deliverables", agent=agent, model=model.id if model else None,
+                        model_settings=model_settings(model),
                         settings={"max_rounds": spec.max_rounds, "inline_chars": spec.inline_chars,
-                                  "trap_hints": spec.trap_hints, "web": web},
+                                  "trap_hints": spec.trap_hints, "web": web,
+                                  **(spec.agent_options if agent in NO_MODEL else {})},
                         prompt_hash=prompt_hash(*PROMPT_MODULES))
 
 
@@ -138,37 +149,41 @@ def prepare_deliverables(spec: DeliverablesRunSpec) -> PreparedRun:
     tasks = select_tasks(all_tasks, spec.only_tasks)
     sandbox = Sandbox(spec.limits, unsafe_local=spec.unsafe_local)  # refuses early without bubblewrap
     for s in spec.systems:  # every model's key and settings before anything is created
-        preflight(s.model, spec.sampling)
+        if s.agent not in NO_MODEL:
+            preflight(s.model, spec.sampling)
     store = RunStore(spec.out)
     store.save_tasks(all_tasks)
     store.set_meta("packages", str(spec.packages.resolve()))
     models: dict[str, ResilientModel] = {}
+    by_name: dict[str, ResilientModel | None] = {}  # system name -> its model (None: an agent calling none of ours)
     agents: dict[str, str] = {}  # system name -> agent
     warnings: list[str] = []
     for s in spec.systems:
-        if s.model not in models:
+        if s.model not in models and s.agent not in NO_MODEL:
             models[s.model] = open_model(s.model, sampling=spec.sampling, concurrency=spec.concurrency * len(spec.systems),
                                          cache=spec.cache, prices=spec.prices)
-        name = spec.system(s.agent, models[s.model].id)
-        remember_settings(store, name, models[s.model])
-        remember_protocol(store, name, protocol_notes(spec.options))
-        warning = remember_config(store, name, deliverables_config(spec, s.agent, models[s.model]))
+        model = models.get(s.model) if s.agent not in NO_MODEL else None
+        name = spec.system(s.agent, model.id if model else None)
+        by_name[name] = model
+        if model is not None:
+            remember_settings(store, name, model)
+        remember_protocol(store, name, protocol_notes(spec.options, external=model is None))
+        warning = remember_config(store, name, deliverables_config(spec, s.agent, model))
         if warning and warning not in warnings:
             warnings.append(warning)
         if not spec.only_systems or name in spec.only_systems:
             agents[name] = s.agent
     if spec.only_systems and not agents:
         raise UserError(f"--only-system {spec.only_systems[0]!r} matches none of the systems given "
-                        f"({', '.join(spec.system(s.agent, models[s.model].id) for s in spec.systems)})")
+                        f"({', '.join(by_name)})")
     settings = AnalystSettings(max_rounds=spec.max_rounds, summary=False)
-    by_name = {spec.system(s.agent, models[s.model].id): models[s.model] for s in spec.systems}
 
     @asynccontextmanager
     async def start() -> AsyncIterator[dict[str, EpisodeFn]]:
         web = open_web(spec.web) if spec.web is not None else None
         try:
             yield {name: _episodes(make_agent(agent, spec.options, web), name, prep,
-                                   AnalystContext(model=by_name[name], sandbox=sandbox, tasks_dir=spec.packages.resolve(),
+                                   AnalystContext(model=by_name[name], sandbox=sandbox, tasks_dir=spec.packages.resolve(),  # type: ignore[arg-type]
                                                   run_dir=store.dir, settings=settings))
                    for name, agent in agents.items()}
         finally:

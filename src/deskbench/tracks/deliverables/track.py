@@ -27,10 +27,11 @@ class DeliverablesTrack:
     outcome_definition = DELIVERABLES_DEFINITION
     submission_type: type[BaseModel] = DeliverableSubmission
 
-    agents = ("deliverable-agent",)  # tracks/deliverables/agent.py DELIVERABLE_AGENTS
+    agents = ("deliverable-agent", "external")  # tracks/deliverables/agent.py DELIVERABLE_AGENTS
     limit_category = "round_limit"
     run_options = frozenset({"--max-rounds", "--unsafe-local", "--only-task", "--only-system", "--rerun",
-                             "--inline-chars", "--trap-hints", "--web", "--web-record"})
+                             "--inline-chars", "--trap-hints", "--web", "--web-record",
+                             "--command", "--url", "--timeout"})
     score_options = frozenset({"--reviewed-only"})
     compare_options = frozenset({"--reviewed-only"})
 
@@ -58,6 +59,7 @@ class DeliverablesTrack:
     def prepare(self, request: RunRequest) -> PreparedRun:
         """Every (--agent, --model) pair is a system; all of them run at once."""
         from deskbench.errors import UserError
+        from deskbench.mcp.external import external_options
         from deskbench.tracks.deliverables.run import (
             DeliverablesRunSpec,
             pair_systems,
@@ -76,7 +78,8 @@ class DeliverablesTrack:
             concurrency=min(request.concurrency, 4), max_rounds=o("max_rounds", 20), sampling=request.sampling,
             inline_chars=o("inline_chars", 24_000), cache=request.cache, prices=request.prices,
             unsafe_local=o("unsafe_local", False), trap_hints=o("trap_hints", False),
-            web=parse_web(o("web"), o("web_record")) if o("web") is not None else None)
+            web=parse_web(o("web"), o("web_record")) if o("web") is not None else None,
+            agent_options=external_options(o))
         return prepare_deliverables(spec)
 
     def show_scores(self, store: RunStore, systems: Sequence[str], request: RunRequest, *, as_json: bool) -> None:
