@@ -111,7 +111,7 @@ def _page(side: float) -> Probe:
         pdf = bombs.pdf_media_box(work / "page.pdf", side)
         subprocess.run([sys.executable, "-m", "deskbench.cli", "ingest", str(pdf), "--corpus", str(work / "c")],
                        env={**os.environ, **env}, capture_output=True, check=True)
-        run = _cli(env, "page", "--corpus", str(work / "c"), "page.pdf", "1", "--dpi", "110", "-o", str(work / "p.png"))
+        run = _cli(env, "page", "--corpus", str(work / "c"), "page.pdf", "1", "--dpi", "110", "--output", str(work / "p.png"))
         verdict = _last_line(run).replace(str(work) + "/", "")
         return _figures(run, verdict, run.returncode == 2 and "page-image limit" in run.stderr)
     return probe

@@ -16,7 +16,7 @@ DATA = Path(__file__).parent / "data" / "aida"
 
 def test_aida_manifest_becomes_analytics_tasks(tmp_path: Path) -> None:
     out = tmp_path / "tasks" / "aida.jsonl"
-    proc = run_cli("import-tasks", "aida", str(DATA / "AIDA_sample.jsonl"), "--out", str(out),
+    proc = run_cli("import-tasks", "aida", str(DATA / "AIDA_sample.jsonl"), "--output", str(out),
                    "--difficulty-steps", "7")
     assert proc.returncode == 0, proc.stderr
     tasks = {t.id: t for t in read_tasks(out).items}
@@ -37,10 +37,10 @@ def test_aida_manifest_becomes_analytics_tasks(tmp_path: Path) -> None:
 
 
 def test_aida_without_step_counts_or_with_an_unknown_format_is_refused(tmp_path: Path) -> None:
-    proc = run_cli("import-tasks", "aida", str(DATA / "AIDA_sample.jsonl"), "--out", str(tmp_path / "t.jsonl"))
+    proc = run_cli("import-tasks", "aida", str(DATA / "AIDA_sample.jsonl"), "--output", str(tmp_path / "t.jsonl"))
     assert proc.returncode == 2 and "AIDA_sample.jsonl:1" in proc.stderr and "--difficulty-steps" in proc.stderr
     assert not (tmp_path / "t.jsonl").exists()
-    proc = run_cli("import-tasks", "spreadsheetbench", str(DATA / "AIDA_sample.jsonl"), "--out", str(tmp_path / "t.jsonl"))
+    proc = run_cli("import-tasks", "spreadsheetbench", str(DATA / "AIDA_sample.jsonl"), "--output", str(tmp_path / "t.jsonl"))
     assert proc.returncode == 2 and "choose one of: aida" in proc.stderr
 
 

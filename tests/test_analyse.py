@@ -207,7 +207,7 @@ def test_splits_on_a_larger_matrix_respect_the_rules() -> None:
 def test_cli_writes_json_and_png(runs: list[Path], tmp_path: Path) -> None:
     dirs = [str(d) for d in runs]
     out, png = tmp_path / "out" / "items.json", tmp_path / "items.png"
-    proc = run_cli("analyse", "items", *dirs, "-o", str(out), "--plot", str(png))
+    proc = run_cli("analyse", "items", *dirs, "--output", str(out), "--plot", str(png))
     assert proc.returncode == 0, proc.stderr
     rep = json.loads(out.read_text())
     assert rep["systems"] == ["a", "b", "c", "d"] and rep["n_items"] == 6
@@ -218,7 +218,7 @@ def test_cli_writes_json_and_png(runs: list[Path], tmp_path: Path) -> None:
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
     out, png = tmp_path / "splits.json", tmp_path / "splits.png"
-    proc = run_cli("analyse", "splits", *dirs, "--test", "3", "--dev", "1", "--seed", "1", "-o", str(out), "--plot", str(png))
+    proc = run_cli("analyse", "splits", *dirs, "--test", "3", "--dev", "1", "--seed", "1", "--output", str(out), "--plot", str(png))
     assert proc.returncode == 0, proc.stderr
     rep = json.loads(out.read_text())
     assert rep["test"][:2] == ["t5", "t4"] and rep["train"] == ["t0", "t1"]
@@ -226,11 +226,11 @@ def test_cli_writes_json_and_png(runs: list[Path], tmp_path: Path) -> None:
     assert rep["summary"]["test"]["n_sentinel"] == 1 and rep["sentinel_pool"] == 1
     assert rep["summary"]["test"]["spearman_vs_full"] == pytest.approx(5 / 6)
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
-    proc2 = run_cli("analyse", "splits", *dirs, "--test", "3", "--dev", "1", "--seed", "1", "-o", str(tmp_path / "s2.json"))
+    proc2 = run_cli("analyse", "splits", *dirs, "--test", "3", "--dev", "1", "--seed", "1", "--output", str(tmp_path / "s2.json"))
     assert proc2.returncode == 0 and (tmp_path / "s2.json").read_bytes() == out.read_bytes()
 
     out, png = tmp_path / "agreement.json", tmp_path / "agreement.png"
-    proc = run_cli("analyse", "agreement", *dirs, "-o", str(out), "--plot", str(png))
+    proc = run_cli("analyse", "agreement", *dirs, "--output", str(out), "--plot", str(png))
     assert proc.returncode == 0, proc.stderr
     rep = json.loads(out.read_text())
     assert rep["kappa"][0][1] == pytest.approx(1 / 3) and rep["kappa"][0][3] == pytest.approx(1 / 13)
@@ -241,10 +241,10 @@ def test_cli_writes_json_and_png(runs: list[Path], tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("args", "message"),
     [
-        (["items", "{missing}", "-o", "{out}"], "is not a directory"),
-        (["items", "{empty}", "-o", "{out}"], "is not a deskbench run"),
-        (["splits", "{A}", "--test", "6", "--dev", "2", "-o", "{out}"], "exceeds the 7 scored items"),
-        (["agreement", "{A}", "{other}", "-o", "{out}"], "share no tasks"),
+        (["items", "{missing}", "--output", "{out}"], "is not a directory"),
+        (["items", "{empty}", "--output", "{out}"], "is not a deskbench run"),
+        (["splits", "{A}", "--test", "6", "--dev", "2", "--output", "{out}"], "exceeds the 7 scored items"),
+        (["agreement", "{A}", "{other}", "--output", "{out}"], "share no tasks"),
     ],
 )
 def test_cli_bad_input_is_one_line_exit_2(runs: list[Path], tmp_path: Path, args: list[str], message: str) -> None:

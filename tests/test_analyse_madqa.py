@@ -148,7 +148,7 @@ def test_effort_command_writes_the_json_and_a_plot(tmp_path: Path) -> None:
     answers = {"t0": "yes", "t1": "yes", "t2": "no", "t3": "no"}
     run = _store(tmp_path / "run", tasks, [episode(t, steps=s, tokens=tok, seconds=sec, answer=answers[t])
                                            for t, (s, tok, sec) in EFFORT.items()])
-    code, out = cli("effort", str(run), "-o", str(tmp_path / "e.json"), "--plot", str(tmp_path / "e.png"))
+    code, out = cli("effort", str(run), "--output", str(tmp_path / "e.json"), "--plot", str(tmp_path / "e.png"))
     assert code == 0, out
     data = json.loads((tmp_path / "e.json").read_text())
     assert [k["kuiper"] for k in data["systems"][0]["kuiper"]] == pytest.approx([1.0, 0.5, 1.0, 0.5])
@@ -211,7 +211,7 @@ def test_failures_command(tmp_path: Path) -> None:
     eps = [Episode(task_id=t, system="s", status="ok", submission=DocQASubmission(id=t, answer=[a], citations=cites[t]))
            for t, a in (("t0", "yes"), ("t1", "no"))]
     run = _store(tmp_path / "run", tasks, eps)
-    code, out = cli("failures", str(run), "-o", str(tmp_path / "f.json"), "--plot", str(tmp_path / "f.png"))
+    code, out = cli("failures", str(run), "--output", str(tmp_path / "f.json"), "--plot", str(tmp_path / "f.png"))
     assert code == 0, out
     s = json.loads((tmp_path / "f.json").read_text())["systems"][0]
     # t1: wrong, cites a.pdf (an evidence document) but page 3 (not evidence) -> navigation
@@ -265,7 +265,7 @@ def test_evidence_found_by_iteration_and_recovery() -> None:
 def test_trajectories_command(tmp_path: Path) -> None:
     eps = [episode(t, trajectory=steps) for t, steps in TRAJ.items()]
     run = _store(tmp_path / "run", TRAJ_TASKS, eps)
-    code, out = cli("trajectories", str(run), "-o", str(tmp_path / "t.json"), "--plot", str(tmp_path / "t.png"))
+    code, out = cli("trajectories", str(run), "--output", str(tmp_path / "t.json"), "--plot", str(tmp_path / "t.png"))
     assert code == 0, out
     data = json.loads((tmp_path / "t.json").read_text())
     assert data["systems"][0]["document"] == pytest.approx([0.25, 0.5, 0.5])
@@ -306,7 +306,7 @@ def test_cost_command(tmp_path: Path) -> None:
     tasks = [task("t0", ("a.pdf", 1)), task("t1", ("a.pdf", 1))]
     run = _store(tmp_path / "run", tasks, [episode("t0", answer="yes", cost=0.5, tokens=(10, 1)),
                                            episode("t1", answer="no", cost=None, tokens=(10, 1))])
-    code, out = cli("cost", str(run), "-o", str(tmp_path / "c.json"), "--plot", str(tmp_path / "c.png"))
+    code, out = cli("cost", str(run), "--output", str(tmp_path / "c.json"), "--plot", str(tmp_path / "c.png"))
     assert code == 0, out
     s = json.loads((tmp_path / "c.json").read_text())["systems"][0]
     assert s["cost_usd"] is None and s["accuracy"] == 0.5
@@ -347,14 +347,14 @@ def test_human_time_command(tmp_path: Path) -> None:
     eps = [episode(t, seconds=s, system=sys_, answer="yes" if a else "no")
            for t, (s, a) in HUMAN.items() for sys_ in ("human:alice", "agent") if sys_ == "human:alice" or t == "t0"]
     run = _store(tmp_path / "run", tasks, eps)
-    code, out = cli("human-time", str(run), "-o", str(tmp_path / "h.json"), "--plot", str(tmp_path / "h.png"),
+    code, out = cli("human-time", str(run), "--output", str(tmp_path / "h.json"), "--plot", str(tmp_path / "h.png"),
                     "--pool-humans")
     assert code == 0, out
     (s,) = json.loads((tmp_path / "h.json").read_text())["systems"]
     assert s["system"] == "human" and s["n"] == 6 and s["median_minutes"] == pytest.approx(2.0)
     assert "human: median 2.0 min" in out
     agent_only = _store(tmp_path / "agents", tasks[:1], [episode("t0", seconds=5)])
-    proc = run_cli("analyse", "human-time", str(agent_only), "-o", str(tmp_path / "x.json"))
+    proc = run_cli("analyse", "human-time", str(agent_only), "--output", str(tmp_path / "x.json"))
     assert proc.returncode == 2 and "Traceback" not in proc.stderr
     assert proc.stderr.strip().splitlines() == [
         "error: the runs hold no human episodes (human:NAME or human-oracle:NAME); people answer through 'deskbench serve'"]
@@ -395,13 +395,13 @@ def test_corpus_stats_command(tmp_path: Path, operator_corpus) -> None:  # noqa:
         task("q1", ("alpha.pdf", 1), domain="Reports", category="Annual Report"),
         task("q2", ("beta.pdf", 2), domain="Reference", category="Catalog")]) + "\n")
     code, out = cli("corpus-stats", "--tasks", str(tasks), "--corpus", str(operator_corpus.root),
-                    "-o", str(tmp_path / "c.json"), "--plot", str(tmp_path / "c.png"))
+                    "--output", str(tmp_path / "c.json"), "--plot", str(tmp_path / "c.png"))
     assert code == 0, out
     data = json.loads((tmp_path / "c.json").read_text())
     assert (data["documents"], data["pages"], data["max_pages"]) == (2, 5, 3)  # alpha 3 pages, beta 2
     assert [(r["domain"], r["docs"], r["pages"]) for r in data["by_domain"]] == [("Reference", 1, 2), ("Reports", 1, 3)]
     assert "2 documents, 5 pages (median 2.5, mean 2.5, max 3), 2 questions" in out
-    proc = run_cli("analyse", "corpus-stats", "--tasks", str(tasks), "--corpus", str(tmp_path), "-o", str(tmp_path / "x.json"))
+    proc = run_cli("analyse", "corpus-stats", "--tasks", str(tasks), "--corpus", str(tmp_path), "--output", str(tmp_path / "x.json"))
     assert proc.returncode == 2 and "is not a deskbench corpus" in proc.stderr and "Traceback" not in proc.stderr
 
 
@@ -421,4 +421,4 @@ def test_json_on_stdout_and_a_report_that_goes_nowhere(tmp_path: Path) -> None:
     assert "s: accuracy 100.0%, cost $0.2500 over 1 episodes" in proc.stderr
     proc = run_cli("analyse", "effort", str(run))
     assert proc.returncode == 2 and proc.stderr.strip().splitlines() == [
-        "error: say where the report goes: -o FILE.json, or --json to print it"]
+        "error: say where the report goes: --output FILE.json, or --json to print it"]

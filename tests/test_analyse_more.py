@@ -311,21 +311,21 @@ def test_cli_commands_write_reports_and_plots(tmp_path: Path, operator_corpus: C
     runner = CliRunner()
     write_run(tmp_path / "run", TASKS, "bm25-agent:m", {
         "t0": ("answer 0", ["permit fee", "permit deadline", "harbour"]), "t1": ("wrong", ["harbour", "fee"])}).close()
-    res = runner.invoke(app, ["drift", str(tmp_path / "run"), "-o", str(tmp_path / "d.json"),
+    res = runner.invoke(app, ["drift", str(tmp_path / "run"), "--output", str(tmp_path / "d.json"),
                               "--plot", str(tmp_path / "d.png")])
     assert res.exit_code == 0, res.output
     assert json.loads((tmp_path / "d.json").read_text())["systems"][0]["reformulated"] == 2
     assert (tmp_path / "d.png").read_bytes()[:4] == b"\x89PNG"
 
     write_run(tmp_path / "guess", GUESS_TASKS, "guess:m", {"g1": ("No", [])}).close()
-    res = runner.invoke(app, ["guessability", str(tmp_path / "guess"), "-o", str(tmp_path / "g.json")])
+    res = runner.invoke(app, ["guessability", str(tmp_path / "guess"), "--output", str(tmp_path / "g.json")])
     assert res.exit_code == 0, res.output
     assert json.loads((tmp_path / "g.json").read_text())["systems"][0]["guessability"] == 1 / 8
 
     hop = [_task("x1", ("alpha.pdf", 1), ("alpha.pdf", 3)), _task("x2", ("alpha.pdf", 2), ("beta.pdf", 1))]
     write_run(tmp_path / "hop", hop, "oracle:m", {"x1": ("x", [])}).close()
     res = runner.invoke(app, ["multihop", str(tmp_path / "hop"), "--corpus", str(operator_corpus.root),
-                              "-o", str(tmp_path / "m.json"), "--plot", str(tmp_path / "m.png")])
+                              "--output", str(tmp_path / "m.json"), "--plot", str(tmp_path / "m.png")])
     assert res.exit_code == 0, res.output
     assert len(json.loads((tmp_path / "m.json").read_text())["items"]) == 2
     assert (tmp_path / "m.png").stat().st_size > 1000
@@ -334,7 +334,7 @@ def test_cli_commands_write_reports_and_plots(tmp_path: Path, operator_corpus: C
     tasks_file.write_text(json.dumps({"id": "l1", "question": "What is the annual report fee?",
                                       "answer_variants": [["x"]], "evidence": [{"document": "alpha.pdf", "page": 2}]}) + "\n")
     res = runner.invoke(app, ["lexical", "--tasks", str(tasks_file), "--corpus", str(operator_corpus.root),
-                              "-o", str(tmp_path / "l.json")])
+                              "--output", str(tmp_path / "l.json")])
     assert res.exit_code == 0, res.output
     rep = json.loads((tmp_path / "l.json").read_text())
     assert rep["pages"] == 5

@@ -146,11 +146,11 @@ def sampled(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     try:
         with FakeOpenAI(script=script) as fake:
             judge = f"openai-compat/judge-model@{fake.base_url}"
-            proc = run_cli("calibrate", "sample", str(run), "-o", str(items_path), "--n", "50", "--seed", "0",
+            proc = run_cli("calibrate", "sample", str(run), "--output", str(items_path), "--num-items", "50", "--seed", "0",
                            "--judge", judge)
             requests = len(fake.requests)
             qa_only = root / "qa.jsonl"
-            cat = run_cli("calibrate", "sample", str(run), "-o", str(qa_only), "--n", "4", "--seed", "1",
+            cat = run_cli("calibrate", "sample", str(run), "--output", str(qa_only), "--num-items", "4", "--seed", "1",
                           "--judge", judge, "--category", "qa")
     finally:
         if env_cache is None:
@@ -229,12 +229,12 @@ def test_compute_agreement_and_q_per_category_by_hand(sampled: dict[str, Any]) -
 
 def test_analytics_flags_are_checked(sampled: dict[str, Any], tmp_path: Path) -> None:
     out = tmp_path / "x.jsonl"
-    proc = run_cli("calibrate", "sample", str(sampled["run"]), "-o", str(out), "--category", "charts")
+    proc = run_cli("calibrate", "sample", str(sampled["run"]), "--output", str(out), "--category", "charts")
     assert proc.returncode == 2 and "--category 'charts'" in proc.stderr
-    proc = run_cli("calibrate", "sample", str(sampled["run"]), "-o", str(out), "--no-cache")
+    proc = run_cli("calibrate", "sample", str(sampled["run"]), "--output", str(out), "--no-cache")
     assert proc.returncode == 2 and "docqa runs" in proc.stderr
     # without any judge: the deterministic evaluators decide (QA check, comparator); charts unscored
-    proc = run_cli("calibrate", "sample", str(sampled["run"]), "-o", str(out))
+    proc = run_cli("calibrate", "sample", str(sampled["run"]), "--output", str(out))
     assert proc.returncode == 0, proc.stderr
     items = read_items(out)
     assert {i.category for i in items} == {"qa", "file_generation"}

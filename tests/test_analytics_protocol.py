@@ -96,7 +96,7 @@ def test_flags_change_what_the_model_reads_and_are_kept_per_system(one_task: Pat
     text = run_cli("score", str(out), "--system", flagged_name).stdout
     assert "round-limit note: deskbench" in " ".join(text.split())
     html = tmp_path / "report.html"
-    assert run_cli("report", str(out), "-o", str(html)).returncode == 0
+    assert run_cli("report", str(out), "--output", str(html)).returncode == 0
     page = html.read_text(encoding="utf-8")
     section = page[page.index('id="analytics-protocol"'):]
     assert "round-limit note: <strong>deskbench</strong>" in section and "CJK font hint" in section

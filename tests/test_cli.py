@@ -34,8 +34,8 @@ def test_search_text_output(operator_corpus: Corpus) -> None:
         (["search", "--corpus", "{missing}", "fee"], "is not a deskbench corpus"),
         (["ingest", "{root}", "--corpus", "{root}", "--ocr", "sometimes"], "--ocr 'sometimes' is not valid"),
         (["ingest", "{root}", "--corpus", "{root}", "--workers", "0"], "--workers 0 is not valid"),
-        (["page", "--corpus", "{root}", "nope.pdf", "1", "-o", "{missing}/x.png"], "document 'nope.pdf' is not in the corpus"),
-        (["page", "--corpus", "{root}", "alpha.pdf", "1", "--dpi", "5", "-o", "{missing}/x.png"], "dpi 5 is out of range"),
+        (["page", "--corpus", "{root}", "nope.pdf", "1", "--output", "{missing}/x.png"], "document 'nope.pdf' is not in the corpus"),
+        (["page", "--corpus", "{root}", "alpha.pdf", "1", "--dpi", "5", "--output", "{missing}/x.png"], "dpi 5 is out of range"),
         (["info", "--corpus", "{missing}"], "is not a deskbench corpus"),
     ],
 )

@@ -282,7 +282,7 @@ def test_mixed_tracks_exit_2_with_one_line(tmp_path: Path) -> None:
 def test_html_page(tmp_path: Path) -> None:
     runs = [docqa_run(tmp_path / name, f"sys-{name}", CORRECT[name]) for name in "AB"]
     page = tmp_path / "compare.html"
-    proc = run_cli("compare", *map(str, runs), "-o", str(page), "--resamples", "50")
+    proc = run_cli("compare", *map(str, runs), "--output", str(page), "--resamples", "50")
     assert proc.returncode == 0, proc.stderr
     html = page.read_text(encoding="utf-8")
     assert 'id="comparison-docqa-leaderboard"' in html and 'id="comparison-docqa-pairs"' in html

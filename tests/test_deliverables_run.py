@@ -118,8 +118,8 @@ def test_three_systems_at_once_rerun_and_diagnose(packages: Path, tmp_path: Path
         # a partial rerun: one task of one system, replaced; every other episode untouched
         before = {(ep.task_id, ep.system): ep.finished_at for ep in episodes}
         script.lazy_is_good = True
-        run(packages, out, fake, "--agent", "deliverable-agent", *args, "--only-task", "dl-0002-rcp",
-            "--only-system", "deliverable-agent:openai-compat/lazy", "--rerun")
+        run(packages, out, fake, "--agent", "deliverable-agent", *args, "--task", "dl-0002-rcp",
+            "--system", "deliverable-agent:openai-compat/lazy", "--rerun")
     after = {(ep.task_id, ep.system): ep for ep in RunStore(out, create=False).episodes()}
     assert len(after) == 6
     changed = {k for k, ep in after.items() if ep.finished_at != before[k]}
@@ -142,7 +142,7 @@ def test_bad_pairs_and_unknown_task_are_one_line(packages: Path, tmp_path: Path)
         (("--agent", "deliverable-agent", "--agent", "deliverable-agent", "--model", "a", "--model", "b",
           "--model", "c"), "do not pair up"),
         (("--agent", "bm25-agent", "--model", "local"), "unknown deliverables agent"),
-        (("--model", "local", "--only-task", "nope"), "--only-task 'nope' is not a package"),
+        (("--model", "local", "--task", "nope"), "--task 'nope' is not a package"),
     ):
         proc = run_cli("run", "--tasks", str(packages), "--out", str(tmp_path / "r"), *extra, "--unsafe-local")
         assert proc.returncode == 2, proc.stderr
@@ -156,7 +156,7 @@ def test_local_model_writes_a_deliverable(packages: Path, tmp_path: Path) -> Non
     require_local_model()
     require_tool("bwrap")
     out = tmp_path / "run"
-    proc = run_cli("run", "--tasks", str(packages), "--out", str(out), "--model", "local", "--only-task",
+    proc = run_cli("run", "--tasks", str(packages), "--out", str(out), "--model", "local", "--task",
                    "dl-0003-scp", "--max-rounds", "2", "--max-tokens", "256", "--inline-chars", "1500",
                    "--quiet", "--json", timeout=900)
     assert proc.returncode == 0, proc.stderr
@@ -179,7 +179,7 @@ def test_budget_spent_asks_once_for_the_deliverable(packages: Path, tmp_path: Pa
 
     out = tmp_path / "run"
     with FakeOpenAI(script=script) as fake:
-        run(packages, out, fake, "--model", f"openai-compat/explorer@{fake.base_url}", "--only-task",
+        run(packages, out, fake, "--model", f"openai-compat/explorer@{fake.base_url}", "--task",
             "dl-0003-scp", "--max-rounds", "2")
         final = fake.requests[-1]
     assert "budget (2 calls) is spent" in final["messages"][-1]["content"]

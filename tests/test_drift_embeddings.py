@@ -156,7 +156,7 @@ def test_cli_drift_with_minilm_records_the_method(tmp_path: Path, minilm: emb.Mi
         "t2": ("yes", ["annual report"]),
     })
     out = tmp_path / "d.json"
-    proc = run_cli("analyse", "drift", str(tmp_path / "run"), "-o", str(out), "--method", "minilm")
+    proc = run_cli("analyse", "drift", str(tmp_path / "run"), "--output", str(out), "--method", "minilm")
     assert proc.returncode == 0, proc.stderr
     rep = json.loads(out.read_text())
     assert rep["method"] == "minilm"
@@ -169,11 +169,11 @@ def test_cli_drift_with_minilm_records_the_method(tmp_path: Path, minilm: emb.Mi
     assert drift["t2"] is None and drift["t0"] < drift["t1"]
     assert s["mean_drift_correct"] == pytest.approx(drift["t0"], abs=1e-9)
 
-    tfidf = run_cli("analyse", "drift", str(tmp_path / "run"), "-o", str(tmp_path / "t.json"))
+    tfidf = run_cli("analyse", "drift", str(tmp_path / "run"), "--output", str(tmp_path / "t.json"))
     assert tfidf.returncode == 0, tfidf.stderr
     assert json.loads((tmp_path / "t.json").read_text())["method"] == "tfidf"  # still the default
 
-    bad = run_cli("analyse", "drift", str(tmp_path / "run"), "-o", str(out), "--method", "bert")
+    bad = run_cli("analyse", "drift", str(tmp_path / "run"), "--output", str(out), "--method", "bert")
     assert bad.returncode == 2 and "--method 'bert' is not valid" in bad.stderr
 
 

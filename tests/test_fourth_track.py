@@ -68,7 +68,7 @@ def test_a_fourth_track_runs_scores_and_compares(echo: None, tmp_path: Path) -> 
     assert {s["system"]: s["success_rate"] for s in json.loads(diagnosed.stdout)["systems"]} == {
         "echo-lower": 1.0, "echo-upper": 1.0}  # every episode answered: ok, whatever its score
     page = tmp_path / "report.html"
-    reported = _cli("report", str(out), "-o", str(page))
+    reported = _cli("report", str(out), "--output", str(page))
     assert reported.exit_code == 0, reported.output
     html = page.read_text(encoding="utf-8")
     section = html[html.index('<section id="comparison-echo">'):]  # its leaderboard and pair, from its outcomes
@@ -128,7 +128,7 @@ def test_a_fourth_track_renders_its_own_section_template(tmp_path: Path) -> None
     register_track(RichEchoTrack())
     try:
         page = tmp_path / "report.html"
-        reported = _cli("report", str(_echo_run(tmp_path)), "-o", str(page))
+        reported = _cli("report", str(_echo_run(tmp_path)), "--output", str(page))
         assert reported.exit_code == 0, reported.output
         assert "(2 echo system(s))" in reported.output
     finally:

@@ -75,7 +75,7 @@ def test_page_command(corpus: Corpus, tmp_path: Path) -> None:
                    "--dpi", "72", "-o", str(out))
     assert proc.returncode == 0, proc.stderr
     assert Image.open(out).size == (612, 792)
-    bad = run_cli("page", "--corpus", str(corpus.root), "doc.pdf", "9", "-o", str(tmp_path / "x.png"))
+    bad = run_cli("page", "--corpus", str(corpus.root), "doc.pdf", "9", "--output", str(tmp_path / "x.png"))
     assert bad.returncode == 2
     assert bad.stderr.strip() == "error: page 9 is out of range for doc.pdf: it has pages 1 to 2"
 

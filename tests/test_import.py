@@ -186,13 +186,13 @@ def test_episodes_carry_the_prediction_and_its_trajectory(imported: tuple[Path, 
 
 def test_report_and_analyses_read_imported_systems(imported: tuple[Path, Path, Path], tmp_path: Path) -> None:
     tasks, preds, run = imported
-    proc = run_cli("report", str(run), "-o", str(tmp_path / "report.html"))
+    proc = run_cli("report", str(run), "--output", str(tmp_path / "report.html"))
     assert proc.returncode == 0, proc.stderr
     html = (tmp_path / "report.html").read_text()
     assert "bm25-official (imported)" in html and "none (imported predictions)" in html
     record = imported_systems(RunStore(run, create=False))["bm25-official"]
     assert record.sha256[:12] in html
-    items = _json_file("analyse", "items", str(run), "-o", str(tmp_path / "items.json"))
+    items = _json_file("analyse", "items", str(run), "--output", str(tmp_path / "items.json"))
     assert len(items["items"]) == 8
     # a second imported system (a third party's file, deskbench's own format) for agreement
     other = _write(tmp_path / "other.jsonl", [
@@ -201,9 +201,9 @@ def test_report_and_analyses_read_imported_systems(imported: tuple[Path, Path, P
         for i, t in enumerate(TASKS)])
     proc = run_cli("import", str(other), "--tasks", str(tasks), "--system", "third-party", "--out", str(run))
     assert proc.returncode == 0, proc.stderr
-    kappa = _json_file("analyse", "agreement", str(run), "-o", str(tmp_path / "kappa.json"))
+    kappa = _json_file("analyse", "agreement", str(run), "--output", str(tmp_path / "kappa.json"))
     assert "bm25-official (imported)" in json.dumps(kappa) and "third-party (imported)" in json.dumps(kappa)
-    drift = _json_file("analyse", "drift", str(run), "-o", str(tmp_path / "drift.json"))
+    drift = _json_file("analyse", "drift", str(run), "--output", str(tmp_path / "drift.json"))
     assert {s["system"] for s in drift["systems"]} >= {"bm25-official", "third-party"}
     both = _json("score", str(run), "--json")
     assert set(both) == {"bm25-official", "third-party"} and both["third-party"]["accuracy"] == pytest.approx(4 / 8)
@@ -212,7 +212,7 @@ def test_report_and_analyses_read_imported_systems(imported: tuple[Path, Path, P
 def _json_file(*args: str) -> dict:
     proc = run_cli(*args)
     assert proc.returncode == 0, proc.stderr
-    out = Path(args[args.index("-o") + 1])
+    out = Path(args[args.index("--output") + 1])
     return json.loads(out.read_text())
 
 

@@ -235,5 +235,5 @@ def test_missing_stored_copy_is_a_clear_error(tmp_path: Path) -> None:
     write_text_pdf(tmp_path / "pdfs" / "gone.pdf", ["text"])
     c, _ = ingest(tmp_path / "corpus", [tmp_path / "pdfs"])
     (c.root / c.document("gone.pdf").stored_path).unlink()
-    proc = run_cli("page", "--corpus", str(c.root), "gone.pdf", "1", "-o", str(tmp_path / "x.png"))
+    proc = run_cli("page", "--corpus", str(c.root), "gone.pdf", "1", "--output", str(tmp_path / "x.png"))
     assert proc.returncode == 2 and "is missing; ingest" in proc.stderr and "Traceback" not in proc.stderr

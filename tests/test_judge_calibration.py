@@ -126,7 +126,7 @@ def test_sample_compute_and_score_with_the_calibration(tmp_path: Path) -> None:
     items_path, labels_path, cal_path = tmp_path / "items.jsonl", tmp_path / "labels.jsonl", tmp_path / "cal.json"
     with FakeOpenAI(script=_script) as fake:
         judge = f"openai-compat/judge-model@{fake.base_url}"
-        proc = run_cli("calibrate", "sample", str(run), "-o", str(items_path), "--n", "10", "--seed", "0",
+        proc = run_cli("calibrate", "sample", str(run), "--output", str(items_path), "--num-items", "10", "--seed", "0",
                        "--judge", judge, "--no-cache")
         assert proc.returncode == 0, proc.stderr
         assert len(fake.requests) == 6  # exact answers never reach the judge

@@ -143,7 +143,7 @@ def test_gpt5_mini_run_and_judged_score_pass_the_reasoning_model_rules(operator_
         rescored = deskbench("score", str(tmp_path / "run"), "--judge", "openai/gpt-5-mini", "--judge-cache",
                              str(tmp_path / "fresh.sqlite"), "--json", env=env)
         assert rescored.returncode == 0, rescored.stderr
-        page = deskbench("report", str(tmp_path / "run"), "-o", str(tmp_path / "report.html"), "--judge",
+        page = deskbench("report", str(tmp_path / "run"), "--output", str(tmp_path / "report.html"), "--judge",
                          "openai/gpt-5-mini", "--judge-reasoning-effort", "low", env=env)
         assert page.returncode == 0, page.stderr
         other = deskbench("run", "--tasks", str(tasks), "--corpus", str(operator_corpus.root), "--model",

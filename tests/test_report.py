@@ -321,18 +321,18 @@ def test_bad_run_directories_are_user_errors(tmp_path: Path) -> None:
 
 def test_cli_writes_the_report(run: Path, tmp_path: Path) -> None:
     target = tmp_path / "out" / "report.html"
-    proc = run_cli("report", str(run), "-o", str(target))
+    proc = run_cli("report", str(run), "--output", str(target))
     assert proc.returncode == 0, proc.stderr
     assert '<table id="leaderboard">' in target.read_text(encoding="utf-8")
 
 
 def test_cli_corpus_adds_the_corpus_section(run: Path, tmp_path: Path, operator_corpus) -> None:  # noqa: ANN001
     target = tmp_path / "report.html"
-    proc = run_cli("report", str(run), "-o", str(target), "--corpus", str(operator_corpus.root))
+    proc = run_cli("report", str(run), "--output", str(target), "--corpus", str(operator_corpus.root))
     assert proc.returncode == 0, proc.stderr
     table = target.read_text(encoding="utf-8").split('<table id="corpus-by-category">')[1].split("</table>")[0]
     assert "<td>(no question)</td><td>2</td><td>5</td>" in table  # alpha.pdf (3 pages) and beta.pdf (2)
-    proc = run_cli("report", str(run), "-o", str(tmp_path / "r2.html"), "--corpus", str(tmp_path))
+    proc = run_cli("report", str(run), "--output", str(tmp_path / "r2.html"), "--corpus", str(tmp_path))
     assert proc.returncode == 2 and len(proc.stderr.strip().splitlines()) == 1
     assert "is not a deskbench corpus" in proc.stderr and not (tmp_path / "r2.html").exists()
 
@@ -340,7 +340,7 @@ def test_cli_corpus_adds_the_corpus_section(run: Path, tmp_path: Path, operator_
 @pytest.mark.parametrize("name", ["missing", "plain"])
 def test_cli_bad_directory_is_one_line_and_exit_2(tmp_path: Path, name: str) -> None:
     (tmp_path / "plain").mkdir()
-    proc = run_cli("report", str(tmp_path / name), "-o", str(tmp_path / "r.html"))
+    proc = run_cli("report", str(tmp_path / name), "--output", str(tmp_path / "r.html"))
     assert proc.returncode == 2, proc.stderr
     lines = proc.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("error: ") and "Traceback" not in proc.stderr

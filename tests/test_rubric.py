@@ -896,7 +896,7 @@ def cli_ok(*args: str) -> str:
 
 def test_cli_export_import_qc_show_tags(run: Path, tmp_path: Path) -> None:
     template = tmp_path / "template.csv"
-    assert "wrote 4 row(s)" in cli_ok("rubric", "export", str(run), "-o", str(template))
+    assert "wrote 4 row(s)" in cli_ok("rubric", "export", str(run), "--output", str(template))
     filled = filled_template(run, template)
     assert "imported 4 grade(s)" in cli_ok("rubric", "import", str(run), str(filled))
     qc = write_csv(tmp_path / "qc.csv", QC_COLUMNS, [

@@ -35,10 +35,10 @@ def test_the_table_covers_every_option_of_the_command(command: str) -> None:
 
 DOCQA_IGNORED = [["--max-rounds", "3"], ["--no-summary"], ["--last-round-note"], ["--cjk-font-hint"],
                  ["--chart-judge", "openai/x"], ["--file-judge", "openai/x"], ["--file-judge-deferred"],
-                 ["--only-task", "p1"], ["--only-system", "s"], ["--rerun"], ["--inline-chars", "10"],
+                 ["--task", "p1"], ["--system", "s"], ["--rerun"], ["--inline-chars", "10"],
                  ["--trap-hints"], ["--web", "brave"], ["--web-record", "w"]]
 ANALYTICS_IGNORED = [["--corpus", "c"], ["--top-k", "3"], ["--view", "text"], ["--max-steps", "3"],
-                     ["--max-sub-calls", "2"], ["--only-task", "p1"], ["--only-system", "s"], ["--rerun"],
+                     ["--max-sub-calls", "2"], ["--task", "p1"], ["--system", "s"], ["--rerun"],
                      ["--inline-chars", "10"], ["--trap-hints"], ["--web", "brave"]]
 DELIVERABLES_IGNORED = [["--corpus", "c"], ["--top-k", "3"], ["--view", "text"], ["--max-steps", "3"],
                         ["--max-sub-calls", "2"], ["--limit", "2"], ["--no-summary"], ["--last-round-note"],

@@ -399,7 +399,7 @@ def test_report_links_rows_and_bad_cases_to_the_viewer(client: TestClient, runs:
     viewer = "http://127.0.0.1:8770"
     linked, plain = tmp_path / "linked.html", tmp_path / "plain.html"
     for target, extra in ((linked, ("--viewer-url", viewer)), (plain, ())):
-        proc = run_cli("report", str(runs["root"] / "runA"), "-o", str(target), *extra)
+        proc = run_cli("report", str(runs["root"] / "runA"), "--output", str(target), *extra)
         assert proc.returncode == 0, proc.stderr
     assert 'class="episodes"' not in plain.read_text() and viewer not in plain.read_text()  # a standalone file
     page = linked.read_text()
@@ -413,5 +413,5 @@ def test_report_links_rows_and_bad_cases_to_the_viewer(client: TestClient, runs:
     assert retrieval in bad
     # the link, followed in the viewer, lists the episode the report counted there
     assert ("runA", SYSTEM, "v/2") in _rows(client.get(retrieval.removeprefix(viewer)).text)
-    proc = run_cli("report", str(runs["root"] / "runA"), "-o", str(tmp_path / "x.html"), "--viewer-url", "127.0.0.1:8770")
+    proc = run_cli("report", str(runs["root"] / "runA"), "--output", str(tmp_path / "x.html"), "--viewer-url", "127.0.0.1:8770")
     assert proc.returncode == 2 and "--viewer-url" in proc.stderr and "Traceback" not in proc.stderr

@@ -247,9 +247,9 @@ def test_other_users_cannot_see_or_submit_my_work(setup: dict) -> None:
 def test_batches_decide_what_each_user_sees(setup: dict, tmp_path: Path) -> None:
     run_dir = tmp_path / "run"
     out = ("--out", str(run_dir))
-    proc = run_cli("serve", "batches", *out, "--tasks", str(setup["tasks"]), "--size", "1")
+    proc = run_cli("serve", "batches", *out, "--tasks", str(setup["tasks"]), "--batch-size", "1")
     assert proc.returncode == 0 and "2 new batches: Aquarius, Orion" in proc.stderr, proc
-    again = run_cli("serve", "batches", *out, "--tasks", str(setup["tasks"]), "--size", "1")
+    again = run_cli("serve", "batches", *out, "--tasks", str(setup["tasks"]), "--batch-size", "1")
     assert "0 new batches" in again.stderr  # existing batches never change
     bad = run_cli("serve", "add-user", "gus", *out, "--batch", "Andromeda")
     assert bad.returncode == 2 and "no batch 'Andromeda'" in bad.stderr and "Traceback" not in bad.stderr

@@ -47,7 +47,7 @@ def run(tmp_path_factory: pytest.TempPathFactory) -> dict:
     tasks.write_text("".join(json.dumps(t) + "\n" for t in [*TASKS, *MORE]))
     run_dir = root / "run"
     out = ("--out", str(run_dir))
-    assert run_cli("serve", "batches", *out, "--tasks", str(tasks), "--size", "2").returncode == 0
+    assert run_cli("serve", "batches", *out, "--tasks", str(tasks), "--batch-size", "2").returncode == 0
     tokens = {"alice": run_cli("serve", "add-user", "alice", *out, "--batch", "Aquarius", "--batch", "Orion"),
               "bob": run_cli("serve", "add-user", "bob", *out, "--batch", "Aquarius", "--batch", "Orion"),
               "carol": run_cli("serve", "add-user", "carol", *out, "--batch", "Orion")}
@@ -85,7 +85,7 @@ def test_score_sees_each_annotator_and_the_pool(run: dict) -> None:
 
 def test_agreement_has_a_human_row(run: dict, tmp_path: Path) -> None:
     out = tmp_path / "agreement.json"
-    proc = run_cli("analyse", "agreement", str(run["run"]), "-o", str(out), "--plot", str(tmp_path / "k.png"))
+    proc = run_cli("analyse", "agreement", str(run["run"]), "--output", str(out), "--plot", str(tmp_path / "k.png"))
     assert proc.returncode == 0, proc.stderr
     rep = json.loads(out.read_text())
     assert set(rep["humans"]) == {"human:alice", "human:bob", "human:carol"}
@@ -105,7 +105,7 @@ def test_agreement_has_a_human_row(run: dict, tmp_path: Path) -> None:
     assert (tmp_path / "k.png").stat().st_size > 1000
 
     pooled = tmp_path / "pooled.json"
-    assert run_cli("analyse", "agreement", str(run["run"]), "-o", str(pooled), "--pool-humans").returncode == 0
+    assert run_cli("analyse", "agreement", str(run["run"]), "--output", str(pooled), "--pool-humans").returncode == 0
     rep = json.loads(pooled.read_text())
     assert rep["humans"] == ["human"] and sorted(rep["systems"]) == ["human", "lexical"]
     [pair] = rep["pairs"]
@@ -114,13 +114,13 @@ def test_agreement_has_a_human_row(run: dict, tmp_path: Path) -> None:
 
 def test_report_lists_people_with_their_effort(run: dict, tmp_path: Path) -> None:
     html_path = tmp_path / "report.html"
-    proc = run_cli("report", str(run["run"]), "-o", str(html_path))
+    proc = run_cli("report", str(run["run"]), "--output", str(html_path))
     assert proc.returncode == 0, proc.stderr
     html = html_path.read_text()
     for name in ("human:alice", "human:bob", "human:carol", "lexical"):
         assert name in html, name
     pooled = tmp_path / "pooled.html"
-    assert run_cli("report", str(run["run"]), "-o", str(pooled), "--pool-humans").returncode == 0
+    assert run_cli("report", str(run["run"]), "--output", str(pooled), "--pool-humans").returncode == 0
     text = pooled.read_text()
     assert "human:alice" not in text and ">human<" in text
     # people's trajectories carry their searches: effort = 1 search per question

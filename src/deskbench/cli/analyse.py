@@ -36,7 +36,7 @@ from deskbench.tracks.docqa.humans import is_human
 analyse_app = typer.Typer(no_args_is_help=True, help="Analyses over stored runs (MADQA §2.4, §5, App. B, D, E, H): items, splits, agreement, drift, guessability, multihop, lexical, effort, failures, trajectories, cost, human-time, corpus-stats.")
 
 RunDirsArg = Annotated[list[Path], typer.Argument(metavar="RUNDIR...", help="Run directories (deskbench run --out).")]
-OutOpt = Annotated[Path, typer.Option("--output", "-o", help="JSON report to write.")]
+OutOpt = Annotated[Path, typer.Option("--output", help="JSON report to write.")]
 PlotOpt = Annotated[Path | None, typer.Option("--plot", help="Also write a PNG plot here.")]
 PoolOpt = Annotated[bool, typer.Option("--pool-humans", help="One Human row (and one Human-oracle row) from every annotator's human:NAME episodes; an item answered by several annotators counts their earliest answer.")]
 

@@ -1,6 +1,6 @@
 """`deskbench analyse effort | failures | trajectories | cost | human-time | corpus-stats`: the
 MADQA appendix analyses, thin shells over the modules of the same names. Each writes its pydantic
-report as JSON (the model is the schema) to -o FILE and/or, with --json, to stdout; prints one
+report as JSON (the model is the schema) to --output FILE and/or, with --json, to stdout; prints one
 line per system on stderr (a figure the run data cannot support says "not computable: <why>");
 with --plot, writes a PNG. `register` adds them to the `analyse` sub-app."""
 
@@ -16,7 +16,7 @@ from pydantic import BaseModel
 from deskbench.cli.analyse_more import CorpusOpt, PlotOpt, RunDirsArg, TasksOpt, write_report
 from deskbench.errors import UserError
 
-OutOpt = Annotated[Path | None, typer.Option("--output", "-o", help="JSON report to write.")]
+OutOpt = Annotated[Path | None, typer.Option("--output", help="JSON report to write.")]
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print the JSON report on stdout.")]
 
 PoolOpt = Annotated[bool, typer.Option("--pool-humans", help="One Human row from every annotator's human:NAME episodes (earliest answer per question).")]
@@ -29,7 +29,7 @@ def _say(text: str) -> None:
 def _wanted(output: Path | None, as_json: bool) -> None:
     """Checked before any work: the report has to go somewhere."""
     if output is None and not as_json:
-        raise UserError("say where the report goes: -o FILE.json, or --json to print it")
+        raise UserError("say where the report goes: --output FILE.json, or --json to print it")
 
 
 R = TypeVar("R", bound=BaseModel)
@@ -37,7 +37,7 @@ R = TypeVar("R", bound=BaseModel)
 
 def _deliver(report: R, figure: Callable[[R], Any], lines: Callable[[R], Iterable[str]], output: Path | None,
              plot: Path | None, as_json: bool) -> None:
-    """What every command does with its report: JSON to -o and/or stdout, the PNG with --plot,
+    """What every command does with its report: JSON to --output and/or stdout, the PNG with --plot,
     one line per system on stderr, then what was written."""
     if output is not None:
         write_report(output, report)
@@ -73,7 +73,7 @@ def effort(run_dirs: RunDirsArg, output: OutOpt = None, plot: PlotOpt = None, as
     _deliver(load_effort(run_dirs, pool), effort_figure, _effort_lines, output, plot, as_json)
 
 
-TopOpt = Annotated[int, typer.Option("--top", min=1, help="Pool this many most accurate systems for the hop-type and domain breakdowns (the paper: 4).")]
+TopOpt = Annotated[int, typer.Option("--top-systems", min=1, help="Pool this many most accurate systems for the hop-type and domain breakdowns (the paper: 4).")]
 
 
 def _failures_lines(report: Any) -> Iterator[str]:

@@ -14,10 +14,10 @@ from deskbench.errors import UserError
 
 RunDirsArg = Annotated[list[Path], typer.Argument(metavar="RUNDIR...", help="Run directories (deskbench run --out).")]
 RunDirArg = Annotated[Path, typer.Argument(metavar="RUNDIR", help="Run directory (deskbench run --out).")]
-OutOpt = Annotated[Path, typer.Option("--output", "-o", help="JSON report to write.")]
+OutOpt = Annotated[Path, typer.Option("--output", help="JSON report to write.")]
 PlotOpt = Annotated[Path | None, typer.Option("--plot", help="Also write a PNG plot here.")]
 CorpusOpt = Annotated[Path, typer.Option("--corpus", "-c", help="Corpus directory.")]
-TasksOpt = Annotated[Path, typer.Option("--tasks", help="docqa tasks JSONL.")]
+TasksOpt = Annotated[Path, typer.Option("--tasks", "-t", help="docqa tasks JSONL.")]
 
 
 def write_report(path: Path, report: BaseModel) -> None:
@@ -25,7 +25,7 @@ def write_report(path: Path, report: BaseModel) -> None:
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(report.model_dump_json(indent=2) + "\n", encoding="utf-8")
     except OSError as exc:
-        raise UserError(f"cannot write {path}: {exc.strerror or exc}; choose another -o path") from exc
+        raise UserError(f"cannot write {path}: {exc.strerror or exc}; choose another --output path") from exc
 
 
 def _say(text: str) -> None:
@@ -52,7 +52,7 @@ def drift(
 
 def guessability(
     run_dir: RunDirArg, output: OutOpt,
-    model: Annotated[str | None, typer.Option(help="Classify the questions with this model (MADQA Prompt 2) instead of patterns.")] = None,
+    model: Annotated[str | None, typer.Option("--model", "-m", help="Classify the questions with this model (MADQA Prompt 2) instead of patterns.")] = None,
 ) -> None:
     """Accuracy without documents by question type: yes/no, binary choice, other (MADQA E.2)."""
     from deskbench.tracks.docqa.analysis.guessability import load_guessability

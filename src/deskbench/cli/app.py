@@ -11,6 +11,7 @@ import sys
 import typer
 from rich.markup import escape
 
+from deskbench.cli import grammar
 from deskbench.console import err
 from deskbench.errors import UserError
 
@@ -48,6 +49,7 @@ COMMAND_MODULES = (
 
 for _name in COMMAND_MODULES:
     importlib.import_module(f"deskbench.cli.{_name}").register(app)
+grammar.apply(app)  # one flag grammar (cli/grammar.py): earlier names accepted with a line, --version
 
 
 def main() -> None:

@@ -20,6 +20,7 @@ from typing import Annotated
 
 import typer
 
+from deskbench.cli.settings import CacheOpt, JudgeCacheOpt, JudgeConcurrencyOpt
 from deskbench.console import out as _out
 from deskbench.errors import UserError
 
@@ -108,16 +109,16 @@ def register(app: typer.Typer) -> None:
     def sample_cmd(
         run_dirs: Annotated[list[Path], typer.Argument(help="docqa or analytics run directories (the --out of "
                                                             "'deskbench run').")],
-        output: Annotated[Path, typer.Option("--output", "-o", help="Items JSONL to write.")],
-        n: Annotated[int, typer.Option("--n", help="Items in the sample.")] = 200,
+        output: Annotated[Path, typer.Option("--output", help="Items JSONL to write.")],
+        n: Annotated[int, typer.Option("--num-items", help="Items in the sample.")] = 200,
         seed: Annotated[int, typer.Option(help="Seed of the sample.")] = 0,
         system: Annotated[str | None, typer.Option(help="Sample only this system's answers.")] = None,
         judge: Annotated[str | None, typer.Option(help="LLM judge model: its verdicts are stored in the items "
                                                        "and the sample is stratified by them (analytics: the QA "
                                                        "judge, Listing 2).")] = None,
-        judge_cache: Annotated[Path | None, typer.Option(help="Judge response cache (SQLite).")] = None,
-        no_cache: Annotated[bool, typer.Option("--no-cache", help="Do not cache judge responses.")] = False,
-        concurrency: Annotated[int, typer.Option(help="Judge calls in flight at once.")] = 16,
+        judge_cache: JudgeCacheOpt = None,
+        cache: CacheOpt = True,
+        concurrency: JudgeConcurrencyOpt = 16,
         category: Annotated[str | None, typer.Option(help="analytics: sample only qa, visualization or "
                                                           "file_generation items.")] = None,
         chart_judge: Annotated[str | None, typer.Option(help="analytics: vision judge for charts (default: "
@@ -140,15 +141,15 @@ def register(app: typer.Typer) -> None:
         )
 
         if n < 1:
-            raise UserError(f"--n {n} is not valid; use 1 or more")
+            raise UserError(f"--num-items {n} is not valid; use 1 or more")
         if concurrency < 1:
-            raise UserError(f"--concurrency {concurrency} is not valid; use 1 or more")
+            raise UserError(f"--judge-concurrency {concurrency} is not valid; use 1 or more")
         track = _track(run_dirs)
         if track == "analytics":
             items, skipped = _analytics_items(run_dirs, system=system, category=category, judge=judge,
                                               chart_judge=chart_judge, file_judge=file_judge,
                                               file_judge_all=file_judge_all, unsafe_local=unsafe_local,
-                                              concurrency=concurrency, cache_flags=judge_cache is not None or no_cache)
+                                              concurrency=concurrency, cache_flags=judge_cache is not None or not cache)
         else:
             for flag, given in (("--category", category), ("--chart-judge", chart_judge), ("--file-judge", file_judge),
                                 ("--file-judge-all/--file-judge-deferred", file_judge_all is not None),
@@ -159,7 +160,7 @@ def register(app: typer.Typer) -> None:
         if judge and track == "docqa":
             from deskbench.tracks.docqa.score_command import make_judge
 
-            items = judge_items(items, make_judge(judge, judge_cache, no_cache, concurrency))
+            items = judge_items(items, make_judge(judge, judge_cache, not cache, concurrency))
         chosen = sample_items(items, n, seed)
         if not chosen:
             raise UserError("every item was left unscored by its evaluator: nothing to sample; give the judge "

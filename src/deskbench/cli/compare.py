@@ -12,11 +12,15 @@ from rich.markup import escape
 from rich.table import Table
 
 from deskbench.cli.settings import (
+    CacheOpt,
     CapabilitiesOpt,
+    JudgeCacheOpt,
+    JudgeConcurrencyOpt,
     JudgeMaxTokensOpt,
     JudgeReasoningEffortOpt,
     JudgeTemperatureOpt,
     JudgeTopPOpt,
+    scorer_params,
     use_model_flags,
 )
 from deskbench.console import err, out
@@ -101,11 +105,11 @@ def register(app: typer.Typer) -> None:
         system: Annotated[list[str] | None, typer.Option("--system", help="Compare only these systems (as stored; repeat).")] = None,
         resamples: Annotated[int, typer.Option(help="Bootstrap resamples (mean score and paired mean difference).")] = 1000,
         seed: Annotated[int, typer.Option(help="Bootstrap seed.")] = 0,
-        output: Annotated[Path | None, typer.Option("--output", "-o", help="Also write the comparison as a self-contained HTML page.")] = None,
+        output: Annotated[Path | None, typer.Option("--output", help="Also write the comparison as a self-contained HTML page.")] = None,
         judge: Annotated[str | None, typer.Option(help="LLM judge model, as 'deskbench score': docqa answers (else ANLS* >= 0.5), analytics QA (and charts without --chart-judge), deliverables llm_check verifiers.")] = None,
-        judge_cache: Annotated[Path | None, typer.Option(help="docqa: judge response cache (SQLite).")] = None,
-        no_cache: Annotated[bool, typer.Option("--no-cache", help="docqa: do not cache judge responses.")] = False,
-        concurrency: Annotated[int, typer.Option(help="Judge calls in flight at once.")] = 16,
+        judge_cache: JudgeCacheOpt = None,
+        cache: CacheOpt = True,
+        concurrency: JudgeConcurrencyOpt = 16,
         chart_judge: Annotated[str | None, typer.Option(help="analytics: vision judge for charts (default: --judge).")] = None,
         file_judge: Annotated[str | None, typer.Option("--file-judge", help="analytics: the agentic File Judge model (AIDABench Listing 5); off by default: the spreadsheet comparator decides.")] = None,
         file_judge_all: Annotated[bool | None, typer.Option("--file-judge-all/--file-judge-deferred", help=_FILE_JUDGE_ALL_HELP)] = None,
@@ -132,7 +136,7 @@ def register(app: typer.Typer) -> None:
         if resamples < 1:
             raise UserError(f"--resamples {resamples} is not valid; use 1 or more")
         if concurrency < 1:
-            raise UserError(f"--concurrency {concurrency} is not valid; use 1 or more")
+            raise UserError(f"--judge-concurrency {concurrency} is not valid; use 1 or more")
         stores, track = _open_runs(run_dirs)
         try:
             check_options("compare", track, given_flags(ctx, "compare"))
@@ -152,7 +156,7 @@ def register(app: typer.Typer) -> None:
             for name in (judge, chart_judge, file_judge):
                 if name:
                     preflight(name, role="judge")
-            with get_track(track).scorer_options(dict(ctx.params)) as options:
+            with get_track(track).scorer_options(scorer_params(ctx.params)) as options:
                 by_dir = {st.dir: st for st in stores}
                 systems = [SystemOutcomes(label=label, system=s, run_dir=str(d),
                                           outcomes=get_track(track).outcomes(by_dir[d], s, options))

@@ -98,7 +98,7 @@ def ingest(
 def search(
     query: Annotated[str, typer.Argument(help='Whoosh syntax: words, AND, OR, NOT, "phrases", wild*, file:NAME, word^2')],
     corpus: CorpusOpt,
-    k: Annotated[int, typer.Option("-k", "--top", help="Number of pages to return.")] = 5,
+    k: Annotated[int, typer.Option("--top-k", "-k", help="Number of pages to return.")] = 5,
     as_json: JsonOpt = False,
 ) -> None:
     """Search the corpus page by page (BM25, Whoosh's analyzer: its stop words and single
@@ -138,7 +138,7 @@ def page(
     corpus: CorpusOpt,
     document: Annotated[str, typer.Argument(help="Document id (the PDF's file name).")],
     page_number: Annotated[int, typer.Argument(metavar="PAGE", help="1-based page number.")],
-    output: Annotated[Path, typer.Option("-o", "--output", help="Image file to write.")],
+    output: Annotated[Path, typer.Option("--output", help="Image file to write.")],
     dpi: Annotated[int, typer.Option(help="Render resolution.")] = 150,
     fmt: Annotated[str, typer.Option("--format", help="png | jpeg | webp")] = "png",
     max_pixels: Annotated[int | None, typer.Option(help="Cap on width x height.")] = None,

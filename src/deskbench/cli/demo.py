@@ -24,8 +24,8 @@ def register(app: typer.Typer) -> None:
 
 
 def demo(
-    out_dir: Annotated[Path, typer.Option("--out", help="Where to write the corpus and the run.")] = Path(".demo"),
-    model: Annotated[str | None, typer.Option(help="Model for the agent (default: openai/gpt-5-mini with OPENAI_API_KEY, else local).")] = None,
+    out_dir: Annotated[Path, typer.Option("--out", "-o", help="Where to write the corpus and the run.")] = Path(".demo"),
+    model: Annotated[str | None, typer.Option("--model", "-m", help="Model for the agent (default: openai/gpt-5-mini with OPENAI_API_KEY, else local).")] = None,
     local_limit: Annotated[int, typer.Option(help="With the local model: only the first N questions (SmolLM2 on 2 CPU cores takes 20-70 s a call).")] = 5,
     analytics_limit: Annotated[int, typer.Option(help="With the local model: only the first N analytics tasks.")] = 2,
     deliverables_limit: Annotated[int, typer.Option(help="With the local model: only the first N deliverables packages.")] = 1,

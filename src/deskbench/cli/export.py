@@ -17,12 +17,12 @@ def register(app: typer.Typer) -> None:
     @app.command()
     def export(
         run_dir: Annotated[Path, typer.Argument(help="A run directory (the --out of 'deskbench run').")],
-        output: Annotated[Path, typer.Option("-o", "--output", help="The directory to write the export into (created).")],
+        output: Annotated[Path, typer.Option("--out", "-o", help="The directory to write the export into (created).")],
         fmt: Annotated[str, typer.Option("--format", help="The export format: inspect (Inspect AI eval logs, "
                                                            "one per system; needs the deskbench\\[inspect] extra).")] = "inspect",
         images: Annotated[bool, typer.Option("--images/--no-images", help="Put the page images the models saw into "
                                              "the export (rendered again from the corpus), or text placeholders.")] = True,
-        corpus: Annotated[Path | None, typer.Option("--corpus", help="Read pages from this corpus instead of the one "
+        corpus: Annotated[Path | None, typer.Option("--corpus", "-c", help="Read pages from this corpus instead of the one "
                                                     "each system recorded (a corpus that moved).")] = None,
     ) -> None:
         """Write a run's episodes in another tool's format: with --format inspect, one Inspect AI eval

@@ -23,8 +23,8 @@ def register(app: typer.Typer) -> None:
 @generate_app.command("docqa")
 def generate_docqa_cmd(
     out_dir: Annotated[Path, typer.Option("--out", "-o", help="Output directory (pdfs/, tasks.jsonl, manifest.jsonl).")],
-    docs: Annotated[int, typer.Option(help="PDFs, distractors included.")] = 40,
-    questions: Annotated[int, typer.Option(help="Questions.")] = 60,
+    docs: Annotated[int, typer.Option("--num-docs", help="PDFs, distractors included.")] = 40,
+    questions: Annotated[int, typer.Option("--num-questions", help="Questions.")] = 60,
     seed: Annotated[int, typer.Option(help="The same seed gives byte-identical output.")] = 0,
     injections: Annotated[float, typer.Option(help="Share of questions with a prompt injection on an evidence page (0-1).")] = 0.0,
     quiet: QuietOpt = False,
@@ -32,8 +32,8 @@ def generate_docqa_cmd(
     """A docqa collection: clustered multi-page PDFs, questions with answer variants and minimal evidence."""
     from deskbench.tracks.docqa.generate import generate_docqa
 
-    at_least_one("--docs", docs)
-    at_least_one("--questions", questions)
+    at_least_one("--num-docs", docs)
+    at_least_one("--num-questions", questions)
     if not 0.0 <= injections <= 1.0:
         raise UserError(f"--injections {injections} is not valid; give a share between 0 and 1")
     with progress_bars(quiet) as progress:
@@ -49,26 +49,26 @@ def generate_docqa_cmd(
 @generate_app.command("analytics")
 def generate_analytics_cmd(
     out_dir: Annotated[Path, typer.Option("--out", "-o", help="Output directory (inputs/, tasks.jsonl).")],
-    tasks: Annotated[int, typer.Option(help="Tasks.")] = 12,
+    tasks: Annotated[int, typer.Option("--num-tasks", help="Tasks.")] = 12,
     seed: Annotated[int, typer.Option(help="The same seed gives byte-identical output.")] = 0,
 ) -> None:
     """Analytics tasks (qa, visualization, file generation) over generated xlsx/csv/docx inputs."""
     from deskbench.tracks.analytics.generate.tasks import generate_analytics
 
-    at_least_one("--tasks", tasks)
+    at_least_one("--num-tasks", tasks)
     out.print(describe(generate_analytics(out_dir, tasks=tasks, seed=seed)))
 
 
 @generate_app.command("deliverables")
 def generate_deliverables_cmd(
     out_dir: Annotated[Path, typer.Option("--out", "-o", help="Output directory (one package per task).")],
-    tasks: Annotated[int, typer.Option(help="Task packages.")] = 5,
+    tasks: Annotated[int, typer.Option("--num-tasks", help="Task packages.")] = 5,
     seed: Annotated[int, typer.Option(help="The same seed gives byte-identical output.")] = 0,
 ) -> None:
     """Deliverable task packages with traps, each paired with the verifier that catches it."""
     from deskbench.tracks.deliverables.generate.packages import generate_deliverables
 
-    at_least_one("--tasks", tasks)
+    at_least_one("--num-tasks", tasks)
     out.print(describe(generate_deliverables(out_dir, tasks=tasks, seed=seed)))
 
 

@@ -18,7 +18,7 @@ def register(app: typer.Typer) -> None:
     def import_tasks_cmd(
         fmt: Annotated[str, typer.Argument(help="The released benchmark's format: aida (AIDABench, HF MichaelYang-lyx/AIDA).")],
         manifest: Annotated[Path, typer.Argument(help="Its task manifest, e.g. QA_en/QA_en.jsonl (input/ and reference/ beside it).")],
-        out_file: Annotated[Path, typer.Option("--out", help="deskbench tasks JSONL to write (input paths relative to its folder).")],
+        out_file: Annotated[Path, typer.Option("--output", help="deskbench tasks JSONL to write (input paths relative to its folder).")],
         difficulty_steps: Annotated[int | None, typer.Option(help="Steps for rows without a step count (AIDA has none): every such task gets N.")] = None,
     ) -> None:
         """Convert a released benchmark's tasks into deskbench tasks (what cannot be converted is listed, not guessed)."""
@@ -39,7 +39,7 @@ def register(app: typer.Typer) -> None:
         predictions: Annotated[Path, typer.Argument(help="Predictions JSONL (the official MADQA agents' output, a third party's, or deskbench's format).")],
         tasks: Annotated[Path, typer.Option("--tasks", "-t", help="Tasks JSONL the predictions answer (MADQA dataset rows).")],
         system: Annotated[str, typer.Option(help="Name of the system in the run, e.g. bm25-gpt5-official.")],
-        out_dir: Annotated[Path, typer.Option("--out", help="Run directory (created, or a run to add the system to).")],
+        out_dir: Annotated[Path, typer.Option("--out", "-o", help="Run directory (created, or a run to add the system to).")],
         skip_invalid: Annotated[bool, typer.Option(help="Skip (and count) bad lines instead of stopping.")] = False,
         as_json: Annotated[bool, typer.Option("--json", help="Print machine-readable JSON on stdout.")] = False,
     ) -> None:

@@ -8,11 +8,15 @@ from typing import Annotated
 import typer
 
 from deskbench.cli.settings import (
+    CacheOpt,
     CapabilitiesOpt,
+    JudgeCacheOpt,
+    JudgeConcurrencyOpt,
     JudgeMaxTokensOpt,
     JudgeReasoningEffortOpt,
     JudgeTemperatureOpt,
     JudgeTopPOpt,
+    scorer_params,
     use_model_flags,
 )
 from deskbench.console import out
@@ -28,11 +32,11 @@ def register(app: typer.Typer) -> None:
 def report(
     ctx: typer.Context,
     run_dirs: Annotated[list[Path], typer.Argument(help="Run directories (the --out of 'deskbench run').")],
-    output: Annotated[Path, typer.Option("--output", "-o", help="HTML file to write.")] = Path("report.html"),
+    output: Annotated[Path, typer.Option("--output", help="HTML file to write.")] = Path("report.html"),
     judge: Annotated[str | None, typer.Option(help="LLM judge model for judged and bias-corrected accuracy (else ANLS* >= 0.5).")] = None,
-    judge_cache: Annotated[Path | None, typer.Option(help="Judge response cache (SQLite).")] = None,
-    no_cache: Annotated[bool, typer.Option("--no-cache", help="Do not cache judge responses.")] = False,
-    concurrency: Annotated[int, typer.Option(help="Judge calls in flight at once.")] = 16,
+    judge_cache: JudgeCacheOpt = None,
+    cache: CacheOpt = True,
+    concurrency: JudgeConcurrencyOpt = 16,
     chart_judge: Annotated[str | None, typer.Option(help="analytics runs: vision judge for charts (default: --judge).")] = None,
     file_judge: Annotated[str | None, typer.Option("--file-judge", help="analytics runs: the agentic File Judge model (AIDABench Listing 5: sandboxed code, at most 20 calls per file); it decides every output file (see --file-judge-deferred); off by default: the spreadsheet comparator decides.")] = None,
     file_judge_all: Annotated[bool | None, typer.Option("--file-judge-all/--file-judge-deferred", help="analytics: with --file-judge, every output file goes to the File Judge, the comparator's verdict kept beside it (the paper's protocol; the default) | only files the comparator cannot read (cheaper; not the paper's protocol).")] = None,
@@ -59,11 +63,11 @@ def report(
     use_model_flags(capabilities, judge_temperature=judge_temperature, judge_top_p=judge_top_p,
                     judge_reasoning_effort=judge_reasoning_effort, judge_max_tokens=judge_max_tokens)
     if concurrency < 1:
-        raise UserError(f"--concurrency {concurrency} is not valid; use 1 or more")
+        raise UserError(f"--judge-concurrency {concurrency} is not valid; use 1 or more")
     if viewer_url is not None and not viewer_url.startswith(("http://", "https://")):
         raise UserError(f"--viewer-url {viewer_url!r} is not an http(s) address; give the one 'deskbench view' prints, "
                         "e.g. http://127.0.0.1:8770")
-    params = {name: value for name, value in ctx.params.items() if name not in ("run_dirs", "viewer_url")}
+    params = {name: value for name, value in scorer_params(ctx.params).items() if name not in ("run_dirs", "viewer_url")}
     data = build_report(run_dirs, **params)
     write_report(data, output, viewer_url)
     out.print(f"wrote {output} ({', '.join(f'{s.n_systems} {s.track}' for s in data.sections)} system(s))")

@@ -50,10 +50,10 @@ def register(app: typer.Typer) -> None:
         system: Annotated[str | None, typer.Option(help="Grade only this system's episodes.")] = None,
         concurrency: Annotated[int, typer.Option(help="Episodes graded at once.")] = 4,
         regrade: Annotated[bool, typer.Option("--regrade", help="Grade again episodes this grader already graded.")] = False,
-        max_tokens: Annotated[int | None, typer.Option("--max-tokens", "--judge-max-tokens", help="Output limit of each grader call (default: not sent; Anthropic: 4096).")] = None,
-        temperature: Annotated[float | None, typer.Option("--temperature", "--judge-temperature", help="Grader temperature (default: 0 where the model takes one).")] = None,
-        top_p: Annotated[float | None, typer.Option("--top-p", "--judge-top-p", help="Grader nucleus sampling (default: not sent).")] = None,
-        reasoning_effort: Annotated[str | None, typer.Option("--reasoning-effort", "--judge-reasoning-effort", help="Grader reasoning effort (default: not sent).")] = None,
+        max_tokens: Annotated[int | None, typer.Option("--max-tokens", help="Output limit of each grader call (default: not sent; Anthropic: 4096).")] = None,
+        temperature: Annotated[float | None, typer.Option("--temperature", help="Grader temperature (default: 0 where the model takes one).")] = None,
+        top_p: Annotated[float | None, typer.Option("--top-p", help="Grader nucleus sampling (default: not sent).")] = None,
+        reasoning_effort: Annotated[str | None, typer.Option("--reasoning-effort", help="Grader reasoning effort (default: not sent).")] = None,
         cache: Annotated[bool, typer.Option("--cache/--no-cache", help="Reuse cached grader replies (a retried "
                                                                        "failure then fails the same way).")] = True,
         as_json: JsonOpt = False,
@@ -127,7 +127,7 @@ def register(app: typer.Typer) -> None:
     @rubric_app.command("export")
     def export_cmd(
         run_dir: RunDirArg,
-        out_file: Annotated[Path, typer.Option("--out", "-o", help="The CSV to write.")],
+        out_file: Annotated[Path, typer.Option("--output", help="The CSV to write.")],
         system: Annotated[str | None, typer.Option(help="Only this system's episodes.")] = None,
     ) -> None:
         """Write a grading template for SMEs: one row per ok episode, scores empty."""

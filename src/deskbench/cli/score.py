@@ -9,11 +9,15 @@ import typer
 
 from deskbench.cli.common import JsonOpt
 from deskbench.cli.settings import (
+    CacheOpt,
     CapabilitiesOpt,
+    JudgeCacheOpt,
+    JudgeConcurrencyOpt,
     JudgeMaxTokensOpt,
     JudgeReasoningEffortOpt,
     JudgeTemperatureOpt,
     JudgeTopPOpt,
+    scorer_params,
     use_model_flags,
 )
 from deskbench.errors import UserError
@@ -39,9 +43,9 @@ def score(
     skip_invalid: Annotated[bool, typer.Option(help="Skip (and count) bad lines instead of stopping.")] = False,
     items_out: Annotated[Path | None, typer.Option("--items-out", help="Write per-item scores as JSONL.")] = None,
     judge: Annotated[str | None, typer.Option(help="LLM judge model, e.g. openai/gpt-5-mini (else ANLS* >= 0.5).")] = None,
-    judge_cache: Annotated[Path | None, typer.Option(help="Judge response cache (SQLite).")] = None,
-    no_cache: Annotated[bool, typer.Option("--no-cache", help="Do not cache judge responses.")] = False,
-    concurrency: Annotated[int, typer.Option(help="Judge calls in flight at once.")] = 16,
+    judge_cache: JudgeCacheOpt = None,
+    cache: CacheOpt = True,
+    concurrency: JudgeConcurrencyOpt = 16,
     q0: Annotated[float | None, typer.Option(help="Judge specificity, for bias correction [default: 1.0].")] = None,
     q1: Annotated[float | None, typer.Option(help="Judge sensitivity, for bias correction [default: 0.98].")] = None,
     m0: Annotated[int | None, typer.Option(help="Calibration items judged incorrect by humans [default: 48].")] = None,
@@ -78,8 +82,8 @@ def score(
         if name:
             preflight(name, role="judge")
     if concurrency < 1:
-        raise UserError(f"--concurrency {concurrency} is not valid; use 1 or more")
-    params = dict(ctx.params)
+        raise UserError(f"--judge-concurrency {concurrency} is not valid; use 1 or more")
+    params = scorer_params(ctx.params)
     if store is None and scorer is not None:
         raise UserError(f"--scorer scores a run directory; {submissions} is a file: give the run's folder")
     if store is None:

@@ -123,7 +123,7 @@ def register(app: typer.Typer) -> None:
         host: Annotated[str, typer.Option(help="Address to bind; 127.0.0.1 keeps it on this machine.")] = "127.0.0.1",
         port: Annotated[int, typer.Option(help="Port.")] = 8765,
         oracle: Annotated[bool, typer.Option("--oracle", help="Show the gold evidence pages instead of search (system human-oracle:NAME).")] = False,
-        top_k: Annotated[int, typer.Option(help="Pages per search (the agents' default is 5).")] = 5,
+        top_k: Annotated[int, typer.Option("--top-k", "-k", help="Pages per search (the agents' default is 5).")] = 5,
         calibration: Annotated[Path | None, typer.Option(help="Items JSONL of 'deskbench calibrate sample --judge': adds the /calibration labelling screens.")] = None,
         batch_size: Annotated[int, typer.Option(help="Questions per batch for tasks in no batch yet (see 'serve batches').")] = 25,
         session_idle: IdleOpt = "8h",
@@ -221,7 +221,7 @@ def register(app: typer.Typer) -> None:
     def batches(
         out: Annotated[Path, typer.Option("--out", "-o", help="Run directory the app serves.")],
         tasks: Annotated[Path | None, typer.Option("--tasks", "-t", help="docqa tasks JSONL: batch those not in a batch yet.")] = None,
-        size: Annotated[int, typer.Option(help="Questions per batch (MADQA: 25).")] = 25,
+        size: Annotated[int, typer.Option("--batch-size", help="Questions per batch (MADQA: 25).")] = 25,
         seed: Annotated[int | None, typer.Option(help="Shuffle the new tasks under this seed first (default: file order).")] = None,
     ) -> None:
         """Cut the tasks into batches with constellation code names (MADQA C.2) and list every

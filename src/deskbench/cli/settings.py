@@ -61,3 +61,18 @@ def use_model_flags(capabilities: Path | None, *, judge_temperature: float | Non
     judge = agent_sampling(judge_temperature, judge_top_p, judge_reasoning_effort, judge_max_tokens)
     use_sampling("judge", judge)
     return judge
+
+JudgeCacheOpt = Annotated[Path | None, typer.Option(
+    "--judge-cache", help="Judge response cache, a SQLite file (default: deskbench's shared response cache).")]
+CacheOpt = Annotated[bool, typer.Option(
+    "--cache/--no-cache", help="Reuse and store judge responses in the judge cache.")]
+JudgeConcurrencyOpt = Annotated[int, typer.Option("--judge-concurrency", help="Judge calls in flight at once.")]
+
+
+def scorer_params(params: dict[str, object]) -> dict[str, object]:
+    """A judging command's parameters as the scorers read them: the `--cache/--no-cache` pair is
+    their `no_cache`."""
+    out = dict(params)
+    if "cache" in out:
+        out["no_cache"] = not out.pop("cache")
+    return out

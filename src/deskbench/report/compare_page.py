@@ -1,4 +1,4 @@
-"""`deskbench compare -o PAGE.html`: the comparison as a self-contained HTML page (no JavaScript,
+"""`deskbench compare --output PAGE.html`: the comparison as a self-contained HTML page (no JavaScript,
 nothing fetched): templates/compare.html.j2 around templates/_comparison.html.j2, the section
 `deskbench report` also shows for each track with two or more systems."""
 

@@ -141,7 +141,7 @@ def write_page(html: str, path: Path) -> None:
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(html, encoding="utf-8")
     except OSError as exc:
-        raise UserError(f"cannot write {path}: {exc.strerror or exc}; choose another -o path") from exc
+        raise UserError(f"cannot write {path}: {exc.strerror or exc}; choose another --output path") from exc
 
 
 def write_report(report: Report, path: Path, viewer_url: str | None = None) -> None:

@@ -24,12 +24,12 @@ RUN_COMMON = frozenset({
 })
 # `deskbench score`: a predictions file is docqa; a run directory is its run's track.
 SCORE_COMMON = frozenset({
-    "--system", "--items-out", "--judge", "--concurrency", "--judge-temperature", "--judge-top-p",
+    "--system", "--items-out", "--judge", "--judge-concurrency", "--judge-temperature", "--judge-top-p",
     "--judge-reasoning-effort", "--judge-max-tokens", "--capabilities", "--json", "--scorer",
 })
 # `deskbench compare`: the scorer's options of the runs' track, as `score` takes them.
 COMPARE_COMMON = frozenset({
-    "--system", "--resamples", "--seed", "--output", "--judge", "--concurrency", "--judge-temperature",
+    "--system", "--resamples", "--seed", "--output", "--judge", "--judge-concurrency", "--judge-temperature",
     "--judge-top-p", "--judge-reasoning-effort", "--judge-max-tokens", "--capabilities", "--json",
 })
 COMMON: dict[str, frozenset[str]] = {"run": RUN_COMMON, "score": SCORE_COMMON, "compare": COMPARE_COMMON}

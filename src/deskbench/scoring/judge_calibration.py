@@ -175,7 +175,7 @@ def _read(path: Path, model: type[M], fix: str) -> list[tuple[int, M]]:
 
 
 def read_items(path: Path) -> list[CalibrationItem]:
-    rows = _read(path, CalibrationItem, "give the -o file of 'deskbench calibrate sample'")
+    rows = _read(path, CalibrationItem, "give the --output file of 'deskbench calibrate sample'")
     seen: set[str] = set()
     for number, item in rows:
         if item.id in seen:

@@ -1,6 +1,6 @@
 """Judge calibration screens (issue 9 item 3), on when `deskbench serve ... --calibration ITEMS`.
 
-ITEMS is the -o file of `deskbench calibrate sample --judge MODEL`. A logged-in person sees one
+ITEMS is the --output file of `deskbench calibrate sample --judge MODEL`. A logged-in person sees one
 item at a time: the question, the gold answer variants and the prediction (escaped), never the
 judge's verdict, reason or name, nor the system (a labeller must not be anchored), and labels it
 correct or incorrect: one click is one POST with the session's CSRF token. An analytics item

@@ -120,7 +120,7 @@ def select_tasks(all_tasks: list[DeliverableTask], only: Sequence[str]) -> list[
     known = {t.id for t in all_tasks}
     unknown = [i for i in only if i not in known]
     if unknown:
-        raise UserError(f"--only-task {unknown[0]!r} is not a package here; known ids: {', '.join(sorted(known))}")
+        raise UserError(f"--task {unknown[0]!r} is not a package here; known ids: {', '.join(sorted(known))}")
     return [t for t in all_tasks if t.id in set(only)]
 
 
@@ -174,7 +174,7 @@ def prepare_deliverables(spec: DeliverablesRunSpec) -> PreparedRun:
         if not spec.only_systems or name in spec.only_systems:
             agents[name] = s.agent
     if spec.only_systems and not agents:
-        raise UserError(f"--only-system {spec.only_systems[0]!r} matches none of the systems given "
+        raise UserError(f"--system {spec.only_systems[0]!r} matches none of the systems given "
                         f"({', '.join(by_name)})")
     settings = AnalystSettings(max_rounds=spec.max_rounds, summary=False)
 

@@ -29,7 +29,7 @@ class DeliverablesTrack:
 
     agents = ("deliverable-agent", "external")  # tracks/deliverables/agent.py DELIVERABLE_AGENTS
     limit_category = "round_limit"
-    run_options = frozenset({"--max-rounds", "--unsafe-local", "--only-task", "--only-system", "--rerun",
+    run_options = frozenset({"--max-rounds", "--unsafe-local", "--task", "--system", "--rerun",
                              "--inline-chars", "--trap-hints", "--web", "--web-record",
                              "--command", "--url", "--timeout"})
     score_options = frozenset({"--reviewed-only"})

@@ -31,9 +31,9 @@ class DocQATrack:
     run_options = frozenset({"--corpus", "--limit", "--max-steps", "--max-sub-calls", "--top-k", "--view",
                              "--unsafe-local", "--command", "--url", "--timeout"})
     score_options = frozenset({"--tasks", "--pool-humans", "--by", "--official", "--kuiper-ties", "--effort",
-                               "--skip-invalid", "--judge-cache", "--no-cache", "--q0", "--q1", "--m0", "--m1",
+                               "--skip-invalid", "--judge-cache", "--cache", "--q0", "--q1", "--m0", "--m1",
                                "--judge-calibration"})
-    compare_options = frozenset({"--judge-cache", "--no-cache"})
+    compare_options = frozenset({"--judge-cache", "--cache"})
 
     def claims(self, tasks: Path, agents: Sequence[str]) -> bool:
         """The default track: any tasks file another track does not claim."""
