@@ -79,8 +79,8 @@ def test_demo_runs_both_systems_and_resumes(tmp_path: Path) -> None:
 
 
 def test_generate_commands_refuse_bad_counts(tmp_path: Path) -> None:
-    for args, flag in ((("docqa", "--docs", "3"), "docs=3 is too small"), (("docqa", "--injections", "1.5"), "--injections"),
-                       (("analytics", "--tasks", "0"), "--tasks 0"), (("deliverables", "--tasks", "-1"), "--tasks -1")):
+    for args, flag in ((("docqa", "--num-docs", "3"), "docs=3 is too small"), (("docqa", "--injections", "1.5"), "--injections"),
+                       (("analytics", "--num-tasks", "0"), "--num-tasks 0"), (("deliverables", "--num-tasks", "-1"), "--num-tasks -1")):
         proc = run_cli("generate", *args, "-o", str(tmp_path / "g"))
         assert proc.returncode == 2 and flag in proc.stderr and "Traceback" not in proc.stderr
     for args in (("--local-limit", "0"), ("--max-steps", "0"), ("--analytics-limit", "0")):

@@ -182,7 +182,7 @@ def test_cli_without_the_extra_exits_2_with_one_line(tmp_path: Path) -> None:
     code = (f"import sys; sys.modules[{emb.MODEL_PACKAGE!r}] = None; "
             "from deskbench.cli import main; sys.argv = ['deskbench'] + sys.argv[1:]; main()")
     proc = subprocess.run([sys.executable, "-c", code, "analyse", "drift", str(tmp_path / "run"),
-                           "-o", str(tmp_path / "d.json"), "--method", "minilm"],
+                           "--output", str(tmp_path / "d.json"), "--method", "minilm"],
                           capture_output=True, text=True, timeout=120)
     assert proc.returncode == 2
     lines = [ln for ln in proc.stderr.splitlines() if ln.strip()]

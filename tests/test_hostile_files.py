@@ -271,14 +271,14 @@ def huge_pages(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def test_page_with_a_huge_media_box(huge_pages: Path, doc: str, size: str) -> None:
     side = "14,400" if doc == "big.pdf" else "3,000,000"
     run = bounded_cli("page", "--corpus", str(huge_pages / "corpus"), doc, "1", "--dpi", "110",
-                      "-o", str(huge_pages / "p.png"))
+                      "--output", str(huge_pages / "p.png"))
     run.held()
     assert run.returncode == 2
     assert run.stderr.strip().splitlines() == [
         f"error: page 1 of {doc} exceeds the 200-megapixel page-image limit ({side} x {side} pt at 110 dpi "
         f"is {size} megapixels); render it at a lower dpi or with a pixel cap (--dpi, --max-pixels)"]
     ok = run_cli("page", "--corpus", str(huge_pages / "corpus"), "plain.pdf", "1", "--dpi", "110",
-                 "-o", str(huge_pages / "p.png"))
+                 "--output", str(huge_pages / "p.png"))
     assert ok.returncode == 0 and (huge_pages / "p.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 

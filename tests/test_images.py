@@ -72,7 +72,7 @@ def test_bad_requests_raise_user_errors(corpus: Corpus) -> None:
 def test_page_command(corpus: Corpus, tmp_path: Path) -> None:
     out = tmp_path / "p2.jpg"
     proc = run_cli("page", "--corpus", str(corpus.root), "doc.pdf", "2", "--format", "jpeg",
-                   "--dpi", "72", "-o", str(out))
+                   "--dpi", "72", "--output", str(out))
     assert proc.returncode == 0, proc.stderr
     assert Image.open(out).size == (612, 792)
     bad = run_cli("page", "--corpus", str(corpus.root), "doc.pdf", "9", "--output", str(tmp_path / "x.png"))

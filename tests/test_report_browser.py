@@ -17,7 +17,7 @@ SECTIONS = ("leaderboard", "calibration", "budget", "errors", "breakdowns", "eff
 def test_report_renders_offline_with_every_part(browser, tmp_path: Path) -> None:  # noqa: ANN001
     target = tmp_path / "report.html"
     proc = run_cli("report", str(_make_run(tmp_path / "run")), str(_make_analytics_run(tmp_path / "an")),
-                   "-o", str(target))
+                   "--output", str(target))
     assert proc.returncode == 0, proc.stderr
     page, problems = watched_page(browser, ("file:", "data:"), viewport={"width": 1280, "height": 900})
     page.goto(target.as_uri(), wait_until="load")

@@ -64,6 +64,18 @@ def test_run_refuses_a_flag_its_track_does_not_take(tmp_path: Path, track: str, 
     assert not (tmp_path / "run").exists()  # refused before anything is created
 
 
+EXTERNAL_FLAGS = [["--command", "my-agent {question}"], ["--url", "http://127.0.0.1:9/"], ["--timeout", "5"]]
+
+
+@pytest.mark.parametrize("track", ["docqa", "analytics", "deliverables"])
+@pytest.mark.parametrize("flag", EXTERNAL_FLAGS, ids=lambda f: f[0])
+def test_external_flags_without_an_external_agent_are_refused(tmp_path: Path, track: str, flag: list[str]) -> None:
+    exc = _invoke([*_run_args(track, tmp_path), *flag])
+    assert isinstance(exc, UserError), exc
+    assert str(exc) == f"{flag[0]} configure(s) --agent external, which this run does not have; add --agent external or drop {flag[0]}"
+    assert not (tmp_path / "run").exists()
+
+
 @pytest.mark.parametrize("track", ["docqa", "analytics", "deliverables"])
 def test_attempts_0_is_an_error_on_every_track(tmp_path: Path, track: str) -> None:
     exc = _invoke([*_run_args(track, tmp_path), "--attempts", "0"])

@@ -21,6 +21,7 @@ from deskbench.cli.settings import (
     agent_sampling,
     use_model_flags,
 )
+from deskbench.errors import UserError
 from deskbench.models.registry import preflight
 
 
@@ -34,7 +35,7 @@ def run(
     ctx: typer.Context,
     tasks: Annotated[Path, typer.Option("--tasks", "-t", help="Tasks JSONL; for deliverables, a task package folder or a folder of packages.")],
     out_dir: Annotated[Path, typer.Option("--out", "-o", help="Run directory (created; an existing run is resumed).")],
-    agent: Annotated[list[str] | None, typer.Option(help="docqa: bm25-agent (default) | rag | oracle | guess | lexical (no model) | rlm (REPL in the sandbox) | external (your agent over MCP, with --command) | package.module:Name (a plugin); analytics: analyst-agent; deliverables: deliverable-agent (default). Deliverables take several --agent/--model pairs.")] = None,
+    agent: Annotated[list[str] | None, typer.Option(help="docqa: bm25-agent (default) | rag | oracle | guess | lexical (no model) | rlm (REPL in the sandbox) | external (your agent over MCP, with --command or --url); analytics: analyst-agent (default) | external; deliverables: deliverable-agent (default) | external; every track: package.module:Name (a plugin). Deliverables take several --agent/--model pairs.")] = None,
     model: Annotated[list[str] | None, typer.Option("--model", "-m", help="openai/<model> (default openai/gpt-5-mini), openai-compat/<name>@<url>, anthropic/<model>, local (ignored by lexical); repeat with --agent for several systems (deliverables)")] = None,
     corpus: Annotated[Path | None, typer.Option("--corpus", "-c", help="Corpus directory (not needed by guess).")] = None,
     judge: Annotated[str | None, typer.Option(help="LLM judge model for the scores (else ANLS*).")] = None,
@@ -61,9 +62,9 @@ def run(
     inline_chars: Annotated[int, typer.Option(help="deliverables: characters of normalised input text put in the prompt.")] = 24_000,
     trap_hints: Annotated[bool, typer.Option("--trap-hints", help="deliverables: the prompt names the trap kinds (footnotes, units, weighting...): not the paper's prompt; the system becomes deliverable-agent[trap-hints].")] = False,
     web: Annotated[str | None, typer.Option("--web", help="deliverables: web_search and fetch tools: recorded:DIR (saved pages, offline) or brave (Brave Search API, key in $BRAVE_SEARCH_API_KEY). Off by default.")] = None,
-    command: Annotated[str | None, typer.Option("--command", help="docqa --agent external: your agent's command, run once per task ({question} is replaced; the MCP server's URL is in $DESKBENCH_MCP_URL).")] = None,
-    url: Annotated[str | None, typer.Option("--url", help="docqa --agent external: your agent as a service, POSTed {task_id, question, mcp_url} once per task; it answers over MCP (instead of --command).")] = None,
-    timeout: Annotated[float | None, typer.Option("--timeout", help="docqa --agent external: an episode's wall-time limit in seconds (default 600); part of the run's configuration.")] = None,
+    command: Annotated[str | None, typer.Option("--command", help="--agent external (every track): your agent's command, run once per task ({question} is replaced; the MCP server's URL is in $DESKBENCH_MCP_URL).")] = None,
+    url: Annotated[str | None, typer.Option("--url", help="--agent external (every track): your agent as a service, POSTed {task_id, question, mcp_url} once per task; it answers over MCP (instead of --command).")] = None,
+    timeout: Annotated[float | None, typer.Option("--timeout", help="--agent external (every track): an episode's wall-time limit in seconds (default 600); part of the run's configuration.")] = None,
     web_record: Annotated[Path | None, typer.Option("--web-record", help="deliverables: with a live --web, also save every search and page to DIR (replay with --web recorded:DIR).")] = None,
     temperature: TemperatureOpt = None,
     top_p: TopPOpt = None,
@@ -84,6 +85,7 @@ def run(
 
     track = track_for(tasks, agent or [])
     check_options("run", track.name, given_flags(ctx, "run"))  # a flag the track does not take is named, not ignored
+    _external_flags_need_an_external_agent(agent or [], track.agents, command=command, url=url, timeout=timeout)
     use_model_flags(capabilities, judge_temperature=judge_temperature, judge_top_p=judge_top_p,
                     judge_reasoning_effort=judge_reasoning_effort, judge_max_tokens=judge_max_tokens)
     for name in (judge, chart_judge, file_judge):  # a judge's key and settings before the run, not after it
@@ -98,3 +100,12 @@ def run(
         prep = track.prepare(request)
         systems = execute_with_progress(prep, quiet)
         track.show_scores(prep.store, systems, request, as_json=as_json)
+
+
+def _external_flags_need_an_external_agent(agents: list[str], built_in: tuple[str, ...], **given: object) -> None:
+    """--command, --url and --timeout configure `--agent external` (or a plugin, which may read
+    them): given with the track's other built-in agents only, they would be recorded and do nothing."""
+    used = [f"--{name}" for name, value in given.items() if value is not None]
+    if used and all(a in built_in and a != "external" for a in agents or [built_in[0]]):
+        raise UserError(f"{', '.join(used)} configure(s) --agent external, which this run does not have; "
+                        f"add --agent external or drop {used[0]}")
