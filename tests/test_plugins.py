@@ -165,3 +165,35 @@ def test_broken_entry_point_is_one_line(plugin_venv: Path, tmp_path: Path) -> No
     finally:
         subprocess.run([str(plugin_venv / "bin" / "python"), "-m", "pip", "uninstall", "-y", "-q",
                         "deskbench-broken-agent"], capture_output=True, timeout=300)
+
+
+def test_an_installed_track_plugin_runs_and_scores(tmp_path: Path) -> None:
+    """tests/echo_track as a distribution on the path declares `deskbench.tracks: echo` (a
+    .dist-info is what an install leaves); `deskbench run` finds the track by its entry point
+    alone (nothing registers it in Python), then `score` and `list tracks` know it."""
+    site_dir = tmp_path / "site"
+    info = site_dir / "deskbench_echo_track-0.1.dist-info"
+    info.mkdir(parents=True)
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: deskbench-echo-track\nVersion: 0.1\n")
+    (info / "entry_points.txt").write_text("[deskbench.tracks]\necho = echo_track:TRACK\n")
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(site_dir), str(REPO / "tests")])}
+
+    def cli(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([sys.executable, "-m", "deskbench.cli", *args], capture_output=True, text=True,
+                              timeout=300, env=env, cwd=tmp_path)
+
+    listed = {r["name"]: r["origin"] for r in json.loads(cli("list", "tracks", "--json").stdout)}
+    assert "deskbench-echo-track" in listed["echo"]
+    tasks = tmp_path / "tasks.jsonl"
+    rows = [("abc", "ABC"), ("Q", "q"), ("hi", "HI")]
+    tasks.write_text("".join(json.dumps({"id": f"e{i}", "text": t, "expected": e}) + "\n" for i, (t, e) in enumerate(rows)))
+    run = cli("run", "--tasks", str(tasks), "--agent", "echo-upper", "--out", str(tmp_path / "run"), "--quiet", "--json")
+    assert run.returncode == 0, run.stderr
+    assert json.loads(run.stdout) == pytest.approx({"echo-upper": 2 / 3})
+    assert RunStore(tmp_path / "run", create=False).meta("track") == "echo"
+    scored = cli("score", str(tmp_path / "run"), "--json")
+    assert scored.returncode == 0, scored.stderr
+    assert json.loads(scored.stdout) == pytest.approx({"echo-upper": 2 / 3})
+    without = subprocess.run([sys.executable, "-m", "deskbench.cli", "score", str(tmp_path / "run")], capture_output=True,
+                             text=True, timeout=300, env={**os.environ, "PYTHONPATH": str(REPO / "tests")}, cwd=tmp_path)
+    assert without.returncode == 2 and "echo" in without.stderr and "Traceback" not in without.stderr

@@ -184,7 +184,7 @@ async def code_loop(prompt: str, inputs: list[Path], ctx: AnalystContext, files:
                     continue
                 rounds += 1
                 tool = extra.get(call.name)
-                text = await (tool.run(call, rec) if tool else _execute(call, ctx, inputs, files, rec))
+                text = await (tool.run(call, rec) if tool else execute_code_call(call, ctx, inputs, files, rec))
                 if rounds == settings.max_rounds and warn_last:
                     text += "\n" + LAST_ROUND_NOTE.format(n=settings.max_rounds)
                 messages.append(Message(role="tool", tool_call_id=call.id, content=text))
@@ -192,9 +192,9 @@ async def code_loop(prompt: str, inputs: list[Path], ctx: AnalystContext, files:
         return LoopEnd("error", "error", rounds, error=f"model call failed: {exc}")
 
 
-async def _execute(call: ToolCall, ctx: AnalystContext, inputs: list[Path], files: Deliverables,
-                   rec: Recorder) -> str:
-    """Run one execute_code call; the text the model reads back."""
+async def execute_code_call(call: ToolCall, ctx: AnalystContext, inputs: list[Path], files: Deliverables,
+                            rec: Recorder) -> str:
+    """Run one execute_code call (the analyst loop's, and an external agent's over MCP); the text the model reads back."""
     started = time.monotonic()
     try:
         if call.name != EXECUTE_TOOL.name:

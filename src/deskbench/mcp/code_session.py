@@ -21,7 +21,7 @@ from deskbench.agents.code_loop import (
     AnalystContext,
     Deliverables,
     LoopTool,
-    _execute,
+    execute_code_call,
 )
 from deskbench.mcp.external import Status
 from deskbench.models.types import ChatModel, ToolCall
@@ -77,7 +77,7 @@ class CodeSession:
 
     async def execute_code(self, code: str) -> str:
         call = self._round(EXECUTE_TOOL.name).model_copy(update={"arguments": json.dumps({"code": code})})
-        return await _execute(call, self.ctx, self.inputs, self.files, self.rec)
+        return await execute_code_call(call, self.ctx, self.inputs, self.files, self.rec)
 
     async def loop_tool(self, name: str, arguments: dict[str, Any]) -> str:
         """A tool besides execute_code, run (and recorded) as the code loop runs it."""

@@ -175,7 +175,12 @@ class RunStore:
     def track(self) -> Track:
         """Which track the run belongs to (docqa unless its tasks said otherwise)."""
         value = self.meta("track")
-        return value if isinstance(value, str) and value in tracks() else "docqa"
+        if not isinstance(value, str):
+            return "docqa"
+        if value not in tracks():  # a plugin's track not installed here: never read it as another track
+            raise UserError(f"{self.dir} is a run of the {value!r} track, which is not installed here; install the "
+                            "plugin that provides it (`deskbench list tracks` shows the installed ones)")
+        return value
 
     def save_tasks(self, tasks: Sequence[BaseModel], *, allow_new: bool = True) -> None:
         """Remember the run's tasks (of one track). A resumed run may give a subset (--limit),
