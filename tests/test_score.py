@@ -275,3 +275,5 @@ def test_run_json_is_always_a_mapping_of_system_to_report(tmp_path: Path) -> Non
     both = json.loads(run_cli("score", str(run), "--json").stdout)
     assert set(both) == {"alpha", "beta"}
     assert both["alpha"] == one["alpha"] and both["beta"] == picked["beta"]
+    named = json.loads(run_cli("score", str(run), "--system", "beta", "--system", "alpha", "--json").stdout)
+    assert named == both  # --system repeats, as in compare

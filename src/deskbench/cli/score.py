@@ -34,7 +34,7 @@ def score(
     ctx: typer.Context,
     submissions: Annotated[Path, typer.Argument(help="Predictions JSONL (deskbench or official MADQA format), or a run directory.")],
     tasks: Annotated[Path | None, typer.Option("--tasks", "-t", help="Tasks JSONL (MADQA dataset rows); a run knows its own.")] = None,
-    system: Annotated[str | None, typer.Option(help="In a run directory: score only this system ('human' pools every annotator).")] = None,
+    system: Annotated[list[str] | None, typer.Option("--system", help="In a run directory: score only these systems (repeat; 'human' pools every annotator).")] = None,
     pool_humans: Annotated[bool, typer.Option("--pool-humans", help="docqa run: one 'human' row for every annotator's human:NAME episodes (earliest answer per question).")] = False,
     by: Annotated[list[str] | None, typer.Option("--by", help="Also break down by: domain, category.")] = None,
     official: Annotated[bool, typer.Option(help="The official MADQA evaluator's numbers (README 'Fidelity'): tasks without a prediction not counted, error rows and failed judge calls 0, Kuiper on len(search_history) else iterations (effort > 0, file order), pages as written, the official interval; adds 'official_metrics' to --json.")] = False,
@@ -92,7 +92,7 @@ def score(
     if scorer is not None:
         from deskbench.scoring.plugin_scores import show_plugin_scores
 
-        show_plugin_scores(store, scorer, [system] if system else store.systems(), as_json=as_json)
+        show_plugin_scores(store, scorer, system or store.systems(), as_json=as_json)
         return
     request = RunRequest(tasks=submissions, out=store.dir, judge=judge, concurrency=concurrency, options=params)
-    get_track(store.track()).show_scores(store, [system] if system else store.systems(), request, as_json=as_json)
+    get_track(store.track()).show_scores(store, system or store.systems(), request, as_json=as_json)
