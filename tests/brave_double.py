@@ -39,6 +39,7 @@ class BraveDouble:
     key: str = "test-key"
     results: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
     pages: dict[str, tuple[int, str, bytes]] = field(default_factory=dict)
+    redirects: dict[str, str] = field(default_factory=dict)  # path -> Location of a 302
     rate_limit: int | None = None  # searches answered before every further one is a 429
     invalid_status: int = 401
     slow: set[str] = field(default_factory=set)
@@ -61,6 +62,8 @@ class BraveDouble:
         if parts.path != SEARCH_PATH:
             if parts.path in self.slow:
                 time.sleep(2)
+            if parts.path in self.redirects:
+                return 302, [("Location", self.redirects[parts.path]), ("Content-Type", "text/html")], b""
             status, ctype, body = self.pages.get(parts.path, (404, "text/html", b"<h1>Not found</h1>"))
             return status, [("Content-Type", ctype)], body
         json_type = [("Content-Type", "application/json")]

@@ -356,3 +356,54 @@ def test_trap_hints_are_a_variant_stored_beside_the_paper_prompt(tmp_path: Path)
     assert prompt_source == {"deliverable-agent:openai-compat/m": "paper",
                              "deliverable-agent[trap-hints]:openai-compat/m": "deskbench"}
     assert all({n.aspect for n in notes} == {"agent prompt", "web access"} for notes in protocol.values())
+
+
+def test_fetch_guard_follows_redirects_and_names_one_hop_at_a_time() -> None:
+    """The guard checks every hop and every address a name resolves to: a page that redirects to a
+    blocked address, a name resolving to one (here `localhost` -> 127.0.0.1/::1, no network), a
+    redirect loop. 127.0.0.2 stands for the blocked address (all of 127/8 is this machine); the
+    double on 127.0.0.1 stands for the public web."""
+    import ipaddress
+
+    blocked_ips = {ipaddress.ip_address("127.0.0.2")}
+    with BraveDouble(pages={"/ok": (200, "text/html", b"<p>fine</p>")}) as double:
+        port = double.url.rsplit(":", 1)[1]
+        double.redirects.update({"/to-private": f"http://127.0.0.2:{port}/ok", "/to-ok": "/ok",
+                                 "/loop": "/loop", "/to-name": f"http://localhost:{port}/ok"})
+        web = LiveWeb(BraveSearch(key="k"), blocked=lambda ip: ip in blocked_ips, timeout=5.0)
+
+        async def go() -> None:
+            try:
+                page = await web.fetch(double.url + "/to-ok")
+                assert page.url == double.url + "/ok" and "fine" in page.text
+                with pytest.raises(WebError, match="local or private address"):
+                    await web.fetch(double.url + "/to-private")
+                with pytest.raises(WebError, match="redirects more than 5 times"):
+                    await web.fetch(double.url + "/loop")
+                with pytest.raises(WebError, match="local or private address"):
+                    await web.fetch(double.url + "/to-name")  # `localhost` is refused by name, before resolving
+            finally:
+                await web.aclose()
+
+        asyncio.run(go())
+        assert not any(p.startswith("/ok") and h.get("host", "").startswith("127.0.0.2") for p, h in double.requests)
+
+        by_address = LiveWeb(BraveSearch(key="k"), blocked=lambda ip: ip.is_loopback, timeout=5.0)
+
+        async def resolved() -> None:
+            try:
+                with pytest.raises(WebError, match="resolves to .*local or private address"):
+                    await by_address.fetch(f"http://{name}:{port}/ok")  # a name, not a literal
+            finally:
+                await by_address.aclose()
+
+        import socket
+
+        name = socket.gethostname()
+        try:
+            addresses = {info[4][0] for info in socket.getaddrinfo(name, None)}
+        except OSError:
+            addresses = set()
+        if not addresses or not all(ipaddress.ip_address(a).is_loopback for a in addresses):
+            pytest.skip(f"this machine's name {name!r} does not resolve to loopback without the network")
+        asyncio.run(resolved())

@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import asyncio
+import errno
 import ipaddress
 import json
 import re
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any, Protocol
-from urllib.parse import urlsplit
+from urllib.parse import urljoin, urlsplit
 
 from deskbench.agents.base import describe_problem
 from deskbench.tracks.deliverables.web_backend import Page, SearchHit, WebError, WebUnavailable
@@ -93,31 +94,71 @@ SEARCH_APIS: dict[str, Callable[[str], SearchApi]] = {"brave": lambda key: Brave
 SEARCH_KEYS: dict[str, str] = {"brave": BRAVE_KEY_ENV}
 
 
-def _private_host(host: str) -> bool:
-    if host in ("localhost", "") or host.endswith(".localhost"):
-        return True
+IpAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
+Blocked = Callable[[IpAddress], bool]
+MAX_REDIRECTS = 5
+
+
+def private_address(ip: IpAddress) -> bool:
+    """An address a model's fetch must not reach: this machine, its network, link-local (cloud
+    metadata at 169.254.169.254), reserved, multicast; an IPv4-mapped IPv6 address as its IPv4."""
+    if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped is not None:
+        ip = ip.ipv4_mapped
+    return (ip.is_private or ip.is_loopback or ip.is_link_local or ip.is_reserved or ip.is_multicast
+            or ip.is_unspecified)
+
+
+def _literal(host: str) -> IpAddress | None:
     try:
-        ip = ipaddress.ip_address(host.strip("[]"))
+        return ipaddress.ip_address(host.strip("[]"))
     except ValueError:
-        return False
-    return ip.is_private or ip.is_loopback or ip.is_link_local or ip.is_reserved
+        return None
+
+
+def _guarded_resolver(blocked: Blocked) -> Any:
+    """aiohttp's resolver, refusing a name when any address it resolves to is blocked: checked on
+    the addresses actually connected to, so a public name that resolves (or re-resolves, DNS
+    rebinding) to a private address is refused like the address itself."""
+    from aiohttp.abc import AbstractResolver
+    from aiohttp.resolver import DefaultResolver
+
+    class GuardedResolver(AbstractResolver):
+        def __init__(self) -> None:
+            self._inner = DefaultResolver()
+
+        async def resolve(self, host: str, port: int = 0, family: Any = 0) -> Any:
+            found = await self._inner.resolve(host, port, family)
+            for entry in found:
+                ip = _literal(entry["host"])
+                if ip is None or blocked(ip):
+                    raise OSError(errno.EACCES, f"{host} resolves to {entry['host']}, a local or private address")
+            return found
+
+        async def close(self) -> None:
+            await self._inner.close()
+
+    return GuardedResolver()
 
 
 class LiveWeb:
     """Search through a `SearchApi`; pages fetched over HTTP(S) with aiohttp: `timeout` seconds
     per request, at most `max_bytes` read, at most 5 redirects, no key sent to the page, and no
-    loopback/private address unless `allow_private` (a model should not reach the local network)."""
+    address `blocked` says no to (default: loopback, private, link-local, reserved; a model should not
+    reach the local network), checked on every hop of a redirect and on every address a name
+    resolves to. `allow_private` turns the guard off (tests against a local double)."""
 
     def __init__(self, api: SearchApi, *, timeout: float = 20.0, max_bytes: int = 3_000_000,
-                 allow_private: bool = False) -> None:
+                 allow_private: bool = False, blocked: Blocked = private_address) -> None:
         self.api = api
         self.name = api.name
         self.timeout = timeout
         self.max_bytes = max_bytes
-        self.allow_private = allow_private
+        self.blocked: Blocked | None = None if allow_private else blocked
         self._session: Any = None
+        self._pages: Any = None
 
     def _client(self) -> Any:
+        """The session for the search API (its own endpoint, not a model's choice)."""
         import aiohttp
 
         if self._session is None:
@@ -125,6 +166,30 @@ class LiveWeb:
                 timeout=aiohttp.ClientTimeout(total=self.timeout),
                 headers={"User-Agent": "deskbench-deliverable-agent/0.1"})
         return self._session
+
+    def _page_client(self) -> Any:
+        """The session for pages a model asks for: names resolved through the guard."""
+        import aiohttp
+
+        if self.blocked is None:
+            return self._client()
+        if self._pages is None:
+            self._pages = aiohttp.ClientSession(
+                connector=aiohttp.TCPConnector(resolver=_guarded_resolver(self.blocked)),
+                timeout=aiohttp.ClientTimeout(total=self.timeout),
+                headers={"User-Agent": "deskbench-deliverable-agent/0.1"})
+        return self._pages
+
+    def _check_url(self, url: str) -> None:
+        parts = urlsplit(url)
+        if parts.scheme not in ("http", "https") or not parts.hostname:
+            raise WebError(f"{url!r} is not an http(s) URL")
+        if self.blocked is None:
+            return
+        host = parts.hostname
+        ip = _literal(host)
+        if host == "localhost" or host.endswith(".localhost") or (ip is not None and self.blocked(ip)):
+            raise WebError(f"{url} is on a local or private address, which fetch does not reach")
 
     async def search(self, query: str, count: int) -> list[SearchHit]:
         import aiohttp
@@ -137,23 +202,32 @@ class LiveWeb:
     async def fetch(self, url: str) -> Page:
         import aiohttp
 
-        parts = urlsplit(url)
-        if parts.scheme not in ("http", "https") or not parts.hostname:
-            raise WebError(f"{url!r} is not an http(s) URL")
-        if not self.allow_private and _private_host(parts.hostname):
-            raise WebError(f"{url} is on a local or private address, which fetch does not reach")
+        asked, hops = url, 0
         try:
-            async with self._client().get(url, max_redirects=5) as resp:
-                chunks, size = [], 0
-                async for chunk in resp.content.iter_chunked(65536):
-                    chunks.append(chunk)
-                    size += len(chunk)
-                    if size >= self.max_bytes:
-                        break
-                raw = b"".join(chunks)[: self.max_bytes]
-                status, final, ctype = resp.status, str(resp.url), resp.headers.get("Content-Type", "")
+            while True:  # redirects one hop at a time, each checked before it is followed
+                self._check_url(url)
+                async with self._page_client().get(url, allow_redirects=False) as resp:
+                    location = resp.headers.get("Location")
+                    if resp.status in (301, 302, 303, 307, 308) and location:
+                        hops += 1
+                        if hops > MAX_REDIRECTS:
+                            raise WebError(f"{asked} redirects more than {MAX_REDIRECTS} times")
+                        url = urljoin(url, location)
+                        continue
+                    chunks, size = [], 0
+                    async for chunk in resp.content.iter_chunked(65536):
+                        chunks.append(chunk)
+                        size += len(chunk)
+                        if size >= self.max_bytes:
+                            break
+                    raw = b"".join(chunks)[: self.max_bytes]
+                    status, final, ctype = resp.status, str(resp.url), resp.headers.get("Content-Type", "")
+                    break
         except (aiohttp.ClientError, TimeoutError) as exc:
-            raise WebError(f"{url} could not be fetched: {describe_problem(exc) or type(exc).__name__}") from None
+            problem = describe_problem(exc) or type(exc).__name__
+            if "a local or private address" in problem:
+                raise WebError(f"{url} is on a local or private address, which fetch does not reach ({problem})") from None
+            raise WebError(f"{url} could not be fetched: {problem}") from None
         if status >= 400:
             raise WebError(f"{url} answered HTTP {status}")
         text = page_text(raw, ctype)
@@ -162,6 +236,7 @@ class LiveWeb:
         return Page(url=final, status=status, content_type=ctype, text=text)
 
     async def aclose(self) -> None:
-        if self._session is not None:
-            await self._session.close()
-            self._session = None
+        for session in (self._session, self._pages):
+            if session is not None:
+                await session.close()
+        self._session = self._pages = None
