@@ -165,6 +165,32 @@ def test_deskbench_mcp_serves_an_analytics_task_over_stdio(tasks: Path, tmp_path
     assert report["overall"]["passk"] == 1.0 and report["overall"]["avgk"] == 0.5  # k=2: one right, one wrong
 
 
+def test_deskbench_mcp_max_rounds_ends_an_episode_past_it(tasks: Path, tmp_path: Path) -> None:
+    """`deskbench mcp --tasks F --max-rounds 1`: the second execute_code of an episode ends it as a
+    round limit (the paper's analyst loop), stored; the next call starts the next attempt."""
+    from mcp import ClientSession, StdioServerParameters
+    from mcp.client.stdio import stdio_client
+
+    from tests.external_code_agent import SUM_CODE
+
+    require_tool("bwrap")
+    out = tmp_path / "served"
+    params = StdioServerParameters(command=sys.executable, args=[
+        "-m", "deskbench.cli", "mcp", "--tasks", str(tasks), "--task", "sum-2", "--out", str(out), "--max-rounds", "1"])
+
+    async def client() -> None:
+        async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
+            await session.initialize()
+            assert not (await session.call_tool("execute_code", {"code": SUM_CODE})).isError
+            await session.call_tool("execute_code", {"code": SUM_CODE})  # past the budget: the episode ends
+            await session.call_tool("provide_answer", {"answer": "The total is 60."})  # the next attempt
+
+    asyncio.run(asyncio.wait_for(client(), 120))
+    first, second = sorted(RunStore(out, create=False).episodes("external"), key=lambda e: e.attempt)
+    assert first.status == "limit" and second.status == "ok"
+    assert run_cli("mcp", "--tasks", str(tasks), "--out", str(out), "--max-rounds", "0").returncode == 2
+
+
 @pytest.mark.parametrize("case", ["no-command", "quits", "timeout", "past-budget"])
 def test_bad_input_is_one_line_or_the_episode_error(case: str, tasks: Path, tmp_path: Path) -> None:
     """No --command: one line, exit 2. An agent that exits without answering, one that outlives

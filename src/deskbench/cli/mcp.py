@@ -28,6 +28,7 @@ def mcp(
     port: Annotated[int, typer.Option("--port", help="http: the port on 127.0.0.1.")] = 8765,
     question: Annotated[str, typer.Option("--question", help="docqa: the question the agent is asked, kept with the episode.")] = "",
     top_k: Annotated[int, typer.Option("--top-k", "-k", help="docqa: pages per search.")] = 5,
+    max_rounds: Annotated[int, typer.Option("--max-rounds", help="With --tasks: execute_code calls per episode; a call past it ends the episode (analytics) or is refused with a request to submit (deliverables).")] = 20,
 ) -> None:
     """Serve a track's tools over MCP: docqa's search_documents, get_page and provide_answer
     (--corpus); analytics' execute_code and provide_answer, or deliverables' read_input,
@@ -40,10 +41,12 @@ def mcp(
     if (corpus is None) == (tasks is None):
         raise UserError("deskbench mcp serves one track: give --corpus DIR (docqa) or --tasks PATH "
                         "(an analytics tasks JSONL or a deliverables package folder)")
+    if max_rounds < 1:
+        raise UserError(f"--max-rounds {max_rounds} is not valid; use 1 or more")
     if tasks is not None:
         if not tasks.exists():
             raise UserError(f"--tasks {tasks} not found; give an analytics tasks JSONL or a deliverables package folder")
-        asyncio.run(serve_tasks(tasks, out_dir, task=task, transport=transport, port=port))
+        asyncio.run(serve_tasks(tasks, out_dir, task=task, transport=transport, port=port, max_rounds=max_rounds))
         return
     if task is not None:
         raise UserError("--task picks a task of --tasks; with --corpus give the question with --question")

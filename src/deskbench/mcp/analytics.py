@@ -53,7 +53,12 @@ def question(task: AnalyticsTask, inputs: list[Path], ctx: AnalystContext) -> st
 
 def analytics_tools(source: SessionSource[AnalyticsSession], *, cjk_font_hint: bool = False) -> list[McpTool]:
     async def execute_code(code: str) -> str:
-        return await source.current().execute_code(code)
+        session = source.current()
+        try:
+            return await session.execute_code(code)
+        finally:
+            if session.answered.is_set():  # a call past the budget ended the episode: a round limit, stored
+                await source.answered(session)
 
     async def provide_answer(answer: str) -> str:
         session = source.current()
@@ -64,7 +69,7 @@ def analytics_tools(source: SessionSource[AnalyticsSession], *, cjk_font_hint: b
     return [McpTool(execute_code, execute_tool(cjk_font_hint).description), McpTool(provide_answer, ANSWER_DESCRIPTION)]
 
 
-def served(tasks: Path, store: RunStore, wanted: str | None) -> TaskServed[AnalyticsSession]:
+def served(tasks: Path, store: RunStore, wanted: str | None, max_rounds: int = 20) -> TaskServed[AnalyticsSession]:
     """`deskbench mcp --tasks FILE [--task ID]`: one analytics task's tools, outside a run."""
     from deskbench.mcp.standalone import TaskServed, pick
     from deskbench.sandbox import Limits, Sandbox
@@ -72,8 +77,10 @@ def served(tasks: Path, store: RunStore, wanted: str | None) -> TaskServed[Analy
 
     items = read_tasks(tasks).items
     task = {t.id: t for t in items}[pick([t.id for t in items], wanted, tasks)]
+    from deskbench.agents.code_loop import AnalystSettings
+
     ctx = AnalystContext(model=None, sandbox=Sandbox(Limits()), tasks_dir=tasks.resolve().parent,  # type: ignore[arg-type]
-                         run_dir=store.dir)
+                         run_dir=store.dir, settings=AnalystSettings(max_rounds=max_rounds))
     try:
         inputs = check_inputs(task, ctx.tasks_dir)
     except ValueError as exc:

@@ -102,7 +102,7 @@ def deliverables_tools(source: SessionSource[DeliverablesSession], *, web: bool)
     return [*tools, McpTool(submit_deliverable, SUBMIT_DESCRIPTION)]
 
 
-def served(packages: Path, store: RunStore, wanted: str | None) -> TaskServed[DeliverablesSession]:
+def served(packages: Path, store: RunStore, wanted: str | None, max_rounds: int = 20) -> TaskServed[DeliverablesSession]:
     """`deskbench mcp --tasks PACKAGES [--task ID]`: one package's tools, outside a run (no web)."""
     from deskbench.agents.code_loop import AnalystSettings
     from deskbench.mcp.standalone import TaskServed, pick
@@ -115,7 +115,7 @@ def served(packages: Path, store: RunStore, wanted: str | None) -> TaskServed[De
     if missing:
         raise UserError(f"package {task.id}: input file not found: {missing[0]}")
     ctx = AnalystContext(model=None, sandbox=Sandbox(Limits()), tasks_dir=packages.resolve(),  # type: ignore[arg-type]
-                         run_dir=store.dir, settings=AnalystSettings(summary=False))
+                         run_dir=store.dir, settings=AnalystSettings(summary=False, max_rounds=max_rounds))
     store.save_tasks(items)
     store.set_meta("packages", str(packages.resolve()))
     options = DeliverableOptions()

@@ -119,8 +119,8 @@ def pick(ids: list[str], wanted: str | None, where: Path) -> str:
     return wanted
 
 
-# track name -> what `deskbench mcp --tasks` serves for it: (tasks path, store, --task) -> Served
-SERVED: dict[str, Callable[[Path, RunStore, str | None], Served[Any]]] = {}
+# track name -> what `deskbench mcp --tasks` serves for it: (tasks path, store, --task, --max-rounds) -> Served
+SERVED: dict[str, Callable[[Path, RunStore, str | None, int], Served[Any]]] = {}
 
 
 def _register() -> None:
@@ -136,7 +136,7 @@ async def serve_corpus(corpus: Path, out: Path, *, transport: str, port: int, qu
     await _serve(DocqaQuestions(corpus, store, question, top_k), store, transport, port)
 
 
-async def serve_tasks(tasks: Path, out: Path, *, task: str | None, transport: str, port: int) -> None:
+async def serve_tasks(tasks: Path, out: Path, *, task: str | None, transport: str, port: int, max_rounds: int = 20) -> None:
     from deskbench.tracks.registry import track_for
 
     track = track_for(tasks, [SYSTEM])
@@ -145,7 +145,7 @@ async def serve_tasks(tasks: Path, out: Path, *, task: str | None, transport: st
         raise UserError(f"deskbench mcp --tasks serves analytics tasks files and deliverables packages; {tasks} is "
                         f"{track.name}'s: for docqa give --corpus DIR")
     store = RunStore(out)
-    await _serve(SERVED[track.name](tasks, store, task), store, transport, port)
+    await _serve(SERVED[track.name](tasks, store, task, max_rounds), store, transport, port)
 
 
 async def _serve(served: Served[Any], store: RunStore, transport: str, port: int) -> None:
