@@ -78,7 +78,7 @@ def completion_payload(behaviour: Behaviour, n: int, model: str) -> bytes:
     message: dict[str, Any] = {"role": "assistant", "content": None}
     finish = "stop"
     if behaviour["kind"] == "tool":
-        message["tool_calls"] = [{"id": f"call_{n}", "type": "function",
+        message["tool_calls"] = [{"id": behaviour.get("id", f"call_{n}"), "type": "function",
                                   "function": {"name": behaviour["name"], "arguments": behaviour["arguments"]}}]
         finish = "tool_calls"
     else:

@@ -40,11 +40,11 @@ def describe(report: object) -> str:
     return "\n".join(f"{k}: {v}" for k, v in fields.items())
 
 
-def execute_with_progress(prep, quiet: bool) -> list[str]:  # prep: runs.track.PreparedRun
+def execute_with_progress(prep, quiet: bool, request=None, executor: str = "local") -> list[str]:  # prep: runs.track.PreparedRun; request: its RunRequest
     """Run every system of a prepared run at once (runs/track.py execute_run), one progress bar
     each (done / errors / cost); report each system's counts; return the systems' names."""
     from deskbench.models.prices import cost_summary, format_cost
-    from deskbench.runs.track import execute_run
+    from deskbench.runs.executors import get_executor
 
     for warning in prep.warnings:
         err.print(f"[yellow]warning:[/yellow] {escape(warning)}")
@@ -59,7 +59,7 @@ def execute_with_progress(prep, quiet: bool) -> list[str]:  # prep: runs.track.P
             progress.update(bars[system], advance=1,
                             current=f"errors {counts.errors}  cost {format_cost(counts.cost_usd)}")
 
-        outcomes = execute_run(prep, on_episode)
+        outcomes = get_executor(executor)(prep, request, on_episode)
     for o in outcomes:
         c = o.counts
         money = f"; {cost_summary(o.ledger.total.cost_usd)}; retries {o.ledger.retries}" if o.ledger else ""

@@ -91,6 +91,8 @@ FLAGS: tuple[Flag, ...] = (
     _f("--concurrency", "N", "how many of the command's own units run at once (run: episodes; rubric: grading "
        "calls)"),
     _f("--judge-concurrency", "N", "judge calls in flight at once"),
+    _f("--executor", "NAME", "run: where episodes execute: local (this process) | ray (a Ray cluster)"),
+    _f("--ray-address", "HOST:PORT", "run --executor ray: the cluster's head (default: start one on this machine)"),
     _f("--workers", "N", "processes for PDF extraction"),
     _f("--attempts", "N", "attempts per task (pass@k)"),
     _f("--max-steps", "N", "docqa: agent iterations per episode"),

@@ -75,6 +75,8 @@ def run(
     judge_reasoning_effort: JudgeReasoningEffortOpt = None,
     judge_max_tokens: JudgeMaxTokensOpt = None,
     capabilities: CapabilitiesOpt = None,
+    executor: Annotated[str, typer.Option("--executor", help="Where episodes run: local (this process; the default) | ray (a Ray cluster; pip install 'deskbench[ray]').")] = "local",
+    ray_address: Annotated[str | None, typer.Option("--ray-address", help="--executor ray: the cluster's head as host:port (default: start one on this machine).")] = None,
     as_json: JsonOpt = False,
     quiet: QuietOpt = False,
 ) -> None:
@@ -94,11 +96,16 @@ def run(
     request = RunRequest(tasks=tasks, out=out_dir, agents=agent or [], models=model or [], attempts=attempts,
                          concurrency=concurrency, sampling=agent_sampling(temperature, top_p, reasoning_effort, max_tokens),
                          cache=cache, prices=prices, judge=judge, options=dict(ctx.params))
+    from deskbench.runs.executors import get_executor
     from deskbench.runs.lock import run_lock
+
+    get_executor(executor)  # an unknown name before anything is created
+    if ray_address is not None and executor != "ray":
+        raise UserError("--ray-address is for --executor ray; add --executor ray or drop --ray-address")
 
     with run_lock(out_dir):  # one writer per run directory: a second run on this --out stops in one line
         prep = track.prepare(request)
-        systems = execute_with_progress(prep, quiet)
+        systems = execute_with_progress(prep, quiet, request, executor)
         track.show_scores(prep.store, systems, request, as_json=as_json)
 
 

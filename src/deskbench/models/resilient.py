@@ -15,6 +15,7 @@ from __future__ import annotations
 import asyncio
 import random
 import time
+from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass, field
 
 from deskbench.models.cache import ResponseCache, cache_key
@@ -84,8 +85,13 @@ class ResilientModel:
         self.cache = cache
         self.prices = prices or PriceTable()
         self.ledger = ledger or UsageLedger()
-        self._slots = asyncio.Semaphore(concurrency)
+        self._slots: AbstractAsyncContextManager[object] = asyncio.Semaphore(concurrency)
         self._rng = random.Random(seed)
+
+    def limit_with(self, slots: AbstractAsyncContextManager[object]) -> None:
+        """Bound calls by `slots` instead of this process's semaphore: on a Ray cluster, a limiter
+        shared by every worker (runs/ray_worker.py), so the per-model limit holds cluster-wide."""
+        self._slots = slots
 
     async def complete(self, request: ChatRequest) -> ChatResponse:
         if self._sent:

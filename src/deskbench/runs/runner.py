@@ -83,6 +83,58 @@ async def run_episodes(
                               on_episode=on_episode)
 
 
+def pending_episodes(tasks: Sequence[HasId], store: RunStore, system: str, attempts: int, replace: bool,
+                     counts: RunCounts) -> list[tuple[HasId, int]]:
+    """The (task, attempt) pairs still to run, attempt 0 of every task first (a cut-short run has
+    pass@1 first); the others are counted as skipped. Every executor resumes through this."""
+    done = set() if replace else store.done(system)
+    wanted = [(t, a) for a in range(attempts) for t in tasks]
+    pending = [(t, a) for t, a in wanted if (t.id, a) not in done]
+    counts.skipped = len(wanted) - len(pending)
+    return pending
+
+
+@dataclass
+class EndedEpisode:
+    """One episode as it ended, wherever it ran (this process or a Ray worker): what the store keeps."""
+
+    result: AgentResult
+    started_at: str
+    finished_at: str
+
+
+async def run_one(episode: EpisodeFn, task: HasId, attempt: int) -> EndedEpisode:
+    """Run one episode; an exception inside it is its error (data), except ProviderRefused,
+    which is raised: every episode would fail alike."""
+    started = now()
+    ATTEMPT.set(attempt)  # this episode's task only: the cache keys its calls by attempt
+    try:
+        result = await episode(task, attempt)
+    except ProviderRefused:
+        raise
+    except Exception as exc:  # an episode's failure is data, not the end of the run
+        result = AgentResult(status="error", error=f"{type(exc).__name__}: {exc}")
+    return EndedEpisode(result=result, started_at=started, finished_at=now())
+
+
+def commit_episode(store: RunStore, system: str, task_id: str, attempt: int, ended: EndedEpisode,
+                   counts: RunCounts, *, replace: bool = False,
+                   on_episode: Callable[[RunCounts], None] | None = None) -> None:
+    """Store one ended episode with its transcript (one transaction) and count it: the one commit
+    path of every executor, so a run's store does not depend on where its episodes ran."""
+    result = ended.result
+    store.record(Episode(
+        task_id=task_id, system=system, attempt=attempt, status=result.status, error=result.error,
+        submission=result.submission, trajectory=result.trajectory, usage=result.usage,
+        started_at=ended.started_at, finished_at=ended.finished_at,
+    ), replace=replace, transcript=result.transcript)
+    counts.done += 1
+    counts.errors += result.status != "ok"
+    counts.add_cost(result.usage.cost_usd)
+    if on_episode:
+        on_episode(counts)
+
+
 async def run_attempts(
     tasks: Sequence[HasId],
     episode: EpisodeFn,
@@ -98,10 +150,7 @@ async def run_attempts(
     are scheduled after the first attempt of every task, so a cut-short run has pass@1 first.
     `replace` runs every (task, attempt) again, each new episode replacing the stored one."""
     counts = RunCounts()
-    done = set() if replace else store.done(system)
-    wanted = [(t, a) for a in range(attempts) for t in tasks]
-    pending = [(t, a) for t, a in wanted if (t.id, a) not in done]
-    counts.skipped = len(wanted) - len(pending)
+    pending = pending_episodes(tasks, store, system, attempts, replace, counts)
     slots = asyncio.Semaphore(concurrency)
     refused: list[ProviderRefused] = []
 
@@ -109,25 +158,12 @@ async def run_attempts(
         async with slots:
             if refused:  # the run is stopping: an episode waiting for a slot does not start
                 return
-            started = now()
-            ATTEMPT.set(attempt)  # this episode's task only: the cache keys its calls by attempt
             try:
-                result = await episode(task, attempt)
+                ended = await run_one(episode, task, attempt)
             except ProviderRefused as exc:  # the user's to fix: every episode would fail alike
                 refused.append(exc)
                 raise
-            except Exception as exc:  # an episode's failure is data, not the end of the run
-                result = AgentResult(status="error", error=f"{type(exc).__name__}: {exc}")
-            store.record(Episode(
-                task_id=task.id, system=system, attempt=attempt, status=result.status, error=result.error,
-                submission=result.submission, trajectory=result.trajectory, usage=result.usage,
-                started_at=started, finished_at=now(),
-            ), replace=replace, transcript=result.transcript)
-        counts.done += 1
-        counts.errors += result.status != "ok"
-        counts.add_cost(result.usage.cost_usd)
-        if on_episode:
-            on_episode(counts)
+            commit_episode(store, system, task.id, attempt, ended, counts, replace=replace, on_episode=on_episode)
 
     with _long_lived_heap_frozen():
         # One episode starts per turn of the event loop. Started together, every episode would

@@ -1,0 +1,163 @@
+"""`deskbench run --executor ray`: a run's episodes on a Ray cluster, its store on the driver.
+
+The driver prepares the run as the local executor does (the store's meta, the tasks, each
+system's identity), then hands episodes to a pool of `EpisodeWorker` actors (runs/ray_worker.py),
+one per worker process, each asking for one CPU (the agent loop) and, when the run executes
+code, one `sandbox` (a custom resource each node declares: how many bubblewrap sandboxes it
+runs at once). Every episode that ends comes back to the driver, which alone writes the store,
+through the local executor's own code (`pending_episodes`, `commit_episode`): a resume skips what
+is stored, a kill -9 of the driver loses only the episodes in flight (nothing is stored twice:
+each is committed in one transaction when it ends), and a worker process that dies mid-episode
+is restarted by Ray, which runs its episodes again (`max_task_retries`); they are stored once,
+when they end. An episode whose worker died more often than that is left unstored (the next run
+resumes it) and the run ends saying so.
+
+Ray must not reach the network: usage stats are off and no dashboard is started.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+from collections.abc import Callable
+from typing import Any
+
+from deskbench.errors import UserError
+from deskbench.models.types import ProviderRefused
+from deskbench.runs.runner import RunCounts, commit_episode, episode_dir, pending_episodes
+from deskbench.runs.track import Outcome, PreparedRun, RunRequest
+
+NAMESPACE = "deskbench"  # runs/ray_worker.py NAMESPACE: the limiters are found by name in it
+TASK_RETRIES = 3  # an episode whose worker died is run again this many times
+RESTARTS = 8  # a worker process that died is restarted this many times
+
+
+def _runs_code_docqa(request: RunRequest) -> bool:
+    from deskbench.tracks.docqa.agents.registry import NEEDS_SANDBOX
+
+    return any(a in NEEDS_SANDBOX for a in request.agents)
+
+
+# which runs execute code in the sandbox, by track: their workers ask for a `sandbox` resource
+RUNS_CODE: dict[str, Callable[[RunRequest], bool]] = {
+    "docqa": _runs_code_docqa,
+    "analytics": lambda request: True,
+    "deliverables": lambda request: True,
+}
+
+
+def connect(address: str | None) -> Any:
+    """Join the cluster at `address` (host:port of its head), or start one on this machine
+    (its CPUs, as many sandboxes); offline either way."""
+    os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
+    try:
+        import ray
+    except ImportError:
+        raise UserError("--executor ray needs Ray: pip install 'deskbench[ray]'") from None
+    if ray.is_initialized():
+        return ray
+    quiet = {"log_to_driver": False, "logging_level": logging.WARNING, "namespace": NAMESPACE}
+    try:
+        if address:
+            ray.init(address=address, **quiet)
+        else:
+            cpus = os.cpu_count() or 1
+            ray.init(num_cpus=cpus, resources={"sandbox": cpus}, include_dashboard=False,
+                     _node_ip_address="127.0.0.1", **quiet)
+    except (ConnectionError, RuntimeError, ValueError) as exc:
+        raise UserError(f"--ray-address {address}: cannot join the Ray cluster ({exc}); give the head's "
+                        "host:port as 'ray start --head' printed it") from None
+    return ray
+
+
+def pool_size(resources: dict[str, float], runs_code: bool, pending: int) -> int:
+    """One worker per CPU of the cluster (and per sandbox, when the run executes code), never
+    more than there are episodes to run."""
+    n = int(resources.get("CPU", 0))
+    if runs_code:
+        if resources.get("sandbox", 0) < 1:
+            raise UserError("this run executes code but the Ray cluster has no 'sandbox' resource; start each "
+                            "node with ray start ... --resources '{\"sandbox\": N}' (N sandboxes at once)")
+        n = min(n, int(resources["sandbox"]))
+    if n < 1:
+        raise UserError("the Ray cluster has no CPU to run episodes on; start its nodes with --num-cpus 1 or more")
+    return max(1, min(n, pending))
+
+
+def execute_run_ray(prep: PreparedRun, request: RunRequest,
+                    on_episode: Callable[[str, RunCounts], None] | None = None) -> list[Outcome]:
+    """Every system's missing episodes on the cluster, `prep.concurrency` in flight per worker;
+    each committed by this process as it ends."""
+    ray = connect(request.option("ray_address"))
+    from deskbench.runs.ray_worker import EpisodeWorker, ModelLimiter, limiter_name
+
+    counts = {s.name: RunCounts() for s in prep.systems}
+    pending = [(s.name, t, a) for s in prep.systems
+               for t, a in pending_episodes(prep.tasks, prep.store, s.name, prep.attempts, prep.replace, counts[s.name])]
+    models = {s.model.id: s.model for s in prep.systems if s.model is not None}
+    limiters = {mid: ModelLimiter.options(name=limiter_name(mid), get_if_exists=True).remote(prep.concurrency)
+                for mid in models}
+    runs_code = RUNS_CODE.get(prep.track, lambda r: True)(request)
+    n = pool_size(ray.cluster_resources(), runs_code, len(pending)) if pending else 0
+    worker = ray.remote(EpisodeWorker).options(
+        num_cpus=1, resources={"sandbox": 1} if runs_code else {}, max_restarts=RESTARTS,
+        max_task_retries=TASK_RETRIES, max_concurrency=max(prep.concurrency, 1) + 2)
+    pool = [worker.remote(request, list(limiters)) for _ in range(n)]
+    load = [0] * n
+    ledgers = {s.name: s.model.ledger for s in prep.systems if s.model is not None}
+    lost: list[str] = []
+
+    async def one(system: str, task_id: str, attempt: int, slots: asyncio.Semaphore) -> None:
+        async with slots:
+            i = load.index(min(load))  # the least busy worker
+            load[i] += 1
+            try:
+                got = await pool[i].run.remote(system, task_id, attempt)
+            except ray.exceptions.RayTaskError as exc:  # the worker could not open the run (e.g. no bubblewrap there)
+                cause = exc.cause
+                raise cause if isinstance(cause, UserError) else UserError(
+                    f"a Ray worker could not run {task_id}: {type(cause).__name__}: {cause}") from None
+            except ray.exceptions.RayError as exc:  # its worker died more often than Ray retries
+                lost.append(f"{task_id}#{attempt}: {type(exc).__name__}")
+                return
+            finally:
+                load[i] -= 1
+            if got.refused is not None:
+                raise ProviderRefused(got.refused)
+            from deskbench.runs.ray_worker import write_files
+
+            write_files(episode_dir(prep.store.dir, system, task_id, attempt), got.files)
+            commit_episode(prep.store, system, task_id, attempt, got.ended, counts[system], replace=prep.replace,
+                           on_episode=(lambda c: on_episode(system, c)) if on_episode else None)
+            if system in ledgers:
+                ledgers[system].total = ledgers[system].total + got.ended.result.usage
+
+    async def go() -> None:
+        slots = asyncio.Semaphore(max(1, n * prep.concurrency))
+        started = [asyncio.ensure_future(one(s, t.id, a, slots)) for s, t, a in pending]
+        try:
+            await asyncio.gather(*started)
+        except BaseException:  # a refusal or a cancel: the episodes in flight stop unrecorded
+            for task in started:
+                task.cancel()
+            await asyncio.gather(*started, return_exceptions=True)
+            raise
+        finally:
+            for model in models.values():
+                await model.aclose()
+
+    try:
+        asyncio.run(go())
+    finally:
+        try:  # each worker closes its models and removes its scratch folder, then goes
+            ray.get([actor.close.remote() for actor in pool], timeout=30)
+        except Exception:  # noqa: BLE001  (a dead or stuck worker: killed below all the same)
+            pass
+        for actor in pool:
+            ray.kill(actor)
+    if lost:
+        raise UserError(f"{len(lost)} episode(s) lost their Ray worker more than {TASK_RETRIES} times and were not "
+                        f"stored ({', '.join(lost[:3])}); run the same command again to resume them")
+    return [Outcome(system=s.name, counts=counts[s.name], ledger=s.model.ledger if s.model else None)
+            for s in prep.systems]
