@@ -18,6 +18,7 @@ Ray must not reach the network: usage stats are off and no dashboard is started.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import os
 from collections.abc import Callable
@@ -51,13 +52,17 @@ def connect(address: str | None) -> Any:
     """Join the cluster at `address` (host:port of its head), or start one on this machine
     (its CPUs, as many sandboxes); offline either way."""
     os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
+    if address and "RAY_AUTH_MODE" not in os.environ and _token_available():
+        # `ray start` turns token auth on when a token exists (~/.ray/auth_token); a driver
+        # joining by address does not, and is refused: do what ray start did (before ray is imported: it reads this then)
+        os.environ["RAY_AUTH_MODE"] = "token"
     try:
         import ray
     except ImportError:
         raise UserError("--executor ray needs Ray: pip install 'deskbench[ray]'") from None
     if ray.is_initialized():
         return ray
-    quiet = {"log_to_driver": False, "logging_level": logging.WARNING, "namespace": NAMESPACE}
+    quiet: dict[str, Any] = {"log_to_driver": False, "logging_level": logging.WARNING, "namespace": NAMESPACE}
     try:
         if address:
             ray.init(address=address, **quiet)
@@ -69,6 +74,13 @@ def connect(address: str | None) -> Any:
         raise UserError(f"--ray-address {address}: cannot join the Ray cluster ({exc}); give the head's "
                         "host:port as 'ray start --head' printed it") from None
     return ray
+
+
+def _token_available() -> bool:
+    from pathlib import Path
+
+    return bool(os.environ.get("RAY_AUTH_TOKEN")) or Path(
+        os.environ.get("RAY_AUTH_TOKEN_PATH") or Path.home() / ".ray" / "auth_token").is_file()
 
 
 def pool_size(resources: dict[str, float], runs_code: bool, pending: int) -> int:
@@ -85,6 +97,20 @@ def pool_size(resources: dict[str, float], runs_code: bool, pending: int) -> int
     return max(1, min(n, pending))
 
 
+def shippable(request: RunRequest) -> RunRequest:
+    """The request with every path made absolute: a worker does not run in the driver's folder
+    (on a cluster of several nodes, the paths must name the same files on every node)."""
+    from dataclasses import replace
+    from pathlib import Path
+
+    def absolute(value: Any) -> Any:
+        return value.resolve() if isinstance(value, Path) else value
+
+    return replace(request, tasks=request.tasks.resolve(), out=request.out.resolve(),
+                   prices=absolute(request.prices),
+                   options={k: absolute(v) for k, v in request.options.items()})
+
+
 def execute_run_ray(prep: PreparedRun, request: RunRequest,
                     on_episode: Callable[[str, RunCounts], None] | None = None) -> list[Outcome]:
     """Every system's missing episodes on the cluster, `prep.concurrency` in flight per worker;
@@ -96,14 +122,14 @@ def execute_run_ray(prep: PreparedRun, request: RunRequest,
     pending = [(s.name, t, a) for s in prep.systems
                for t, a in pending_episodes(prep.tasks, prep.store, s.name, prep.attempts, prep.replace, counts[s.name])]
     models = {s.model.id: s.model for s in prep.systems if s.model is not None}
-    limiters = {mid: ModelLimiter.options(name=limiter_name(mid), get_if_exists=True).remote(prep.concurrency)
-                for mid in models}
+    limit = ModelLimiter.options  # type: ignore[attr-defined]  # a ray.remote class
+    limiters = {mid: limit(name=limiter_name(mid), get_if_exists=True).remote(prep.concurrency) for mid in models}
     runs_code = RUNS_CODE.get(prep.track, lambda r: True)(request)
     n = pool_size(ray.cluster_resources(), runs_code, len(pending)) if pending else 0
     worker = ray.remote(EpisodeWorker).options(
         num_cpus=1, resources={"sandbox": 1} if runs_code else {}, max_restarts=RESTARTS,
         max_task_retries=TASK_RETRIES, max_concurrency=max(prep.concurrency, 1) + 2)
-    pool = [worker.remote(request, list(limiters)) for _ in range(n)]
+    pool = [worker.remote(shippable(request), list(limiters)) for _ in range(n)]
     load = [0] * n
     ledgers = {s.name: s.model.ledger for s in prep.systems if s.model is not None}
     lost: list[str] = []
@@ -150,10 +176,10 @@ def execute_run_ray(prep: PreparedRun, request: RunRequest,
     try:
         asyncio.run(go())
     finally:
-        try:  # each worker closes its models and removes its scratch folder, then goes
+        # each worker closes its models and removes its scratch folder, then goes (a dead or
+        # stuck one is killed all the same)
+        with contextlib.suppress(Exception):
             ray.get([actor.close.remote() for actor in pool], timeout=30)
-        except Exception:  # noqa: BLE001  (a dead or stuck worker: killed below all the same)
-            pass
         for actor in pool:
             ray.kill(actor)
     if lost:

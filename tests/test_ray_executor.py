@@ -1,0 +1,248 @@
+"""`deskbench run --executor ray` on a Ray cluster this module starts on 127.0.0.1 (a head with
+2 CPUs and 2 `sandbox` slots, so two EpisodeWorker processes), against the scripted model
+server: the run store equals the local executor's (runs/canonical.py), the per-model limit holds
+across workers, a kill -9 of the driver resumes, and a worker process killed mid-episode is
+restarted and its episode run again and stored once."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import signal
+import socket
+import sqlite3
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from conftest import require_tool
+from fake_openai import FakeOpenAI
+
+pytest.importorskip("ray", reason="the ray extra is not installed (pip install 'deskbench[ray]')")
+psutil = pytest.importorskip("psutil", reason="psutil finds the worker processes")
+
+from deskbench.corpus import Corpus  # noqa: E402
+from deskbench.runs.canonical import canonical_dump  # noqa: E402
+from deskbench.tasks.docqa import DocQATask  # noqa: E402
+
+RAY = str(Path(sys.executable).with_name("ray"))
+ENV = {"RAY_USAGE_STATS_ENABLED": "0"}
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def _cluster_processes(temp_dir: str) -> list[Any]:
+    found = []
+    for p in psutil.process_iter(["cmdline"]):
+        try:
+            if any(temp_dir in part for part in p.info["cmdline"] or []):
+                found.append(p)
+        except (psutil.NoSuchProcess, psutil.AccessDenied):
+            continue
+    return found
+
+
+@pytest.fixture(scope="module")
+def cluster() -> Iterator[str]:
+    """A Ray head on 127.0.0.1 (no dashboard, no usage stats), its address; its processes
+    (found by its own temp folder, short for the sockets' path limit) are killed at the end."""
+    temp_dir = tempfile.mkdtemp(prefix="rt", dir="/tmp")
+    port = _free_port()
+    proc = subprocess.run(
+        [RAY, "start", "--head", "--node-ip-address", "127.0.0.1", "--port", str(port), "--num-cpus", "2",
+         "--resources", json.dumps({"sandbox": 2}), "--include-dashboard", "false", "--disable-usage-stats",
+         "--temp-dir", temp_dir],
+        capture_output=True, text=True, env={**os.environ, **ENV}, timeout=120)
+    try:
+        assert proc.returncode == 0, proc.stderr[-2000:]
+        yield f"127.0.0.1:{port}"
+    finally:
+        for p in _cluster_processes(temp_dir):
+            with contextlib.suppress(psutil.NoSuchProcess):
+                p.kill()
+        psutil.wait_procs(_cluster_processes(temp_dir), timeout=10)
+
+
+def _deskbench(*args: str, cache: Path) -> subprocess.Popen[str]:
+    return subprocess.Popen([sys.executable, "-m", "deskbench.cli", *args, "--quiet"], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True,
+                            env={**os.environ, **ENV, "DESKBENCH_CACHE_DIR": str(cache)})
+
+
+def _finish(proc: subprocess.Popen[str], timeout: float = 300) -> str:
+    out, err = proc.communicate(timeout=timeout)
+    assert proc.returncode == 0, err[-3000:]
+    return err
+
+
+def _stored(out: Path) -> list[tuple[str, int]]:
+    db = out / "run.sqlite"
+    if not db.exists():
+        return []
+    con = sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=10)
+    try:
+        return con.execute("SELECT task_id, attempt FROM episodes").fetchall()
+    except sqlite3.OperationalError:  # the run has not made its tables yet
+        return []
+    finally:
+        con.close()
+
+
+# -- analytics: 2 execute_code calls (the real bubblewrap sandbox), an output file, an answer ----------
+
+
+def analytics_script(body: dict[str, Any], n: int) -> dict[str, Any]:
+    """Deterministic per request (tool-call ids too), so two runs' stores can be compared."""
+    called = sum(m["role"] == "tool" for m in body["messages"])
+    if called >= 2:
+        return {"kind": "text", "text": "Final answer: 42 ✓"}
+    code = f"print('round', {called}, 6 * 7)\nopen('/mnt/result/out-{called}.txt', 'w').write('x' * {called + 1})"
+    return {"kind": "tool", "id": f"call_{called}", "name": "execute_code", "arguments": json.dumps({"code": code})}
+
+
+@pytest.fixture(scope="module")
+def analytics_tasks(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    from deskbench.tracks.analytics.generate.tasks import generate_analytics
+
+    out = tmp_path_factory.mktemp("analytics")
+    generate_analytics(out, tasks=6, seed=5)
+    return out / "tasks.jsonl"
+
+
+def analytics_run(tasks: Path, out: Path, *extra: str, latency: float = 0.0,
+                  script: Callable[[dict[str, Any], int], dict[str, Any]] = analytics_script,
+                  concurrency: int = 2) -> FakeOpenAI:
+    with FakeOpenAI(script=script, latency=latency) as fake:
+        _finish(_deskbench("run", "--agent", "analyst-agent", "--tasks", str(tasks), "--out", str(out),
+                           "--model", f"openai-compat/agent@{fake.base_url}", "--concurrency", str(concurrency),
+                           *extra, cache=out.parent / "cache"))
+    return fake
+
+
+@pytest.fixture(scope="module")
+def local_analytics(analytics_tasks: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    require_tool("bwrap")
+    out = tmp_path_factory.mktemp("local") / "run"
+    fake = analytics_run(analytics_tasks, out, latency=0.2)
+    assert fake.max_in_flight == 2  # this workload overlaps model calls when nothing bounds them to 1
+    return out
+
+
+def test_local_runs_have_one_canonical_store(analytics_tasks: Path, local_analytics: Path, tmp_path: Path) -> None:
+    again = tmp_path / "run"
+    analytics_run(analytics_tasks, again)
+    a, b = canonical_dump(local_analytics), canonical_dump(again)
+    assert a == b
+    assert len(a["episodes"]) == 6 and len(a["transcripts"]) == 6 and len(a["outputs/"]) == 6 * 4  # calls/1, calls/2 (2 files), result/ (2 files)
+    # the raw files are not byte-identical: the wall clock is in them (why the canonical dump exists)
+    assert (local_analytics / "run.sqlite").read_bytes() != (again / "run.sqlite").read_bytes()
+
+
+def test_ray_run_equals_local_and_bounds_the_model_cluster_wide(cluster: str, analytics_tasks: Path,
+                                                                local_analytics: Path, tmp_path: Path) -> None:
+    out = tmp_path / "run"
+    # --concurrency 1: one model call at a time across both worker processes (the limiter actor)
+    fake = analytics_run(analytics_tasks, out, "--executor", "ray", "--ray-address", cluster,
+                         latency=0.2, concurrency=1)
+    assert fake.max_in_flight == 1
+    assert canonical_dump(out) == canonical_dump(local_analytics)
+    assert len(list((out / "outputs").rglob("result/out-*.txt"))) == 6 * 2  # each episode's files came back
+
+
+def test_a_killed_driver_resumes(cluster: str, analytics_tasks: Path, local_analytics: Path, tmp_path: Path) -> None:
+    out = tmp_path / "run"
+    with FakeOpenAI(script=analytics_script, latency=0.3) as fake:
+        args = ("run", "--agent", "analyst-agent", "--tasks", str(analytics_tasks), "--out", str(out),
+                "--model", f"openai-compat/agent@{fake.base_url}", "--concurrency", "1",
+                "--executor", "ray", "--ray-address", cluster)
+        first = _deskbench(*args, cache=tmp_path / "cache")
+        deadline = time.monotonic() + 240
+        while len(_stored(out)) < 2:
+            assert first.poll() is None, first.communicate()[1][-3000:]
+            assert time.monotonic() < deadline, "no episode stored in time"
+            time.sleep(0.05)
+        first.send_signal(signal.SIGKILL)
+        first.wait()
+        before = _stored(out)
+        assert 2 <= len(before) < 6
+        err = _finish(_deskbench(*args, cache=tmp_path / "cache"))
+    after = _stored(out)
+    assert sorted(after) == sorted(set(after)) and len(after) == 6
+    assert f"{6 - len(before)} episodes run (0 errors), {len(before)} already done" in err
+    assert canonical_dump(out) == canonical_dump(local_analytics)
+
+
+def test_a_worker_killed_mid_episode_is_run_again_and_stored_once(cluster: str, analytics_tasks: Path,
+                                                                   local_analytics: Path, tmp_path: Path) -> None:
+    killed: list[int] = []
+
+    def script(body: dict[str, Any], n: int) -> dict[str, Any]:
+        if n == 4 and not killed:  # an episode is mid-way on each worker: kill one of them
+            workers = [p for p in psutil.process_iter(["cmdline"])  # Ray titles an actor's process by its class
+                       if (p.info["cmdline"] or [""])[0].startswith("ray::EpisodeWorker")]
+            assert workers
+            killed.append(workers[0].pid)
+            workers[0].kill()
+        return analytics_script(body, n)
+
+    out = tmp_path / "run"
+    fake = analytics_run(analytics_tasks, out, "--executor", "ray", "--ray-address", cluster, script=script,
+                         latency=0.1)
+    assert killed and not psutil.pid_exists(killed[0])
+    stored = _stored(out)
+    assert len(stored) == 6 and len(set(stored)) == 6
+    assert len(fake.requests) > 6 * 3  # the killed worker's episodes were run again
+    assert canonical_dump(out) == canonical_dump(local_analytics)
+
+
+# -- docqa: bm25-agent searches the corpus (opened once per worker) then answers --------------------
+
+
+def docqa_script(body: dict[str, Any], n: int) -> dict[str, Any]:
+    if not any(m["role"] == "tool" for m in body["messages"]):
+        return {"kind": "tool", "id": "call_search", "name": "search_documents",
+                "arguments": json.dumps({"query": "mountain car"})}
+    answer = {"answer": ["Mountain car"], "citations": [{"file": "alpha.pdf", "page": 1}]}
+    return {"kind": "tool", "id": "call_answer", "name": "provide_answer", "arguments": json.dumps(answer)}
+
+
+def test_docqa_on_ray_equals_local(cluster: str, operator_corpus: Corpus, tmp_path: Path) -> None:
+    tasks = tmp_path / "tasks.jsonl"
+    tasks.write_text("".join(DocQATask(id=f"q{i}", question=f"Which car is rented? ({i})",
+                                       answer_variants=[["Mountain car"]],
+                                       evidence=[{"document": "alpha.pdf", "page": 1}]).model_dump_json() + "\n"  # type: ignore[list-item]
+                             for i in range(4)), encoding="utf-8")
+    outs = {}
+    for executor in ("local", "ray"):
+        out = tmp_path / executor / "run"
+        extra = ["--ray-address", cluster] if executor == "ray" else []
+        with FakeOpenAI(script=docqa_script) as fake:
+            _finish(_deskbench("run", "--agent", "bm25-agent", "--tasks", str(tasks), "--corpus",
+                               str(operator_corpus.root), "--view", "text", "--out", str(out), "--model",
+                               f"openai-compat/agent@{fake.base_url}", "--executor", executor, *extra,
+                               cache=tmp_path / executor / "cache"))
+        outs[executor] = canonical_dump(out)
+    assert outs["ray"] == outs["local"]
+    assert len(outs["ray"]["episodes"]) == 4
+    assert all('"status": "ok"' in row for row in outs["ray"]["episodes"])
+    assert '"ref": "pagetext:alpha.pdf#1"' in "".join(outs["ray"]["transcripts"])  # the worker searched the corpus
+
+
+def test_unknown_executor_and_a_stray_ray_address_are_one_line(tmp_path: Path) -> None:
+    for extra, words in ((["--executor", "spark"], "--executor 'spark' is not known"),
+                         (["--ray-address", "127.0.0.1:1"], "--ray-address is for --executor ray")):
+        proc = subprocess.run([sys.executable, "-m", "deskbench.cli", "run", "--agent", "guess", "--tasks",
+                               str(tmp_path / "t.jsonl"), "--out", str(tmp_path / "run"), *extra],
+                              capture_output=True, text=True, timeout=120)
+        assert proc.returncode == 2 and words in proc.stderr and "Traceback" not in proc.stderr
+        assert not (tmp_path / "run").exists()
