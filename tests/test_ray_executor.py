@@ -246,3 +246,17 @@ def test_unknown_executor_and_a_stray_ray_address_are_one_line(tmp_path: Path) -
                               capture_output=True, text=True, timeout=120)
         assert proc.returncode == 2 and words in proc.stderr and "Traceback" not in proc.stderr
         assert not (tmp_path / "run").exists()
+
+
+def test_a_provider_refusal_on_a_worker_stops_the_run_in_one_line(cluster: str, analytics_tasks: Path,
+                                                                   tmp_path: Path) -> None:
+    require_tool("bwrap")
+    out = tmp_path / "run"
+    with FakeOpenAI(script=lambda body, n: {"kind": "status", "status": 401}) as fake:
+        proc = _deskbench("run", "--agent", "analyst-agent", "--tasks", str(analytics_tasks), "--out", str(out),
+                          "--model", f"openai-compat/agent@{fake.base_url}", "--executor", "ray",
+                          "--ray-address", cluster, cache=tmp_path / "cache")
+        _, err = proc.communicate(timeout=300)
+    assert proc.returncode == 2, err[-2000:]
+    assert "refused the request" in err and "Traceback" not in err
+    assert _stored(out) == []  # nothing recorded for the episodes the refusal stopped
