@@ -91,11 +91,20 @@ def ray_head(cpus: int) -> Iterator[str]:
         shutil.rmtree(temp_dir, ignore_errors=True)
 
 
+BUSY: list[float] = []  # the machine's busy CPU-seconds (every process: user + system) of each timed run
+
+
+def _busy() -> float:
+    t = psutil.cpu_times()
+    return t.user + t.system + t.nice
+
+
 def timed_run(args: list[str], cache: Path) -> float:
-    started = time.perf_counter()
+    started, busy = time.perf_counter(), _busy()
     proc = subprocess.run([sys.executable, "-m", "deskbench.cli", "run", *args, "--quiet"], capture_output=True,
                           text=True, env={**os.environ, **ENV, "DESKBENCH_CACHE_DIR": str(cache)})
     seconds = time.perf_counter() - started
+    BUSY.append(_busy() - busy)
     assert proc.returncode == 0, proc.stderr[-3000:]
     return seconds
 
@@ -142,16 +151,19 @@ def main() -> None:
         common = ["--agent", "analyst-agent", "--tasks", str(tasks), "--model", model, "--attempts", str(attempts),
                   "--max-rounds", str(a.calls + 1)]
         local = [*common, "--out", str(a.work / "local"), "--concurrency", "4"]
-        results["local"] = {"seconds": timed_run(local, a.work / "cache-l"), "fixed_seconds": timed_run(local, a.work / "cache-l")}
+        results["local"] = {"seconds": timed_run(local, a.work / "cache-l"), "cpu_seconds": BUSY[-1],
+                            "fixed_seconds": timed_run(local, a.work / "cache-l")}
         with ray_head(2) as address:
             ray = [*common, "--out", str(a.work / "ray"), "--concurrency", "2", "--executor", "ray",
                    "--ray-address", address]
-            results["ray"] = {"seconds": timed_run(ray, a.work / "cache-r"), "fixed_seconds": timed_run(ray, a.work / "cache-r")}
+            results["ray"] = {"seconds": timed_run(ray, a.work / "cache-r"), "cpu_seconds": BUSY[-1],
+                              "fixed_seconds": timed_run(ray, a.work / "cache-r")}
         results["model_calls"] = len(fake.requests)
     for r in results.values():
         if isinstance(r, dict):
             r["per_episode"] = r["seconds"] / episodes
             r["per_episode_less_fixed"] = (r["seconds"] - r["fixed_seconds"]) / episodes
+            r["cpu_per_episode"] = r["cpu_seconds"] / episodes
     overhead = results["ray"]["per_episode_less_fixed"] - results["local"]["per_episode_less_fixed"]
     commit = commit_seconds(a.work / "local", a.work / "commit")
     same = canonical_dump(a.work / "local") == canonical_dump(a.work / "ray")
@@ -167,10 +179,10 @@ def main() -> None:
     a.out.write_text(json.dumps(report, indent=2) + "\n")
     L, R = results["local"], results["ray"]
     table = "\n".join([
-        "| executor | wall (s) | fixed cost (s) | s / episode | s / episode, fixed cost out |",
-        "|---|---:|---:|---:|---:|",
-        f"| local (1 process, 4 in flight) | {L['seconds']:.1f} | {L['fixed_seconds']:.1f} | {L['per_episode']:.3f} | {L['per_episode_less_fixed']:.3f} |",
-        f"| ray (head, 2 workers x 2 in flight) | {R['seconds']:.1f} | {R['fixed_seconds']:.1f} | {R['per_episode']:.3f} | {R['per_episode_less_fixed']:.3f} |",
+        "| executor | wall (s) | fixed cost (s) | s / episode | s / episode, fixed cost out | CPU-s / episode (machine) |",
+        "|---|---:|---:|---:|---:|---:|",
+        f"| local (1 process, 4 in flight) | {L['seconds']:.1f} | {L['fixed_seconds']:.1f} | {L['per_episode']:.3f} | {L['per_episode_less_fixed']:.3f} | {L['cpu_per_episode']:.3f} |",
+        f"| ray (head, 2 workers x 2 in flight) | {R['seconds']:.1f} | {R['fixed_seconds']:.1f} | {R['per_episode']:.3f} | {R['per_episode_less_fixed']:.3f} | {R['cpu_per_episode']:.3f} |",
         "",
         f"{episodes} analytics episodes x {a.calls} execute_code calls (bubblewrap), scripted model {a.latency * 1000:.0f} ms "
         f"per call, {os.cpu_count()} cores. Ray overhead per episode: {overhead * 1000:+.0f} ms; the driver's "
