@@ -9,6 +9,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import shutil
 import signal
 import socket
 import sqlite3
@@ -71,6 +72,7 @@ def cluster() -> Iterator[str]:
             with contextlib.suppress(psutil.NoSuchProcess):
                 p.kill()
         psutil.wait_procs(_cluster_processes(temp_dir), timeout=10)
+        shutil.rmtree(temp_dir, ignore_errors=True)
 
 
 def _deskbench(*args: str, cache: Path) -> subprocess.Popen[str]:
@@ -199,6 +201,8 @@ def test_a_worker_killed_mid_episode_is_run_again_and_stored_once(cluster: str, 
     fake = analytics_run(analytics_tasks, out, "--executor", "ray", "--ray-address", cluster, script=script,
                          latency=0.1)
     assert killed and not psutil.pid_exists(killed[0])
+    # the dead worker's scratch folder was swept when it was restarted; the others removed at the end
+    assert not list(Path(tempfile.gettempdir()).glob(f"deskbench-ray-{killed[0]}-*"))
     stored = _stored(out)
     assert len(stored) == 6 and len(set(stored)) == 6
     assert len(fake.requests) > 6 * 3  # the killed worker's episodes were run again

@@ -92,6 +92,31 @@ class WorkerResult:
     pid: int = 0
 
 
+SCRATCH = "deskbench-ray-"  # + the worker's pid: a folder whose process is gone is swept
+
+
+def sweep_scratch(root: Path | None = None) -> int:
+    """Remove the scratch folders of workers that died without closing (a killed process, a
+    killed driver's job); how many."""
+    swept = 0
+    for folder in Path(root or tempfile.gettempdir()).glob(f"{SCRATCH}*-*"):
+        pid = folder.name[len(SCRATCH):].split("-", 1)[0]
+        if pid.isdigit() and not _alive(int(pid)):
+            shutil.rmtree(folder, ignore_errors=True)
+            swept += 1
+    return swept
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # another user's process
+        return True
+    return True
+
+
 def read_files(folder: Path) -> dict[str, bytes]:
     """Every file under `folder` by its path relative to it (as bytes: names need not be UTF-8)."""
     if not folder.is_dir():
@@ -114,7 +139,8 @@ class EpisodeWorker:
     """One worker process's prepared run, opened on its first episode and kept open."""
 
     def __init__(self, request: RunRequest, models: list[str]) -> None:
-        self._scratch = Path(tempfile.mkdtemp(prefix="deskbench-ray-"))
+        sweep_scratch()
+        self._scratch = Path(tempfile.mkdtemp(prefix=f"{SCRATCH}{os.getpid()}-"))
         self._request = replace(request, out=self._scratch / "run")
         # each model's limiter by name (the driver made them): handles among the arguments would
         # put them in the object store, where a restart could not find them again
