@@ -9,7 +9,8 @@ What is measured (one run, this machine):
    call (`--latency`, default 0.05 s).
 2. `deskbench run` with the local executor (`--concurrency 4`: 4 episodes in flight) and with
    `--executor ray` on a Ray head this benchmark starts on 127.0.0.1 (`--num-cpus 2`, 2 `sandbox`
-   slots: 2 EpisodeWorker processes, `--concurrency 2` each, so 4 in flight too): wall time,
+   slots: 2 EpisodeWorker processes, 2 episodes each; `--concurrency 4` on both, which means 4
+   episodes in flight and 4 model slots on either executor): wall time,
    seconds per episode. Each run is a child process timed from start to exit.
 3. The fixed cost of each path: the same command again on the finished run (nothing to do: the
    process start, the prepare, and for Ray joining the cluster).
@@ -154,7 +155,7 @@ def main() -> None:
         results["local"] = {"seconds": timed_run(local, a.work / "cache-l"), "cpu_seconds": BUSY[-1],
                             "fixed_seconds": timed_run(local, a.work / "cache-l")}
         with ray_head(2) as address:
-            ray = [*common, "--out", str(a.work / "ray"), "--concurrency", "2", "--executor", "ray",
+            ray = [*common, "--out", str(a.work / "ray"), "--concurrency", "4", "--executor", "ray",
                    "--ray-address", address]
             results["ray"] = {"seconds": timed_run(ray, a.work / "cache-r"), "cpu_seconds": BUSY[-1],
                               "fixed_seconds": timed_run(ray, a.work / "cache-r")}
@@ -171,7 +172,7 @@ def main() -> None:
         "machine": {"cpus": os.cpu_count(), "python": platform.python_version(), "platform": platform.platform()},
         "ray": __import__("ray").__version__,
         "params": {"episodes": episodes, "tasks": tasks_n, "attempts": attempts, "execute_code_calls": a.calls,
-                   "model_latency_s": a.latency, "local_concurrency": 4, "ray_workers": 2, "ray_concurrency_per_worker": 2},
+                   "model_latency_s": a.latency, "concurrency": 4, "ray_workers": 2},
         "results": results, "ray_overhead_per_episode_s": overhead, "driver_commit_per_episode_s": commit,
         "stores_equal": same,
     }
@@ -182,7 +183,7 @@ def main() -> None:
         "| executor | wall (s) | fixed cost (s) | s / episode | s / episode, fixed cost out | CPU-s / episode (machine) |",
         "|---|---:|---:|---:|---:|---:|",
         f"| local (1 process, 4 in flight) | {L['seconds']:.1f} | {L['fixed_seconds']:.1f} | {L['per_episode']:.3f} | {L['per_episode_less_fixed']:.3f} | {L['cpu_per_episode']:.3f} |",
-        f"| ray (head, 2 workers x 2 in flight) | {R['seconds']:.1f} | {R['fixed_seconds']:.1f} | {R['per_episode']:.3f} | {R['per_episode_less_fixed']:.3f} | {R['cpu_per_episode']:.3f} |",
+        f"| ray (head, 2 workers, 4 in flight) | {R['seconds']:.1f} | {R['fixed_seconds']:.1f} | {R['per_episode']:.3f} | {R['per_episode_less_fixed']:.3f} | {R['cpu_per_episode']:.3f} |",
         "",
         f"{episodes} analytics episodes x {a.calls} execute_code calls (bubblewrap), scripted model {a.latency * 1000:.0f} ms "
         f"per call, {os.cpu_count()} cores. Ray overhead per episode: {overhead * 1000:+.0f} ms; the driver's "

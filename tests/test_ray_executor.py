@@ -150,15 +150,49 @@ def test_local_runs_have_one_canonical_store(analytics_tasks: Path, local_analyt
     assert (local_analytics / "run.sqlite").read_bytes() != (again / "run.sqlite").read_bytes()
 
 
-def test_ray_run_equals_local_and_bounds_the_model_cluster_wide(cluster: str, analytics_tasks: Path,
-                                                                local_analytics: Path, tmp_path: Path) -> None:
+def test_ray_run_equals_local_and_concurrency_means_the_same(cluster: str, analytics_tasks: Path,
+                                                            local_analytics: Path, tmp_path: Path) -> None:
     out = tmp_path / "run"
-    # --concurrency 1: one model call at a time across both worker processes (the limiter actor)
-    fake = analytics_run(analytics_tasks, out, "--executor", "ray", "--ray-address", cluster,
-                         latency=0.2, concurrency=1)
-    assert fake.max_in_flight == 1
+    # --concurrency 2 on two worker processes: 2 episodes in flight in all, as the local run has
+    fake = analytics_run(analytics_tasks, out, "--executor", "ray", "--ray-address", cluster, latency=0.2)
+    assert fake.max_in_flight == 2
     assert canonical_dump(out) == canonical_dump(local_analytics)
     assert len(list((out / "outputs").rglob("result/out-*.txt"))) == 6 * 2  # each episode's files came back
+
+
+LIMIT_PROBE = """
+import asyncio, json, os, sys, time
+from deskbench.runs.ray_executor import connect
+ray = connect(sys.argv[1])
+from deskbench.runs.ray_worker import ModelLimiter, RemoteSlots
+limiter = ModelLimiter.options(name="test-limit").remote(1)
+
+@ray.remote(num_cpus=1)
+def hold(holder):
+    async def inside():
+        async with RemoteSlots(limiter, holder):
+            start = time.monotonic()
+            await asyncio.sleep(0.5)
+            return start, time.monotonic(), os.getpid()
+    return asyncio.run(inside())
+
+spans = ray.get([hold.remote("a"), hold.remote("b")], timeout=120)
+print(json.dumps({"spans": spans, "left": ray.get(limiter.forget.remote("a"))}))
+ray.shutdown()
+"""
+
+
+def test_the_model_limit_holds_across_worker_processes(cluster: str) -> None:
+    """The limiter actor a run makes per model: two worker processes, one slot, never both inside
+    (a driver of its own, as `deskbench run` is: Ray reads its auth settings when imported)."""
+    proc = subprocess.run([sys.executable, "-c", LIMIT_PROBE, cluster], capture_output=True, text=True, timeout=300,
+                          env={**os.environ, **ENV})
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    got = json.loads(proc.stdout.strip().splitlines()[-1])
+    a, b = got["spans"]
+    assert a[2] != b[2]  # two processes
+    assert a[1] <= b[0] or b[1] <= a[0]  # one after the other: the slot is the cluster's
+    assert got["left"] == 0  # released on the way out
 
 
 def test_a_killed_driver_resumes(cluster: str, analytics_tasks: Path, local_analytics: Path, tmp_path: Path) -> None:

@@ -85,6 +85,7 @@ class ResilientModel:
         self.cache = cache
         self.prices = prices or PriceTable()
         self.ledger = ledger or UsageLedger()
+        self.concurrency = concurrency  # calls in flight at once (a cluster's limiter takes the same number)
         self._slots: AbstractAsyncContextManager[object] = asyncio.Semaphore(concurrency)
         self._rng = random.Random(seed)
 

@@ -113,8 +113,10 @@ def shippable(request: RunRequest) -> RunRequest:
 
 def execute_run_ray(prep: PreparedRun, request: RunRequest,
                     on_episode: Callable[[str, RunCounts], None] | None = None) -> list[Outcome]:
-    """Every system's missing episodes on the cluster, `prep.concurrency` in flight per worker;
-    each committed by this process as it ends."""
+    """Every system's missing episodes on the cluster, `prep.concurrency` in flight per system (as
+    the local executor runs them, so `--concurrency` means the same on both), spread over the
+    workers; each committed by this process as it ends. Each model's limit is the one the track
+    opened it with, held cluster-wide."""
     ray = connect(request.option("ray_address"))
     from deskbench.runs.ray_worker import EpisodeWorker, ModelLimiter, limiter_name
 
@@ -123,12 +125,14 @@ def execute_run_ray(prep: PreparedRun, request: RunRequest,
                for t, a in pending_episodes(prep.tasks, prep.store, s.name, prep.attempts, prep.replace, counts[s.name])]
     models = {s.model.id: s.model for s in prep.systems if s.model is not None}
     limit = ModelLimiter.options  # type: ignore[attr-defined]  # a ray.remote class
-    limiters = {mid: limit(name=limiter_name(mid), get_if_exists=True).remote(prep.concurrency) for mid in models}
+    limiters = {mid: limit(name=limiter_name(mid), get_if_exists=True).remote(m.concurrency) for mid, m in models.items()}
     runs_code = RUNS_CODE.get(prep.track, lambda r: True)(request)
-    n = pool_size(ray.cluster_resources(), runs_code, len(pending)) if pending else 0
+    in_flight = max(1, prep.concurrency) * max(1, len({s for s, _, _ in pending}))  # the local executor's bound
+    n = pool_size(ray.cluster_resources(), runs_code, min(len(pending), in_flight)) if pending else 0
+    per_worker = -(-in_flight // max(n, 1))  # ceil: the least busy worker takes the next episode
     worker = ray.remote(EpisodeWorker).options(
         num_cpus=1, resources={"sandbox": 1} if runs_code else {}, max_restarts=RESTARTS,
-        max_task_retries=TASK_RETRIES, max_concurrency=max(prep.concurrency, 1) + 2)
+        max_task_retries=TASK_RETRIES, max_concurrency=per_worker + 2)
     pool = [worker.remote(shippable(request), list(limiters)) for _ in range(n)]
     load = [0] * n
     ledgers = {s.name: s.model.ledger for s in prep.systems if s.model is not None}
@@ -160,8 +164,8 @@ def execute_run_ray(prep: PreparedRun, request: RunRequest,
                 ledgers[system].total = ledgers[system].total + got.ended.result.usage
 
     async def go() -> None:
-        slots = asyncio.Semaphore(max(1, n * prep.concurrency))
-        started = [asyncio.ensure_future(one(s, t.id, a, slots)) for s, t, a in pending]
+        slots = {s.name: asyncio.Semaphore(max(1, prep.concurrency)) for s in prep.systems}
+        started = [asyncio.ensure_future(one(s, t.id, a, slots[s])) for s, t, a in pending]
         try:
             await asyncio.gather(*started)
         except BaseException:  # a refusal or a cancel: the episodes in flight stop unrecorded
