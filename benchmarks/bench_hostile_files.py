@@ -18,12 +18,9 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import platform
 import subprocess
 import sys
-import tempfile
 from collections.abc import Callable
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlencode
@@ -32,9 +29,9 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "tests"))
 
 import hostile_bombs as bombs  # noqa: E402
+from hostile_common import Env, print_rows, run_identity, run_probes  # noqa: E402
 from hostile_watch import RSS_MB, SECONDS, Bounded, Server, bounded_cli  # noqa: E402
 
-Env = dict[str, str]
 Probe = Callable[[Path, Env], dict[str, Any]]
 KILL_SECONDS = 60.0
 KILL_TREE_MB = 5120.0
@@ -212,19 +209,7 @@ PROBES: dict[str, Probe] = {
 
 
 def run_all(src: Path | None, only: str | None) -> dict[str, dict[str, Any]]:
-    env: Env = {"PYTHONPATH": str(src)} if src else {}
-    out = {}
-    for name, probe in PROBES.items():
-        if only and only not in name:
-            continue
-        with tempfile.TemporaryDirectory(prefix="bench-hostile-") as tmp:
-            try:
-                out[name] = probe(Path(tmp), env)
-            except Exception as e:  # noqa: BLE001 - a probe that breaks the old code is a figure too
-                out[name] = {"verdict": f"probe failed: {type(e).__name__}: {str(e)[:160]}",
-                             "seconds": None, "peak_mb": None, "held": False}
-        print(f"{'before' if src else 'after '} {name}: {out[name]}", file=sys.stderr)
-    return out
+    return run_probes({name: probe for name, probe in PROBES.items() if not only or only in name}, src)
 
 
 def main() -> None:
@@ -240,14 +225,10 @@ def main() -> None:
         fresh = {r["probe"]: r for r in rows}
         kept = {r["probe"]: r for r in json.loads(args.out.read_text())["rows"]}
         rows = [fresh.get(name) or kept[name] for name in PROBES if name in fresh or name in kept]
-    sha = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=REPO, capture_output=True,
-                         text=True).stdout.strip()
-    result = {"benchmark": "hostile inputs: files", "timestamp": datetime.now(UTC).isoformat(timespec="seconds"),
-              "machine": {"python": platform.python_version(), "cpus": os.cpu_count(), "kernel": platform.release()},
-              "commit": sha, "before_stopped_at": {"seconds": KILL_SECONDS, "tree_mb": KILL_TREE_MB}, "rows": rows}
+    result = {"benchmark": "hostile inputs: files", **run_identity(),
+              "before_stopped_at": {"seconds": KILL_SECONDS, "tree_mb": KILL_TREE_MB}, "rows": rows}
     args.out.write_text(json.dumps(result, indent=2) + "\n")
-    for r in rows:
-        print(f"{r['probe']}: held={r['after']['held']} {r['after']['verdict']}")
+    print_rows(rows)
 
 
 if __name__ == "__main__":

@@ -17,19 +17,17 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import platform
 import subprocess
 import sys
-import tempfile
 import time
 from collections.abc import Callable
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "tests"))
 
+from hostile_common import Env, print_rows, run_identity, run_probes  # noqa: E402
 from hostile_sandbox import (  # noqa: E402
     FORK_4X1100MB,
     FORK_BOMB,
@@ -40,7 +38,6 @@ from hostile_sandbox import (  # noqa: E402
     run_watched,
 )
 
-Env = dict[str, str]
 Probe = Callable[[Path, Env], dict[str, Any]]
 
 
@@ -151,17 +148,7 @@ PROBES: dict[str, tuple[Probe, str]] = {
 
 
 def run_all(src: Path | None) -> dict[str, dict[str, Any]]:
-    env: Env = {"PYTHONPATH": str(src)} if src else {}
-    out = {}
-    for name, (probe, _) in PROBES.items():
-        with tempfile.TemporaryDirectory(prefix="bench-hostile-") as tmp:
-            try:
-                out[name] = probe(Path(tmp), env)
-            except Exception as e:  # noqa: BLE001 - a probe that breaks the old code is a figure too
-                out[name] = {"verdict": f"probe failed: {type(e).__name__}: {str(e)[:160]}",
-                             "seconds": None, "peak_mb": None, "held": False}
-        print(f"{'before' if src else 'after '} {name}: {out[name]}", file=sys.stderr)
-    return out
+    return run_probes({name: probe for name, (probe, _) in PROBES.items()}, src)
 
 
 def main() -> None:
@@ -173,15 +160,9 @@ def main() -> None:
     after = run_all(None)
     rows = [{"probe": name, "before": before.get(name), "after": after[name], "bound": bound}
             for name, (_, bound) in PROBES.items()]
-    sha = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=REPO, capture_output=True,
-                         text=True).stdout.strip()
-    result = {"timestamp": datetime.now(UTC).isoformat(timespec="seconds"),
-              "machine": {"python": platform.python_version(), "cpus": os.cpu_count(),
-                          "kernel": platform.release()},
-              "commit": sha, "rows": rows}
+    result = {**run_identity(), "rows": rows}
     args.out.write_text(json.dumps(result, indent=2) + "\n")
-    for r in rows:
-        print(f"{r['probe']}: held={r['after']['held']} {r['after']['verdict']}")
+    print_rows(rows)
 
 
 if __name__ == "__main__":

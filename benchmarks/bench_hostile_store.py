@@ -17,14 +17,12 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import platform
 import sqlite3
 import subprocess
 import sys
 import tempfile
 import time
 from collections.abc import Callable
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -33,9 +31,9 @@ sys.path.insert(0, str(REPO / "tests"))
 
 from conftest import write_text_pdf  # noqa: E402
 from fake_openai import FakeOpenAI  # noqa: E402
+from hostile_common import Env, markdown_rows, run_identity  # noqa: E402
 from hostile_watch import Bounded, bounded_cli  # noqa: E402
 
-Env = dict[str, str]
 Probe = Callable[[Path, Env], dict[str, Any]]
 GUESS = {"kind": "text", "text": '{"answer": ["x"], "citations": []}'}
 SYSTEM = "guess:openai/gpt-4.1"
@@ -297,16 +295,6 @@ def run_all(before_src: Path | None) -> dict[str, dict[str, Any]]:
     return results
 
 
-def markdown_rows(rows: list[dict[str, Any]]) -> str:
-    """The rows of README's Hostile inputs table (probe | before | after | seconds | peak MB | bound | held)."""
-    def before(b: dict[str, Any] | None) -> str:
-        return "-" if b is None else f"{b['verdict']} ({b['seconds']} s, {b['peak_mb']} MB)"
-
-    return "".join(f"| {r['probe']} | {before(r['before'])} | {r['after']['verdict']} | {r['after']['seconds']} | "
-                   f"{r['after']['peak_mb']} | {r['bound']} | {'yes' if r['after']['held'] else '**no**'} |\n"
-                   for r in rows)
-
-
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--before-src", type=Path, help="src/ of a checkout without the fix")
@@ -320,11 +308,8 @@ def main() -> None:
     after = run_all(None)
     rows = [{"probe": name, "before": before.get(name), "after": after[name], "bound": bound}
             for name, (_, bound) in PROBES.items()]
-    sha = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=REPO, capture_output=True, text=True).stdout.strip()
-    result = {"benchmark": "hostile inputs: store and filesystem",
-              "timestamp": datetime.now(UTC).isoformat(timespec="seconds"),
-              "machine": {"python": platform.python_version(), "cpus": os.cpu_count(), "kernel": platform.release()},
-              "commit": sha, "before_src": str(args.before_src) if args.before_src else None, "rows": rows}
+    result = {"benchmark": "hostile inputs: store and filesystem", **run_identity(),
+              "before_src": str(args.before_src) if args.before_src else None, "rows": rows}
     args.out.write_text(json.dumps(result, indent=2, ensure_ascii=False) + "\n")
 
 

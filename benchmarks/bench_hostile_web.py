@@ -17,14 +17,12 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import platform
 import re
 import subprocess
 import sys
 import tempfile
 import time
 from collections.abc import Callable
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -32,10 +30,10 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "tests"))
 
 from conftest import write_operator_corpus  # noqa: E402
+from hostile_common import Env, markdown_rows, print_rows, run_identity, run_probes  # noqa: E402
 from test_hostile_web import deskbench_server, peak_rss_mb, probe_wrong_tokens, try_token  # noqa: E402
 from test_web import TASKS  # noqa: E402
 
-Env = dict[str, str]
 Probe = Callable[[Path, Path, Env], dict[str, Any]]
 WRONG = 500
 CHECKED_BOUND = 10
@@ -131,27 +129,8 @@ PROBES: dict[str, tuple[Probe, str]] = {
 
 
 def run_all(data: Path, src: Path | None) -> dict[str, dict[str, Any]]:
-    env: Env = {"PYTHONPATH": str(src)} if src else {}
-    out = {}
-    for name, (probe, _) in PROBES.items():
-        with tempfile.TemporaryDirectory(prefix="bench-hostile-web-") as tmp:
-            try:
-                out[name] = probe(data, Path(tmp), env)
-            except Exception as e:  # noqa: BLE001 - a probe that breaks the old code is a figure too
-                out[name] = {"verdict": f"probe failed: {type(e).__name__}: {str(e)[:160]}",
-                             "seconds": None, "peak_mb": None, "held": False}
-        print(f"{'before' if src else 'after '} {name}: {out[name]}", file=sys.stderr)
-    return out
-
-
-def markdown_rows(rows: list[dict[str, Any]]) -> str:
-    """The rows of README's Hostile inputs table (probe | before | after | seconds | peak MB | bound | held)."""
-    def before(b: dict[str, Any] | None) -> str:
-        return "-" if b is None else f"{b['verdict']} ({b['seconds']} s, {b['peak_mb']} MB)"
-
-    return "".join(f"| {r['probe']} | {before(r['before'])} | {r['after']['verdict']} | {r['after']['seconds']} | "
-                   f"{r['after']['peak_mb']} | {r['bound']} | {'yes' if r['after']['held'] else '**no**'} |\n"
-                   for r in rows)
+    return run_probes({name: (lambda tmp, env, probe=probe: probe(data, tmp, env)) for name, (probe, _) in PROBES.items()},
+                      src, "bench-hostile-web-")
 
 
 def main() -> None:
@@ -171,15 +150,9 @@ def main() -> None:
         after = run_all(data, None)
     rows = [{"probe": name, "before": before.get(name), "after": after[name], "bound": bound}
             for name, (_, bound) in PROBES.items()]
-    sha = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=REPO, capture_output=True,
-                         text=True).stdout.strip()
-    result = {"timestamp": datetime.now(UTC).isoformat(timespec="seconds"),
-              "machine": {"python": platform.python_version(), "cpus": os.cpu_count(),
-                          "kernel": platform.release()},
-              "commit": sha, "rows": rows}
+    result = {**run_identity(), "rows": rows}
     args.out.write_text(json.dumps(result, indent=2) + "\n")
-    for r in rows:
-        print(f"{r['probe']}: held={r['after']['held']} {r['after']['verdict']}")
+    print_rows(rows)
 
 
 if __name__ == "__main__":

@@ -13,8 +13,8 @@ import pytest
 from deskbench.runs.identity import stored_identities
 from deskbench.runs.store import RunStore
 from deskbench.tasks.trajectory import ToolCallStep
-from tests.conftest import ingest, run_cli, write_text_pdf
-from tests.test_mcp_external import DOCS, TASKS
+from tests.conftest import run_cli
+from tests.test_mcp_external import TASKS, corpus_and_tasks
 
 pytest.importorskip("mcp")
 
@@ -23,14 +23,7 @@ from tests.external_service import FAIL_BODY, service  # noqa: E402  (needs mcp)
 
 @pytest.fixture(scope="module")
 def setup(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
-    root = tmp_path_factory.mktemp("url")
-    for name, pages in DOCS.items():
-        write_text_pdf(root / "pdfs" / name, pages)
-    _, summary = ingest(root / "corpus", [root / "pdfs"])
-    assert summary.files_ok == 2
-    tasks = root / "tasks.jsonl"
-    tasks.write_text("".join(json.dumps(t) + "\n" for t in TASKS))
-    return root / "corpus", tasks
+    return corpus_and_tasks(tmp_path_factory.mktemp("url"))
 
 
 def _run(setup: tuple[Path, Path], out: Path, *flags: str) -> tuple[int, str, str]:

@@ -30,9 +30,8 @@ TASKS = [
 ]
 
 
-@pytest.fixture(scope="module")
-def setup(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
-    root = tmp_path_factory.mktemp("mcp")
+def corpus_and_tasks(root: Path) -> tuple[Path, Path]:
+    """DOCS ingested under `root` and TASKS written beside them: (corpus, tasks file)."""
     for name, pages in DOCS.items():
         write_text_pdf(root / "pdfs" / name, pages)
     _, summary = ingest(root / "corpus", [root / "pdfs"])
@@ -40,6 +39,11 @@ def setup(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
     tasks = root / "tasks.jsonl"
     tasks.write_text("".join(json.dumps(t) + "\n" for t in TASKS))
     return root / "corpus", tasks
+
+
+@pytest.fixture(scope="module")
+def setup(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+    return corpus_and_tasks(tmp_path_factory.mktemp("mcp"))
 
 
 def test_external_agent_over_mcp_is_stored_scored_and_reported(setup: tuple[Path, Path], tmp_path: Path) -> None:

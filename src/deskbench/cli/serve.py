@@ -21,6 +21,7 @@ if TYPE_CHECKING:
 PANEL = "Access"
 _UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
 
+ServedRunOpt = Annotated[Path, typer.Option("--out", "-o", help="Run directory the app serves.")]
 IdleOpt = Annotated[str, typer.Option(
     "--session-idle", envvar="DESKBENCH_SESSION_IDLE", rich_help_panel=PANEL,
     help="A session ends after this long without a request (e.g. 30m, 8h, 2d; plain numbers are seconds).")]
@@ -171,7 +172,7 @@ def register(app: typer.Typer) -> None:
     @serve_app.command("add-user")
     def add_user(
         name: Annotated[str, typer.Argument(help="Annotator name (letters, digits, . _ -).")],
-        out: Annotated[Path, typer.Option("--out", "-o", help="Run directory the app serves.")],
+        out: ServedRunOpt,
         batch: Annotated[list[str] | None, typer.Option("--batch", "-b", help="Assign this batch too (repeatable).")] = None,
     ) -> None:
         """Create an annotator and print their token once (only its sha256 is stored)."""
@@ -183,7 +184,7 @@ def register(app: typer.Typer) -> None:
                    " the token above is shown only once", err=True)
 
     @serve_app.command("users")
-    def users(out: Annotated[Path, typer.Option("--out", "-o", help="Run directory the app serves.")]) -> None:
+    def users(out: ServedRunOpt) -> None:
         """List the users: name, when added, open sessions, batches (tokens are never shown again)."""
         from deskbench.web.store import WebStore
 
@@ -196,7 +197,7 @@ def register(app: typer.Typer) -> None:
     @serve_app.command("remove-user")
     def remove_user(
         name: Annotated[str, typer.Argument(help="The user to remove.")],
-        out: Annotated[Path, typer.Option("--out", "-o", help="Run directory the app serves.")],
+        out: ServedRunOpt,
     ) -> None:
         """Remove a user: their sessions end at once; their answers and work stay in the run."""
         from deskbench.web.store import WebStore
@@ -207,7 +208,7 @@ def register(app: typer.Typer) -> None:
     @serve_app.command("rotate-token")
     def rotate_token(
         name: Annotated[str, typer.Argument(help="The user whose token is replaced.")],
-        out: Annotated[Path, typer.Option("--out", "-o", help="Run directory the app serves.")],
+        out: ServedRunOpt,
     ) -> None:
         """Print a new token for a user once; the old token and its sessions stop working."""
         from deskbench.web.store import WebStore
@@ -219,7 +220,7 @@ def register(app: typer.Typer) -> None:
 
     @serve_app.command("batches")
     def batches(
-        out: Annotated[Path, typer.Option("--out", "-o", help="Run directory the app serves.")],
+        out: ServedRunOpt,
         tasks: Annotated[Path | None, typer.Option("--tasks", "-t", help="docqa tasks JSONL: batch those not in a batch yet.")] = None,
         size: Annotated[int, typer.Option("--batch-size", help="Questions per batch (MADQA: 25).")] = 25,
         seed: Annotated[int | None, typer.Option(help="Shuffle the new tasks under this seed first (default: file order).")] = None,
@@ -249,7 +250,7 @@ def register(app: typer.Typer) -> None:
     def assign(
         batch: Annotated[list[str], typer.Argument(help="Batch code names (see: deskbench serve batches --out RUNDIR).")],
         user: Annotated[str, typer.Option("--user", "-u", help="The annotator.")],
-        out: Annotated[Path, typer.Option("--out", "-o", help="Run directory the app serves.")],
+        out: ServedRunOpt,
         remove: Annotated[bool, typer.Option("--remove", help="Take the batches away instead (work done stays).")] = False,
     ) -> None:
         """Give batches to an annotator (a batch may go to several, e.g. to measure agreement)."""
