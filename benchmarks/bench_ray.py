@@ -129,6 +129,28 @@ def commit_seconds(run_dir: Path, scratch: Path) -> float:
     return (time.perf_counter() - started) / max(1, len(episodes))
 
 
+def markdown_table(report: dict[str, Any]) -> str:
+    """The README's table from a results file, with Ray against the anchor (the local executor) as
+    ratios."""
+    results, p = report["results"], report["params"]
+    L, R = results["local"], results["ray"]
+    rows = [("local (1 process, 4 in flight)", L, "1.00x", "1.00x"),
+            ("ray (head, 2 workers, 4 in flight)", R, f"{R['per_episode_less_fixed'] / L['per_episode_less_fixed']:.2f}x",
+             f"{R['cpu_per_episode'] / L['cpu_per_episode']:.2f}x")]
+    return "\n".join([
+        "| executor | wall (s) | fixed cost (s) | s / episode | s / episode, fixed cost out | CPU-s / episode (machine) "
+        "| time vs local | CPU vs local |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|",
+        *(f"| {name} | {r['seconds']:.1f} | {r['fixed_seconds']:.1f} | {r['per_episode']:.3f} | "
+          f"{r['per_episode_less_fixed']:.3f} | {r['cpu_per_episode']:.3f} | {t} | {c} |" for name, r, t, c in rows),
+        "",
+        f"{p['episodes']} analytics episodes x {p['execute_code_calls']} execute_code calls (bubblewrap), scripted model "
+        f"{p['model_latency_s'] * 1000:.0f} ms per call, {report['machine']['cpus']} cores. Ray overhead per episode: "
+        f"{report['ray_overhead_per_episode_s'] * 1000:+.0f} ms; the driver's commit per episode: "
+        f"{report['driver_commit_per_episode_s'] * 1000:.1f} ms; stores equal (canonical dump): {report['stores_equal']}.",
+    ])
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--episodes", type=int, default=200)
@@ -136,7 +158,11 @@ def main() -> None:
     ap.add_argument("--latency", type=float, default=0.05)
     ap.add_argument("--work", type=Path, default=REPO / "benchmarks" / "work" / "ray")
     ap.add_argument("--out", type=Path, default=DEFAULT_OUT)
+    ap.add_argument("--table", action="store_true", help="only rebuild the README's table from the --out file")
     a = ap.parse_args()
+    if a.table:
+        update_readme("ray", "", markdown_table(json.loads(a.out.read_text())))
+        return
     from deskbench.tracks.analytics.generate.tasks import generate_analytics
 
     shutil.rmtree(a.work, ignore_errors=True)
@@ -178,17 +204,7 @@ def main() -> None:
     }
     a.out.parent.mkdir(parents=True, exist_ok=True)
     a.out.write_text(json.dumps(report, indent=2) + "\n")
-    L, R = results["local"], results["ray"]
-    table = "\n".join([
-        "| executor | wall (s) | fixed cost (s) | s / episode | s / episode, fixed cost out | CPU-s / episode (machine) |",
-        "|---|---:|---:|---:|---:|---:|",
-        f"| local (1 process, 4 in flight) | {L['seconds']:.1f} | {L['fixed_seconds']:.1f} | {L['per_episode']:.3f} | {L['per_episode_less_fixed']:.3f} | {L['cpu_per_episode']:.3f} |",
-        f"| ray (head, 2 workers, 4 in flight) | {R['seconds']:.1f} | {R['fixed_seconds']:.1f} | {R['per_episode']:.3f} | {R['per_episode_less_fixed']:.3f} | {R['cpu_per_episode']:.3f} |",
-        "",
-        f"{episodes} analytics episodes x {a.calls} execute_code calls (bubblewrap), scripted model {a.latency * 1000:.0f} ms "
-        f"per call, {os.cpu_count()} cores. Ray overhead per episode: {overhead * 1000:+.0f} ms; the driver's "
-        f"commit per episode: {commit * 1000:.1f} ms; stores equal (canonical dump): {same}.",
-    ])
+    table = markdown_table(report)
     print(table)
     if a.out == DEFAULT_OUT:  # a smoke run or a variant elsewhere leaves the README's table alone
         update_readme("ray", "", table)
