@@ -17,7 +17,7 @@ from deskbench.agents.base import AgentContext, AgentSettings
 from deskbench.errors import UserError
 from deskbench.mcp.external import EpisodeSession
 from deskbench.mcp.server import McpTool, SessionSource, build_server, serve
-from deskbench.runs.store import Episode, RunStore, now
+from deskbench.runs.store import RunStore, now
 from deskbench.tasks.docqa import DocQATask
 
 SYSTEM = "external"
@@ -52,11 +52,10 @@ class Episodes(Generic[S]):
         return self.session
 
     async def answered(self, session: S) -> None:
-        result = session.result()
-        self.store.record(Episode(task_id=self.task_id, system=SYSTEM, attempt=self.attempt, status=result.status,
-                                  error=result.error, submission=result.submission, trajectory=result.trajectory,
-                                  usage=result.usage, started_at=self.started, finished_at=now()),
-                          replace=True, transcript=result.transcript)
+        from deskbench.runs.runner import EndedEpisode, RunCounts, commit_episode
+
+        ended = EndedEpisode(result=session.result(), started_at=self.started, finished_at=now())
+        commit_episode(self.store, SYSTEM, self.task_id, self.attempt, ended, RunCounts(), replace=True)
         self._next()
 
 
