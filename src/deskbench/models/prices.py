@@ -99,6 +99,11 @@ def cost_summary(cost: float | None) -> str:
     return f"cost {format_cost(cost)} (prices as of {PRICES_AS_OF}; --prices FILE to extend)"
 
 
+FREE_PROVIDERS = frozenset({"scripted"})
+"""Providers whose calls cost a known $0 whatever the model's name (a scripted model is named by
+its file, whose stem may start like a priced model's)."""
+
+
 class PriceTable:
     def __init__(self, extra: dict[str, tuple[float, float]] | None = None) -> None:
         self.prices = {**BUILTIN, **(extra or {})}
@@ -115,6 +120,8 @@ class PriceTable:
         """The longest table entry that the model name starts with (dated versions match)."""
         if model in self._found:  # the table is not changed once built
             return self._found[model]
+        if model.partition("/")[0] in FREE_PROVIDERS:
+            return (0.0, 0.0)
         name = model.rsplit("/", 1)[-1].lower()
         matches = [k for k in self.prices if name.startswith(k.lower())]
         found = self._found[model] = self.prices[max(matches, key=len)] if matches else None

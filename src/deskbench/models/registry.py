@@ -1,7 +1,7 @@
 """Model strings to adapters: "openai/gpt-5-mini", "anthropic/claude-sonnet-4-5",
 "gemini/gemini-2.5-flash", "openai-compat/qwen@http://127.0.0.1:8000/v1" (and the same form
 under vllm/, llamacpp/, ollama/, whose capability rules differ), "local" (the bundled SmolLM2
-on a llama.cpp server).
+on a llama.cpp server), "scripted:FILE" (replies from a file, models/scripted.py; also scripted/FILE).
 
 `preflight` checks a model string, its key and the user's settings without building a client,
 so a run can refuse before it creates anything; `open_model` builds the adapter inside its
@@ -32,6 +32,7 @@ class ModelSpec:
     provider: str
     name: str
     url: str | None = None  # the OpenAI-compatible servers' base URL
+    path: str | None = None  # the file a scripted model answers from
 
     @property
     def id(self) -> str:
@@ -39,7 +40,16 @@ class ModelSpec:
         return LOCAL_ID if self.provider == "local" else f"{self.provider}/{self.name}"
 
 
+SCRIPTED_PREFIXES = ("scripted:", "scripted/")  # read before the plugin form package.module:factory/MODEL
+
+
 def parse_spec(spec: str) -> ModelSpec:
+    if spec.startswith(SCRIPTED_PREFIXES):
+        path = spec[len("scripted:"):]
+        if not path:
+            raise UserError(f"model {spec!r} needs a file: scripted:FILE, e.g. "
+                            "scripted:examples/custom_agent/demo_answers.jsonl")
+        return ModelSpec("scripted", Path(path).stem or path, path=path)
     provider, _, rest = spec.partition("/")
     if provider not in PROVIDERS and plugin_provider(provider) is None:
         raise UserError(
@@ -96,6 +106,13 @@ def _local(m: ModelSpec, timeout: float) -> ChatModel:
     return LocalChat()
 
 
+def _scripted(m: ModelSpec, timeout: float) -> ChatModel:
+    from deskbench.models.scripted import ScriptedChat, read_script
+
+    assert m.path is not None
+    return ScriptedChat(read_script(Path(m.path)), m.name)
+
+
 PROVIDERS: dict[str, Callable[[ModelSpec, float], ChatModel]] = {
     "openai": _openai,
     "anthropic": _anthropic,
@@ -105,6 +122,7 @@ PROVIDERS: dict[str, Callable[[ModelSpec, float], ChatModel]] = {
     "llamacpp": _compat,
     "ollama": _compat,
     "local": _local,
+    "scripted": _scripted,
 }
 BUILTIN_PROVIDERS = tuple(PROVIDERS)
 
@@ -141,6 +159,10 @@ def check_key(m: ModelSpec) -> None:
 def _checked(spec: str) -> ModelSpec:
     m = parse_spec(spec)
     check_key(m)
+    if m.path is not None:  # a scripted model's file, read whole: a bad one stops here, before the run
+        from deskbench.models.scripted import read_script
+
+        read_script(Path(m.path))
     return m
 
 

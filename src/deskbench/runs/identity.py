@@ -56,6 +56,7 @@ class SystemConfig(BaseModel):
     settings: dict[str, Any] = {}  # the agent's settings that change what runs, by name
     model_settings: dict[str, Any] | None = None  # what the model is sent (ResolvedSettings.sent)
     prompt_hash: str | None = None  # sha256 of the prompts and tool descriptions; None: no prompt
+    model_source: str | None = None  # what a model answers from besides the request (a scripted model's file)
 
     def differences(self, new: SystemConfig) -> list[str]:
         """What changed from self to `new`, one "name: old -> new" each. A setting only one side
@@ -65,6 +66,9 @@ class SystemConfig(BaseModel):
         out += _changed(self.settings, new.settings, "")
         if self.model_settings is not None and new.model_settings is not None:
             out += _changed(self.model_settings, new.model_settings, "model ")
+        if self.model_source != new.model_source:
+            out.append(f"model replies: {_show(self.model_source)[:19]} -> {_show(new.model_source)[:19]} (the file "
+                       "the model answers from changed)")
         if self.prompt_hash != new.prompt_hash:
             out.append(f"prompts: {_short(self.prompt_hash)} -> {_short(new.prompt_hash)} (the agent's prompt "
                        "texts or tool descriptions changed)")
@@ -74,6 +78,8 @@ class SystemConfig(BaseModel):
         parts = [f"{k}={_show(v)}" for k, v in self.settings.items()]
         parts += [f"model {k}={_show(v)}" for k, v in (self.model_settings or {}).items()]
         parts.append(f"prompts={_short(self.prompt_hash)}")
+        if self.model_source:
+            parts.append(f"model replies={self.model_source[:19]}")
         return ", ".join(parts)
 
 
@@ -167,6 +173,16 @@ def model_settings(model: ResilientModel | None) -> dict[str, Any] | None:
     if model is None or model.settings is None:
         return None
     return model.settings.sent.model_dump(mode="json")
+
+
+def model_source(model: ResilientModel | None) -> str | None:
+    """What a system's model answers from besides the request, for its SystemConfig: an adapter
+    that replies from a file names it by `source` ("sha256:<hex>", models/scripted.py); None for
+    the others."""
+    if model is None:
+        return None
+    source = getattr(model.inner, "source", None)
+    return source if isinstance(source, str) else None
 
 
 def remember_config(store: RunStore, system: str, config: SystemConfig) -> str | None:

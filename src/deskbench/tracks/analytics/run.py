@@ -18,7 +18,7 @@ from deskbench.agents.code_loop import AnalystContext, AnalystSettings
 from deskbench.errors import UserError
 from deskbench.models.registry import open_model
 from deskbench.models.settings import Sampling
-from deskbench.runs.identity import SystemConfig, model_settings, prompt_hash, remember_config
+from deskbench.runs.identity import SystemConfig, model_settings, model_source, prompt_hash, remember_config
 from deskbench.runs.protocol import ProtocolNote, deskbench, paper, remember_protocol
 from deskbench.runs.runner import EpisodeFn, HasId, episode_dir, system_name
 from deskbench.runs.settings import remember_settings
@@ -114,7 +114,7 @@ def prepare_analytics(spec: AnalyticsRunSpec, tasks: Sequence[AnalyticsTask]) ->
         remember_settings(store, system, model)
     remember_protocol(store, system, analytics_run_protocol(spec, model is not None))
     config = SystemConfig(track="analytics", agent=spec.agent, model=model.id if model else None,
-                          model_settings=model_settings(model),
+                          model_settings=model_settings(model), model_source=model_source(model),
                           settings={"max_rounds": spec.max_rounds, "summary": spec.summary,
                                     "last_round_note": spec.last_round_note, "cjk_font_hint": spec.cjk_font_hint,
                                     **spec.agent_options},  # external: the command is part of what the system is

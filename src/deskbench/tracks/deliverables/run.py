@@ -24,7 +24,7 @@ from deskbench.errors import UserError
 from deskbench.models.registry import open_model, preflight
 from deskbench.models.resilient import ResilientModel
 from deskbench.models.settings import Sampling
-from deskbench.runs.identity import SystemConfig, model_settings, prompt_hash, remember_config
+from deskbench.runs.identity import SystemConfig, model_settings, model_source, prompt_hash, remember_config
 from deskbench.runs.protocol import remember_protocol
 from deskbench.runs.runner import EpisodeFn, HasId, episode_dir, system_name
 from deskbench.runs.settings import remember_settings
@@ -134,7 +134,7 @@ def deliverables_config(spec: DeliverablesRunSpec, agent: str, model: ResilientM
     An external agent's command is part of what its system is."""
     web = {"kind": spec.web.kind, "arg": spec.web.arg} if spec.web is not None else None
     return SystemConfig(track="deliverables", agent=agent, model=model.id if model else None,
-                        model_settings=model_settings(model),
+                        model_settings=model_settings(model), model_source=model_source(model),
                         settings={"max_rounds": spec.max_rounds, "inline_chars": spec.inline_chars,
                                   "trap_hints": spec.trap_hints, "web": web,
                                   **(spec.agent_options if agent in NO_MODEL else {})},
@@ -152,7 +152,7 @@ def prepare_deliverables(spec: DeliverablesRunSpec) -> PreparedRun:
         if s.agent not in NO_MODEL:
             preflight(s.model, spec.sampling)
     store = RunStore(spec.out)
-    store.save_tasks(all_tasks)
+    store.save_tasks(tasks)  # the packages run (--task): the run is scored over them, as `score RUN` scores it
     store.set_meta("packages", str(spec.packages.resolve()))
     models: dict[str, ResilientModel] = {}
     by_name: dict[str, ResilientModel | None] = {}  # system name -> its model (None: an agent calling none of ours)

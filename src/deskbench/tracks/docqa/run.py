@@ -16,7 +16,7 @@ from deskbench.corpus import Corpus
 from deskbench.errors import UserError
 from deskbench.models.registry import open_model
 from deskbench.models.settings import ResolvedSettings, Sampling
-from deskbench.runs.identity import SystemConfig, model_settings, prompt_hash, remember_config
+from deskbench.runs.identity import SystemConfig, model_settings, model_source, prompt_hash, remember_config
 from deskbench.runs.runner import EpisodeFn, HasId, system_name
 from deskbench.runs.settings import remember_settings
 from deskbench.runs.store import RunStore
@@ -108,7 +108,8 @@ def prepare(spec: RunSpec, tasks: Sequence[DocQATask], *, tasks_file: str | None
     settings = AgentSettings(max_steps=spec.max_steps, top_k=spec.top_k, view=view,  # type: ignore[arg-type]
                              max_sub_calls=spec.max_sub_calls)
     warning = remember_config(store, system, docqa_config(spec.agent, model.id if model else None, settings,
-                                                          model_settings(model), spec.agent_options))
+                                                          model_settings(model), spec.agent_options,
+                                                          source=model_source(model)))
     if warning:
         warnings.append(warning)
 
@@ -148,9 +149,11 @@ PROMPT_MODULES: dict[str, tuple[str, ...]] = {
 
 
 def docqa_config(agent: str, model: str | None, settings: AgentSettings,
-                 sent: dict[str, object] | None, agent_options: Mapping[str, object] | None = None) -> SystemConfig:
+                 sent: dict[str, object] | None, agent_options: Mapping[str, object] | None = None,
+                 source: str | None = None) -> SystemConfig:
     """A docqa system's configuration (runs/identity.py): the agent's settings as it runs them,
-    max_steps resolved to the agent's own default when not given."""
+    max_steps resolved to the agent's own default when not given; `source`: what the model answers
+    from besides the request (identity.model_source)."""
     from dataclasses import asdict
 
     from deskbench.tracks.docqa.agents.bm25 import MAX_STEPS
@@ -160,7 +163,7 @@ def docqa_config(agent: str, model: str | None, settings: AgentSettings,
     values.update(agent_options or {})  # external: the command is part of what the system is
     if values["max_steps"] is None:
         values["max_steps"] = {"bm25-agent": MAX_STEPS, "rlm": RlmSettings().max_iterations}.get(agent)
-    return SystemConfig(track="docqa", agent=agent, model=model, settings=values, model_settings=sent,
+    return SystemConfig(track="docqa", agent=agent, model=model, settings=values, model_settings=sent, model_source=source,
                         prompt_hash=prompt_hash(*PROMPT_MODULES.get(agent, (_PROMPTS,))))
 
 
