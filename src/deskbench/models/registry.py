@@ -14,13 +14,14 @@ import os
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from deskbench.errors import UserError
 from deskbench.models.capabilities import capabilities
-from deskbench.models.local_llama import MODEL_ID as LOCAL_ID
-from deskbench.models.openai_chat import OpenAIChat
 from deskbench.models.settings import ResolvedSettings, Role, Sampling, asked_for, resolve
-from deskbench.models.types import ChatModel
+
+if TYPE_CHECKING:  # the adapters (and their SDKs) are imported when a model is opened, not when the CLI starts
+    from deskbench.models.types import ChatModel
 
 GEMINI_URL = "https://generativelanguage.googleapis.com/v1beta/openai/"
 OLLAMA_URL = "http://127.0.0.1:11434/v1"
@@ -37,7 +38,11 @@ class ModelSpec:
     @property
     def id(self) -> str:
         """How the model is named in run stores, caches, prices and capability rules."""
-        return LOCAL_ID if self.provider == "local" else f"{self.provider}/{self.name}"
+        if self.provider == "local":
+            from deskbench.models.local_llama import MODEL_ID
+
+            return MODEL_ID
+        return f"{self.provider}/{self.name}"
 
 
 SCRIPTED_PREFIXES = ("scripted:", "scripted/")  # read before the plugin form package.module:factory/MODEL
@@ -79,16 +84,22 @@ def parse_spec(spec: str) -> ModelSpec:
 
 
 def _openai(m: ModelSpec, timeout: float) -> ChatModel:
+    from deskbench.models.openai_chat import OpenAIChat
+
     return OpenAIChat(m.name, timeout=timeout)
 
 
 def _gemini(m: ModelSpec, timeout: float) -> ChatModel:
+    from deskbench.models.openai_chat import OpenAIChat
+
     # GEMINI_BASE_URL points it elsewhere (a proxy, or a local simulator in the tests).
     return OpenAIChat(m.name, base_url=os.environ.get("GEMINI_BASE_URL") or GEMINI_URL,
                       api_key=os.environ["GEMINI_API_KEY"], timeout=timeout, id=m.id)
 
 
 def _compat(m: ModelSpec, timeout: float) -> ChatModel:
+    from deskbench.models.openai_chat import OpenAIChat
+
     # Local servers ignore the key; hosted ones read it from the environment, never from the string.
     key = os.environ.get("OPENAI_COMPAT_API_KEY") or "not-needed"
     return OpenAIChat(m.name, base_url=m.url, api_key=key, timeout=timeout, id=m.id)
