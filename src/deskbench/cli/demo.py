@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import os
+import shlex
+import shutil
+import sys
 from pathlib import Path
 from typing import Annotated
 
@@ -36,7 +40,6 @@ def demo(
     """The main job, no key needed: the bundled demo benchmark end to end. Ingests its PDFs, runs
     the no-model lexical baseline and a model agent (the local SmolLM2 unless a model is given),
     scores both and prints the leaderboard."""
-    import os
     import re
 
     from deskbench.corpus.extract import OcrSettings
@@ -88,6 +91,7 @@ def demo(
     if deliverables_run is not None:
         run_dirs.append(deliverables_run)
     out.print("[bold]3. scores[/bold]")
+    _record_scorings(run_dirs)
     from deskbench.report.data import build_report
     from deskbench.report.render import write_report
     from deskbench.tracks.analytics.score_command import print_analytics_report
@@ -105,8 +109,70 @@ def demo(
     write_report(data, out_dir / "report.html")
     out.print(f"[bold]4. report[/bold] {out_dir / 'report.html'} (open it in a browser: leaderboard, calibration, "
               "step budget, error classes, breakdowns, analytics pass@k, deliverables VRS and ACCEPT)")
-    out.print(f"Per-system scores: deskbench score {out_dir / 'runs' / 'lexical'} (and the other runs beside it); "
-              f"all 5 deliverables packages are in {bundle / 'deliverables'} (--deliverables-limit).")
+    deskbench = _deskbench_command()
+    out.print(escape(f"Per-system scores: {deskbench} score {_shown(out_dir / 'runs' / 'lexical')} (and the other runs "
+                     f"beside it); all 5 deliverables packages are in {_shown(bundle / 'deliverables')} "
+                     "(--deliverables-limit)."))
+    out.print("[bold]5. your agent[/bold] on these questions: " + (
+        "offline, the example plugin (examples/custom_agent/keyword_agent.py) with a model that answers from a file "
+        "(some answers wrong on purpose); then give your own module:Class and a real --model"
+        if (EXAMPLE_AGENT / "demo_answers.jsonl").exists() else
+        "your class by module path, run from the folder holding it (examples/custom_agent in the deskbench "
+        "repository shows one)"))
+    out.print(escape(next_command(deskbench, bundle / "docqa" / "tasks.jsonl", out_dir)), soft_wrap=True)
+
+
+def _record_scorings(run_dirs: list[Path]) -> None:
+    """Score each run as `deskbench score RUN` does (each track's default scorer, no judge), so
+    the scoring is stored with the run: `view` and `info` then show the numbers printed here. The
+    tables it prints are left out: the leaderboard below shows the same numbers."""
+    from deskbench.runs.store import RunStore
+    from deskbench.runs.track import RunRequest
+    from deskbench.tracks.registry import get_track
+
+    for run_dir in run_dirs:
+        store = RunStore(run_dir, create=False)
+        with out.capture():
+            get_track(store.track()).show_scores(store, store.systems(), RunRequest(tasks=run_dir, out=run_dir),
+                                                 as_json=False)
+
+
+EXAMPLE_AGENT = Path(__file__).resolve().parents[3] / "examples" / "custom_agent"
+"""The example plugin, in a checkout (an installed wheel has no examples/)."""
+
+
+def _shown(path: Path) -> str:
+    """A path as the user can type it from here: relative when under the current directory."""
+    absolute = Path(os.path.abspath(path))
+    try:
+        return str(absolute.relative_to(Path.cwd()))
+    except ValueError:
+        return str(absolute)
+
+
+def _deskbench_command() -> str:
+    """How to call the deskbench this demo runs as, for a command to paste: `deskbench` when that
+    is the one on PATH, else its path (`.venv/bin/deskbench`), or `python -m deskbench.cli`."""
+    argv0 = Path(sys.argv[0])
+    if argv0.name == "__main__.py":
+        return f"{shlex.quote(_shown(Path(sys.executable)))} -m deskbench.cli"
+    on_path = shutil.which(argv0.name)
+    if on_path and argv0.exists() and Path(on_path).resolve() == argv0.resolve():
+        return argv0.name
+    return shlex.quote(_shown(argv0))
+
+
+def next_command(deskbench: str, tasks: Path, out_dir: Path) -> str:
+    """The command that runs the example plugin agent on the demo's questions and corpus with the
+    scripted model, as a shell line with this machine's paths."""
+    q = shlex.quote
+    if (EXAMPLE_AGENT / "demo_answers.jsonl").exists():
+        prefix = f"PYTHONPATH={q(_shown(EXAMPLE_AGENT))} "
+        agent, model = "keyword_agent:KeywordAgent", f"scripted:{_shown(EXAMPLE_AGENT / 'demo_answers.jsonl')}"
+    else:  # no checkout: the example is in the deskbench repository
+        prefix, agent, model = "", "your_module:YourAgent", "local"
+    return (f"{prefix}{deskbench} run --agent {agent} --model {q(model)} --tasks {q(_shown(tasks))} "
+            f"--corpus {q(_shown(out_dir / 'corpus'))} --out {q(_shown(out_dir / 'runs' / 'keyword-agent'))}")
 
 
 def _demo_analytics(bundle: Path, out_dir: Path, model: str, limit: int | None, quiet: bool) -> Path | None:

@@ -205,6 +205,8 @@ def open_model(spec: str, *, role: Role = "agent", sampling: Sampling | None = N
 
     m = _checked(spec)
     settings = _settings(m, sampling, role)
+    if m.path is not None:  # a scripted model replies from its file, free: a cache would keep an old file's replies
+        cache = False
     response_cache = None
     if isinstance(cache, Path):
         response_cache = ResponseCache(cache)

@@ -38,11 +38,16 @@ EXAMPLE = '{"question": "...", "content": "the reply"}'
 """The shape of one line, for error messages."""
 
 
+CONTENT = "The reply's text; a JSON object or list is sent as its JSON text."
+TOOL_CALLS = "Tool calls the reply makes, in order."
+
+
 class ScriptedToolCall(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    name: str = Field(min_length=1)
-    arguments: dict[str, Any] | str = Field(default_factory=dict)  # an object, or the raw JSON text to send
+    name: str = Field(min_length=1, description="The tool's name, as the agent offers it (e.g. search_documents).")
+    arguments: dict[str, Any] | str = Field(default_factory=dict, description="The arguments: a JSON object, or "
+                                            "the raw text to send (to test how an agent takes malformed ones).")
 
 
 class ScriptedReply(BaseModel):
@@ -50,8 +55,8 @@ class ScriptedReply(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    content: str | dict[str, Any] | list[Any] = ""
-    tool_calls: list[ScriptedToolCall] = Field(default_factory=list)
+    content: str | dict[str, Any] | list[Any] = Field(default="", description=CONTENT)
+    tool_calls: list[ScriptedToolCall] = Field(default_factory=list, description=TOOL_CALLS)
 
     @model_validator(mode="after")
     def _says_something(self) -> ScriptedReply:
@@ -72,11 +77,14 @@ class ScriptedEntry(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    question: str = Field(min_length=1)
-    task: str | None = None  # the task's id, for the reader (matching is by question)
-    content: str | dict[str, Any] | list[Any] = ""
-    tool_calls: list[ScriptedToolCall] = Field(default_factory=list)
-    turns: list[ScriptedReply] = Field(default_factory=list)
+    question: str = Field(min_length=1, description="The question, as the task gives it: a request whose user "
+                          "messages contain it (case-folded, white space collapsed) gets this entry's reply.")
+    task: str | None = Field(default=None, description="The task's id, for the reader; matching is by question.")
+    content: str | dict[str, Any] | list[Any] = Field(default="", description=CONTENT)
+    tool_calls: list[ScriptedToolCall] = Field(default_factory=list, description=TOOL_CALLS)
+    turns: list[ScriptedReply] = Field(default_factory=list, description="Replies in order, for an agent that "
+                                       "loops: the reply to a request is the turn numbered by the assistant turns "
+                                       "it already holds. Instead of content and tool_calls.")
 
     @model_validator(mode="after")
     def _one_form(self) -> ScriptedEntry:
