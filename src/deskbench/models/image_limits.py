@@ -1,7 +1,11 @@
 """A conversation's images made to fit a model's documented limits, so an episode never fails
 on them: too large an image is downscaled (Lanczos, as MADQA's agents do), too many images drop
 the oldest ones for a line of text saying so. Adapters call `fit_images` just before building
-the wire body; requests within the limits pass through untouched (the same objects).
+the wire body; requests within the limits pass through untouched (the same objects). The retry
+wrapper (`ResilientModel`) fits a request once before its first try, in a worker thread
+(`fit_request`): downscaling a many-image request is seconds of CPU, which on the event loop
+would stall every other call and count against the call's timeout, and would be redone on
+every retry; the adapter's own pass then finds everything within the limits.
 """
 
 from __future__ import annotations
@@ -13,7 +17,7 @@ from PIL import Image
 
 from deskbench.corpus.images import DOWNSCALE_STEP, encode
 from deskbench.models.capabilities import Capabilities
-from deskbench.models.types import ImagePart, Message, Part, TextPart
+from deskbench.models.types import ChatRequest, ImagePart, Message, Part, TextPart
 
 OMITTED = "[page image omitted: this model takes at most {n} images a request; the newest are kept]"
 
@@ -80,3 +84,9 @@ def fit_images(messages: list[Message], caps: Capabilities) -> list[Message]:
         if parts != msg.content:
             out[i] = msg.model_copy(update={"content": parts})
     return out
+
+
+def fit_request(request: ChatRequest, caps: Capabilities) -> ChatRequest:
+    """`request` with its images within `caps` (what the retry wrapper sends on every try)."""
+    messages = fit_images(request.messages, caps)
+    return request if messages is request.messages else request.model_copy(update={"messages": messages})

@@ -19,7 +19,7 @@ from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass, field
 
 from deskbench.models.cache import ResponseCache, cache_key
-from deskbench.models.capabilities import capabilities
+from deskbench.models.capabilities import Capabilities, capabilities
 from deskbench.models.prices import PriceTable
 from deskbench.models.settings import ResolvedSettings, flag
 from deskbench.models.types import (
@@ -109,8 +109,21 @@ class ResilientModel:
             self.cache.put(key, self.id, response)
         return response
 
+    async def _fit_images(self, request: ChatRequest) -> ChatRequest:
+        """The request's images fitted to the model's limits once, before the first try and in a
+        worker thread: downscaling 25 page images is seconds of CPU, which on the event loop would
+        stall every other episode's calls, count against this call's timeout (a slow machine then
+        timed out and re-sent a request the server already had) and be redone on every retry."""
+        caps = getattr(self.inner, "caps", None)
+        if not isinstance(caps, Capabilities) or not request.has_images():
+            return request
+        from deskbench.models.image_limits import fit_request  # Pillow: imported only when there are images
+
+        return await asyncio.to_thread(fit_request, request, caps)
+
     async def _call_with_retries(self, request: ChatRequest) -> ChatResponse:
         policy = self.policy
+        request = await self._fit_images(request)
         for attempt in range(policy.attempts):
             started = time.monotonic()
             try:

@@ -116,6 +116,11 @@ class ChatRequest(BaseModel):
         payload = json.dumps([model_id, self.model_dump(mode="json")], sort_keys=True, separators=(",", ":"))
         return hashlib.sha256(payload.encode()).hexdigest()
 
+    def has_images(self) -> bool:
+        """Whether any message carries an image (without, there is nothing to fit to a model's limits)."""
+        return any(isinstance(m.content, list) and any(isinstance(p, ImagePart) for p in m.content)
+                   for m in self.messages)
+
 
 class Usage(BaseModel):
     """Calls, tokens, time and USD cost of one call or of many added up.
