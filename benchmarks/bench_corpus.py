@@ -950,7 +950,8 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     ap.add_argument("--dpi", type=int, default=150)
     ap.add_argument("--work-dir", type=Path, default=REPO / "benchmarks" / "work")
     ap.add_argument("--out", type=Path, default=REPO / "benchmarks" / "results" / "corpus.json")
-    ap.add_argument("--no-readme", action="store_true", help="do not write the table into README.md")
+    ap.add_argument("--no-table", "--no-readme", dest="no_readme", action="store_true",
+                    help="do not write the table into docs/benchmarks.md")
     return ap.parse_args(argv)
 
 
@@ -1020,26 +1021,20 @@ def main(argv: Sequence[str] | None = None) -> int:
     table = markdown_table(results)
     print(table)
     if args.pages == 18_000 and not args.no_readme:
-        update_readme(REPO / "README.md", results, table)
+        update_tables(results, table)
     return 0
 
 
-def update_readme(readme: Path, results: dict[str, Any], table: str) -> None:
-    """Replace the table between the bench:corpus markers of the README with this run's."""
-    begin, end = "<!-- bench:corpus -->", "<!-- /bench:corpus -->"
-    text = readme.read_text()
-    if begin not in text or end not in text:
-        console.print(f"[yellow]{readme} has no {begin} block; table not written there[/yellow]")
-        return
+def update_tables(results: dict[str, Any], table: str) -> None:
+    """Replace the table between the bench:corpus markers of docs/benchmarks.md with this run's."""
+    from readme_table import update_table  # benchmarks/ is on sys.path when this script runs
+
     m = results["machine"]
     header = (f"Run of {results['timestamp'][:10]}, {m.get('cpu_count')} CPUs, Python {m.get('python')}; "
               f"deskbench source sha256 {results['deskbench_source']['sha256'][:12]}. "
               f"Ratios: anchor / deskbench (higher is better for deskbench).")
-    head, rest = text.split(begin, 1)
-    tail = rest.split(end, 1)[1]
-    readme.write_text(f"{head}{begin}\n{header}\n\n{table}\n{end}{tail}")
-    console.print(f"updated the table in {readme}")
-
+    if update_table("corpus", header, table):
+        console.print("updated the table in docs/benchmarks.md")
 
 if __name__ == "__main__":
     sys.exit(main())

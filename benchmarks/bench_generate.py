@@ -12,7 +12,7 @@ Measures, in one run:
    OR-query does not fully surface in the top 5 (ingest + search, information).
 
 Run: .venv/bin/python benchmarks/bench_generate.py
-Writes benchmarks/results/generate.json and the table between the bench:generate markers in README.md.
+Writes benchmarks/results/generate.json and the table between the bench:generate markers in docs/benchmarks.md.
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from readme_table import update_readme
+from readme_table import update_table
 
 from deskbench.generate.pdfs import PageSpec, write_pdf
 from deskbench.tracks.docqa.generate import generate_docqa, lexical_miss_share, validate_docqa
@@ -103,7 +103,7 @@ def main() -> int:
     args.out.write_text(json.dumps(result, indent=2) + "\n")
     table = markdown(result)
     print(table)
-    update_readme("generate", f"Run of {result['timestamp'][:10]}, Python {result['machine']['python']}, "
+    update_table("generate", f"Run of {result['timestamp'][:10]}, Python {result['machine']['python']}, "
                          f"docs={args.docs}, questions={args.questions}, seed {args.seed}.", table)
     return 0
 

@@ -9,7 +9,7 @@ deskbench_server) on a small corpus made here, and records the wall time and the
 
 Run: .venv/bin/python benchmarks/bench_hostile_web.py [--before-src /tmp/before/src]
 Writes benchmarks/results/hostile_web.json (rows: probe, before, after with verdict, seconds,
-peak RSS MB, and the bound); `--rows` prints them as rows of README's Hostile inputs table.
+peak RSS MB, and the bound); `--rows` prints them as rows of the Hostile inputs table in docs/benchmarks.md.
 """
 
 from __future__ import annotations
@@ -137,7 +137,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--before-src", type=Path, help="src/ of a checkout without the fix")
     ap.add_argument("--out", type=Path, default=REPO / "benchmarks" / "results" / "hostile_web.json")
-    ap.add_argument("--rows", action="store_true", help="only print the README rows of the --out file")
+    ap.add_argument("--rows", action="store_true", help="only print the docs/benchmarks.md rows of the --out file")
     args = ap.parse_args()
     if args.rows:
         print(markdown_rows(json.loads(args.out.read_text())["rows"]), end="")

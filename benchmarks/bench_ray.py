@@ -18,7 +18,7 @@ What is measured (one run, this machine):
    driver): the finished run's episodes recorded again into a fresh store.
 5. Whether both stores are the same (runs/canonical.py `canonical_dump`).
 
-Results go to benchmarks/results/ray.json; the README's "Running on a cluster" table is updated.
+Results go to benchmarks/results/ray.json; the table in docs/benchmarks.md (Cluster) is updated.
 
     .venv/bin/python benchmarks/bench_ray.py                    # 200 episodes x 5 calls
     .venv/bin/python benchmarks/bench_ray.py --episodes 20      # smoke run
@@ -49,7 +49,7 @@ sys.path.insert(0, str(REPO / "benchmarks"))
 
 import psutil  # noqa: E402
 from fake_openai import FakeOpenAI  # noqa: E402
-from readme_table import update_readme  # noqa: E402
+from readme_table import update_table  # noqa: E402
 
 from deskbench.runs.canonical import canonical_dump  # noqa: E402
 from deskbench.runs.store import RunStore  # noqa: E402
@@ -130,7 +130,7 @@ def commit_seconds(run_dir: Path, scratch: Path) -> float:
 
 
 def markdown_table(report: dict[str, Any]) -> str:
-    """The README's table from a results file, with Ray against the anchor (the local executor) as
+    """The docs/benchmarks.md table from a results file, with Ray against the anchor (the local executor) as
     ratios."""
     results, p = report["results"], report["params"]
     L, R = results["local"], results["ray"]
@@ -158,10 +158,10 @@ def main() -> None:
     ap.add_argument("--latency", type=float, default=0.05)
     ap.add_argument("--work", type=Path, default=REPO / "benchmarks" / "work" / "ray")
     ap.add_argument("--out", type=Path, default=DEFAULT_OUT)
-    ap.add_argument("--table", action="store_true", help="only rebuild the README's table from the --out file")
+    ap.add_argument("--table", action="store_true", help="only rebuild the docs/benchmarks.md table from the --out file")
     a = ap.parse_args()
     if a.table:
-        update_readme("ray", "", markdown_table(json.loads(a.out.read_text())))
+        update_table("ray", "", markdown_table(json.loads(a.out.read_text())))
         return
     from deskbench.tracks.analytics.generate.tasks import generate_analytics
 
@@ -206,8 +206,8 @@ def main() -> None:
     a.out.write_text(json.dumps(report, indent=2) + "\n")
     table = markdown_table(report)
     print(table)
-    if a.out == DEFAULT_OUT:  # a smoke run or a variant elsewhere leaves the README's table alone
-        update_readme("ray", "", table)
+    if a.out == DEFAULT_OUT:  # a smoke run or a variant elsewhere leaves the docs/benchmarks.md table alone
+        update_table("ray", "", table)
 
 
 if __name__ == "__main__":

@@ -46,7 +46,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "tests"))
 
 from fake_openai import serve_async  # noqa: E402
-from readme_table import update_readme  # noqa: E402
+from readme_table import update_table  # noqa: E402
 
 from deskbench.agents.base import AgentContext, AgentSettings  # noqa: E402
 from deskbench.corpus.extract import OcrSettings  # noqa: E402
@@ -217,7 +217,7 @@ def main() -> int:
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--profile", type=Path,
                     help="write a cProfile (CPU time of the event-loop thread) of the (last) run phase of the harness here")
-    ap.add_argument("--out", type=Path, default=DEFAULT_OUT, help="results JSON (the README table is updated only for the default)")
+    ap.add_argument("--out", type=Path, default=DEFAULT_OUT, help="results JSON (the docs/benchmarks.md table is updated only for the default)")
     args = ap.parse_args()
     steps = len(QUERIES) + 1
     with tempfile.TemporaryDirectory() as tmp:
@@ -286,9 +286,9 @@ def main() -> int:
           f">= 90% | {met(v >= 0.9)} |" for n, v in sorted(scaling_shares.items())],
     ])
     print(table)
-    if args.out != DEFAULT_OUT:  # a trial run: leave the README's table alone
+    if args.out != DEFAULT_OUT:  # a trial run: leave the docs/benchmarks.md table alone
         return 0
-    update_readme("runtime", f"Run of {result['timestamp'][:10]}, {os.cpu_count()} CPUs, load average "
+    update_table("runtime", f"Run of {result['timestamp'][:10]}, {os.cpu_count()} CPUs, load average "
                   f"{result['load_average_after']:.1f} over the last 5 minutes of the run (other work on the machine "
                   f"slows the wall-time rows) ({ok}/{args.episodes} episodes ok in every run).", table)
     return 0

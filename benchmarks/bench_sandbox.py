@@ -8,7 +8,7 @@ Measures, in one run (median of repeats, after one warm-up call each):
    vs the same script in a plain subprocess.
 
 Run: .venv/bin/python benchmarks/bench_sandbox.py
-Writes benchmarks/results/sandbox.json and the table between the bench:sandbox markers in README.md.
+Writes benchmarks/results/sandbox.json and the table between the bench:sandbox markers in docs/benchmarks.md.
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from readme_table import update_readme
+from readme_table import update_table
 
 from deskbench.sandbox import Limits, Sandbox
 
@@ -102,7 +102,7 @@ def main() -> int:
     args.out.write_text(json.dumps(result, indent=2) + "\n")
     table = markdown(result)
     print(table)
-    update_readme("sandbox", f"Run of {result['timestamp'][:10]}, Python {result['machine']['python']}, "
+    update_table("sandbox", f"Run of {result['timestamp'][:10]}, Python {result['machine']['python']}, "
                              f"median of {args.repeats} (xlsx: {reps}) after a warm-up.", table)
     return 0
 

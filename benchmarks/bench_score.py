@@ -12,7 +12,7 @@ Measures, in one run on the same files:
    The two mean ANLS* values must agree to 1e-9: the fast path is checked, not assumed.
 
 Run: .venv/bin/python benchmarks/bench_score.py  (needs the `test` extra for anls-star)
-Writes benchmarks/results/score.json and the table between the bench:score markers in README.md.
+Writes benchmarks/results/score.json and the table between the bench:score markers in docs/benchmarks.md.
 """
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from readme_table import update_readme
+from readme_table import update_table
 
 from deskbench.tasks.docqa import read_submissions, read_tasks
 from deskbench.tracks.docqa.scoring.docqa import ScoreOptions, score_all
@@ -189,7 +189,7 @@ def main() -> int:
     args.out.write_text(json.dumps(result, indent=2) + "\n")
     table = markdown(result)
     print(table)
-    update_readme("score", f"Run of {result['timestamp'][:10]}, Python {result['machine']['python']}, "
+    update_table("score", f"Run of {result['timestamp'][:10]}, Python {result['machine']['python']}, "
                          f"{args.items:,} items, seed {args.seed}.", table)
     return 0
 

@@ -56,7 +56,7 @@ sys.path.insert(0, str(REPO / "tests"))
 
 from bench_corpus import BUSINESS_WORDS, write_document  # noqa: E402
 from fake_openai import serve_async  # noqa: E402
-from readme_table import update_readme  # noqa: E402
+from readme_table import update_table  # noqa: E402
 
 import deskbench.runs.store as run_store  # noqa: E402
 from deskbench.agents.base import AgentContext, AgentSettings  # noqa: E402
@@ -301,7 +301,7 @@ def main() -> int:
     ap.add_argument("--latency", type=float, default=0.05, help="the fake model's seconds per call")
     ap.add_argument("--concurrency", type=int, default=32, help="episodes in flight")
     ap.add_argument("--out", type=Path, default=DEFAULT_OUT,
-                    help="results JSON (the README table is updated only for the default)")
+                    help="results JSON (the docs/benchmarks.md table is updated only for the default)")
     args = ap.parse_args()
     t_start = time.perf_counter()
     common = {"latency": args.latency, "concurrency": args.concurrency, "dpi": 200}
@@ -424,12 +424,12 @@ def main() -> int:
     ])
     print(table)
     print(f"worst store size per episode: {worst_kb:.1f} KB; total {total_s:.0f} s", file=sys.stderr)
-    if args.out != DEFAULT_OUT:  # a trial run: leave the README's table alone
+    if args.out != DEFAULT_OUT:  # a trial run: leave the docs/benchmarks.md table alone
         return 0
     ok = sum(r["episodes_ok"] for rs in runs.values() for k in rs.values() for r in k) + image["episodes_ok"] + \
         image_off["episodes_ok"]
     total = sum(r["episodes"] for rs in runs.values() for k in rs.values() for r in k) + 2 * args.image_episodes
-    update_readme("transcripts", f"Run of {result['timestamp'][:10]}, {os.cpu_count()} CPUs, {args.episodes} episodes "
+    update_table("transcripts", f"Run of {result['timestamp'][:10]}, {os.cpu_count()} CPUs, {args.episodes} episodes "
                   f"a text-view run, {args.concurrency} in flight, {args.latency * 1000:.0f} ms model "
                   f"({ok}/{total} episodes ok), load average {result['load_average_after']:.1f} over the last 5 minutes "
                   "of the run. KB = 1,000 bytes.", table)

@@ -1,5 +1,5 @@
 """What the four hostile-input benchmarks share: running their probes before and after a fix,
-the README rows, and the run's identity in the results file."""
+the rows of docs/benchmarks.md, and the run's identity in the results file."""
 
 from __future__ import annotations
 
@@ -35,7 +35,7 @@ def run_probes(probes: dict[str, Callable[[Path, Env], dict[str, Any]]], src: Pa
 
 
 def markdown_rows(rows: list[dict[str, Any]]) -> str:
-    """The rows of README's Hostile inputs table (probe | before | after | seconds | peak MB | bound | held)."""
+    """The rows of the Hostile inputs table in docs/benchmarks.md (probe | before | after | seconds | peak MB | bound | held)."""
     def before(b: dict[str, Any] | None) -> str:
         return "-" if b is None else f"{b['verdict']} ({b['seconds']} s, {b['peak_mb']} MB)"
 

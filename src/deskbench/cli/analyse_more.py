@@ -34,7 +34,7 @@ def _say(text: str) -> None:
 
 def drift(
     run_dirs: RunDirsArg, output: OutOpt, plot: PlotOpt = None,
-    method: Annotated[str, typer.Option(help="tfidf (default) | minilm: all-MiniLM-L6-v2 sentence embeddings (the embeddings extra, see README)")] = "tfidf",
+    method: Annotated[str, typer.Option(help="tfidf (default) | minilm: all-MiniLM-L6-v2 sentence embeddings (the embeddings extra, see docs/results.md)")] = "tfidf",
 ) -> None:
     """Query reformulation: cosine drift between consecutive search queries (MADQA H.6)."""
     from deskbench.tracks.docqa.analysis.drift import load_drift, plot_drift

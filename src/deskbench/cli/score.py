@@ -37,7 +37,7 @@ def score(
     system: Annotated[list[str] | None, typer.Option("--system", help="In a run directory: score only these systems (repeat; 'human' pools every annotator).")] = None,
     pool_humans: Annotated[bool, typer.Option("--pool-humans", help="docqa run: one 'human' row for every annotator's human:NAME episodes (earliest answer per question).")] = False,
     by: Annotated[list[str] | None, typer.Option("--by", help="Also break down by: domain, category.")] = None,
-    official: Annotated[bool, typer.Option(help="The official MADQA evaluator's numbers (README 'Fidelity'): tasks without a prediction not counted, error rows and failed judge calls 0, Kuiper on len(search_history) else iterations (effort > 0, file order), pages as written, the official interval; adds 'official_metrics' to --json.")] = False,
+    official: Annotated[bool, typer.Option(help="The official MADQA evaluator's numbers (docs/fidelity.md): tasks without a prediction not counted, error rows and failed judge calls 0, Kuiper on len(search_history) else iterations (effort > 0, file order), pages as written, the official interval; adds 'official_metrics' to --json.")] = False,
     kuiper_ties: Annotated[str, typer.Option(help="robust (tied efforts are one block) | stable (input order)")] = "robust",
     effort: Annotated[str, typer.Option(help="Effort for Kuiper: steps | tokens | seconds")] = "steps",
     skip_invalid: Annotated[bool, typer.Option(help="Skip (and count) bad lines instead of stopping.")] = False,

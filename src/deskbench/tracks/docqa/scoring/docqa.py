@@ -1,7 +1,7 @@
 """docqa scoring: per-item scores; the MADQA summary is docqa_summary.py, the matching docqa_match.py.
 
 Submissions are matched to tasks as the official evaluator (OxRML/MADQA eval/evaluate.py) matches
-them: by question text first, then by id. Two modes (README "Fidelity" has the full table):
+them: by question text first, then by id. Two modes (docs/fidelity.md has the full table):
 - default: a task without a submission counts as incorrect and is listed; a judge that fails
   leaves the item unscored (out of the denominator, counted), never wrong; Kuiper ties form one
   block and items with effort 0 stay in; numeric page strings are read as numbers (counted).
