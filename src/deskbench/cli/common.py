@@ -59,9 +59,15 @@ def execute_with_progress(prep, quiet: bool, request=None, executor: str = "loca
             progress.update(bars[system], advance=1,
                             current=f"errors {counts.errors}  cost {format_cost(counts.cost_usd)}")
 
-        outcomes = get_executor(executor)(prep, request, on_episode)
+        try:
+            outcomes = get_executor(executor)(prep, request, on_episode)
+        except KeyboardInterrupt:  # Ctrl-C: one line, what is stored and how to resume; exit 130 as typer's
+            progress.stop()
+            err.print(f"interrupted: {escape(prep.stored_line())}")
+            raise typer.Exit(130) from None
     for o in outcomes:
         c = o.counts
         money = f"; {cost_summary(o.ledger.total.cost_usd)}; retries {o.ledger.retries}" if o.ledger else ""
-        err.print(f"{escape(o.system)}: {c.done} episodes run ({c.errors} errors), {c.skipped} already done{money}")
+        err.print(f"{escape(o.system)}: {c.done} episodes run ({c.errors} errors), {c.skipped} already done{money}"
+                  f"{escape(c.notes(retry_hint=request is not None))}")
     return [o.system for o in outcomes]

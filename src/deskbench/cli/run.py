@@ -59,6 +59,7 @@ def run(
     only_task: Annotated[list[str] | None, typer.Option("--task", help="deliverables: run only these package ids (repeat).")] = None,
     only_system: Annotated[list[str] | None, typer.Option("--system", help="deliverables: run only these systems (agent:model as stored; repeat).")] = None,
     rerun: Annotated[bool, typer.Option("--rerun", help="deliverables: run the selected episodes again, replacing the stored ones (others are kept).")] = False,
+    retry_errors: Annotated[bool, typer.Option("--retry-errors", help="Run the episodes stored with an error again (not those that reached a limit), each as a new try; the earlier tries are kept.")] = False,
     inline_chars: Annotated[int, typer.Option(help="deliverables: characters of normalised input text put in the prompt.")] = 24_000,
     trap_hints: Annotated[bool, typer.Option("--trap-hints", help="deliverables: the prompt names the trap kinds (footnotes, units, weighting...): not the paper's prompt; the system becomes deliverable-agent[trap-hints].")] = False,
     web: Annotated[str | None, typer.Option("--web", help="deliverables: web_search and fetch tools: recorded:DIR (saved pages, offline) or brave (Brave Search API, key in $BRAVE_SEARCH_API_KEY). Off by default.")] = None,
@@ -105,6 +106,8 @@ def run(
 
     with run_lock(out_dir):  # one writer per run directory: a second run on this --out stops in one line
         prep = track.prepare(request)
+        if retry_errors:
+            prep.retrying_errors()
         systems = execute_with_progress(prep, quiet, request, executor)
         track.show_scores(prep.store, systems, request, as_json=as_json)
 

@@ -23,6 +23,7 @@ from deskbench.runs.transcript import decode
 # columns that hold a time of day (when an episode started or ended, when a judge was called)
 WALL_CLOCK_COLUMNS: dict[str, frozenset[str]] = {
     "episodes": frozenset({"started_at", "finished_at"}),
+    "episode_tries": frozenset({"started_at", "finished_at"}),
     "judge_transcripts": frozenset({"created"}),
     "scorings": frozenset({"created"}),
 }
@@ -42,6 +43,8 @@ def _value(table: str, row: dict[str, Any], column: str) -> Any:
     value = row[column]
     if column == "body" and "codec" in row and isinstance(value, bytes):
         return _strip(json.loads(decode(row["codec"], value).model_dump_json()))
+    if column == "transcript_body" and row.get("transcript_codec") and isinstance(value, bytes):  # an earlier try's
+        return _strip(json.loads(decode(row["transcript_codec"], value).model_dump_json()))
     if isinstance(value, bytes):
         return {"sha256": hashlib.sha256(value).hexdigest()}
     if isinstance(value, str) and value[:1] in "{[":

@@ -122,7 +122,8 @@ def execute_run_ray(prep: PreparedRun, request: RunRequest,
 
     counts = {s.name: RunCounts() for s in prep.systems}
     pending = [(s.name, t, a) for s in prep.systems
-               for t, a in pending_episodes(prep.tasks, prep.store, s.name, prep.attempts, prep.replace, counts[s.name])]
+               for t, a in pending_episodes(prep.tasks, prep.store, s.name, prep.attempts, prep.replace, counts[s.name],
+                                            retry_errors=prep.retry_errors)]
     models = {s.model.id: s.model for s in prep.systems if s.model is not None}
     limit = ModelLimiter.options  # type: ignore[attr-defined]  # a ray.remote class
     limiters = {mid: limit(name=limiter_name(mid), get_if_exists=True).remote(m.concurrency) for mid, m in models.items()}
@@ -159,7 +160,7 @@ def execute_run_ray(prep: PreparedRun, request: RunRequest,
 
             write_files(episode_dir(prep.store.dir, system, task_id, attempt), got.files)
             commit_episode(prep.store, system, task_id, attempt, got.ended, counts[system], replace=prep.replace,
-                           on_episode=(lambda c: on_episode(system, c)) if on_episode else None)
+                           retry=prep.retry_errors, on_episode=(lambda c: on_episode(system, c)) if on_episode else None)
             if system in ledgers:
                 ledgers[system].total = ledgers[system].total + got.ended.result.usage
 

@@ -12,9 +12,10 @@ from __future__ import annotations
 import asyncio
 import gc
 import threading
+from collections import Counter
 from collections.abc import Awaitable, Callable, Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
 
@@ -42,6 +43,8 @@ class RunCounts:
     skipped: int = 0
     cost_usd: float | None = 0.0  # of the episodes run; None (unknown) once one's cost is unknown
     cost_unknown: int = 0  # episodes run whose cost is unknown (a model without a price)
+    errors_kept: int = 0  # errored episodes skipped as stored (a resume without --retry-errors)
+    error_lines: Counter[str] = field(default_factory=Counter)  # the episodes run that failed, by last line
 
     def add_cost(self, cost: float | None) -> None:
         if cost is None:
@@ -49,6 +52,25 @@ class RunCounts:
             self.cost_usd = None
         elif self.cost_usd is not None:
             self.cost_usd += cost
+
+    def add_error(self, error: str | None) -> None:
+        """A failed episode's error, counted by its last line (an exception's type and message
+        come last, after any traceback)."""
+        lines = [line.strip() for line in (error or "").splitlines() if line.strip()]
+        last = lines[-1] if lines else "no error text"
+        self.error_lines[last[:300] + ("…" if len(last) > 300 else "")] += 1
+
+    def notes(self, *, retry_hint: bool = True) -> str:
+        """What the end-of-run line adds about failures: the most common error's last line and
+        its count, and the errored episodes a resume kept (the flag that runs them again)."""
+        out = ""
+        if self.error_lines:
+            line, n = self.error_lines.most_common(1)[0]
+            out += f"; most common ({n}): {line}"
+        if self.errors_kept and retry_hint:
+            out += (f"; {self.errors_kept} errored episode{'s' if self.errors_kept != 1 else ''} kept; "
+                    "add --retry-errors to run them again")
+        return out
 
 
 def system_name(agent: str, model: str) -> str:
@@ -84,13 +106,17 @@ async def run_episodes(
 
 
 def pending_episodes(tasks: Sequence[HasId], store: RunStore, system: str, attempts: int, replace: bool,
-                     counts: RunCounts) -> list[tuple[HasId, int]]:
+                     counts: RunCounts, *, retry_errors: bool = False) -> list[tuple[HasId, int]]:
     """The (task, attempt) pairs still to run, attempt 0 of every task first (a cut-short run has
-    pass@1 first); the others are counted as skipped. Every executor resumes through this."""
-    done = set() if replace else store.done(system)
+    pass@1 first); the others are counted as skipped. An episode stored with an error is done
+    unless `retry_errors` (it is run again, as a new try); those kept are counted. Every executor
+    resumes through this."""
+    errored = set() if replace else store.errored(system)
+    done = set() if replace else store.done(system) - (errored if retry_errors else set())
     wanted = [(t, a) for a in range(attempts) for t in tasks]
     pending = [(t, a) for t, a in wanted if (t.id, a) not in done]
     counts.skipped = len(wanted) - len(pending)
+    counts.errors_kept = 0 if retry_errors else sum((t.id, a) in errored for t, a in wanted)
     return pending
 
 
@@ -118,18 +144,21 @@ async def run_one(episode: EpisodeFn, task: HasId, attempt: int) -> EndedEpisode
 
 
 def commit_episode(store: RunStore, system: str, task_id: str, attempt: int, ended: EndedEpisode,
-                   counts: RunCounts, *, replace: bool = False,
+                   counts: RunCounts, *, replace: bool = False, retry: bool = False,
                    on_episode: Callable[[RunCounts], None] | None = None) -> None:
     """Store one ended episode with its transcript (one transaction) and count it: the one commit
-    path of every executor, so a run's store does not depend on where its episodes ran."""
+    path of every executor, so a run's store does not depend on where its episodes ran. `retry`
+    (--retry-errors): a stored errored episode becomes an earlier try of this one (store.record)."""
     result = ended.result
     store.record(Episode(
         task_id=task_id, system=system, attempt=attempt, status=result.status, error=result.error,
         submission=result.submission, trajectory=result.trajectory, usage=result.usage,
         started_at=ended.started_at, finished_at=ended.finished_at,
-    ), replace=replace, transcript=result.transcript)
+    ), replace=replace, transcript=result.transcript, retry=retry)
     counts.done += 1
     counts.errors += result.status != "ok"
+    if result.status != "ok":
+        counts.add_error(result.error)
     counts.add_cost(result.usage.cost_usd)
     if on_episode:
         on_episode(counts)
@@ -145,12 +174,14 @@ async def run_attempts(
     concurrency: int = 16,
     on_episode: Callable[[RunCounts], None] | None = None,
     replace: bool = False,
+    retry_errors: bool = False,
 ) -> RunCounts:
     """Every (task, attempt) not yet in the store, `concurrency` at a time; attempts of a task
     are scheduled after the first attempt of every task, so a cut-short run has pass@1 first.
-    `replace` runs every (task, attempt) again, each new episode replacing the stored one."""
+    `replace` runs every (task, attempt) again, each new episode replacing the stored one;
+    `retry_errors` runs the errored ones again too, each a new try of its episode."""
     counts = RunCounts()
-    pending = pending_episodes(tasks, store, system, attempts, replace, counts)
+    pending = pending_episodes(tasks, store, system, attempts, replace, counts, retry_errors=retry_errors)
     slots = asyncio.Semaphore(concurrency)
     refused: list[ProviderRefused] = []
 
@@ -163,7 +194,8 @@ async def run_attempts(
             except ProviderRefused as exc:  # the user's to fix: every episode would fail alike
                 refused.append(exc)
                 raise
-            commit_episode(store, system, task.id, attempt, ended, counts, replace=replace, on_episode=on_episode)
+            commit_episode(store, system, task.id, attempt, ended, counts, replace=replace, retry=retry_errors,
+                           on_episode=on_episode)
 
     with _long_lived_heap_frozen():
         # One episode starts per turn of the event loop. Started together, every episode would

@@ -78,6 +78,30 @@ CREATE TABLE IF NOT EXISTS judge_transcripts (
 CREATE INDEX IF NOT EXISTS judge_transcripts_episode ON judge_transcripts(task_id, system, attempt, scorer, created);
 """
 
+# Earlier tries of an episode (`deskbench run --retry-errors`): an errored episode run again is
+# moved here, with its transcript, in the transaction that stores its new try; `episodes` keeps
+# the latest try (what every reader and scorer reads), this table the ones before it, try 1 first.
+_TRIES_SCHEMA = """
+CREATE TABLE IF NOT EXISTS episode_tries (
+    task_id TEXT NOT NULL,
+    system TEXT NOT NULL,
+    attempt INTEGER NOT NULL,
+    try INTEGER NOT NULL,
+    status TEXT NOT NULL,
+    error TEXT,
+    submission TEXT,
+    trajectory TEXT NOT NULL,
+    usage TEXT NOT NULL,
+    started_at TEXT NOT NULL,
+    finished_at TEXT NOT NULL,
+    task_hash TEXT,
+    transcript_codec TEXT,
+    transcript_body BLOB,
+    PRIMARY KEY (task_id, system, attempt, try)
+);
+"""
+_EPISODE_COLUMNS = "status, error, submission, trajectory, usage, started_at, finished_at, task_hash"
+
 _STEPS = TypeAdapter(list[TrajectoryStep])
 
 
@@ -138,7 +162,9 @@ class RunStore:
         path = run_dir / self.FILENAME
         if not path.exists():
             if not create:
-                raise UserError(f"{run_dir} is not a deskbench run (no {self.FILENAME}); give the --out of a run")
+                from deskbench.paths import run_dir_error
+
+                raise run_dir_error(run_dir)  # a typo names the runs nearby; a corpus is named as one
             run_dir.mkdir(parents=True, exist_ok=True)
         self.path = path
         self._db = ThreadLocalDB(path, timeout=60.0)
@@ -158,6 +184,7 @@ class RunStore:
         a new table starts empty)."""
         con = self._db.conn()
         con.executescript(_JUDGE_SCHEMA)
+        con.executescript(_TRIES_SCHEMA)
         con.executescript(_scorings.SCHEMA)
         columns = {r[1] for r in con.execute("PRAGMA table_info(episodes)")}
         if "task_hash" not in columns:
@@ -285,14 +312,20 @@ class RunStore:
 
     # -- episodes -------------------------------------------------------------------------
 
-    def record(self, episode: Episode, *, replace: bool = False, transcript: Transcript | None = None) -> bool:
+    def record(self, episode: Episode, *, replace: bool = False, transcript: Transcript | None = None,
+               retry: bool = False) -> bool:
         """Commit one finished episode, with its transcript; False if it was already there (it is
         kept as it was), unless `replace` (a deliberate rerun): then the new episode takes the old
-        one's place in the same transaction, so a rerun cut short keeps the old episode."""
+        one's place in the same transaction, so a rerun cut short keeps the old episode. `retry`
+        (--retry-errors): a stored episode whose status is "error" becomes an earlier try
+        (`episode_tries`) and the new one its latest, in the same transaction; an episode stored
+        with another status is kept, as without `retry`."""
         verb = "INSERT OR REPLACE" if replace else "INSERT OR IGNORE"
         body = encode(transcript.doc()) if transcript is not None else None  # compressed outside the lock
         hashed = episode.task_hash or self.task_hashes().get(episode.task_id)
         with self._db.write() as con:
+            if retry and not replace:
+                _keep_errored_try(con, (episode.task_id, episode.system, episode.attempt))
             cur = con.execute(
                 f"{verb} INTO episodes(task_id, system, attempt, status, error, submission,"
                 " trajectory, usage, started_at, finished_at, task_hash) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
@@ -320,6 +353,29 @@ class RunStore:
                 con.executemany("INSERT OR IGNORE INTO blobs(sha256, mime, data) VALUES (?, ?, ?)",
                                 [(b.sha256, b.mime, b.data) for b in transcript.blobs.values()])
             return True
+
+    def earlier_tries(self, task_id: str, system: str, attempt: int = 0) -> list[tuple[Episode, TranscriptDoc | None]]:
+        """The tries of an episode before its latest (--retry-errors), first try first, each with
+        its transcript ([] for an episode run once)."""
+        kind = get_track(self.track()).submission_type
+        rows = self._conn().execute(
+            f"SELECT {_EPISODE_COLUMNS}, transcript_codec, transcript_body FROM episode_tries"
+            " WHERE task_id = ? AND system = ? AND attempt = ? ORDER BY try", (task_id, system, attempt)).fetchall()
+        return [(Episode(task_id=task_id, system=system, attempt=attempt, status=st, error=err,
+                         submission=kind.model_validate_json(sub) if sub else None,
+                         trajectory=_STEPS.validate_json(traj), usage=Usage.model_validate_json(usage),
+                         started_at=started, finished_at=finished, task_hash=hashed),
+                 decode(codec, body) if codec is not None else None)
+                for st, err, sub, traj, usage, started, finished, hashed, codec, body in rows]
+
+    def try_counts(self, system: str | None = None) -> dict[tuple[str, str, int], int]:
+        """How many tries each episode run more than once had before its latest, by (task,
+        system, attempt) (episodes run once are not in it)."""
+        sql = "SELECT task_id, system, attempt, COUNT(*) FROM episode_tries"
+        params: tuple[str, ...] = ()
+        if system is not None:
+            sql, params = sql + " WHERE system = ?", (system,)
+        return {(t, s, a): n for t, s, a, n in self._conn().execute(sql + " GROUP BY task_id, system, attempt", params)}
 
     def transcript(self, task_id: str, system: str, attempt: int = 0) -> TranscriptDoc | None:
         """The episode's transcript; None for an episode stored without one (before transcripts,
@@ -413,6 +469,13 @@ class RunStore:
         ).fetchall()
         return {(t, a) for t, a in rows}
 
+    def errored(self, system: str) -> set[tuple[str, int]]:
+        """The (task, attempt) of `system`'s episodes stored with status "error" (not "limit"):
+        what --retry-errors runs again."""
+        rows = self._conn().execute(
+            "SELECT task_id, attempt FROM episodes WHERE system = ? AND status = 'error'", (system,)).fetchall()
+        return {(t, a) for t, a in rows}
+
     def episode_counts(self) -> dict[str, dict[str, int]]:
         """Per system, its stored episodes by status (ok, error, limit)."""
         out: dict[str, dict[str, int]] = {}
@@ -445,3 +508,21 @@ class RunStore:
 
     def close(self) -> None:
         self._db.close()
+
+
+def _keep_errored_try(con: sqlite3.Connection, key: tuple[str, str, int]) -> None:
+    """Inside `record`'s transaction: the stored episode `key`, when its status is "error", moves
+    with its transcript to `episode_tries` as the next earlier try, leaving its place to the new one."""
+    row = con.execute("SELECT status FROM episodes WHERE task_id = ? AND system = ? AND attempt = ?", key).fetchone()
+    if row is None or row[0] != "error":
+        return
+    n = con.execute("SELECT COUNT(*) FROM episode_tries WHERE task_id = ? AND system = ? AND attempt = ?",
+                    key).fetchone()[0]
+    con.execute(
+        f"INSERT INTO episode_tries(task_id, system, attempt, try, {_EPISODE_COLUMNS}, transcript_codec, transcript_body)"
+        f" SELECT e.task_id, e.system, e.attempt, ?, {', '.join('e.' + c.strip() for c in _EPISODE_COLUMNS.split(','))},"
+        " t.codec, t.body FROM episodes e LEFT JOIN transcripts t"
+        " ON t.task_id = e.task_id AND t.system = e.system AND t.attempt = e.attempt"
+        " WHERE e.task_id = ? AND e.system = ? AND e.attempt = ?", (n + 1, *key))
+    con.execute("DELETE FROM episodes WHERE task_id = ? AND system = ? AND attempt = ?", key)
+    con.execute("DELETE FROM transcripts WHERE task_id = ? AND system = ? AND attempt = ?", key)

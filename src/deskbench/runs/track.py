@@ -66,6 +66,7 @@ class PreparedRun:
     concurrency: int = 16  # episodes in flight, per system
     replace: bool = False  # run every (task, attempt) again, replacing the stored episode
     warnings: list[str] = field(default_factory=list)
+    retry_errors: bool = False  # run the errored episodes again, each as a new try (`retrying_errors`)
 
     @property
     def per_system(self) -> int:
@@ -80,7 +81,26 @@ class PreparedRun:
         return sum(s.already_done for s in self.systems)
 
     def done_before(self, name: str, wanted: set[tuple[str, int]]) -> int:
-        return 0 if self.replace else len(self.store.done(name) & wanted)
+        if self.replace:
+            return 0
+        errored = self.store.errored(name) if self.retry_errors else set()
+        return len((self.store.done(name) - errored) & wanted)
+
+    def retrying_errors(self) -> PreparedRun:
+        """--retry-errors, on any track's prepared run: the episodes stored with status "error"
+        (not "limit", not "ok") are run again, each stored as a new try of its episode with the
+        earlier ones kept (store.record). Not a setting of the run: its identity is unchanged."""
+        self.retry_errors = True
+        for s in self.systems:
+            s.already_done = self.done_before(s.name, wanted(self.tasks, self.attempts))
+        return self
+
+    def stored_line(self) -> str:
+        """What an interrupted run leaves: how many of its episodes are stored, and how to resume."""
+        asked = wanted(self.tasks, self.attempts)
+        stored = sum(len(self.store.done(s.name) & asked) for s in self.systems)
+        return (f"{stored} of {self.total} episodes stored in {self.store.dir}; "
+                "run the same command to resume")
 
 
 @dataclass
@@ -107,7 +127,8 @@ def execute_run(prep: PreparedRun, on_episode: Callable[[str, RunCounts], None] 
 
                 return list(await asyncio.gather(*(
                     run_attempts(prep.tasks, episodes[s.name], prep.store, s.name, attempts=prep.attempts,
-                                 concurrency=prep.concurrency, on_episode=report(s.name), replace=prep.replace)
+                                 concurrency=prep.concurrency, on_episode=report(s.name), replace=prep.replace,
+                                 retry_errors=prep.retry_errors)
                     for s in prep.systems)))
         finally:
             for model in {id(s.model): s.model for s in prep.systems if s.model is not None}.values():

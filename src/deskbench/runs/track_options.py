@@ -21,7 +21,7 @@ RUN_COMMON = frozenset({
     "--tasks", "--out", "--agent", "--model", "--judge", "--concurrency", "--cache", "--prices", "--attempts",
     "--temperature", "--top-p", "--reasoning-effort", "--max-tokens", "--judge-temperature", "--judge-top-p",
     "--judge-reasoning-effort", "--judge-max-tokens", "--capabilities", "--json", "--quiet",
-    "--executor", "--ray-address",
+    "--executor", "--ray-address", "--retry-errors",
 })
 # `deskbench score`: a predictions file is docqa; a run directory is its run's track.
 SCORE_COMMON = frozenset({

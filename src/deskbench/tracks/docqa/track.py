@@ -54,10 +54,15 @@ class DocQATrack:
         return _prepare(request)
 
     def show_scores(self, store: RunStore, systems: Sequence[str], request: RunRequest, *, as_json: bool) -> None:
-        """The MADQA table per system (from `run`: the run's judge, defaults for the rest)."""
+        """The MADQA table per system (from `run`: the run's judge, defaults for the rest). The
+        tasks scored are the run's (the store keeps those it ran: a --limit's first N), as `score
+        RUN` scores them; from `run`, its tasks file (all of it) is not a scoring's --tasks."""
         from deskbench.tracks.docqa.score_command import DocQAScoreArgs, score_run
 
-        args = DocQAScoreArgs.of({**request.options, "judge": request.judge, "concurrency": request.concurrency})
+        params = {**request.options, "judge": request.judge, "concurrency": request.concurrency}
+        if params.get("tasks") == request.tasks:  # `run`: the file it read, not `score RUN --tasks FILE`
+            params.pop("tasks")
+        args = DocQAScoreArgs.of(params)
         score_run(store, systems, args, as_json=as_json)
 
     def scorer_options(self, params: Mapping[str, object]) -> AbstractContextManager[OutcomeOptions]:
