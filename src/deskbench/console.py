@@ -5,9 +5,12 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
+from typing import TYPE_CHECKING
 
-from pydantic import BaseModel
 from rich.console import Console
+
+if TYPE_CHECKING:  # a type hint only: the CLI starts without pydantic
+    from pydantic import BaseModel
 
 out = Console(highlight=False, soft_wrap=True)
 err = Console(stderr=True, highlight=False, soft_wrap=True)

@@ -1,37 +1,20 @@
 """`deskbench analyse items | splits | agreement`: item analysis over saved runs.
 
-Thin shells over analysis.items / splits / agreement: load the response matrix, compute, write a
-JSON report (the pydantic models below are its schema) and, with --plot, a PNG.
+Thin shells over tracks/docqa/analysis/item_reports.py: load the response matrix, compute, write a
+JSON report (its pydantic models are the schema) and, with --plot, a PNG. numpy and the analysis
+modules are imported when a command runs, not when the command line starts.
 """
 
 from __future__ import annotations
 
-import itertools
 import math
 from pathlib import Path
 from typing import Annotated
 
-import numpy as np
-import numpy.typing as npt
 import typer
-from pydantic import BaseModel
 
 from deskbench.cli.analyse_more import write_report as _write
 from deskbench.errors import UserError
-from deskbench.tracks.docqa.analysis.agreement import CORRECT_AT, kappa_matrix, outcome_table
-from deskbench.tracks.docqa.analysis.items import difficulty, discrimination
-from deskbench.tracks.docqa.analysis.matrix import ResponseMatrix, load_matrix
-from deskbench.tracks.docqa.analysis.splits import (
-    N_BINS,
-    SENTINEL_FRACTION,
-    SENTINEL_P,
-    build_splits,
-    difficulty_bin,
-    is_sentinel,
-    ranking_agreement,
-    system_means,
-)
-from deskbench.tracks.docqa.humans import is_human
 
 analyse_app = typer.Typer(no_args_is_help=True, help="Analyses over stored runs (MADQA §2.4, §5, App. B, D, E, H): items, splits, agreement, drift, guessability, multihop, lexical, effort, failures, trajectories, cost, human-time, corpus-stats.")
 
@@ -39,15 +22,6 @@ RunDirsArg = Annotated[list[Path], typer.Argument(metavar="RUNDIR...", help="Run
 OutOpt = Annotated[Path, typer.Option("--output", help="JSON report to write.")]
 PlotOpt = Annotated[Path | None, typer.Option("--plot", help="Also write a PNG plot here.")]
 PoolOpt = Annotated[bool, typer.Option("--pool-humans", help="One Human row (and one Human-oracle row) from every annotator's human:NAME episodes; an item answered by several annotators counts their earliest answer.")]
-
-
-def matrix_of(run_dirs: list[Path], pool: bool) -> ResponseMatrix:
-    return load_matrix(run_dirs, pool_humans=pool)
-
-
-def _num(x: float) -> float | None:
-    """JSON has no NaN: an undefined statistic is written as null."""
-    return None if math.isnan(x) else float(x)
 
 
 def _figure():  # -> tuple[Figure, Axes]
@@ -75,32 +49,12 @@ def _save(fig, path: Path) -> None:  # fig: matplotlib Figure
 # -- items ----------------------------------------------------------------------------------
 
 
-class ItemStat(BaseModel):
-    id: str
-    difficulty: float | None  # p_j, mean accuracy over systems
-    discrimination: float | None  # corrected point-biserial r_j; null when undefined
-    sentinel: bool  # p_j <= 0.1
-    bin: int | None  # 0..8 for 0.1 < p <= 0.2 ... 0.9 < p <= 1.0
-
-
-class ItemsReport(BaseModel):
-    systems: list[str]
-    system_accuracy: list[float | None]
-    n_items: int
-    items: list[ItemStat]
-
-
-def items_report(rm: ResponseMatrix) -> ItemsReport:
-    p, r = difficulty(rm.values), discrimination(rm.values)
-    stats = [ItemStat(id=i, difficulty=_num(p[j]), discrimination=_num(r[j]), sentinel=is_sentinel(p[j]),
-                      bin=difficulty_bin(p[j])) for j, i in enumerate(rm.items)]
-    return ItemsReport(systems=rm.systems, system_accuracy=[_num(x) for x in system_means(rm.values)],
-                       n_items=len(rm.items), items=stats)
-
-
 @analyse_app.command("items")
 def items_cmd(run_dirs: RunDirsArg, output: OutOpt, plot: PlotOpt = None, pool: PoolOpt = False) -> None:
     """Difficulty p_j and corrected point-biserial discrimination r_j of every common item."""
+    from deskbench.tracks.docqa.analysis.item_reports import items_report, matrix_of
+    from deskbench.tracks.docqa.analysis.splits import SENTINEL_P
+
     report = items_report(matrix_of(run_dirs, pool))
     _write(output, report)
     if plot is not None:
@@ -127,49 +81,6 @@ def items_cmd(run_dirs: RunDirsArg, output: OutOpt, plot: PlotOpt = None, pool: 
 # -- splits ---------------------------------------------------------------------------------
 
 
-class SplitSummary(BaseModel):
-    n: int
-    n_sentinel: int
-    mean_difficulty: float | None
-    mean_discrimination: float | None  # over items with a defined r
-    spearman_vs_full: float | None  # rank agreement of systems: this split vs all common items
-
-
-class SplitsReport(BaseModel):
-    seed: int
-    sentinel_fraction: float
-    n_items: int
-    sentinel_pool: int
-    systems: list[str]
-    test: list[str]
-    dev: list[str]
-    train: list[str]
-    summary: dict[str, SplitSummary]
-
-
-def _nanmean(x: npt.NDArray[np.float64]) -> float | None:
-    x = x[~np.isnan(x)]
-    return float(x.mean()) if x.size else None
-
-
-def splits_report(rm: ResponseMatrix, n_test: int, n_dev: int, seed: int, n_train: int | None = None,
-                  sentinel_fraction: float = SENTINEL_FRACTION) -> SplitsReport:
-    p, r = difficulty(rm.values), discrimination(rm.values)
-    sp = build_splits(p, r, n_test, n_dev, seed=seed, n_train=n_train, sentinel_fraction=sentinel_fraction)
-    summary = {}
-    for name, cols in (("test", sp.test), ("dev", sp.dev), ("train", sp.train)):
-        idx = np.array(cols, dtype=np.int64)
-        summary[name] = SplitSummary(
-            n=len(cols), n_sentinel=sum(is_sentinel(p[j]) for j in cols),
-            mean_difficulty=_nanmean(p[idx]), mean_discrimination=_nanmean(r[idx]),
-            spearman_vs_full=_num(ranking_agreement(rm.values, cols)) if cols else None,
-        )
-    return SplitsReport(seed=seed, sentinel_fraction=sentinel_fraction, n_items=len(rm.items),
-                        sentinel_pool=len(sp.sentinel_pool), systems=rm.systems,
-                        test=[rm.items[j] for j in sp.test], dev=[rm.items[j] for j in sp.dev],
-                        train=[rm.items[j] for j in sp.train], summary=summary)
-
-
 @analyse_app.command("splits")
 def splits_cmd(
     run_dirs: RunDirsArg,
@@ -178,11 +89,17 @@ def splits_cmd(
     dev: Annotated[int, typer.Option("--dev", help="Dev split size.")],
     seed: Annotated[int, typer.Option(help="Seed for tie-breaking; same seed, same splits.")] = 0,
     train: Annotated[int | None, typer.Option("--train", help="Train size (default: every item left).")] = None,
-    sentinel_fraction: Annotated[float, typer.Option(help="Share of each split reserved for p <= 0.1 items.")] = SENTINEL_FRACTION,
+    sentinel_fraction: Annotated[float, typer.Option(help="Share of each split reserved for p <= 0.1 items.")] = 0.2,  # splits.SENTINEL_FRACTION
     plot: PlotOpt = None,
     pool: PoolOpt = False,
 ) -> None:
     """Test/dev/train splits by the paper's rule: sentinel pool, 9 difficulty bins, best discrimination."""
+    import numpy as np
+
+    from deskbench.tracks.docqa.analysis.item_reports import matrix_of, splits_report
+    from deskbench.tracks.docqa.analysis.items import difficulty
+    from deskbench.tracks.docqa.analysis.splits import N_BINS, SENTINEL_P, difficulty_bin, is_sentinel
+
     rm = matrix_of(run_dirs, pool)
     report = splits_report(rm, test, dev, seed, train, sentinel_fraction)
     _write(output, report)
@@ -214,43 +131,14 @@ def splits_cmd(
 # -- agreement ------------------------------------------------------------------------------
 
 
-class AgreementPair(BaseModel):
-    a: str
-    b: str
-    kappa: float | None
-    n_items: int
-    both_correct: int
-    only_a: int
-    only_b: int
-    neither: int
-
-
-class AgreementReport(BaseModel):
-    systems: list[str]
-    humans: list[str]  # the rows that are people (human:NAME, or the pooled human)
-    correct_at: float  # accuracy >= this counts as correct
-    kappa: list[list[float | None]]  # systems x systems; null when undefined
-    n_items: list[list[int]]  # items both systems were scored on
-    pairs: list[AgreementPair]  # every unordered pair, with who solved what
-
-
-def agreement_report(rm: ResponseMatrix) -> AgreementReport:
-    kappas, counts = kappa_matrix(rm.values)
-    pairs = []
-    for i, j in itertools.combinations(range(len(rm.systems)), 2):
-        both, only_a, only_b, neither = outcome_table(rm.values[i], rm.values[j])
-        pairs.append(AgreementPair(a=rm.systems[i], b=rm.systems[j], kappa=_num(kappas[i, j]),
-                                   n_items=int(counts[i, j]), both_correct=both, only_a=only_a,
-                                   only_b=only_b, neither=neither))
-    return AgreementReport(systems=rm.systems, humans=[s for s in rm.systems if is_human(s)],
-                           correct_at=CORRECT_AT, kappa=[[_num(x) for x in row] for row in kappas],
-                           n_items=[[int(c) for c in row] for row in counts], pairs=pairs)
-
-
 @analyse_app.command("agreement")
 def agreement_cmd(run_dirs: RunDirsArg, output: OutOpt, plot: PlotOpt = None, pool: PoolOpt = False) -> None:
     """Pairwise Cohen's kappa between systems (people included) on correct/incorrect, over items
     both were scored on, with who solved what for every pair (MADQA H.4)."""
+    import numpy as np
+
+    from deskbench.tracks.docqa.analysis.item_reports import agreement_report, matrix_of
+
     report = agreement_report(matrix_of(run_dirs, pool))
     _write(output, report)
     if plot is not None:

@@ -8,13 +8,15 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
-from typing import Annotated, Any, TypeVar
+from typing import TYPE_CHECKING, Annotated, Any, TypeVar
 
 import typer
-from pydantic import BaseModel
 
 from deskbench.cli.analyse_more import CorpusOpt, PlotOpt, RunDirsArg, TasksOpt, write_report
 from deskbench.errors import UserError
+
+if TYPE_CHECKING:  # type hints only: `deskbench --help` starts without pydantic
+    from pydantic import BaseModel
 
 OutOpt = Annotated[Path | None, typer.Option("--output", help="JSON report to write.")]
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print the JSON report on stdout.")]
@@ -32,7 +34,7 @@ def _wanted(output: Path | None, as_json: bool) -> None:
         raise UserError("say where the report goes: --output FILE.json, or --json to print it")
 
 
-R = TypeVar("R", bound=BaseModel)
+R = TypeVar("R", bound="BaseModel")
 
 
 def _deliver(report: R, figure: Callable[[R], Any], lines: Callable[[R], Iterable[str]], output: Path | None,

@@ -5,12 +5,14 @@ where offered, a PNG plot. `register` adds them to the `analyse` sub-app."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
-from pydantic import BaseModel
 
 from deskbench.errors import UserError
+
+if TYPE_CHECKING:  # type hints only: `deskbench --help` starts without pydantic
+    from pydantic import BaseModel
 
 RunDirsArg = Annotated[list[Path], typer.Argument(metavar="RUNDIR...", help="Run directories (deskbench run --out).")]
 RunDirArg = Annotated[Path, typer.Argument(metavar="RUNDIR", help="Run directory (deskbench run --out).")]
