@@ -30,7 +30,7 @@ from deskbench.tasks.trajectory import ModelCallStep, ToolCallStep
 
 TASK = DocQATask(id="q1", question="Which vehicle rental rates are given for the winter season?",
                  answer_variants=[["Mountain car"]], evidence=[{"document": "alpha.pdf", "page": 1}])  # type: ignore[list-item]
-FAST = RetryPolicy(attempts=3, base_delay=0.01, max_delay=0.02, timeout=10.0)
+FAST = RetryPolicy(attempts=3, base_delay=0.01, max_delay=0.02, timeout=300.0)  # timeouts are tested with their own policy: a slow machine must not retry
 
 
 def tool(name: str, args: dict[str, Any] | str) -> dict[str, Any]:
@@ -223,10 +223,17 @@ def _episode_count(db: Path) -> int:
 def test_kill_9_mid_run_then_resume(operator_corpus: Corpus, tmp_path: Path) -> None:
     tasks = _tasks_file(tmp_path, 40)
     run_dir = tmp_path / "run"
-    with FakeOpenAI(latency=0.15) as fake:
-        fake.script = lambda b, n: (tool("search_documents", {"query": "fee"})  # type: ignore[assignment]
-                                    if b.get("tools") and not any(m["role"] == "tool" for m in b["messages"])
-                                    else ANSWER)
+    # Past the 20th request (two an episode), answers wait for the kill: the run cannot finish
+    # before it, however fast or slow the machine (it used to race a 0.15 s latency).
+    held = threading.Event()
+
+    def script(b: dict[str, Any], n: int) -> dict[str, Any]:
+        if n > 20:
+            held.wait(300)
+        return (tool("search_documents", {"query": "fee"})
+                if b.get("tools") and not any(m["role"] == "tool" for m in b["messages"]) else ANSWER)
+
+    with FakeOpenAI(script=script) as fake:
         args = [sys.executable, "-m", "deskbench.cli", "run", "--tasks", str(tasks), "--corpus",
                 str(operator_corpus.root), "--model", f"openai-compat/fake@{fake.base_url}", "--out", str(run_dir),
                 "--concurrency", "4", "--quiet"]
@@ -240,6 +247,7 @@ def test_kill_9_mid_run_then_resume(operator_corpus: Corpus, tmp_path: Path) -> 
             time.sleep(0.05)
         os.killpg(proc.pid, signal.SIGKILL)
         proc.wait()
+        held.set()
         before = len(RunStore(run_dir).episodes())
         assert 5 <= before < 40
         resumed = subprocess.run(args + ["--json"], capture_output=True, text=True, timeout=300)

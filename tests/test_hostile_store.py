@@ -9,6 +9,7 @@ import json
 import os
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -73,7 +74,13 @@ def test_a_second_run_on_one_out_stops_in_one_line_and_no_call_is_repeated(tmp_p
     ids = [f"q{i}" for i in range(12)]
     tasks = _tasks(tmp_path / "tasks.jsonl", ids)
     out = tmp_path / "run"
-    with FakeOpenAI(script=lambda b, n: GUESS_REPLY, latency=0.6) as fake:
+    held = threading.Event()  # the first run's answers wait until the second has been refused
+
+    def script(b: dict[str, object], n: int) -> dict[str, str]:
+        held.wait(300)
+        return GUESS_REPLY
+
+    with FakeOpenAI(script=script) as fake:
         env = {**os.environ, **_env(fake, tmp_path)}
         started = time.monotonic()
         first = subprocess.Popen([sys.executable, "-m", "deskbench.cli", *_run_argv(tasks, out)],
@@ -83,6 +90,7 @@ def test_a_second_run_on_one_out_stops_in_one_line_and_no_call_is_repeated(tmp_p
             assert first.poll() is None and time.monotonic() < deadline, first.communicate()
             time.sleep(0.02)
         second = bounded_cli(*_run_argv(tasks, out), env=_env(fake, tmp_path))
+        held.set()
         second.held(seconds=20)
         _, first_err = first.communicate(timeout=60)
         calls = len(fake.requests)

@@ -16,7 +16,7 @@ from deskbench.models.resilient import ResilientModel, RetryPolicy
 from deskbench.models.settings import Sampling, resolve
 from deskbench.tracks.docqa.scoring.llm_judge import LLMJudge, judge_prompt
 
-FAST = RetryPolicy(attempts=2, base_delay=0.01, max_delay=0.02, timeout=5.0)
+FAST = RetryPolicy(attempts=2, base_delay=0.01, max_delay=0.02, timeout=300.0)  # timeouts are tested with their own policy: a slow machine must not retry
 
 
 def verdict(judgment: str, reasoning: str = "compared with the gold variants", issue: str = "none") -> dict[str, Any]:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -34,7 +35,7 @@ ANSWER_TOOL = ToolSpec(
     parameters={"type": "object", "properties": {"answer": {"type": "array", "items": {"type": "string"}}},
                 "required": ["answer"]},
 )
-FAST = RetryPolicy(attempts=4, base_delay=0.01, max_delay=0.05, timeout=5.0)
+FAST = RetryPolicy(attempts=4, base_delay=0.01, max_delay=0.05, timeout=300.0)  # timeouts are tested with their own policy: a slow machine must not retry
 
 
 def ask(text: str = "hello", **kw: Any) -> ChatRequest:
@@ -172,7 +173,15 @@ def test_api_key_never_appears_in_errors() -> None:
 
 
 def test_concurrency_limit_per_model() -> None:
-    with FakeOpenAI(latency=0.1) as fake:
+    # Requests are answered three at a time (a barrier), so three are in flight at once however
+    # the machine schedules them; a fourth would have to get past the limit to raise the peak.
+    three = threading.Barrier(3, timeout=120)
+
+    def script(b: dict[str, Any], n: int) -> dict[str, Any]:
+        three.wait()
+        return {"kind": "text", "text": "ok"}
+
+    with FakeOpenAI(script=script) as fake:
         model = ResilientModel(compat(fake), policy=FAST, concurrency=3)
 
         async def many() -> None:

@@ -90,7 +90,7 @@ def test_a_zero_priced_model_costs_a_known_zero_and_an_unpriced_one_is_unknown()
 
     from deskbench.models.openai_chat import OpenAIChat
 
-    policy = RetryPolicy(attempts=1, timeout=10)
+    policy = RetryPolicy(attempts=1, timeout=300)  # generous: a slow machine must not fail the one try
     with FakeOpenAI() as fake:
         def model(name: str, prices: PriceTable) -> ResilientModel:
             return ResilientModel(OpenAIChat(name, base_url=fake.base_url, api_key="sk-test", id=f"openai-compat/{name}"),

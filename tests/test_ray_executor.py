@@ -16,6 +16,7 @@ import sqlite3
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -112,6 +113,20 @@ def analytics_script(body: dict[str, Any], n: int) -> dict[str, Any]:
     return {"kind": "tool", "id": f"call_{called}", "name": "execute_code", "arguments": json.dumps({"code": code})}
 
 
+def first_two_together() -> Callable[[dict[str, Any], int], dict[str, Any]]:
+    """analytics_script, with the run's first two requests answered together (a barrier): two
+    episodes' calls are in flight at once however the machine schedules them, so a run that
+    bounds them to one (not two) is caught by a timeout, not by chance."""
+    two = threading.Barrier(2, timeout=120)
+
+    def script(body: dict[str, Any], n: int) -> dict[str, Any]:
+        if n <= 2:
+            two.wait()
+        return analytics_script(body, n)
+
+    return script
+
+
 @pytest.fixture(scope="module")
 def analytics_tasks(tmp_path_factory: pytest.TempPathFactory) -> Path:
     from deskbench.tracks.analytics.generate.tasks import generate_analytics
@@ -135,7 +150,7 @@ def analytics_run(tasks: Path, out: Path, *extra: str, latency: float = 0.0,
 def local_analytics(analytics_tasks: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
     require_tool("bwrap")
     out = tmp_path_factory.mktemp("local") / "run"
-    fake = analytics_run(analytics_tasks, out, latency=0.2)
+    fake = analytics_run(analytics_tasks, out, script=first_two_together())
     assert fake.max_in_flight == 2  # this workload overlaps model calls when nothing bounds them to 1
     return out
 
@@ -154,7 +169,8 @@ def test_ray_run_equals_local_and_concurrency_means_the_same(cluster: str, analy
                                                             local_analytics: Path, tmp_path: Path) -> None:
     out = tmp_path / "run"
     # --concurrency 2 on two worker processes: 2 episodes in flight in all, as the local run has
-    fake = analytics_run(analytics_tasks, out, "--executor", "ray", "--ray-address", cluster, latency=0.2)
+    fake = analytics_run(analytics_tasks, out, "--executor", "ray", "--ray-address", cluster,
+                         script=first_two_together())
     assert fake.max_in_flight == 2
     assert canonical_dump(out) == canonical_dump(local_analytics)
     assert len(list((out / "outputs").rglob("result/out-*.txt"))) == 6 * 2  # each episode's files came back
@@ -197,7 +213,14 @@ def test_the_model_limit_holds_across_worker_processes(cluster: str) -> None:
 
 def test_a_killed_driver_resumes(cluster: str, analytics_tasks: Path, local_analytics: Path, tmp_path: Path) -> None:
     out = tmp_path / "run"
-    with FakeOpenAI(script=analytics_script, latency=0.3) as fake:
+    held = threading.Event()  # past 3 episodes' requests, answers wait for the kill: the run cannot end first
+
+    def script(body: dict[str, Any], n: int) -> dict[str, Any]:
+        if n > 9:
+            held.wait(300)
+        return analytics_script(body, n)
+
+    with FakeOpenAI(script=script) as fake:
         args = ("run", "--agent", "analyst-agent", "--tasks", str(analytics_tasks), "--out", str(out),
                 "--model", f"openai-compat/agent@{fake.base_url}", "--concurrency", "1",
                 "--executor", "ray", "--ray-address", cluster)
@@ -209,6 +232,7 @@ def test_a_killed_driver_resumes(cluster: str, analytics_tasks: Path, local_anal
             time.sleep(0.05)
         first.send_signal(signal.SIGKILL)
         first.wait()
+        held.set()
         before = _stored(out)
         assert 2 <= len(before) < 6
         err = _finish(_deskbench(*args, cache=tmp_path / "cache"))

@@ -30,7 +30,7 @@ from deskbench.tracks.docqa.agents.rlm_repl_host import Repl
 from deskbench.tracks.docqa.agents.rlm_replies import Final, find_final, repl_blocks, shown
 from deskbench.tracks.docqa.agents.rlm_settings import RlmSettings
 
-FAST = RetryPolicy(attempts=2, base_delay=0.01, max_delay=0.02, timeout=10.0)
+FAST = RetryPolicy(attempts=2, base_delay=0.01, max_delay=0.02, timeout=300.0)  # timeouts are tested with their own policy: a slow machine must not retry
 TASK = DocQATask(id="q1", question="Which vehicle has winter season rental rates?",
                  answer_variants=[["Mountain car"]], evidence=[{"document": "fleet.pdf", "page": 2}])  # type: ignore[list-item]
 

@@ -76,9 +76,12 @@ WRITER = textwrap.dedent("""
     from test_runs import episode
     from deskbench.runs.store import RunStore
     store = RunStore(Path(sys.argv[1]))
+    hold = Path(sys.argv[4]) if len(sys.argv) > 4 else None  # past 30 episodes, wait for this file
     for i in range(int(sys.argv[2])):
         if (f"t{{i}}", 0) in store.done(sys.argv[3]):
             continue  # resume: committed episodes are skipped
+        while hold is not None and i >= 30 and not hold.exists():
+            time.sleep(0.01)
         time.sleep(0.01)
         store.record(episode(f"t{{i}}", sys.argv[3]))
 """)
@@ -90,7 +93,10 @@ def test_kill_9_midway_then_resume_adds_up(tmp_path: Path) -> None:
     run = tmp_path / "run"
     RunStore(run)
     n = 400
-    proc = subprocess.Popen([sys.executable, str(script), str(run), str(n), "sys-a"], start_new_session=True)
+    # The writer stops after 30 episodes until the kill (a file it waits for never comes): it
+    # cannot finish first, however slowly this test polls on a loaded machine.
+    proc = subprocess.Popen([sys.executable, str(script), str(run), str(n), "sys-a", str(tmp_path / "never")],
+                            start_new_session=True)
     deadline = time.monotonic() + 60
     while True:
         count = sqlite3.connect(run / "run.sqlite").execute("SELECT COUNT(*) FROM episodes").fetchone()[0]
