@@ -18,7 +18,6 @@ from deskbench.cli.common import QuietOpt, at_least_one, execute_with_progress, 
 from deskbench.console import err, out
 from deskbench.console import pct as _pct
 from deskbench.errors import UserError
-from deskbench.models.settings import Sampling
 
 
 def register(app: typer.Typer) -> None:
@@ -45,6 +44,7 @@ def demo(
     from deskbench.corpus.extract import OcrSettings
     from deskbench.corpus.ingest import open_or_create, plan_ingest, run_ingest
     from deskbench.generate.demo import bundled_dir
+    from deskbench.models.settings import Sampling
     from deskbench.tasks.docqa import read_tasks
     from deskbench.tracks.docqa.run import RunSpec, prepare
 
@@ -125,14 +125,18 @@ def demo(
 def _record_scorings(run_dirs: list[Path]) -> None:
     """Score each run as `deskbench score RUN` does (each track's default scorer, no judge), so
     the scoring is stored with the run: `view` and `info` then show the numbers printed here. The
-    tables it prints are left out: the leaderboard below shows the same numbers."""
+    tables it prints (on stdout, through whichever console) are left out: the leaderboard below
+    shows the same numbers; warnings stay on stderr."""
+    import contextlib
+    import io
+
     from deskbench.runs.store import RunStore
     from deskbench.runs.track import RunRequest
     from deskbench.tracks.registry import get_track
 
     for run_dir in run_dirs:
         store = RunStore(run_dir, create=False)
-        with out.capture():
+        with contextlib.redirect_stdout(io.StringIO()):
             get_track(store.track()).show_scores(store, store.systems(), RunRequest(tasks=run_dir, out=run_dir),
                                                  as_json=False)
 
@@ -180,6 +184,7 @@ def _demo_analytics(bundle: Path, out_dir: Path, model: str, limit: int | None, 
     first `limit` with the local model, in 3 rounds). Skipped, with the reason, without bubblewrap."""
     import re
 
+    from deskbench.models.settings import Sampling
     from deskbench.sandbox import SandboxUnavailable
     from deskbench.tasks.analytics import read_tasks
     from deskbench.tracks.analytics.run import AnalyticsRunSpec, prepare_analytics
@@ -230,6 +235,7 @@ def _demo_deliverables(bundle: Path, out_dir: Path, model: str, limit: int | Non
     import asyncio
     import re
 
+    from deskbench.models.settings import Sampling
     from deskbench.sandbox import SandboxUnavailable
     from deskbench.tasks.deliverables import load_packages
     from deskbench.tracks.deliverables.run import (
