@@ -13,7 +13,9 @@ exit 2), never a traceback. The per-track agent registries, `models/registry.py`
 What each group's object is:
 - agents: a class (or factory) built with no arguments, whose instances follow the agent
   Protocol of their track; its `track` attribute names the track (default "docqa"). A docqa agent
-  gets the same `AgentContext` (model, corpus with `search`, settings) the built-ins get.
+  gets the same `AgentContext` (model, corpus with `search`, settings) the built-ins get. Every
+  call it makes through `ctx.model` is recorded by the harness (transcript, model-call steps,
+  usage), as a built-in's Recorder records them (agents/plugin_calls.py).
 - scorers: a `Scorer` (below): an object, or a class built with no arguments.
 - tracks: an object implementing `tracks.registry.Track`.
 - models: a callable `(ModelSpec, timeout) -> ChatModel`, addressed by its provider prefix
@@ -155,7 +157,13 @@ def agent_factory(track: str, name: str) -> Callable[[], object] | None:
                         f"run it on {its_track} tasks")
     if not callable(plugin.value):
         raise UserError(f"agent plugin {name!r} ({plugin.origin}) is not a class or factory; point it at the agent class")
-    return lambda: instance(plugin)
+
+    def build() -> object:
+        from deskbench.agents.plugin_calls import record_calls  # the harness records its model calls
+
+        return record_calls(instance(plugin))
+
+    return build
 
 
 def agent_track(name: str) -> str | None:

@@ -166,6 +166,15 @@ class Transcript:
     def tool(self, name: str, arguments: dict[str, Any], result: dict[str, Any]) -> None:
         self.events.append(ToolEvent(at=self.elapsed(), name=name, arguments=arguments, result=result))
 
+    def take_tools(self, other: Transcript) -> None:
+        """Add `other`'s tool events among this one's, in time order on this transcript's clock
+        (a plugin agent's own transcript whose model calls the harness recorded itself:
+        agents/plugin_calls.py). `other`'s model calls are not taken."""
+        shift = other._t0 - self._t0
+        tools = [e.model_copy(update={"at": round(e.at + shift, 4)}) for e in other.events if isinstance(e, ToolEvent)]
+        # a call's `at` is when it was sent, a tool's when it ended: at a tie the tool came first
+        self.events = sorted([*self.events, *tools], key=lambda e: (e.at, isinstance(e, ModelCallEvent)))
+
     def doc(self) -> TranscriptDoc:
         return TranscriptDoc(events=list(self.events))
 

@@ -43,6 +43,7 @@ from deskbench.web.viewer_data import (
     open_runs,
     output_file,
     task_view,
+    why_no_model_calls,
     with_files,
 )
 from deskbench.web.viewer_transcript import Marks, judge_steps, steps
@@ -126,6 +127,7 @@ def create_viewer_app(run_dirs: Sequence[Path | str], corpus_dir: Path | str | N
                       run=run.key)
         doc = run.store.transcript(episode.task_id, episode.system, episode.attempt)
         shown = steps(expand(doc, corpus), marks) if doc is not None else None
+        no_calls = why_no_model_calls(run, episode, doc)  # None: the transcript holds model calls
         judged: dict[str, TranscriptDoc] = run.store.judge_transcripts(episode.task_id, episode.system, episode.attempt)
         judges = judge_steps({k: expand(v, corpus) for k, v in judged.items()}, marks)
         others = [(r, e) for r, e in catalog.episodes_of_task(episode.task_id)
@@ -133,7 +135,7 @@ def create_viewer_app(run_dirs: Sequence[Path | str], corpus_dir: Path | str | N
         return {"run": run, "ep": episode, "task": task, "answer": answer, "marks": marks,
                 "score": catalog.score(run, episode), "row": catalog.row(run, episode), "steps": shown,
                 "judges": judges, "others": others, "corpus": corpus is not None,
-                "failure": failure(episode, run)}
+                "failure": failure(episode, run), "no_calls": no_calls}
 
     @app.get("/", response_class=HTMLResponse)
     def table(request: Request) -> HTMLResponse:

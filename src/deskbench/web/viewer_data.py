@@ -18,8 +18,10 @@ from typing import Any, Literal
 from pydantic import BaseModel, Field
 
 from deskbench.errors import UserError
+from deskbench.paths import require_run
 from deskbench.runs.diagnose import diagnose_episode
 from deskbench.runs.store import Episode, RunStore
+from deskbench.runs.transcript import ModelCallEvent, TranscriptDoc
 from deskbench.tasks.analytics import AnalyticsSubmission, AnalyticsTask
 from deskbench.tasks.deliverables import DeliverableSubmission, DeliverableTask
 from deskbench.tasks.docqa import DocQASubmission, DocQATask
@@ -171,8 +173,7 @@ def open_runs(run_dirs: Sequence[Path]) -> list[ViewerRun]:
         if resolved in seen:
             continue
         seen.add(resolved)
-        if not resolved.is_dir():
-            raise UserError(f"{d} is not a directory; give the --out of a 'deskbench run'")
+        require_run(Path(d))  # a typo names the runs nearby
         store = RunStore(resolved, create=False)
         base = (resolved.name or "run").replace(":", "_")  # ':' separates an episode id's parts
         key, n = base, 2
@@ -227,6 +228,61 @@ def failure(episode: Episode, run: ViewerRun) -> str | None:
     if episode.status == "ok":
         return None
     return diagnose_episode(episode, run.tasks.get(episode.task_id), run.track).category
+
+
+def _agent_of(run: ViewerRun, system: str) -> tuple[str, bool | None]:
+    """The system's agent, and whether it is one of its track's built-ins (None: not known). The
+    run's identity meta names the agent; a system run before identity was kept is matched by
+    its name (`agent:model`, `agent[tags]:model`) against the track's built-in agents."""
+    from deskbench.runs.identity import stored_identities
+    from deskbench.tracks.registry import get_track
+
+    try:
+        builtins = set(get_track(run.track).agents)
+    except UserError:
+        builtins = set()
+    known = stored_identities(run.store).get(system)
+    if known is not None:
+        return known.config.agent, known.config.agent in builtins
+    agent = next((a for a in builtins if system == a or system.startswith((f"{a}:", f"{a}["))), None)
+    return (agent, True) if agent is not None else (system, None)
+
+
+def why_no_model_calls(run: ViewerRun, episode: Episode, doc: TranscriptDoc | None) -> str | None:
+    """Why the episode page shows no model call, in words (None: its transcript holds some).
+    Every agent's calls are recorded, a plugin's too (agents/plugin_calls.py), so what is left
+    is: an import, a person, an older deskbench, an agent that called no model, an error first."""
+    if doc is not None and any(isinstance(e, ModelCallEvent) for e in doc.events):
+        return None
+    from deskbench.runs.imported import imported_systems
+    from deskbench.tracks.docqa.humans import is_human
+
+    counted = max(sum(isinstance(s, ModelCallStep) for s in episode.trajectory), episode.usage.calls)
+    if is_human(episode.system):
+        return ("No model calls: a person answered this task in the deskbench web app; what they searched and "
+                "read is in the steps, if any.")
+    source = imported_systems(run.store).get(episode.system)
+    if source is not None:
+        return (f"No transcript: this system was imported from a predictions file ({source.source}) with "
+                "deskbench import, which holds the answers, not the model calls that produced them.")
+    agent, builtin = _agent_of(run, episode.system)
+    ended = episode.status != "error"
+    if doc is None and builtin is not False and counted:
+        return (f"No transcript: this episode was stored by an older deskbench, before transcripts were kept; "
+                f"its {counted} model call(s) are counted in its steps and usage, their text was not kept.")
+    if doc is None and builtin is False and (counted or ended):  # today such an episode has a transcript
+        said = f"; it reported {counted} model call(s) itself" if counted else ""
+        return (f"No transcript: {agent} is a plugin agent, and this episode was stored by an older deskbench, "
+                f"which did not record the calls a plugin makes through ctx.model{said}.")
+    if doc is None and builtin is None and ended:
+        return "No transcript: this episode was stored by an older deskbench, which kept none for it."
+    if episode.status == "error":
+        if doc is not None:
+            return "No model calls: the episode failed (the error is above) before its first model call."
+        return ("No transcript: the episode failed (the error is above) before the agent handed back a record "
+                "of its calls.")
+    return (f"No model calls: {agent} made none in this episode (an agent that calls no model, such as lexical, "
+            "or one that answered without calling it).")
 
 
 class Catalog:
