@@ -392,9 +392,9 @@ def test_no_judge_and_unsupported_images() -> None:
 def test_find_chart(tmp_path: Path) -> None:
     old = tmp_path / "draft.png"
     old.write_bytes(bar_png())
-    time.sleep(0.01)
     new = tmp_path / "final_chart.png"
     new.write_bytes(b"\x89PNG\r\n\x1a\n")
+    os.utime(old, (time.time() - 60, time.time() - 60))  # older by the clock, not by a sleep
     (tmp_path / "chart.svg").write_text("<svg/>")
     (tmp_path / "data.xlsx").write_bytes(b"x")
     files = sorted(tmp_path.iterdir())

@@ -43,8 +43,8 @@ def test_the_worker_turns_memory_and_time_into_verdicts() -> None:
     assert verdict.message.startswith("the file exceeds the 256 MB memory limit (reached ")
     verdict = run_limited(bombs.spin, limits=FileLimits(seconds=1.5))
     assert isinstance(verdict, LimitExceeded) and verdict.what == "time", verdict
-    assert 1.5 <= verdict.observed < 5
-    assert time.monotonic() - started < 20
+    assert 1.5 <= verdict.observed < 60  # stopped at the limit (the spin never ends by itself)
+    assert time.monotonic() - started < 300  # generous: a loaded machine is slow, a hang is not
     with pytest.raises(ReaderCrashed, match="SIGSEGV"):
         run_limited(bombs.crash)
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import random
 import shutil
-import time
 from collections.abc import Sequence
 from datetime import datetime
 from pathlib import Path
@@ -253,15 +252,15 @@ def test_large_sheet_is_sampled_and_a_corrupted_sampled_row_fails(tmp_path: Path
     reference = xlsx(tmp_path / "big.xlsx", rows, header)
     shuffled = rows[:]
     random.Random(1).shuffle(shuffled)
-    started = time.perf_counter()
     r = compare_sheets(reference, xlsx(tmp_path / "big_shuffled.xlsx", shuffled, header))
     assert r.passed, r.reason
+    # sampled, not compared row by row: what keeps a large sheet quick (no wall-clock bound here,
+    # which a loaded machine broke: 20 s were not enough at a load average of 12 on 2 cores)
     assert any("sampled" in c and "of 5000" in c for c in r.checked), r.checked
     bad = [list(x) for x in rows]
     bad[4999][1] += 1  # the last row is always in the tail sample
     r = compare_sheets(reference, xlsx(tmp_path / "big_bad.xlsx", bad, header))
     fails_at(r, "content", "ID-04999", "column 'Units'")
-    assert time.perf_counter() - started < 20
     # the sample is deterministic: the same seed compares the same rows
     assert compare_sheets(reference, reference, seed=3).checked == compare_sheets(reference, reference, seed=3).checked
 
