@@ -3,6 +3,8 @@
 # Without OPENAI_API_KEY or --model, the agent is the local SmolLM2 model: setup builds
 # llama.cpp for it (about 10 minutes, once).
 set -euo pipefail
+# the demo's closing command names paths as typed from where this was started, not the repo root
+export DESKBENCH_SHOW_PATHS_FROM="$PWD"
 cd "$(dirname "$0")/.."
 local_model=1
 [ -n "${OPENAI_API_KEY:-}" ] && local_model=0

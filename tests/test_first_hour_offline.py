@@ -239,3 +239,16 @@ def test_the_demo_ends_with_a_next_command_that_runs_as_printed(
     assert len(items) == 60 and sum(bool(i.correct) for i in items) == 40  # a measurement: 10 missing, 10 wrong
     assert sum(e.status == "error" for e in store.episodes(system)) == 10
     assert "Accuracy" in ran.stdout and "66.7" in ran.stdout
+
+
+def test_the_next_command_names_paths_from_where_demo_sh_was_started(monkeypatch: pytest.MonkeyPatch,
+                                                                       tmp_path: Path) -> None:
+    from deskbench.cli.demo import next_command
+
+    monkeypatch.chdir(REPO)  # scripts/demo.sh changes to the repo root
+    tasks, out = Path("src/deskbench/data/demo/docqa/tasks.jsonl"), Path(".demo")
+    assert "--corpus .demo/corpus --out .demo/runs/keyword-agent" in next_command("deskbench", tasks, out)
+    monkeypatch.setenv("DESKBENCH_SHOW_PATHS_FROM", str(tmp_path))  # ...from another directory
+    line = next_command("deskbench", tasks, out)
+    assert f"PYTHONPATH={EXAMPLE} " in line and f"--model scripted:{DEMO_ANSWERS} " in line
+    assert f"--tasks {REPO / tasks} --corpus {REPO / out / 'corpus'} " in line

@@ -146,10 +146,11 @@ EXAMPLE_AGENT = Path(__file__).resolve().parents[3] / "examples" / "custom_agent
 
 
 def _shown(path: Path) -> str:
-    """A path as the user can type it from here: relative when under the current directory."""
+    """A path as the user can type it from where they are: relative when under that directory (the
+    current one, or the one scripts/demo.sh was started from, which then changes to the repo's)."""
     absolute = Path(os.path.abspath(path))
     try:
-        return str(absolute.relative_to(Path.cwd()))
+        return str(absolute.relative_to(os.environ.get("DESKBENCH_SHOW_PATHS_FROM") or Path.cwd()))
     except ValueError:
         return str(absolute)
 
