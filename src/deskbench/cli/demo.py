@@ -96,7 +96,7 @@ def demo(
     from deskbench.report.render import write_report
     from deskbench.tracks.analytics.score_command import print_analytics_report
 
-    data = build_report(run_dirs)  # scored once: the tables and the page
+    data = build_report(run_dirs)  # the tables and the page, from the same default scorers as the stored scorings
     if data.has_section("docqa"):
         _print_leaderboard(data.section("docqa").data)
     if data.has_section("analytics"):
