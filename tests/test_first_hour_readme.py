@@ -5,6 +5,9 @@ docqa quick start runnable as printed."""
 
 from __future__ import annotations
 
+import functools
+import json
+import os
 import re
 import shlex
 import subprocess
@@ -76,39 +79,46 @@ def code_lines(text: str, only_first: bool = False) -> list[str]:
     return [line for line in lines if line]
 
 
-def deskbench_commands(line: str) -> list[list[str]]:
-    """The arguments of each `deskbench` command on a shell line: comments dropped, split at
-    `&&`, `||`, `;` and `|`, redirections left out."""
+def deskbench_calls(line: str) -> list[tuple[dict[str, str], list[str]]]:
+    """Each `deskbench` command on a shell line as (the VAR=value words before it, its arguments):
+    comments dropped, split at `&&`, `||`, `;` and `|`, redirections left out."""
     tokens = shlex.split(line, comments=True)
-    commands, segment = [], []
+    calls, segment = [], []
     for token in [*tokens, ";"]:
-        if token in ("&&", "||", ";", "|"):
-            for i, word in enumerate(segment):
-                if word == "deskbench" or word.endswith("/deskbench"):
-                    commands.append(segment[i + 1:])
-                    break
-            segment = []
-        else:
+        if token not in ("&&", "||", ";", "|"):
             segment.append(token)
-    for args in commands:
-        while ">" in args:
-            del args[args.index(">"):args.index(">") + 2]
-    return commands
+            continue
+        for i, word in enumerate(segment):
+            if word == "deskbench" or word.endswith("/deskbench"):
+                env = dict(w.split("=", 1) for w in segment[:i] if re.fullmatch(r"[A-Z_]+=.*", w))
+                args = segment[i + 1:]
+                while ">" in args:
+                    del args[args.index(">"):args.index(">") + 2]
+                calls.append((env, args))
+                break
+        segment = []
+    return calls
 
 
-def deskbench_args(line: str) -> list[str] | None:
-    """The arguments of the line's first `deskbench` command, or None without one."""
-    return next(iter(deskbench_commands(line)), None)
+def deskbench_commands(line: str) -> list[list[str]]:
+    """The arguments of each `deskbench` command on a shell line."""
+    return [args for _, args in deskbench_calls(line)]
 
 
 def options_of(command: Any) -> set[str]:  # a click Command or Group (Typer vendors click)
     return {o for p in command.params if p.param_type_name == "option" for o in (*p.opts, *p.secondary_opts)} | {"--help"}
 
 
+@functools.cache
+def cli() -> Any:
+    """The click command tree behind `deskbench` (built once: it takes a while)."""
+    return typer.main.get_command(app)
+
+
 def check_command(args: list[str]) -> list[str]:
     """What is wrong with `deskbench ARGS` against the real CLI: an unknown command or an option
     the command does not have. Placeholders (`[--json]`, `...`) are read as what they stand for."""
-    command = typer.main.get_command(app)
+    command = cli()
     problems: list[str] = []
     words = [a.strip("[]") for a in args if a.strip("[]") not in ("", "...")]
     path = ["deskbench"]
@@ -122,7 +132,7 @@ def check_command(args: list[str]) -> list[str]:
     if hasattr(command, "commands") and not getattr(command, "invoke_without_command", False) \
             and not ({"--help", "--version"} & set(words[i:])):
         problems.append(f"{' '.join(path)} needs a subcommand")
-    known = options_of(command)
+    known = options_of(command) | {"--verbose"}  # the root's switch, also taken after a command (cli/grammar.py)
     for word in words[i:]:
         if word.startswith("-") and len(word) > 1 and not re.fullmatch(r"-\d[\d.]*", word):
             name = word.split("=", 1)[0]
@@ -205,26 +215,56 @@ def test_every_relative_link_resolves() -> None:
     assert problems == []
 
 
-def test_docqa_quick_start_runs_as_printed(tmp_path: Path) -> None:
-    """The docqa quick start's first block, run as printed from a folder laid out as the repository
-    after the demo (src/, and .demo/corpus with the bundled PDFs; text layer only, to stay quick)."""
-    (tmp_path / "src").symlink_to(ROOT / "src")
-    ingest(tmp_path / ".demo" / "corpus", [ROOT / "src/deskbench/data/demo/docqa/pdfs"], ocr="never", workers=1)
-    block = sections(README.read_text(encoding="utf-8"))["Quick start: docqa (documents and citations)"]
-    first = code_lines(block, only_first=True)
+@pytest.fixture(scope="module")
+def after_demo(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A folder laid out as the repository after the demo: src/, examples/, tests/ and
+    .demo/corpus with the bundled PDFs (their text layer only, to stay quick)."""
+    root = tmp_path_factory.mktemp("repo")
+    for name in ("src", "examples", "tests"):
+        (root / name).symlink_to(ROOT / name)
+    ingest(root / ".demo" / "corpus", [ROOT / "src/deskbench/data/demo/docqa/pdfs"], ocr="never", workers=1)
+    return root
+
+
+def run_block(root: Path, block: str) -> list[str]:
+    """Every `deskbench` line of a README code block as printed, from `root`, with this Python's
+    folder first on PATH (as after `source .venv/bin/activate`); servers (view, serve) are left
+    out. Returns the commands run."""
     ran = []
-    for line in first:
-        args = deskbench_args(line)
-        if args is None or args[0] == "view":  # view serves until stopped
-            continue
-        proc = subprocess.run([sys.executable, "-m", "deskbench.cli", *args], cwd=tmp_path,
-                              capture_output=True, text=True, timeout=300)
-        assert proc.returncode == 0, f"{line}\n{proc.stdout[-2000:]}\n{proc.stderr[-2000:]}"
-        ran.append(args[0])
-    assert ran[0] == "run" and {"score", "report"} <= set(ran)
-    outputs = [Path(a) for line in first if (args := deskbench_args(line)) for a in args if a.endswith((".html", ".jsonl"))
-               and a.startswith(".demo/")]
-    assert outputs and all((tmp_path / o).stat().st_size > 0 for o in outputs)
+    for line in code_lines(block, only_first=True):
+        for env, args in deskbench_calls(line):
+            if args[0] == "view" or args[0] == "serve" and args[1].startswith("-"):
+                continue
+            path = f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"
+            proc = subprocess.run([sys.executable, "-m", "deskbench.cli", *args], cwd=root, capture_output=True,
+                                  text=True, timeout=300, env={**os.environ, **env, "PATH": path})
+            assert proc.returncode == 0, f"{line}\n{proc.stdout[-2000:]}\n{proc.stderr[-2000:]}"
+            ran.append(" ".join(args[:2]))
+    return ran
+
+
+def test_docqa_quick_start_runs_as_printed(after_demo: Path) -> None:
+    block = sections(README.read_text(encoding="utf-8"))["Quick start: docqa (documents and citations)"]
+    ran = run_block(after_demo, block)
+    assert ran[0] == "run --agent" and {"score", "report"} <= {r.split()[0] for r in ran}
+    outputs = [a for line in code_lines(block, only_first=True) for args in deskbench_commands(line) for a in args
+               if a.endswith((".html", ".jsonl"))]
+    assert outputs and all((after_demo / o).stat().st_size > 0 for o in outputs if o.startswith(".demo/"))
+
+
+def test_own_agent_quick_starts_run_as_printed(after_demo: Path) -> None:
+    """The plugin with the scripted model reaches a real score offline; the MCP agent runs."""
+    own = sections(README.read_text(encoding="utf-8"))["Evaluate your own agent"]
+    plugin, mcp = blocks(own)[:2]
+    assert "scripted:" in plugin and "--agent external" in mcp
+    for block, run_dir in ((plugin, "keyword-agent"), (mcp, "my-external")):
+        assert run_block(after_demo, f"```bash\n{block}```\n")[0] == "run --agent"
+        scores = json.loads(subprocess.run([sys.executable, "-m", "deskbench.cli", "score", f".demo/runs/{run_dir}", "--json"],
+                                           cwd=after_demo, capture_output=True, text=True, timeout=300).stdout)
+        report = next(iter(scores.values()))
+        assert report["n"] == (60 if run_dir == "keyword-agent" else 5)
+        if run_dir == "keyword-agent":
+            assert 0 < report["accuracy"] < 1  # some of the file's answers are wrong on purpose
 
 
 @pytest.mark.parametrize("page", ["docqa", "analytics", "deliverables", "results", "web", "plugins", "models",
