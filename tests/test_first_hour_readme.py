@@ -187,6 +187,19 @@ def test_every_deskbench_line_in_readme_names_a_real_command_and_its_options() -
     assert problems == []
 
 
+def test_every_deskbench_line_in_the_reference_bash_blocks_is_real_too() -> None:
+    """The same check on docs/*.md's bash blocks (the reference moved there from the README)."""
+    checked, problems = 0, []
+    for page in PAGES[1:]:
+        for body in re.findall(r"^```bash\n(.*?)^```", page.read_text(encoding="utf-8"), flags=re.S | re.M):
+            for line in code_lines(f"```\n{body}```\n"):
+                for args in deskbench_commands(line):
+                    checked += 1
+                    problems += [f"{page.name}: {line!r}: {p}" for p in check_command(args)]
+    assert checked >= 50
+    assert problems == []
+
+
 def test_the_command_check_catches_what_it_should() -> None:
     """The checker above is itself right: it refuses an unknown command, a group without its
     subcommand and an option of another command, and reads placeholders as options."""
