@@ -1,4 +1,4 @@
-"""The small sample corpus behind the README's main job: a town's documents, one of them scanned.
+"""A small sample corpus (the runtime and transcript benchmarks', the lexical agent's tests'): a town's documents, one of them scanned.
 
 Documents form clusters as in MADQA §2.1 (two years of the same annual report), mix running text
 and tables, and include an image-only page that only OCR can read.
