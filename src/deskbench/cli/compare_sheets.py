@@ -11,7 +11,6 @@ score (a failed model call, no valid verdict) exits 3.
 
 from __future__ import annotations
 
-import asyncio
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
@@ -70,6 +69,8 @@ def register(app: typer.Typer) -> None:
 
 def _run_judge(model_name: str, instruction: str, reference: Path, predicted: Path, deferred: str) -> FileJudgeRecord:
     """One File Judge verdict; the model and the sandbox are closed after it."""
+    import asyncio
+
     from deskbench.tracks.analytics.score_command import close_judges, file_judge_for
     from deskbench.tracks.analytics.scoring.analytics import AnalyticsJudges
     from deskbench.tracks.analytics.scoring.file_judge import task_question

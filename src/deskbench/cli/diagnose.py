@@ -12,7 +12,6 @@ from rich.table import Table
 
 from deskbench.console import out
 from deskbench.errors import UserError
-from deskbench.runs.store import RunStore
 
 
 def register(app: typer.Typer) -> None:
@@ -30,6 +29,7 @@ def register(app: typer.Typer) -> None:
         from deskbench.models.prices import UNKNOWN, format_cost
         from deskbench.runs.diagnose import CATEGORIES
         from deskbench.runs.diagnose import diagnose as run_diagnose
+        from deskbench.runs.store import RunStore
 
         store = RunStore(run_dir, create=False)
         eps = store.episodes()

@@ -11,7 +11,6 @@ for `CliRunner(app)` alike, and only option tokens are touched (an option's valu
 from __future__ import annotations
 
 import fnmatch
-import importlib.metadata
 from dataclasses import dataclass
 from typing import Any
 
@@ -19,6 +18,7 @@ import typer
 from typer.core import TyperCommand, TyperGroup
 from typer.models import DefaultPlaceholder
 
+from deskbench.cli import panels
 from deskbench.console import err
 
 
@@ -272,18 +272,31 @@ def _no_type_on_switches(params: list[Any]) -> None:
             param.metavar = ""
 
 
+def _help_switch(option: Any) -> None:
+    """--help as a plain switch: no value type shown, and False when not given (typer would
+    otherwise convert its None through pydantic, a start-up cost for every command)."""
+    _no_type_on_switches([option])
+    option.default = False
+
+
 class GrammarCommand(TyperCommand):
     """A command that accepts the earlier flag names of `RENAMED` (one line on stderr each) and
-    shows switches without a value type."""
+    shows switches without a value type, its options in panels (cli/panels.py) and its help texts
+    as written (escaped for Rich)."""
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         _no_type_on_switches(self.params)
+        panels.escape_help(self)
+
+    def format_help(self, ctx: Any, formatter: Any) -> None:
+        panels.arrange_options(self, _command_path(ctx))
+        super().format_help(ctx, formatter)
 
     def get_help_option(self, ctx: Any) -> Any:
         option = super().get_help_option(ctx)
         if option is not None:
-            _no_type_on_switches([option])
+            _help_switch(option)
         return option
 
     def parse_args(self, ctx: Any, args: list[str]) -> list[str]:
@@ -295,20 +308,36 @@ class GrammarCommand(TyperCommand):
 
 
 class GrammarGroup(TyperGroup):
-    """A command group whose `--help` shows switches without a value type."""
+    """A command group whose `--help` shows switches without a value type, and its help texts as
+    written."""
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         _no_type_on_switches(self.params)
+        panels.escape_help(self)
+
+    def format_help(self, ctx: Any, formatter: Any) -> None:
+        panels.arrange_options(self, _command_path(ctx))
+        super().format_help(ctx, formatter)
 
     def get_help_option(self, ctx: Any) -> Any:
         option = super().get_help_option(ctx)
         if option is not None:
-            _no_type_on_switches([option])
+            _help_switch(option)
         return option
 
 
+class RootGroup(GrammarGroup):
+    """`deskbench` itself: its `--help` lists the commands in panels, one line each (cli/panels.py)."""
+
+    def format_help(self, ctx: Any, formatter: Any) -> None:
+        panels.arrange_commands(self)
+        super().format_help(ctx, formatter)
+
+
 def version() -> str:
+    import importlib.metadata  # only for --version: not a start-up cost of every command
+
     try:
         return importlib.metadata.version("deskbench")
     except importlib.metadata.PackageNotFoundError:  # run from a source tree without an install
@@ -340,6 +369,8 @@ def apply(app: typer.Typer) -> None:
             if group.typer_instance is not None:
                 visit(group.typer_instance)
 
+    if unset(app.info.cls, TyperGroup):
+        app.info.cls = RootGroup
     visit(app)
 
     @app.callback()

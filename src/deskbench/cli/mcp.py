@@ -5,7 +5,6 @@ a corpus (--corpus), analytics' or deliverables' for one task of a tasks file or
 
 from __future__ import annotations
 
-import asyncio
 from pathlib import Path
 from typing import Annotated
 
@@ -34,6 +33,8 @@ def mcp(
     (--corpus); analytics' execute_code and provide_answer, or deliverables' read_input,
     execute_code and submit_deliverable, for one task (--tasks). Each answer ends an episode
     (stored in --out) and the next call starts another."""
+    import asyncio
+
     from deskbench.mcp.standalone import serve_corpus, serve_tasks
 
     if transport not in ("stdio", "http"):

@@ -6,13 +6,15 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from deskbench.console import out
 from deskbench.errors import UserError
-from deskbench.plugins import KINDS, Kind, listing
+
+if TYPE_CHECKING:  # deskbench.plugins reads entry points: imported when the command runs
+    from deskbench.plugins import Kind
 
 
 def register(app: typer.Typer) -> None:
@@ -58,6 +60,8 @@ def list_plugins(
 ) -> None:
     """List the agents, scorers, tracks or model providers deskbench can use, and where each
     comes from. A plugin is also addressable without installing it as package.module:Name."""
+    from deskbench.plugins import KINDS, listing
+
     if kind not in KINDS:
         raise UserError(f"deskbench list {kind}: choose one of {', '.join(KINDS)}")
     rows = BUILTINS[kind]() + [(name if kind != "models" else f"{name}/...", origin)

@@ -11,7 +11,6 @@ exit code 2 (deskbench's main turns the UserError into that).
 
 from __future__ import annotations
 
-import asyncio
 import json
 from pathlib import Path
 from typing import Annotated
@@ -60,6 +59,8 @@ def register(app: typer.Typer) -> None:
         quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress bar.")] = False,
     ) -> None:
         """Grade each ok episode with an LLM on the five criteria; failures are kept apart from grades."""
+        import asyncio
+
         from deskbench.cli.common import progress_bars
         from deskbench.models.registry import open_model
         from deskbench.models.settings import Sampling
@@ -210,6 +211,8 @@ def register(app: typer.Typer) -> None:
         agreement = None
         failed = 0
         if model:
+            import asyncio
+
             from deskbench.models.registry import open_model
 
             tagger = open_model(model, role="judge", concurrency=concurrency, cache=True)

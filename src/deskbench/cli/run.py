@@ -22,7 +22,6 @@ from deskbench.cli.settings import (
     use_model_flags,
 )
 from deskbench.errors import UserError
-from deskbench.models.registry import preflight
 
 
 def register(app: typer.Typer) -> None:
@@ -40,7 +39,7 @@ def run(
     corpus: Annotated[Path | None, typer.Option("--corpus", "-c", help="Corpus directory (not needed by guess).")] = None,
     judge: Annotated[str | None, typer.Option(help="LLM judge model for the scores (else ANLS*).")] = None,
     concurrency: Annotated[int, typer.Option(help="Episodes in flight at once.")] = 16,
-    limit: Annotated[int | None, typer.Option(help="Only the first N tasks.")] = None,
+    limit: Annotated[int | None, typer.Option(help="docqa and analytics: only the first N tasks (deliverables: --task).")] = None,
     max_steps: Annotated[int | None, typer.Option(help="Iterations per episode (T); default: bm25-agent 10 (the paper's T), rlm 30 root iterations (the official RLM's).")] = None,
     max_sub_calls: Annotated[int | None, typer.Option(help="rlm: llm_query sub-calls per episode (default: no cap, as the official RLM).")] = None,
     top_k: Annotated[int, typer.Option("--top-k", "-k", help="Pages per search.")] = 5,
@@ -48,7 +47,7 @@ def run(
     cache: Annotated[bool, typer.Option("--cache/--no-cache", help="Reuse and store the agent's model responses in the response cache.")] = False,
     prices: Annotated[Path | None, typer.Option(help="JSON price table to extend the built-in one.")] = None,
     attempts: Annotated[int, typer.Option(help="Attempts per task (3 for pass@3 and avg@3); a resumed run adds the missing ones.")] = 1,
-    max_rounds: Annotated[int, typer.Option(help="analytics: execute_code calls per episode.")] = 20,
+    max_rounds: Annotated[int, typer.Option(help="analytics and deliverables: execute_code calls per episode.")] = 20,
     no_summary: Annotated[bool, typer.Option("--no-summary", help="analytics: leave out the auxiliary spreadsheet summary (the paper's ablation).")] = False,
     last_round_note: Annotated[bool, typer.Option("--last-round-note", help="analytics: the last execute_code result tells the model to answer now (not the paper's protocol; the system becomes analyst-agent[last-round-note]).")] = False,
     cjk_font_hint: Annotated[bool, typer.Option("--cjk-font-hint", help="analytics: the tool description says CJK fonts are installed (not the paper's protocol; the system becomes analyst-agent[cjk-font-hint]).")] = False,
@@ -82,6 +81,7 @@ def run(
     quiet: QuietOpt = False,
 ) -> None:
     """Run an agent over tasks, storing every episode; resumes an interrupted run; then scores it."""
+    from deskbench.models.registry import preflight
     from deskbench.runs.track import RunRequest
     from deskbench.runs.track_options import check_options, given_flags
     from deskbench.tracks.registry import track_for

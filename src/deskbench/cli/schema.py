@@ -6,39 +6,12 @@ from __future__ import annotations
 
 import json
 import types
-from typing import Annotated, Any, get_args, get_origin
+from typing import TYPE_CHECKING, Annotated, Any, get_args, get_origin
 
 import typer
-from pydantic import AliasChoices, BaseModel
-from pydantic.json_schema import GenerateJsonSchema
 
-
-class AllAliases(GenerateJsonSchema):
-    """pydantic names only the first of a field's AliasChoices; the readers take each (a citation's
-    `file`, `document` or `doc`), so the schema lists each and requires one of them."""
-
-    def _named_required_fields_schema(self, named_required_fields: Any) -> Any:
-        found = super()._named_required_fields_schema(named_required_fields)
-        if self.mode != "validation":
-            return found
-        properties, required = found["properties"], found.get("required", [])
-        one_of_each: list[dict[str, Any]] = []
-        for name, is_required, field in named_required_fields:
-            alias = field.get("validation_alias") if isinstance(field, dict) else None
-            choices = [p[0] for p in alias if len(p) == 1 and isinstance(p[0], str)] if isinstance(alias, list) else []
-            shown = self._get_alias_name(field, name)
-            if len(choices) < 2 or shown not in properties:
-                continue
-            for other in choices:
-                properties.setdefault(other, properties[shown])
-            if is_required and shown in required:
-                required.remove(shown)
-                one_of_each.append({"anyOf": [{"required": [c]} for c in choices]})
-        if "required" in found and not required:
-            del found["required"]
-        if one_of_each:
-            found["allOf"] = one_of_each
-        return found
+if TYPE_CHECKING:  # pydantic is imported when the command runs, not when the command line starts
+    from pydantic import BaseModel
 
 
 def register(app: typer.Typer) -> None:
@@ -49,6 +22,7 @@ def register(app: typer.Typer) -> None:
 def track_schema(track_name: str, *, submission: bool = False) -> dict[str, Any]:
     """The JSON Schema (draft 2020-12, as pydantic writes it) of what a user writes for the track:
     validation mode, so aliases and defaults read as the loader reads them."""
+    from deskbench.tasks.json_schema import AllAliases
     from deskbench.tracks.registry import get_track
 
     track = get_track(track_name)  # an unknown name: one line naming the known ones
@@ -70,6 +44,8 @@ def schema(
 def models_of(model: type[BaseModel]) -> list[type[BaseModel]]:
     """`model` and every model its fields hold (lists, unions, discriminated unions), each once,
     in the order met: what docs/formats.md documents and its test checks."""
+    from pydantic import BaseModel
+
     found: list[type[BaseModel]] = []
 
     def walk(tp: Any) -> None:
@@ -89,6 +65,8 @@ def models_of(model: type[BaseModel]) -> list[type[BaseModel]]:
 def field_table(model: type[BaseModel]) -> str:
     """A markdown table of `model`'s fields: name (and the other names the reader takes), type,
     required or default, and the Field description where there is one."""
+    from pydantic import AliasChoices
+
     rows = ["| field | type | required / default | meaning |", "|---|---|---|---|"]
     for name, info in model.model_fields.items():
         if info.exclude:

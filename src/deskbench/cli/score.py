@@ -21,7 +21,6 @@ from deskbench.cli.settings import (
     use_model_flags,
 )
 from deskbench.errors import UserError
-from deskbench.models.registry import preflight
 
 
 def register(app: typer.Typer) -> None:
@@ -68,6 +67,7 @@ def score(
     deliverables runs: the consulting paper's tables. A run is scored by its track. --json: a run
     gives {system: report} (one system or many; deliverables: its tables over every system), a
     predictions file one report."""
+    from deskbench.models.registry import preflight
     from deskbench.runs.store import RunStore
     from deskbench.runs.track import RunRequest
     from deskbench.runs.track_options import check_options, given_flags

@@ -8,11 +8,12 @@ anything runs (models/settings.py)."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from deskbench.models.settings import Sampling, use_sampling
+if TYPE_CHECKING:  # models/settings.py (pydantic) is imported when a command runs, not at start-up
+    from deskbench.models.settings import Sampling
 
 PANEL = "Model settings"
 
@@ -46,6 +47,8 @@ CapabilitiesOpt = Annotated[Path | None, typer.Option(
 
 def agent_sampling(temperature: float | None, top_p: float | None, reasoning_effort: str | None,
                    max_tokens: int | None) -> Sampling:
+    from deskbench.models.settings import Sampling
+
     return Sampling(temperature=temperature, top_p=top_p, reasoning_effort=reasoning_effort, max_tokens=max_tokens)
 
 
@@ -55,6 +58,7 @@ def use_model_flags(capabilities: Path | None, *, judge_temperature: float | Non
     """Load the capability file (if any) and set the judge flags for this process; returns the
     judge's asked settings."""
     from deskbench.models.capabilities import use_capabilities
+    from deskbench.models.settings import use_sampling
 
     if capabilities is not None:
         use_capabilities(capabilities)

@@ -8,7 +8,6 @@ are unobservable. Exit codes: 0 whatever V is (it is a measurement), 2 for bad i
 
 from __future__ import annotations
 
-import asyncio
 import json
 from pathlib import Path
 from typing import Annotated, Any
@@ -41,6 +40,8 @@ def read_response(path: Path) -> str:
 def verify_package(package: Path, response_file: Path, outputs: Path | None,
                    judge: str | None, concurrency: int = 4) -> dict[str, Any]:
     """Load, check, judge: the report `--json` prints."""
+    import asyncio
+
     from deskbench.tasks.deliverables import load_package
     from deskbench.tracks.deliverables.scoring.deliverables import (
         nothing_in,
