@@ -1,4 +1,5 @@
-"""A small sample corpus (the runtime and transcript benchmarks', the lexical agent's tests'): a town's documents, one of them scanned.
+"""A small sample corpus (for the runtime and transcript benchmarks and the lexical agent's
+tests): a town's documents, one of them scanned.
 
 Documents form clusters as in MADQA §2.1 (two years of the same annual report), mix running text
 and tables, and include an image-only page that only OCR can read.
