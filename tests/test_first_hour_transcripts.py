@@ -293,6 +293,34 @@ def test_a_failed_call_is_recorded_and_the_episode_keeps_the_calls_before_it(ope
     assert [s.kind for s in result.trajectory] == ["model_call"]
 
 
+class Slotted:
+    """docqa: a class whose instances take no new attribute (slots): it is recorded all the same."""
+
+    __slots__ = ()
+    name = "slotted"
+    track = "docqa"
+
+    async def run(self, task: DocQATask, ctx: AgentContext) -> AgentResult:
+        assert ctx.model is not None
+        reply = await ctx.model.complete(ChatRequest(messages=[Message(role="user", content=ANSWER_PROMPT)]))
+        return AgentResult(status="ok", submission=submission_of(task, parse_answer(reply.message.text())))
+
+
+def test_a_slotted_plugin_is_recorded_too() -> None:
+    class Answers(_FailingSecond):
+        async def complete(self, request: ChatRequest) -> ChatResponse:
+            return ChatResponse(message=Message(role="assistant", content=ANSWER_REPLY), usage=Usage(calls=1))
+
+    factory = agent_factory("docqa", f"{ME}:Slotted")
+    assert factory is not None
+    agent = factory()
+    assert agent.name == "slotted" and agent.track == "docqa"  # type: ignore[attr-defined]
+    result = asyncio.run(agent.run(TASK, AgentContext(model=Answers(), corpus=None)))  # type: ignore[attr-defined]
+    assert result.status == "ok" and result.transcript is not None
+    (call,) = _calls(result.transcript.doc())
+    assert call.reply is not None and call.reply["message"]["content"] == ANSWER_REPLY
+
+
 # -- analytics and deliverables plugins --------------------------------------------------------------
 
 
