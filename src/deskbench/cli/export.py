@@ -19,7 +19,7 @@ def register(app: typer.Typer) -> None:
         run_dir: Annotated[Path, typer.Argument(help="A run directory (the --out of 'deskbench run').")],
         output: Annotated[Path, typer.Option("--out", "-o", help="The directory to write the export into (created).")],
         fmt: Annotated[str, typer.Option("--format", help="The export format: inspect (Inspect AI eval logs, "
-                                                           "one per system; needs the deskbench\\[inspect] extra).")] = "inspect",
+                                                           "one per system; needs the deskbench[inspect] extra).")] = "inspect",
         images: Annotated[bool, typer.Option("--images/--no-images", help="Put the page images the models saw into "
                                              "the export (rendered again from the corpus), or text placeholders.")] = True,
         corpus: Annotated[Path | None, typer.Option("--corpus", "-c", help="Read pages from this corpus instead of the one "

@@ -54,9 +54,8 @@ def report(
     classes, the MADQA appendix analyses (effort measures, failure profiles, search trajectories,
     cost, human response time; corpus statistics with --corpus); analytics pass@1 / pass@k /
     avg@k by category and difficulty, and bad cases; deliverables VRS and ACCEPT; any other
-    track's leaderboard and pairwise tests. Each track's section is its own (`Track.report_section`),
-    scored with the judges its `scorer_options` builds from these flags; a flag for a track
-    without runs here is unused."""
+    track's leaderboard and pairwise tests. Each track's section is scored with the judges these
+    flags set up; a flag for a track without runs here is unused."""
     from deskbench.report.data import build_report
     from deskbench.report.render import write_report
 
