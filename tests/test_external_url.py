@@ -1,11 +1,13 @@
 """`--agent external --url`: an agent running as a service, POSTed once per task, answering over
 the episode's MCP server with the official client library (tests/external_service.py); a
-refusing or unreachable service is the episode's error, in one line."""
+refusing service, or one that drops the connection, is the episode's error, in one line (one not
+listening on this machine is refused before the run: tests/test_first_hour_failfast.py)."""
 
 from __future__ import annotations
 
 import json
 import socket
+import threading
 from pathlib import Path
 
 import pytest
@@ -73,17 +75,35 @@ def test_a_service_answering_500_is_the_episode_error(setup: tuple[Path, Path], 
     assert FAIL_BODY[:300] in error and FAIL_BODY[:301] not in error  # the body's first 300 characters
 
 
-def test_an_unreachable_service_is_the_episode_error(setup: tuple[Path, Path], tmp_path: Path) -> None:
-    with socket.socket() as sock:  # a port nobody listens on once closed
+def test_a_service_that_drops_the_connection_is_the_episode_error(setup: tuple[Path, Path], tmp_path: Path) -> None:
+    stop = threading.Event()
+    with socket.socket() as sock:  # accepts every connection and closes it at once: no HTTP answer
         sock.bind(("127.0.0.1", 0))
-        port = sock.getsockname()[1]
-    url = f"http://127.0.0.1:{port}/episode"
-    out = tmp_path / "run"
-    code, _, stderr = _run(setup, out, "--url", url, "--limit", "1")
+        sock.listen(8)
+        sock.settimeout(0.2)
+
+        def drop() -> None:
+            while not stop.is_set():
+                try:
+                    conn, _ = sock.accept()
+                except OSError:
+                    continue
+                conn.close()
+
+        thread = threading.Thread(target=drop, daemon=True)
+        thread.start()
+        url = f"http://127.0.0.1:{sock.getsockname()[1]}/episode"
+        out = tmp_path / "run"
+        try:
+            code, _, stderr = _run(setup, out, "--url", url, "--limit", "1")
+        finally:
+            stop.set()
+            thread.join()
     assert code == 0, stderr
     (ep,) = RunStore(out, create=False).episodes("external")
     assert ep.status == "error"
-    assert f"POST {url} failed" in (ep.error or "") and "onnect" in (ep.error or ""), ep.error
+    error = ep.error or ""
+    assert error.startswith(f"POST {url} failed: ") and "\n" not in error, error  # aiohttp's error, one line
 
 
 @pytest.mark.parametrize("flags", [("--url", "http://127.0.0.1:9/x", "--command", "agent {question}"), ()])

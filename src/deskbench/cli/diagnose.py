@@ -58,5 +58,9 @@ def register(app: typer.Typer) -> None:
         if episodes:
             for d in result.episodes:
                 if d.category != "ok":
+                    last, _, tail = d.detail.partition("\n")  # an error's last line, then its tail
                     out.print(f"{escape(d.system)} {escape(d.task_id)}#{d.attempt}: [bold]{d.category}[/bold] "
-                              f"{escape(d.detail)}")
+                              f"{escape(last)}")
+                    if tail:
+                        out.print(escape("\n".join(f"    {line}" for line in tail.splitlines())), style="dim",
+                                  highlight=False)

@@ -173,6 +173,7 @@ FLAGS: tuple[Flag, ...] = (
     # output
     _f("--json", "", "print machine-readable JSON on stdout"),
     _f("--quiet", "", "no progress bars", "-q"),
+    _f("--verbose", "", "also show the libraries' log messages (MCP server, HTTP, Ray) on stderr"),
     _f("--version", "", "print deskbench's version and exit"),
     _f("--help", "", "show the command's help and exit"),
 )
@@ -272,6 +273,35 @@ def _no_type_on_switches(params: list[Any]) -> None:
             param.metavar = ""
 
 
+def take_verbose(args: list[str], takes_value: dict[str, bool]) -> tuple[list[str], bool]:
+    """`args` without --verbose, and whether it was there: the app's flag (`deskbench --verbose`)
+    is taken after any command's name too. Values and everything after `--` are left as written."""
+    out: list[str] = []
+    found = False
+    i = 0
+    while i < len(args):
+        token = args[i]
+        if token == "--":
+            out.extend(args[i:])
+            break
+        if token == "--verbose":
+            found = True
+        else:
+            out.append(token)
+            if token.startswith("-") and "=" not in token and takes_value.get(token, False) and i + 1 < len(args):
+                out.append(args[i + 1])
+                i += 1
+        i += 1
+    return out, found
+
+
+def _set_verbose(value: bool) -> None:
+    """The libraries' logs on stderr with --verbose, else quiet (deskbench/logs.py)."""
+    from deskbench import logs
+
+    logs.setup(value)
+
+
 def _help_switch(option: Any) -> None:
     """--help as a plain switch: no value type shown, and False when not given (typer would
     otherwise convert its None through pydantic, a start-up cost for every command)."""
@@ -281,8 +311,8 @@ def _help_switch(option: Any) -> None:
 
 class GrammarCommand(TyperCommand):
     """A command that accepts the earlier flag names of `RENAMED` (one line on stderr each) and
-    shows switches without a value type, its options in panels (cli/panels.py) and its help texts
-    as written (escaped for Rich)."""
+    `--verbose` (the app's), and shows switches without a value type, its options in panels
+    (cli/panels.py) and its help texts as written (escaped for Rich)."""
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
@@ -302,6 +332,9 @@ class GrammarCommand(TyperCommand):
     def parse_args(self, ctx: Any, args: list[str]) -> list[str]:
         path = _command_path(ctx)
         args, used = rewrite(path, args, _takes_value(self, ctx))
+        args, verbose = take_verbose(args, _takes_value(self, ctx))
+        if verbose:
+            _set_verbose(True)
         for r in dict.fromkeys(used):
             err.print(f"deskbench {path}: {r.old} is deprecated and goes in the next release; use {r.new}")
         return super().parse_args(ctx, args)
@@ -375,7 +408,10 @@ def apply(app: typer.Typer) -> None:
 
     @app.callback()
     def root(version: bool = typer.Option(False, "--version", is_eager=True, callback=_show_version,  # noqa: B008
-                                           help="Print deskbench's version and exit.")) -> None:
+                                           help="Print deskbench's version and exit."),
+             verbose: bool = typer.Option(False, "--verbose", callback=_set_verbose,  # noqa: B008
+                                          help="Also show the libraries' log messages (MCP server, HTTP, Ray) on "
+                                               "stderr; also taken after a command's name.")) -> None:
         """Evaluate AI agents on analysts' desk work: document QA, analytics, deliverables."""
 
 

@@ -33,6 +33,9 @@ def mcp(
     (--corpus); analytics' execute_code and provide_answer, or deliverables' read_input,
     execute_code and submit_deliverable, for one task (--tasks). Each answer ends an episode
     (stored in --out) and the next call starts another."""
+    from deskbench.requirements import MCP, check
+
+    check("deskbench mcp", [MCP])  # the extra before anything is created
     import asyncio
 
     from deskbench.mcp.standalone import serve_corpus, serve_tasks

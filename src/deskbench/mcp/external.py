@@ -26,12 +26,14 @@ from deskbench.errors import UserError
 
 if TYPE_CHECKING:
     from deskbench.mcp.server import McpTool
+    from deskbench.requirements import Need
 
 Status = Literal["ok", "error", "limit"]
 
 TIMEOUT_SECONDS = 600.0  # an episode's wall time before the agent's process is killed
 EXIT_GRACE_SECONDS = 5.0  # after the answer, how long the process may take to exit
-STDERR_TAIL = 4000  # characters of the agent's stderr kept in an episode's error
+STDERR_LINES = 20  # the end of the agent's stderr kept in an episode's error: its last lines (a
+STDERR_TAIL = 2000  # traceback's exception comes last), at most this many characters of them
 ENV_URL = "DESKBENCH_MCP_URL"  # where an external agent finds the server
 ENV_QUESTION = "DESKBENCH_QUESTION"
 ENV_TASK_ID = "DESKBENCH_TASK_ID"
@@ -65,6 +67,13 @@ def external_options(option: Callable[..., object]) -> dict[str, object]:
     return given
 
 
+def stderr_tail(text: str) -> str:
+    """The end of a process's stderr as an episode keeps it: the last STDERR_LINES lines, at most
+    STDERR_TAIL characters (diagnose shows its last line, the exception, first)."""
+    lines = text.rstrip().splitlines()[-STDERR_LINES:]
+    return "\n".join(lines)[-STDERR_TAIL:].strip("\n")
+
+
 class ExternalRunner:
     """The part of every track's external agent that is not its tools: configured from the run's
     options, it serves one episode's tools and drives the agent until the episode ends. A track's
@@ -96,6 +105,18 @@ class ExternalRunner:
             self.command = shlex.split(command)
         except ValueError as exc:
             raise UserError(f"--command {command!r} cannot be split into arguments ({exc}); check its quotes") from exc
+
+    def requires(self) -> list[Need]:
+        """The mcp extra (the episode's server), and the program of --command or the service of
+        --url: checked once configured, before the run directory exists (requirements.check_agent)."""
+        from deskbench.requirements import MCP, Executable, Listening
+
+        needs: list[Need] = [MCP]
+        if self.command and "{question}" not in self.command[0]:
+            needs.append(Executable(self.command[0], 'give the program\'s path, e.g. --command "./my-agent {question}"'))
+        if self.url:
+            needs.append(Listening(self.url))
+        return needs
 
     async def episode(self, session: EpisodeSession, tools: Sequence[McpTool], *, server_name: str,
                       question: str, task_id: str) -> AgentResult:
@@ -132,9 +153,9 @@ class ExternalRunner:
             if proc.returncode is None:
                 proc.kill()
                 await proc.wait()
-        tail = (await stderr).decode(errors="replace").strip()[-STDERR_TAIL:]
+        tail = stderr_tail((await stderr).decode(errors="replace"))
         if status == "error" and tail:
-            error = f"{error}; stderr: {tail}"
+            error = f"{error}; its stderr ends:\n{tail}"
         return status, error
 
     async def _wait(self, proc: asyncio.subprocess.Process, answered: asyncio.Event) -> tuple[Status, str | None]:

@@ -22,6 +22,7 @@ except ImportError as exc:  # an optional extra: say how to get it, not a traceb
     raise UserError("the MCP server needs the `mcp` package: pip install 'deskbench[mcp]'") from exc
 
 S = TypeVar("S")
+GRACE_SECONDS = 2  # how long a stopping server waits for its connections, then for its app's shutdown
 
 
 @dataclass(frozen=True)
@@ -97,8 +98,9 @@ async def serve_http(server: FastMCP, port: int = 0) -> AsyncIterator[str]:
 
     _Server = _uvicorn_server()
     sock = free_socket(port)
-    config = uvicorn.Config(server.streamable_http_app(), log_level="warning", lifespan="on",
-                            timeout_graceful_shutdown=2)
+    # log_config None: uvicorn leaves logging alone (its loggers are quiet unless --verbose, deskbench/logs.py)
+    config = uvicorn.Config(server.streamable_http_app(), log_config=None, log_level=None, lifespan="on",
+                            timeout_graceful_shutdown=GRACE_SECONDS)
     http = _Server(config)
     task = asyncio.create_task(http.serve(sockets=[sock]))
     try:
@@ -109,12 +111,29 @@ async def serve_http(server: FastMCP, port: int = 0) -> AsyncIterator[str]:
             await asyncio.sleep(0.01)
         yield f"http://127.0.0.1:{sock.getsockname()[1]}{server.settings.streamable_http_path}"
     finally:
-        http.should_exit = True
-        try:
-            await asyncio.wait_for(task, timeout=5)
-        except (TimeoutError, asyncio.CancelledError):
-            task.cancel()
+        await _stop(http, task)
         sock.close()
+
+
+async def _stop(http: Any, task: asyncio.Task[None]) -> None:
+    """Stop the server in uvicorn's own order, however the block ended (an answer, an error, a
+    Ctrl+C): connections closed (GRACE_SECONDS, then cut), then the app's lifespan told to shut
+    down (the MCP session manager ends its sessions) and awaited. Cancelling the server's task
+    instead, as this did after 5 s, left its lifespan task waiting; asyncio.run cancelled it at
+    exit and uvicorn logged a traceback for each server (seven after one Ctrl+C)."""
+    http.should_exit = True
+    done, _ = await asyncio.wait({task}, timeout=GRACE_SECONDS + 3)
+    if not done:  # a connection that will not close: uvicorn stops waiting for it (and skips the lifespan)
+        http.force_exit = True
+        done, _ = await asyncio.wait({task}, timeout=GRACE_SECONDS)
+    if not done:
+        task.cancel()
+        await asyncio.wait({task})
+    lifespan = getattr(http, "lifespan", None)
+    if lifespan is not None and not lifespan.shutdown_event.is_set():
+        await asyncio.wait({asyncio.ensure_future(lifespan.shutdown())}, timeout=GRACE_SECONDS)
+    if task.done() and not task.cancelled():
+        task.exception()  # retrieved: a failure while stopping is not worth a traceback at exit
 
 
 async def serve(server: FastMCP, transport: str, port: int) -> None:

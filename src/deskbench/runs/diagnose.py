@@ -120,6 +120,20 @@ def _required_files(task: AnyTask | None, files: list[str]) -> list[str]:
     return []
 
 
+DETAIL_CHARS = 300  # of a one-line error
+TAIL_CHARS = 2100  # of a longer one (an external agent's stderr: mcp/external.py keeps ~2,000)
+
+
+def error_detail(error: str) -> str:
+    """An error as diagnose shows it. One line: its first DETAIL_CHARS characters. Several (an
+    external agent's stderr, a traceback): the last line first, the exception, which a cut from
+    the top would lose, then the text's tail (its last TAIL_CHARS characters)."""
+    lines = [line for line in error.strip().splitlines() if line.strip()]
+    if len(lines) <= 1:
+        return error.strip()[:DETAIL_CHARS]
+    return f"{lines[-1].strip()[:DETAIL_CHARS]}\n{error.strip()[-TAIL_CHARS:]}"
+
+
 def diagnose_episode(episode: Episode, task: object | None, track: str = "docqa") -> EpisodeDiagnosis:
     """An episode's one category: a failed episode by its error (the same for every track), an
     ok one by what its track says it had to produce (`Track.diagnose_output`)."""
@@ -127,20 +141,22 @@ def diagnose_episode(episode: Episode, task: object | None, track: str = "docqa"
 
     def verdict(category: str, detail: str = "") -> EpisodeDiagnosis:
         return EpisodeDiagnosis(task_id=episode.task_id, system=episode.system, attempt=episode.attempt,
-                                category=category, detail=detail[:300])
+                                category=category, detail=detail)
 
     error = episode.error or ""
     if episode.status != "ok":
+        detail = error_detail(error)
         if _TIMEOUT.search(error):
-            return verdict("timeout", error)
+            return verdict("timeout", detail)
         if POLICY.search(error):
-            return verdict("content_policy", error)
+            return verdict("content_policy", detail)
         if CONTEXT.search(error):
-            return verdict("context_overflow", error)
+            return verdict("context_overflow", detail)
         if episode.status == "limit":
-            return verdict(get_track(track).limit_category, error)
-        return verdict("model_error", error)
-    return verdict(*get_track(track).diagnose_output(episode, task))
+            return verdict(get_track(track).limit_category, detail)
+        return verdict("model_error", detail)
+    category, detail = get_track(track).diagnose_output(episode, task)
+    return verdict(category, detail[:DETAIL_CHARS])
 
 
 def answer_output(episode: Episode) -> tuple[str, str]:

@@ -12,6 +12,7 @@ from collections.abc import Callable
 from typing import Protocol
 
 from deskbench.errors import UserError
+from deskbench.requirements import Extra, Need, check
 from deskbench.runs.runner import RunCounts
 from deskbench.runs.track import Outcome, PreparedRun, RunRequest, execute_run
 
@@ -36,10 +37,13 @@ def _ray(prep: PreparedRun, request: RunRequest | None,
 
 
 EXECUTORS: dict[str, Executor] = {"local": _local, "ray": _ray}
+NEEDS: dict[str, tuple[Need, ...]] = {"ray": (Extra("ray", "ray", load=False),)}  # checked by get_executor, before the run starts
 
 
 def get_executor(name: str) -> Executor:
+    """The executor called `name`, once what it needs is there (one line with the fix if not)."""
     found = EXECUTORS.get(name)
     if found is None:
         raise UserError(f"--executor {name!r} is not known; use one of: {', '.join(EXECUTORS)}")
+    check(f"--executor {name}", NEEDS.get(name, ()))
     return found

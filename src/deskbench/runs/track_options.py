@@ -45,7 +45,7 @@ def own_options(command: str, track: str) -> frozenset[str]:
 
 def takes(command: str, track: str) -> frozenset[str]:
     """Every option `command` takes on `track`: the common ones and the track's own."""
-    return COMMON[command] | own_options(command, track)
+    return COMMON[command] | own_options(command, track) | {"--verbose"}  # every command's (cli/grammar.py)
 
 
 def check_options(command: str, track: str, given: list[tuple[str, str]]) -> None:

@@ -76,7 +76,10 @@ class AnalystAgent:
 
 def _external() -> AnalyticsAgent:
     """An agent built elsewhere, given execute_code and provide_answer over MCP (mcp/analytics.py;
-    the mcp extra is loaded only when it is asked for)."""
+    the mcp extra is loaded only when it is asked for, and said missing in one line)."""
+    from deskbench.requirements import MCP, check
+
+    check("--agent external", [MCP])
     from deskbench.mcp.analytics import ExternalAnalyticsAgent
 
     return ExternalAnalyticsAgent()
@@ -100,6 +103,9 @@ def make_agent(name: str, options: Mapping[str, object]) -> AnalyticsAgent:
     configure = getattr(agent, "configure", None)
     if callable(configure):
         configure(options)
+    from deskbench.requirements import check_agent
+
+    check_agent(name, agent)  # what it needs (a program, a service) before anything is created
     return agent
 
 

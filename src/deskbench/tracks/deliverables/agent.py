@@ -169,7 +169,10 @@ class DeliverableAgent:
 
 def _external(options: DeliverableOptions, web: WebBackend | None) -> DeliverablesAgent:
     """An agent built elsewhere, given the deliverable agent's tools over MCP (mcp/deliverables.py;
-    the mcp extra is loaded only when it is asked for)."""
+    the mcp extra is loaded only when it is asked for, and said missing in one line)."""
+    from deskbench.requirements import MCP, check
+
+    check("--agent external", [MCP])
     from deskbench.mcp.deliverables import ExternalDeliverablesAgent
 
     return ExternalDeliverablesAgent(options, web)

@@ -16,6 +16,7 @@ from deskbench.corpus import Corpus
 from deskbench.errors import UserError
 from deskbench.models.registry import open_model
 from deskbench.models.settings import ResolvedSettings, Sampling
+from deskbench.requirements import check_agent
 from deskbench.runs.identity import SystemConfig, model_settings, model_source, prompt_hash, remember_config
 from deskbench.runs.runner import EpisodeFn, HasId, system_name
 from deskbench.runs.settings import remember_settings
@@ -65,6 +66,7 @@ class RunSpec:
         agent = make_agent(self.agent)  # names the choices when unknown
         if isinstance(agent, ConfiguredAgent):  # its own options are checked before anything starts
             agent.configure(self.agent_options)
+        check_agent(self.agent, agent)  # what it needs (an extra, a program, a service) before anything is created
         if self.agent in NEEDS_CORPUS and self.corpus is None:
             raise UserError(f"--agent {self.agent} searches documents: give --corpus DIR (from deskbench ingest)")
         if self.agent not in NO_MODEL and not self.model:
@@ -97,6 +99,7 @@ def prepare(spec: RunSpec, tasks: Sequence[DocQATask], *, tasks_file: str | None
         model = open_model(spec.model, sampling=spec.sampling, concurrency=spec.concurrency, cache=spec.cache,
                            prices=spec.prices)
     view, warnings = choose_view(spec, model.settings if model else None)
+    sandbox = rlm_sandbox(spec.unsafe_local) if spec.agent in NEEDS_SANDBOX else None  # no bubblewrap: stop here
     store = RunStore(spec.out)
     store.save_tasks(tasks)
     if tasks_file is not None:
@@ -119,7 +122,7 @@ def prepare(spec: RunSpec, tasks: Sequence[DocQATask], *, tasks_file: str | None
             model=model,
             corpus=Corpus.open(spec.corpus) if spec.corpus else None,
             settings=settings,
-            sandbox=rlm_sandbox(spec.unsafe_local) if spec.agent in NEEDS_SANDBOX else None,
+            sandbox=sandbox,
         )
         agent = make_agent(spec.agent)
         if isinstance(agent, ConfiguredAgent):
