@@ -241,7 +241,7 @@ def test_cli_writes_json_and_png(runs: list[Path], tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("args", "message"),
     [
-        (["items", "{missing}", "--output", "{out}"], "is not a directory"),
+        (["items", "{missing}", "--output", "{out}"], "does not exist"),
         (["items", "{empty}", "--output", "{out}"], "is not a deskbench run"),
         (["splits", "{A}", "--test", "6", "--dev", "2", "--output", "{out}"], "exceeds the 7 scored items"),
         (["agreement", "{A}", "{other}", "--output", "{out}"], "share no tasks"),

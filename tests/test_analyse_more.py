@@ -115,7 +115,7 @@ def test_queries_fall_back_to_search_history_and_bad_runs_are_refused(tmp_path: 
     ep = Episode(task_id="t", system="s", status="ok",
                  submission=DocQASubmission(id="t", answer=["x"], search_history=["a b", "c"]))
     assert episode_queries(ep) == ["a b", "c"]
-    with pytest.raises(UserError, match="is not a deskbench run"):
+    with pytest.raises(UserError, match="nothing does not exist"):
         load_drift([tmp_path / "nothing"])
     RunStore(tmp_path / "empty").save_tasks(TASKS)
     with pytest.raises(UserError, match="has no episodes yet"):
@@ -260,7 +260,7 @@ def test_multihop_over_a_real_run_and_corpus(tmp_path: Path, operator_corpus: Co
     write_run(tmp_path / "single", tasks[2:], "oracle:m", {"x3": ("x", [])}).close()
     with pytest.raises(UserError, match="no multi-hop task"):
         load_multihop(tmp_path / "single", operator_corpus.root)
-    with pytest.raises(UserError, match="is not a deskbench corpus"):
+    with pytest.raises(UserError, match="nocorpus does not exist"):
         load_multihop(tmp_path / "run", tmp_path / "nocorpus")
 
 

@@ -31,12 +31,12 @@ def test_search_text_output(operator_corpus: Corpus) -> None:
         (["search", "--corpus", "{root}", '"unclosed'], "unbalanced quote"),
         (["search", "--corpus", "{root}", "fee AND"], "AND at position 5 needs a term after it"),
         (["search", "--corpus", "{root}", "the of"], "no searchable words"),
-        (["search", "--corpus", "{missing}", "fee"], "is not a deskbench corpus"),
+        (["search", "--corpus", "{missing}", "fee"], "missing does not exist"),
         (["ingest", "{root}", "--corpus", "{root}", "--ocr", "sometimes"], "--ocr 'sometimes' is not valid"),
         (["ingest", "{root}", "--corpus", "{root}", "--workers", "0"], "--workers 0 is not valid"),
         (["page", "--corpus", "{root}", "nope.pdf", "1", "--output", "{missing}/x.png"], "document 'nope.pdf' is not in the corpus"),
         (["page", "--corpus", "{root}", "alpha.pdf", "1", "--dpi", "5", "--output", "{missing}/x.png"], "dpi 5 is out of range"),
-        (["info", "--corpus", "{missing}"], "is not a deskbench corpus"),
+        (["info", "--corpus", "{missing}"], "missing does not exist"),
     ],
 )
 def test_user_errors_are_one_line_with_exit_code_2(

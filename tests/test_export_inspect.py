@@ -301,7 +301,7 @@ def test_without_the_extra_one_line_and_exit_2(tmp_path: Path) -> None:
 
 def test_bad_run_dir_and_format_are_one_line(tmp_path: Path) -> None:
     proc = run_cli("export", str(tmp_path / "nowhere"), "--format", "inspect", "-o", str(tmp_path / "out"))
-    assert proc.returncode == 2 and "is not a deskbench run" in proc.stderr and "Traceback" not in proc.stderr
+    assert proc.returncode == 2 and "nowhere does not exist" in proc.stderr and "Traceback" not in proc.stderr
     assert len(proc.stderr.strip().splitlines()) == 1
     (tmp_path / "run").mkdir()
     RunStore(tmp_path / "run").close()

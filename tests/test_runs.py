@@ -65,7 +65,7 @@ def test_a_run_takes_new_tasks_but_not_other_ones_under_the_same_ids(tmp_path: P
     store.record(episode("t0"))
     with pytest.raises(UserError, match="t0"):  # t0 ran: its content may not change under its id
         store.save_tasks([TASKS[0].model_copy(update={"question": "Something else?"})])
-    with pytest.raises(UserError, match="is not a deskbench run"):
+    with pytest.raises(UserError, match="nothing does not exist"):
         RunStore(tmp_path / "nothing", create=False)
 
 

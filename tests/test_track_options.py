@@ -53,7 +53,13 @@ def _run_args(track: str, tmp_path: Path) -> list[str]:
         (tmp_path / "packages").mkdir(exist_ok=True)
         return [*base, "--tasks", str(tmp_path / "packages")]
     agent = "analyst-agent" if track == "analytics" else "guess"
+    (tmp_path / "tasks.jsonl").write_text(json.dumps(ONE_TASK[track]) + "\n")  # the tasks say their track
     return [*base, "--tasks", str(tmp_path / "tasks.jsonl"), "--agent", agent]
+
+
+ONE_TASK = {"docqa": {"id": "t1", "question": "Which year?", "answer_variants": ["2020"]},
+            "analytics": {"id": "a1", "category": "qa", "instruction": "Sum it.", "inputs": ["x.csv"],
+                          "difficulty_steps": 1, "answer": "3"}}
 
 
 @pytest.mark.parametrize(("track", "flag"), CASES, ids=[f"{t}{f[0]}" for t, f in CASES])
@@ -113,6 +119,7 @@ def test_score_refuses_a_flag_the_runs_track_does_not_take(tmp_path: Path, track
 
 
 def test_score_of_a_predictions_file_is_docqa(tmp_path: Path) -> None:
+    (tmp_path / "preds.jsonl").write_text("")
     exc = _invoke(["score", str(tmp_path / "preds.jsonl"), "--tasks", "t.jsonl", "--reviewed-only"])
     assert isinstance(exc, UserError) and str(exc).startswith("--reviewed-only is not an option of the docqa track")
     assert "--reviewed-only" in takes("score", "deliverables") and "--official" in takes("score", "docqa")

@@ -281,7 +281,7 @@ def test_deskbench_view_serves_on_localhost_and_says_how_to_add_users(runs: dict
 
 
 def test_bad_arguments_are_one_line(tmp_path: Path, runs: dict[str, Any]) -> None:
-    for args, needle in (((str(tmp_path / "nope"),), "is not a directory"),
+    for args, needle in (((str(tmp_path / "nope"),), "nope does not exist"),
                          ((str(tmp_path),), "is not a deskbench run"),
                          ((str(runs["root"] / "runA"), "--corpus", str(tmp_path / "nope")), "--corpus")):
         proc = run_cli("view", *args)

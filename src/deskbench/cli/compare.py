@@ -75,14 +75,14 @@ def print_comparison(c) -> None:  # c: Comparison
 
 
 def _open_runs(run_dirs: list[Path]):  # -> list[RunStore], track
+    from deskbench.paths import require_run
     from deskbench.runs.store import RunStore
 
     unique = list({d.resolve(): d for d in run_dirs}.values())  # a directory given twice is one run
     stores = []
     try:
         for d in unique:
-            if not d.is_dir():
-                raise UserError(f"{d} is not a directory; give the --out of a 'deskbench run'")
+            require_run(d)  # a typo names the runs nearby
             stores.append(RunStore(d, create=False))
         tracks = {s.track() for s in stores}
         if len(tracks) > 1:

@@ -39,6 +39,12 @@ def ingest(
 
     if not paths and page_text is None:
         raise UserError("give PDF files or folders to ingest, or --page-text FILE for a corpus already ingested")
+    for path in paths or []:  # a typo is one line before the corpus is made, with the PDFs nearby
+        if not path.exists():
+            from deskbench.paths import missing
+
+            raise missing(path, lambda p: p.suffix.lower() == ".pdf" or (p.is_dir() and any(p.glob("*.pdf"))),
+                          "PDFs", "give PDF files or folders that exist")
     if ocr not in ("never", "auto", "always"):
         raise UserError(f"--ocr {ocr!r} is not valid; use never, auto or always")
     if ocr_engine not in ("auto", "tesseract", "rapidocr"):

@@ -55,7 +55,9 @@ class Corpus:
         root = Path(root)
         db = root / PageStore.FILENAME
         if not db.exists():
-            raise UserError(
+            from deskbench.paths import corpus_error
+
+            raise corpus_error(root) or UserError(  # a typo is not to be ingested into: the corpora nearby
                 f"{root} is not a deskbench corpus (no {PageStore.FILENAME}); "
                 f"create it with: deskbench ingest PDFS... --corpus {root}"
             )
@@ -67,6 +69,11 @@ class Corpus:
         if root.exists() and not root.is_dir():
             raise UserError(f"corpus path {root} is a file; give a directory for --corpus")
         if root.is_dir() and any(root.iterdir()) and not (root / PageStore.FILENAME).exists():
+            from deskbench.paths import is_run
+
+            if is_run(root):
+                raise UserError(f"{root} is a run directory, not a corpus; give a new or empty directory for "
+                                "--corpus")
             raise UserError(
                 f"{root} exists, is not empty and is not a deskbench corpus; "
                 "choose a new or empty directory for --corpus"

@@ -10,6 +10,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from deskbench.errors import UserError
+from deskbench.paths import require_run
 from deskbench.report.models import ModelSettingsRow, Report, ReportSection
 from deskbench.report.sections import settings_row
 from deskbench.runs.imported import settings_rows as imported_settings
@@ -19,8 +20,7 @@ from deskbench.runs.store import RunStore
 
 
 def _open(run_dir: Path) -> RunStore:
-    if not run_dir.is_dir():
-        raise UserError(f"{run_dir} is not a directory; give the --out of a 'deskbench run'")
+    require_run(run_dir)  # a typo names the runs nearby
     return RunStore(run_dir, create=False)
 
 

@@ -56,8 +56,8 @@ def run_lock(run_dir: Path) -> Iterator[None]:
             raise UserError(f"{run_dir}: the disk is full ({exc}); free space and run the same command "
                             f"again: the {_stored(run_dir)}episodes stored are kept and it resumes") from None
         except BaseException:
-            if made:  # a run refused before any work leaves no run directory behind
-                _remove_if_only_lock(run_dir)
+            if made:  # a run refused or stopped before its first episode leaves no run directory behind
+                _remove_if_nothing_stored(run_dir)
             raise
         finally:
             with contextlib.suppress(OSError):
@@ -66,12 +66,20 @@ def run_lock(run_dir: Path) -> Iterator[None]:
         os.close(fd)  # closing the descriptor releases the lock
 
 
-def _remove_if_only_lock(run_dir: Path) -> None:
-    """Remove a run directory this lock created when nothing but the lock file is in it."""
+_EMPTY_RUN = frozenset({LOCK_NAME, "run.sqlite", "run.sqlite-wal", "run.sqlite-shm", "run.sqlite-journal"})
+
+
+def _remove_if_nothing_stored(run_dir: Path) -> None:
+    """Remove a run directory this lock created when it holds no episode: nothing but the lock
+    and a run store without episodes (the store a track opened before a check failed, e.g. a
+    corpus opened when the run starts). Anything else in it is left where it is."""
     with contextlib.suppress(OSError):
-        if [p.name for p in run_dir.iterdir()] == [LOCK_NAME]:
-            (run_dir / LOCK_NAME).unlink()
-            run_dir.rmdir()
+        names = {p.name for p in run_dir.iterdir()}
+        if not names <= _EMPTY_RUN or ("run.sqlite" in names and _stored(run_dir) != "0 "):
+            return  # something else, or episodes (or a store that cannot be read): kept
+        for name in names:
+            (run_dir / name).unlink()
+        run_dir.rmdir()
 
 
 def _disk_full(exc: BaseException) -> bool:

@@ -267,6 +267,10 @@ def load_packages(path: Path) -> list[DeliverableTask]:
     """One package (a folder with task.yaml) or a folder of packages, sorted by folder name."""
     if (path / "task.yaml").is_file():
         return [load_package(path)]
+    if not path.exists():
+        from deskbench.paths import tasks_missing
+
+        raise tasks_missing(path)
     if not path.is_dir():
         raise UserError(f"{path}: not a folder; give a task package (a folder with task.yaml) or a folder of them")
     found = sorted(p for p in path.iterdir() if (p / "task.yaml").is_file())

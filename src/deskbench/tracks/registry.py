@@ -170,13 +170,23 @@ def track_of_task(task: BaseModel) -> Track:
 
 
 def track_for(tasks: Path, agents: Sequence[str]) -> Track:
-    """The track a `deskbench run` is for: the first that claims it, other tracks before the
-    built-in docqa, which claims any tasks file (it is the default). A plugin agent no track
-    names runs on the track it declares (deskbench/plugins.py)."""
-    if agents and not any(agents[0] in t.agents for t in tracks().values()):
+    """The track a `deskbench run` is for. The tasks decide first: a tasks file whose first line
+    is one track's task (or a folder a track claims) is that track's, and an agent of another
+    track is one line naming both. Tasks no track recognises (a bad first line) go to the first
+    track that claims them, other tracks before the built-in docqa, which claims any tasks file;
+    a plugin agent no track names runs on the track it declares (deskbench/plugins.py), and the
+    track's reader names the bad field."""
+    from deskbench.paths import check_tasks_path
+
+    check_tasks_path(tasks)  # missing, a run directory, a corpus, PDFs, empty: one line before any track
+    agent = agents[0] if agents else None
+    owners = tracks_of_tasks(tasks)
+    if owners:
+        return _agent_on(owners, agent, tasks)
+    if agent is not None and not any(agent in t.agents for t in tracks().values()):
         from deskbench.plugins import agent_track
 
-        declared_track = agent_track(agents[0])
+        declared_track = agent_track(agent)
         if declared_track is not None:
             return get_track(declared_track)
     ordered = [t for t in tracks().values() if t.name != "docqa"] + [tracks()["docqa"]]
@@ -184,3 +194,69 @@ def track_for(tasks: Path, agents: Sequence[str]) -> Track:
         if track.claims(tasks, agents):
             return track
     raise UserError(f"no track takes --tasks {tasks}: give a tasks JSONL or a deliverables package folder")
+
+
+def tracks_of_tasks(tasks: Path) -> list[Track]:
+    """The tracks whose tasks `tasks` holds, told from the tasks themselves: a folder, the tracks
+    that claim it whatever the agent; a file, the tracks whose task type its first line validates
+    as (else those whose required fields it has all of: a task with a bad value is still that
+    track's, and its reader names the field). Empty when none recognises it."""
+    if tasks.is_dir():
+        return [t for t in tracks().values() if t.claims(tasks, ())]
+    import json
+
+    from pydantic import ValidationError
+
+    from deskbench.paths import first_line
+
+    try:
+        line = first_line(tasks)
+        row = json.loads(line) if line is not None else None
+    except (OSError, ValueError):
+        return []
+    if line is None or not isinstance(row, dict):
+        return []
+    valid = []
+    for track in tracks().values():
+        try:
+            track.task_type.model_validate_json(line)  # as the track's reader reads it
+        except (ValidationError, ValueError, TypeError):
+            continue
+        valid.append(track)
+    return valid or [t for t in tracks().values() if _has_required_fields(t.task_type, row)]
+
+
+def _has_required_fields(task_type: type[BaseModel], row: dict[str, object]) -> bool:
+    required = [f.alias or name for name, f in task_type.model_fields.items() if f.is_required()]
+    return bool(required) and all(name in row for name in required)
+
+
+def _agent_on(owners: list[Track], agent: str | None, tasks: Path) -> Track:
+    """Of the tracks whose tasks these are, the one `agent` runs on; an agent of another track
+    (built-in or a plugin's declared track) is refused in one line naming both tracks."""
+    if agent is None:
+        return owners[0]
+    for track in owners:
+        if agent in track.agents:
+            return track
+    home = [t for t in tracks().values() if agent in t.agents]
+    if home:
+        raise UserError(_other_track(owners[0], tasks, f"{agent} is {_a(home[0].name)} agent"))
+    from deskbench.plugins import agent_track
+
+    declared = agent_track(agent)
+    if declared is None:
+        return owners[0]  # an unknown name: the track's prepare names its agents
+    for track in owners:
+        if track.name == declared:
+            return track
+    raise UserError(_other_track(owners[0], tasks, f"{agent} is a plugin agent of the {declared} track"))
+
+
+def _other_track(track: Track, tasks: Path, why: str) -> str:
+    return (f"these are {track.name} tasks ({tasks}); {why}; the {track.name} agents are: "
+            f"{', '.join(track.agents)} (or a plugin of the {track.name} track)")
+
+
+def _a(name: str) -> str:
+    return f"an {name}" if name[:1].lower() in "aeiou" else f"a {name}"

@@ -62,8 +62,9 @@ def export_run(run_dir: Path, fmt: str, out: Path, options: ExportOptions | None
     exporter = formats().get(fmt)
     if exporter is None:
         raise UserError(f"unknown export format {fmt!r}; the formats are: {', '.join(formats())}")
-    if not (run_dir / "run.sqlite").is_file():
-        raise UserError(f"{run_dir} is not a deskbench run (no run.sqlite); give the --out of a run")
+    from deskbench.paths import require_run
+
+    require_run(run_dir)  # a typo names the runs nearby
     if out.exists() and not out.is_dir():
         raise UserError(f"-o {out} is a file; give a directory to write the {fmt} export into")
     return exporter.export(run_dir, out, options or ExportOptions())

@@ -64,13 +64,17 @@ class AnalyticsTrack:
         o = request.option
         file_judge_mode(o("file_judge"), request.options.get("file_judge_all"))  # a bad pair is named before the run
         spec = AnalyticsRunSpec(
-            agent=request.agents[0], model=(list(request.models) or ["openai/gpt-5-mini"])[0], out=request.out,
+            agent=(list(request.agents) or ["analyst-agent"])[0], model=(list(request.models) or ["openai/gpt-5-mini"])[0], out=request.out,
             tasks_file=request.tasks, attempts=request.attempts, concurrency=request.concurrency,
             max_rounds=o("max_rounds", 20), summary=not o("no_summary", False),
             last_round_note=o("last_round_note", False), cjk_font_hint=o("cjk_font_hint", False),
             sampling=request.sampling, cache=request.cache, prices=request.prices,
             unsafe_local=o("unsafe_local", False), agent_options=external_options(o))
         spec.check()
+        if not request.tasks.exists():
+            from deskbench.paths import tasks_missing
+
+            raise tasks_missing(request.tasks)
         if not request.tasks.is_file():
             raise UserError(f"tasks file {request.tasks} not found; give an analytics tasks JSONL "
                             "(deskbench generate analytics)")

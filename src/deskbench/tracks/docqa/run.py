@@ -17,6 +17,7 @@ from deskbench.errors import UserError
 from deskbench.models.registry import open_model
 from deskbench.models.settings import ResolvedSettings, Sampling
 from deskbench.requirements import check_agent
+from deskbench.paths import require_corpus
 from deskbench.runs.identity import SystemConfig, model_settings, model_source, prompt_hash, remember_config
 from deskbench.runs.runner import EpisodeFn, HasId, system_name
 from deskbench.runs.settings import remember_settings
@@ -69,6 +70,8 @@ class RunSpec:
         check_agent(self.agent, agent)  # what it needs (an extra, a program, a service) before anything is created
         if self.agent in NEEDS_CORPUS and self.corpus is None:
             raise UserError(f"--agent {self.agent} searches documents: give --corpus DIR (from deskbench ingest)")
+        if self.corpus is not None:  # a typo is named before the run directory is made, with the corpora nearby
+            require_corpus(self.corpus, "--corpus")
         if self.agent not in NO_MODEL and not self.model:
             raise UserError(f"--agent {self.agent} calls a model: give --model (e.g. local, openai/gpt-5-mini)")
 

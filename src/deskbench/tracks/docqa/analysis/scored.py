@@ -11,6 +11,7 @@ from datetime import datetime
 from pathlib import Path
 
 from deskbench.errors import UserError
+from deskbench.paths import require_run
 from deskbench.runs.store import Episode
 from deskbench.tasks.docqa import DocQASubmission, DocQATask, ItemScore
 
@@ -78,8 +79,7 @@ def load_scored(run_dirs: Sequence[Path], pool_humans: bool = False) -> list[Sco
         raise UserError("no run directories given; pass one or more --out directories of 'deskbench run'")
     rows: list[tuple[Path, str, list[DocQATask], list[ItemScore], dict[str, Episode], tuple[str, ...], bool]] = []
     for run_dir in dict.fromkeys(run_dirs):
-        if not run_dir.is_dir():
-            raise UserError(f"{run_dir} is not a directory; give the --out of a 'deskbench run'")
+        require_run(run_dir)  # a typo names the runs nearby
         store = RunStore(run_dir, create=False)
         try:
             tasks = store.tasks()
