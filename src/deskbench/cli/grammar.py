@@ -123,6 +123,7 @@ FLAGS: tuple[Flag, ...] = (
     _f("--trap-hints", "", "deliverables: name the trap kinds in the prompt"),
     _f("--unsafe-local", "", "run model-written code WITHOUT isolation where bubblewrap is missing"),
     _f("--rerun", "", "run again episodes that are already stored"),
+    _f("--retry-errors", "", "run: run again the episodes stored with an error, each as a new try"),
     _f("--regrade", "", "grade again what is already graded"),
     _f("--reviewed-only", "", "deliverables: count only QC-reviewed rubric grades"),
     _f("--pool-humans", "", "docqa: one `human` row for every annotator"),
