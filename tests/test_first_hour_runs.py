@@ -164,6 +164,10 @@ def test_retry_errors_runs_errored_episodes_again_as_new_tries(demo_corpus: Path
     (earlier, transcript), = store.earlier_tries(ids[0], system)
     assert earlier.status == "error" and "No module named 'mcp_not_installed_here'" in (earlier.error or "")
     assert store.earlier_tries(ids[3], system) == []
+    info = run_cli("info", str(run), "--json")
+    assert info.returncode == 0, info.stderr
+    assert json.loads(info.stdout)["systems"][system]["earlier_tries"] == 3
+    assert "3 earlier tries kept" in run_cli("info", str(run)).stdout
     # the scoring reads the latest tries: the same as `score RUN`, no agent errors but the limit
     printed = json.loads(retried.stdout)[system]
     scored = run_cli("score", str(run), "--json", env=ENV)

@@ -236,6 +236,7 @@ def _run_info(run_dir: Path, as_json: bool) -> None:
     try:
         identities = stored_identities(store)
         counts = store.episode_counts()
+        tries = store.try_counts()  # earlier tries of episodes run again (--retry-errors)
         data = {
             "run": str(run_dir),
             "track": store.track(),
@@ -245,6 +246,7 @@ def _run_info(run_dir: Path, as_json: bool) -> None:
                 system: {
                     "episodes": sum(counts.get(system, {}).values()),
                     "episodes_by_status": counts.get(system, {}),
+                    "earlier_tries": sum(n for (_, s, _), n in tries.items() if s == system),
                     **({"first": i.first.model_dump() if i.first else None, "latest": i.latest.model_dump(),
                         "config": i.config.model_dump()} if (i := identities.get(system)) else
                        {"first": None, "latest": None, "config": None}),
@@ -265,7 +267,8 @@ def _run_info(run_dir: Path, as_json: bool) -> None:
               + (f" (from {escape(str(data['tasks_file']))})" if data["tasks_file"] else ""))
     for system, row in data["systems"].items():  # type: ignore[attr-defined]
         by_status = ", ".join(f"{n} {s}" for s, n in sorted(row["episodes_by_status"].items()))
-        out.print(f"[bold]{escape(system)}[/bold]: {row['episodes']} episodes" + (f" ({by_status})" if by_status else ""))
+        out.print(f"[bold]{escape(system)}[/bold]: {row['episodes']} episodes" + (f" ({by_status})" if by_status else "")
+                  + (f"; {row['earlier_tries']} earlier tries kept (errored, run again)" if row["earlier_tries"] else ""))
         identity = identities.get(system)
         if identity is None:
             out.print("  configuration: not recorded (run before deskbench kept run identity)")
