@@ -11,7 +11,7 @@ import sys
 import typer
 from rich.markup import escape
 
-from deskbench.cli import grammar
+from deskbench.cli import grammar, root
 from deskbench.console import err
 from deskbench.errors import UserError
 
@@ -50,6 +50,7 @@ COMMAND_MODULES = (
 for _name in COMMAND_MODULES:
     importlib.import_module(f"deskbench.cli.{_name}").register(app)
 grammar.apply(app)  # one flag grammar (cli/grammar.py): earlier names accepted with a line, --version
+root.build_lazily(app)  # each command built when used; --help lists them from cli/panels.py
 
 
 def main() -> None:

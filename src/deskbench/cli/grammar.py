@@ -361,14 +361,6 @@ class GrammarGroup(TyperGroup):
         return option
 
 
-class RootGroup(GrammarGroup):
-    """`deskbench` itself: its `--help` lists the commands in panels, one line each (cli/panels.py)."""
-
-    def format_help(self, ctx: Any, formatter: Any) -> None:
-        panels.arrange_commands(self)
-        super().format_help(ctx, formatter)
-
-
 def version() -> str:
     import importlib.metadata  # only for --version: not a start-up cost of every command
 
@@ -403,8 +395,6 @@ def apply(app: typer.Typer) -> None:
             if group.typer_instance is not None:
                 visit(group.typer_instance)
 
-    if unset(app.info.cls, TyperGroup):
-        app.info.cls = RootGroup
     visit(app)
 
     @app.callback()

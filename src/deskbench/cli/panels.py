@@ -155,17 +155,12 @@ def arrange_options(command: Any, path: str) -> None:
     command.params.sort(key=rank)  # stable: the declared order within a panel
 
 
-def arrange_commands(group: Any) -> None:
-    """The top-level commands in their panels, one line each, in the order of `COMMANDS`. A command
-    missing from the table is an error of the assembly (cli/app.py), not a user's."""
-    missing = [name for name in group.commands if name not in PANEL_OF]
+def check_commands(names: Any) -> None:
+    """Every top-level command has a panel and a summary here; one without is an error of the
+    assembly (cli/app.py), not a user's."""
+    missing = [name for name in names if name not in PANEL_OF]
     if missing:
         raise RuntimeError(f"deskbench {', '.join(missing)}: not in cli/panels.py COMMANDS; give each a panel and a summary")
-    for name, command in group.commands.items():
-        _, panel, summary = PANEL_OF[name]
-        command.rich_help_panel = panel
-        command.short_help = escape(summary)
-    group.commands = dict(sorted(group.commands.items(), key=lambda kv: PANEL_OF[kv[0]][0]))
 
 
 def _plain(text: str) -> str:
