@@ -110,6 +110,7 @@ def test_flags_change_what_the_model_reads_and_are_kept_per_system(one_task: Pat
 
 
 def test_flags_are_refused_outside_analytics(tmp_path: Path) -> None:
+    (tmp_path / "t.jsonl").write_text(json.dumps({"id": "q1", "question": "Which year?", "answer_variants": ["2020"]}) + "\n")
     proc = run_cli("run", "--agent", "guess", "--tasks", str(tmp_path / "t.jsonl"), "--out", str(tmp_path / "r"),
                    "--last-round-note")
     assert proc.returncode == 2 and "--last-round-note is not an option of the docqa track" in proc.stderr
