@@ -2,10 +2,11 @@
 in panels (every track's, one per track, execution, model settings).
 
 `COMMANDS` is the one table of the top-level commands: the panel each is listed in, in the order
-shown, and its one-line summary (the details stay in the command's own `--help`). `OPTIONS` puts
-a command's options in panels by their long flag; an option it does not name stays in the first
-panel ("Options"), so a new flag is shown, just not grouped. Both are applied when help is
-rendered (cli/grammar.py), so they cost nothing on any other invocation.
+shown, and its one-line summary (the details stay in the command's own `--help`); cli/root.py
+lists the commands from it without building them. `OPTIONS` puts a command's options in panels
+by their long flag; an option it does not name stays in the first panel ("Options"), so a new
+flag is shown, just not grouped. Options are arranged when help is rendered (cli/grammar.py), so
+it costs nothing on any other invocation.
 
 Help texts are escaped for Rich once, when a command is built (`escape_help`): a square bracket in
 a docstring or an option's help (`pip install 'deskbench[ray]'`) is shown as written, never taken
