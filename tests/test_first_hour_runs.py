@@ -161,7 +161,7 @@ def test_retry_errors_runs_errored_episodes_again_as_new_tries(demo_corpus: Path
     status = {e.task_id: e.status for e in store.episodes(system)}
     assert status == {**dict.fromkeys(ids[:4], "ok"), ids[4]: "limit"}  # the limit is not an error: not run again
     assert store.try_counts(system) == {(i, system, 0): 1 for i in ids[:3]}
-    (earlier, transcript), = store.earlier_tries(ids[0], system)
+    ((earlier, _),) = store.earlier_tries(ids[0], system)
     assert earlier.status == "error" and "No module named 'mcp_not_installed_here'" in (earlier.error or "")
     assert store.earlier_tries(ids[3], system) == []
     info = run_cli("info", str(run), "--json")
@@ -174,6 +174,38 @@ def test_retry_errors_runs_errored_episodes_again_as_new_tries(demo_corpus: Path
     assert scored.returncode == 0, scored.stderr
     assert json.loads(scored.stdout)[system] == printed
     assert printed["n_errors"] == 1 and printed["n"] == 5
+
+
+def test_a_retried_episode_keeps_its_earlier_try_with_its_transcript(tmp_path: Path) -> None:
+    from deskbench.runs.store import Episode
+    from deskbench.runs.transcript import Transcript
+    from deskbench.tasks.docqa import DocQASubmission, DocQATask
+
+    store = RunStore(tmp_path / "run")
+    store.save_tasks([DocQATask(id=i, question=f"{i}?", answer_variants=[["x"]]) for i in ("a", "b")])
+
+    def transcript(name: str) -> Transcript:
+        t = Transcript()
+        t.tool(name, {}, {})
+        return t
+
+    def ended(task: str, status: str) -> Episode:
+        return Episode(task_id=task, system="s", status=status, error=None if status == "ok" else f"{status} in {task}",  # type: ignore[arg-type]
+                       submission=DocQASubmission(id=task, answer=["x"]) if status == "ok" else None)
+
+    store.record(ended("a", "error"), transcript=transcript("first"))
+    store.record(ended("b", "limit"))
+    assert store.errored("s") == {("a", 0)}  # a limit is not an error
+    assert store.record(ended("a", "error"), transcript=transcript("second"), retry=True)
+    assert store.record(ended("a", "ok"), transcript=transcript("third"), retry=True)
+    assert not store.record(ended("b", "ok"), retry=True)  # not an errored episode: kept as it was
+    assert [(e.task_id, e.status) for e in store.episodes()] == [("b", "limit"), ("a", "ok")]
+    tries = store.earlier_tries("a", "s")
+    assert [(e.status, e.error) for e, _ in tries] == [("error", "error in a"), ("error", "error in a")]
+    assert [[ev.name for ev in doc.events] for _, doc in tries] == [["first"], ["second"]]  # type: ignore[union-attr]
+    latest = store.transcript("a", "s")
+    assert latest is not None and [ev.name for ev in latest.events] == ["third"]  # type: ignore[union-attr]
+    assert store.try_counts() == {("a", "s", 0): 2}
 
 
 def test_retry_errors_is_a_flag_of_every_track() -> None:
