@@ -45,8 +45,11 @@ class RootGroup(GrammarGroup):
         self._built.update(value)
 
     def list_commands(self, ctx: Any) -> list[str]:
-        known = [name for name in panels.PANEL_OF if name in self.builders]
-        return known + [name for name in self.builders if name not in panels.PANEL_OF]
+        names = {**dict.fromkeys(self.builders), **dict.fromkeys(self._built)}
+        return [n for n in panels.PANEL_OF if n in names] + [n for n in names if n not in panels.PANEL_OF]
+
+    def add_command(self, cmd: Any, name: str | None = None) -> None:
+        self._built[name or cmd.name] = cmd
 
     def get_command(self, ctx: Any, cmd_name: str) -> Any:
         if self._listing and cmd_name in panels.PANEL_OF:
@@ -68,7 +71,7 @@ class RootGroup(GrammarGroup):
 
     def format_help(self, ctx: Any, formatter: Any) -> None:
         """The commands in their panels, one line each (cli/panels.py), none of them built."""
-        panels.check_commands(self.builders)
+        panels.check_commands(self.list_commands(ctx))
         self._listing = True
         try:
             super().format_help(ctx, formatter)
