@@ -209,6 +209,7 @@ async def run_attempts(
         except BaseException:  # cancelled while starting: the episodes already started go with it
             for task in started:
                 task.cancel()
+            await asyncio.gather(*started, return_exceptions=True)  # gone before the loop closes
             raise
         try:
             await asyncio.gather(*started)
