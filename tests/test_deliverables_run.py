@@ -141,7 +141,8 @@ def test_bad_pairs_and_unknown_task_are_one_line(packages: Path, tmp_path: Path)
     for extra, needle in (
         (("--agent", "deliverable-agent", "--agent", "deliverable-agent", "--model", "a", "--model", "b",
           "--model", "c"), "do not pair up"),
-        (("--agent", "bm25-agent", "--model", "local"), "unknown deliverables agent"),
+        (("--agent", "bm25-agent", "--model", "local"), "bm25-agent is a docqa agent; the deliverables agents are"),
+        (("--agent", "no-such-agent", "--model", "local"), "unknown deliverables agent"),
         (("--model", "local", "--task", "nope"), "--task 'nope' is not a package"),
     ):
         proc = run_cli("run", "--tasks", str(packages), "--out", str(tmp_path / "r"), *extra, "--unsafe-local")

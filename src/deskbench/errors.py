@@ -20,10 +20,9 @@ def read_user_file(path: Path, what: str) -> bytes:
     try:
         return path.read_bytes()
     except FileNotFoundError as exc:
-        from deskbench.paths import missing  # a typo: the files of its kind nearby
+        from deskbench.paths import no_such_file  # a typo: the files of its kind nearby
 
-        raise missing(path, lambda p: p.is_file() and p.suffix == path.suffix, f"{path.suffix or 'such'} files",
-                      f"check the path of {what}") from exc
+        raise no_such_file(path, what) from exc
     except IsADirectoryError as exc:
         raise UserError(f"{path} is a directory; give {what} as a JSON Lines file") from exc
     except OSError as exc:

@@ -239,3 +239,9 @@ def check_tasks_path(path: Path, flag: str = "--tasks") -> None:
 def tasks_missing(path: Path, flag: str = "--tasks") -> UserError:
     """`--tasks PATH does not exist (did you mean ...?)`: for a track's reader."""
     return missing(path, is_tasks, "tasks", "give a tasks JSONL or a deliverables package folder", flag)
+
+
+def no_such_file(path: Path, what: str) -> UserError:
+    """`PATH: no such file (did you mean ...?); check the path of WHAT`: the files of its kind nearby."""
+    near = hint(path, nearby(path, lambda p: p.is_file() and p.suffix == path.suffix), f"{path.suffix or 'such'} files")
+    return UserError(f"{path}: no such file{near}; check the path of {what}")

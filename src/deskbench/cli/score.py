@@ -74,12 +74,12 @@ def score(
     from deskbench.tracks.docqa.score_command import DocQAScoreArgs, score_predictions
     from deskbench.tracks.registry import get_track
 
-    if not submissions.exists():  # a typo of a run directory is named as one, not taken for a predictions file
-        from deskbench.paths import is_run, missing
+    if not submissions.exists():  # a typo is named as one, before --tasks is asked for
+        from deskbench.paths import is_run, missing, no_such_file
 
-        predictions = bool(submissions.suffix)
-        raise missing(submissions, (lambda p: p.suffix == submissions.suffix and p.is_file()) if predictions else is_run,
-                      "predictions files" if predictions else "run directories",
+        if submissions.suffix.lower() in (".jsonl", ".json"):
+            raise no_such_file(submissions, "the predictions file")
+        raise missing(submissions, is_run, "run directories",
                       "give a run directory (the --out of 'deskbench run') or a predictions file")
     store = RunStore(submissions, create=False) if submissions.is_dir() else None
     check_options("score", store.track() if store else "docqa", given_flags(ctx, "score"))  # a predictions file is docqa
