@@ -20,10 +20,17 @@ def read_user_file(path: Path, what: str) -> bytes:
     try:
         return path.read_bytes()
     except FileNotFoundError as exc:
-        from deskbench.paths import no_such_file  # a typo: the files of its kind nearby
-
         raise no_such_file(path, what) from exc
     except IsADirectoryError as exc:
         raise UserError(f"{path} is a directory; give {what} as a JSON Lines file") from exc
     except OSError as exc:
         raise UserError(f"{path}: cannot read {what} ({exc.strerror or exc})") from exc
+
+
+def no_such_file(path: Path, what: str) -> UserError:
+    """`PATH: no such file (did you mean ...?); check the path of WHAT`: a typo, with the files of
+    its kind nearby (deskbench/nearby.py)."""
+    from deskbench.nearby import hint, nearby
+
+    near = hint(path, nearby(path, lambda p: p.is_file() and p.suffix == path.suffix), f"{path.suffix or 'such'} files")
+    return UserError(f"{path}: no such file{near}; check the path of {what}")

@@ -75,7 +75,9 @@ def score(
     from deskbench.tracks.registry import get_track
 
     if not submissions.exists():  # a typo is named as one, before --tasks is asked for
-        from deskbench.paths import is_run, missing, no_such_file
+        from deskbench.errors import no_such_file
+        from deskbench.nearby import is_run
+        from deskbench.paths import missing
 
         if submissions.suffix.lower() in (".jsonl", ".json"):
             raise no_such_file(submissions, "the predictions file")

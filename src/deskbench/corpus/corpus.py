@@ -69,7 +69,7 @@ class Corpus:
         if root.exists() and not root.is_dir():
             raise UserError(f"corpus path {root} is a file; give a directory for --corpus")
         if root.is_dir() and any(root.iterdir()) and not (root / PageStore.FILENAME).exists():
-            from deskbench.paths import is_run
+            from deskbench.nearby import is_run
 
             if is_run(root):
                 raise UserError(f"{root} is a run directory, not a corpus; give a new or empty directory for "

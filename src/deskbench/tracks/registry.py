@@ -207,7 +207,7 @@ def tracks_of_tasks(tasks: Path) -> list[Track]:
 
     from pydantic import ValidationError
 
-    from deskbench.paths import first_line
+    from deskbench.nearby import first_line
 
     try:
         line = first_line(tasks)
