@@ -87,6 +87,8 @@ def test_an_agent_of_another_track_is_named_on_every_track(beside: Path) -> None
     assert _error(["run", "--tasks", str(PACKAGES), "--agent", "lexical", "--out", "r"]).startswith(
         f"these are deliverables tasks ({PACKAGES}); lexical is a docqa agent; the deliverables agents are: "
         "deliverable-agent, external")
+    unknown = _error(["run", "--tasks", str(DOCQA_TASKS), "--agent", "nosuch", "--out", "r"])
+    assert unknown.startswith("unknown agent 'nosuch'; choose one of: bm25-agent") and unknown.count("external") == 1
 
 
 def test_the_tasks_decide_the_track_before_the_agent() -> None:

@@ -36,6 +36,6 @@ def make_agent(name: str) -> Agent:
             return factory()  # type: ignore[return-value]
         from deskbench.tracks.registry import tracks
 
-        known = [a for t in tracks().values() for a in t.agents]
-        raise UserError(f"unknown agent {name!r}; choose one of: {', '.join(known)}")
+        known = dict.fromkeys(a for t in tracks().values() for a in t.agents)  # external is every track's
+        raise UserError(f"unknown agent {name!r}; choose one of: {', '.join(known)}, or a plugin (package.module:Name)")
     return AGENTS[name]()
