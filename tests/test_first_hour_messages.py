@@ -127,6 +127,16 @@ def test_a_corpus_typo_names_the_corpus_nearby_and_leaves_no_run_folder(beside: 
     assert _error(["info", "--corpus", "corpsu"]).startswith("corpsu does not exist (did you mean corpus?)")
 
 
+@pytest.mark.parametrize("command", [["view", "runs/lexical"], ["report", "runs/lexical", "--output", "r.html"],
+                                     ["export", "runs/lexical", "--out", "x"], ["mcp", "--out", "runs/m"]])
+def test_a_corpus_typo_is_named_by_every_command_that_takes_one(beside: Path, command: list[str]) -> None:
+    if command[0] == "mcp":
+        pytest.importorskip("mcp")  # without the extra, mcp says so first
+    message = _error([*command, "--corpus", "corpsu"])
+    assert "corpsu does not exist (did you mean corpus?); make one with: deskbench ingest PDFS --corpus DIR" in message
+    assert not (beside / "runs" / "m").exists() and not (beside / "r.html").exists()
+
+
 def test_a_run_directory_given_as_a_corpus_is_named(beside: Path) -> None:
     message = _error(["run", "--tasks", str(DOCQA_TASKS), "--corpus", "runs/lexical", "--agent", "lexical",
                       "--out", "runs/r3"])

@@ -31,6 +31,10 @@ def register(app: typer.Typer) -> None:
         'inspect view --log-dir DIR' opens the run. Nothing is sent over the network."""
         from deskbench.runs.export import ExportOptions, export_run
 
+        if corpus is not None:  # a typo is named, with the corpora nearby, whatever the run holds
+            from deskbench.paths import require_corpus
+
+            require_corpus(corpus, "--corpus")
         written = export_run(run_dir, fmt, output, ExportOptions(images=images, corpus=corpus))
         for path in written:
             out.print(escape(str(path)))

@@ -49,10 +49,15 @@ def mcp(
         raise UserError(f"--max-rounds {max_rounds} is not valid; use 1 or more")
     if tasks is not None:
         if not tasks.exists():
-            raise UserError(f"--tasks {tasks} not found; give an analytics tasks JSONL or a deliverables package folder")
+            from deskbench.paths import tasks_missing
+
+            raise tasks_missing(tasks)
         asyncio.run(serve_tasks(tasks, out_dir, task=task, transport=transport, port=port, max_rounds=max_rounds))
         return
     if task is not None:
         raise UserError("--task picks a task of --tasks; with --corpus give the question with --question")
     assert corpus is not None
+    from deskbench.paths import require_corpus
+
+    require_corpus(corpus, "--corpus")  # before the run directory is made: a typo leaves no folder
     asyncio.run(serve_corpus(corpus, out_dir, transport=transport, port=port, question=question, top_k=top_k))

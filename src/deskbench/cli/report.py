@@ -67,6 +67,10 @@ def report(
         raise UserError(f"--viewer-url {viewer_url!r} is not an http(s) address; give the one 'deskbench view' prints, "
                         "e.g. http://127.0.0.1:8770")
     params = {name: value for name, value in scorer_params(ctx.params).items() if name not in ("run_dirs", "viewer_url")}
+    if corpus is not None:  # a typo is named, with the corpora nearby, whatever the runs hold
+        from deskbench.paths import require_corpus
+
+        require_corpus(corpus, "--corpus")
     data = build_report(run_dirs, **params)
     write_report(data, output, viewer_url)
     out.print(f"wrote {output} ({', '.join(f'{s.n_systems} {s.track}' for s in data.sections)} system(s))")

@@ -96,6 +96,10 @@ def create_viewer_app(run_dirs: Sequence[Path | str], corpus_dir: Path | str | N
     runs = open_runs([Path(d) for d in run_dirs])
     catalog = Catalog(runs)
     given = Path(corpus_dir).resolve() if corpus_dir is not None else None
+    if corpus_dir is not None:  # a typo names the corpora nearby; a run directory is named as one
+        from deskbench.paths import require_corpus
+
+        require_corpus(Path(corpus_dir), "--corpus")
     if given is not None and not given.is_dir():
         raise UserError(f"--corpus {corpus_dir} is not a directory; give the corpus the runs searched")
     corpora = Corpora(given)

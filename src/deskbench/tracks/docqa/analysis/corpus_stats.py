@@ -116,11 +116,10 @@ def page_counts(corpus_dir: Path) -> dict[str, int]:
     """Each document's page count, read from the corpus's page store (no search index needed)."""
     from deskbench.corpus.store import PageStore
 
-    db = corpus_dir / PageStore.FILENAME
-    if not db.exists():
-        raise UserError(f"{corpus_dir} is not a deskbench corpus (no {PageStore.FILENAME}); "
-                        f"create it with: deskbench ingest PDFS... --corpus {corpus_dir}")
-    store = PageStore(db)
+    from deskbench.paths import require_corpus
+
+    require_corpus(corpus_dir)  # a typo names the corpora nearby
+    store = PageStore(corpus_dir / PageStore.FILENAME)
     try:
         return {d.doc_id: d.page_count for d in store.documents()}
     finally:
