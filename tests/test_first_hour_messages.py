@@ -176,6 +176,14 @@ def test_ingest_of_a_missing_pdf_is_one_line_and_makes_no_corpus(beside: Path) -
     assert not (beside / "new-corpus").exists()
 
 
+def test_init_from_a_typo_names_the_pdfs_nearby(beside: Path) -> None:
+    (beside / "pdfs").mkdir()
+    (beside / "pdfs" / "report.pdf").write_bytes((PDFS / "birch-diner-menu.pdf").read_bytes())
+    assert _error(["init", "set", "--from", "pdf"]) == (
+        "--from pdf: no such file or folder (did you mean pdfs?); give the folder holding your PDFs")
+    assert not (beside / "set").exists()
+
+
 def test_a_run_stopped_before_its_first_episode_leaves_no_folder(tmp_path: Path) -> None:
     """What `run` made before a check in the run's start failed (the store, its tasks) goes with it."""
     with pytest.raises(UserError), run_lock(tmp_path / "r"):

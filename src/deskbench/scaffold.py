@@ -48,8 +48,14 @@ class Scaffolder(Protocol):
 
 def _found(source: Path, suffixes: tuple[str, ...], what: str, flag_hint: str) -> list[Path]:
     """The files under `source` (a file or a folder searched recursively) with one of `suffixes`."""
-    if not source.exists():
-        raise UserError(f"--from {source}: no such file or folder; give the folder holding your {what}")
+    if not source.exists():  # a typo: the files or folders of that kind nearby
+        from deskbench.nearby import hint, nearby
+
+        def holds(p: Path) -> bool:
+            return p.suffix.lower() in suffixes or (p.is_dir() and any(c.suffix.lower() in suffixes for c in p.iterdir()))
+
+        near = hint(source, nearby(source, holds), what)
+        raise UserError(f"--from {source}: no such file or folder{near}; give the folder holding your {what}")
     if source.is_file():
         files = [source] if source.suffix.lower() in suffixes else []
     else:
