@@ -6,6 +6,7 @@ is; a corpus typo is no advice to ingest into the typo and leaves no run folder 
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 
 import pytest
@@ -154,6 +155,16 @@ def test_a_run_directory_or_a_corpus_given_as_tasks_is_named(beside: Path) -> No
     assert _error(["run", "--tasks", "corpus", "--agent", "lexical", "--out", "runs/r4"]).startswith(
         "--tasks corpus is a corpus, not tasks: give it as --corpus corpus and the questions as --tasks FILE.jsonl")
     assert not (beside / "runs" / "r4").exists()
+
+
+def test_a_file_or_a_corpus_given_as_out_is_refused(beside: Path) -> None:
+    (beside / "notes.txt").write_text("mine")
+    assert _error(["run", "--tasks", str(DOCQA_TASKS), "--corpus", "corpus", "--agent", "lexical",
+                   "--out", "notes.txt"]) == "--out notes.txt is a file; give a folder for the run (e.g. runs/NAME)"
+    shutil.copytree(beside / "corpus", beside / "mine")  # a corpus of one's own (the shared one stays untouched)
+    assert _error(["run", "--tasks", str(DOCQA_TASKS), "--corpus", "corpus", "--agent", "lexical",
+                   "--out", "mine"]).startswith("--out mine is a corpus, not a run directory")
+    assert not (beside / "mine" / "run.sqlite").exists()
 
 
 def test_an_empty_or_missing_tasks_file_is_one_line(beside: Path) -> None:

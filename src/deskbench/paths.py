@@ -112,3 +112,13 @@ def check_tasks_path(path: Path, flag: str = "--tasks") -> None:
 def tasks_missing(path: Path, flag: str = "--tasks") -> UserError:
     """`--tasks PATH does not exist (did you mean ...?)`: for a track's reader."""
     return missing(path, is_tasks, "tasks", "give a tasks JSONL or a deliverables package folder", flag)
+
+
+def check_run_out(path: Path, flag: str = "--out") -> None:
+    """One line when `path` cannot hold a run: a file, or a corpus (a run there would mix its
+    store into the corpus's folder)."""
+    if path.is_file():
+        raise UserError(f"{_named(path, flag)} is a file; give a folder for the run (e.g. runs/NAME)")
+    if is_corpus(path):
+        raise UserError(f"{_named(path, flag)} is a corpus, not a run directory; give it as --corpus and a new folder "
+                        "for --out (e.g. runs/NAME)")

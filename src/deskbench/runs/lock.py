@@ -30,6 +30,9 @@ LOCK_NAME = ".deskbench-run.lock"
 def run_lock(run_dir: Path) -> Iterator[None]:
     """Held while the block runs; raises UserError at once if another process holds it. A full
     disk met by the run (sqlite's or the files') ends it in one line too: what is committed stays."""
+    from deskbench.paths import check_run_out
+
+    check_run_out(run_dir)  # a file or a corpus is no place for a run
     made = not run_dir.exists()
     try:
         run_dir.mkdir(parents=True, exist_ok=True)
