@@ -164,6 +164,42 @@ def check_commands(names: Any) -> None:
         raise RuntimeError(f"deskbench {', '.join(missing)}: not in cli/panels.py COMMANDS; give each a panel and a summary")
 
 
+def print_root_help(group: Any, ctx: Any, names: list[str]) -> None:
+    """`deskbench --help`: the usage, the description, the app's options, then the command panels
+    of `COMMANDS` (only `names`), one line each. Drawn as Typer draws a help page, with Rich's Panel
+    and Table alone: Typer's help module also imports Markdown and Traceback support, most of this
+    page's start-up."""
+    from rich import box
+    from rich.console import Console
+    from rich.padding import Padding
+    from rich.panel import Panel
+    from rich.table import Table
+    from rich.text import Text
+
+    check_commands(names)
+    console = Console(highlight=False)
+
+    def panel(title: str, rows: list[tuple[str, str]], name_width: int) -> None:
+        table = Table(box=None, show_header=False, padding=(0, 1), pad_edge=False, expand=True)
+        table.add_column(style="bold cyan", no_wrap=True, min_width=name_width)
+        table.add_column(ratio=1)
+        for name, text in rows:
+            table.add_row(name, Text.from_markup(text))
+        console.print(Panel(table, title=title, title_align="left", border_style="dim", box=box.ROUNDED))
+
+    console.print(Padding(Text(group.get_usage(ctx), style="bold"), 1))
+    if group.help:
+        console.print(Padding(Text.from_markup(group.help.split("\n\n")[0]), (0, 1, 1, 1)))
+    options = [(" / ".join([*p.opts, *p.secondary_opts]) + ("" if p.is_flag else f" {p.metavar or p.name.upper()}"),
+                p.help or "") for p in group.get_params(ctx) if _is_option(p) and not getattr(p, "hidden", False)]
+    panel(OPTIONS_PANEL, options, max(len(name) for name, _ in options))
+    width = max((len(name) for name in names), default=0)
+    for title, rows in COMMANDS:
+        listed = [(name, escape(summary)) for name, summary in rows if name in names]
+        if listed:
+            panel(title, listed, width)
+
+
 def _plain(text: str) -> str:
     """A help text as one paragraph per blank-line block (single line breaks of a docstring are
     only source layout; a paragraph starting with \\b keeps its lines), escaped for Rich."""

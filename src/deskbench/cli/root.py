@@ -5,8 +5,9 @@ its annotations) each time the app is called: for 50-odd commands, most of the C
 `deskbench --version` or `deskbench run ...` would spend before doing anything. Here the
 commands the modules registered (cli/app.py) are kept aside, each in a small Typer app of its
 own, and built with typer's public `get_command` when the command line names them. `--help`
-lists them from the table in cli/panels.py without building any; code that walks the whole tree
-(`.commands`, as the tests do) gets every command, built.
+lists them from the table in cli/panels.py without building any (and draws that one page itself,
+see panels.print_root_help); code that walks the whole tree (`.commands`, as the tests do) gets
+every command, built.
 """
 
 from __future__ import annotations
@@ -14,8 +15,6 @@ from __future__ import annotations
 from typing import Any, ClassVar
 
 import typer
-from rich.markup import escape
-from typer.core import TyperCommand
 from typer.main import get_command
 
 from deskbench.cli import panels
@@ -30,7 +29,6 @@ class RootGroup(GrammarGroup):
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         self._built: dict[str, Any] = {}
-        self._listing = False
         super().__init__(*args, **kwargs)
 
     @property
@@ -52,9 +50,6 @@ class RootGroup(GrammarGroup):
         self._built[name or cmd.name] = cmd
 
     def get_command(self, ctx: Any, cmd_name: str) -> Any:
-        if self._listing and cmd_name in panels.PANEL_OF:
-            _, panel, summary = panels.PANEL_OF[cmd_name]
-            return TyperCommand(name=cmd_name, callback=None, short_help=escape(summary), rich_help_panel=panel)
         return self._build(cmd_name)
 
     def _build(self, name: str) -> Any:
@@ -71,12 +66,7 @@ class RootGroup(GrammarGroup):
 
     def format_help(self, ctx: Any, formatter: Any) -> None:
         """The commands in their panels, one line each (cli/panels.py), none of them built."""
-        panels.check_commands(self.list_commands(ctx))
-        self._listing = True
-        try:
-            super().format_help(ctx, formatter)
-        finally:
-            self._listing = False
+        panels.print_root_help(self, ctx, self.list_commands(ctx))
 
 
 def build_lazily(app: typer.Typer) -> None:
