@@ -77,11 +77,12 @@ OPTIONS_PANEL = "Options"  # Typer's first panel: what every track takes
 DOCQA = "docqa track"
 ANALYTICS = "analytics track"
 DELIVERABLES = "deliverables track"
+TASK_TRACKS = "analytics and deliverables tracks"
 EXTERNAL = "Your agent (--agent external)"
 EXECUTION = "Execution"
 MODEL_SETTINGS = "Model settings"  # cli/settings.py puts the model-settings flags there
 TRACK_PANELS = {DOCQA: "docqa", ANALYTICS: "analytics", DELIVERABLES: "deliverables"}
-PANEL_ORDER = (OPTIONS_PANEL, DOCQA, ANALYTICS, DELIVERABLES, EXTERNAL, EXECUTION, MODEL_SETTINGS)
+PANEL_ORDER = (OPTIONS_PANEL, DOCQA, ANALYTICS, DELIVERABLES, TASK_TRACKS, EXTERNAL, EXECUTION, MODEL_SETTINGS)
 
 _FILE_JUDGE = ("--chart-judge", "--file-judge", "--file-judge-all")
 # command path -> panel -> long flags. A flag one track takes is in that track's panel; a flag
@@ -110,6 +111,13 @@ OPTIONS: dict[str, dict[str, tuple[str, ...]]] = {
         DOCQA: ("--pool-humans", "--corpus"),
         ANALYTICS: _FILE_JUDGE,
         DELIVERABLES: ("--reviewed-only",),
+    },
+    "calibrate sample": {
+        ANALYTICS: ("--category", *_FILE_JUDGE, "--unsafe-local"),
+    },
+    "mcp": {
+        DOCQA: ("--corpus", "--question", "--top-k"),
+        TASK_TRACKS: ("--tasks", "--task", "--max-rounds"),
     },
 }
 
