@@ -24,7 +24,7 @@ from deskbench.errors import UserError
 from deskbench.models.registry import open_model, preflight
 from deskbench.models.resilient import ResilientModel
 from deskbench.models.settings import Sampling
-from deskbench.requirements import check_agent
+from deskbench.requirements import check_agent as check_needs
 from deskbench.runs.identity import SystemConfig, model_settings, model_source, prompt_hash, remember_config
 from deskbench.runs.protocol import remember_protocol
 from deskbench.runs.runner import EpisodeFn, HasId, episode_dir, system_name
@@ -112,7 +112,7 @@ class DeliverablesRunSpec:
             raise UserError(f"--inline-chars {self.inline_chars} is not valid; use 0 or more")
         for s in self.systems:  # external: its --command / --url are checked before anything starts
             if s.agent in NO_MODEL:
-                check_agent(s.agent, DELIVERABLE_AGENTS[s.agent](self.options, None))
+                check_needs(s.agent, DELIVERABLE_AGENTS[s.agent](self.options, None))
 
 
 def select_tasks(all_tasks: list[DeliverableTask], only: Sequence[str]) -> list[DeliverableTask]:
