@@ -436,8 +436,11 @@ def test_bad_key_stops_with_the_variable_to_check(operator_corpus: Corpus, tmp_p
                                                  ("anthropic/claude-sonnet-4-5", "ANTHROPIC_API_KEY"),
                                                  ("gemini/gemini-2.5-flash", "GEMINI_API_KEY")])
 def test_no_key_no_run_directory(model: str, variable: str, tmp_path: Path) -> None:
+    from deskbench.corpus.ingest import open_or_create
+
     tasks = _tasks_file(tmp_path)
-    proc = deskbench("run", "--tasks", str(tasks), "--corpus", str(tmp_path / "none"), "--model", model,
+    open_or_create(tmp_path / "corpus").close()  # an empty corpus: a missing one is named before the key
+    proc = deskbench("run", "--tasks", str(tasks), "--corpus", str(tmp_path / "corpus"), "--model", model,
                      "--out", str(tmp_path / "run"), env={})
     assert proc.returncode == 2 and not (tmp_path / "run").exists()
     assert proc.stderr.strip() == f"error: {model} needs an API key: set {variable} in the environment " \
