@@ -11,7 +11,8 @@ import sys
 import typer
 from rich.markup import escape
 
-from deskbench.cli import grammar, root
+import deskbench.cli.grammar as grammar
+import deskbench.cli.root as root
 from deskbench.console import err
 from deskbench.errors import UserError
 

@@ -18,7 +18,7 @@ import typer
 from typer.core import TyperCommand, TyperGroup
 from typer.models import DefaultPlaceholder
 
-from deskbench.cli import panels
+import deskbench.cli.panels as panels
 from deskbench.console import err
 
 

@@ -17,7 +17,7 @@ from typing import Any, ClassVar
 import typer
 from typer.main import get_command
 
-from deskbench.cli import panels
+import deskbench.cli.panels as panels
 from deskbench.cli.grammar import GrammarGroup
 
 
