@@ -56,8 +56,10 @@ def render(pins: dict[str, str], python: Path) -> str:
 
 def from_venv(venv_dir: Path) -> dict[str, str]:
     """name -> version of every distribution installed in `venv_dir`, but the project itself."""
-    code = ("import importlib.metadata as m, json; "
-            "print(json.dumps({d.metadata['Name']: d.version for d in m.distributions()}))")
+    code = ("import importlib.metadata as m, json, pathlib, sysconfig; "  # site-packages only, as pip lists them
+            "site = {pathlib.Path(sysconfig.get_paths()[k]).resolve() for k in ('purelib', 'platlib')}; "
+            "print(json.dumps({d.metadata['Name']: d.version for d in m.distributions() "
+            "if pathlib.Path(str(d.locate_file(''))).resolve() in site}))")
     found = json.loads(subprocess.run([str(venv_dir / "bin" / "python"), "-c", code], check=True,
                                       capture_output=True, text=True).stdout)
     return {canonical(n): v for n, v in found.items() if canonical(n) != PROJECT}

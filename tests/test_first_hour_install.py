@@ -12,6 +12,7 @@ import importlib.metadata
 import re
 import shlex
 import sys
+import sysconfig
 from pathlib import Path
 
 import pytest
@@ -54,7 +55,11 @@ def test_constraints_pin_every_package_the_test_venv_holds() -> None:
     if Path(sys.prefix).resolve() != (ROOT / ".venv").resolve():
         pytest.skip(f"checks the project's venv ({ROOT / '.venv'}); these tests run in {sys.prefix}")
     pinned = pins()
-    installed = {lock.canonical(d.metadata["Name"]): d.version for d in importlib.metadata.distributions()}
+    # What pip installed: distributions in the venv's site-packages (ray puts the copies it vendors,
+    # colorama among them, on sys.path once imported; they are ray's files, not installs).
+    site = {Path(sysconfig.get_paths()[k]).resolve() for k in ("purelib", "platlib")}
+    installed = {lock.canonical(d.metadata["Name"]): d.version for d in importlib.metadata.distributions()
+                 if Path(str(d.locate_file(""))).resolve() in site}
     installed.pop(lock.PROJECT)
     unpinned = sorted(f"{n}=={v}" for n, v in installed.items() if n not in pinned)
     other = sorted(f"{n}: {v} installed, {pinned[n]} pinned" for n, v in installed.items()
