@@ -306,10 +306,14 @@ def test_docqa_on_ray_equals_local(cluster: str, operator_corpus: Corpus, tmp_pa
 
 
 def test_unknown_executor_and_a_stray_ray_address_are_one_line(tmp_path: Path) -> None:
+    tasks = tmp_path / "t.jsonl"  # a tasks file that exists: a missing one is named first
+    from deskbench.generate.demo import bundled_dir
+
+    tasks.write_text((bundled_dir() / "docqa" / "tasks.jsonl").read_text().splitlines()[0] + "\n")
     for extra, words in ((["--executor", "spark"], "--executor 'spark' is not known"),
                          (["--ray-address", "127.0.0.1:1"], "--ray-address is for --executor ray")):
         proc = subprocess.run([sys.executable, "-m", "deskbench.cli", "run", "--agent", "guess", "--tasks",
-                               str(tmp_path / "t.jsonl"), "--out", str(tmp_path / "run"), *extra],
+                               str(tasks), "--out", str(tmp_path / "run"), *extra],
                               capture_output=True, text=True, timeout=120)
         assert proc.returncode == 2 and words in proc.stderr and "Traceback" not in proc.stderr
         assert not (tmp_path / "run").exists()

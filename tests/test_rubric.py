@@ -924,7 +924,7 @@ def test_cli_bad_input_is_one_line_and_exit_2(run: Path, tmp_path: Path) -> None
     assert proc.returncode == 2 and proc.stderr.strip().count("\n") == 0
     assert "line 2, column FD: '9' is not a valid score" in proc.stderr
     proc = run_cli("rubric", "show", str(tmp_path / "nowhere"))
-    assert proc.returncode == 2 and "not a deskbench run" in proc.stderr
+    assert proc.returncode == 2 and "nowhere does not exist" in proc.stderr
     proc = run_cli("rubric", "grade", str(run), "--model", "openai-compat/x@http://127.0.0.1:9/v1", "--mode", "some")
     assert proc.returncode == 2 and "--mode some is not valid" in proc.stderr
 
