@@ -8,6 +8,7 @@ import asyncio
 import gc
 import json
 import threading
+import types
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +22,7 @@ from deskbench.models.resilient import ResilientModel, RetryPolicy
 from deskbench.runs.runner import run_attempts
 from deskbench.runs.store import RunStore
 from deskbench.tasks.docqa import DocQATask
+from deskbench.tracks.docqa.agents import bm25
 from deskbench.tracks.docqa.agents.bm25 import INLINE_SEARCH_SECONDS, Bm25Agent
 
 TASKS = [DocQATask(id=f"t{i}", question=f"q{i}?", answer_variants=[[str(i)]]) for i in range(6)]
@@ -95,15 +97,19 @@ def test_the_long_lived_heap_is_frozen_while_runs_are_in_progress(tmp_path: Path
 
 def _search_threads(monkeypatch: pytest.MonkeyPatch, corpus: Corpus, view: str,
                     search_cpu: float = 0.0, searches: int = 1) -> tuple[int, list[int], Any]:
-    """Run bm25-agent for `searches` searches; the thread of the event loop and of each search."""
+    """Run bm25-agent for `searches` searches; the thread of the event loop and of each search.
+    The agent's CPU clock is a fake one on which a search costs nothing: what is tested is where
+    searches go given their cost, not what a search costs on a loaded machine."""
     threads: list[int] = []
     search = Bm25Agent._search
+    clock = types.SimpleNamespace(thread_time=lambda: 0.0)
 
     def recording(ctx: AgentContext, query: str) -> Any:
         threads.append(threading.get_ident())
         return search(ctx, query)
 
     monkeypatch.setattr(Bm25Agent, "_search", staticmethod(recording))
+    monkeypatch.setattr(bm25, "time", clock)
     answer = {"kind": "tool", "name": "provide_answer",
               "arguments": json.dumps({"answer": ["Mountain car"], "citations": [{"file": "alpha.pdf", "page": 1}]})}
     search_call = {"kind": "tool", "name": "search_documents", "arguments": json.dumps({"query": "mountain car"})}
