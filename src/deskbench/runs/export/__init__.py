@@ -1,8 +1,9 @@
 """`deskbench export`: a run's episodes written in another tool's format, one registry of formats.
 
 A format is an `Exporter` registered by name; `export_run` opens the run and hands it over. The
-one built-in, `inspect`, writes one Inspect AI eval log per system (runs/export/inspect_log.py),
-so `inspect view` opens deskbench runs. Another format (a JSONL of samples, another viewer's
+built-ins: `inspect` writes one Inspect AI eval log per system (runs/export/inspect_log.py), so
+`inspect view` opens deskbench runs; `madqa` writes a docqa run as the official MADQA predictions
+files (runs/export/madqa.py), which the official evaluator reads and `deskbench import` takes back. Another format (a JSONL of samples, another viewer's
 log) is one new module that calls `register_format`, with no edit to the command."""
 
 from __future__ import annotations
@@ -14,7 +15,8 @@ from typing import Protocol, runtime_checkable
 
 from deskbench.errors import UserError
 
-BUILTIN = {"inspect": "deskbench.runs.export.inspect_log"}  # name -> module holding EXPORTER
+BUILTIN = {"inspect": "deskbench.runs.export.inspect_log",  # name -> module holding EXPORTER
+           "madqa": "deskbench.runs.export.madqa"}
 
 
 @dataclass(frozen=True)
