@@ -59,6 +59,7 @@ class Capabilities(BaseModel):
     many_images: int | None = None
     null_content: bool = True  # an assistant turn that only calls tools may carry content null
     key_env: str | None = None  # the environment variable that holds the key (None: no key needed)
+    key_env_also: list[str] = Field(default_factory=list)  # others read when key_env is unset, in order
     note: str = ""  # where the rules come from
 
 

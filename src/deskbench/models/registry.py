@@ -1,5 +1,6 @@
 """Model strings to adapters: "openai/gpt-5-mini", "anthropic/claude-sonnet-4-5",
-"gemini/gemini-2.5-flash", "openai-compat/qwen@http://127.0.0.1:8000/v1" (and the same form
+"gemini/gemini-2.5-flash" (Gemini's OpenAI-compatible endpoint), "google/gemini-2.5-flash" (its
+native API, models/gemini_native.py), "openai-compat/qwen@http://127.0.0.1:8000/v1" (and the same form
 under vllm/, llamacpp/, ollama/, whose capability rules differ), "local" (the bundled SmolLM2
 on a llama.cpp server), "scripted:FILE" (replies from a file, models/scripted.py; also scripted/FILE).
 
@@ -77,7 +78,8 @@ def parse_spec(spec: str) -> ModelSpec:
             )
         return ModelSpec(provider, name, url)
     if not rest:
-        example = {"openai": "gpt-5-mini", "anthropic": "claude-sonnet-4-5", "gemini": "gemini-2.5-flash"}.get(
+        example = {"openai": "gpt-5-mini", "anthropic": "claude-sonnet-4-5", "gemini": "gemini-2.5-flash",
+                   "google": "gemini-2.5-flash"}.get(
             provider, "MODEL")
         raise UserError(f"model '{provider}/' needs a model name, e.g. {provider}/{example}")
     return ModelSpec(provider, rest)
@@ -105,6 +107,13 @@ def _compat(m: ModelSpec, timeout: float) -> ChatModel:
     return OpenAIChat(m.name, base_url=m.url, api_key=key, timeout=timeout, id=m.id)
 
 
+def _google(m: ModelSpec, timeout: float) -> ChatModel:
+    from deskbench.models.gemini_native import GeminiNative
+
+    # the native generateContent API; GOOGLE_GEMINI_BASE_URL points it elsewhere (models/gemini_native.py)
+    return GeminiNative(m.name, timeout=timeout, id=m.id)
+
+
 def _anthropic(m: ModelSpec, timeout: float) -> ChatModel:
     from deskbench.models.anthropic_chat import AnthropicChat
 
@@ -128,6 +137,7 @@ PROVIDERS: dict[str, Callable[[ModelSpec, float], ChatModel]] = {
     "openai": _openai,
     "anthropic": _anthropic,
     "gemini": _gemini,
+    "google": _google,
     "openai-compat": _compat,
     "vllm": _compat,
     "llamacpp": _compat,
@@ -161,9 +171,10 @@ def provider(name: str) -> Callable[[ModelSpec, float], ChatModel]:
 
 def check_key(m: ModelSpec) -> None:
     """The provider's key is in the environment, or one line saying which variable to set."""
-    key_env = capabilities(m.id).key_env
-    if key_env and not os.environ.get(key_env):
-        raise UserError(f"{m.id} needs an API key: set {key_env} in the environment "
+    caps = capabilities(m.id)
+    names = [caps.key_env, *caps.key_env_also] if caps.key_env else []
+    if names and not any(os.environ.get(name) for name in names):
+        raise UserError(f"{m.id} needs an API key: set {' or '.join(names)} in the environment "
                         "(or run offline with --model local)")
 
 

@@ -151,8 +151,9 @@ class ResilientModel:
         role = self.settings.role if self.settings else "agent"
         text = f"{error} {error.param or ''}".lower()
         status = error.status
-        if status == 401 or status == 403:
-            key_env = capabilities(self.id).key_env
+        if status == 401 or status == 403 or "api key not valid" in text:  # Google answers a bad key with 400
+            caps = capabilities(self.id)
+            key_env = " or ".join([caps.key_env, *caps.key_env_also]) if caps.key_env else None
             hint = f"check the key in {key_env}" if key_env else "check the server's key (OPENAI_COMPAT_API_KEY)"
             if status == 403:
                 hint += " and that it may use this model"

@@ -48,6 +48,10 @@ class ToolCall(BaseModel):
     id: str
     name: str
     arguments: str  # the raw JSON text the model produced: parsing it may fail, and that is data
+    # the provider's opaque token for this call, sent back with it (Gemini's thoughtSignature on a
+    # functionCall part: the native API wants it back in the function-calling loop); left out of
+    # a dump when None, so a call without one keeps the cache key it had before this field existed
+    signature: str | None = Field(default=None, exclude_if=lambda v: v is None)
 
     def parsed(self) -> dict[str, Any]:
         """The arguments as an object; ValueError (with the reason) when they are not."""
