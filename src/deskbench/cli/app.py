@@ -34,6 +34,7 @@ COMMAND_MODULES = (
     "generate",
     "analyse",
     "imports",  # import, import-tasks
+    "fetch",  # fetch madqa: a released benchmark from the hub (or a snapshot) to tasks and a corpus
     "calibrate",
     "compare_sheets",
     "rubric",

@@ -52,6 +52,7 @@ COMMANDS: tuple[tuple[str, tuple[tuple[str, str], ...]], ...] = (
         ("search", "Search a corpus page by page"),
         ("page", "Render one page of a corpus as an image"),
         ("generate", "Generate a fresh benchmark with exact answers"),
+        ("fetch", "Download a released benchmark (MADQA) as tasks and a corpus"),
         ("import-tasks", "Convert a released benchmark's tasks"),
         ("import", "Make a run from a predictions file"),
         ("schema", "The JSON Schema of a track's tasks or answers"),

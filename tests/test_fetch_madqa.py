@@ -1,0 +1,625 @@
+"""`deskbench fetch madqa`, offline: a snapshot written here in the dataset's layout, a local PDF
+server that fails in the ways real servers do, a download killed with SIGKILL and resumed, and a
+strict local double of the Hugging Face hub for the token and gated-terms messages.
+
+Facts the doubles follow (no test reads the official repository):
+- The dataset (github OxRML/MADQA examples/load_dataset.py, examples/download_pdfs.py,
+  baselines/bm25-mllm-agent/utils.py, eval/evaluate.py at 978fa76): splits train/dev/test with
+  `id, question, answer_variants, evidence` ({document, page}), `document_category, domain`; a
+  `documents` configuration whose `links` split maps `document` (the PDF's file name) to `url`.
+  The data files are named by the card's `configs:` (parquet here, as the hub stores datasets).
+- The hub's refusals of a gated repository: 401 without a token and 403 for a user who has not
+  been granted access, each with `X-Error-Code: GatedRepo` and the message in `X-Error-Message`
+  and the JSON body's `error` (the texts as the hub sends them, quoted in huggingface_hub's issues:
+  ToTheBeginning/PuLID#97 for 401, huggingface/dataset-viewer#2083 for 403); 401 with
+  "Invalid credentials in Authorization header" for a token it does not know.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections import Counter
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+from urllib.parse import unquote, urlsplit
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+from conftest import run_cli, write_text_pdf
+from typer.testing import CliRunner
+
+from deskbench.cli.app import app
+from deskbench.fetch import download as dl
+from deskbench.fetch.madqa import FetchOptions, fetch_madqa
+
+REPO = "OxRML/MADQA"
+CARD = """---
+license: cc-by-nc-4.0
+extra_gated_prompt: You need to agree to share your contact information to access this dataset
+configs:
+- config_name: default
+  data_files:
+  - split: train
+    path: data/train-*
+  - split: dev
+    path: data/dev-*
+  - split: test
+    path: data/test-*
+- config_name: documents
+  data_files:
+  - split: links
+    path: documents/links-*
+---
+# MADQA
+"""
+PAGES = {  # document -> its pages' text (the words the corpus is searched for)
+    "ok.pdf": ["Harbour authority annual report", "Tariff schedule for moorings"],
+    "flaky.pdf": ["Mountain railway winter rates"],
+    "cut.pdf": ["Glacier observatory budget"],
+    "norange.pdf": ["Lighthouse keepers roster"],
+    "slow.pdf": ["Ferry timetable summer"],
+    "gone.pdf": ["Vanished ledger"],
+    "page.pdf": ["Served as HTML"],
+    "down.pdf": ["Server always down"],
+}
+
+
+def _row(split: str, i: int, doc: str, page: int = 1) -> dict[str, Any]:
+    return {"id": f"{split}-{i:04d}", "question": f"What does {doc} say on page {page}?",
+            "answer_variants": [[f"answer {i}"], [f"alt {i}"]], "evidence": [{"document": doc, "page": page}],
+            "document_category": "Report", "domain": "Transport"}
+
+
+def write_snapshot(root: Path, urls: dict[str, str], docs: list[str]) -> dict[str, list[dict[str, Any]]]:
+    """The dataset's layout as the hub serves it: README.md with `configs:`, parquet shards."""
+    tasks = {
+        "train": [_row("train", i, d) for i, d in enumerate(docs)],
+        "dev": [_row("dev", i, d, p) for i, (d, p) in enumerate([(docs[0], 2), *((d, 1) for d in docs[1:3])])],
+        "test": [_row("test", 0, docs[-1])],
+    }
+    (root / "data").mkdir(parents=True)
+    (root / "documents").mkdir()
+    for split, rows in tasks.items():
+        pq.write_table(pa.Table.from_pylist(rows), root / "data" / f"{split}-00000-of-00001.parquet")
+    pq.write_table(pa.Table.from_pylist([{"document": d, "url": u} for d, u in urls.items()]),
+                   root / "documents" / "links-00000-of-00001.parquet")
+    (root / "README.md").write_text(CARD, encoding="utf-8")
+    return tasks
+
+
+@pytest.fixture(scope="module")
+def pdf_bytes(tmp_path_factory: pytest.TempPathFactory) -> dict[str, bytes]:
+    folder = tmp_path_factory.mktemp("pdfs")
+    return {name: write_text_pdf(folder / name, pages).read_bytes() for name, pages in PAGES.items()}
+
+
+def sha(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+# -- the PDF server ------------------------------------------------------------------------------
+
+
+class PdfServer:
+    """PDFs on 127.0.0.1. Each name has a behaviour; the n-th request for a name is counted:
+    ok            200, or 206 for `Range: bytes=N-` (If-Range on the ETag honoured)
+    404           Not Found, always
+    500-once      500 first, then ok
+    500-always    500, always
+    truncate-once first: 200 with the whole Content-Length, half the body, connection closed
+    norange-once  as truncate-once, and it never honours Range (200 with the whole file)
+    slow-once     first: no answer until the server stops (the client's read timeout ends it)
+    html          200 with an HTML page
+    hang-half     first: half the body, then nothing until the server stops; then ok
+    Every request is logged: (name, Range, If-Range, Authorization, status)."""
+
+    def __init__(self, files: dict[str, bytes], behaviours: dict[str, str]) -> None:
+        self.files = files
+        self.behaviours = behaviours
+        self.log: list[tuple[str, str | None, str | None, str | None, int]] = []
+        self.hits: Counter[str] = Counter()
+        self.release = threading.Event()
+        self.lock = threading.Lock()
+        outer = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, *args: Any) -> None:
+                pass
+
+            def do_GET(self) -> None:  # noqa: N802
+                outer._get(self)
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.server.daemon_threads = True
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
+
+    def __enter__(self) -> PdfServer:
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.release.set()
+        self.server.shutdown()
+        self.server.server_close()
+
+    def requests(self, name: str) -> list[tuple[str, str | None, str | None, str | None, int]]:
+        return [r for r in self.log if r[0] == name]
+
+    def _send(self, h: BaseHTTPRequestHandler, status: int, body: bytes, headers: dict[str, str],
+              length: int | None = None) -> None:
+        h.send_response(status)
+        for k, v in headers.items():
+            h.send_header(k, v)
+        h.send_header("Content-Length", str(len(body) if length is None else length))
+        h.end_headers()
+        h.wfile.write(body)
+
+    def _get(self, h: BaseHTTPRequestHandler) -> None:
+        name = unquote(urlsplit(h.path).path.lstrip("/"))
+        with self.lock:
+            self.hits[name] += 1
+            n = self.hits[name]
+        how = self.behaviours.get(name, "ok")
+        rng, if_range = h.headers.get("Range"), h.headers.get("If-Range")
+
+        def log(status: int) -> None:
+            with self.lock:
+                self.log.append((name, rng, if_range, h.headers.get("Authorization"), status))
+
+        data = self.files.get(name)
+        etag = f'"{hashlib.sha1(data or b"").hexdigest()}"'
+        pdf = {"Content-Type": "application/pdf", "ETag": etag, "Accept-Ranges": "bytes"}
+        if data is None or how == "404":
+            log(404)
+            return self._send(h, 404, b"Not Found", {"Content-Type": "text/plain"})
+        if how == "500-always" or (how == "500-once" and n == 1):
+            log(500)
+            return self._send(h, 500, b"Internal Server Error", {"Content-Type": "text/plain"})
+        if how == "html":
+            log(200)
+            return self._send(h, 200, b"<!DOCTYPE html><html><body>Sign in</body></html>", {"Content-Type": "text/html"})
+        if how == "slow-once" and n == 1:
+            log(0)
+            self.release.wait()
+            h.close_connection = True
+            return None
+        if how in ("truncate-once", "norange-once", "hang-half") and n == 1:
+            log(200)
+            self._send(h, 200, data[: len(data) // 2], pdf, length=len(data))
+            h.wfile.flush()
+            if how == "hang-half":
+                self.release.wait()
+            h.close_connection = True
+            return None
+        if rng and how != "norange-once" and (if_range is None or if_range == etag):
+            start = int(rng.removeprefix("bytes=").split("-")[0])
+            if start >= len(data):
+                log(416)
+                return self._send(h, 416, b"", {"Content-Range": f"bytes */{len(data)}"})
+            log(206)
+            return self._send(h, 206, data[start:], {**pdf, "Content-Range": f"bytes {start}-{len(data) - 1}/{len(data)}"})
+        log(200)
+        return self._send(h, 200, data, pdf)
+
+
+def _settings(sleeps: list[float], **kw: Any) -> dl.Settings:
+    return dl.Settings(workers=kw.pop("workers", 3), attempts=3, backoff=1.0, timeout=kw.pop("timeout", 5.0),
+                       sleep=sleeps.append, **kw)
+
+
+def _manifest(out: Path) -> dict[str, dict[str, Any]]:
+    return json.loads((out / "pdfs" / "manifest.json").read_text())["files"]
+
+
+# -- faults, retries, the report -----------------------------------------------------------------
+
+
+def test_a_fetch_through_every_fault_keeps_what_it_got_and_names_what_it_did_not(
+        tmp_path: Path, pdf_bytes: dict[str, bytes]) -> None:
+    behaviours = {"gone.pdf": "404", "flaky.pdf": "500-once", "cut.pdf": "truncate-once",
+                  "norange.pdf": "norange-once", "slow.pdf": "slow-once", "page.pdf": "html",
+                  "down.pdf": "500-always"}
+    page_text = tmp_path / "textract.jsonl"  # the official Textract script's shape, one page a line
+    page_text.write_text("".join(json.dumps({"file": d, "page_number": 1, "total_pages": 1, "service": "textract",
+                                             "text": f"zanzibarite {d}"}) + "\n" for d in ("ok.pdf", "gone.pdf")))
+    sleeps: list[float] = []
+    with PdfServer(pdf_bytes, behaviours) as server:
+        snap = tmp_path / "snap"
+        tasks = write_snapshot(snap, {d: f"{server.url}/{d}" for d in PAGES}, list(PAGES))
+        out = tmp_path / "madqa"
+        # the slow server never answers its first request: the 1-second read timeout ends it, whatever the load
+        summary = fetch_madqa(FetchOptions(out=out, source=snap, page_text=page_text,
+                                           download=_settings(sleeps, timeout=1.0)))
+
+    good = ["cut.pdf", "flaky.pdf", "norange.pdf", "ok.pdf", "slow.pdf"]
+    assert summary.downloads == {"downloaded": 5, "failed": 3}
+    assert {f.document: f.reason for f in summary.failed} == {
+        "down.pdf": "HTTP 500 Internal Server Error (gave up after 3 attempts)",
+        "gone.pdf": "HTTP 404 Not Found",
+        "page.pdf": "not a PDF: it starts with '<!DOCTYPE html><html><bo'",
+    }
+    # no retry on 404 or on a body that is no PDF; 5xx retried with exponential back-off
+    assert [r[4] for r in server.requests("gone.pdf")] == [404]
+    assert [r[4] for r in server.requests("page.pdf")] == [200]
+    assert [r[4] for r in server.requests("down.pdf")] == [500, 500, 500]
+    assert sorted(sleeps) == [1.0, 1.0, 1.0, 1.0, 1.0, 2.0]  # down: 1 then 2; flaky, cut, norange, slow: 1
+    assert [r[4] for r in server.requests("flaky.pdf")] == [500, 200]
+    # a truncated body continues where it stopped; a server that ignores Range gives the whole file again
+    half = len(pdf_bytes["cut.pdf"]) // 2
+    assert [(r[1], r[4]) for r in server.requests("cut.pdf")] == [(None, 200), (f"bytes={half}-", 206)]
+    assert server.requests("cut.pdf")[1][2] == f'"{hashlib.sha1(pdf_bytes["cut.pdf"]).hexdigest()}"'  # If-Range
+    half = len(pdf_bytes["norange.pdf"]) // 2
+    assert [(r[1], r[4]) for r in server.requests("norange.pdf")] == [(None, 200), (f"bytes={half}-", 200)]
+    assert [r[4] for r in server.requests("slow.pdf")] == [0, 200]
+    assert all(r[3] is None for r in server.log)  # no credentials go to the PDFs' host
+
+    # what arrived is whole, checksummed, and the only thing in the folder
+    manifest = _manifest(out)
+    assert sorted(manifest) == good
+    for name in good:
+        assert (out / "pdfs" / name).read_bytes() == pdf_bytes[name]
+        assert manifest[name] == {"url": f"{server.url}/{name}", "size": len(pdf_bytes[name]),
+                                  "sha256": sha(pdf_bytes[name])}
+    assert sorted(p.name for p in (out / "pdfs").iterdir()) == sorted([*good, "manifest.json"])
+    failed = [json.loads(line) for line in (out / "failed_downloads.jsonl").read_text().splitlines()]
+    assert [(f["document"], f["url"]) for f in failed] == [(d, f"{server.url}/{d}") for d in ("down.pdf", "gone.pdf", "page.pdf")]
+
+    # the tasks: deskbench's docqa format, the official rows and ids as they are
+    from deskbench.tasks.docqa import read_tasks
+
+    for split, rows in tasks.items():
+        assert [json.loads(line) for line in (out / f"{split}.jsonl").read_text().splitlines()] == rows
+        assert [t.id for t in read_tasks(out / f"{split}.jsonl").items] == [r["id"] for r in rows]
+    # the corpus: the PDFs that arrived, the official OCR text for the pages it holds
+    from deskbench.corpus import Corpus
+
+    corpus = Corpus.open(out / "corpus")
+    assert sorted(d.doc_id for d in corpus.documents()) == good
+    assert summary.page_text is not None and summary.page_text.pages == 1 and summary.page_text_skipped == 1
+    assert [(h.document, h.page) for h in corpus.search("zanzibarite")] == [("ok.pdf", 1)]
+    assert [(h.document, h.page) for h in corpus.search("observatory")] == [("cut.pdf", 1)]
+    assert json.loads((out / "fetch.json").read_text())["failed"][0]["document"] == "down.pdf"
+
+
+def test_the_command_exits_1_and_lists_the_failed_downloads_keeping_the_rest(
+        tmp_path: Path, pdf_bytes: dict[str, bytes]) -> None:
+    with PdfServer(pdf_bytes, {"gone.pdf": "404"}) as server:
+        snap = tmp_path / "snap"
+        write_snapshot(snap, {d: f"{server.url}/{d}" for d in ("ok.pdf", "gone.pdf")}, ["ok.pdf", "gone.pdf"])
+        out = tmp_path / "m"
+        result = CliRunner().invoke(app, ["fetch", "madqa", "--from", str(snap), "--out", str(out), "-q"])
+    assert result.exit_code == 1, result.output
+    assert f"failed gone.pdf ({server.url}/gone.pdf): HTTP 404 Not Found" in result.output
+    assert "1 of 2 PDFs failed (listed in" in result.output and "failed_downloads.jsonl" in result.output
+    assert "Traceback" not in result.output
+    assert (out / "pdfs" / "ok.pdf").read_bytes() == pdf_bytes["ok.pdf"]
+    assert (out / "corpus" / "pages.sqlite").exists()
+
+
+def test_a_second_run_verifies_what_is_there_and_redownloads_what_is_damaged(
+        tmp_path: Path, pdf_bytes: dict[str, bytes]) -> None:
+    docs = ["ok.pdf", "flaky.pdf", "cut.pdf"]
+    with PdfServer(pdf_bytes, {}) as server:
+        snap = tmp_path / "snap"
+        write_snapshot(snap, {d: f"{server.url}/{d}" for d in docs}, docs)
+        out = tmp_path / "m"
+        first = fetch_madqa(FetchOptions(out=out, source=snap, download=_settings([])))
+        assert first.downloads == {"downloaded": 3} and first.ingest is not None and first.ingest.files_new == 3
+        requests = len(server.log)
+
+        again = fetch_madqa(FetchOptions(out=out, source=snap, download=_settings([])))
+        assert again.downloads == {"verified": 3} and len(server.log) == requests  # nothing fetched again
+        assert again.ingest is not None and again.ingest.files_unchanged == 3 and again.ingest.files_new == 0
+
+        pdfs = out / "pdfs"
+        flipped = bytearray(pdf_bytes["ok.pdf"])
+        flipped[len(flipped) // 2] ^= 0xFF  # same size, other bytes: only the checksum tells
+        (pdfs / "ok.pdf").write_bytes(bytes(flipped))
+        (pdfs / "cut.pdf").write_bytes(pdf_bytes["cut.pdf"][:100])  # truncated
+        third = fetch_madqa(FetchOptions(out=out, source=snap, download=_settings([])))
+    assert third.downloads == {"verified": 1, "redownloaded": 2}
+    assert sorted(r[0] for r in server.log[requests:]) == ["cut.pdf", "ok.pdf"]
+    for d in docs:
+        assert (pdfs / d).read_bytes() == pdf_bytes[d] and _manifest(out)[d]["sha256"] == sha(pdf_bytes[d])
+
+
+def test_a_pdf_put_there_by_hand_is_kept_when_whole_and_replaced_when_not(
+        tmp_path: Path, pdf_bytes: dict[str, bytes]) -> None:
+    with PdfServer(pdf_bytes, {}) as server:
+        snap = tmp_path / "snap"
+        write_snapshot(snap, {d: f"{server.url}/{d}" for d in ("ok.pdf", "cut.pdf")}, ["ok.pdf", "cut.pdf"])
+        out = tmp_path / "m"
+        (out / "pdfs").mkdir(parents=True)
+        (out / "pdfs" / "ok.pdf").write_bytes(pdf_bytes["ok.pdf"])  # e.g. from the official download_pdfs.py
+        (out / "pdfs" / "cut.pdf").write_bytes(pdf_bytes["cut.pdf"][:-40])  # lost its end
+        summary = fetch_madqa(FetchOptions(out=out, source=snap, download=_settings([])))
+    assert summary.downloads == {"redownloaded": 1, "adopted": 1}
+    assert [r[0] for r in server.log] == ["cut.pdf"]
+    assert _manifest(out)["ok.pdf"]["sha256"] == sha(pdf_bytes["ok.pdf"])
+    assert (out / "pdfs" / "cut.pdf").read_bytes() == pdf_bytes["cut.pdf"]
+
+
+def test_split_and_limit_fetch_a_trial_of_the_cited_pdfs_only(tmp_path: Path, pdf_bytes: dict[str, bytes]) -> None:
+    docs = list(PAGES)[:4]
+    with PdfServer(pdf_bytes, {}) as server:
+        snap = tmp_path / "snap"
+        tasks = write_snapshot(snap, {d: f"{server.url}/{d}" for d in docs}, docs)
+        out = tmp_path / "m"
+        result = CliRunner().invoke(app, ["fetch", "madqa", "--from", str(snap), "--out", str(out), "--split", "dev",
+                                          "--limit", "2", "--json", "-q"])
+    assert result.exit_code == 0, result.output
+    summary = json.loads(result.output)
+    assert summary["task_counts"] == {"dev": 2} and summary["trial"] is True
+    assert not (out / "train.jsonl").exists() and not (out / "test.jsonl").exists()
+    cited = sorted({e["document"] for r in tasks["dev"][:2] for e in r["evidence"]})
+    assert sorted(r[0] for r in server.log) == cited == sorted(_manifest(out))
+
+
+def test_a_snapshot_in_jsonl_with_the_card_s_other_data_files_shapes(tmp_path: Path, pdf_bytes: dict[str, bytes]) -> None:
+    """data_files as a mapping split -> patterns and as a list of patterns; rows in JSON Lines."""
+    snap = tmp_path / "snap"
+    (snap / "qa").mkdir(parents=True)
+    with PdfServer(pdf_bytes, {}) as server:
+        rows = [_row("dev", 0, "ok.pdf")]
+        (snap / "qa" / "dev.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+        (snap / "links.jsonl").write_text(json.dumps({"document": "ok.pdf", "url": f"{server.url}/ok.pdf"}) + "\n")
+        (snap / "README.md").write_text("---\nconfigs:\n- config_name: default\n  data_files:\n    dev: qa/dev.jsonl\n"
+                                        "- config_name: documents\n  data_files:\n  - split: links\n"
+                                        "    path: [links.jsonl]\n---\n")
+        summary = fetch_madqa(FetchOptions(out=tmp_path / "m", source=snap, splits=("dev",), download=_settings([])))
+    assert summary.task_counts == {"dev": 1} and summary.downloads == {"downloaded": 1}
+
+
+@pytest.mark.parametrize(("card", "expected"), [
+    (None, "has no README.md, so it is not a dataset snapshot; give the folder `hf download REPO --repo-type dataset --local-dir DIR` made"),
+    ("# no header\n", "has no YAML header"),
+    ("---\nlicense: x\n---\n", "its YAML header has no `configs:` naming the data files"),
+    (CARD, "no file matches ['data/dev-*'] (configuration 'default', split 'dev'); the snapshot is incomplete"),
+])
+def test_a_folder_that_is_no_snapshot_is_one_line(tmp_path: Path, card: str | None, expected: str) -> None:
+    snap = tmp_path / "snap"
+    snap.mkdir()
+    if card is not None:
+        (snap / "README.md").write_text(card)
+    done = run_cli("fetch", "madqa", "--from", str(snap), "--out", str(tmp_path / "m"), "--split", "dev", "-q")
+    assert done.returncode == 2 and expected in done.stderr, done
+    assert "Traceback" not in done.stderr and len(done.stderr.strip().splitlines()) == 1
+
+
+# -- kill -9 in the middle of a download, then resume -------------------------------------------
+
+
+def test_a_download_killed_with_sigkill_resumes_from_its_part_file(tmp_path: Path, pdf_bytes: dict[str, bytes]) -> None:
+    docs = ["ok.pdf", "slow.pdf"]
+    data = pdf_bytes["slow.pdf"]
+    half = len(data) // 2
+    with PdfServer(pdf_bytes, {"slow.pdf": "hang-half"}) as server:
+        snap = tmp_path / "snap"
+        write_snapshot(snap, {d: f"{server.url}/{d}" for d in docs}, docs)
+        out = tmp_path / "m"
+        part = out / "pdfs" / "slow.pdf.part"
+        proc = subprocess.Popen([sys.executable, "-m", "deskbench.cli", "fetch", "madqa", "--from", str(snap),
+                                 "--out", str(out), "--workers", "2", "-q"],
+                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        try:  # wait for the first half to be on disk (the server sends no more until it stops)
+            deadline = time.monotonic() + 120
+            while not (part.exists() and part.stat().st_size == half) and time.monotonic() < deadline:
+                assert proc.poll() is None, "the fetch ended before it was killed"
+                time.sleep(0.05)
+            assert part.exists() and part.stat().st_size == half
+        finally:
+            proc.send_signal(signal.SIGKILL)
+            proc.wait()
+        assert proc.returncode == -signal.SIGKILL
+        assert not (out / "pdfs" / "slow.pdf").exists() and part.stat().st_size == half
+        assert (out / "pdfs" / "slow.pdf.part.json").exists()
+
+        result = CliRunner().invoke(app, ["fetch", "madqa", "--from", str(snap), "--out", str(out), "--json", "-q"])
+    assert result.exit_code == 0, result.output
+    summary = json.loads(result.output)
+    assert summary["downloads"] == {"resumed": 1, "verified": 1}
+    etag = f'"{hashlib.sha1(data).hexdigest()}"'
+    assert server.requests("slow.pdf")[-1][1:3] == (f"bytes={half}-", etag)
+    assert server.requests("slow.pdf")[-1][4] == 206
+    assert len(server.requests("ok.pdf")) == 1  # verified from the manifest, not fetched again
+    assert (out / "pdfs" / "slow.pdf").read_bytes() == data
+    assert _manifest(out)["slow.pdf"] == {"url": f"{server.url}/slow.pdf", "size": len(data), "sha256": sha(data)}
+    assert not part.exists() and not (out / "pdfs" / "slow.pdf.part.json").exists()
+    assert summary["ingest"]["files_ok"] == 2
+
+
+# -- the hub: a strict local double --------------------------------------------------------------
+
+SHA = "4f1c0a8e9b7d6c5a4f3e2d1c0b9a8f7e6d5c4b3a"
+GRANTED, PENDING, REVOKED = "hf_granted_token", "hf_pending_token", "hf_revoked_token"
+
+
+class FakeHub:
+    """The hub's API for one gated dataset, as huggingface_hub calls it: repo info (public), the
+    file tree and the files (HEAD and GET on /resolve/), each gated by the token. It refuses
+    what the hub refuses, with the hub's error headers and bodies; every request is logged."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        self.log: list[tuple[str, str, str | None, int]] = []  # (method, path, Authorization, status)
+        outer = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, *args: Any) -> None:
+                pass
+
+            def do_GET(self) -> None:  # noqa: N802
+                outer._serve(self, body=True)
+
+            def do_HEAD(self) -> None:  # noqa: N802
+                outer._serve(self, body=False)
+
+            def do_POST(self) -> None:  # noqa: N802
+                outer._error(self, 405, "", "Method not allowed", body=True)
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.server.daemon_threads = True
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
+
+    def __enter__(self) -> FakeHub:
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+    def _files(self) -> list[Path]:
+        return sorted(p for p in self.root.rglob("*") if p.is_file())
+
+    def _reply(self, h: BaseHTTPRequestHandler, status: int, body: bytes, headers: dict[str, str], send: bool) -> None:
+        self.log.append((h.command, h.path, h.headers.get("Authorization"), status))
+        h.send_response(status)
+        for k, v in headers.items():
+            h.send_header(k, v)
+        h.send_header("Content-Length", str(len(body)))
+        h.end_headers()
+        if send:
+            h.wfile.write(body)
+
+    def _error(self, h: BaseHTTPRequestHandler, status: int, code: str, message: str, body: bool) -> None:
+        headers = {"Content-Type": "application/json", "X-Error-Message": message}
+        if code:
+            headers["X-Error-Code"] = code
+        self._reply(h, status, json.dumps({"error": message}).encode(), headers, body)
+
+    def _gate(self, h: BaseHTTPRequestHandler, body: bool) -> bool:
+        auth = h.headers.get("Authorization")
+        if auth is None:
+            self._error(h, 401, "GatedRepo", f"Access to dataset {REPO} is restricted. You must have access to it "
+                        "and be authenticated to access it. Please log in.", body)
+            return False
+        if auth == f"Bearer {PENDING}":
+            self._error(h, 403, "GatedRepo", f"Access to dataset {REPO} is restricted and you are not in the "
+                        f"authorized list. Visit https://huggingface.co/datasets/{REPO} to ask for access.", body)
+            return False
+        return True
+
+    def _serve(self, h: BaseHTTPRequestHandler, body: bool) -> None:
+        path = unquote(urlsplit(h.path).path)
+        auth = h.headers.get("Authorization")
+        if auth is not None and auth not in (f"Bearer {GRANTED}", f"Bearer {PENDING}"):
+            return self._error(h, 401, "", "Invalid credentials in Authorization header", body)
+        if auth is not None and not auth.startswith("Bearer "):
+            return self._error(h, 400, "", "Malformed Authorization header", body)
+        info = f"/api/datasets/{REPO}"
+        if h.command == "GET" and path in (info, f"{info}/revision/main", f"{info}/revision/{SHA}"):
+            siblings = [{"rfilename": str(p.relative_to(self.root))} for p in self._files()]
+            return self._reply(h, 200, json.dumps({"_id": "x", "id": REPO, "author": "OxRML", "sha": SHA,
+                                                   "private": False, "gated": "auto", "disabled": False,
+                                                   "siblings": siblings}).encode(),
+                               {"Content-Type": "application/json"}, body)
+        if h.command == "GET" and path.startswith(f"{info}/tree/{SHA}"):
+            if not self._gate(h, body):
+                return None
+            tree = [{"type": "file", "oid": hashlib.sha1(p.read_bytes()).hexdigest(), "size": p.stat().st_size,
+                     "path": str(p.relative_to(self.root))} for p in self._files()]
+            return self._reply(h, 200, json.dumps(tree).encode(), {"Content-Type": "application/json"}, body)
+        resolve = f"/datasets/{REPO}/resolve/"
+        if path.startswith(resolve):
+            revision, _, name = path[len(resolve):].partition("/")
+            if revision not in (SHA, "main"):
+                return self._error(h, 404, "RevisionNotFound", f"Invalid rev id: {revision}", body)
+            if not self._gate(h, body):
+                return None
+            file = self.root / name
+            if not file.is_file() or ".." in name:
+                return self._error(h, 404, "EntryNotFound", f"{name} does not exist on \"{revision}\"", body)
+            data = file.read_bytes()
+            return self._reply(h, 200, data, {"Content-Type": "application/octet-stream", "X-Repo-Commit": SHA,
+                                              "ETag": f'"{hashlib.sha1(data).hexdigest()}"',
+                                              "Accept-Ranges": "bytes"}, body)
+        return self._error(h, 404, "RepoNotFound", "Repository not found", body)
+
+
+def _hub_env(tmp_path: Path, hub: FakeHub, token: str | None) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items()
+           if k not in ("HF_TOKEN", "HUGGING_FACE_HUB_TOKEN", "HF_HUB_OFFLINE", "HF_TOKEN_PATH")}
+    env.update(HF_ENDPOINT=hub.url, HF_HOME=str(tmp_path / "hf-home"), HF_HUB_DISABLE_TELEMETRY="1")
+    if token is not None:
+        env["HF_TOKEN"] = token
+    return env
+
+
+def _fetch(out: Path, env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "deskbench.cli", "fetch", "madqa", "--out", str(out), "-q", *args],
+                          env=env, capture_output=True, text=True, timeout=600)
+
+
+@pytest.fixture
+def hub_and_pdfs(tmp_path: Path, pdf_bytes: dict[str, bytes]) -> Iterator[tuple[FakeHub, PdfServer]]:
+    with PdfServer(pdf_bytes, {}) as pdfs:
+        write_snapshot(tmp_path / "repo", {d: f"{pdfs.url}/{d}" for d in ("ok.pdf", "cut.pdf")}, ["ok.pdf", "cut.pdf"])
+        with FakeHub(tmp_path / "repo") as hub:
+            yield hub, pdfs
+
+
+@pytest.mark.parametrize(("token", "expected"), [
+    (None, "error: OxRML/MADQA is gated and no Hugging Face token was found: accept its terms at {hub}/datasets/"
+           "OxRML/MADQA, then `hf auth login` (or `huggingface-cli login` with huggingface_hub before 1.0), or set "
+           "HF_TOKEN; or give a snapshot you downloaded with --from DIR"),
+    (PENDING, "error: OxRML/MADQA is gated and the token from HF_TOKEN has not been granted access: accept its terms "
+              "at {hub}/datasets/OxRML/MADQA (logged in as the token's user), then run this again"),
+    (REVOKED, "error: the Hugging Face hub refused the token from HF_TOKEN as invalid; make a new one at "
+              "{hub}/settings/tokens, then `hf auth login`"),
+])
+def test_no_token_or_terms_not_accepted_is_one_line_saying_what_to_do(
+        tmp_path: Path, hub_and_pdfs: tuple[FakeHub, PdfServer], token: str | None, expected: str) -> None:
+    hub, pdfs = hub_and_pdfs
+    out = tmp_path / "m"
+    done = _fetch(out, _hub_env(tmp_path, hub, token))
+    assert done.returncode == 2, done
+    assert done.stderr.strip().startswith(expected.format(hub=hub.url)), done.stderr
+    assert len(done.stderr.strip().splitlines()) == 1 and "Traceback" not in done.stderr
+    refusals = [r for r in hub.log if r[3] in (401, 403)]
+    assert refusals and refusals[0][2] == (None if token is None else f"Bearer {token}")
+    assert not pdfs.log and not (out / "pdfs").exists()  # nothing else was downloaded
+
+
+def test_with_the_login_cache_s_token_the_hub_snapshot_becomes_tasks_pdfs_and_a_corpus(
+        tmp_path: Path, hub_and_pdfs: tuple[FakeHub, PdfServer], pdf_bytes: dict[str, bytes]) -> None:
+    hub, pdfs = hub_and_pdfs
+    env = _hub_env(tmp_path, hub, None)
+    (tmp_path / "hf-home").mkdir()
+    (tmp_path / "hf-home" / "token").write_text(GRANTED)  # where `hf auth login` stores it
+    out = tmp_path / "m"
+    done = _fetch(out, env, "--json")
+    assert done.returncode == 0, done
+    summary = json.loads(done.stdout)
+    assert summary["revision"] == SHA and summary["source"] == f"{hub.url}/datasets/{REPO}"
+    assert summary["task_counts"] == {"train": 2, "dev": 2, "test": 1}
+    assert summary["downloads"] == {"downloaded": 2}
+    assert all(r[2] == f"Bearer {GRANTED}" for r in hub.log), hub.log
+    assert all(r[3] is None for r in pdfs.log)  # the hub token never goes to the PDFs' host
+    got = {p.relative_to(out / "snapshot").as_posix() for p in (out / "snapshot").rglob("*")
+           if p.is_file() and ".cache" not in p.parts}
+    assert got == {"README.md", "data/train-00000-of-00001.parquet", "data/dev-00000-of-00001.parquet",
+                   "data/test-00000-of-00001.parquet", "documents/links-00000-of-00001.parquet"}
+    for d in ("ok.pdf", "cut.pdf"):
+        assert (out / "pdfs" / d).read_bytes() == pdf_bytes[d]
+
+    gets = [r for r in hub.log if r[0] == "GET" and "/resolve/" in r[1]]
+    assert len(gets) == len(got)  # each file once
+    again = _fetch(out, env, "--json")  # idempotent: nothing new from the hub's files or the PDFs
+    assert again.returncode == 0, again
+    assert json.loads(again.stdout)["downloads"] == {"verified": 2}
+    assert [r for r in hub.log if r[0] == "GET" and "/resolve/" in r[1]] == gets
