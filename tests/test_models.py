@@ -238,8 +238,8 @@ def test_openai_adapter_honours_the_sdk_environment(monkeypatch: pytest.MonkeyPa
 
 
 def test_model_strings() -> None:
-    with pytest.raises(UserError, match="unknown model provider 'mistral'"):
-        make_model("mistral/large")
+    with pytest.raises(UserError, match="unknown model provider 'cohere'"):  # mistral/ is a provider now
+        make_model("cohere/command-a")
     with pytest.raises(UserError, match="openai-compat/<name>@<base url>"):
         make_model("openai-compat/qwen")
     model = make_model("openai-compat/qwen3@http://127.0.0.1:9/v1")

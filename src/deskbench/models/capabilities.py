@@ -58,6 +58,11 @@ class Capabilities(BaseModel):
     max_image_side_many: int | None = None  # the longer side when a request has more than many_images
     many_images: int | None = None
     null_content: bool = True  # an assistant turn that only calls tools may carry content null
+    # a user message may follow tool results directly; False (Mistral's API refuses "Unexpected role
+    # 'user' after role 'tool'"): the adapter sends one reply's tool results together, then an
+    # assistant turn (models/message_order.py) before the next user message
+    user_after_tool: bool = True
+    seed_field: Literal["seed", "random_seed"] = "seed"  # the sampling seed's field name (Mistral: random_seed)
     key_env: str | None = None  # the environment variable that holds the key (None: no key needed)
     key_env_also: list[str] = Field(default_factory=list)  # others read when key_env is unset, in order
     note: str = ""  # where the rules come from

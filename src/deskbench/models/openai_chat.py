@@ -19,6 +19,7 @@ from openai import AsyncOpenAI, DefaultAioHttpClient
 
 from deskbench.models.capabilities import Capabilities, capabilities
 from deskbench.models.image_limits import fit_images
+from deskbench.models.message_order import tool_results_first
 from deskbench.models.openai_wire import DirectPost, WireMessages, direct_post
 from deskbench.models.sdk_errors import sdk_error
 from deskbench.models.types import (
@@ -98,9 +99,14 @@ def _tool_choice(request: ChatRequest, caps: Capabilities, tools: list[dict[str,
     return ("required" if "required" in caps.tool_choice else None), only
 
 
+def wire_order(messages: list[Message], caps: Capabilities) -> list[Message]:
+    """The messages in the role order the model takes (models/message_order.py)."""
+    return messages if caps.user_after_tool else tool_results_first(messages)
+
+
 def request_kwargs(request: ChatRequest, caps: Capabilities, model_id: str = "the model") -> dict[str, Any]:
     """The chat.completions body (without `model`), as this model takes it."""
-    messages = fit_images(request.messages, caps)
+    messages = wire_order(fit_images(request.messages, caps), caps)
     return {"messages": to_openai_messages(messages, null_content=caps.null_content),
             **options_kwargs(request, caps, model_id)}
 
@@ -139,7 +145,7 @@ def options_kwargs(request: ChatRequest, caps: Capabilities, model_id: str = "th
             raise _refuse(model_id, "reasoning_effort", "does not take this reasoning effort")
         kwargs["reasoning_effort"] = request.reasoning_effort
     if request.seed is not None and caps.seed:
-        kwargs["seed"] = request.seed
+        kwargs[caps.seed_field] = request.seed
     if request.max_tokens is not None:
         kwargs[caps.output_limit] = request.max_tokens
     return kwargs
@@ -261,7 +267,7 @@ class OpenAIChat:
             # CPU per call on long conversations) or the response model's construction (cast_to
             # object keeps the parsed JSON); `parse_completion` reads what deskbench needs.
             if self._direct is not None:  # models/openai_wire.py: the same bytes and headers, ~0.5 ms less CPU
-                messages = fit_images(request.messages, self.caps)
+                messages = wire_order(fit_images(request.messages, self.caps), self.caps)
                 raw = await self._direct.post(self._wire.body(self.model, messages, options_kwargs(request, self.caps, self.id)))
             else:
                 body = {"model": self.model, **request_kwargs(request, self.caps, self.id)}

@@ -33,6 +33,7 @@ UNKNOWN = "?"
 #   Anthropic: https://docs.claude.com/en/docs/about-claude/pricing and
 #              https://www.anthropic.com/news/claude-opus-4-5 (2025-11-24)
 #   Google:    https://ai.google.dev/gemini-api/docs/pricing (paid tier)
+#   Mistral:   https://docs.mistral.ai/models (the models pages' pricing)
 # Names match by the longest entry a model name starts with, so an entry for a variant that
 # costs something else (gpt-5-pro, o3-pro, o3-mini, gemini-2.5-flash-lite) must be listed, or it
 # would take its family's price.
@@ -61,6 +62,9 @@ BUILTIN: dict[str, tuple[float, float]] = {
     "gemini-2.5-pro": (1.25, 10.0),  # prompts <= 200k tokens ($2.50/$15 above)
     "gemini-2.5-flash": (0.30, 2.50),
     "gemini-2.5-flash-lite": (0.10, 0.40),
+    # Mistral, docs.mistral.ai/models (the model's "pricing" in github.com/mistralai/platform-docs-public
+    # src/schema/models/models/pixtral-large-24-11.ts; the price since its release on 2024-11-18)
+    "pixtral-large": (2.0, 6.0),  # pixtral-large-2411 / pixtral-large-latest, the MADQA scripts' Mistral default
     # local, runs on this machine
     "smollm2-135m-instruct": (0.0, 0.0),
 }

@@ -1,6 +1,6 @@
 """Model strings to adapters: "openai/gpt-5-mini", "anthropic/claude-sonnet-4-5",
 "gemini/gemini-2.5-flash" (Gemini's OpenAI-compatible endpoint), "google/gemini-2.5-flash" (its
-native API, models/gemini_native.py), "openai-compat/qwen@http://127.0.0.1:8000/v1" (and the same form
+native API, models/gemini_native.py), "mistral/pixtral-large-latest", "openai-compat/qwen@http://127.0.0.1:8000/v1" (and the same form
 under vllm/, llamacpp/, ollama/, whose capability rules differ), "local" (the bundled SmolLM2
 on a llama.cpp server), "scripted:FILE" (replies from a file, models/scripted.py; also scripted/FILE).
 
@@ -25,6 +25,7 @@ if TYPE_CHECKING:  # the adapters (and their SDKs) are imported when a model is 
     from deskbench.models.types import ChatModel
 
 GEMINI_URL = "https://generativelanguage.googleapis.com/v1beta/openai/"
+MISTRAL_URL = "https://api.mistral.ai/v1"
 OLLAMA_URL = "http://127.0.0.1:11434/v1"
 COMPAT = ("openai-compat", "vllm", "llamacpp", "ollama")  # NAME@URL, key from OPENAI_COMPAT_API_KEY
 
@@ -79,7 +80,7 @@ def parse_spec(spec: str) -> ModelSpec:
         return ModelSpec(provider, name, url)
     if not rest:
         example = {"openai": "gpt-5-mini", "anthropic": "claude-sonnet-4-5", "gemini": "gemini-2.5-flash",
-                   "google": "gemini-2.5-flash"}.get(
+                   "mistral": "pixtral-large-latest", "google": "gemini-2.5-flash"}.get(
             provider, "MODEL")
         raise UserError(f"model '{provider}/' needs a model name, e.g. {provider}/{example}")
     return ModelSpec(provider, rest)
@@ -97,6 +98,16 @@ def _gemini(m: ModelSpec, timeout: float) -> ChatModel:
     # GEMINI_BASE_URL points it elsewhere (a proxy, or a local simulator in the tests).
     return OpenAIChat(m.name, base_url=os.environ.get("GEMINI_BASE_URL") or GEMINI_URL,
                       api_key=os.environ["GEMINI_API_KEY"], timeout=timeout, id=m.id)
+
+
+def _mistral(m: ModelSpec, timeout: float) -> ChatModel:
+    from deskbench.models.openai_chat import OpenAIChat
+
+    # Mistral's chat completions take the OpenAI wire form with the differences its capability
+    # rules state (random_seed, the role order after tool results, 8 images); MISTRAL_BASE_URL
+    # points it elsewhere (a proxy, or the local simulator in the tests).
+    return OpenAIChat(m.name, base_url=os.environ.get("MISTRAL_BASE_URL") or MISTRAL_URL,
+                      api_key=os.environ["MISTRAL_API_KEY"], timeout=timeout, id=m.id)
 
 
 def _compat(m: ModelSpec, timeout: float) -> ChatModel:
@@ -138,6 +149,7 @@ PROVIDERS: dict[str, Callable[[ModelSpec, float], ChatModel]] = {
     "anthropic": _anthropic,
     "gemini": _gemini,
     "google": _google,
+    "mistral": _mistral,
     "openai-compat": _compat,
     "vllm": _compat,
     "llamacpp": _compat,

@@ -157,7 +157,7 @@ class ResilientModel:
             hint = f"check the key in {key_env}" if key_env else "check the server's key (OPENAI_COMPAT_API_KEY)"
             if status == 403:
                 hint += " and that it may use this model"
-        elif status == 404 or error.param == "model":
+        elif status == 404 or error.param == "model" or "invalid model" in text:  # Mistral: 400 "Invalid model: X"
             hint = "check the model name in " + ("--judge" if role == "judge" else "--model")
         else:
             named = [f for f, words in _FIELD_WORDS.items() if any(w in text for w in words)]

@@ -96,7 +96,28 @@ def _detail(exc: Exception) -> str:
             return inner["message"]
         if isinstance(body.get("message"), str):
             return body["message"]
+        if (found := _validation_detail(body)) is not None:
+            return found
     return str(getattr(exc, "message", "") or exc)
+
+
+def _validation_detail(body: dict[str, Any]) -> str | None:
+    """A validation error list as one line, "loc: msg; ...": Mistral's 422 puts pydantic's list under
+    message.detail ({"object": "error", "message": {"detail": [{"type", "loc", "msg", "input"}]}, ...}),
+    FastAPI's bare form under detail ({"detail": [...]}; {"detail": "Unauthorized"} is Mistral's 401)."""
+    message = body.get("message")
+    detail = message.get("detail") if isinstance(message, dict) else message if isinstance(message, list) \
+        else body.get("detail")
+    if isinstance(detail, str):
+        return detail
+    if not isinstance(detail, list) or not detail:
+        return None
+    lines = []
+    for item in detail:
+        if isinstance(item, dict):
+            loc = ".".join(str(x) for x in item.get("loc") or [] if x != "body")
+            lines.append(f"{loc}: {item.get('msg')}" if loc else str(item.get("msg")))
+    return "; ".join(lines) or None
 
 
 def _param(exc: Exception) -> str | None:
