@@ -245,3 +245,97 @@ def test_bad_input_is_one_line(exported: tuple[Path, Path], tmp_path: Path) -> N
     assert not (tmp_path / "x").exists() and not (tmp_path / "y").exists()
     assert [_read(r) for r in _lines(out / FILES["bm25-agent:scripted/answers-a"])] == [
         _read(r) for r in _lines(DATA / "export" / FILES["bm25-agent:scripted/answers-a"])]  # not overwritten
+
+
+# --- the other providers' step shapes, and an imported system written back ----------------------
+
+def _episode_and_transcript() -> tuple[Any, Any]:
+    """One search then an answer, stored as a run stores them (what the exporter reads)."""
+    from deskbench.runs.store import Episode
+    from deskbench.runs.transcript import ModelCallEvent, ToolEvent, TranscriptDoc
+    from deskbench.tasks.docqa import DocQASubmission
+
+    def call(at: float, finish: str, calls: list[dict[str, Any]], text: str = "") -> ModelCallEvent:
+        message = {"role": "assistant", "content": text, "tool_calls": calls,
+                   "reasoning": [{"text": "thinking it over", "signature": "sig"}]}
+        return ModelCallEvent(at=at, seconds=0.1, model="m", prefix=0, messages=[],
+                              reply={"message": message, "finish_reason": finish,
+                                     "usage": {"input_tokens": 7, "output_tokens": 3}})
+
+    doc = TranscriptDoc(events=[
+        call(0.0, "tool_use", [{"id": "tu_1", "name": "search_documents", "arguments": '{"query": "bell"}'}], "Let me look."),
+        ToolEvent(at=0.2, name="search_documents", arguments={"query": "bell"},
+                  result={"pages": [["beta.pdf", 2], ["alpha.pdf", 1]]}),
+        call(0.3, "tool_use", [{"id": "tu_2", "name": "provide_answer",
+                                "arguments": '{"answer": ["Bell 407"], "citations": [{"file": "beta.pdf", "page": 2}]}'}]),
+    ])
+    sub = DocQASubmission(id="x2", question="Q?", answer=["Bell 407"], citations=[{"file": "beta.pdf", "page": 2}],  # type: ignore[list-item]
+                          search_history=["bell"], iterations=2, steps=1)
+    return Episode(task_id="x2", system="bm25-agent:p/m", status="ok", submission=sub), doc
+
+
+# facts from each official script (commit 978fa76): a searching step's keys, the answering step's, and the parts'
+SHAPES = {
+    "anthropic_step": (["iteration", "role", "stop_reason", "usage", "content", "tool_calls", "thinking", "tool_results"],
+                       ["iteration", "role", "stop_reason", "usage", "content", "tool_calls", "thinking"],
+                       ["input_tokens", "output_tokens"], ["id", "name", "input"], ["tool_use_id", "name", "query", "results"]),
+    "vllm_step": (["iteration", "role", "finish_reason", "content", "usage", "tool_calls", "tool_results"],
+                  ["iteration", "role", "finish_reason", "content", "usage", "tool_calls", "parsed_answer"],
+                  USAGE_KEYS, ["id", "name", "arguments"], TOOL_RESULT_KEYS),
+    "gemini_step": (["iteration", "role", "finish_reason", "content", "tool_calls", "tool_results"],
+                    ["iteration", "role", "finish_reason", "content", "tool_calls", "parsed_answer"],
+                    None, ["name", "args"], ["name", "query", "results"]),
+    "openai_step": (STEP_HEAD + ["tool_calls", "thinking", "tool_results"],
+                    STEP_HEAD + ["tool_calls", "thinking", "parsed_answer"],
+                    USAGE_KEYS, ["id", "name", "arguments"], TOOL_RESULT_KEYS),
+}
+
+
+@pytest.mark.parametrize("shape", sorted(SHAPES))
+def test_each_providers_steps_follow_its_official_script(shape: str) -> None:
+    from deskbench.runs.export import madqa
+
+    searching, answering, usage, call_keys, result_keys = SHAPES[shape]
+    episode, doc = _episode_and_transcript()
+    row = madqa.answered_row("Q?", episode, episode.submission, doc, madqa.SystemInfo("m", getattr(madqa, shape)))
+    first, last = row["trajectory"]
+    assert list(first) == searching and list(last) == answering
+    if usage is not None:
+        assert list(first["usage"]) == usage and first["usage"][usage[0]] == 7
+    assert list(first["tool_calls"][0]) == call_keys and list(first["tool_results"][0]) == result_keys
+    assert first["tool_results"][0]["results"] == [{"file": "beta.pdf", "page": 2}, {"file": "alpha.pdf", "page": 1}]
+    assert first["content"] == "Let me look." and last["content"] is None
+    if "thinking" in first:
+        assert first["thinking"] == "thinking it over"
+    assert row["search_history"] == [{"iteration": 1, "query": "bell", "num_results": 2}]
+    assert madqa.STEP_SHAPES["anthropic"] is madqa.anthropic_step and madqa.STEP_SHAPES["vllm"] is madqa.vllm_step
+
+
+def test_without_a_transcript_the_steps_come_from_the_trajectory() -> None:
+    from deskbench.runs.export import madqa
+    from deskbench.tasks.trajectory import ModelCallStep, ToolCallStep
+
+    episode, _ = _episode_and_transcript()
+    episode.trajectory = [ModelCallStep(input_tokens=7, output_tokens=3),
+                          ToolCallStep(name="search_documents", arguments={"query": "bell"},
+                                       result={"pages": [["beta.pdf", 2]]}),
+                          ModelCallStep(input_tokens=9, output_tokens=4)]
+    row = madqa.answered_row("Q?", episode, episode.submission, None, madqa.SystemInfo("m", madqa.openai_step))
+    first, last = row["trajectory"]
+    assert first["tool_calls"] == [{"id": None, "name": "search_documents", "arguments": {"query": "bell"}}]
+    assert first["tool_results"] == [{"tool_call_id": None, "name": "search_documents", "query": "bell",
+                                      "results": [{"file": "beta.pdf", "page": 2}]}]
+    assert first["finish_reason"] is None and last["usage"]["total_tokens"] == 13 and "parsed_answer" in last
+    assert row["search_history"] == [{"iteration": 1, "query": "bell", "num_results": 1}]
+
+
+def test_an_imported_official_file_is_written_back_as_it_was_read(tmp_path: Path) -> None:
+    parity = REPO / "tests" / "data" / "madqa_parity"
+    proc = run_cli("import", str(parity / "bm25.jsonl"), "--tasks", str(parity / "tasks.jsonl"), "--system", "official",
+                   "--out", str(tmp_path / "run"))
+    assert proc.returncode == 0, proc.stderr
+    proc = run_cli("export", str(tmp_path / "run"), "--format", "madqa", "-o", str(tmp_path / "out"))
+    assert proc.returncode == 0, proc.stderr
+    rows = _lines(tmp_path / "out" / "official.jsonl")
+    assert rows == _lines(parity / "bm25.jsonl")  # same lines, same order (key order is the writer's)
+    assert all(list(r) == ANSWERED_KEYS for r in rows)
