@@ -447,8 +447,8 @@ GRANTED, PENDING, REVOKED = "hf_granted_token", "hf_pending_token", "hf_revoked_
 
 
 class FakeHub:
-    """The hub's API for one gated dataset, as huggingface_hub calls it: repo info (public), the
-    file tree and the files (HEAD and GET on /resolve/), each gated by the token. It refuses
+    """The hub's API for one gated dataset, as huggingface_hub calls it: repo info and the dataset
+    card (public), the file tree and the other files (HEAD and GET on /resolve/), gated by the token. It refuses
     what the hub refuses, with the hub's error headers and bodies; every request is logged."""
 
     def __init__(self, root: Path) -> None:
@@ -539,7 +539,7 @@ class FakeHub:
             revision, _, name = path[len(resolve):].partition("/")
             if revision not in (SHA, "main"):
                 return self._error(h, 404, "RevisionNotFound", f"Invalid rev id: {revision}", body)
-            if not self._gate(h, body):
+            if name != "README.md" and not self._gate(h, body):  # the dataset card is public, as on the hub
                 return None
             file = self.root / name
             if not file.is_file() or ".." in name:

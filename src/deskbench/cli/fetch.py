@@ -22,7 +22,7 @@ def register(app: typer.Typer) -> None:
     def madqa_cmd(
         source: Annotated[Path | None, typer.Option("--from", help="A snapshot folder of the dataset, as `hf download OxRML/MADQA --repo-type dataset --local-dir DIR` (or huggingface-cli download) leaves it; without it the dataset is downloaded from the hub with your token (HF_TOKEN or `hf auth login`), after you accept its terms at https://huggingface.co/datasets/OxRML/MADQA.")] = None,
         out_dir: Annotated[Path, typer.Option("--out", "-o", help="Folder to write: SPLIT.jsonl tasks, pdfs/ (with manifest.json), corpus/, failed_downloads.jsonl, fetch.json.")] = Path("madqa"),
-        split: Annotated[list[str] | None, typer.Option("--split", help="train | dev | test (repeat; default: all three).")] = None,
+        split: Annotated[list[str] | None, typer.Option("--split", metavar="NAME", help="train | dev | test (repeat; default: all three).")] = None,
         limit: Annotated[int | None, typer.Option("--limit", help="A trial: the first N tasks of each split, and only the PDFs their evidence cites (the corpus is then not the whole collection).")] = None,
         workers: Annotated[int, typer.Option("--workers", help="PDF downloads at once (and PDF extraction processes, at most the CPUs).")] = 4,
         page_text: Annotated[Path | None, typer.Option("--page-text", help="The official OCR for the corpus (the Textract JSONL of baselines/utils/ocr-documents, or any shape `deskbench ingest --page-text` reads); pages of documents not fetched are skipped.")] = None,

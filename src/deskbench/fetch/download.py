@@ -195,6 +195,7 @@ def download(items: Sequence[Item], folder: Path, settings: Settings | None = No
 
     s = settings or Settings()
     box = Folder(folder)
+    stop = threading.Event()
     result = Result()
     lock = threading.Lock()
     own = client is None
@@ -207,20 +208,27 @@ def download(items: Sequence[Item], folder: Path, settings: Settings | None = No
 
     def one(item: Item) -> None:
         try:
-            outcome: Outcome = _one(client, box, item, s, on_bytes)
-        except _Fail as exc:
+            outcome: Outcome = _one(client, box, item, s, on_bytes, stop)
+        except (_Fail, OSError) as exc:  # OSError: this machine's side (disk full, permissions)
             outcome = "failed"
+            reason = str(exc) if isinstance(exc, _Fail) else f"cannot write it: {exc.strerror or exc}"
             with lock:
-                result.failures.append(Failure(item.name, item.url, str(exc)))
+                result.failures.append(Failure(item.name, item.url, reason))
         with lock:
             result.outcomes[item.name] = outcome
         if on_file is not None:
             on_file(item.name, outcome)
 
+    pool = ThreadPoolExecutor(max_workers=max(1, s.workers), thread_name_prefix="fetch")
     try:
-        with ThreadPoolExecutor(max_workers=max(1, s.workers), thread_name_prefix="fetch") as pool:
-            for future in [pool.submit(one, item) for item in items]:
-                future.result()
+        for future in [pool.submit(one, item) for item in items]:
+            future.result()
+    except BaseException:  # Ctrl-C: no new file starts, those in flight stop at their next chunk
+        stop.set()
+        pool.shutdown(wait=False, cancel_futures=True)
+        raise
+    else:
+        pool.shutdown(wait=True)
     finally:
         if own:
             client.close()
@@ -228,7 +236,8 @@ def download(items: Sequence[Item], folder: Path, settings: Settings | None = No
     return result
 
 
-def _one(client: httpx.Client, box: Folder, item: Item, s: Settings, on_bytes: Callable[[int], None] | None) -> Outcome:
+def _one(client: httpx.Client, box: Folder, item: Item, s: Settings, on_bytes: Callable[[int], None] | None,
+         stop: threading.Event) -> Outcome:
     if not safe_name(item.name):
         raise _Fail(f"{item.name!r} is not a plain file name; refused")
     final = box.root / item.name
@@ -257,10 +266,12 @@ def _one(client: httpx.Client, box: Folder, item: Item, s: Settings, on_bytes: C
     resumed_from = part.stat().st_size if part.exists() and _part_info(info, item.url) is not None else 0
     last = ""
     for attempt in range(1, s.attempts + 1):
+        if stop.is_set():
+            raise _Fail("interrupted (what was downloaded is kept for the next run)")
         if attempt > 1:
             s.sleep(min(MAX_WAIT, s.backoff * 2 ** (attempt - 2)))
         try:
-            _transfer(client, item.url, part, info, on_bytes)
+            _transfer(client, item.url, part, info, on_bytes, stop)
         except _Retry as exc:
             last = str(exc)
             continue
@@ -303,7 +314,7 @@ def _content_range(value: str | None) -> tuple[int, int | None] | None:
 
 
 def _transfer(client: httpx.Client, url: str, part: Path, info_path: Path,
-              on_bytes: Callable[[int], None] | None) -> None:
+              on_bytes: Callable[[int], None] | None, stop: threading.Event) -> None:
     """One attempt: continue `part` (or start it) up to the end of the body; raises _Retry/_Fail."""
     import httpx
 
@@ -348,6 +359,8 @@ def _transfer(client: httpx.Client, url: str, part: Path, info_path: Path,
                 raise _Fail(f"unexpected HTTP {status} {r.reason_phrase}".rstrip())
             with part.open(mode) as fh:
                 for chunk in r.iter_raw():
+                    if stop.is_set():
+                        raise _Fail("interrupted (what was downloaded is kept for the next run)")
                     fh.write(chunk)
                     fh.flush()  # what arrived is on disk even if this process is killed next
                     if on_bytes is not None:

@@ -154,22 +154,27 @@ def endpoint() -> str:
 
 def hub_snapshot(repo_id: str, dest: Path, patterns_for: Callable[[Path], list[str]]) -> str:
     """Download `repo_id`'s dataset card, then the files `patterns_for(card)` names, into `dest`
-    (files already there and current are not downloaded again); returns the commit downloaded."""
+    (files already there and current are not downloaded again); returns the commit downloaded.
+
+    File by file, not with snapshot_download: that one returns a non-empty local folder as it is
+    when the hub refuses the file listing (a gated repository), hiding the refusal."""
     from deskbench.requirements import Extra, check
 
     check("deskbench fetch from the Hugging Face hub", [Extra("huggingface_hub", "madqa")])
-    from huggingface_hub import HfApi, hf_hub_download, snapshot_download
-    from huggingface_hub.utils import disable_progress_bars
+    from huggingface_hub import HfApi, hf_hub_download
+    from huggingface_hub.utils import disable_progress_bars, filter_repo_objects
 
     disable_progress_bars()  # the command draws its own progress
     url = endpoint()
     source = token_source()
+    api = HfApi(endpoint=url)
     try:
-        sha = HfApi(endpoint=url).dataset_info(repo_id, token=None).sha or "main"
+        sha = api.dataset_info(repo_id).sha or "main"
         card = hf_hub_download(repo_id, "README.md", repo_type="dataset", revision=sha, local_dir=dest,
                                endpoint=url)
-        snapshot_download(repo_id, repo_type="dataset", revision=sha, local_dir=dest, endpoint=url,
-                          allow_patterns=patterns_for(Path(card)), max_workers=4)
+        names = api.list_repo_files(repo_id, repo_type="dataset", revision=sha)
+        for name in filter_repo_objects(names, allow_patterns=patterns_for(Path(card))):
+            hf_hub_download(repo_id, name, repo_type="dataset", revision=sha, local_dir=dest, endpoint=url)
     except Exception as exc:
         raise hub_error(exc, repo_id, url, source) from exc
     return sha
