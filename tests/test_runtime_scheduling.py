@@ -22,8 +22,9 @@ from deskbench.models.resilient import ResilientModel, RetryPolicy
 from deskbench.runs.runner import run_attempts
 from deskbench.runs.store import RunStore
 from deskbench.tasks.docqa import DocQATask
-from deskbench.tracks.docqa.agents import bm25
-from deskbench.tracks.docqa.agents.bm25 import INLINE_SEARCH_SECONDS, Bm25Agent
+from deskbench.tracks.docqa.agents.bm25 import Bm25Agent
+from deskbench.tracks.docqa.agents.bm25_protocols import base as protocols_base
+from deskbench.tracks.docqa.agents.bm25_protocols.base import INLINE_SEARCH_SECONDS, PageSearch
 
 TASKS = [DocQATask(id=f"t{i}", question=f"q{i}?", answer_variants=[[str(i)]]) for i in range(6)]
 
@@ -101,20 +102,20 @@ def _search_threads(monkeypatch: pytest.MonkeyPatch, corpus: Corpus, view: str,
     The agent's CPU clock is a fake one on which a search costs nothing: what is tested is where
     searches go given their cost, not what a search costs on a loaded machine."""
     threads: list[int] = []
-    search = Bm25Agent._search
+    search = PageSearch._search
     clock = types.SimpleNamespace(thread_time=lambda: 0.0)
 
-    def recording(ctx: AgentContext, query: str) -> Any:
+    def recording(ctx: AgentContext, query: str, load: Any) -> Any:
         threads.append(threading.get_ident())
-        return search(ctx, query)
+        return search(ctx, query, load)
 
-    monkeypatch.setattr(Bm25Agent, "_search", staticmethod(recording))
-    monkeypatch.setattr(bm25, "time", clock)
+    monkeypatch.setattr(PageSearch, "_search", staticmethod(recording))
+    monkeypatch.setattr(protocols_base, "time", clock)
     answer = {"kind": "tool", "name": "provide_answer",
               "arguments": json.dumps({"answer": ["Mountain car"], "citations": [{"file": "alpha.pdf", "page": 1}]})}
     search_call = {"kind": "tool", "name": "search_documents", "arguments": json.dumps({"query": "mountain car"})}
     agent = Bm25Agent()
-    agent._search_cpu = search_cpu
+    agent.pages.search_cpu = search_cpu
     with FakeOpenAI(script=lambda b, n: search_call if n <= searches else answer) as fake:
         model = ResilientModel(OpenAIChat("fake", base_url=fake.base_url, api_key="k", id="openai-compat/fake"),
                                policy=RetryPolicy(attempts=1))

@@ -49,7 +49,9 @@ class AgentSettings:
     which every provider's agent calls without a dpi), no output-token cap unless the provider
     requires one (models/settings.py). max_steps None is the agent's own: bm25-agent T=10 (the
     paper's G.1), rlm 30 root iterations (the RLM library's RLM(max_iterations=30), which the
-    official RLM baseline does not change)."""
+    official RLM baseline does not change). Built directly, bm25-agent runs the paper's preset
+    (Prompt 5 loop, T=10, k=5); `deskbench run` resolves protocol, max_steps and top_k from its
+    presets (default: the official process_dataset.py's, bm25_protocols/registry.py)."""
 
     max_steps: int | None = None  # T in Algorithm 1; None: the agent's default
     top_k: int = 5
@@ -57,6 +59,9 @@ class AgentSettings:
     dpi: int = 200
     max_sub_calls: int | None = None  # rlm: llm_query calls per episode; None: no cap, as the official RLM
     max_image_bytes: int = 5_000_000  # pages above it are downscaled (Lanczos); adapters fit each model's limits
+    # bm25-agent: the loop it runs (tracks/docqa/agents/bm25_protocols/registry.py): "paper" (Prompt 5)
+    # or an official script's ("openai_agent.py", ...); `deskbench run` resolves it from --protocol/--preset
+    protocol: str = "paper"
 
 
 @dataclass

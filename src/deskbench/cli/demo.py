@@ -74,7 +74,7 @@ def demo(
                  out=out_dir / "runs" / re.sub(r"[^\w.-]+", "-", f"bm25-agent-{chosen}-{len(agent_tasks)}"),
                  view="text" if local else "image", top_k=2 if local else 5,
                  max_steps=max_steps or (3 if local else 10), sampling=Sampling(max_tokens=256 if local else None),
-                 concurrency=1 if local else 16), agent_tasks),
+                 concurrency=1 if local else 16, preset="paper"), agent_tasks),
     ]
     out.print(f"[bold]2. runs[/bold] {len(tasks)} questions; the lexical baseline (no model) on all, "
               f"bm25-agent with {escape(chosen)} on {len(agent_tasks)}"

@@ -101,6 +101,8 @@ FLAGS: tuple[Flag, ...] = (
     _f("--max-rounds", "N", "analytics and deliverables: execute_code rounds per episode"),
     _f("--max-sub-calls", "N", "docqa rlm: sub-model calls per episode"),
     _f("--top-k", "N", "pages per search", "-k"),
+    _f("--protocol", "NAME", "docqa bm25-agent: the loop it runs: official | paper | a script's protocol"),
+    _f("--preset", "NAME", "docqa bm25-agent: its defaults: official (process_dataset.py) | paper (Appendix G.1)"),
     _f("--top-systems", "N", "pool this many most accurate systems"),
     _f("--timeout", "SECONDS", "wall-time limit"),
     _f("--memory-mb", "N", "address-space limit in MB"),

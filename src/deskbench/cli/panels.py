@@ -91,7 +91,7 @@ _FILE_JUDGE = ("--chart-judge", "--file-judge", "--file-judge-all")
 # track takes what; tests/test_first_hour_cli.py keeps the two in agreement).
 OPTIONS: dict[str, dict[str, tuple[str, ...]]] = {
     "run": {
-        DOCQA: ("--corpus", "--top-k", "--view", "--max-steps", "--max-sub-calls"),
+        DOCQA: ("--corpus", "--top-k", "--view", "--max-steps", "--max-sub-calls", "--protocol", "--preset"),
         ANALYTICS: ("--no-summary", "--last-round-note", "--cjk-font-hint", *_FILE_JUDGE),
         DELIVERABLES: ("--task", "--system", "--rerun", "--inline-chars", "--trap-hints", "--web", "--web-record"),
         EXTERNAL: ("--command", "--url", "--timeout"),

@@ -31,6 +31,9 @@ class ImagePart(BaseModel):
     # where the image came from, for the transcript (a corpus page: "page:<doc>#<page>@<dpi>");
     # not sent, not part of the cache key
     ref: str | None = Field(default=None, exclude=True)
+    # OpenAI's image_url "detail" ("high" in the official MADQA openai/vllm scripts); left out of a
+    # dump when None, so a request without it keeps the cache key it had before this field existed
+    detail: str | None = Field(default=None, exclude_if=lambda v: v is None)
 
     @classmethod
     def of(cls, data: bytes, mime: str = "image/png", ref: str | None = None) -> ImagePart:

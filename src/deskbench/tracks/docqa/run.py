@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator, Mapping, Sequence
 from contextlib import asynccontextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
@@ -25,6 +25,7 @@ from deskbench.runs.store import RunStore
 from deskbench.runs.track import PreparedRun, PreparedSystem, wanted
 from deskbench.runs.transcript import remember_corpus
 from deskbench.tasks.docqa import DocQATask
+from deskbench.tracks.docqa.agents.bm25_protocols.registry import Bm25Choice, choose
 from deskbench.tracks.docqa.agents.registry import NEEDS_CORPUS, NEEDS_SANDBOX, NO_MODEL, make_agent
 
 if TYPE_CHECKING:
@@ -45,8 +46,8 @@ class RunSpec:
     out: Path
     corpus: Path | None = None
     concurrency: int = 16
-    max_steps: int | None = None  # None: the agent's own (bm25-agent 10, rlm 30)
-    top_k: int = 5
+    max_steps: int | None = None  # None: the agent's own (bm25-agent: its preset's, rlm 30)
+    top_k: int | None = None  # None: bm25-agent its preset's, the other agents 5
     view: str | None = None  # image, text, or None: image unless the model reads text only
     sampling: Sampling = Sampling()
     cache: bool = False
@@ -55,6 +56,8 @@ class RunSpec:
     max_sub_calls: int | None = None  # rlm: llm_query calls per episode; None: no cap
     attempts: int = 1  # episodes per task (pass@k, avg@k); attempt 0 is the one MADQA's metrics read
     agent_options: Mapping[str, object] = field(default_factory=dict)  # e.g. external's --command
+    protocol: str | None = None  # bm25-agent: official | paper | a protocol's name; None: the preset's
+    preset: str | None = None  # bm25-agent: official | paper; None: official (bm25_protocols/registry.py)
 
     def check(self) -> None:
         if self.view not in (None, "image", "text"):
@@ -74,6 +77,19 @@ class RunSpec:
             require_corpus(self.corpus, "--corpus")
         if self.agent not in NO_MODEL and not self.model:
             raise UserError(f"--agent {self.agent} calls a model: give --model (e.g. local, openai/gpt-5-mini)")
+        if self.agent == "bm25-agent":
+            self.bm25_choice()  # an unknown protocol or preset, or none for this provider, before anything starts
+        elif self.protocol is not None or self.preset is not None:
+            flag = "--protocol" if self.protocol is not None else "--preset"
+            raise UserError(f"{flag} chooses bm25-agent's loop; --agent {self.agent} has none: drop {flag}")
+
+    def bm25_choice(self) -> Bm25Choice:
+        """bm25-agent's protocol, T and k, and where each came from."""
+        from deskbench.models.registry import parse_spec
+
+        provider = parse_spec(self.model).provider if self.model else ""
+        return choose(provider, preset=self.preset, protocol_name=self.protocol, max_steps=self.max_steps,
+                      top_k=self.top_k)
 
 
 SHOWS_PAGES = {"bm25-agent", "rag", "oracle"}  # the docqa agents that put pages in front of the model
@@ -111,11 +127,17 @@ def prepare(spec: RunSpec, tasks: Sequence[DocQATask], *, tasks_file: str | None
     if model is not None:
         remember_settings(store, system, model)
     remember_corpus(store, system, spec.corpus)  # page texts in transcripts are stored by reference to it
-    settings = AgentSettings(max_steps=spec.max_steps, top_k=spec.top_k, view=view,  # type: ignore[arg-type]
+    settings = AgentSettings(max_steps=spec.max_steps, top_k=spec.top_k or 5, view=view,  # type: ignore[arg-type]
                              max_sub_calls=spec.max_sub_calls)
+    choice = None
+    if spec.agent == "bm25-agent":
+        choice = spec.bm25_choice()
+        settings = replace(settings, max_steps=choice.max_steps, top_k=choice.top_k, protocol=choice.protocol)
+        if choice.warning:
+            warnings.append(choice.warning)
     warning = remember_config(store, system, docqa_config(spec.agent, model.id if model else None, settings,
                                                           model_settings(model), spec.agent_options,
-                                                          source=model_source(model)))
+                                                          source=model_source(model), choice=choice))
     if warning:
         warnings.append(warning)
 
@@ -156,21 +178,31 @@ PROMPT_MODULES: dict[str, tuple[str, ...]] = {
 
 def docqa_config(agent: str, model: str | None, settings: AgentSettings,
                  sent: dict[str, object] | None, agent_options: Mapping[str, object] | None = None,
-                 source: str | None = None) -> SystemConfig:
+                 source: str | None = None, choice: Bm25Choice | None = None) -> SystemConfig:
     """A docqa system's configuration (runs/identity.py): the agent's settings as it runs them,
     max_steps resolved to the agent's own default when not given; `source`: what the model answers
-    from besides the request (identity.model_source)."""
+    from besides the request (identity.model_source); `choice`: bm25-agent's protocol, what it
+    reproduces and where each default came from (`deskbench info RUN` shows them)."""
     from dataclasses import asdict
 
     from deskbench.tracks.docqa.agents.bm25 import MAX_STEPS
+    from deskbench.tracks.docqa.agents.bm25_protocols.registry import protocol as bm25_protocol
     from deskbench.tracks.docqa.agents.rlm_settings import RlmSettings
 
     values = asdict(settings)
     values.update(agent_options or {})  # external: the command is part of what the system is
     if values["max_steps"] is None:
         values["max_steps"] = {"bm25-agent": MAX_STEPS, "rlm": RlmSettings().max_iterations}.get(agent)
+    modules = PROMPT_MODULES.get(agent, (_PROMPTS,))
+    if agent != "bm25-agent":
+        values.pop("protocol")  # only bm25-agent has protocols
+    elif settings.protocol != "paper":  # the official scripts' prompts live in their protocol's module
+        modules = (type(bm25_protocol(settings.protocol)).__module__,)
+    if choice is not None:
+        values["protocol_source"] = choice.protocol_source
+        values["sources"] = dict(choice.sources)
     return SystemConfig(track="docqa", agent=agent, model=model, settings=values, model_settings=sent, model_source=source,
-                        prompt_hash=prompt_hash(*PROMPT_MODULES.get(agent, (_PROMPTS,))))
+                        prompt_hash=prompt_hash(*modules))
 
 
 def rlm_sandbox(unsafe_local: bool) -> Sandbox:

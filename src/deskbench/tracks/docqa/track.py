@@ -29,7 +29,7 @@ class DocQATrack:
     agents = ("bm25-agent", "rag", "oracle", "guess", "lexical", "rlm", "external")  # tracks/docqa/agents/registry.py AGENTS
     limit_category = "step_limit"
     run_options = frozenset({"--corpus", "--limit", "--max-steps", "--max-sub-calls", "--top-k", "--view",
-                             "--unsafe-local", "--command", "--url", "--timeout"})
+                             "--unsafe-local", "--command", "--url", "--timeout", "--protocol", "--preset"})
     score_options = frozenset({"--tasks", "--pool-humans", "--by", "--official", "--kuiper-ties", "--effort",
                                "--skip-invalid", "--judge-cache", "--cache", "--q0", "--q1", "--m0", "--m1",
                                "--judge-calibration"})
@@ -96,7 +96,7 @@ def _prepare(request: RunRequest) -> PreparedRun:
     o = request.option
     spec = RunSpec(agent=(list(request.agents) or ["bm25-agent"])[0], model=(list(request.models) or ["openai/gpt-5-mini"])[0],
                    out=request.out, corpus=o("corpus"), concurrency=request.concurrency, max_steps=o("max_steps"),
-                   top_k=o("top_k", 5), view=o("view"), sampling=request.sampling, cache=request.cache,
+                   top_k=o("top_k"), view=o("view"), protocol=o("protocol"), preset=o("preset"), sampling=request.sampling, cache=request.cache,
                    prices=request.prices, unsafe_local=o("unsafe_local", False), max_sub_calls=o("max_sub_calls"),
                    agent_options=external_options(o),
                    attempts=request.attempts)
