@@ -116,6 +116,7 @@ class PdfServer:
     404           Not Found, always
     500-once      500 first, then ok
     500-always    500, always
+    429-once      429 with Retry-After: 7 first, then ok
     truncate-once first: 200 with the whole Content-Length, half the body, connection closed
     norange-once  as truncate-once, and it never honours Range (200 with the whole file)
     slow-once     first: no answer until the server stops (the client's read timeout ends it)
@@ -184,6 +185,9 @@ class PdfServer:
         if data is None or how == "404":
             log(404)
             return self._send(h, 404, b"Not Found", {"Content-Type": "text/plain"})
+        if how == "429-once" and n == 1:
+            log(429)
+            return self._send(h, 429, b"Too Many Requests", {"Content-Type": "text/plain", "Retry-After": "7"})
         if how == "500-always" or (how == "500-once" and n == 1):
             log(500)
             return self._send(h, 500, b"Internal Server Error", {"Content-Type": "text/plain"})
@@ -396,6 +400,21 @@ def test_a_folder_that_is_no_snapshot_is_one_line(tmp_path: Path, card: str | No
     done = run_cli("fetch", "madqa", "--from", str(snap), "--out", str(tmp_path / "m"), "--split", "dev", "-q")
     assert done.returncode == 2 and expected in done.stderr, done
     assert "Traceback" not in done.stderr and len(done.stderr.strip().splitlines()) == 1
+
+
+def test_retry_after_lengthens_the_back_off_and_a_name_that_is_no_plain_file_is_refused(
+        tmp_path: Path, pdf_bytes: dict[str, bytes]) -> None:
+    sleeps: list[float] = []
+    with PdfServer(pdf_bytes, {"ok.pdf": "429-once"}) as server:
+        items = [dl.Item("ok.pdf", f"{server.url}/ok.pdf"), dl.Item("../ok.pdf", f"{server.url}/ok.pdf"),
+                 dl.Item(".hidden.pdf", f"{server.url}/ok.pdf")]
+        result = dl.download(items, tmp_path / "pdfs", _settings(sleeps))
+    assert result.outcomes == {"ok.pdf": "downloaded", "../ok.pdf": "failed", ".hidden.pdf": "failed"}
+    assert sleeps == [7.0]  # the server asked for 7 s; the back-off alone would wait 1 s
+    assert [r[4] for r in server.log] == [429, 200]  # the refused names were never requested
+    assert [f.reason for f in result.failures] == ["'../ok.pdf' is not a plain file name; refused",
+                                                   "'.hidden.pdf' is not a plain file name; refused"]
+    assert not (tmp_path / "ok.pdf").exists()
 
 
 # -- kill -9 in the middle of a download, then resume -------------------------------------------

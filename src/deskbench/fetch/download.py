@@ -8,8 +8,8 @@ size and sha256 written to `manifest.json`, and only then renamed into place: ev
 folder shows under its own name is in the manifest, and every later run verifies it against
 the manifest (a corrupt or truncated file is downloaded again).
 
-Retries with exponential back-off on what may pass (5xx, 408, 429, timeouts, dropped
-connections, a body shorter than announced); never on what will not (404 and the other 4xx, a
+Retries with exponential back-off (longer when the server's Retry-After asks so) on what may
+pass (5xx, 408, 429, timeouts, dropped connections, a body shorter than announced); never on what will not (404 and the other 4xx, a
 body that is not the expected kind of file). A file that still fails is reported with its
 reason, and the others are kept.
 """
@@ -128,7 +128,19 @@ class Settings:
 
 
 class _Retry(Exception):
-    """This attempt failed in a way that a later one may not."""
+    """This attempt failed in a way that a later one may not; `wait`: the server's Retry-After."""
+
+    def __init__(self, reason: str, wait: float | None = None) -> None:
+        super().__init__(reason)
+        self.wait = wait
+
+
+def _retry_after(value: str | None) -> float | None:
+    """Retry-After in seconds (its HTTP-date form is not used for files: None)."""
+    try:
+        return max(0.0, float(value)) if value else None
+    except ValueError:
+        return None
 
 
 class _Fail(Exception):
@@ -265,15 +277,16 @@ def _one(client: httpx.Client, box: Folder, item: Item, s: Settings, on_bytes: C
             return "resumed"
     resumed_from = part.stat().st_size if part.exists() and _part_info(info, item.url) is not None else 0
     last = ""
+    asked: float | None = None  # the server's Retry-After, if it gave one
     for attempt in range(1, s.attempts + 1):
         if stop.is_set():
             raise _Fail("interrupted (what was downloaded is kept for the next run)")
         if attempt > 1:
-            s.sleep(min(MAX_WAIT, s.backoff * 2 ** (attempt - 2)))
+            s.sleep(min(MAX_WAIT, max(s.backoff * 2 ** (attempt - 2), asked or 0.0)))
         try:
             _transfer(client, item.url, part, info, on_bytes, stop)
         except _Retry as exc:
-            last = str(exc)
+            last, asked = str(exc), exc.wait
             continue
         problem = s.check(part)
         if problem is not None:
@@ -335,7 +348,7 @@ def _transfer(client: httpx.Client, url: str, part: Path, info_path: Path,
                 info_path.unlink(missing_ok=True)
                 raise _Retry("HTTP 416 (range not satisfiable): starting the file again")
             if status >= 500 or status in RETRY_STATUS:
-                raise _Retry(f"HTTP {status} {r.reason_phrase}".rstrip())
+                raise _Retry(f"HTTP {status} {r.reason_phrase}".rstrip(), _retry_after(r.headers.get("Retry-After")))
             if status >= 400:
                 raise _Fail(f"HTTP {status} {r.reason_phrase}".rstrip())
             if status == 206 and offset:

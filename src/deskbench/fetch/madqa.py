@@ -204,9 +204,16 @@ def fetch_madqa(options: FetchOptions, progress: Progress | None = None) -> Fetc
     summary.documents = len(names)
 
     show.stage("PDFs", len(names))
+    received = [0]  # bytes so far, shown beside each file as it ends
+
+    def on_bytes(n: int) -> None:
+        received[0] += n  # from the download threads: a lost update only blurs the shown total
+
     result = dl.download([dl.Item(n, links[n]) for n in names], out / "pdfs",
                          options.download or dl.Settings(workers=options.workers),
-                         on_file=lambda name, outcome: show.advance(f"{name} {outcome}"))
+                         on_file=lambda name, outcome: show.advance(f"{name} {outcome}, "
+                                                                    f"{received[0] / 1e6:.1f} MB received"),
+                         on_bytes=on_bytes)
     summary.downloads = {o: result.count(o) for o in ("downloaded", "resumed", "verified", "redownloaded",
                                                        "adopted", "failed") if result.count(o)}
     summary.failed = [FailedDownload(document=f.name, url=f.url, reason=f.reason) for f in result.failures]
