@@ -22,13 +22,21 @@ def _paper() -> Bm25Protocol:
     return PaperProtocol()
 
 
+def _gemini() -> Bm25Protocol:
+    from deskbench.tracks.docqa.agents.bm25_protocols.gemini_script import GeminiScriptProtocol
+
+    return GeminiScriptProtocol()
+
+
 # name (as --protocol takes it) -> the protocol; one line per module of this package
 PROTOCOLS: dict[str, Callable[[], Bm25Protocol]] = {
     "paper": _paper,
+    "gemini_agent.py": _gemini,
 }
 
 # model provider (models/registry.py) -> the protocol of the official script that drives it
 OFFICIAL_FOR_PROVIDER: dict[str, str] = {
+    "google": "gemini_agent.py",  # Gemini's native API, as google.generativeai (the script's SDK) calls it
 }
 
 
