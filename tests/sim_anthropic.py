@@ -44,6 +44,10 @@ Behaviour = dict[str, Any]
 {"kind": "text", "text": str, "thinking"?: str, "redacted_thinking"?: str}  (a thinking block, then a
   redacted_thinking block with that data, first when given; on "tool" too)
 | {"kind": "tool", "name": str, "arguments": "<JSON object as a string>", "text"?: str}
+| {"kind": "blocks", "content": [{"type": "text", "text": str} | {"type": "tool_use", "name": str,
+  "input": dict}, ...], "stop_reason"?: str}  (a reply of several blocks, in that order, e.g. two
+  tool calls or text between them; tool_use ids are made here; stop_reason "tool_use" when any
+  tool_use is given, else "end_turn", unless named)
 | {"kind": "status", "status": 429 | 500 | 529 | ..., "retry_after"?: "0.05", "message"?: str}
 | {"kind": "slow", "seconds": float, "then": Behaviour}
 | {"kind": "raw", "body": str | dict, "status"?: int, "content_type"?: str}
@@ -1197,6 +1201,19 @@ def message_payload(body: dict[str, Any], behaviour: Behaviour) -> dict[str, Any
             content.append({"type": "text", "text": behaviour["text"]})
         content.append({"type": "tool_use", "id": _rand_id("toolu_01"), "name": behaviour["name"], "input": args})
         stop = "tool_use"
+    elif behaviour["kind"] == "blocks":
+        for block in behaviour["content"]:
+            if block["type"] == "tool_use":
+                if not isinstance(block["input"], dict):
+                    raise ValueError("tool_use input must be a JSON object")
+                content.append({"type": "tool_use", "id": _rand_id("toolu_01"), "name": block["name"],
+                                "input": block["input"]})
+            elif block["type"] == "text":
+                content.append({"type": "text", "text": block["text"]})
+            else:
+                raise ValueError(f"unknown block type {block['type']!r}")
+        default = "tool_use" if any(b["type"] == "tool_use" for b in content) else "end_turn"
+        stop = behaviour.get("stop_reason", default)
     elif behaviour["kind"] == "text":
         if not behaviour.get("_empty"):
             content.append({"type": "text", "text": behaviour["text"]})

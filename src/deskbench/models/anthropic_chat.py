@@ -4,8 +4,10 @@ Requests follow the Messages API's rules (https://docs.anthropic.com/en/api/mess
 tests/sim_anthropic.py enforces: max_tokens always sent (4096 unless the user set one, as the
 official MADQA Anthropic agent sends), the system prompt apart, user and assistant turns
 alternating (consecutive ones merged), every tool_use answered by tool_result blocks first in
-the next user turn, no empty text blocks or empty turns, images within the vision limits
-(downscaled with Lanczos, the oldest dropped past the count: `image_limits.fit_images`).
+the next user turn (`is_error` on a failed call's), no empty text blocks or empty turns, images
+within the vision limits (downscaled with Lanczos, the oldest dropped past the count:
+`image_limits.fit_images`). A user turn of plain text goes as the string shorthand ("content":
+"..."), as MADQA's anthropic_agent.py sends its question; anything else as content blocks.
 Structured output is a forced tool whose input schema is the requested schema; its input comes
 back as the reply text (JSON), so callers see the same shape as from OpenAI's json_schema mode.
 The SDK's retries are off: the ResilientModel wrapper retries every provider alike. The key
@@ -80,7 +82,10 @@ def read_reasoning(block: Any) -> Reasoning | None:
 
 def _tool_result(m: Message) -> dict[str, Any]:
     text = m.text()
-    return {"type": "tool_result", "tool_use_id": m.tool_call_id, "content": text if text.strip() else "(empty)"}
+    block: dict[str, Any] = {"type": "tool_result", "tool_use_id": m.tool_call_id, "content": text if text.strip() else "(empty)"}
+    if m.is_error:  # the call failed or was refused (anthropic_agent.py's "is_error": true)
+        block["is_error"] = True
+    return block
 
 
 def _answer_open_calls(messages: list[dict[str, Any]]) -> None:
@@ -108,6 +113,7 @@ def to_anthropic(request: ChatRequest, caps: Capabilities) -> dict[str, Any]:
     """The Messages API body: system apart, tool results as user blocks, alternating roles merged."""
     system = "\n\n".join(m.text() for m in request.messages if m.role == "system")
     messages: list[dict[str, Any]] = []
+    plain: list[dict[str, Any]] = []  # turns that are one user message of plain text (sent as a string)
     for m in fit_images(request.messages, caps):
         if m.role == "system":
             continue
@@ -131,9 +137,14 @@ def to_anthropic(request: ChatRequest, caps: Capabilities) -> dict[str, Any]:
             messages[-1]["content"].extend(blocks)  # the API wants user and assistant to alternate
         else:
             messages.append({"role": role, "content": blocks})
+            if m.role == "user" and isinstance(m.content, str):
+                plain.append(messages[-1])
     if messages and messages[0]["role"] != "user":
         messages.insert(0, {"role": "user", "content": [{"type": "text", "text": "(conversation continues)"}]})
     _answer_open_calls(messages)
+    for turn in plain:  # a user's plain text goes as the string shorthand, as MADQA's agents send it
+        if len(turn["content"]) == 1:  # nothing merged into it, no tool result put before it
+            turn["content"] = turn["content"][0]["text"]
     if messages[-1]["role"] == "assistant":  # a prefill: thinking there is refused while thinking is off
         messages[-1]["content"] = [b for b in messages[-1]["content"]
                                    if b["type"] not in ("thinking", "redacted_thinking")]

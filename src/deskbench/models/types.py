@@ -86,6 +86,10 @@ class Message(BaseModel):
     content: str | list[Part] = ""
     tool_calls: list[ToolCall] = Field(default_factory=list)
     tool_call_id: str | None = None  # on role "tool": which call this answers
+    # on role "tool": the result reports a failure (Anthropic's tool_result `is_error`, which
+    # anthropic_agent.py sets on a refused call); left out of a dump when False, so a request
+    # without it keeps the cache key it had before this field existed
+    is_error: bool = Field(default=False, exclude_if=_empty)
     # on role "assistant": the reply's reasoning, in the provider's order; left out of a dump when
     # empty, so a request without any keeps the cache key it had before this field existed
     reasoning: list[Reasoning] = Field(default_factory=list, exclude_if=_empty)

@@ -1,0 +1,298 @@
+"""The official Anthropic protocol: what github OxRML/MADQA baselines/bm25-mllm-agent/
+anthropic_agent.py (AnthropicSearchAgent.answer_question) sends, request for request.
+
+- The script's own system prompt (with its appended paragraph on the search tool's input),
+  max_tokens 4096 (the adapter's default for Claude), the question as the first user message.
+- Tools `search_documents` and `provide_answer` with the script's descriptions and schemas, no
+  tool_choice; on the last iteration `provide_answer` alone, forced (tool_choice
+  {"type": "tool", "name": "provide_answer"}).
+- A reply that stops for tool use and calls `provide_answer` without a search ends the episode
+  with that call's input, read as the script reads it (a string answer becomes a one-item list,
+  citations that are not a list are dropped). Otherwise the assistant turn goes back (its text
+  and tool_use blocks), then ONE user turn: every tool_result first ("Found N matching pages.";
+  a `provide_answer` beside a search and an unknown tool get the script's texts with
+  `is_error: true`), then for each page found a text block "\\nFile: X, Page: N" and the page
+  image. A stop for tool use without any tool call repeats the same request, as the script does.
+- A reply that stops for another reason (end_turn, max_tokens, ...) ends the episode with the
+  reply's text as the answer (or "Unable to generate answer"), no citations, and the error
+  "Unexpected stop reason: <reason>" on the submission: the script's own row.
+- Images: the page at 200 DPI (ctx.settings.dpi) as a PNG; while its base64 text exceeds 5 MiB
+  (5 * 1024 * 1024 characters, Anthropic's limit as the script measures it), the page is redrawn
+  from the original at 0.9, 0.81, ... of its size (Lanczos), each size measured as Pillow writes
+  the PNG of the RGB image (utils.image_to_base64), as the script does. deskbench's own --max-
+  image-bytes does not apply: the script has its own rule.
+
+Where the script would crash, the request shape is kept up to that point and the episode ends
+with an error naming why (the script raises, process_dataset.py writes an error row):
+a search call without a string "query" (the script's `tool_use.input["query"]`).
+
+Retries are the adapter's (deskbench's ResilientModel: 5 attempts, backoff with jitter on 429,
+5xx, timeouts); the script makes 3 attempts on 5xx and 429 (waits 2 s, 3 s), each through the
+SDK's own 2 retries. Stop reasons come from Anthropic's `stop_reason`; with another provider
+(this protocol named explicitly) a reply with tool calls counts as "tool_use".
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import io
+import threading
+from collections import OrderedDict
+from typing import Any, Literal
+
+from PIL import Image
+
+from deskbench.agents.base import AgentContext, AgentResult, Recorder
+from deskbench.corpus.images import ImageSpec
+from deskbench.models.types import ChatRequest, ChatResponse, ImagePart, Message, Part, TextPart, ToolCall, ToolSpec
+from deskbench.tasks.docqa import DocQASubmission, DocQATask
+from deskbench.tracks.docqa.agents.bm25_protocols.base import Pages, PageSearch, official_source, page_view
+from deskbench.untrusted.limits import FileLimitError
+
+SCRIPT = "anthropic_agent.py"
+
+SYSTEM_PROMPT = """You are a document QA assistant with access to a search tool.
+The search tool returns images of document pages.
+
+IMPORTANT: The answer to the question is definitely in the documents. If your search returns no results or unhelpful pages, try different search terms. Be creative with queries - use synonyms, abbreviations, or different phrasings.
+
+Once you find relevant pages, analyze the images carefully. When you have the answer, use the provide_answer tool with:
+- answer: list of answer values (one or more items)
+  * if there is a single answer, the output should be a one-element list
+  * if the answer refers to multiple items or entities, the list will have several elements
+  * do not write a full sentence there, use as few words as possible
+  * if possible, use the exact words from the document
+- citations: list of sources where EACH citation must have:
+  * file: the exact PDF filename shown in the image (e.g., "1007969.pdf", "doc_name.pdf")
+  * page: the page number (integer)
+
+Always call the search_documents tool with an input object that contains ONLY the key "query" with a string value. Do not include any other fields (no lists, alternate keys, or metadata)."""
+"""The script's system prompt, its appended instruction on the search tool's input included."""
+
+SEARCH_TOOL = ToolSpec(
+    name="search_documents",
+    description=(
+        "Search document collection and return images of matching pages. Supports: terms and phrases "
+        "(use quotes for exact match), boolean operators (AND, OR, NOT - AND is default), wildcards "
+        "(* for multiple chars, ? for single char). Examples: 'engine specifications', "
+        "'\"Bell 407\" AND accessories', 'Bell*', 'incorporation NOT date'."
+    ),
+    parameters={
+        "type": "object",
+        "properties": {
+            "query": {"type": "string",
+                      "description": "Search query using keywords, phrases in quotes, and boolean operators"},
+        },
+        "required": ["query"],
+    },
+)
+ANSWER_TOOL = ToolSpec(
+    name="provide_answer",
+    description="Provide the final structured answer with citations after analyzing the document pages.",
+    parameters={
+        "type": "object",
+        "properties": {
+            "answer": {"type": "array", "items": {"type": "string"},
+                       "description": "List of answer values (one or more items)"},
+            "citations": {
+                "type": "array",
+                "items": {
+                    "type": "object",
+                    "properties": {
+                        "file": {"type": "string", "description": "The exact PDF filename (e.g., '1007969.pdf')"},
+                        "page": {"type": "integer", "description": "The page number"},
+                    },
+                    "required": ["file", "page"],
+                },
+                "description": "List of citations with file and page information",
+            },
+        },
+        "required": ["answer", "citations"],
+    },
+)
+
+FOUND = "Found {n} matching pages."
+WAIT = "Please wait for the search results before providing an answer."
+NOT_AVAILABLE = "Error: Tool '{name}' is not available in this context."
+NO_ANSWER = "Unable to generate answer"
+LIMIT_ANSWER = "Maximum iterations reached without answer"
+
+MAX_BASE64 = 5 * 1024 * 1024
+"""The script's image limit: the base64 text of the PNG, in characters."""
+SHRINK = 0.9
+"""Each step scales the original page by another 0.9 (0.9, 0.81, ...)."""
+STOP_REASONS = frozenset({"end_turn", "max_tokens", "stop_sequence", "tool_use", "pause_turn", "refusal",
+                          "model_context_window_exceeded"})
+"""Anthropic's stop_reason values (Messages API reference); another provider's finish reason is read
+by whether the reply called tools."""
+
+
+def official_png(image: Image.Image) -> bytes:
+    """The PNG bytes utils.image_to_base64 encodes: Pillow's PNG writer with its defaults."""
+    buffer = io.BytesIO()
+    image.save(buffer, format="PNG")
+    return buffer.getvalue()
+
+
+def shrink_steps(page: Image.Image, max_base64: int = MAX_BASE64) -> tuple[int, bytes]:
+    """How many 0.9 steps the script's loop takes on `page` (an RGB image), and the PNG it sends:
+    each step redraws the ORIGINAL at the product of the factors so far (int() of each side),
+    until the base64 text is within the limit."""
+    data = official_png(page)
+    steps, factor = 0, 1.0
+    while len(base64.b64encode(data)) > max_base64:
+        steps += 1
+        factor *= SHRINK
+        size = (int(page.width * factor), int(page.height * factor))
+        data = official_png(page.resize(size, Image.Resampling.LANCZOS))
+    return steps, data
+
+
+class PageImages:
+    """The page images the script sends, with its 5 MB loop. Measuring a page costs a Pillow PNG
+    encode (~0.1-0.5 s for a 200 DPI page), so the verdict "no step needed" (the rendered PNG then
+    goes as it is: the same pixels) is remembered per rendered image, for the process's life
+    (episodes get a new protocol object each: the memory is shared, bounded, thread-safe)."""
+
+    def __init__(self, max_pages: int = 8192) -> None:
+        self._fits: OrderedDict[bytes, bool] = OrderedDict()
+        self._max = max_pages
+        self._lock = threading.Lock()
+
+    def image(self, ctx: AgentContext, doc: str, page: int) -> ImagePart:
+        """One page's image part (blocking: it may render and encode)."""
+        assert ctx.corpus is not None
+        dpi = ctx.settings.dpi
+        rendered = ctx.corpus.page_image(doc, page, ImageSpec(dpi=dpi, format="png", max_bytes=None))
+        ref = f"page:{doc}#{page}@{dpi}"
+        key = hashlib.sha256(rendered).digest()
+        with self._lock:
+            fits = self._fits.get(key)
+        if fits and len(base64.b64encode(rendered)) <= MAX_BASE64:
+            return ImagePart.of(rendered, "image/png", ref=ref)
+        with Image.open(io.BytesIO(rendered)) as opened:
+            original = opened.convert("RGB")  # pdf2image's pages are RGB
+        steps, data = shrink_steps(original)
+        with self._lock:
+            self._fits[key] = steps == 0
+            if len(self._fits) > self._max:
+                self._fits.popitem(last=False)
+        return ImagePart.of(data, "image/png", ref=ref)
+
+    def load(self, ctx: AgentContext, pages: Pages) -> list[Part]:
+        """The script's page blocks: "\\nFile: X, Page: N", then the image (left out when the page
+        cannot be shown, as the script leaves out a page it cannot load)."""
+        parts: list[Part] = []
+        for doc, page in pages:
+            parts.append(TextPart(text=f"\nFile: {doc}, Page: {page}"))
+            try:
+                parts.append(page_view(ctx, doc, page) if ctx.settings.view == "text"
+                             else self.image(ctx, doc, page))
+            except FileLimitError:
+                continue
+        return parts
+
+
+PAGE_IMAGES = PageImages()
+
+
+def stopped_for_tools(response: ChatResponse) -> bool:
+    """The script's `response.stop_reason == "tool_use"`."""
+    if response.finish_reason in STOP_REASONS:
+        return response.finish_reason == "tool_use"
+    return bool(response.message.tool_calls)
+
+
+class AnthropicScriptProtocol:
+    name = SCRIPT
+    source = official_source(SCRIPT)
+
+    async def run(self, task: DocQATask, ctx: AgentContext, rec: Recorder, pages: PageSearch,
+                  max_steps: int) -> AgentResult:
+        messages = [Message(role="system", content=SYSTEM_PROMPT), Message(role="user", content=task.question)]
+        history: list[dict[str, Any]] = []  # the script's search_history
+        for iteration in range(1, max_steps + 1):
+            last = iteration == max_steps
+            response = await rec.complete(ChatRequest(
+                messages=messages,
+                tools=[ANSWER_TOOL] if last else [SEARCH_TOOL, ANSWER_TOOL],
+                tool_choice=ANSWER_TOOL.name if last else None,
+            ))
+            reply = response.message
+            if not stopped_for_tools(response):
+                return self._finish(rec, task, {"answer": [reply.text() or NO_ANSWER], "citations": []},
+                                    iteration, history, f"Unexpected stop reason: {response.finish_reason}")
+            calls = reply.tool_calls
+            if not calls:
+                continue  # the script logs it and asks again with the same messages
+            answer = next((c for c in calls if c.name == ANSWER_TOOL.name), None)
+            if answer is not None and not any(c.name == SEARCH_TOOL.name for c in calls):
+                return self._answer(rec, task, answer, iteration, history)
+            messages.append(reply)
+            results: list[Message] = []
+            shown: list[Part] = []
+            for call in calls:
+                if call.name == SEARCH_TOOL.name:
+                    query = _query(call)
+                    if query is None:
+                        return rec.result("error", error=(
+                            f"search_documents was called without a string 'query' ({call.arguments[:80]}): "
+                            f"the official {SCRIPT} raises here and records the question as failed"))
+                    found = await pages.search(ctx, rec, query, load=PAGE_IMAGES.load, tool=SEARCH_TOOL.name)
+                    history.append({"iteration": iteration, "query": query, "num_results": len(found.hits)})
+                    results.append(Message(role="tool", tool_call_id=call.id, content=FOUND.format(n=len(found.hits))))
+                    shown.extend(found.parts)
+                elif call.name == ANSWER_TOOL.name:
+                    results.append(Message(role="tool", tool_call_id=call.id, content=WAIT, is_error=True))
+                else:
+                    results.append(Message(role="tool", tool_call_id=call.id,
+                                           content=NOT_AVAILABLE.format(name=call.name), is_error=True))
+            messages.extend(results)  # every tool_result first, then the pages, in one user turn
+            if shown:
+                messages.append(Message(role="user", content=shown))
+        return self._finish(rec, task, {"answer": [LIMIT_ANSWER], "citations": []}, max_steps, history,
+                            "Maximum iterations reached", status="limit")
+
+    def _answer(self, rec: Recorder, task: DocQATask, call: ToolCall, iteration: int,
+                history: list[dict[str, Any]]) -> AgentResult:
+        """The script's reading of a provide_answer input."""
+        try:
+            data = call.parsed()
+        except ValueError as exc:
+            return rec.result("error", error=f"provide_answer arguments are not a JSON object ({exc}): "
+                                             f"the official {SCRIPT} raises here")
+        answer = data.get("answer", [])
+        if isinstance(answer, str):
+            answer = [answer]
+        elif not isinstance(answer, list):
+            answer = [str(answer)] if answer else ["Unable to parse answer"]
+        citations = data.get("citations", [])
+        return self._finish(rec, task, {"answer": answer, "citations": citations if isinstance(citations, list) else []},
+                            iteration, history, None)
+
+    @staticmethod
+    def _finish(rec: Recorder, task: DocQATask, row: dict[str, Any], iteration: int,
+                history: list[dict[str, Any]], error: str | None, *, status: Literal["ok", "limit"] = "ok") -> AgentResult:
+        """The episode's result from the row the script would write; citations it cannot read as
+        pages are dropped (and named in the error), not the whole answer."""
+        dropped: list[str] = []
+        submission = DocQASubmission.model_validate(
+            {"id": task.id, "question": task.question, **row, "iterations": iteration,
+             "steps": len(history), "search_history": history, "error": error},
+            context={"dropped": dropped})
+        if dropped:
+            note = f"citations dropped: {'; '.join(dropped)}"
+            submission.error = f"{error}; {note}" if error else note
+        if status == "limit":
+            return rec.result("limit", submission, error=error)
+        return rec.result("ok", submission)
+
+
+def _query(call: ToolCall) -> str | None:
+    """The call's "query" when it is a string (None: the script would raise)."""
+    try:
+        query = call.parsed().get("query")
+    except ValueError:
+        return None
+    return query if isinstance(query, str) else None
