@@ -85,6 +85,7 @@ def test_a_text_request_is_the_sdks_rest_body_and_is_accepted() -> None:
                              "systemInstruction": {"parts": [{"text": "Be brief."}]}}]
     assert sim.paths == [f"/v1beta/models/{MODEL}:generateContent?%24alt=json%3Benum-encoding%3Dint"]
     assert sim.headers[0]["x-goog-api-key"] == KEY
+    assert sim.headers[0]["x-goog-request-params"] == f"model=models/{MODEL}"  # as the SDK routes it
     assert reply.usage.input_tokens == 100 and reply.usage.output_tokens == 20 and reply.model == MODEL
 
 

@@ -13,7 +13,8 @@ The body is the one google.generativeai 0.8.6 sends over REST (its generated tra
 google/ai/generativelanguage_v1beta/services/generative_service/transports/rest_base.py): the
 query `$alt=json;enum-encoding=int`, so enums go as their numbers both ways (Schema type 6 for
 OBJECT, finishReason 10 for MALFORMED_FUNCTION_CALL), camelCase fields, an always-present
-`generationConfig` (empty when nothing is set), and the key in the `x-goog-api-key` header.
+`generationConfig` (empty when nothing is set), the key in the `x-goog-api-key` header and the
+routing header `x-goog-request-params: model=models/<model>`.
 Replies are read with string enums as well (the API's default encoding).
 
 The key comes from GEMINI_API_KEY, else GOOGLE_API_KEY, in the order google.generativeai reads
@@ -341,7 +342,9 @@ class GeminiNative:
         self.caps = capabilities(self.id)
         root = (base_url or os.environ.get(BASE_URL_ENV) or API_ROOT).rstrip("/")
         self.url = f"{root}/{API_VERSION}/models/{self.model}:generateContent?{ENUMS_AS_NUMBERS}"
-        self._headers = {"x-goog-api-key": key, "content-type": "application/json"}
+        # the SDK's headers that matter to the API: the key, JSON, and its routing parameter
+        self._headers = {"x-goog-api-key": key, "content-type": "application/json",
+                         "x-goog-request-params": f"model=models/{self.model}"}
         self._timeout = aiohttp.ClientTimeout(total=timeout)
         self._session: aiohttp.ClientSession | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
