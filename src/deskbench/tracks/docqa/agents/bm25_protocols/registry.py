@@ -28,14 +28,22 @@ def _gemini() -> Bm25Protocol:
     return GeminiScriptProtocol()
 
 
+def _anthropic() -> Bm25Protocol:
+    from deskbench.tracks.docqa.agents.bm25_protocols.anthropic_script import AnthropicScriptProtocol
+
+    return AnthropicScriptProtocol()
+
+
 # name (as --protocol takes it) -> the protocol; one line per module of this package
 PROTOCOLS: dict[str, Callable[[], Bm25Protocol]] = {
     "paper": _paper,
+    "anthropic_agent.py": _anthropic,
     "gemini_agent.py": _gemini,
 }
 
 # model provider (models/registry.py) -> the protocol of the official script that drives it
 OFFICIAL_FOR_PROVIDER: dict[str, str] = {
+    "anthropic": "anthropic_agent.py",
     "google": "gemini_agent.py",  # Gemini's native API, as google.generativeai (the script's SDK) calls it
 }
 
