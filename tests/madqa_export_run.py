@@ -32,7 +32,7 @@ def build_run(root: Path) -> Path:
     corpus = write_operator_corpus(root / "operators")
     run = root / "run"
     for script, extra in SYSTEMS.values():
-        proc = run_cli("run", "--tasks", str(TASKS), "--corpus", str(corpus.root), "--agent", "bm25-agent",
+        proc = run_cli("run", "--tasks", str(TASKS), "--corpus", str(corpus.root), "--agent", "bm25-agent", "--protocol", "paper",
                        "--model", f"scripted:{script}", "--out", str(run), "--max-steps", "4", "--top-k", "4",
                        "--view", "text", "--concurrency", "1", "--quiet", *extra, cwd=DATA)
         assert proc.returncode == 0, proc.stderr

@@ -308,7 +308,18 @@ def test_each_providers_steps_follow_its_official_script(shape: str) -> None:
     if "thinking" in first:
         assert first["thinking"] == "thinking it over"
     assert row["search_history"] == [{"iteration": 1, "query": "bell", "num_results": 2}]
-    assert madqa.STEP_SHAPES["anthropic"] is madqa.anthropic_step and madqa.STEP_SHAPES["vllm"] is madqa.vllm_step
+
+
+
+def test_the_shape_is_the_protocols_script_else_the_providers() -> None:
+    from deskbench.runs.export import madqa
+
+    assert madqa.step_shape("anthropic_agent.py", "openai-compat/claude-proxy") is madqa.anthropic_step
+    assert madqa.step_shape("gemini_agent.py", "google/gemini-2.5-flash") is madqa.gemini_step
+    assert madqa.step_shape("paper", "anthropic/claude-sonnet-4-5") is madqa.anthropic_step
+    assert madqa.step_shape("paper", "vllm/qwen") is madqa.vllm_step
+    assert madqa.step_shape(None, "mistral/pixtral-large-latest") is madqa.openai_step  # no mistral script
+    assert madqa.step_shape(None, None) is madqa.openai_step  # process_dataset.py's default provider
 
 
 def test_without_a_transcript_the_steps_come_from_the_trajectory() -> None:

@@ -21,16 +21,19 @@ did not run has no line. The lines are process_dataset.py's, key for key and in 
   evaluator scores an error row 0 and counts it, as `deskbench score --official` scores a failed
   episode.
 
-`trajectory` is one step per model call in the shape of the official agent for the system's
-provider (`STEP_SHAPES`: openai_agent.py by default, also for Mistral, whose script is not in the
-repository; anthropic_agent.py; gemini_agent.py; vllm_agent.py for OpenAI-compatible servers),
-built from the episode's transcript: the reply's finish (stop) reason, usage, text, tool calls with
+`trajectory` is one step per model call in the shape of the official agent the system followed:
+the official script whose protocol a bm25-agent system ran (`SCRIPT_SHAPES`), else the one for
+its model's provider (`STEP_SHAPES`: openai_agent.py by default, also for Mistral, whose script is
+not in the repository; anthropic_agent.py; gemini_agent.py for Gemini; vllm_agent.py for
+OpenAI-compatible servers), built from the episode's transcript: the reply's finish (stop) reason, usage, text, tool calls with
 their arguments parsed, reasoning text as `thinking`; the searches the step ran with the pages each
 returned as `tool_results` (a tool call the agent refused, e.g. a malformed answer, as an `error`
 entry with the message the model was sent); the answering step's `parsed_answer`. What cannot be
 reconstructed: a step's tool results for a call deskbench did not run as a search have only that
 message; a model call that failed and was retried inside the model wrapper is not a step (the
-script would have stopped); an episode stored without a transcript gets steps from its trajectory
+script would have stopped); gemini_agent.py's iteration holds two calls (the turn, then the
+function responses), written here as two steps, without its `forced_answer` and
+`after_tool_response` flags; an episode stored without a transcript gets steps from its trajectory
 (tokens and searches; `content`, `finish_reason` and tool call ids null). An imported system
 (`deskbench import`) is written back as it was read: its own trajectory, search history and model.
 """
@@ -153,13 +156,27 @@ def gemini_step(c: Call) -> dict[str, Any]:
 
 
 StepShape = Callable[[Call], dict[str, Any]]
+SCRIPT_SHAPES: dict[str, StepShape] = {
+    "openai_agent.py": openai_step, "anthropic_agent.py": anthropic_step, "gemini_agent.py": gemini_step,
+    "vllm_agent.py": vllm_step,
+}
+"""A bm25-agent system that ran an official script's protocol (its config's `protocol`) is written
+in that script's steps."""
 STEP_SHAPES: dict[str, StepShape] = {
-    "openai": openai_step, "anthropic": anthropic_step, "gemini": gemini_step,
+    "openai": openai_step, "anthropic": anthropic_step, "gemini": gemini_step, "google": gemini_step,
     "vllm": vllm_step, "openai-compat": vllm_step, "llamacpp": vllm_step, "ollama": vllm_step,
 }
-"""The official script whose trajectory steps a provider's systems are written in (by the model
-string's provider); any other provider (mistral, scripted, local, a plugin's) gets openai_agent.py's,
+"""Otherwise (the paper's loop, another agent) the steps of the official script for the model's
+provider; any other provider (mistral, scripted, local, a plugin's) gets openai_agent.py's,
 process_dataset.py's default."""
+
+
+def step_shape(protocol: object, model_id: str | None) -> StepShape:
+    """The official script whose steps a system's lines are written in."""
+    if isinstance(protocol, str) and protocol in SCRIPT_SHAPES:
+        return SCRIPT_SHAPES[protocol]
+    provider = model_id.split("/", 1)[0] if model_id else ""
+    return STEP_SHAPES.get(provider, openai_step)
 
 
 # --- steps from what the run stored --------------------------------------------------------------
@@ -352,10 +369,10 @@ class MadqaExporter:
             stems = file_names(systems)
             files: dict[Path, list[dict[str, Any]]] = {}
             for system in systems:
-                identity = identities.get(system)
-                model_id = identity.config.model if identity is not None else None
-                provider = model_id.split("/", 1)[0] if model_id else ""
-                info = SystemInfo(model_name(model_id), STEP_SHAPES.get(provider, openai_step))
+                config = identity.config if (identity := identities.get(system)) is not None else None
+                model_id = config.model if config is not None else None
+                protocol = config.settings.get("protocol") if config is not None else None
+                info = SystemInfo(model_name(model_id), step_shape(protocol, model_id))
                 for attempt, rows in sorted(system_rows(store, system, info, questions).items()):
                     suffix = "" if attempt == 0 else f".attempt-{attempt}"
                     files[out / f"{stems[system]}{suffix}.jsonl"] = rows
