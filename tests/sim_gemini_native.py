@@ -538,6 +538,7 @@ class SimGeminiNative(ServedDouble):
     requests: list[dict[str, Any]] = field(default_factory=list)
     paths: list[str] = field(default_factory=list)
     headers: list[dict[str, str]] = field(default_factory=list)
+    statuses: list[int] = field(default_factory=list)  # of each request's answer, in order
     refused: list[dict[str, Any]] = field(default_factory=list)
     accepted: list[dict[str, Any]] = field(default_factory=list)
     script_errors: list[str] = field(default_factory=list)
@@ -557,9 +558,12 @@ class SimGeminiNative(ServedDouble):
 
     def check(self, path: str, headers: dict[str, str], raw: bytes) -> tuple[str, Refusal] | None:
         """The first rule that refuses the request, as (rule name, (status, body)), or None."""
-        return self._check(path, {k.lower(): v for k, v in headers.items()}, raw)[0]
+        return self.evaluate(path, {k.lower(): v for k, v in headers.items()}, raw)[0]
 
-    def _check(self, path: str, headers: dict[str, str], raw: bytes) -> tuple[tuple[str, Refusal] | None, Ctx | None]:
+    def evaluate(self, path: str, headers: dict[str, str], raw: bytes) -> tuple[tuple[str, Refusal] | None, Ctx | None]:
+        """(the first refusal as (rule name, (status, body)), or None; the request's Ctx when it got
+        as far as the rules): the checks without a server, for the recorder of the official
+        requests (scripts/official_requests/record_gemini.py), which answers as this does."""
         url = urlsplit(path)
         query = parse_qs(url.query)
         match = _PATH.fullmatch(unquote(url.path))
@@ -608,6 +612,12 @@ class SimGeminiNative(ServedDouble):
 
     # --- request handling ------------------------------------------------------------------
     def _handle(self, path: str, headers: dict[str, str], raw: bytes) -> Response:
+        response = self._respond(path, headers, raw)
+        with self._lock:
+            self.statuses.append(response[0])
+        return response
+
+    def _respond(self, path: str, headers: dict[str, str], raw: bytes) -> Response:
         try:
             body: Any = json.loads(raw) if raw else None
         except ValueError:
@@ -616,7 +626,7 @@ class SimGeminiNative(ServedDouble):
             self.requests.append(body if isinstance(body, dict) else {"_raw": raw[:2000].decode("utf-8", "replace")})
             self.paths.append(path)
             self.headers.append(headers)
-        verdict, ctx = self._check(path, headers, raw)
+        verdict, ctx = self.evaluate(path, headers, raw)
         if verdict is not None:
             name, (status, payload) = verdict
             with self._lock:
@@ -715,3 +725,23 @@ def reply_payload(ctx: Ctx, behaviour: Behaviour) -> dict[str, Any]:
     if parts:
         candidate = {"content": {"parts": parts, "role": "model"}, **candidate}
     return {"candidates": [candidate], **base}
+
+
+def abstract_reply(reply: dict[str, Any]) -> Behaviour:
+    """A reply of the shared scenario (tests/data/official_requests/scenario.json) as Gemini gives
+    it to gemini_agent.py: `text` as a text part, `answer` as a text part holding the answer's JSON
+    (the script's answer channel is text), then one functionCall part per `search` query. The
+    Gemini questions (gemini_questions.json) add `calls` (functionCall parts as given: name, args)
+    and `finish` (a candidate that stopped for that finishReason, without content). Both the
+    recorder of the official requests and deskbench's test answer with it."""
+    if "finish" in reply:
+        return {"kind": "finish", "reason": reply["finish"]}
+    texts = [reply["text"]] if reply.get("text") else []
+    if "answer" in reply:
+        texts.append(json.dumps(reply["answer"], ensure_ascii=False))
+    calls = [{"name": "search_documents", "args": {"query": q}} for q in reply.get("search", [])]
+    calls += reply.get("calls", [])
+    behaviour: Behaviour = {"kind": "calls", "calls": calls} if calls else {"kind": "text"}
+    if texts:
+        behaviour["text"] = "\n".join(texts)
+    return behaviour

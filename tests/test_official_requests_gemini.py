@@ -1,12 +1,15 @@
 """deskbench's bm25-agent on a `google/` model sends what the official gemini_agent.py sends.
 
 gemini_agent.py (github OxRML/MADQA baselines/bm25-mllm-agent) drives Gemini through
-google.generativeai's ChatSession on the native API. Here deskbench runs its protocol
-(bm25_protocols/gemini_script.py) through the real native adapter (models/gemini_native.py)
-against the strict simulator of generateContent (tests/sim_gemini_native.py), episode by episode,
-and checks the requests and what the episode makes of each kind of reply: the paths of the
-script's loop (an answer after the pages, a short text, a function call in reply to the pages,
-a MALFORMED_FUNCTION_CALL, the forced last turn).
+google.generativeai's ChatSession on the native API. Its requests were recorded by running it,
+unmodified, against a local server that answers and refuses as the strict simulator does
+(scripts/official_requests/record_gemini.py; tests/data/official_requests/gemini.json says which
+commit and SDK), over the shared scenario and gemini_questions.json. Here deskbench runs the same
+questions through its protocol (bm25_protocols/gemini_script.py) and the real native adapter
+(models/gemini_native.py) against the simulator (tests/sim_gemini_native.py), answering from the
+same replies; both sides are normalised alike (images as mime/width/height) and compared element
+by element: path, protocol headers, body, and the status each request got; then what each
+episode ends with. The other tests take the script's paths one by one on a corpus of their own.
 """
 
 from __future__ import annotations
@@ -15,13 +18,14 @@ import asyncio
 import base64
 import io
 import json
+import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 from conftest import ingest
 from PIL import Image
-from sim_gemini_native import SimGeminiNative
+from sim_gemini_native import SimGeminiNative, abstract_reply
 
 from deskbench.agents.base import AgentContext, AgentSettings
 from deskbench.corpus import Corpus
@@ -35,6 +39,10 @@ from deskbench.tracks.docqa.agents.bm25_protocols.gemini_script import (
     parse_final_answer,
 )
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "scripts" / "official_requests"))
+import common  # noqa: E402  (the recorder's normalise and comparison: standard library and Pillow)
+
+DATA = Path(__file__).parent / "data" / "official_requests"
 MODEL = "gemini-2.0-flash-exp"  # the script's default model
 PROTOCOL = "gemini_agent.py"
 QUESTION = "Which engine powers the Bell 407?"
@@ -200,3 +208,85 @@ def test_the_answer_parser_is_the_scripts() -> None:
     assert parse_final_answer('  {"answer": ["a"] "citations": []}  ') == {
         "answer": ['{"answer": ["a"] "citations": []}'], "citations": []}  # not JSON: the whole text
     assert parse_final_answer("no json") == {"answer": ["no json"], "citations": []}
+
+
+# --- the recorded official requests ----------------------------------------------------------------
+
+FIXTURE = json.loads((DATA / "gemini.json").read_text(encoding="utf-8"))
+SCENARIO = json.loads((DATA / "scenario.json").read_text(encoding="utf-8"))
+QUESTIONS = {q["id"]: q for q in [*SCENARIO["questions"],
+                                 *json.loads((DATA / "gemini_questions.json").read_text(encoding="utf-8"))["questions"]]}
+KEY = "official-recording-key"  # the recording's (fake) key: the header is compared too
+
+
+@pytest.fixture(scope="module")
+def scenario_corpus(tmp_path_factory: pytest.TempPathFactory) -> Corpus:
+    """The scenario's PDFs with its page text in the official Textract shape, as --page-text takes it."""
+    root = tmp_path_factory.mktemp("scenario")
+    corpus, summary = ingest(root / "corpus", [DATA / "pdfs"], ocr="never")
+    assert summary.files_ok == len(SCENARIO["documents"])
+    apply_page_text(corpus, read_page_text(DATA / "page_text.jsonl"))
+    return Corpus.open(root / "corpus")
+
+
+def deskbench_episode(corpus: Corpus, qid: str) -> tuple[Any, list[dict[str, Any]]]:
+    """One scenario question through deskbench, with its requests as the fixture keeps them."""
+    q = QUESTIONS[qid]
+    replies = [abstract_reply(r) for r in q["replies"]]
+    settings = FIXTURE["settings"]
+    with SimGeminiNative(script=lambda body, n: replies[n - 1], api_key=KEY) as sim:
+        model = GeminiNative(MODEL, base_url=sim.base_url, api_key=KEY)
+        ctx = AgentContext(model=model, corpus=corpus, settings=AgentSettings(
+            protocol=PROTOCOL, max_steps=settings["max_iterations"], top_k=settings["top_k"]))
+
+        async def go() -> Any:
+            try:
+                return await Bm25Agent().run(DocQATask(id=qid, question=q["question"], answer_variants=["x"]), ctx)
+            finally:
+                await model.aclose()
+
+        result = asyncio.run(go())
+    assert sim.script_errors == []
+    ids: dict[str, str] = {}
+    wanted = ("content-type", "x-goog-api-key", "x-goog-request-params")
+    requests = [{"method": "POST", "path": path, "headers": {k: v for k, v in headers.items() if k in wanted},
+                 "body": common.normalise(body, ids), "status": status}
+                for path, headers, body, status in zip(sim.paths, sim.headers, sim.requests, sim.statuses, strict=True)]
+    return result, requests
+
+
+def test_the_fixture_is_the_official_scripts() -> None:
+    source = FIXTURE["source"]
+    assert source["file"] == "baselines/bm25-mllm-agent/gemini_agent.py"
+    assert source["commit"] == "978fa76de16acf983363557823f4f2d1ed74ba47"
+    assert source["sdk"].startswith("google-generativeai==") and source["model"] == MODEL
+    assert [q["id"] for q in FIXTURE["questions"]] == list(QUESTIONS)
+
+
+def test_every_request_element_equals_the_official_scripts(scenario_corpus: Corpus) -> None:
+    total = equal = 0
+    problems: list[str] = []
+    for recorded in FIXTURE["questions"]:
+        _result, sent = deskbench_episode(scenario_corpus, recorded["id"])
+        want = recorded["requests"]
+        total += common.elements(want)
+        equal += common.equal_elements(want, sent)
+        problems += [f"{recorded['id']}{d}" for d in common.differences(want, sent)]
+    assert problems == [], f"{equal} of {total} request elements equal; differing:\n" + "\n".join(problems[:40])
+    assert equal == total
+    print(f"gemini_agent.py: {equal} of {total} request elements equal")  # shown with pytest -s
+
+
+@pytest.mark.parametrize("qid", list(QUESTIONS))
+def test_each_episode_ends_as_the_official_one(scenario_corpus: Corpus, qid: str) -> None:
+    recorded = next(q for q in FIXTURE["questions"] if q["id"] == qid)
+    result, _sent = deskbench_episode(scenario_corpus, qid)
+    official = recorded["result"]
+    if official["answer"] == ["Error: Unable to generate answer"]:  # the script's error row: an error here
+        assert result.status == "error" and "Error: Unable to generate answer" in (result.error or "")
+        return
+    assert result.status == "ok", result.error
+    got = result.submission
+    assert got.answer == official["answer"]
+    assert [{"file": c.document, "page": c.page} for c in got.citations] == official["citations"]
+    assert got.iterations == official["iterations"] and got.search_history == official["search_history"]
