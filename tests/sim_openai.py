@@ -1264,8 +1264,26 @@ class SimOpenAI(ServedDouble):
 
     def completion(self, behaviour: Behaviour, n: int, model: str) -> dict[str, Any]:
         """A chat.completion for a "text" or "tool" behaviour: FakeOpenAI's payload, plus the service's
-        reasoning fields when the behaviour carries "reasoning" or the model is a reasoning model."""
-        payload: dict[str, Any] = json.loads(completion_payload(behaviour, n, model))
+        reasoning fields when the behaviour carries "reasoning" or the model is a reasoning model.
+        A "message" behaviour ({"kind": "message", "content": str | None, "calls": [{"id", "name",
+        "arguments"}]}) is a whole reply: content beside any number of tool calls. OpenAI's message
+        object always has `refusal` (null unless the model refused) and `annotations` (OPENAI-REF,
+        "The chat completion object": message.refusal, message.annotations): the openai profile
+        sends both, after role, content and tool_calls, as the service does."""
+        if behaviour["kind"] == "message":
+            calls = behaviour.get("calls") or []
+            base = {"kind": "text", "text": behaviour.get("content")}
+            payload: dict[str, Any] = json.loads(completion_payload(base, n, model))
+            choice = payload["choices"][0]
+            if calls:
+                choice["message"]["tool_calls"] = [
+                    {"id": c.get("id", f"call_{n}_{i}"), "type": "function",
+                     "function": {"name": c["name"], "arguments": c["arguments"]}} for i, c in enumerate(calls)]
+                choice["finish_reason"] = "tool_calls"
+        else:
+            payload = json.loads(completion_payload(behaviour, n, model))
+        if self.profile == "openai":
+            payload["choices"][0]["message"] |= {"refusal": None, "annotations": []}
         usage = payload["usage"]
         reasoning = behaviour.get("reasoning")
         reasoning_tokens = len(reasoning) // 4 if reasoning else 0

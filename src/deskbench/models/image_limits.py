@@ -48,7 +48,7 @@ def _fit_one(part: ImagePart, max_b64: int | None, max_side: int | None) -> Imag
         image = image.resize((max(1, int(image.width * DOWNSCALE_STEP)), max(1, int(image.height * DOWNSCALE_STEP))),
                              Image.Resampling.LANCZOS)
         data = encode(image, "png")
-    return ImagePart.of(data, "image/png")
+    return ImagePart.of(data, "image/png", ref=part.ref).model_copy(update={"detail": part.detail})
 
 
 def fit_images(messages: list[Message], caps: Capabilities) -> list[Message]:

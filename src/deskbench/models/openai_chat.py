@@ -49,7 +49,10 @@ def _content(msg: Message) -> str | list[dict[str, Any]]:
         if isinstance(p, TextPart):
             parts.append({"type": "text", "text": p.text})
         elif isinstance(p, ImagePart):
-            parts.append({"type": "image_url", "image_url": {"url": f"data:{p.mime};base64,{p.data_b64}"}})
+            image_url = {"url": f"data:{p.mime};base64,{p.data_b64}"}
+            if p.detail is not None:
+                image_url["detail"] = p.detail
+            parts.append({"type": "image_url", "image_url": image_url})
     return parts
 
 
@@ -58,6 +61,9 @@ def to_openai_messages(messages: list[Message], *, null_content: bool = True) ->
     it; llama-cpp-python's server rejects null there, so models whose capabilities say so get ""."""
     out: list[dict[str, Any]] = []
     for m in messages:
+        if m.wire is not None:  # a protocol's own form of the message (types.Message.wire), sent as it is
+            out.append(m.wire)
+            continue
         item: dict[str, Any] = {"role": m.role, "content": _content(m)}
         if m.tool_calls:
             item["tool_calls"] = [
@@ -115,7 +121,8 @@ def options_kwargs(request: ChatRequest, caps: Capabilities, model_id: str = "th
     """The chat.completions body's fields other than `model` and `messages`."""
     kwargs: dict[str, Any] = {}
     tools = [
-        {"type": "function", "function": {"name": t.name, "description": t.description, "parameters": t.parameters}}
+        {"type": "function", "function": {"name": t.name, "description": t.description, "parameters": t.parameters,
+                                          **({"strict": t.strict} if t.strict is not None else {})}}
         for t in request.tools
     ]
     choice, tools = _tool_choice(request, caps, tools)
@@ -127,10 +134,10 @@ def options_kwargs(request: ChatRequest, caps: Capabilities, model_id: str = "th
         if caps.structured == "json_object":  # llama.cpp's form: grammar-constrained JSON for a schema
             kwargs["response_format"] = {"type": "json_object", "schema": request.response_schema}
         elif caps.structured == "json_schema":
-            kwargs["response_format"] = {
-                "type": "json_schema",
-                "json_schema": {"name": "response", "schema": request.response_schema},
-            }
+            json_schema = {"schema": request.response_schema, "name": request.response_name or "response"}
+            if request.response_strict is not None:
+                json_schema["strict"] = request.response_strict
+            kwargs["response_format"] = {"type": "json_schema", "json_schema": json_schema}
         # "none" / "tool": the prompt asks for JSON and the reply's text is parsed
     if request.temperature is not None:
         if not caps.temperature:
@@ -148,6 +155,8 @@ def options_kwargs(request: ChatRequest, caps: Capabilities, model_id: str = "th
         kwargs[caps.seed_field] = request.seed
     if request.max_tokens is not None:
         kwargs[caps.output_limit] = request.max_tokens
+    if request.stream is not None:
+        kwargs["stream"] = request.stream
     return kwargs
 
 
@@ -319,6 +328,7 @@ def parse_completion(raw: object, model: str) -> ChatResponse:
         usage=usage,
         finish_reason=choice.get("finish_reason"),
         model=str(raw.get("model") or model),
+        wire=msg,
     )
 
 

@@ -90,6 +90,10 @@ class Message(BaseModel):
     # anthropic_agent.py sets on a refused call); left out of a dump when False, so a request
     # without it keeps the cache key it had before this field existed
     is_error: bool = Field(default=False, exclude_if=_empty)
+    # the message exactly as it goes on the wire, for a protocol reproducing a client that sends a
+    # form of its own (openai_agent.py appends the SDK's parsed message object: its nulls, `parsed`
+    # and `parsed_arguments` go back); the OpenAI adapter sends it verbatim. Left out when None.
+    wire: dict[str, Any] | None = Field(default=None, exclude_if=lambda v: v is None)
     # on role "assistant": the reply's reasoning, in the provider's order; left out of a dump when
     # empty, so a request without any keeps the cache key it had before this field existed
     reasoning: list[Reasoning] = Field(default_factory=list, exclude_if=_empty)
@@ -105,10 +109,17 @@ class Message(BaseModel):
         return "\n".join(p.text for p in self.content if isinstance(p, TextPart))
 
 
+def _none(value: object) -> bool:
+    return value is None
+
+
 class ToolSpec(BaseModel):
     name: str
     description: str
     parameters: dict[str, Any]  # JSON Schema of the arguments object
+    # OpenAI's function "strict" (openai_agent.py sends true); left out of a dump when None, so a
+    # request without it keeps the cache key it had before this field existed
+    strict: bool | None = Field(default=None, exclude_if=_none)
 
 
 class ChatRequest(BaseModel):
@@ -116,6 +127,12 @@ class ChatRequest(BaseModel):
     tools: list[ToolSpec] = Field(default_factory=list)
     tool_choice: Literal["auto", "none", "required"] | str | None = None  # a tool name forces that tool
     response_schema: dict[str, Any] | None = None  # structured output: the reply must match it
+    # the structured output's name and strictness as sent (openai_agent.py's parse(response_format=
+    # Answer) sends name "Answer", strict true); None: the adapter's own ("response", no strict).
+    # These three are left out of a dump when None, so other requests keep their cache keys.
+    response_name: str | None = Field(default=None, exclude_if=_none)
+    response_strict: bool | None = Field(default=None, exclude_if=_none)
+    stream: Literal[False] | None = Field(default=None, exclude_if=_none)  # sent as "stream": false when set (the SDK's parse() does)
     temperature: float | None = None  # these four come from the user's settings (models/settings.py),
     top_p: float | None = None  # applied by the ResilientModel; agents and judges leave them None
     reasoning_effort: str | None = None
@@ -174,6 +191,9 @@ class ChatResponse(BaseModel):
     finish_reason: str | None = None
     model: str = ""
     cached: bool = False
+    # the reply's message object as the provider sent it (the OpenAI adapter keeps it): a protocol
+    # that reproduces a client echoing the SDK's own message object builds the echo from it
+    wire: dict[str, Any] | None = Field(default=None, exclude_if=_none)
 
     @property
     def reasoning(self) -> str | None:

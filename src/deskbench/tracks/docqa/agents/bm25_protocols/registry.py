@@ -22,6 +22,12 @@ def _paper() -> Bm25Protocol:
     return PaperProtocol()
 
 
+def _openai() -> Bm25Protocol:
+    from deskbench.tracks.docqa.agents.bm25_protocols.openai_script import OpenAIScript
+
+    return OpenAIScript()
+
+
 def _gemini() -> Bm25Protocol:
     from deskbench.tracks.docqa.agents.bm25_protocols.gemini_script import GeminiScriptProtocol
 
@@ -37,12 +43,14 @@ def _anthropic() -> Bm25Protocol:
 # name (as --protocol takes it) -> the protocol; one line per module of this package
 PROTOCOLS: dict[str, Callable[[], Bm25Protocol]] = {
     "paper": _paper,
+    "openai_agent.py": _openai,
     "anthropic_agent.py": _anthropic,
     "gemini_agent.py": _gemini,
 }
 
 # model provider (models/registry.py) -> the protocol of the official script that drives it
 OFFICIAL_FOR_PROVIDER: dict[str, str] = {
+    "openai": "openai_agent.py",
     "anthropic": "anthropic_agent.py",
     "google": "gemini_agent.py",  # Gemini's native API, as google.generativeai (the script's SDK) calls it
 }
