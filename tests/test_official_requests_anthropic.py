@@ -16,6 +16,7 @@ import asyncio
 import base64
 import io
 import json
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -34,6 +35,9 @@ from deskbench.models.capabilities import capabilities
 from deskbench.models.types import ChatRequest, Message, ToolCall
 from deskbench.tasks.docqa import DocQATask
 from deskbench.tracks.docqa.agents.bm25 import Bm25Agent
+
+sys.path.insert(0, str(Path(__file__).parents[1] / "scripts" / "official_requests"))
+from common import differences, elements, equal_elements, normalise  # noqa: E402  (the recorder's, stdlib + Pillow)
 
 CLAUDE = "claude-sonnet-4-5-20250929"  # the script's default model
 PROTOCOL = "anthropic_agent.py"
@@ -72,6 +76,112 @@ def _answer(answer: Any, citations: Any) -> dict[str, Any]:
 def _images(body: dict[str, Any]) -> list[str]:
     return [b["source"]["data"] for m in body["messages"] if isinstance(m["content"], list)
             for b in m["content"] if b["type"] == "image"]
+
+
+# --- the recorded requests --------------------------------------------------------------------------
+
+DATA = Path(__file__).parent / "data" / "official_requests"
+HEADERS = ("anthropic-version", "content-type")  # the protocol's; the SDK's own (user-agent, ...) left out
+
+
+def behaviour(reply: dict[str, Any]) -> dict[str, Any]:
+    """An abstract reply (scenario.json: text, search, answer; anthropic.json's own questions add
+    tools [{name, input}] and stop_reason) as the Anthropic reply the recorder's server gave:
+    text first, then one search_documents call per query, the provide_answer call, other tools."""
+    content: list[dict[str, Any]] = [{"type": "text", "text": reply["text"]}] if "text" in reply else []
+    content += [_search(q) for q in reply.get("search", [])]
+    if "answer" in reply:
+        content.append(_answer(reply["answer"]["answer"], reply["answer"]["citations"]))
+    content += [{"type": "tool_use", "name": t["name"], "input": t["input"]} for t in reply.get("tools", [])]
+    out: dict[str, Any] = {"kind": "blocks", "content": content}
+    if "stop_reason" in reply:
+        out["stop_reason"] = reply["stop_reason"]
+    return out
+
+
+@pytest.fixture(scope="module")
+def scenario_corpus(tmp_path_factory: pytest.TempPathFactory) -> Corpus:
+    """The scenario's PDFs, with its page text (the official Textract shape) in place of ours."""
+    root = tmp_path_factory.mktemp("scenario")
+    corpus, summary = ingest(root / "corpus", [DATA / "pdfs"], ocr="never")
+    assert summary.files_ok == 3
+    apply_page_text(corpus, read_page_text(DATA / "page_text.jsonl"))
+    return Corpus.open(root / "corpus")
+
+
+def _questions() -> dict[str, dict[str, Any]]:
+    """The recorded questions with their reply scripts: the shared scenario's, then Anthropic's own."""
+    shared = json.loads((DATA / "scenario.json").read_text(encoding="utf-8"))["questions"]
+    own = json.loads((DATA / "anthropic_questions.json").read_text(encoding="utf-8"))["questions"]
+    return {q["id"]: q for q in shared + own}
+
+
+def test_the_requests_equal_the_official_scripts_element_for_element(scenario_corpus: Corpus) -> None:
+    fixture = json.loads((DATA / "anthropic.json").read_text(encoding="utf-8"))
+    settings, questions = fixture["settings"], _questions()
+    assert [q["id"] for q in fixture["questions"]] == list(questions)  # recorded from these scripts
+    want: list[Any] = []
+    got: list[Any] = []
+    for recorded in fixture["questions"]:
+        question = questions[recorded["id"]]
+        result, sim = _run(scenario_corpus, question["question"], [behaviour(r) for r in question["replies"]],
+                           max_steps=settings["max_iterations"], top_k=settings["top_k"])
+        ids: dict[str, str] = {}
+        ours = [{"method": "POST", "path": "/v1/messages",
+                 "headers": {k: v for k, v in ((h, {n.lower(): x for n, x in head.items()}.get(h)) for h in HEADERS)
+                             if v is not None},
+                 "body": normalise(body, ids)}
+                for body, head in zip(sim.accepted, sim.headers, strict=True)]
+        want.append(recorded["requests"])
+        got.append(ours)
+        _same_outcome(recorded, result)
+    total, equal = elements(want), equal_elements(want, got)
+    assert differences(want, got) == [], f"{equal} of {total} request elements equal"
+    assert total >= 1348  # all of the 30 requests: prompt, tools, turns, blocks, headers (1348 when recorded)
+
+
+def _same_outcome(recorded: dict[str, Any], result: Any) -> None:
+    """The episode ends as the script's question did: its answer, citations, iterations and
+    searches, or (where the script raised) an error naming why."""
+    if "error" in recorded:
+        assert result.status == "error" and "official anthropic_agent.py raises" in result.error, result.error
+        return
+    official, sub = recorded["result"], result.submission
+    assert sub is not None, result.error
+    assert sub.answer == official["answer"] and sub.iterations == official["iterations"]
+    assert [{"file": c.document, "page": c.page} for c in sub.citations] == official["citations"]
+    assert sub.search_history == official["search_history"]
+
+
+def test_the_simulator_accepts_every_official_request() -> None:
+    """The official requests worked against the real API: the strict simulator accepts each one
+    (its images made again at their recorded sizes), so its rules are not stricter than the API."""
+    fixture = json.loads((DATA / "anthropic.json").read_text(encoding="utf-8"))
+
+    made: dict[tuple[int, int], str] = {}
+
+    def png(width: int, height: int) -> str:
+        if (width, height) not in made:
+            buffer = io.BytesIO()
+            Image.new("RGB", (width, height), "white").save(buffer, format="PNG")
+            made[width, height] = base64.b64encode(buffer.getvalue()).decode()
+        return made[width, height]
+
+    def materialise(value: Any) -> Any:
+        if isinstance(value, dict):
+            image = value.get("data", {}).get("image") if isinstance(value.get("data"), dict) else None
+            if image is not None:
+                return {**value, "data": png(image["width"], image["height"])}
+            return {k: materialise(v) for k, v in value.items()}
+        if isinstance(value, list):
+            return [materialise(v) for v in value]
+        return value
+
+    with SimAnthropic() as sim:
+        for question in fixture["questions"]:
+            for request in question["requests"]:
+                verdict = sim.check(materialise(request["body"]), request["headers"] | {"x-api-key": sim.api_key})
+                assert verdict is None, (question["id"], verdict)
 
 
 # --- the 5 MB loop ------------------------------------------------------------------------------
