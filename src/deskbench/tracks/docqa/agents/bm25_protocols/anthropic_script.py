@@ -26,10 +26,22 @@ Where the script would crash, the request shape is kept up to that point and the
 with an error naming why (the script raises, process_dataset.py writes an error row):
 a search call without a string "query" (the script's `tool_use.input["query"]`).
 
-Retries are the adapter's (deskbench's ResilientModel: 5 attempts, backoff with jitter on 429,
-5xx, timeouts); the script makes 3 attempts on 5xx and 429 (waits 2 s, 3 s), each through the
-SDK's own 2 retries. Stop reasons come from Anthropic's `stop_reason`; with another provider
-(this protocol named explicitly) a reply with tool calls counts as "tool_use".
+Known differences, none in the recorded scenario (tests/test_official_requests_anthropic.py):
+- retries are the adapter's (deskbench's ResilientModel: 5 attempts, backoff with jitter on 429,
+  5xx, timeouts); the script makes 3 attempts on 5xx and 429 (waits 2 s, 3 s), each through the
+  SDK's own 2 retries;
+- the adapter joins a reply's text blocks into one and puts it before the tool calls; the script
+  sends each text block back where it was (Claude without extended thinking replies text, then
+  tool calls); a whitespace-only text block is dropped (the API refuses it; the script sends it);
+- past 20 images in a request the adapter downscales pages to 2000 px a side (the API's
+  many-image limit); the script sends them at 200 DPI and the API refuses the request;
+- the anthropic-version header is the SDK's: anthropic 2.x (recorded with 2.14.0, deskbench's)
+  sends 2026-10-21, the 0.x SDKs of the script's time 2023-06-01; the script asks for anthropic>=0.39.0 and
+  which one the leaderboard's runs used is not recorded;
+- whether a page needs the 5 MB loop depends on the PNG Pillow writes, so on Pillow's version
+  and its zlib (the installed one measures: 13.0.0 when recorded, the same on both sides).
+Stop reasons come from Anthropic's `stop_reason`; with another provider (this protocol named
+explicitly) a reply with tool calls counts as "tool_use".
 """
 
 from __future__ import annotations
