@@ -22,9 +22,17 @@ CONTEXT = re.compile(r"context[_ ]?(length|window|limit)|maximum context|too man
                      r"|exceeds? the (model'?s )?(context|token)", re.I)
 
 
+# Mistral's check that every tool call has its result (mistral-common's validator, answered 400): a
+# conversation in which an agent left a call unanswered (vllm_agent.py sends no result for a tool it
+# does not offer); the settings are not at fault. (Its role-order refusals are the adapter's to get
+# right, from the capability table: those stay the user's to fix.)
+ORDER = re.compile(r"Not the same number of function calls and responses")
+
+
 def episode_specific(message: str) -> bool:
-    """A refusal caused by this conversation (context overflow, content policy), not the run."""
-    return bool(POLICY.search(message) or CONTEXT.search(message))
+    """A refusal caused by this conversation (context overflow, content policy, the order of its
+    messages), not the run."""
+    return bool(POLICY.search(message) or CONTEXT.search(message) or ORDER.search(message))
 
 
 def retry_after_seconds(headers: Any) -> float | None:

@@ -40,12 +40,26 @@ def _anthropic() -> Bm25Protocol:
     return AnthropicScriptProtocol()
 
 
+def _vllm() -> Bm25Protocol:
+    from deskbench.tracks.docqa.agents.bm25_protocols.vllm_script import VllmScriptProtocol
+
+    return VllmScriptProtocol()
+
+
+def _vllm_on_mistral() -> Bm25Protocol:
+    from deskbench.tracks.docqa.agents.bm25_protocols.vllm_script import VllmOnMistralProtocol
+
+    return VllmOnMistralProtocol()
+
+
 # name (as --protocol takes it) -> the protocol; one line per module of this package
 PROTOCOLS: dict[str, Callable[[], Bm25Protocol]] = {
     "paper": _paper,
     "openai_agent.py": _openai,
     "anthropic_agent.py": _anthropic,
     "gemini_agent.py": _gemini,
+    "vllm_agent.py": _vllm,
+    "vllm_agent.py@mistral": _vllm_on_mistral,  # no official mistral_agent.py exists: vllm_agent.py on Mistral's API
 }
 
 # model provider (models/registry.py) -> the protocol of the official script that drives it
@@ -53,6 +67,13 @@ OFFICIAL_FOR_PROVIDER: dict[str, str] = {
     "openai": "openai_agent.py",
     "anthropic": "anthropic_agent.py",
     "google": "gemini_agent.py",  # Gemini's native API, as google.generativeai (the script's SDK) calls it
+    # OpenAI-compatible servers, as vllm_agent.py drives a vLLM server
+    "vllm": "vllm_agent.py",
+    "openai-compat": "vllm_agent.py",
+    "llamacpp": "vllm_agent.py",
+    "ollama": "vllm_agent.py",
+    "local": "vllm_agent.py",
+    "mistral": "vllm_agent.py@mistral",  # the nearest published script (process_dataset.py's mistral_agent.py is missing)
 }
 
 
