@@ -37,6 +37,14 @@ call's arguments for its trajectory before anything else, so its own "Answer rec
 "Invalid search query format" paths for such arguments are never reached; the recording shows
 it), search arguments that are JSON but not an object, a "query" that is not a string.
 
+Known differences from the script, none on the recorded requests: retries are deskbench's (its
+retry wrapper: 429, 5xx and timeouts with backoff) where the script's SDK makes 2; an assistant
+turn whose content the server sent as null goes back as the adapter sends an empty content (null,
+or "" to servers whose capabilities refuse null: llama.cpp, the bundled local model, unknown
+OpenAI-compatible servers); a server that cannot force a tool (Ollama) gets the forced request
+with provide_answer alone (the adapter's rule); with --view text (a text-only model) the page's
+text stands where its image would be (the script shows images only).
+
 MISTRAL: no official mistral_agent.py is published (process_dataset.py imports it optionally and
 the repository lacks it). "vllm_agent.py@mistral" is this protocol unchanged, sent through
 Mistral's chat API by the mistral/ adapter, which makes these differences on the wire
