@@ -71,7 +71,8 @@ def _docqa_run(corpus: Corpus, out: Path, view: str, monkeypatch: pytest.MonkeyP
     with FakeOpenAI(script=_script) as fake:
         monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
         monkeypatch.setenv("OPENAI_BASE_URL", fake.base_url)
-        spec = RunSpec(agent="bm25-agent", model="openai/gpt-4.1", out=out, corpus=corpus.root, concurrency=1, view=view)
+        spec = RunSpec(agent="bm25-agent", model="openai/gpt-4.1", out=out, corpus=corpus.root, concurrency=1, view=view,
+                       preset="paper")  # the Prompt 5 loop (provide_answer) the fake's replies are for
         execute_run(prepare(spec, [GOOD, BROKEN]))
         return list(fake.requests)
 

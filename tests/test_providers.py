@@ -138,7 +138,7 @@ def test_gpt5_mini_run_and_judged_score_pass_the_reasoning_model_rules(operator_
         env = {"OPENAI_BASE_URL": sim.base_url, "OPENAI_API_KEY": "sk-test", "DESKBENCH_CACHE_DIR": str(tmp_path / "cache")}
         proc = deskbench("run", "--tasks", str(tasks), "--corpus", str(operator_corpus.root), "--agent", "bm25-agent",
                          "--model", "openai/gpt-5-mini", "--judge", "openai/gpt-5-mini", "--out", str(tmp_path / "run"),
-                         "--concurrency", "2", "--json", "--quiet", env=env)
+                         "--concurrency", "2", "--json", "--quiet", "--preset", "paper", env=env)  # provide_answer replies
         assert proc.returncode == 0, proc.stderr
         rescored = deskbench("score", str(tmp_path / "run"), "--judge", "openai/gpt-5-mini", "--judge-cache",
                              str(tmp_path / "fresh.sqlite"), "--json", env=env)
@@ -147,7 +147,8 @@ def test_gpt5_mini_run_and_judged_score_pass_the_reasoning_model_rules(operator_
                          "openai/gpt-5-mini", "--judge-reasoning-effort", "low", env=env)
         assert page.returncode == 0, page.stderr
         other = deskbench("run", "--tasks", str(tasks), "--corpus", str(operator_corpus.root), "--model",
-                          "openai/gpt-5-mini", "--max-tokens", "900", "--out", str(tmp_path / "run"), "--quiet", env=env)
+                          "openai/gpt-5-mini", "--max-tokens", "900", "--out", str(tmp_path / "run"), "--quiet",
+                          "--preset", "paper", env=env)
     assert sim.refused == [], sim.refused[:1]
     (report,) = json.loads(proc.stdout).values()  # {system: report}
     assert report["n"] == 4 and report["n_errors"] == 0 and report["n_unscored"] == 0 and report["accuracy"] == 1.0
@@ -325,7 +326,7 @@ def test_text_only_models_get_text_pages_or_a_clear_refusal(operator_corpus: Cor
     with SimOpenAI(profile="openai", script=agent_and_judge({})) as sim:
         env = {"OPENAI_BASE_URL": sim.base_url, "OPENAI_API_KEY": "sk-test"}
         base = ["run", "--tasks", str(tasks), "--corpus", str(operator_corpus.root), "--model", "openai/gpt-3.5-turbo",
-                "--limit", "1", "--quiet"]
+                "--limit", "1", "--quiet", "--preset", "paper"]
         forced = deskbench(*base, "--view", "image", "--out", str(tmp_path / "forced"), env=env)
         assert forced.returncode == 2 and not (tmp_path / "forced").exists()
         assert forced.stderr.strip().count("\n") == 0 and "reads text only" in forced.stderr

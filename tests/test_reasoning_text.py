@@ -56,7 +56,8 @@ def run(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     with FakeOpenAI(script=_script) as fake, pytest.MonkeyPatch.context() as mp:
         mp.setenv("OPENAI_API_KEY", "sk-test")
         mp.setenv("OPENAI_BASE_URL", fake.base_url)
-        spec = RunSpec(agent="bm25-agent", model="openai/gpt-4.1", out=root / "run", corpus=corpus.root, concurrency=1)
+        spec = RunSpec(agent="bm25-agent", model="openai/gpt-4.1", out=root / "run", corpus=corpus.root, concurrency=1,
+                       preset="paper")  # the Prompt 5 loop (provide_answer) the fake's replies are for
         execute_run(prepare(spec, [TASK]))
         sent = list(fake.requests)
     return {"root": root, "out": root / "run", "corpus": corpus.root, "sent": sent}

@@ -42,7 +42,7 @@ def _answer(body: dict[str, Any], n: int) -> dict[str, Any]:
 
 def _spec(corpus: Corpus, out: Path, **changes: Any) -> RunSpec:
     return RunSpec(**{"agent": "bm25-agent", "model": "openai/gpt-4.1", "out": out, "corpus": corpus.root,
-                      "concurrency": 1, **changes})
+                      "concurrency": 1, "preset": "paper", **changes})  # the Prompt 5 loop the replies are for
 
 
 def test_a_resume_with_another_setting_is_refused_naming_it(operator_corpus: Corpus, tmp_path: Path,

@@ -31,7 +31,8 @@ def _tool(name: str, args: dict[str, Any] | str) -> dict[str, Any]:
 def _run(fake: FakeOpenAI, corpus: Corpus, out: Path, monkeypatch: pytest.MonkeyPatch, view: str = "image") -> RunStore:
     monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
     monkeypatch.setenv("OPENAI_BASE_URL", fake.base_url)
-    spec = RunSpec(agent="bm25-agent", model="openai/gpt-4.1", out=out, corpus=corpus.root, concurrency=1, view=view)
+    spec = RunSpec(agent="bm25-agent", model="openai/gpt-4.1", out=out, corpus=corpus.root, concurrency=1, view=view,
+                   preset="paper")  # the Prompt 5 loop (provide_answer) the fake's replies are for
     execute_run(prepare(spec, [TASK]))
     return RunStore(out, create=False)
 
