@@ -1,1 +1,2 @@
-"""Page-level BM25 search over tantivy with the Whoosh query syntax MADQA agents used."""
+"""Page-level search as MADQA's official tool searches: Whoosh 2.7.4's query syntax, analyzer and BM25F
+scoring, over numpy postings."""

@@ -22,15 +22,20 @@ class Term:
 
 @dataclass(frozen=True)
 class Wildcard:
-    raw: str  # as written, e.g. "Report*"
-    regex: str  # over index terms, e.g. "report.*"
+    """Whoosh's Prefix (`prefix`: the terms starting with `literal`) or Wildcard (the terms
+    starting with `literal` that `regex`, its fnmatch translation, matches), over the text
+    lower-cased as Whoosh's parser leaves it."""
+
+    raw: str  # as Whoosh holds it, e.g. "report*" for Report*
+    regex: str  # the terms it matches (re.match), e.g. fnmatch.translate("rep?rt*")
     boost: float = 1.0
+    literal: str = ""  # the text before the first wildcard: terms are listed from it
+    prefix: bool = False
 
 
 @dataclass(frozen=True)
 class Phrase:
     words: tuple[Term, ...]
-    offsets: tuple[int, ...] | None = None  # each word's position (dropped words leave gaps)
     slop: int = 1  # Whoosh's: 1 = the words next to each other
     boost: float = 1.0
 
@@ -163,7 +168,7 @@ def normalize(node: Node) -> Node:
         if not node.words:
             return NULL
         if len(node.words) == 1:
-            return with_boost(node.words[0], node.boost)
+            return Term(node.words[0].text)  # Phrase.normalize: the term, its boost dropped
     return node
 
 

@@ -18,23 +18,27 @@ dropped, as there:
 - `name:` applies to the next word only for the schema's fields (text, file, page_number,
   total_pages); another name is part of the word (`foo:bar` = foo bar);
 - `^2` boosts the clause before it; `"a b"~3` lets the phrase's words be up to 3 apart;
-- a word that the analyzer splits is the AND of its pieces (`2015/16` = 2015 AND 16); one with
-  CJK characters (each a word here, where Whoosh keeps the run as one) is their phrase;
+- a word that the analyzer splits is the AND of its pieces (`2015/16` = 2015 AND 16);
+- a wildcard's text is lower-cased and not analysed (`l'entre*` is the prefix "l'entre", which
+  no term starts with); with only a final `*` it is a prefix; without `*` or `?` (Whoosh's other
+  question marks are wildcards to its parser, not to its Wildcard query) it is that term;
 - where Whoosh itself fails (`NOT NOT x` raises IndexError), the empty NOT is dropped.
 
 Term ranges (`[a TO b]`) are not parsed: the brackets are ordinary characters. A wildcard or a
 quote inside a phrase is an ordinary character, as in Whoosh (`"annual rep*"` is the phrase
-"annual rep"); curly quotes are ordinary characters too.
+"annual rep"); curly quotes are ordinary characters too. A phrase's stop words are dropped and
+the words left must follow each other, as Whoosh numbers positions without the stop words.
 
 Each repair is recorded as a Problem; `deskbench search` (strict) reports the first one.
 """
 
 from __future__ import annotations
 
+import fnmatch
 import re
 from dataclasses import dataclass, field
 
-from deskbench.search.analyzer import CJK_CHAR, DOT_JOINER, analyze, analyze_all, positioned_terms
+from deskbench.search.analyzer import analyze
 from deskbench.search.nodes import (
     FIELDS,
     NULL,
@@ -90,7 +94,11 @@ _TAGGER = re.compile(
     r"|(?P<REQUIRE>(?:^|(?<=\s))REQUIRE(?=\s))"
     r"|(?P<BOOST>\^(?P<b_value>[0-9]*(?:\.[0-9]+)?)(?:$|(?=[ \t\r\n)])))"
     r"|(?P<WS>\s+)"
+    rf"|(?P<RUN>(?:(?!\w+:)[^\s{_QUOTES}'()*^{_QMARKS}])+)"
 )
+"""RUN, tried last, is a stretch of characters none of the others can start a match in (they
+all begin with one of the characters it stops at, need whitespace or a parenthesis before
+them, or are a field name, which it stops before): the text of a word, read in one step."""
 
 
 @dataclass
@@ -136,8 +144,10 @@ def _tag(query: str) -> list[_Item]:
             items.append(_Text("word", query[prev:end], prev))
 
     for m in _TAGGER.finditer(query):
-        word(m.start())
         kind = m.lastgroup
+        if kind == "RUN":
+            continue
+        word(m.start())
         if m.group("SQUOTE") is not None:
             items.append(_Text("word", m.group("sq_text"), m.start()))
         elif kind == "FIELD":
@@ -374,8 +384,6 @@ class _Parse:
             return None
         if len(terms) == 1:
             return Term(terms[0], item.boost)
-        if CJK_CHAR.search(item.text):  # CJK characters are words here (one word in Whoosh): kept together
-            return _phrase(item)
         return And(tuple(Term(t, item.boost) for t in terms))  # Whoosh's multi-token word
 
 
@@ -404,31 +412,24 @@ def _needs_after(op: str, pos: int) -> str:
 _WILD_SPLIT = re.compile(rf"([*{_QMARKS}])")
 
 
-_TERM_PIECE = re.compile(r"\.?\w+(?:\.\w+)*\.?|\.")
+_WILDCARD_SPECIALS = "*?["  # whoosh.query.Wildcard.SPECIAL_CHARS: where its literal prefix ends
 
 
-def wildcard_regex(text: str) -> str | None:
-    """A wildcard's regex over index terms (Whoosh matches its lower-cased text against its
-    terms: words with single dots inside). None when no term can match: a literal piece holding
-    another character (`e-mail*`, `*U.S.` with its final dot), or a dot that no wildcard sits
-    next to."""
-    parts = [p for p in _WILD_SPLIT.split(text) if p]
-    regex: list[str] = []
-    for i, part in enumerate(parts):
-        if part == "*":
-            regex.append(".*")
-        elif part in _QMARKS:
-            regex.append(".")
-        else:
-            if not _TERM_PIECE.fullmatch(part):
-                return None
-            if (part.startswith(".") and i == 0) or (part.endswith(".") and i == len(parts) - 1):
-                return None
-            terms = analyze_all(part.replace(".", DOT_JOINER))
-            if len(terms) != 1:
-                return None
-            regex.append(re.escape(terms[0]))
-    return "".join(regex)
+def text_pattern(text: str, boost: float = 1.0, *, prefix: bool = False) -> Node:
+    """Whoosh's Prefix or Wildcard query for the (lower-cased) text of a wildcard in the text
+    field, normalised as Whoosh normalises it."""
+    if prefix and not text:
+        return Every("text", boost)  # Prefix.matcher of "": Every
+    if prefix:
+        return Wildcard(text + "*", re.escape(text) + "(?s:.*)", boost, literal=text, prefix=True)
+    if text == "*":
+        return Every("text", boost)
+    if "*" not in text and "?" not in text:
+        return Term(text, boost)  # e.g. a word with an Armenian question mark: that very term
+    if "?" not in text and text.find("*") == len(text) - 1:
+        return text_pattern(text[:-1], boost, prefix=True)
+    cut = min((i for i in (text.find(c) for c in _WILDCARD_SPECIALS) if i >= 0), default=len(text) - 1)
+    return Wildcard(text, fnmatch.translate(text), boost, literal=text[:cut])
 
 
 def _pattern(item: _Text, name: str) -> Node | None:
@@ -444,21 +445,102 @@ def _pattern(item: _Text, name: str) -> Node | None:
             return FieldTerm(name, int(item.text), boost=item.boost) if item.kind == "prefix" else Empty()  # type: ignore[arg-type]
         except ValueError:
             return Empty()
-    regex = wildcard_regex(text)
-    return Empty("text") if regex is None else Wildcard(text, regex, item.boost)
+    # not analysed: lower-cased only (Whoosh's analyzer with tokenize=False, which keeps the word)
+    return text_pattern(item.text.lower(), item.boost, prefix=item.kind == "prefix")
 
 
 def _phrase(item: _Text) -> Node:
-    """A phrase's words at their positions (a dropped word leaves its gap, as in the index)."""
-    placed = positioned_terms(item.text)
-    if not placed:
+    """A phrase's words, its stop words dropped (Whoosh's positions skip them too)."""
+    words = analyze(item.text)
+    if not words:
         return NULL
-    first = placed[0][0]
-    return Phrase(tuple(Term(t) for _, t in placed), tuple(o - first for o, _ in placed), item.slop, item.boost)
+    return Phrase(tuple(Term(t) for t in words), item.slop, item.boost)
+
+
+_FAST_TOKEN = re.compile(
+    rf'(?P<phrase>{_QUOTES}(?P<text>[^{_QUOTES}]*){_QUOTES}(?:~(?P<slop>[1-9][0-9]*))?)(?=\s|$)'
+    rf"|(?P<word>[^\s{_QUOTES}'()*:^~{_QMARKS}]+)(?P<star>\*?)(?=\s|$)"
+    r"|(?P<other>\S+)"
+)
+_FastItem = tuple[str, object]  # ("node", Node | None), ("op", name), ("not" | "and" | "or", [items])
+
+
+def _fast(query: str) -> Node | None:
+    """The tree of a query made only of words, `word*` prefixes, "phrases" (with ~slop) and
+    the operators AND, OR and NOT between them (nearly every agent query), built without the
+    tagger and its passes; None for anything else, a query the full parse would repair, or
+    one with nothing searchable (the full parse then says what)."""
+    items: list[_FastItem] = []
+    for m in _FAST_TOKEN.finditer(query):
+        if m.group("other") is not None or m.group(0) in _OPERATORS:
+            if m.group(0) not in ("AND", "OR", "NOT"):
+                return None
+            items.append(("op", m.group(0)))
+        elif m.group("phrase") is not None:
+            slop = int(m.group("slop")) if m.group("slop") else 1
+            items.append(("node", _phrase(_Text("phrase", m.group("text"), m.start(), slop=slop))))
+        elif m.group("star"):
+            text = m.group("word")
+            if re.search(r"[^\W_]", text) is None:
+                return None  # a wildcard with no letters: the full parse names it
+            items.append(("node", text_pattern(text.lower(), prefix=True)))
+        else:
+            terms = analyze(m.group("word"))
+            node: Node | None = None
+            if len(terms) == 1:
+                node = Term(terms[0])
+            elif terms:
+                node = And(tuple(Term(t) for t in terms))
+            items.append(("node", node))
+    # the full parse's operator passes: NOT wraps the item after it, then AND, then OR join
+    # their neighbours, left to right; an operator without a term beside it is repaired there
+    i = 0
+    while i < len(items):
+        if items[i] == ("op", "NOT"):
+            if i == len(items) - 1 or items[i + 1][0] == "op":
+                return None
+            items[i:i + 2] = [("not", [items[i + 1]])]
+        i += 1
+    for op, kind in (("AND", "and"), ("OR", "or")):
+        i = 0
+        while i < len(items):
+            if items[i] != ("op", op):
+                i += 1
+                continue
+            if i == 0 or i == len(items) - 1 or items[i + 1][0] == "op" or items[i - 1][0] == "op":
+                return None
+            left, right = items[i - 1], items[i + 1]
+            if left[0] == kind:
+                left[1].append(right)  # type: ignore[attr-defined]
+                del items[i:i + 2]
+            else:
+                items[i - 1:i + 2] = [(kind, [left, right])]
+    if any(item[0] == "op" for item in items):
+        return None
+
+    def node_of(item: _FastItem) -> Node | None:
+        kind, value = item
+        if kind == "node":
+            return value  # type: ignore[return-value]
+        subs = [n for n in (node_of(it) for it in value) if n is not None]  # type: ignore[attr-defined]
+        if kind == "not":
+            return None if not subs or isinstance(subs[0], Null) else Not(subs[0])
+        return Or(tuple(subs)) if kind == "or" else And(tuple(subs))
+
+    tree = normalize(And(tuple(n for n in (node_of(it) for it in items) if n is not None)))
+    return None if isinstance(tree, Null) else tree
 
 
 def parse(query: str) -> tuple[Node, list[Problem]]:
     """The query tree Whoosh would search for, and what it repaired or dropped on the way."""
+    fast = _fast(query)
+    if fast is not None:
+        return fast, []
+    return full_parse(query)
+
+
+def full_parse(query: str) -> tuple[Node, list[Problem]]:
+    """parse() without the fast path: Whoosh's tagger and filters, for any query."""
     p = _Parse(query)
     if not query.strip():
         p.problem(0, "empty query: give one or more words, e.g. 'annual report'")

@@ -1,8 +1,8 @@
 """Highlighted snippets: the passage of a page where the query's terms cluster.
 
-tantivy's own snippet generator cannot highlight wildcard (regex) matches, so deskbench finds
-the words itself with the same analyzer. Matches are wrapped in **double asterisks**: readable
-for a model in a tool result, and rendered as bold by the terminal and the web app.
+The words are found with the index's own analyzer (Whoosh's), so a highlighted word is one the
+page was found by. Matches are wrapped in **double asterisks**: readable for a model in a tool
+result, and rendered as bold by the terminal and the web app.
 """
 
 from __future__ import annotations
@@ -10,12 +10,11 @@ from __future__ import annotations
 import re
 from collections import Counter
 
-from deskbench.search.analyzer import DOT_JOINER, TOKEN_RE, UNDERSCORE_JOINER, analyze
+from deskbench.search.analyzer import WORD_RE, is_stopped
 from deskbench.search.query import Highlights
 
 SNIPPET_CHARS = 240
 _SPACES = re.compile(r"\s+")
-_UNIT = r"(?:\w|\.(?=\w))"  # a character of a word as the index cuts words (Whoosh's units)
 
 Span = tuple[int, int, str]
 
@@ -33,10 +32,9 @@ def _word_char(low: str, i: int, step: int) -> bool:
 
 
 def _ascii_spans(low: str, hl: Highlights) -> list[Span] | None:
-    """Matches in lower-cased ASCII text found with str.find (C speed); None if a wildcard has no
-    literal prefix to look for, or a term joins words (`3.5`, `total_amount`)."""
-    if any(DOT_JOINER in t or UNDERSCORE_JOINER in t for t in hl.terms) or any(
-            DOT_JOINER in p.pattern or UNDERSCORE_JOINER in p.pattern for p in hl.patterns):
+    """Matches in lower-cased ASCII text found with str.find (C speed); None when a wildcard or
+    a term with a dot (`3.5`) needs the token path."""
+    if hl.patterns or any("." in t for t in hl.terms):
         return None
     spans: dict[int, Span] = {}
     for term in hl.terms:
@@ -47,37 +45,22 @@ def _ascii_spans(low: str, hl: Highlights) -> list[Span] | None:
             if not _word_char(low, i - 1, -1) and not _word_char(low, end, 1):
                 spans[i] = (i, end, term)
             i = low.find(term, end)
-    for pattern in hl.patterns:
-        prefix = pattern.pattern.split(".", 1)[0]
-        if not prefix:
-            return None
-        # Wildcard regexes are escaped index terms plus ".*" and "." (see qparser.wildcard_regex).
-        body = re.sub(r"\.\*?", lambda m: _UNIT + ("*" if m.group() == ".*" else ""), pattern.pattern)
-        whole = re.compile(body + r"(?!\w|\.\w)")
-        i = low.find(prefix)
-        while i != -1:
-            m = whole.match(low, i) if not _word_char(low, i - 1, -1) else None
-            if m:
-                spans.setdefault(i, (i, m.end(), m.group()))
-            i = low.find(prefix, m.end() if m else i + 1)
     return [spans[i] for i in sorted(spans)]
 
 
 def _token_spans(text: str, hl: Highlights) -> list[Span]:
-    """Matches found by running every word through the index analyzer (any script)."""
+    """Matches found by running the index's tokenizer over the text (any script)."""
     spans = []
-    for m in TOKEN_RE.finditer(text):
-        for term in analyze(m.group()):
-            if hl.matches(term):
-                spans.append((m.start(), m.end(), term))
-                break
+    for m in WORD_RE.finditer(text):
+        term = m.group().lower()
+        if not is_stopped(term) and hl.matches(term):
+            spans.append((m.start(), m.end(), term))
     return spans
 
 
 def _match_spans(text: str, hl: Highlights) -> list[Span]:
     if text.isascii():
-        # Lowercasing ASCII keeps offsets, and accent folding is a no-op.
-        spans = _ascii_spans(text.lower(), hl)
+        spans = _ascii_spans(text.lower(), hl)  # lower-casing ASCII keeps offsets
         if spans is not None:
             return spans
     return _token_spans(text, hl)
