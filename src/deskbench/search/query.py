@@ -57,6 +57,7 @@ class Highlights:
 
     terms: set[str] = field(default_factory=set)
     patterns: list[re.Pattern[str]] = field(default_factory=list)
+    literals: list[str] = field(default_factory=list)  # each pattern's literal start ("" = none)
 
     def matches(self, term: str) -> bool:
         return term in self.terms or any(p.fullmatch(term) for p in self.patterns)
@@ -69,6 +70,7 @@ def highlights(node: Node, out: Highlights | None = None) -> Highlights:
         out.terms.add(node.text)
     elif isinstance(node, Wildcard):
         out.patterns.append(re.compile(node.regex))
+        out.literals.append(node.literal)
     elif isinstance(node, Phrase):
         for w in node.words:
             highlights(w, out)

@@ -32,9 +32,9 @@ def _word_char(low: str, i: int, step: int) -> bool:
 
 
 def _ascii_spans(low: str, hl: Highlights) -> list[Span] | None:
-    """Matches in lower-cased ASCII text found with str.find (C speed); None when a wildcard or
-    a term with a dot (`3.5`) needs the token path."""
-    if hl.patterns or any("." in t for t in hl.terms):
+    """Matches in lower-cased ASCII text found with str.find (C speed); None when a wildcard
+    without a literal start or a term with a dot (`3.5`) needs the token path."""
+    if any("." in t for t in hl.terms) or any(not lit or "." in lit for lit in hl.literals):
         return None
     spans: dict[int, Span] = {}
     for term in hl.terms:
@@ -45,6 +45,13 @@ def _ascii_spans(low: str, hl: Highlights) -> list[Span] | None:
             if not _word_char(low, i - 1, -1) and not _word_char(low, end, 1):
                 spans[i] = (i, end, term)
             i = low.find(term, end)
+    for pattern, literal in zip(hl.patterns, hl.literals, strict=True):
+        i = low.find(literal)
+        while i != -1:
+            word = WORD_RE.match(low, i) if not _word_char(low, i - 1, -1) else None
+            if word is not None and not is_stopped(word.group()) and pattern.fullmatch(word.group()):
+                spans.setdefault(i, (i, word.end(), word.group()))
+            i = low.find(literal, i + 1)
     return [spans[i] for i in sorted(spans)]
 
 
