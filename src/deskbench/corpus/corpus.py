@@ -2,7 +2,7 @@
 
     corpus/
       pages.sqlite      page store (source of truth)
-      index/            tantivy index derived from it
+      index/            search index derived from it (search/postings.py)
       docs/<sha256>.pdf copies of the ingested PDFs, so the corpus stands alone
       cache/pages/      rendered page images
 """

@@ -1,7 +1,7 @@
 """SQLite page store: the source of truth of a corpus.
 
 One row per document and per page. A document's pages are replaced in one transaction, so a
-crash leaves either the old or the new version, never a mix. The tantivy index is derived from
+crash leaves either the old or the new version, never a mix. The search index is derived from
 this store: `documents.indexed_hash` records which version the index holds, so an interrupted
 ingest is completed by the next one.
 
