@@ -131,6 +131,8 @@ class PageIndex:
             try:
                 return Compiled.load(folder)
             except (OSError, ValueError) as exc:
+                if Manifest.read(self.path).generation != manifest.generation:
+                    return self._compiled()  # a writer replaced it while it was being read
                 raise UserError(
                     f"search index at {self.path} is unreadable ({exc}); "
                     "delete that folder and run 'deskbench ingest' again to rebuild it"

@@ -123,18 +123,22 @@ class SegmentBuilder:
     document given twice keeps its last pages."""
 
     def __init__(self) -> None:
-        self.pages: dict[str, tuple[list[int], list[list[int]]]] = {}
+        # per document: page numbers, terms per page, and its term ids (4 bytes each, not a
+        # Python int each: a whole corpus can wait here for its first commit)
+        self.pages: dict[str, tuple[list[int], list[int], array[int]]] = {}
         self.ids: dict[str, int] = {}
 
     def add(self, doc_id: str, pages: Sequence[tuple[int, str]]) -> None:
         ids = self.ids
         setdefault = ids.setdefault
-        numbers, chunks = [], []
+        numbers, lengths, tokens = [], [], array("i")
         for number, text in pages:
+            chunk = [setdefault(t, len(ids)) for t in index_terms(text)]
             numbers.append(number)
-            chunks.append([setdefault(t, len(ids)) for t in index_terms(text)])
+            lengths.append(len(chunk))
+            tokens.extend(chunk)
         self.pages.pop(doc_id, None)
-        self.pages[doc_id] = (numbers, chunks)
+        self.pages[doc_id] = (numbers, lengths, tokens)
 
     def remove(self, doc_id: str) -> None:
         self.pages.pop(doc_id, None)
@@ -144,11 +148,11 @@ class SegmentBuilder:
 
     def build(self) -> Segment:
         docs = list(self.pages)
-        numbers = [n for ns, _ in self.pages.values() for n in ns]
-        lengths = [len(c) for _, chunks in self.pages.values() for c in chunks]
-        tokens = np.fromiter((i for _, chunks in self.pages.values() for c in chunks for i in c),
-                             dtype=np.int32, count=sum(lengths))
-        return Segment(docs, np.asarray([len(ns) for ns, _ in self.pages.values()], dtype=np.int32),
+        numbers = [n for ns, _, _ in self.pages.values() for n in ns]
+        lengths = [n for _, ls, _ in self.pages.values() for n in ls]
+        parts = [np.frombuffer(t, dtype=np.int32) for _, _, t in self.pages.values() if len(t)]
+        tokens = np.concatenate(parts) if parts else np.zeros(0, dtype=np.int32)
+        return Segment(docs, np.asarray([len(ns) for ns, _, _ in self.pages.values()], dtype=np.int32),
                        np.asarray(numbers, dtype=np.int32), np.asarray(lengths, dtype=np.int32), tokens,
                        list(self.ids))
 
