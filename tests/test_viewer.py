@@ -57,6 +57,7 @@ def scripted(body: dict[str, Any], n: int) -> dict[str, Any]:
 def _run_docqa(root: Path, out: Path, fake: FakeOpenAI, view: str) -> None:
     proc = run_cli("run", "--tasks", str(root / "tasks.jsonl"), "--corpus", str(root / "corpus"), "--out", str(out),
                    "--agent", "bm25-agent", "--model", "openai/gpt-4.1", "--view", view, "--concurrency", "1", "--quiet",
+                   "--preset", "paper",  # the Prompt 5 loop (provide_answer) the fake's replies are for
                    env={"OPENAI_API_KEY": "sk-test", "OPENAI_BASE_URL": fake.base_url})
     assert proc.returncode == 0, proc.stderr
 
