@@ -509,14 +509,27 @@ class Searcher:
         if any(t < 0 for t in ids):
             return None  # Phrase.matcher: a word no page holds matches nothing
         spans = [(int(ix.term_ptr[t]), int(ix.term_ptr[t + 1])) for t in ids]
-        docs = within
-        for lo, hi in sorted(spans, key=lambda s: s[1] - s[0]):
-            postings = ix.post_doc[lo:hi]
-            docs = postings if docs is None else docs[_member(docs, postings, self.n)]
+        order = sorted(range(len(spans)), key=lambda i: spans[i][1] - spans[i][0])
+        rarest = order[0]
+        lo, hi = spans[rarest]
+        docs = ix.post_doc[lo:hi]
+        at: list[npt.NDArray[np.int64]] = [np.zeros(0, dtype=np.int64)] * len(spans)
+        at[rarest] = np.arange(lo, hi)
+        if within is not None:
+            keep = _member(docs, within, self.n)
+            docs, at[rarest] = docs[keep], at[rarest][keep]
+        for i in order[1:]:
+            lo, hi = spans[i]
+            where, found = _positions(docs, ix.post_doc[lo:hi], self.n)
+            if not found.all():
+                docs = docs[found]
+                where = where[found]
+                for j in order[:order.index(i)]:
+                    at[j] = at[j][found]
+            at[i] = lo + where
             if not len(docs):
                 return None
-        assert docs is not None
-        return docs, [lo + _positions(docs, ix.post_doc[lo:hi], self.n)[0] for lo, hi in spans]
+        return docs, at
 
     def _phrase_scores(self, node: Phrase, at: list[npt.NDArray[np.int64]]) -> FloatArray:
         scores = _sum(binary_tree(len(at)), [self.ix.post_score[idx] for idx in at])
@@ -535,7 +548,12 @@ class Searcher:
             counts = ix.pos_ptr[postings + 1] - starts
             flat = np.repeat(starts - (np.cumsum(counts) - counts), counts) + np.arange(int(counts.sum()))
             keys = np.repeat(base, counts) + ix.positions[flat]
-            if reach is not None:
+            if reach is not None and slop == 1:
+                # keys right after a reached one: both lists sorted, so a stable sort merges them
+                both = np.concatenate((reach + 1, keys))
+                both.sort(kind="stable")
+                keys = both[1:][both[1:] == both[:-1]]
+            elif reach is not None:
                 j = np.searchsorted(reach, keys - 1, side="right") - 1
                 ok = j >= 0
                 ok[ok] = keys[ok] - reach[j[ok]] <= slop
@@ -545,7 +563,7 @@ class Searcher:
                 break
         held = np.zeros(size, dtype=bool)
         assert reach is not None
-        held[reach // _STRIDE] = True
+        held[reach >> 32] = True  # _STRIDE = 1 << 32
         return held
 
     def _phrase(self, node: Phrase, within: DocArray | None = None) -> Hits:
@@ -565,7 +583,7 @@ class Searcher:
         docs, at = found
         scores = self._phrase_scores(node, at)
         batch = _FIRST_BATCH
-        while batch * 4 < len(docs):
+        while batch * 8 < len(docs):
             cut = np.partition(scores, len(docs) - batch)[len(docs) - batch]
             pick = np.flatnonzero(scores >= cut)  # ties at the cut included
             held = pick[self._phrase_holds(at, pick, node.slop)]
