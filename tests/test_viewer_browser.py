@@ -45,7 +45,8 @@ def demo_run(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     with FakeOpenAI(script=script) as fake:
         proc = run_cli("run", "--tasks", str(root / "tasks.jsonl"), "--corpus", str(root / "corpus"),
                        "--out", str(root / "run"), "--agent", "bm25-agent", "--model", "openai/gpt-4.1",
-                       "--view", "image", "--quiet", env={"OPENAI_API_KEY": "sk-test", "OPENAI_BASE_URL": fake.base_url})
+                       "--view", "image", "--quiet", "--preset", "paper",  # the Prompt 5 loop, k=5: the fake's replies are for it
+                       env={"OPENAI_API_KEY": "sk-test", "OPENAI_BASE_URL": fake.base_url})
         assert proc.returncode == 0, proc.stderr
     proc = run_cli("run", "--tasks", str(root / "tasks.jsonl"), "--corpus", str(root / "corpus"),
                    "--out", str(root / "run"), "--agent", "lexical", "--quiet")
