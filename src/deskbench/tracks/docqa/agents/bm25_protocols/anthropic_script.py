@@ -57,78 +57,28 @@ from PIL import Image
 
 from deskbench.agents.base import AgentContext, AgentResult, Recorder
 from deskbench.corpus.images import ImageSpec
-from deskbench.models.types import ChatRequest, ChatResponse, ImagePart, Message, Part, TextPart, ToolCall, ToolSpec
+from deskbench.models.types import ChatRequest, ChatResponse, ImagePart, Message, Part, TextPart, ToolCall
 from deskbench.tasks.docqa import DocQASubmission, DocQATask
 from deskbench.tracks.docqa.agents.bm25_protocols.base import Pages, PageSearch, official_source, page_view
+from deskbench.tracks.docqa.agents.bm25_protocols.script_texts import (
+    ANSWER_TOOL,
+    FOUND,
+    LIMIT_ANSWER,
+    PAGE_LABEL,
+    SEARCH_TOOL,
+    TOOL_PROMPT,
+)
 from deskbench.untrusted.limits import FileLimitError
 
 SCRIPT = "anthropic_agent.py"
 
-SYSTEM_PROMPT = """You are a document QA assistant with access to a search tool.
-The search tool returns images of document pages.
-
-IMPORTANT: The answer to the question is definitely in the documents. If your search returns no results or unhelpful pages, try different search terms. Be creative with queries - use synonyms, abbreviations, or different phrasings.
-
-Once you find relevant pages, analyze the images carefully. When you have the answer, use the provide_answer tool with:
-- answer: list of answer values (one or more items)
-  * if there is a single answer, the output should be a one-element list
-  * if the answer refers to multiple items or entities, the list will have several elements
-  * do not write a full sentence there, use as few words as possible
-  * if possible, use the exact words from the document
-- citations: list of sources where EACH citation must have:
-  * file: the exact PDF filename shown in the image (e.g., "1007969.pdf", "doc_name.pdf")
-  * page: the page number (integer)
-
-Always call the search_documents tool with an input object that contains ONLY the key "query" with a string value. Do not include any other fields (no lists, alternate keys, or metadata)."""
+SYSTEM_PROMPT = (f"{TOOL_PROMPT}\n\nAlways call the search_documents tool with an input object that contains ONLY the key "
+                 '"query" with a string value. Do not include any other fields (no lists, alternate keys, or metadata).')
 """The script's system prompt, its appended instruction on the search tool's input included."""
 
-SEARCH_TOOL = ToolSpec(
-    name="search_documents",
-    description=(
-        "Search document collection and return images of matching pages. Supports: terms and phrases "
-        "(use quotes for exact match), boolean operators (AND, OR, NOT - AND is default), wildcards "
-        "(* for multiple chars, ? for single char). Examples: 'engine specifications', "
-        "'\"Bell 407\" AND accessories', 'Bell*', 'incorporation NOT date'."
-    ),
-    parameters={
-        "type": "object",
-        "properties": {
-            "query": {"type": "string",
-                      "description": "Search query using keywords, phrases in quotes, and boolean operators"},
-        },
-        "required": ["query"],
-    },
-)
-ANSWER_TOOL = ToolSpec(
-    name="provide_answer",
-    description="Provide the final structured answer with citations after analyzing the document pages.",
-    parameters={
-        "type": "object",
-        "properties": {
-            "answer": {"type": "array", "items": {"type": "string"},
-                       "description": "List of answer values (one or more items)"},
-            "citations": {
-                "type": "array",
-                "items": {
-                    "type": "object",
-                    "properties": {
-                        "file": {"type": "string", "description": "The exact PDF filename (e.g., '1007969.pdf')"},
-                        "page": {"type": "integer", "description": "The page number"},
-                    },
-                    "required": ["file", "page"],
-                },
-                "description": "List of citations with file and page information",
-            },
-        },
-        "required": ["answer", "citations"],
-    },
-)
-
-FOUND = "Found {n} matching pages."
 WAIT = "Please wait for the search results before providing an answer."
 NOT_AVAILABLE = "Error: Tool '{name}' is not available in this context."
 NO_ANSWER = "Unable to generate answer"
-LIMIT_ANSWER = "Maximum iterations reached without answer"
 
 MAX_BASE64 = 5 * 1024 * 1024
 """The script's image limit: the base64 text of the PNG, in characters."""
@@ -197,7 +147,7 @@ class PageImages:
         cannot be shown, as the script leaves out a page it cannot load)."""
         parts: list[Part] = []
         for doc, page in pages:
-            parts.append(TextPart(text=f"\nFile: {doc}, Page: {page}"))
+            parts.append(TextPart(text=PAGE_LABEL.format(file=doc, page=page)))
             try:
                 parts.append(page_view(ctx, doc, page) if ctx.settings.view == "text"
                              else self.image(ctx, doc, page))

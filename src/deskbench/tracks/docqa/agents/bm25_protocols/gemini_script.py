@@ -60,63 +60,39 @@ from pydantic import ValidationError
 
 from deskbench.agents.base import AgentContext, AgentResult, Recorder, describe_problem
 from deskbench.corpus.images import ImageSpec
-from deskbench.models.types import ChatRequest, ChatResponse, ImagePart, Message, ModelError, Part, TextPart, ToolSpec
+from deskbench.models.types import ChatRequest, ChatResponse, ImagePart, Message, ModelError, Part, TextPart
 from deskbench.tasks.docqa import DocQASubmission, DocQATask
 from deskbench.tracks.docqa.agents.bm25_protocols.base import Pages, PageSearch, official_source, page_view
+from deskbench.tracks.docqa.agents.bm25_protocols import script_texts
+from deskbench.tracks.docqa.agents.bm25_protocols.script_texts import (
+    ANSWER_FIELDS,
+    PAGE_LABEL,
+    PROMPT_OPENING,
+    SEARCH_TOOL,
+)
 from deskbench.untrusted.limits import FileLimitError
 
 SCRIPT = "gemini_agent.py"
 
-INSTRUCTION = """You are a document QA assistant with access to a search tool.
-The search tool returns images of document pages.
-
-IMPORTANT: The answer to the question is definitely in the documents. If your search returns no results or unhelpful pages, try different search terms. Be creative with queries - use synonyms, abbreviations, or different phrasings.
-
-Once you find relevant pages, analyze the images carefully. When you have the answer, respond with a JSON object in this exact format:
-{
+INSTRUCTION = f"""{PROMPT_OPENING}. When you have the answer, respond with a JSON object in this exact format:
+{{
   "answer": ["answer value 1", "answer value 2", ...],
   "citations": [
-    {"file": "exact_filename.pdf", "page": 1},
-    {"file": "another_file.pdf", "page": 3}
+    {{"file": "exact_filename.pdf", "page": 1}},
+    {{"file": "another_file.pdf", "page": 3}}
   ]
-}
+}}
 
 Where:
-- answer: list of answer values (one or more items)
-  * if there is a single answer, the output should be a one-element list
-  * if the answer refers to multiple items or entities, the list will have several elements
-  * do not write a full sentence there, use as few words as possible
-  * if possible, use the exact words from the document
-- citations: list of sources where EACH citation must have:
-  * file: the exact PDF filename shown in the image (e.g., "1007969.pdf", "doc_name.pdf")
-  * page: the page number (integer)
+{ANSWER_FIELDS}
   
 """
 """The script's `system_instruction` text, trailing spaces and newlines included (it is sent as the
 start of the first user message, not as a system instruction)."""
 
 CONTINUE = "Please continue. If you have found the answer, provide the JSON response as specified."
-FOUND = "Found {n} matching pages. Images attached below."
-LABEL = "\nFile: {file}, Page: {page}"
+FOUND = f"{script_texts.FOUND} Images attached below."
 ERROR_ANSWER = "Error: Unable to generate answer"
-
-SEARCH_TOOL = ToolSpec(
-    name="search_documents",
-    description=(
-        "Search document collection and return images of matching pages. Supports: terms and phrases "
-        "(use quotes for exact match), boolean operators (AND, OR, NOT - AND is default), wildcards "
-        "(* for multiple chars, ? for single char). Examples: 'engine specifications', "
-        "'\"Bell 407\" AND accessories', 'Bell*', 'incorporation NOT date'."
-    ),
-    parameters={
-        "type": "object",
-        "properties": {
-            "query": {"type": "string",
-                      "description": "Search query using keywords, phrases in quotes, and boolean operators"},
-        },
-        "required": ["query"],
-    },
-)
 
 KEPT = frozenset({None, "FINISH_REASON_UNSPECIFIED", "STOP", "MAX_TOKENS"})
 """Finish reasons after which the SDK keeps the turn (ChatSession._check_response)."""
@@ -208,7 +184,7 @@ class WebpPages:
                 shown = page_view(ctx, doc, page) if ctx.settings.view == "text" else self.image(ctx, doc, page)
             except FileLimitError:
                 continue
-            parts.extend([TextPart(text=LABEL.format(file=doc, page=page)), shown])
+            parts.extend([TextPart(text=PAGE_LABEL.format(file=doc, page=page)), shown])
         return parts
 
 

@@ -32,33 +32,23 @@ from deskbench.models.types import ChatRequest, ChatResponse, Message, Part, Tex
 from deskbench.tasks.docqa import DocQASubmission, DocQATask
 from deskbench.tasks.trajectory import Citation
 from deskbench.tracks.docqa.agents.bm25_protocols.base import PageSearch, labelled_pages, official_source
+from deskbench.tracks.docqa.agents.bm25_protocols.script_texts import (
+    ANSWER_FIELDS,
+    FOUND,
+    PAGES_HEADER,
+    PROMPT_OPENING,
+    QUERY_DESCRIPTION,
+)
+from deskbench.tracks.docqa.agents.prompts import SEARCH_DESCRIPTION
 
-SYSTEM_PROMPT = """You are a document QA assistant with access to a search tool.
-The search tool returns images of document pages.
-
-IMPORTANT: The answer to the question is definitely in the documents. If your search returns no results or unhelpful pages, try different search terms. Be creative with queries - use synonyms, abbreviations, or different phrasings.
-
-Once you find relevant pages, analyze the images carefully and provide:
-- answer: list of answer values (one or more items)
-  * if there is a single answer, the output should be a one-element list
-  * if the answer refers to multiple items or entities, the list will have several elements
-  * do not write a full sentence there, use as few words as possible
-  * if possible, use the exact words from the document
-- citations: list of sources where EACH citation must have:
-  * file: the exact PDF filename shown in the image (e.g., "1007969.pdf", "doc_name.pdf")
-  * page: the page number (integer)"""
+SYSTEM_PROMPT = f"{PROMPT_OPENING} and provide:\n{ANSWER_FIELDS}"
 
 SEARCH_TOOL = ToolSpec(
     name="search_documents",
-    description=(
-        "Search document collection and return images of matching pages. Supports: terms and phrases (use quotes "
-        "for exact match), boolean operators (AND, OR, NOT - AND is default), wildcards (* for multiple chars, ? "
-        "for single char). Examples: 'engine specifications', '\"Bell 407\" AND accessories', 'Bell*', "
-        "'incorporation NOT date'."),
+    description=SEARCH_DESCRIPTION,
     parameters={
         "type": "object",
-        "properties": {"query": {"type": "string",
-                                 "description": "Search query using keywords, phrases in quotes, and boolean operators"}},
+        "properties": {"query": {"type": "string", "description": QUERY_DESCRIPTION}},
         "required": ["query"],
         "additionalProperties": False,
     },
@@ -89,7 +79,6 @@ ANSWER_SCHEMA: dict[str, Any] = {
     "additionalProperties": False,
 }
 ANSWER_NAME = "Answer"
-PAGES_HEADER = "Here are the matching pages:\n"
 
 # the fields of the SDK's ParsedChatCompletionMessage and ParsedFunctionToolCall, in its order:
 # a dump of the parsed message object has those the server sent, then what parse() adds
@@ -153,7 +142,7 @@ class OpenAIScript:
                 found = await pages.search(ctx, rec, query, show_pages, tool=SEARCH_TOOL.name)
                 history.append({"iteration": iteration, "query": query, "num_results": len(found.hits)})
                 messages.append(Message(role="tool", tool_call_id=call.id,
-                                        content=f"Found {len(found.hits)} matching pages."))
+                                        content=FOUND.format(n=len(found.hits))))
                 shown += found.parts
             if len(shown) > 1:
                 messages.append(Message(role="user", content=shown))
