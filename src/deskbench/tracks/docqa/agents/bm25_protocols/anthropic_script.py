@@ -46,29 +46,19 @@ explicitly) a reply with tool calls counts as "tool_use".
 
 from __future__ import annotations
 
-import base64
-import hashlib
-import io
-import threading
-from collections import OrderedDict
 from typing import Any, Literal
 
-from PIL import Image
-
 from deskbench.agents.base import AgentContext, AgentResult, Recorder
-from deskbench.corpus.images import ImageSpec
-from deskbench.models.types import ChatRequest, ChatResponse, ImagePart, Message, Part, TextPart, ToolCall
-from deskbench.tasks.docqa import DocQASubmission, DocQATask
-from deskbench.tracks.docqa.agents.bm25_protocols.base import Pages, PageSearch, official_source, page_view
+from deskbench.models.types import ChatRequest, ChatResponse, Message, Part, ToolCall
+from deskbench.tasks.docqa import DocQATask
+from deskbench.tracks.docqa.agents.bm25_protocols.base import PageSearch, ShrunkPages, official_source, script_submission
 from deskbench.tracks.docqa.agents.bm25_protocols.script_texts import (
     ANSWER_TOOL,
     FOUND,
     LIMIT_ANSWER,
-    PAGE_LABEL,
     SEARCH_TOOL,
     TOOL_PROMPT,
 )
-from deskbench.untrusted.limits import FileLimitError
 
 SCRIPT = "anthropic_agent.py"
 
@@ -82,81 +72,14 @@ NO_ANSWER = "Unable to generate answer"
 
 MAX_BASE64 = 5 * 1024 * 1024
 """The script's image limit: the base64 text of the PNG, in characters."""
-SHRINK = 0.9
-"""Each step scales the original page by another 0.9 (0.9, 0.81, ...)."""
 STOP_REASONS = frozenset({"end_turn", "max_tokens", "stop_sequence", "tool_use", "pause_turn", "refusal",
                           "model_context_window_exceeded"})
 """Anthropic's stop_reason values (Messages API reference); another provider's finish reason is read
 by whether the reply called tools."""
 
 
-def official_png(image: Image.Image) -> bytes:
-    """The PNG bytes utils.image_to_base64 encodes: Pillow's PNG writer with its defaults."""
-    buffer = io.BytesIO()
-    image.save(buffer, format="PNG")
-    return buffer.getvalue()
-
-
-def shrink_steps(page: Image.Image, max_base64: int = MAX_BASE64) -> tuple[int, bytes]:
-    """How many 0.9 steps the script's loop takes on `page` (an RGB image), and the PNG it sends:
-    each step redraws the ORIGINAL at the product of the factors so far (int() of each side),
-    until the base64 text is within the limit."""
-    data = official_png(page)
-    steps, factor = 0, 1.0
-    while len(base64.b64encode(data)) > max_base64:
-        steps += 1
-        factor *= SHRINK
-        size = (int(page.width * factor), int(page.height * factor))
-        data = official_png(page.resize(size, Image.Resampling.LANCZOS))
-    return steps, data
-
-
-class PageImages:
-    """The page images the script sends, with its 5 MB loop. Measuring a page costs a Pillow PNG
-    encode (~0.1-0.5 s for a 200 DPI page), so the verdict "no step needed" (the rendered PNG then
-    goes as it is: the same pixels) is remembered per rendered image, for the process's life
-    (episodes get a new protocol object each: the memory is shared, bounded, thread-safe)."""
-
-    def __init__(self, max_pages: int = 8192) -> None:
-        self._fits: OrderedDict[bytes, bool] = OrderedDict()
-        self._max = max_pages
-        self._lock = threading.Lock()
-
-    def image(self, ctx: AgentContext, doc: str, page: int) -> ImagePart:
-        """One page's image part (blocking: it may render and encode)."""
-        assert ctx.corpus is not None
-        dpi = ctx.settings.dpi
-        rendered = ctx.corpus.page_image(doc, page, ImageSpec(dpi=dpi, format="png", max_bytes=None))
-        ref = f"page:{doc}#{page}@{dpi}"
-        key = hashlib.sha256(rendered).digest()
-        with self._lock:
-            fits = self._fits.get(key)
-        if fits and len(base64.b64encode(rendered)) <= MAX_BASE64:
-            return ImagePart.of(rendered, "image/png", ref=ref)
-        with Image.open(io.BytesIO(rendered)) as opened:
-            original = opened.convert("RGB")  # pdf2image's pages are RGB
-        steps, data = shrink_steps(original)
-        with self._lock:
-            self._fits[key] = steps == 0
-            if len(self._fits) > self._max:
-                self._fits.popitem(last=False)
-        return ImagePart.of(data, "image/png", ref=ref)
-
-    def load(self, ctx: AgentContext, pages: Pages) -> list[Part]:
-        """The script's page blocks: "\\nFile: X, Page: N", then the image (left out when the page
-        cannot be shown, as the script leaves out a page it cannot load)."""
-        parts: list[Part] = []
-        for doc, page in pages:
-            parts.append(TextPart(text=PAGE_LABEL.format(file=doc, page=page)))
-            try:
-                parts.append(page_view(ctx, doc, page) if ctx.settings.view == "text"
-                             else self.image(ctx, doc, page))
-            except FileLimitError:
-                continue
-        return parts
-
-
-PAGE_IMAGES = PageImages()
+PAGE_IMAGES = ShrunkPages(MAX_BASE64)
+"""The script's page blocks: "\\nFile: X, Page: N", then the image, shrunk by its 5 MB loop."""
 
 
 def stopped_for_tools(response: ChatResponse) -> bool:
@@ -238,14 +161,7 @@ class AnthropicScriptProtocol:
                 history: list[dict[str, Any]], error: str | None, *, status: Literal["ok", "limit"] = "ok") -> AgentResult:
         """The episode's result from the row the script would write; citations it cannot read as
         pages are dropped (and named in the error), not the whole answer."""
-        dropped: list[str] = []
-        submission = DocQASubmission.model_validate(
-            {"id": task.id, "question": task.question, **row, "iterations": iteration,
-             "steps": len(history), "search_history": history, "error": error},
-            context={"dropped": dropped})
-        if dropped:
-            note = f"citations dropped: {'; '.join(dropped)}"
-            submission.error = f"{error}; {note}" if error else note
+        submission = script_submission(task, row["answer"], row["citations"], iteration, history, error)
         if status == "limit":
             return rec.result("limit", submission, error=error)
         return rec.result("ok", submission)

@@ -18,18 +18,26 @@ the query without the GIL; pages shown as images always load there (a page may n
 from __future__ import annotations
 
 import asyncio
+import base64
+import hashlib
+import io
+import threading
 import time
+from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import Any, Generic, Protocol, TypeVar
+
+from PIL import Image
 
 from deskbench.agents.base import AgentContext, AgentResult, Recorder, load_page_parts
 from deskbench.corpus.corpus import SearchHit
 from deskbench.corpus.images import ImageSpec
 from deskbench.errors import QuerySyntaxError
 from deskbench.models.types import ImagePart, Part, TextPart
-from deskbench.tasks.docqa import DocQATask
+from deskbench.tasks.docqa import DocQASubmission, DocQATask
 from deskbench.tasks.trajectory import ToolCallStep
+from deskbench.tracks.docqa.agents.bm25_protocols.script_texts import PAGE_LABEL
 from deskbench.untrusted.limits import FileLimitError
 
 OFFICIAL_COMMIT = "978fa76de16acf983363557823f4f2d1ed74ba47"
@@ -135,6 +143,128 @@ def labelled_pages(label: Callable[[str, int], str], *, detail: str | None = Non
         return parts
 
     return load
+
+
+def official_png(image: Image.Image) -> bytes:
+    """The PNG bytes the scripts' utils.image_to_base64 encodes: Pillow's PNG writer with its defaults."""
+    buffer = io.BytesIO()
+    image.save(buffer, format="PNG")
+    return buffer.getvalue()
+
+
+SHRINK = 0.9
+"""Each step of the scripts' size loop scales the original page by another 0.9 (0.9, 0.81, ...)."""
+
+
+def shrink(page: Image.Image, max_base64: int) -> tuple[int, bytes]:
+    """The size loop of anthropic_agent.py and vllm_agent.py (each with its own limit) on `page`
+    (an RGB image): how many 0.9 steps it takes and the PNG it sends. Each step redraws the
+    ORIGINAL at the running product of the factors (int() of each side), Lanczos, until the
+    base64 text is within the limit."""
+    data = official_png(page)
+    steps, factor = 0, 1.0
+    while len(base64.b64encode(data)) > max_base64:
+        steps += 1
+        factor *= SHRINK
+        data = official_png(page.resize((int(page.width * factor), int(page.height * factor)),
+                                        Image.Resampling.LANCZOS))
+    return steps, data
+
+
+def script_view(ctx: AgentContext, doc: str, page: int, image: Callable[[AgentContext, str, int], ImagePart]) -> Part:
+    """One page as a script's loader shows it: its `image`, or with --view text the page's text
+    (deskbench's addition: the scripts show images only)."""
+    return page_view(ctx, doc, page) if ctx.settings.view == "text" else image(ctx, doc, page)
+
+
+V = TypeVar("V")
+
+
+class PageMemory(Generic[V]):
+    """What a script's page image costs to make (a PNG or WebP encode, 0.1-1 s of CPU a page),
+    remembered per rendered page (the 200 DPI PNG's hash) for the process's life: bounded,
+    thread-safe, shared by the episodes (each gets a new protocol object)."""
+
+    def __init__(self, max_pages: int) -> None:
+        self._memory: OrderedDict[bytes, V] = OrderedDict()
+        self._max = max_pages
+        self._lock = threading.Lock()
+
+    @staticmethod
+    def rendered(ctx: AgentContext, doc: str, page: int) -> tuple[bytes, bytes]:
+        """The page rendered at ctx.settings.dpi as a PNG (no size limit), and its memory key."""
+        assert ctx.corpus is not None
+        rendered = ctx.corpus.page_image(doc, page, ImageSpec(dpi=ctx.settings.dpi, format="png", max_bytes=None))
+        return rendered, hashlib.sha256(rendered).digest()
+
+    def recall(self, key: bytes) -> V | None:
+        with self._lock:
+            value = self._memory.get(key)
+            if value is not None:
+                self._memory.move_to_end(key)
+            return value
+
+    def remember(self, key: bytes, value: V) -> None:
+        with self._lock:
+            self._memory[key] = value
+            if len(self._memory) > self._max:
+                self._memory.popitem(last=False)
+
+
+class ShrunkPages(PageMemory[bool]):
+    """The page images of anthropic_agent.py and vllm_agent.py: the 200 DPI PNG, shrunk by their
+    size loop while its base64 text exceeds the script's limit, with vllm_agent.py's detail
+    "high". The verdict "no step needed" (the rendered PNG then goes as it is: the same pixels)
+    is what is remembered."""
+
+    def __init__(self, max_base64: int, *, detail: str | None = None, header: str | None = None,
+                 max_pages: int = 8192) -> None:
+        super().__init__(max_pages)
+        self.max_base64 = max_base64
+        self.detail = detail
+        self.header = header
+
+    def image(self, ctx: AgentContext, doc: str, page: int) -> ImagePart:
+        """One page's image part (blocking: it may render and encode)."""
+        rendered, key = self.rendered(ctx, doc, page)
+        data = rendered
+        if not (self.recall(key) and len(base64.b64encode(rendered)) <= self.max_base64):
+            with Image.open(io.BytesIO(rendered)) as opened:
+                original = opened.convert("RGB")  # pdf2image's pages are RGB
+            steps, data = shrink(original, self.max_base64)
+            self.remember(key, steps == 0)
+        return ImagePart.of(data, "image/png", ref=f"page:{doc}#{page}@{ctx.settings.dpi}").model_copy(
+            update={"detail": self.detail} if self.detail is not None else {})
+
+    def load(self, ctx: AgentContext, pages: Pages) -> list[Part]:
+        """The scripts' page blocks: the header (when the script has one), then per page
+        "\\nFile: X, Page: N" and the page; a page that cannot be shown keeps its label, as the
+        scripts leave out the image of a page they cannot load."""
+        parts: list[Part] = [TextPart(text=self.header)] if self.header is not None else []
+        for doc, page in pages:
+            parts.append(TextPart(text=PAGE_LABEL.format(file=doc, page=page)))
+            try:
+                parts.append(script_view(ctx, doc, page, self.image))
+            except FileLimitError:
+                continue
+        return parts
+
+
+def script_submission(task: DocQATask, answer: Any, citations: Any, iteration: int,
+                      history: list[dict[str, Any]], error: str | None) -> DocQASubmission:
+    """The row anthropic_agent.py and vllm_agent.py return, as a submission; citations that are
+    not a list are left out, those that cannot be read as pages are dropped (and named in the
+    error), not the whole answer."""
+    dropped: list[str] = []
+    submission = DocQASubmission.model_validate(
+        {"id": task.id, "question": task.question, "answer": answer,
+         "citations": citations if isinstance(citations, list) else [], "iterations": iteration,
+         "steps": len(history), "search_history": history, "error": error},
+        context={"dropped": dropped})
+    if dropped:
+        note = f"citations dropped: {'; '.join(dropped)}"
+        submission.error = f"{error}; {note}" if error else note
+    return submission
 
 
 class Bm25Protocol(Protocol):

@@ -47,23 +47,19 @@ candidates is retried here, where the script moves on to its next iteration.
 
 from __future__ import annotations
 
-import hashlib
 import io
 import json
 import re
-import threading
-from collections import OrderedDict
 from typing import Any
 
 from PIL import Image
 from pydantic import ValidationError
 
 from deskbench.agents.base import AgentContext, AgentResult, Recorder, describe_problem
-from deskbench.corpus.images import ImageSpec
 from deskbench.models.types import ChatRequest, ChatResponse, ImagePart, Message, ModelError, Part, TextPart
 from deskbench.tasks.docqa import DocQASubmission, DocQATask
-from deskbench.tracks.docqa.agents.bm25_protocols.base import Pages, PageSearch, official_source, page_view
 from deskbench.tracks.docqa.agents.bm25_protocols import script_texts
+from deskbench.tracks.docqa.agents.bm25_protocols.base import Pages, PageMemory, PageSearch, official_source, script_view
 from deskbench.tracks.docqa.agents.bm25_protocols.script_texts import (
     ANSWER_FIELDS,
     PAGE_LABEL,
@@ -142,7 +138,7 @@ def as_sent_back(reply: Message) -> Message:
     return reply.model_copy(update={"tool_calls": calls, "reasoning": []})
 
 
-class WebpPages:
+class WebpPages(PageMemory[bytes]):
     """The page images as the SDK sends a PIL image without a file behind it
     (google/generativeai/types/content_types.py _pil_to_blob: `image.save(format="webp",
     lossless=True)`), made from deskbench's 200 DPI rendering. Encoding costs ~1 s of CPU for a
@@ -150,30 +146,19 @@ class WebpPages:
     bounded, thread-safe: episodes get a new protocol object each."""
 
     def __init__(self, max_pages: int = 64) -> None:
-        self._done: OrderedDict[bytes, bytes] = OrderedDict()
-        self._max = max_pages
-        self._lock = threading.Lock()
+        super().__init__(max_pages)
 
     def image(self, ctx: AgentContext, doc: str, page: int) -> ImagePart:
-        assert ctx.corpus is not None
-        dpi = ctx.settings.dpi
-        rendered = ctx.corpus.page_image(doc, page, ImageSpec(dpi=dpi, format="png", max_bytes=None))
-        key = hashlib.sha256(rendered).digest()
-        with self._lock:
-            data = self._done.get(key)
-            if data is not None:
-                self._done.move_to_end(key)
+        rendered, key = self.rendered(ctx, doc, page)
+        data = self.recall(key)
         if data is None:
             with Image.open(io.BytesIO(rendered)) as opened:
                 rgb = opened.convert("RGB")  # pdf2image's pages are RGB
             buffer = io.BytesIO()
             rgb.save(buffer, format="webp", lossless=True)
             data = buffer.getvalue()
-            with self._lock:
-                self._done[key] = data
-                if len(self._done) > self._max:
-                    self._done.popitem(last=False)
-        return ImagePart.of(data, "image/webp", ref=f"page:{doc}#{page}@{dpi}")
+            self.remember(key, data)
+        return ImagePart.of(data, "image/webp", ref=f"page:{doc}#{page}@{ctx.settings.dpi}")
 
     def load(self, ctx: AgentContext, pages: Pages) -> list[Part]:
         """For each page "\\nFile: X, Page: N" then its image; a page that cannot be shown is left
@@ -181,7 +166,7 @@ class WebpPages:
         parts: list[Part] = []
         for doc, page in pages:
             try:
-                shown = page_view(ctx, doc, page) if ctx.settings.view == "text" else self.image(ctx, doc, page)
+                shown = script_view(ctx, doc, page, self.image)
             except FileLimitError:
                 continue
             parts.extend([TextPart(text=PAGE_LABEL.format(file=doc, page=page)), shown])

@@ -58,41 +58,31 @@ Mistral's chat API by the mistral/ adapter, which makes these differences on the
 
 from __future__ import annotations
 
-import base64
-import hashlib
-import io
 import json
 import re
-import threading
-from collections import OrderedDict
 from typing import Any
 
 from PIL import Image
 
 from deskbench.agents.base import AgentContext, AgentResult, Recorder
-from deskbench.corpus.images import ImageSpec
 from deskbench.models.types import (
     ChatRequest,
     ChatResponse,
-    ImagePart,
     Message,
     ModelError,
-    Part,
     ProviderRefused,
-    TextPart,
 )
-from deskbench.tasks.docqa import DocQASubmission, DocQATask
-from deskbench.tracks.docqa.agents.bm25_protocols.base import Pages, PageSearch, official_source, page_view
+from deskbench.tasks.docqa import DocQATask
+from deskbench.tracks.docqa.agents.bm25_protocols import base
+from deskbench.tracks.docqa.agents.bm25_protocols.base import PageSearch, ShrunkPages, official_source, script_submission
 from deskbench.tracks.docqa.agents.bm25_protocols.script_texts import (
     ANSWER_TOOL,
     FOUND,
     LIMIT_ANSWER,
-    PAGE_LABEL,
     PAGES_HEADER,
     SEARCH_TOOL,
     TOOL_PROMPT,
 )
-from deskbench.untrusted.limits import FileLimitError
 
 SCRIPT = "vllm_agent.py"
 MISTRAL_NAME = "vllm_agent.py@mistral"
@@ -107,78 +97,18 @@ ANSWER_RECORDED = "Answer recorded."
 
 MAX_BASE64 = 4 * 1024 * 1024
 """The script's image limit: the base64 text of the PNG, in characters ("be conservative")."""
-SHRINK = 0.9
 
 _JSON_ANSWER = re.compile(r'\{[\s\S]*"answer"[\s\S]*\}')
 _LINE_ANSWER = re.compile(r"(?:answer|Answer|ANSWER)[:\s]+([^\n]+)")
 
 
-def official_png(image: Image.Image) -> bytes:
-    """The PNG bytes utils.image_to_base64 encodes: Pillow's PNG writer with its defaults."""
-    buffer = io.BytesIO()
-    image.save(buffer, format="PNG")
-    return buffer.getvalue()
-
-
 def shrink(page: Image.Image, max_base64: int = MAX_BASE64) -> tuple[int, bytes]:
-    """The script's loop on `page`: how many 0.9 steps it takes and the PNG it sends. Each step
-    redraws the ORIGINAL at the running product of the factors (int() of each side), Lanczos,
-    until the base64 text is within the limit."""
-    data = official_png(page)
-    steps, factor = 0, 1.0
-    while len(base64.b64encode(data)) > max_base64:
-        steps += 1
-        factor *= SHRINK
-        data = official_png(page.resize((int(page.width * factor), int(page.height * factor)),
-                                        Image.Resampling.LANCZOS))
-    return steps, data
+    """The script's _load_page_image loop on `page`: how many 0.9 steps it takes and the PNG it sends."""
+    return base.shrink(page, max_base64)
 
 
-class PageImages:
-    """The page images the script sends. Measuring a page costs a PNG encode, so the verdict "no
-    step needed" (the rendered PNG then goes as it is) is kept per rendered image for the
-    process's life (bounded, thread-safe)."""
-
-    def __init__(self, max_base64: int = MAX_BASE64, max_pages: int = 8192) -> None:
-        self.max_base64 = max_base64
-        self._fits: OrderedDict[bytes, bool] = OrderedDict()
-        self._max = max_pages
-        self._lock = threading.Lock()
-
-    def image(self, ctx: AgentContext, doc: str, page: int) -> ImagePart:
-        """One page's image part, detail "high" (blocking: it may render and encode)."""
-        assert ctx.corpus is not None
-        dpi = ctx.settings.dpi
-        rendered = ctx.corpus.page_image(doc, page, ImageSpec(dpi=dpi, format="png", max_bytes=None))
-        ref = f"page:{doc}#{page}@{dpi}"
-        key = hashlib.sha256(rendered).digest()
-        with self._lock:
-            fits = self._fits.get(key)
-        data = rendered
-        if not (fits and len(base64.b64encode(rendered)) <= self.max_base64):
-            with Image.open(io.BytesIO(rendered)) as opened:
-                original = opened.convert("RGB")  # pdf2image's pages are RGB
-            steps, data = shrink(original, self.max_base64)
-            with self._lock:
-                self._fits[key] = steps == 0
-                if len(self._fits) > self._max:
-                    self._fits.popitem(last=False)
-        return ImagePart.of(data, "image/png", ref=ref).model_copy(update={"detail": "high"})
-
-    def load(self, ctx: AgentContext, pages: Pages) -> list[Part]:
-        """The script's page message content: the header, then "\\nFile: X, Page: N" and the page
-        per hit (a page that cannot be shown keeps its label, as the script skips the image)."""
-        parts: list[Part] = [TextPart(text=PAGES_HEADER)]
-        for doc, page in pages:
-            parts.append(TextPart(text=PAGE_LABEL.format(file=doc, page=page)))
-            try:
-                parts.append(page_view(ctx, doc, page) if ctx.settings.view == "text" else self.image(ctx, doc, page))
-            except FileLimitError:
-                continue
-        return parts
-
-
-PAGE_IMAGES = PageImages()
+PAGE_IMAGES = ShrunkPages(MAX_BASE64, detail="high", header=PAGES_HEADER)
+"""The script's page message content: the header, then "\\nFile: X, Page: N" and the page (detail "high") per hit."""
 
 
 class VllmScriptProtocol:
@@ -251,16 +181,7 @@ class VllmScriptProtocol:
                 history: list[dict[str, Any]], error: str | None) -> AgentResult:
         """The episode's result from the row the script returns; citations that cannot be read as
         pages are dropped (and named in the error), not the whole answer."""
-        dropped: list[str] = []
-        citations = row.get("citations")
-        submission = DocQASubmission.model_validate(
-            {"id": task.id, "question": task.question, "answer": row.get("answer"),
-             "citations": citations if isinstance(citations, list) else [], "iterations": iteration,
-             "steps": len(history), "search_history": history, "error": error},
-            context={"dropped": dropped})
-        if dropped:
-            note = f"citations dropped: {'; '.join(dropped)}"
-            submission.error = f"{error}; {note}" if error else note
+        submission = script_submission(task, row.get("answer"), row.get("citations"), iteration, history, error)
         return rec.result("ok", submission)
 
 
