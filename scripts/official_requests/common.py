@@ -177,15 +177,31 @@ class Script:
     problems: list[str] = field(default_factory=list)
 
 
+class QuietHandler(BaseHTTPRequestHandler):
+    """A local server's request handler that does not log each request."""
+
+    def log_message(self, *args: Any) -> None:
+        pass
+
+
+@contextlib.contextmanager
+def listening(handler: type[BaseHTTPRequestHandler]) -> Iterator[str]:
+    """A local server with `handler` on a free port while the block runs (its base URL is yielded)."""
+    server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}"
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
 @contextlib.contextmanager
 def serve(provider: Provider, script: Script) -> Iterator[str]:
     """A local server answering POSTs from `script` (its base URL is yielded). A request past
     the script's end is answered 400 (the SDKs do not retry it) and noted as a problem."""
 
-    class Handler(BaseHTTPRequestHandler):
-        def log_message(self, *args: Any) -> None:
-            pass
-
+    class Handler(QuietHandler):
         def do_POST(self) -> None:  # noqa: N802  (http.server's name)
             raw = self.rfile.read(int(self.headers.get("content-length") or 0))
             body = json.loads(raw) if raw else None
@@ -210,14 +226,8 @@ def serve(provider: Provider, script: Script) -> Iterator[str]:
             self.end_headers()
             self.wfile.write(data)
 
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}"
-    finally:
-        server.shutdown()
-        server.server_close()
+    with listening(Handler) as base_url:
+        yield base_url
 
 
 # --- the official code, offline ---------------------------------------------------------------
@@ -329,4 +339,41 @@ def main(provider: Provider, default_out: str) -> None:
     fixture = record(provider, args.madqa.resolve(), args.out)
     n = sum(len(q["requests"]) for q in fixture["questions"])
     print(f"{args.out}: {n} requests over {len(fixture['questions'])} questions "
+          f"({fixture['source']['sdk']}, MADQA {fixture['source']['commit'][:7]})")
+
+
+def main_with_questions(provider: Provider, default_out: str, questions: Path) -> tuple[Path, dict[str, Any]]:
+    """The recording of a script with its own questions (record_vllm.py, record_gemini.py): the
+    shared scenario, then `questions` over the shared documents and settings. Each request's
+    status, carried by the provider's serve as the pseudo-header ":status", becomes the request's
+    "status". Returns where to write the fixture (--out) and the fixture, for the caller to
+    complete its source and write with write_fixture."""
+    import argparse
+
+    parser = argparse.ArgumentParser(description=f"Record the requests of the official {provider.script}")
+    parser.add_argument("--madqa", type=Path, required=True, help="a checkout of github OxRML/MADQA")
+    parser.add_argument("--out", type=Path, default=DATA / default_out)
+    args = parser.parse_args()
+    fixture = record(provider, args.madqa.resolve(), args.out)
+    with tempfile.TemporaryDirectory() as tmp:
+        scenario = json.loads(SCENARIO.read_text(encoding="utf-8"))
+        scenario["questions"] = json.loads(questions.read_text(encoding="utf-8"))["questions"]
+        (Path(tmp) / "scenario.json").write_text(json.dumps(scenario), encoding="utf-8")
+        (Path(tmp) / "pdfs").symlink_to(DATA / "pdfs")
+        extra = record(provider, args.madqa.resolve(), Path(tmp) / default_out, Path(tmp) / "scenario.json")
+    fixture["questions"] += extra["questions"]
+    fixture["source"]["questions"] = f"tests/data/official_requests/scenario.json, then {questions.name}"
+    for question in fixture["questions"]:
+        for request in question["requests"]:
+            request["status"] = request["headers"].pop(":status")
+    return args.out, fixture
+
+
+def write_fixture(out: Path, fixture: dict[str, Any], refused: str) -> None:
+    """Write a fixture of main_with_questions and say what it holds; `refused` says how the
+    requests that got an error status were answered."""
+    out.write_text(json.dumps(fixture, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+    n = sum(len(q["requests"]) for q in fixture["questions"])
+    errors = sum(r["status"] != 200 for q in fixture["questions"] for r in q["requests"])
+    print(f"{out}: {n} requests ({errors} {refused}) over {len(fixture['questions'])} questions "
           f"({fixture['source']['sdk']}, MADQA {fixture['source']['commit'][:7]})")

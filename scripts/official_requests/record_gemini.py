@@ -30,10 +30,7 @@ from __future__ import annotations
 import contextlib
 import json
 import sys
-import tempfile
-import threading
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
@@ -70,10 +67,7 @@ def serve(provider: GeminiRecorder, script: common.Script) -> Iterator[str]:
     recorded request as the pseudo-header ":status" (no real header can be named so), moved to the
     request's "status" once the fixture is written."""
 
-    class Handler(BaseHTTPRequestHandler):
-        def log_message(self, *args: Any) -> None:
-            pass
-
+    class Handler(common.QuietHandler):
         def do_POST(self) -> None:  # noqa: N802  (http.server's name)
             raw = self.rfile.read(int(self.headers.get("content-length") or 0))
             headers = {k.lower(): v for k, v in self.headers.items()}
@@ -102,46 +96,20 @@ def serve(provider: GeminiRecorder, script: common.Script) -> Iterator[str]:
             self.end_headers()
             self.wfile.write(data)
 
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}"
-    finally:
-        server.shutdown()
-        server.server_close()
+    with common.listening(Handler) as base_url:
+        yield base_url
 
 
 def main() -> None:
     provider = GeminiRecorder()
     common.serve = serve  # type: ignore[assignment]
-    import argparse
-
-    parser = argparse.ArgumentParser(description="Record the requests of the official gemini_agent.py")
-    parser.add_argument("--madqa", type=Path, required=True, help="a checkout of github OxRML/MADQA")
-    parser.add_argument("--out", type=Path, default=common.DATA / "gemini.json")
-    args = parser.parse_args()
-    fixture = common.record(provider, args.madqa.resolve(), args.out)
-    with tempfile.TemporaryDirectory() as tmp:  # the Gemini questions over the shared documents and settings
-        scenario = json.loads(common.SCENARIO.read_text(encoding="utf-8"))
-        scenario["questions"] = json.loads(QUESTIONS.read_text(encoding="utf-8"))["questions"]
-        (Path(tmp) / "scenario.json").write_text(json.dumps(scenario), encoding="utf-8")
-        (Path(tmp) / "pdfs").symlink_to(common.DATA / "pdfs")
-        extra = common.record(provider, args.madqa.resolve(), Path(tmp) / "gemini.json", Path(tmp) / "scenario.json")
-    fixture["questions"] += extra["questions"]
-    fixture["source"]["questions"] = "tests/data/official_requests/scenario.json, then gemini_questions.json"
-    for question in fixture["questions"]:
-        for request in question["requests"]:
-            request["status"] = request["headers"].pop(":status")
+    out, fixture = common.main_with_questions(provider, "gemini.json", QUESTIONS)
     fixture["source"]["recorded_with"] = "scripts/official_requests/record_gemini.py"
     fixture["source"]["harness"] = ("genai.configure(api_key=..., transport='rest', client_options={'api_endpoint': "
                                     "<local server>}) before GeminiSearchAgent(engine, model=...) is built; answers "
                                     "and refusals as tests/sim_gemini_native.py gives them")
     fixture["source"]["model"] = MODEL
-    args.out.write_text(json.dumps(fixture, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
-    n = sum(len(q["requests"]) for q in fixture["questions"])
-    refused = sum(r["status"] != 200 for q in fixture["questions"] for r in q["requests"])
-    print(f"{args.out}: {n} requests ({refused} refused as the API refuses them) over {len(fixture['questions'])} "
-          f"questions ({fixture['source']['sdk']}, MADQA {fixture['source']['commit'][:7]})")
+    common.write_fixture(out, fixture, "refused as the API refuses them")
 
 
 if __name__ == "__main__":
