@@ -33,7 +33,7 @@ import numpy.typing as npt
 
 from deskbench.search.analyzer import ANALYZER_NAME, index_terms
 
-FORMAT = 2
+FORMAT = 3
 """Bumped when the files below change shape: an index of another format is rebuilt."""
 
 B = 0.75
@@ -195,8 +195,8 @@ class Compiled:
     term_ptr: LongArray  # postings of term t: [term_ptr[t], term_ptr[t + 1])
     post_doc: LongArray  # the page of each posting
     post_score: FloatArray  # its BM25F score
-    pos_ptr: LongArray  # positions of posting i: positions[pos_ptr[i]:pos_ptr[i + 1]]
-    positions: IntArray  # Whoosh's renumbered positions (the stop words dropped)
+    pos_ptr: LongArray  # occurrences of posting i: occurrences[pos_ptr[i]:pos_ptr[i + 1]]
+    occurrences: LongArray  # page << 32 | position (Whoosh's, the stop words not counted): a term's are sorted
     lengths: IntArray  # terms on each page (exact, as Whoosh sums them)
     doc_ids: tuple[str, ...]
     doc_start: LongArray  # pages of document d: [doc_start[d], doc_start[d + 1])
@@ -225,7 +225,7 @@ class Compiled:
 
     # -- files --
 
-    ARRAYS = ("term_ptr", "post_doc", "post_score", "pos_ptr", "positions", "lengths", "doc_start", "page_numbers")
+    ARRAYS = ("term_ptr", "post_doc", "post_score", "pos_ptr", "occurrences", "lengths", "doc_start", "page_numbers")
 
     def save(self, folder: Path) -> None:
         """Write to `folder` (made here) through a temporary folder renamed into place."""
@@ -308,7 +308,8 @@ def compile_segments(segments: Sequence[Segment], live: Sequence[Sequence[bool]]
     post_score = bm25_scores(term_idf[post_term], tf, fl, avgfl)
     return Compiled(
         terms=tuple(terms), term_ptr=term_ptr, post_doc=post_doc, post_score=post_score, pos_ptr=pos_ptr,
-        positions=positions, lengths=lengths, doc_ids=tuple(e[0] for e in entries),
+        occurrences=(sorted_pages.astype(np.int64) << 32) | positions, lengths=lengths,
+        doc_ids=tuple(e[0] for e in entries),
         doc_start=np.asarray(doc_start, dtype=np.int64),
         page_numbers=np.concatenate(number_parts).astype(np.int32) if number_parts else np.zeros(0, np.int32))
 

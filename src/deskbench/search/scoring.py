@@ -3,7 +3,8 @@
 Each query node gives the pages it matches and their scores as whoosh.searching.Searcher.search
 computes them for MADQA's official tool (default BM25F), the result list being the top k by
 score, ties by page number (Whoosh's document number). What Whoosh's matchers add, and in which
-order (float sums depend on it), is done here too:
+order, is done here too, so the scores are Whoosh's to the last bit (a page missing from one
+side of a union adds 0.0 there, which changes no float):
 
 - a term scores its precomputed BM25F score, times its boost (a WrappingMatcher);
 - AND builds a binary tree of IntersectionMatchers in the Huffman order of
@@ -40,6 +41,7 @@ import re
 from bisect import bisect_left, bisect_right
 from dataclasses import dataclass
 from functools import lru_cache
+from typing import Union
 
 import numpy as np
 import numpy.typing as npt
@@ -70,10 +72,6 @@ ARRAY_UNION_MAX_PAGES = 5000
 """whoosh.query.Or picks its UnionMatcher tree on indexes of more pages than this."""
 TOO_MANY_CLAUSES = 1024
 """... and its ArrayUnionMatcher from this many clauses on, whatever the index size."""
-_STRIDE = 1 << 32  # phrase keys: candidate * _STRIDE + position
-EXACT_FOLD_LEAVES = 8
-"""An OR of up to this many clauses whose tree is not a chain is summed in the tree's order."""
-_FIRST_BATCH = 512  # phrase candidates checked first for a top k (then 8 times more each round)
 
 
 @dataclass(frozen=True)
@@ -143,84 +141,125 @@ def _positions(docs: DocArray, among: DocArray, n_pages: int) -> tuple[npt.NDArr
     return at, among[at] == docs
 
 
+def _best(scores: FloatArray, k: int, floor: float = -np.inf) -> list[int]:
+    """Indexes of the k best scores above `floor`, best first, ties by index: argmax returns
+    the first of equal maxima. (np.partition, a selection, slows down 15-fold on arrays of many
+    equal values, as constant scores and unmatched pages give.)"""
+    left = scores.copy()
+    out: list[int] = []
+    for _ in range(min(k, len(left))):
+        i = int(np.argmax(left))
+        if not left[i] > floor:
+            break
+        out.append(i)
+        left[i] = -np.inf
+    return out
+
+
 def top_of(h: Hits, k: int) -> list[tuple[int, float]]:
     """The first k (page, score): best score first, ties by page (TopCollector's order)."""
-    m = len(h)
-    if m == 0 or k < 1:
+    if not len(h) or k < 1:
         return []
-    picked = np.arange(m) if m <= k else np.flatnonzero(h.scores >= np.partition(h.scores, m - k)[m - k])
-    order = picked[np.lexsort((h.docs[picked], -h.scores[picked]))[:k]]
+    order = _best(h.scores, k)
     return list(zip(h.docs[order].tolist(), h.scores[order].tolist(), strict=True))
+
+
+def _top_positive(scores: FloatArray, k: int) -> list[tuple[int, float]]:
+    """top_of over every page's score, the pages scoring 0 being no match."""
+    order = _best(scores, k, floor=0.0)
+    return list(zip(order, scores[order].tolist(), strict=True))
+
+
+def _positive(node: Node) -> bool:
+    """Whether every score the node gives is above 0: only a boost of 0 makes one 0."""
+    if isinstance(node, And | Or):
+        return node.boost != 0 and all(_positive(c) for c in (node.must if isinstance(node, And) else node.should))
+    if isinstance(node, AndNot | Require):
+        return _positive(node.a)
+    if isinstance(node, AndMaybe):
+        return _positive(node.a) and _positive(node.b)
+    if isinstance(node, Not | Every):
+        return True  # 1, or the boost (0 reads as 1)
+    if isinstance(node, Wildcard | Phrase | Term | FieldTerm):
+        return node.boost != 0
+    return True
 
 
 # -- Whoosh's matcher tree shapes -----------------------------------------------------------------
 
 
-@dataclass
-class _Tree:
-    """A node of make_weighted_tree / make_binary_tree: a leaf index or two subtrees."""
-
-    leaf: int = -1
-    left: _Tree | None = None
-    right: _Tree | None = None
+_Tree = Union[int, tuple["_Tree", "_Tree"]]
+"""A matcher tree's shape: a leaf's index, or (left, right)."""
 
 
 def weighted_tree(weights: list[int]) -> _Tree:
     """whoosh.util.make_weighted_tree's shape: sort (stably: matchers compare equal) by weight,
     join the first two, insert the pair after the items of equal weight."""
-    items = sorted(((w, _Tree(leaf=i)) for i, w in enumerate(weights)), key=lambda x: x[0])
-    keys = [w for w, _ in items]
-    nodes = [t for _, t in items]
+    order = sorted(range(len(weights)), key=weights.__getitem__)
+    keys = [weights[i] for i in order]
+    nodes: list[_Tree] = list(order)
     while len(nodes) > 1:
-        w = keys.pop(0) + keys.pop(0)
-        a, b = nodes.pop(0), nodes.pop(0)
+        w = keys[0] + keys[1]
+        pair = (nodes[0], nodes[1])
+        del keys[:2], nodes[:2]
         at = bisect_right(keys, w)
         keys.insert(at, w)
-        nodes.insert(at, _Tree(left=a, right=b))
+        nodes.insert(at, pair)
     return nodes[0]
 
 
 def binary_tree(n: int, lo: int = 0) -> _Tree:
     """whoosh.util.make_binary_tree's shape over n leaves: halves, the first half the smaller."""
     if n == 1:
-        return _Tree(leaf=lo)
+        return lo
     half = n // 2
-    return _Tree(left=binary_tree(half, lo), right=binary_tree(n - half, lo + half))
+    return (binary_tree(half, lo), binary_tree(n - half, lo + half))
 
 
 def _sum(tree: _Tree, values: list[FloatArray]) -> FloatArray:
-    """The tree's sums where every leaf has a value (left + right at each node)."""
-    if tree.leaf >= 0:
-        return values[tree.leaf]
-    assert tree.left is not None and tree.right is not None
-    return _sum(tree.left, values) + _sum(tree.right, values)
+    """The tree's sums where every leaf has a value (left + right at each node), walked with a
+    stack: a tree of 1,000 clauses can be that deep."""
+    stack: list[tuple[_Tree, bool]] = [(tree, False)]
+    out: list[FloatArray] = []
+    while stack:
+        node, joined = stack.pop()
+        if isinstance(node, int):
+            out.append(values[node])
+        elif joined:
+            b = out.pop()
+            out.append(out.pop() + b)
+        else:
+            stack += [(node, True), (node[1], False), (node[0], False)]
+    return out[0]
 
 
-def _sum_present(tree: _Tree, values: FloatArray, present: set[int]) -> FloatArray | None:
-    """The tree's sums over the rows of `values` (a column per leaf, NaN where absent): a node
-    with one side is that side; None for a subtree with no leaf in `present`."""
-    if tree.leaf >= 0:
-        return values[:, tree.leaf] if tree.leaf in present else None
-    assert tree.left is not None and tree.right is not None
-    a, b = _sum_present(tree.left, values, present), _sum_present(tree.right, values, present)
-    if a is None or b is None:
-        return b if a is None else a
-    return np.where(np.isnan(a), b, np.where(np.isnan(b), a, a + b))
+def _tree_sums(tree: _Tree, n: int, rows: DocArray, leaves: npt.NDArray[np.intp],
+               weights: FloatArray) -> tuple[DocArray, FloatArray]:
+    """The tree's sum for each row of (row, leaf, weight) entries: plain Python for a few rows,
+    a column per leaf otherwise."""
+    at, where = np.unique(rows, return_inverse=True)
+    # An absent leaf adds 0.0, which changes no float: the tree's plain sums are its sums over
+    # the leaves present, as Whoosh's UnionMatcher takes the one side present.
+    table = np.zeros((n, len(at)))
+    table[leaves, where] = weights
+    return at, _sum(tree, list(table))
 
 
 def _chain(tree: _Tree) -> list[int] | None:
     """The leaves bottom-up when each node has at most one non-leaf side: then adding a page's
     scores one by one in this order is the tree's sum (a + b = b + a at each node)."""
-    if tree.leaf >= 0:
-        return [tree.leaf]
-    assert tree.left is not None and tree.right is not None
-    if tree.left.leaf >= 0 and tree.right.leaf >= 0:
-        return [tree.left.leaf, tree.right.leaf]
-    inner, leaf = (tree.left, tree.right) if tree.right.leaf >= 0 else (tree.right, tree.left)
-    if leaf.leaf < 0:
-        return None
-    below = _chain(inner)
-    return None if below is None else [*below, leaf.leaf]
+    top_down: list[int] = []
+    node = tree
+    while not isinstance(node, int):
+        left, right = node
+        if isinstance(left, int) and isinstance(right, int):
+            return [left, right, *reversed(top_down)]
+        if not isinstance(left, int) and not isinstance(right, int):
+            return None
+        inner, leaf = (left, right) if isinstance(right, int) else (right, left)
+        top_down.append(leaf)  # type: ignore[arg-type]
+        node = inner
+    return [node]
 
 
 @lru_cache(maxsize=1)
@@ -255,11 +294,14 @@ class Searcher:
         """The first k (page, score) of Whoosh's results: best score first, ties by page."""
         if k < 1:
             return []
-        if isinstance(node, Phrase):
-            return self._phrase_top(node, k)
         # Searcher.search uses a TopCollector when k < the page count; its first step, on a
         # matcher with block qualities, is skip_to_quality(0), which an ANDNOT at the root
         # (and down its first operand) answers with a full _find_next: no first-page quirk there.
+        if isinstance(node, Or | Wildcard):  # an OR at the top: picked from the scores of every page
+            h = self._or(node, True, None, dense=True) if isinstance(node, Or) else self._wildcard(node, None, dense=True)
+            if len(h) == self.n and h.docs is self._all:
+                return _top_positive(h.scores, k)
+            return top_of(h, k)
         return top_of(self._eval(node, True, k < self.n and self.quality(node)), k)
 
     def hits(self, node: Node) -> Hits:
@@ -331,10 +373,7 @@ class Searcher:
         if isinstance(node, And):
             return self._and(node, scored, within)
         if isinstance(node, Or):
-            hits = [self._eval(c, scored, within=within) for c in node.should]
-            leaves = _Leaves(np.concatenate([h.docs for h in hits]), np.concatenate([h.scores for h in hits]),
-                             [0, *np.cumsum([len(h) for h in hits]).tolist()])
-            return self._union(leaves, [self.size(c) for c in node.should], node.boost, scored, within)
+            return self._or(node, scored, within)
         if isinstance(node, Phrase):
             return self._phrase(node, within)
         if isinstance(node, Wildcard):
@@ -363,6 +402,13 @@ class Searcher:
         if isinstance(node, Null | Empty):
             return EMPTY
         raise TypeError(f"unknown query node {node!r}")
+
+    def _or(self, node: Or, scored: bool, within: DocArray | None, dense: bool = False) -> Hits:
+        hits = [self._eval(c, scored, within=within) for c in node.should]
+        leaves = _Leaves(np.concatenate([h.docs for h in hits]), np.concatenate([h.scores for h in hits]),
+                         [0, *np.cumsum([len(h) for h in hits]).tolist()])
+        return self._union(leaves, [self.size(c) for c in node.should], node.boost, scored, within,
+                           positive=_positive(node), dense=dense)
 
     def _and(self, node: And, scored: bool, within: DocArray | None) -> Hits:
         """IntersectionMatchers. The smallest clause gives the candidate pages; a term clause
@@ -425,11 +471,12 @@ class Searcher:
         return table[at]
 
     def _union(self, leaves: _Leaves, sizes: list[int], boost: float, scored: bool,
-               within: DocArray | None = None) -> Hits:
+               within: DocArray | None = None, positive: bool = False, dense: bool = False) -> Hits:
         """A tree of UnionMatchers (or Whoosh's ArrayUnionMatcher) over the leaves' pages (those
         among `within` only, when given). A page's scores are added one by one, in the tree's
-        order when it is a chain; otherwise the pages in 3 or more leaves get the tree's sum
-        (up to EXACT_FOLD_LEAVES leaves; beyond, their sums can differ in the last bit)."""
+        order when it is a chain; otherwise the pages in 3 or more leaves get the tree's sum.
+        `positive`: every leaf score is above 0, so a page with a sum above 0 is a match;
+        `dense` (with `positive`, no `within`): the scores of every page, 0 where none matches."""
         n = len(sizes)
         array_union = not (n < TOO_MANY_CLAUSES and (n == 2 or self.n > ARRAY_UNION_MAX_PAGES))
         tree = None if array_union else weighted_tree(sizes)
@@ -438,35 +485,65 @@ class Searcher:
         if chain is not None and chain != sorted(chain):
             rows = np.concatenate([leaves.docs[leaves.ptr[i]:leaves.ptr[i + 1]] for i in chain])
             weights = np.concatenate([leaves.scores[leaves.ptr[i]:leaves.ptr[i + 1]] for i in chain])
-        fold = tree is not None and chain is None and n <= EXACT_FOLD_LEAVES
+        fold = tree is not None and chain is None
         leaf_of = np.repeat(np.arange(n), np.diff(leaves.ptr)) if fold else None
         universe = self._all if within is None else within
         if within is not None:  # rows: indexes into `within`
             at, found = _positions(rows, within, self.n)
             rows, weights = at[found], weights[found]
             leaf_of = None if leaf_of is None else leaf_of[found]
-        count = np.bincount(rows, minlength=len(universe))
-        if array_union and not scored:
-            return _constant(universe[count > 0], 1.0)  # a[i] = 1: no scores
-        if array_union and boost != 1.0:
+        if array_union and boost != 1.0 and scored:
             weights = weights * boost  # a[i] += m.score() * boost
+        if len(rows) * 8 < len(universe) and not dense:
+            return self._sparse_union(rows, weights, leaf_of, tree, n, universe, array_union, scored, boost)
+        counted = leaf_of is not None or not positive or (array_union and not scored)
+        count = np.bincount(rows, minlength=len(universe)) if counted else None
+        if array_union and not scored:
+            assert count is not None
+            return _constant(universe[count > 0], 1.0)  # a[i] = 1: no scores
         acc = np.bincount(rows, weights=weights, minlength=len(universe))  # added one by one
         if leaf_of is not None:
+            assert count is not None and tree is not None
             many = count >= 3  # only pages in 3 or more leaves can depend on the order of adding
             if many.any():
-                assert tree is not None
                 picked = many[rows]
-                where = np.cumsum(many) - 1
-                table = np.full((int(many.sum()), n), np.nan)
-                table[where[rows[picked]], leaf_of[picked]] = weights[picked]
-                summed = _sum_present(tree, table, set(np.unique(leaf_of[picked]).tolist()))
-                assert summed is not None
-                acc[many] = summed
-        found = np.flatnonzero(acc > 0) if array_union else np.flatnonzero(count > 0)
-        scores = acc[found]
-        return Hits(universe[found], scores * boost if boost != 1.0 and not array_union else scores)
+                at, sums = _tree_sums(tree, n, rows[picked], leaf_of[picked], weights[picked])
+                acc[at] = sums
+        if boost != 1.0 and not array_union:
+            acc *= boost
+        if dense and positive and within is None:
+            return Hits(universe, acc)
+        found = np.flatnonzero(acc > 0 if count is None or array_union else count > 0)
+        return Hits(universe[found], acc[found])
 
-    def _wildcard(self, node: Wildcard, within: DocArray | None) -> Hits:
+    @staticmethod
+    def _sparse_union(rows: DocArray, weights: FloatArray, leaf_of: npt.NDArray[np.intp] | None, tree: _Tree | None,
+                      n: int, universe: DocArray, array_union: bool, scored: bool, boost: float) -> Hits:
+        """_union for few rows: sorted by page (stably: each page's rows stay in adding order)
+        and added row by row, without arrays the size of the index."""
+        order = np.argsort(rows, kind="stable")
+        rows, weights = rows[order], weights[order]
+        first = np.flatnonzero(np.concatenate(([True], rows[1:] != rows[:-1])))
+        counts = np.diff(np.append(first, len(rows)))
+        if array_union and not scored:
+            return _constant(universe[rows[first]], 1.0)
+        acc = weights[first].copy()
+        for j in range(1, int(counts.max())):
+            more = counts > j
+            acc[more] = acc[more] + weights[first[more] + j]
+        if leaf_of is not None and tree is not None:
+            group = np.repeat(np.arange(len(first)), counts)  # each row's page (index into first)
+            picked = counts[group] >= 3
+            if picked.any():
+                at, sums = _tree_sums(tree, n, group[picked], leaf_of[order][picked], weights[picked])
+                acc[at] = sums
+        docs = universe[rows[first]]
+        if array_union:
+            keep = acc > 0
+            return Hits(docs[keep], acc[keep])
+        return Hits(docs, acc * boost if boost != 1.0 else acc)
+
+    def _wildcard(self, node: Wildcard, within: DocArray | None, dense: bool = False) -> Hits:
         """MultiTerm.matcher: no term, nothing; one term, that term; several, their OR in a
         context without weighting."""
         ix = self.ix
@@ -484,7 +561,8 @@ class Searcher:
             leaves = _Leaves(np.concatenate([ix.post_doc[a:b] for a, b in spans]),
                              np.concatenate([ix.post_score[a:b] for a, b in spans]),
                              [0, *np.cumsum([b - a for a, b in spans]).tolist()])
-        return self._union(leaves, np.diff(leaves.ptr).tolist(), node.boost, False, within)
+        return self._union(leaves, np.diff(leaves.ptr).tolist(), node.boost, False, within,
+                           positive=node.boost > 0, dense=dense)
 
     @staticmethod
     def _and_not(a: Hits, b_docs: DocArray, quirk: bool) -> Hits:
@@ -502,96 +580,44 @@ class Searcher:
 
     # -- phrases ---------------------------------------------------------------------------
 
-    def _phrase_candidates(self, node: Phrase, within: DocArray | None) -> tuple[DocArray, list[npt.NDArray[np.int64]]] | None:
-        """The pages holding every word (among `within`), and each word's posting there."""
+    def _phrase(self, node: Phrase, within: DocArray | None = None) -> Hits:
+        """SpanNear2: the pages (among `within`) where each word comes 1 to slop positions after
+        the one before, found from every occurrence of the words (page << 32 | position, each
+        term's sorted); scored with the sum of the words' scores (a balanced tree)."""
         ix = self.ix
         ids = [ix.term(w.text) for w in node.words]
         if any(t < 0 for t in ids):
-            return None  # Phrase.matcher: a word no page holds matches nothing
-        spans = [(int(ix.term_ptr[t]), int(ix.term_ptr[t + 1])) for t in ids]
-        order = sorted(range(len(spans)), key=lambda i: spans[i][1] - spans[i][0])
-        rarest = order[0]
-        lo, hi = spans[rarest]
-        docs = ix.post_doc[lo:hi]
-        at: list[npt.NDArray[np.int64]] = [np.zeros(0, dtype=np.int64)] * len(spans)
-        at[rarest] = np.arange(lo, hi)
-        if within is not None:
-            keep = _member(docs, within, self.n)
-            docs, at[rarest] = docs[keep], at[rarest][keep]
-        for i in order[1:]:
-            lo, hi = spans[i]
-            where, found = _positions(docs, ix.post_doc[lo:hi], self.n)
-            if not found.all():
-                docs = docs[found]
-                where = where[found]
-                for j in order[:order.index(i)]:
-                    at[j] = at[j][found]
-            at[i] = lo + where
-            if not len(docs):
-                return None
-        return docs, at
-
-    def _phrase_scores(self, node: Phrase, at: list[npt.NDArray[np.int64]]) -> FloatArray:
-        scores = _sum(binary_tree(len(at)), [self.ix.post_score[idx] for idx in at])
-        return scores * node.boost if node.boost != 1.0 else scores
-
-    def _phrase_holds(self, at: list[npt.NDArray[np.int64]], pick: npt.NDArray[np.intp] | None, slop: int) -> BoolArray:
-        """Which candidates (`pick` of them, all when None) hold the words in order, each 1 to
-        slop positions after the one before (SpanNear2, ordered, mindist 1)."""
-        ix = self.ix
+            return EMPTY  # Phrase.matcher: a word no page holds matches nothing
         reach: npt.NDArray[np.int64] | None = None
-        size = len(at[0]) if pick is None else len(pick)
-        base = np.arange(size, dtype=np.int64) * _STRIDE
-        for idx in at:
-            postings = idx if pick is None else idx[pick]
-            starts = ix.pos_ptr[postings]
-            counts = ix.pos_ptr[postings + 1] - starts
-            flat = np.repeat(starts - (np.cumsum(counts) - counts), counts) + np.arange(int(counts.sum()))
-            keys = np.repeat(base, counts) + ix.positions[flat]
-            if reach is not None and slop == 1:
-                # keys right after a reached one: both lists sorted, so a stable sort merges them
+        for t in ids:
+            keys = ix.occurrences[ix.pos_ptr[ix.term_ptr[t]]:ix.pos_ptr[ix.term_ptr[t + 1]]]
+            if reach is None:
+                reach = keys
+            elif node.slop == 1:
+                # occurrences right after a reached one: two sorted runs, merged by a stable sort
                 both = np.concatenate((reach + 1, keys))
                 both.sort(kind="stable")
-                keys = both[1:][both[1:] == both[:-1]]
-            elif reach is not None:
+                reach = both[1:][both[1:] == both[:-1]]
+            else:
                 j = np.searchsorted(reach, keys - 1, side="right") - 1
                 ok = j >= 0
-                ok[ok] = keys[ok] - reach[j[ok]] <= slop
-                keys = keys[ok]
-            reach = keys
+                ok[ok] = keys[ok] - reach[j[ok]] <= node.slop
+                reach = keys[ok]
             if not len(reach):
-                break
-        held = np.zeros(size, dtype=bool)
+                return EMPTY
         assert reach is not None
-        held[reach >> 32] = True  # _STRIDE = 1 << 32
-        return held
-
-    def _phrase(self, node: Phrase, within: DocArray | None = None) -> Hits:
-        found = self._phrase_candidates(node, within)
-        if found is None:
-            return EMPTY
-        docs, at = found
-        held = self._phrase_holds(at, None, node.slop)
-        return Hits(docs[held], self._phrase_scores(node, [idx[held] for idx in at]))
-
-    def _phrase_top(self, node: Phrase, k: int) -> list[tuple[int, float]]:
-        """A phrase's top k: its best-scoring candidates checked first, more each round, until
-        k of them hold the phrase (no candidate left unchecked can then rank above them)."""
-        found = self._phrase_candidates(node, None)
-        if found is None:
-            return []
-        docs, at = found
-        scores = self._phrase_scores(node, at)
-        batch = _FIRST_BATCH
-        while batch * 8 < len(docs):
-            cut = np.partition(scores, len(docs) - batch)[len(docs) - batch]
-            pick = np.flatnonzero(scores >= cut)  # ties at the cut included
-            held = pick[self._phrase_holds(at, pick, node.slop)]
-            if len(held) >= k:
-                return top_of(Hits(docs[held], scores[held]), k)
-            batch *= 8
-        held = np.flatnonzero(self._phrase_holds(at, None, node.slop))
-        return top_of(Hits(docs[held], scores[held]), k)
+        pages = reach >> 32
+        docs = pages[np.concatenate(([True], pages[1:] != pages[:-1]))]
+        if within is not None:
+            docs = docs[_member(docs, within, self.n)]
+            if not len(docs):
+                return EMPTY
+        values = []
+        for t in ids:
+            lo, hi = ix.term_ptr[t], ix.term_ptr[t + 1]
+            values.append(ix.post_score[lo + _positions(docs, ix.post_doc[lo:hi], self.n)[0]])
+        scores = _sum(binary_tree(len(ids)), values)
+        return Hits(docs, scores * node.boost if node.boost != 1.0 else scores)
 
     # -- prefixes and wildcards --------------------------------------------------------------
 
