@@ -8,11 +8,11 @@ and what is recorded of it.
 
 Searches that show page text run on the event loop while they are cheap. On a small corpus a
 search and its page texts cost 0.05-0.3 ms of CPU, less than the hop to a worker thread; in a
-worker, each time tantivy or SQLite lets the GIL go, the search waits for the busy event loop to
+worker, each time numpy or SQLite lets the GIL go, the search waits for the busy event loop to
 hand it back (up to the 5 ms switch interval): with 64 episodes in flight (bench_runtime), worker
-searches of 0.1-0.3 ms CPU took 2-4 ms on average and up to 40 ms. A corpus whose searches cost
-more (a phrase query over 18,000 pages: ~2 ms) gets them in a worker thread, where tantivy runs
-the query without the GIL; pages shown as images always load there (a page may need rendering).
+searches of 0.1-0.3 ms CPU took 2-4 ms on average and up to 40 ms (measured with the earlier
+tantivy index). A corpus whose searches cost more gets them in a worker thread, where numpy's
+array work runs without the GIL; pages shown as images always load there (a page may need rendering).
 """
 
 from __future__ import annotations
