@@ -17,6 +17,7 @@ from __future__ import annotations
 import base64
 import binascii
 import socket
+import sys
 import threading
 from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -72,6 +73,13 @@ class _GetHandler(_Handler):
 class _Server(ThreadingHTTPServer):
     request_queue_size = 256  # the default backlog of 5 drops connections under load
     daemon_threads = True
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        # a client closing a kept-alive connection is normal; http.server would print a traceback
+        # to stderr, which a CLI test capturing stderr would read as the command's output
+        if isinstance(sys.exc_info()[1], (ConnectionResetError, BrokenPipeError, ConnectionAbortedError)):
+            return
+        super().handle_error(request, client_address)
 
     def __init__(self, on_post: OnPost, on_get: OnGet | None) -> None:
         self.on_post = on_post
