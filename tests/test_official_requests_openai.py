@@ -25,7 +25,7 @@ from sim_openai import SimOpenAI
 ROOT = Path(__file__).resolve().parents[1]
 DATA = ROOT / "tests" / "data" / "official_requests"
 sys.path.insert(0, str(ROOT / "scripts" / "official_requests"))
-from common import differences, elements, equal_elements, normalise  # noqa: E402
+from common import as_data_urls, differences, elements, equal_elements, normalise  # noqa: E402
 
 MODEL = "gpt-5-mini-2025-08-07"  # openai_agent.py's default model
 SCENARIO = json.loads((DATA / "scenario.json").read_text(encoding="utf-8"))
@@ -131,25 +131,8 @@ def test_the_run_records_the_protocol_and_where_its_defaults_come_from(deskbench
 def test_the_simulator_accepts_the_official_requests() -> None:
     """The recorded requests worked against the real service: the strict simulator accepts them
     too (images put back as real PNGs of the recorded size)."""
-    import base64
-    import io
-
-    from PIL import Image
-
-    def real(value: Any) -> Any:
-        if isinstance(value, dict) and set(value) == {"image"}:
-            im = value["image"]
-            buf = io.BytesIO()
-            Image.new("RGB", (im["width"], im["height"]), "white").save(buf, format="PNG")
-            return f"data:{im['mime']};base64,{base64.b64encode(buf.getvalue()).decode()}"
-        if isinstance(value, dict):
-            return {k: real(v) for k, v in value.items()}
-        if isinstance(value, list):
-            return [real(v) for v in value]
-        return value
-
     with SimOpenAI(profile="openai", models={MODEL}) as sim:
         for official in FIXTURE["questions"]:
             for r in official["requests"]:
-                found = sim.check(real(r["body"]), {"authorization": "Bearer sk-test", "content-type": "application/json"})
+                found = sim.check(as_data_urls(r["body"]), {"authorization": "Bearer sk-test", "content-type": "application/json"})
                 assert found is None, (official["id"], found)

@@ -45,7 +45,7 @@ from deskbench.tracks.docqa.agents.bm25_protocols.vllm_script import MAX_BASE64,
 ROOT = Path(__file__).resolve().parents[1]
 DATA = ROOT / "tests" / "data" / "official_requests"
 sys.path.insert(0, str(ROOT / "scripts" / "official_requests"))
-from common import differences, elements, equal_elements, normalise  # noqa: E402
+from common import as_data_urls, differences, elements, equal_elements, normalise  # noqa: E402
 
 FIXTURE = json.loads((DATA / "vllm.json").read_text(encoding="utf-8"))
 QUESTIONS = {q["id"]: q for path in ("scenario.json", "vllm_questions.json")
@@ -175,20 +175,6 @@ def test_the_run_records_the_protocol(vllm_run: Any) -> None:
                                                 "baselines/bm25-mllm-agent/vllm_agent.py")
 
 
-def _real(value: Any) -> Any:
-    """A fixture body with its images put back as real PNGs of the recorded size."""
-    if isinstance(value, dict) and set(value) == {"image"}:
-        im = value["image"]
-        buf = io.BytesIO()
-        Image.new("RGB", (im["width"], im["height"]), "white").save(buf, format="PNG")
-        return f"data:{im['mime']};base64,{base64.b64encode(buf.getvalue()).decode()}"
-    if isinstance(value, dict):
-        return {k: _real(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_real(v) for v in value]
-    return value
-
-
 def test_the_simulator_accepts_the_official_requests() -> None:
     """The recorded requests are what a vLLM server takes: the simulator's vLLM rules accept each
     (the one refused in the recording was a scripted refusal, not a rule)."""
@@ -196,7 +182,7 @@ def test_the_simulator_accepts_the_official_requests() -> None:
                    context_length=CONTEXT) as sim:
         for official in FIXTURE["questions"]:
             for r in official["requests"]:
-                assert sim.check(_real(r["body"]), {"content-type": "application/json"}) is None, official["id"]
+                assert sim.check(as_data_urls(r["body"]), {"content-type": "application/json"}) is None, official["id"]
 
 
 # --- the 4 MB image loop ----------------------------------------------------------------------

@@ -75,6 +75,23 @@ def _data_url(text: str) -> dict[str, Any] | None:
         return None
 
 
+def as_data_urls(value: Any) -> Any:
+    """A fixture body with its images put back as data: URLs of white PNGs of the recorded size
+    (normalise's inverse for the OpenAI wire), so that a simulator can check an official request."""
+    if isinstance(value, dict) and set(value) == {"image"}:
+        from PIL import Image
+
+        im = value["image"]
+        buf = io.BytesIO()
+        Image.new("RGB", (im["width"], im["height"]), "white").save(buf, format="PNG")
+        return f"data:{im['mime']};base64,{base64.b64encode(buf.getvalue()).decode()}"
+    if isinstance(value, dict):
+        return {k: as_data_urls(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [as_data_urls(v) for v in value]
+    return value
+
+
 def normalise(body: Any, ids: dict[str, str] | None = None) -> Any:
     """A request body as the fixtures keep it: every image (a data: URL, or base64 `data` beside
     a media_type/mime_type) as {"image": {mime, width, height}}; tool-call ids renamed by order
