@@ -28,17 +28,20 @@ def mcp(
     question: Annotated[str, typer.Option("--question", help="docqa: the question the agent is asked, kept with the episode.")] = "",
     top_k: Annotated[int, typer.Option("--top-k", "-k", help="docqa: pages per search.")] = 5,
     max_rounds: Annotated[int, typer.Option("--max-rounds", help="With --tasks: execute_code calls per episode; a call past it ends the episode (analytics) or is refused with a request to submit (deliverables).")] = 20,
+    max_episodes: Annotated[int, typer.Option("--max-episodes", help="Episodes this server opens (each MCP session's first call opens one); past it a call is refused.")] = 1000,
+    max_calls_per_second: Annotated[float, typer.Option("--max-calls-per-second", help="Tool calls a second, all clients together; a call over it is refused with a request to slow down.")] = 20.0,
 ) -> None:
     """Serve a track's tools over MCP: docqa's search_documents, get_page and provide_answer
     (--corpus); analytics' execute_code and provide_answer, or deliverables' read_input,
     execute_code and submit_deliverable, for one task (--tasks). Each answer ends an episode
-    (stored in --out) and the next call starts another."""
+    (stored in --out) and the next call starts another; each MCP session has its own episode.
+    Over http the printed URL holds the server's secret: without it a request is refused."""
     from deskbench.requirements import MCP, check
 
     check("deskbench mcp", [MCP])  # the extra before anything is created
     import asyncio
 
-    from deskbench.mcp.standalone import serve_corpus, serve_tasks
+    from deskbench.mcp.standalone import ServerLimits, serve_corpus, serve_tasks
 
     if transport not in ("stdio", "http"):
         raise UserError(f"--transport {transport!r} is not valid; use stdio or http")
@@ -47,12 +50,20 @@ def mcp(
                         "(an analytics tasks JSONL or a deliverables package folder)")
     if max_rounds < 1:
         raise UserError(f"--max-rounds {max_rounds} is not valid; use 1 or more")
+    if not 0 <= port <= 65535:
+        raise UserError(f"--port {port} is not valid; use a port from 1 to 65535 (0: one the system picks)")
+    if max_episodes < 1:
+        raise UserError(f"--max-episodes {max_episodes} is not valid; use 1 or more")
+    if not 0 < max_calls_per_second < float("inf"):  # also refuses nan
+        raise UserError(f"--max-calls-per-second {max_calls_per_second:g} is not valid; use a number more than 0, e.g. 20")
+    limits = ServerLimits(max_episodes=max_episodes, calls_per_second=max_calls_per_second)
     if tasks is not None:
         if not tasks.exists():
             from deskbench.paths import tasks_missing
 
             raise tasks_missing(tasks)
-        asyncio.run(serve_tasks(tasks, out_dir, task=task, transport=transport, port=port, max_rounds=max_rounds))
+        asyncio.run(serve_tasks(tasks, out_dir, task=task, transport=transport, port=port, max_rounds=max_rounds,
+                                limits=limits))
         return
     if task is not None:
         raise UserError("--task picks a task of --tasks; with --corpus give the question with --question")
@@ -60,4 +71,5 @@ def mcp(
     from deskbench.paths import require_corpus
 
     require_corpus(corpus, "--corpus")  # before the run directory is made: a typo leaves no folder
-    asyncio.run(serve_corpus(corpus, out_dir, transport=transport, port=port, question=question, top_k=top_k))
+    asyncio.run(serve_corpus(corpus, out_dir, transport=transport, port=port, question=question, top_k=top_k,
+                             limits=limits))

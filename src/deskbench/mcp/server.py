@@ -2,13 +2,23 @@
 streamable HTTP bound to 127.0.0.1. A track brings its tools as `McpTool`s (plain async functions,
 their parameters the tool's schema); which session a call goes to is the caller's
 (`SessionSource`): `deskbench run --agent external` serves one episode per server,
-`deskbench mcp` starts a new episode after each answer."""
+`deskbench mcp` starts a new episode after each answer.
+
+Over HTTP every server has its own random secret (`SecretGate`): a request reaches the MCP app
+only at /<secret>/mcp (the URL handed to the agent: $DESKBENCH_MCP_URL, the `--url` POST's
+mcp_url, the line `deskbench mcp --transport http` prints) or at /mcp with `Authorization:
+Bearer <secret>`; anything else is answered 401 or 404 by the gate. A local process that finds
+the port (/proc/net/tcp) cannot open a session. Within a server, each tool call is attributed to
+its MCP session (`caller`): an episode is its session's, never another's."""
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import hmac
+import secrets
 import socket
+import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
@@ -23,6 +33,9 @@ except ImportError as exc:  # an optional extra: say how to get it, not a traceb
 
 S = TypeVar("S")
 GRACE_SECONDS = 2  # how long a stopping server waits for its connections, then for its app's shutdown
+SECRET_BYTES = 32  # random bytes of a server's secret (secrets.token_urlsafe: 43 URL-safe characters)
+MCP_PATH = "/mcp"  # FastMCP's streamable_http_path, behind /<secret>
+STDIO_CALLER = "stdio"  # the one client of a stdio server
 
 
 @dataclass(frozen=True)
@@ -42,23 +55,76 @@ class SessionSource(Protocol[S]):
     async def answered(self, session: S) -> None: ...
 
 
+class Refused(ValueError):
+    """A tool call the server will not run (another session's episode, a limit): its message goes
+    back to the agent as the tool's error, and nothing is recorded."""
+
+
+def caller() -> str:
+    """The MCP session the running tool call came from: its mcp-session-id over streamable HTTP
+    (the session manager has checked it names a live session of this server), STDIO_CALLER on
+    stdio (one client), or the server-side session object's id when neither is known."""
+    from mcp.server.lowlevel.server import request_ctx
+
+    try:
+        ctx = request_ctx.get()
+    except LookupError:  # not inside an MCP request (a tool function called directly)
+        return STDIO_CALLER
+    headers = getattr(ctx.request, "headers", None)
+    if headers is None:
+        return STDIO_CALLER
+    return str(headers.get("mcp-session-id") or f"session-{id(ctx.session)}")
+
+
 class OneEpisode(Generic[S]):
-    """One session for the server's whole life (an episode of `deskbench run`)."""
+    """One session for the server's whole life (an episode of `deskbench run`), owned by the first
+    MCP session that calls a tool: a call from any other session is refused before it reaches
+    the episode, so nothing of it is recorded."""
 
     def __init__(self, session: S) -> None:
         self.session = session
+        self.owner: str | None = None
 
     def current(self) -> S:
+        who = caller()
+        if self.owner is None:
+            self.owner = who
+        elif who != self.owner:
+            raise Refused("this episode belongs to another MCP session (the first one that called a tool); "
+                          "make every call of the episode in that one session")
         return self.session
 
     async def answered(self, session: S) -> None:
         return None
 
 
+class TokenBucket:
+    """Calls per second for one server: `rate` tokens a second up to `burst` (default: one
+    second's worth, at least 1); a call takes one or is refused at once, never queued. `clock`
+    (seconds, monotonic) is injectable so tests drive it without sleeping."""
+
+    def __init__(self, rate: float, burst: float | None = None, clock: Callable[[], float] = time.monotonic) -> None:
+        self.rate = rate
+        self.capacity = burst if burst is not None else max(1.0, rate)
+        self.clock = clock
+        self.tokens = self.capacity
+        self.last = clock()
+
+    def take(self) -> bool:
+        """One call's token if there is one (the bucket refilled for the time since the last call)."""
+        now = self.clock()
+        self.tokens = min(self.capacity, self.tokens + max(0.0, now - self.last) * self.rate)
+        self.last = now
+        if self.tokens < 1:
+            return False
+        self.tokens -= 1
+        return True
+
+
 def build_server(name: str, tools: Sequence[McpTool], instructions: str | None = None) -> FastMCP:
     """A FastMCP server offering `tools`; an exception a tool raises is the call's error.
     `instructions` (the task, for `deskbench mcp --tasks`) reach the client at initialize."""
-    server = FastMCP(name, instructions=instructions, log_level="WARNING")
+    server = FastMCP(name, instructions=instructions, log_level="WARNING", streamable_http_path=MCP_PATH)
     for tool in tools:
         server.add_tool(tool.fn, description=tool.description, structured_output=False)
     return server
@@ -91,16 +157,73 @@ def _uvicorn_server() -> type:
     return QuietServer
 
 
+ASGIApp = Callable[[dict[str, Any], Callable[[], Awaitable[dict[str, Any]]],
+                    Callable[[dict[str, Any]], Awaitable[None]]], Awaitable[None]]
+
+
+class SecretGate:
+    """An ASGI app in front of the MCP app: an HTTP request reaches it only at /<secret>/mcp or at
+    /mcp with `Authorization: Bearer <secret>` (compared in constant time), its path rewritten to
+    /mcp; /mcp without the secret is 401, any other path 404, a websocket closed. The lifespan
+    passes through (the MCP session manager starts and stops with the server)."""
+
+    def __init__(self, app: ASGIApp, secret: str) -> None:
+        self.app = app
+        self.secret = secret.encode()
+        self.prefixed = f"/{secret}{MCP_PATH}".encode()
+
+    def _allowed(self, scope: dict[str, Any]) -> bool | None:
+        """True: the secret is carried; False: /mcp without it; None: another path."""
+        path = str(scope.get("path", "")).encode("utf-8", "surrogateescape")
+        if hmac.compare_digest(path, self.prefixed):
+            return True
+        if path != MCP_PATH.encode():
+            return None
+        for name, value in scope.get("headers", []):
+            if name.lower() == b"authorization":
+                scheme, _, token = bytes(value).partition(b" ")
+                return scheme.lower() == b"bearer" and hmac.compare_digest(token.strip(), self.secret)
+        return False
+
+    async def __call__(self, scope: dict[str, Any], receive: Callable[[], Awaitable[dict[str, Any]]],
+                       send: Callable[[dict[str, Any]], Awaitable[None]]) -> None:
+        if scope["type"] == "lifespan":
+            await self.app(scope, receive, send)
+            return
+        if scope["type"] != "http":
+            await send({"type": "websocket.close", "code": 1008})
+            return
+        allowed = self._allowed(scope)
+        if allowed:
+            await self.app({**scope, "path": MCP_PATH, "raw_path": MCP_PATH.encode()}, receive, send)
+            return
+        status, body = (401, b"this MCP server needs its secret: use the URL it was started with\n") \
+            if allowed is False else (404, b"not found\n")
+        headers = [(b"content-type", b"text/plain; charset=utf-8"), (b"content-length", str(len(body)).encode())]
+        if allowed is False:
+            headers.append((b"www-authenticate", b"Bearer"))
+        await send({"type": "http.response.start", "status": status, "headers": headers})
+        await send({"type": "http.response.body", "body": body})
+
+
+def new_secret() -> str:
+    """A server's secret: SECRET_BYTES random bytes, URL-safe (it travels in the URL's path)."""
+    return secrets.token_urlsafe(SECRET_BYTES)
+
+
 @asynccontextmanager
-async def serve_http(server: FastMCP, port: int = 0) -> AsyncIterator[str]:
-    """Serve streamable HTTP on 127.0.0.1 in this event loop while the block runs; yields the URL."""
+async def serve_http(server: FastMCP, port: int = 0, secret: str | None = None) -> AsyncIterator[str]:
+    """Serve streamable HTTP on 127.0.0.1 in this event loop while the block runs, behind a
+    SecretGate (`secret`, else a new one); yields the URL, its path carrying the secret."""
     import uvicorn
 
     _Server = _uvicorn_server()
+    secret = secret or new_secret()
     sock = free_socket(port)
-    # log_config None: uvicorn leaves logging alone (its loggers are quiet unless --verbose, deskbench/logs.py)
-    config = uvicorn.Config(server.streamable_http_app(), log_config=None, log_level=None, lifespan="on",
-                            timeout_graceful_shutdown=GRACE_SECONDS)
+    # log_config None: uvicorn leaves logging alone (its loggers are quiet unless --verbose, deskbench/logs.py);
+    # no access log: each request's path holds the secret
+    config = uvicorn.Config(SecretGate(server.streamable_http_app(), secret), log_config=None, log_level=None,
+                            lifespan="on", timeout_graceful_shutdown=GRACE_SECONDS, access_log=False)
     http = _Server(config)
     task = asyncio.create_task(http.serve(sockets=[sock]))
     try:
@@ -109,7 +232,7 @@ async def serve_http(server: FastMCP, port: int = 0) -> AsyncIterator[str]:
                 task.result()  # raises what stopped it
                 raise RuntimeError("the MCP server stopped while starting")
             await asyncio.sleep(0.01)
-        yield f"http://127.0.0.1:{sock.getsockname()[1]}{server.settings.streamable_http_path}"
+        yield f"http://127.0.0.1:{sock.getsockname()[1]}/{secret}{MCP_PATH}"
     finally:
         await _stop(http, task)
         sock.close()
@@ -142,5 +265,7 @@ async def serve(server: FastMCP, transport: str, port: int) -> None:
         await server.run_stdio_async()
         return
     async with serve_http(server, port) as url:
-        print(f"MCP server (streamable HTTP) at {url}; Ctrl+C to stop", flush=True)
+        # printed once: the URL is the only way in (its path holds the server's secret; keep it to your agent)
+        print(f"MCP server (streamable HTTP) at {url}; the URL holds this server's secret, give it only to "
+              "your agent; Ctrl+C to stop", flush=True)
         await asyncio.Event().wait()

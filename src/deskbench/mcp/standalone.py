@@ -5,24 +5,35 @@ Over a corpus (docqa) the episodes are questions of the user's (task ids mcp-1, 
 no gold answer they are kept, not scored). Over a tasks file (analytics) or a package folder
 (deliverables) the episodes are attempts at one task (`--task`, else the first), each stored as
 the next attempt, scored by `deskbench score RUNDIR` like a run's; the task's prompt is the
-server's instructions, sent to the client when it connects."""
+server's instructions, sent to the client when it connects.
+
+Each MCP session (over HTTP, each mcp-session-id; on stdio, the one client) has its own episode:
+a session's first tool call opens one, its answer stores it, and a call can only ever reach its
+own session's episode, so client B's provide_answer answers B's episode (holding B's calls
+only), never A's. A server opens at most --max-episodes episodes (an open one counts: it may be
+answered) and runs at most --max-calls-per-second tool calls (a token bucket; a call over it is
+refused with a request to slow down, never queued)."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import datetime
 from pathlib import Path
 from typing import Any, Generic, Protocol, TypeVar
 
 from deskbench.agents.base import AgentContext, AgentSettings
 from deskbench.errors import UserError
 from deskbench.mcp.external import EpisodeSession
-from deskbench.mcp.server import McpTool, SessionSource, build_server, serve
+from deskbench.mcp.server import McpTool, Refused, SessionSource, TokenBucket, build_server, caller, serve
 from deskbench.runs.store import RunStore, now
 from deskbench.tasks.docqa import DocQATask
 
 SYSTEM = "external"
 NO_GOLD = "(no gold answer: served by deskbench mcp)"
 S = TypeVar("S", bound=EpisodeSession)
+MAX_EPISODES = 1000  # episodes one server opens (--max-episodes)
+MAX_CALLS_PER_SECOND = 20.0  # tool calls a second for one server, all sessions together (--max-calls-per-second)
 
 
 class Served(Protocol[S]):
@@ -37,26 +48,54 @@ class Served(Protocol[S]):
     def next(self) -> tuple[str, int, S]: ...
 
 
+@dataclass
+class OpenEpisode(Generic[S]):
+    """An MCP session's episode until its answer: where it is stored, and its tools' session."""
+
+    task_id: str
+    attempt: int
+    session: S
+    started: datetime
+
+
 class Episodes(Generic[S]):
-    """A new session after each answer; each answered one stored in the run."""
+    """Each MCP session's own episode, opened at its first tool call and stored at its answer
+    (the session's next call opens another). Every call passes the server's rate limit first; a
+    refused call reaches no episode."""
 
-    def __init__(self, store: RunStore, served: Served[S]) -> None:
-        self.store, self.served = store, served
-        self._next()
-
-    def _next(self) -> None:
-        self.started = now()
-        self.task_id, self.attempt, self.session = self.served.next()
+    def __init__(self, store: RunStore, served: Served[S], *, max_episodes: int = MAX_EPISODES,
+                 bucket: TokenBucket | None = None) -> None:
+        self.store, self.served, self.max_episodes = store, served, max_episodes
+        self.bucket = bucket if bucket is not None else TokenBucket(MAX_CALLS_PER_SECOND)
+        self.open: dict[str, OpenEpisode[S]] = {}  # MCP session -> its episode; at most max_episodes
+        self.opened = 0
 
     def current(self) -> S:
-        return self.session
+        if not self.bucket.take():
+            raise Refused(f"too many calls: this server runs at most {self.bucket.rate:g} tool calls a second "
+                          "(deskbench mcp --max-calls-per-second); slow down and call again")
+        who = caller()
+        episode = self.open.get(who)
+        if episode is None:
+            if self.opened >= self.max_episodes:
+                raise Refused(f"this server has opened its {self.max_episodes} episodes (deskbench mcp "
+                              "--max-episodes); start another server for more")
+            self.opened += 1
+            started = now()
+            task_id, attempt, session = self.served.next()
+            episode = self.open[who] = OpenEpisode(task_id, attempt, session, started)
+        return episode.session
 
     async def answered(self, session: S) -> None:
+        """Store the episode `session` belongs to (once: a second report of it is ignored)."""
         from deskbench.runs.runner import EndedEpisode, RunCounts, commit_episode
 
-        ended = EndedEpisode(result=session.result(), started_at=self.started, finished_at=now())
-        commit_episode(self.store, SYSTEM, self.task_id, self.attempt, ended, RunCounts(), replace=True)
-        self._next()
+        who = next((k for k, e in self.open.items() if e.session is session), None)
+        if who is None:
+            return
+        episode = self.open.pop(who)
+        ended = EndedEpisode(result=session.result(), started_at=episode.started, finished_at=now())
+        commit_episode(self.store, SYSTEM, episode.task_id, episode.attempt, ended, RunCounts(), replace=True)
 
 
 class DocqaQuestions:
@@ -130,12 +169,22 @@ def _register() -> None:
     SERVED.setdefault("deliverables", deliverables_served)
 
 
-async def serve_corpus(corpus: Path, out: Path, *, transport: str, port: int, question: str, top_k: int) -> None:
+@dataclass(frozen=True)
+class ServerLimits:
+    """What one `deskbench mcp` server allows: episodes opened, tool calls a second."""
+
+    max_episodes: int = MAX_EPISODES
+    calls_per_second: float = MAX_CALLS_PER_SECOND
+
+
+async def serve_corpus(corpus: Path, out: Path, *, transport: str, port: int, question: str, top_k: int,
+                       limits: ServerLimits = ServerLimits()) -> None:
     store = RunStore(out)
-    await _serve(DocqaQuestions(corpus, store, question, top_k), store, transport, port)
+    await _serve(DocqaQuestions(corpus, store, question, top_k), store, transport, port, limits)
 
 
-async def serve_tasks(tasks: Path, out: Path, *, task: str | None, transport: str, port: int, max_rounds: int = 20) -> None:
+async def serve_tasks(tasks: Path, out: Path, *, task: str | None, transport: str, port: int, max_rounds: int = 20,
+                      limits: ServerLimits = ServerLimits()) -> None:
     from deskbench.tracks.registry import track_for
 
     track = track_for(tasks, [SYSTEM])
@@ -144,9 +193,9 @@ async def serve_tasks(tasks: Path, out: Path, *, task: str | None, transport: st
         raise UserError(f"deskbench mcp --tasks serves analytics tasks files and deliverables packages; {tasks} is "
                         f"{track.name}'s: for docqa give --corpus DIR")
     store = RunStore(out)
-    await _serve(SERVED[track.name](tasks, store, task, max_rounds), store, transport, port)
+    await _serve(SERVED[track.name](tasks, store, task, max_rounds), store, transport, port, limits)
 
 
-async def _serve(served: Served[Any], store: RunStore, transport: str, port: int) -> None:
-    source = Episodes(store, served)
+async def _serve(served: Served[Any], store: RunStore, transport: str, port: int, limits: ServerLimits) -> None:
+    source = Episodes(store, served, max_episodes=limits.max_episodes, bucket=TokenBucket(limits.calls_per_second))
     await serve(build_server(served.server_name, served.tools(source), served.instructions), transport, port)
