@@ -99,13 +99,57 @@ Blocked = Callable[[IpAddress], bool]
 MAX_REDIRECTS = 5
 
 
+# IPv6 forms that carry an IPv4 address, and where the carried address sits
+NAT64 = ipaddress.ip_network("64:ff9b::/96")  # RFC 6052 well-known prefix: the IPv4 in the last 32 bits
+NAT64_LOCAL = ipaddress.ip_network("64:ff9b:1::/48")  # RFC 8215 local-use: not globally reachable
+IPV4_COMPATIBLE = ipaddress.ip_network("::/96")  # deprecated ::a.b.c.d (:: and ::1 included: 0.0.0.0, 0.0.0.1)
+IPV4_TRANSLATED = ipaddress.ip_network("::ffff:0:0:0/96")  # SIIT ::ffff:0:a.b.c.d (RFC 2765)
+GLOBAL_UNICAST = ipaddress.ip_network("2000::/3")  # the only IPv6 unicast space allocated for the internet
+NOT_GLOBAL = tuple(ipaddress.ip_network(n) for n in (
+    "100.64.0.0/10",  # carrier-grade NAT (a cloud's metadata service at 100.100.100.200)
+    "192.0.0.0/24", "192.88.99.0/24",  # IETF protocol assignments, the deprecated 6to4 relay anycast
+    "3fff::/20", "2001:db8::/32",  # documentation (3fff::/20 is RFC 9637, newer than some Pythons know)
+))
+
+
+def carried_ipv4(ip: ipaddress.IPv6Address) -> list[ipaddress.IPv4Address] | None:
+    """The IPv4 addresses an IPv6 address carries (mapped, compatible, translated, 6to4, Teredo's
+    server and client, NAT64): a connection to it ends at them. None: it carries none."""
+    if ip.ipv4_mapped is not None:
+        return [ip.ipv4_mapped]
+    if ip.sixtofour is not None:
+        return [ip.sixtofour]
+    if ip.teredo is not None:
+        return list(ip.teredo)  # (server, client); the client's bits are XOR-ed, teredo undoes it
+    if ip in NAT64 or ip in IPV4_COMPATIBLE or ip in IPV4_TRANSLATED:
+        return [ipaddress.IPv4Address(int(ip) & 0xFFFF_FFFF)]
+    return None
+
+
+def _public(ip: IpAddress) -> bool:
+    """Globally routable unicast, judged by the address itself (no unwrapping)."""
+    if ip.is_multicast or ip.is_unspecified or ip.is_loopback or ip.is_link_local or ip.is_private:
+        return False
+    if any(ip in net for net in NOT_GLOBAL if net.version == ip.version):
+        return False
+    if isinstance(ip, ipaddress.IPv6Address) and (ip not in GLOBAL_UNICAST or ip.is_site_local):
+        return False
+    return ip.is_global and not ip.is_reserved
+
+
 def private_address(ip: IpAddress) -> bool:
-    """An address a model's fetch must not reach: this machine, its network, link-local (cloud
-    metadata at 169.254.169.254), reserved, multicast; an IPv4-mapped IPv6 address as its IPv4."""
-    if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped is not None:
-        ip = ip.ipv4_mapped
-    return (ip.is_private or ip.is_loopback or ip.is_link_local or ip.is_reserved or ip.is_multicast
-            or ip.is_unspecified)
+    """An address a model's fetch must not reach: anything not globally routable (this machine, its
+    network, link-local and cloud metadata, carrier-grade NAT, site-local, reserved, multicast). An
+    IPv6 address carrying an IPv4 one (IPv4-mapped, -compatible, 6to4, Teredo, NAT64) is judged by
+    every IPv4 it carries; the local-use NAT64 prefix 64:ff9b:1::/48 is never global. Python's
+    `is_global` alone is not enough (it calls fec0::/10, multicast and 6to4 global)."""
+    if isinstance(ip, ipaddress.IPv6Address):
+        if ip.scope_id or ip in NAT64_LOCAL:
+            return True
+        carried = carried_ipv4(ip)
+        if carried is not None:
+            return not all(_public(v4) for v4 in carried)
+    return not _public(ip)
 
 
 def _literal(host: str) -> IpAddress | None:
@@ -115,23 +159,25 @@ def _literal(host: str) -> IpAddress | None:
         return None
 
 
-def _guarded_resolver(blocked: Blocked) -> Any:
-    """aiohttp's resolver, refusing a name when any address it resolves to is blocked: checked on
-    the addresses actually connected to, so a public name that resolves (or re-resolves, DNS
-    rebinding) to a private address is refused like the address itself."""
+def _guarded_resolver(blocked: Blocked, inner: Any = None) -> Any:
+    """aiohttp's resolver (or `inner`, an aiohttp AbstractResolver), refusing a name when any
+    address it resolves to is blocked. aiohttp connects to exactly the addresses this returns (one
+    resolution per connection, its DNS cache holds only what passed here), so what is checked is
+    what is connected to: a public name that resolves (or re-resolves, DNS rebinding) to a private
+    address is refused like the address itself. IP literals never reach a resolver: `_check_url`."""
     from aiohttp.abc import AbstractResolver
     from aiohttp.resolver import DefaultResolver
 
     class GuardedResolver(AbstractResolver):
         def __init__(self) -> None:
-            self._inner = DefaultResolver()
+            self._inner = inner if inner is not None else DefaultResolver()
 
         async def resolve(self, host: str, port: int = 0, family: Any = 0) -> Any:
             found = await self._inner.resolve(host, port, family)
             for entry in found:
                 ip = _literal(entry["host"])
                 if ip is None or blocked(ip):
-                    raise OSError(errno.EACCES, f"{host} resolves to {entry['host']}, a local or private address")
+                    raise OSError(errno.EACCES, f"{host} resolves to {entry['host']}, a local or private address (not globally routable)")
             return found
 
         async def close(self) -> None:
@@ -143,17 +189,19 @@ def _guarded_resolver(blocked: Blocked) -> Any:
 class LiveWeb:
     """Search through a `SearchApi`; pages fetched over HTTP(S) with aiohttp: `timeout` seconds
     per request, at most `max_bytes` read, at most 5 redirects, no key sent to the page, and no
-    address `blocked` says no to (default: loopback, private, link-local, reserved; a model should not
-    reach the local network), checked on every hop of a redirect and on every address a name
-    resolves to. `allow_private` turns the guard off (tests against a local double)."""
+    address `blocked` says no to (default `private_address`: only globally routable addresses; a
+    model should not reach the local network or a cloud's metadata service), checked on every hop
+    of a redirect and on every address a name resolves to (`resolver`: an aiohttp resolver to ask
+    instead of the system's, for tests). `allow_private` turns the guard off (tests against a local double)."""
 
     def __init__(self, api: SearchApi, *, timeout: float = 20.0, max_bytes: int = 3_000_000,
-                 allow_private: bool = False, blocked: Blocked = private_address) -> None:
+                 allow_private: bool = False, blocked: Blocked = private_address, resolver: Any = None) -> None:
         self.api = api
         self.name = api.name
         self.timeout = timeout
         self.max_bytes = max_bytes
         self.blocked: Blocked | None = None if allow_private else blocked
+        self.resolver = resolver
         self._session: Any = None
         self._pages: Any = None
 
@@ -175,7 +223,7 @@ class LiveWeb:
             return self._client()
         if self._pages is None:
             self._pages = aiohttp.ClientSession(
-                connector=aiohttp.TCPConnector(resolver=_guarded_resolver(self.blocked)),
+                connector=aiohttp.TCPConnector(resolver=_guarded_resolver(self.blocked, self.resolver)),
                 timeout=aiohttp.ClientTimeout(total=self.timeout),
                 headers={"User-Agent": "deskbench-deliverable-agent/0.1"})
         return self._pages
@@ -189,7 +237,7 @@ class LiveWeb:
         host = parts.hostname
         ip = _literal(host)
         if host == "localhost" or host.endswith(".localhost") or (ip is not None and self.blocked(ip)):
-            raise WebError(f"{url} is on a local or private address, which fetch does not reach")
+            raise WebError(f"{url} is on a local or private address (not globally routable), which fetch does not reach")
 
     async def search(self, query: str, count: int) -> list[SearchHit]:
         import aiohttp
