@@ -102,6 +102,13 @@ def score(
         from deskbench.scoring.plugin_scores import show_plugin_scores
 
         show_plugin_scores(store, scorer, system or store.systems(), as_json=as_json)
-        return
-    request = RunRequest(tasks=submissions, out=store.dir, judge=judge, concurrency=concurrency, options=params)
-    get_track(store.track()).show_scores(store, system or store.systems(), request, as_json=as_json)
+    else:
+        request = RunRequest(tasks=submissions, out=store.dir, judge=judge, concurrency=concurrency, options=params)
+        get_track(store.track()).show_scores(store, system or store.systems(), request, as_json=as_json)
+    if store.skipped:  # each was named on stderr when read (store.episodes): the count, for every track
+        from deskbench.console import err
+
+        n = len(store.skipped)
+        err.print(f"{n} episode{'s' if n != 1 else ''} could not be read and {'are' if n != 1 else 'is'} left out of "
+                  "the scores (not counted as wrong, not counted at all); 'deskbench run --retry-errors' runs "
+                  f"{'them' if n != 1 else 'it'} again")

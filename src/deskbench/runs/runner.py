@@ -23,7 +23,7 @@ from deskbench.agents.base import Agent, AgentContext, AgentResult
 from deskbench.models.cache import ATTEMPT
 from deskbench.models.types import ProviderRefused
 from deskbench.runs.names import folder_name
-from deskbench.runs.store import Episode, RunStore, now
+from deskbench.runs.store import Episode, RunStore, now, report_unreadable
 from deskbench.tasks.docqa import DocQASubmission, DocQATask
 
 
@@ -44,6 +44,7 @@ class RunCounts:
     cost_usd: float | None = 0.0  # of the episodes run; None (unknown) once one's cost is unknown
     cost_unknown: int = 0  # episodes run whose cost is unknown (a model without a price)
     errors_kept: int = 0  # errored episodes skipped as stored (a resume without --retry-errors)
+    unreadable_kept: int = 0  # of those, episodes whose stored row cannot be read (store.UnreadableEpisode)
     error_lines: Counter[str] = field(default_factory=Counter)  # the episodes run that failed, by last line
 
     def add_cost(self, cost: float | None) -> None:
@@ -68,7 +69,8 @@ class RunCounts:
             line, n = self.error_lines.most_common(1)[0]
             out += f"; most common ({n}): {line}"
         if self.errors_kept and retry_hint:
-            out += (f"; {self.errors_kept} errored episode{'s' if self.errors_kept != 1 else ''} kept; "
+            broken = f" ({self.unreadable_kept} of them unreadable)" if self.unreadable_kept else ""
+            out += (f"; {self.errors_kept} errored episode{'s' if self.errors_kept != 1 else ''}{broken} kept; "
                     "add --retry-errors to run them again")
         return out
 
@@ -110,13 +112,19 @@ def pending_episodes(tasks: Sequence[HasId], store: RunStore, system: str, attem
     """The (task, attempt) pairs still to run, attempt 0 of every task first (a cut-short run has
     pass@1 first); the others are counted as skipped. An episode stored with an error is done
     unless `retry_errors` (it is run again, as a new try); those kept are counted. Every executor
-    resumes through this."""
-    errored = set() if replace else store.errored(system)
+    resumes through this. An episode whose stored row cannot be read is an errored one here: named
+    on stderr (one line), kept and counted, or run again with `retry_errors` (never done unsaid)."""
+    unreadable = [] if replace else store.unreadable(system)
+    errored = set() if replace else store.errored(system, unreadable)
     done = set() if replace else store.done(system) - (errored if retry_errors else set())
     wanted = [(t, a) for a in range(attempts) for t in tasks]
     pending = [(t, a) for t, a in wanted if (t.id, a) not in done]
     counts.skipped = len(wanted) - len(pending)
     counts.errors_kept = 0 if retry_errors else sum((t.id, a) in errored for t, a in wanted)
+    if not retry_errors:
+        for u in unreadable:
+            report_unreadable(u)
+        counts.unreadable_kept = len(unreadable)
     return pending
 
 
@@ -150,6 +158,12 @@ def commit_episode(store: RunStore, system: str, task_id: str, attempt: int, end
     path of every executor, so a run's store does not depend on where its episodes ran. `retry`
     (--retry-errors): a stored errored episode becomes an earlier try of this one (store.record)."""
     result = ended.result
+    if result.error:  # a URL in it (an external service's, a fetched page's) is kept without credentials
+        import dataclasses
+
+        from deskbench.redact import redact_text
+
+        result = dataclasses.replace(result, error=redact_text(result.error))
     store.record(Episode(
         task_id=task_id, system=system, attempt=attempt, status=result.status, error=result.error,
         submission=result.submission, trajectory=result.trajectory, usage=result.usage,

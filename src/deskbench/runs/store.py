@@ -11,13 +11,15 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 import sqlite3
+import zlib
 from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Literal
 
-from pydantic import BaseModel, Field, SerializeAsAny, TypeAdapter, model_validator
+from pydantic import BaseModel, Field, SerializeAsAny, TypeAdapter, ValidationError, model_validator
 
 from deskbench.errors import UserError
 from deskbench.models.types import Usage
@@ -141,6 +143,126 @@ class Episode(BaseModel):
         return self
 
 
+# -- reading one row at a time ---------------------------------------------------------------
+# What a stored row that cannot be read raises while it is decoded (the one home of that list):
+# a number that is not one (inf, NaN, text), JSON nested past the parser's limit, text that is not
+# UTF-8, a truncated or corrupt zlib body, JSON its pydantic model refuses. Such a row is an
+# UnreadableEpisode, named; every other row is read as usual.
+UNREADABLE_ERRORS: tuple[type[BaseException], ...] = (ValueError, RecursionError, UnicodeDecodeError, zlib.error,
+                                                      ValidationError)
+
+
+class UnreadableEpisode(BaseModel):
+    """A stored episode whose row cannot be read: named by (task, system, attempt) and what is
+    wrong, in one line. Readers leave it out of what they compute (never a zero, never done
+    without a word) and say so; `deskbench run --retry-errors` runs it again."""
+
+    task_id: str
+    system: str
+    attempt: str  # as stored, shown as text: the stored value may be what is broken
+    problem: str  # one line
+
+    def line(self) -> str:
+        return (f"episode {self.task_id!r} of {self.system!r} (attempt {self.attempt}) could not be read: "
+                f"{self.problem}; it is left out (add --retry-errors to 'deskbench run' to run it again)")
+
+
+def _problem(exc: BaseException) -> str:
+    """What is wrong with a row, in one line (a validation error's first error, short)."""
+    if isinstance(exc, ValidationError):
+        first = exc.errors(include_url=False)[0]
+        where = ".".join(str(x) for x in first.get("loc", ()))
+        text = f"{first.get('msg', 'invalid')}" + (f" at {where}" if where else "")
+    elif isinstance(exc, RecursionError):
+        text = "nested too deep"
+    else:
+        text = str(exc)
+    kind = "zlib.error" if isinstance(exc, zlib.error) else type(exc).__name__
+    text = " ".join(f"{kind}: {text}".split())
+    return text if len(text) <= 200 else text[:199] + "…"
+
+
+def _text(value: object) -> str | None:
+    """A TEXT column read as its bytes (CAST AS BLOB), decoded strictly: invalid UTF-8 is an
+    error of this row, not of the query (sqlite3 raises it for the whole result otherwise)."""
+    if value is None or isinstance(value, str):
+        return value
+    if isinstance(value, bytes):
+        return value.decode("utf-8")
+    raise ValueError(f"a text column holds {type(value).__name__} {value!r:.40}")
+
+
+def _name(value: object) -> str:
+    """A key column as text for a line naming the row, whatever it holds."""
+    return value.decode("utf-8", "backslashreplace") if isinstance(value, bytes) else str(value)
+
+
+def _finite(episode: Episode) -> Episode:
+    """pydantic reads inf and NaN into a float field: a stored seconds or cost that is not a
+    number would make every total it is added to one too."""
+    for where, usage in [("usage", episode.usage), *((f"trajectory[{n}]", s) for n, s in enumerate(episode.trajectory))]:
+        for name in ("seconds", "cost_usd"):
+            value = getattr(usage, name, None)
+            if isinstance(value, float) and not math.isfinite(value):
+                raise ValueError(f"{where}.{name} is {value}, not a finite number")
+    return episode
+
+
+# the episodes columns a reader decodes, TEXT ones read as bytes (see _text)
+_ROW_SQL = ("SELECT CAST(task_id AS BLOB), CAST(system AS BLOB), attempt, CAST(status AS BLOB), CAST(error AS BLOB),"
+            " CAST(submission AS BLOB), CAST(trajectory AS BLOB), CAST(usage AS BLOB), CAST(started_at AS BLOB),"
+            " CAST(finished_at AS BLOB) FROM episodes")
+
+
+def _decode_row(row: Sequence[object], kind: type[BaseModel]) -> Episode | UnreadableEpisode:
+    """One stored episode row, or what makes it unreadable (catching only decoding errors)."""
+    t, s, a, st, err, sub, traj, usage, started, finished = row
+    column = "task_id"  # the one being read, to name in the line
+    try:
+        fields: dict[str, object] = {}
+        for column, value in zip(("task_id", "system", "status", "error", "started_at", "finished_at"),
+                                 (t, s, st, err, started, finished), strict=True):
+            fields[column] = _text(value)
+        column = "submission"
+        submission = _text(sub)
+        fields["submission"] = kind.model_validate_json(submission) if submission else None
+        column = "trajectory"
+        fields["trajectory"] = _STEPS.validate_json(_text(traj) or "")
+        column = "usage"
+        fields["usage"] = Usage.model_validate_json(_text(usage) or "")
+        column = "attempt"
+        if not isinstance(a, int) or isinstance(a, bool):
+            raise ValueError(f"{_name(a)!r} is not a whole number")
+        fields["attempt"] = a
+        column = "episode"
+        return _finite(Episode.model_validate(fields))
+    except UNREADABLE_ERRORS as exc:
+        return UnreadableEpisode(task_id=_name(t), system=_name(s), attempt=_name(a),
+                                 problem=f"{column}: {_problem(exc)}")
+
+
+def report_unreadable(episode: UnreadableEpisode) -> None:
+    """The one line a command prints for an unreadable episode, on stderr."""
+    from rich.markup import escape
+
+    from deskbench.console import err
+
+    err.print(f"[yellow]warning:[/yellow] {escape(episode.line())}")
+
+
+class UnreadableTranscript(Exception):
+    """An episode's transcript (or a judge's) that cannot be decoded: its episode is named."""
+
+    def __init__(self, episode: UnreadableEpisode) -> None:
+        super().__init__(episode.line())
+        self.episode = episode
+
+
+def _unreadable_part(task_id: str, system: str, attempt: int, part: str, exc: BaseException) -> UnreadableTranscript:
+    return UnreadableTranscript(UnreadableEpisode(task_id=task_id, system=system, attempt=str(attempt),
+                                                  problem=f"{part}: {_problem(exc)}"))
+
+
 def task_hash(task_json: str) -> str:
     """A task's content hash: sha256 of its track's task_json."""
     return hashlib.sha256(task_json.encode()).hexdigest()
@@ -178,6 +300,8 @@ class RunStore:
             raise UserError(f"{path} is not a readable run store ({exc}); move it aside and run into a new "
                             "--out (the run's other files are untouched)") from None
         self._task_hashes: dict[str, str] | None = None
+        # the unreadable episodes `episodes` has named on stderr (once each), by (task, system, attempt)
+        self.skipped: dict[tuple[str, str, str], UnreadableEpisode] = {}
 
     def _migrate(self) -> None:
         """Run files made before a column or table was added get it (nullable: old rows read None;
@@ -323,9 +447,10 @@ class RunStore:
         verb = "INSERT OR REPLACE" if replace else "INSERT OR IGNORE"
         body = encode(transcript.doc()) if transcript is not None else None  # compressed outside the lock
         hashed = episode.task_hash or self.task_hashes().get(episode.task_id)
+        broken = retry and not replace and self._unreadable_row(episode.task_id, episode.system, episode.attempt)
         with self._db.write() as con:
             if retry and not replace:
-                _keep_errored_try(con, (episode.task_id, episode.system, episode.attempt))
+                _keep_errored_try(con, (episode.task_id, episode.system, episode.attempt), unreadable=broken)
             cur = con.execute(
                 f"{verb} INTO episodes(task_id, system, attempt, status, error, submission,"
                 " trajectory, usage, started_at, finished_at, task_hash) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
@@ -361,12 +486,15 @@ class RunStore:
         rows = self._conn().execute(
             f"SELECT {_EPISODE_COLUMNS}, transcript_codec, transcript_body FROM episode_tries"
             " WHERE task_id = ? AND system = ? AND attempt = ? ORDER BY try", (task_id, system, attempt)).fetchall()
-        return [(Episode(task_id=task_id, system=system, attempt=attempt, status=st, error=err,
-                         submission=kind.model_validate_json(sub) if sub else None,
-                         trajectory=_STEPS.validate_json(traj), usage=Usage.model_validate_json(usage),
-                         started_at=started, finished_at=finished, task_hash=hashed),
-                 decode(codec, body) if codec is not None else None)
-                for st, err, sub, traj, usage, started, finished, hashed, codec, body in rows]
+        try:
+            return [(Episode(task_id=task_id, system=system, attempt=attempt, status=st, error=err,
+                             submission=kind.model_validate_json(sub) if sub else None,
+                             trajectory=_STEPS.validate_json(traj), usage=Usage.model_validate_json(usage),
+                             started_at=started, finished_at=finished, task_hash=hashed),
+                     decode(codec, body) if codec is not None else None)
+                    for st, err, sub, traj, usage, started, finished, hashed, codec, body in rows]
+        except UNREADABLE_ERRORS as exc:
+            raise _unreadable_part(task_id, system, attempt, "an earlier try", exc) from None
 
     def try_counts(self, system: str | None = None) -> dict[tuple[str, str, int], int]:
         """How many tries each episode run more than once had before its latest, by (task,
@@ -382,7 +510,10 @@ class RunStore:
         an imported prediction, a human's answer)."""
         row = self._conn().execute("SELECT codec, body FROM transcripts WHERE task_id = ? AND system = ? AND attempt = ?",
                                    (task_id, system, attempt)).fetchone()
-        return decode(row[0], row[1]) if row else None
+        try:
+            return decode(row[0], row[1]) if row else None
+        except UNREADABLE_ERRORS as exc:  # truncated or corrupt zlib, JSON the model refuses
+            raise _unreadable_part(task_id, system, attempt, "its transcript", exc) from None
 
     def record_judge_transcript(self, task_id: str, system: str, attempt: int, scorer: str,
                                 transcript: Transcript | TranscriptDoc) -> None:
@@ -405,7 +536,10 @@ class RunStore:
         rows = self._conn().execute(
             "SELECT scorer, codec, body FROM judge_transcripts WHERE task_id = ? AND system = ? AND attempt = ?"
             " ORDER BY created, rowid", (task_id, system, attempt)).fetchall()
-        return {scorer: decode(codec, body) for scorer, codec, body in rows}  # later rows win
+        try:
+            return {scorer: decode(codec, body) for scorer, codec, body in rows}  # later rows win
+        except UNREADABLE_ERRORS as exc:
+            raise _unreadable_part(task_id, system, attempt, "a judge's transcript", exc) from None
 
     # -- stored scorings (runs/scorings.py) ------------------------------------------------
 
@@ -469,12 +603,14 @@ class RunStore:
         ).fetchall()
         return {(t, a) for t, a in rows}
 
-    def errored(self, system: str) -> set[tuple[str, int]]:
-        """The (task, attempt) of `system`'s episodes stored with status "error" (not "limit"):
-        what --retry-errors runs again."""
+    def errored(self, system: str, unreadable: Sequence[UnreadableEpisode] | None = None) -> set[tuple[str, int]]:
+        """The (task, attempt) of `system`'s episodes stored with status "error" (not "limit"),
+        and of those that cannot be read (`unreadable`, when the caller has them already): what
+        --retry-errors runs again."""
         rows = self._conn().execute(
             "SELECT task_id, attempt FROM episodes WHERE system = ? AND status = 'error'", (system,)).fetchall()
-        return {(t, a) for t, a in rows}
+        broken = self.unreadable(system) if unreadable is None else unreadable
+        return {(t, a) for t, a in rows} | {(u.task_id, int(u.attempt)) for u in broken if u.attempt.isdigit()}
 
     def episode_counts(self) -> dict[str, dict[str, int]]:
         """Per system, its stored episodes by status (ok, error, limit)."""
@@ -487,34 +623,49 @@ class RunStore:
     def systems(self) -> list[str]:
         return [r[0] for r in self._conn().execute("SELECT DISTINCT system FROM episodes ORDER BY system")]
 
-    def episodes(self, system: str | None = None) -> list[Episode]:
-        sql = ("SELECT task_id, system, attempt, status, error, submission, trajectory, usage, started_at,"
-               " finished_at FROM episodes")
-        params: tuple[str, ...] = ()
+    def episode_rows(self, system: str | None = None) -> list[Episode | UnreadableEpisode]:
+        """Every stored episode (of `system`) in the order stored, each row read on its own: one
+        that cannot be read is an UnreadableEpisode in its place (the viewer marks it)."""
+        sql, params = _ROW_SQL, ()
         if system is not None:
-            sql += " WHERE system = ?"
-            params = (system,)
-        out = []
+            sql, params = sql + " WHERE system = ?", (system,)
         kind = get_track(self.track()).submission_type
-        for t, s, a, st, err, sub, traj, usage, started, finished in self._conn().execute(sql + " ORDER BY rowid", params):
-            out.append(Episode(
-                task_id=t, system=s, attempt=a, status=st, error=err,
-                submission=kind.model_validate_json(sub) if sub else None,
-                trajectory=_STEPS.validate_json(traj),
-                usage=Usage.model_validate_json(usage),
-                started_at=started, finished_at=finished,
-            ))
+        return [_decode_row(row, kind) for row in self._conn().execute(sql + " ORDER BY rowid", params)]
+
+    def episodes(self, system: str | None = None) -> list[Episode]:
+        """The episodes that can be read; each unreadable one is named once on stderr (one line:
+        task, system, attempt, what is wrong) and kept in `skipped`, so that every command that
+        reads a run goes on with the rest and says what it left out."""
+        out: list[Episode] = []
+        for row in self.episode_rows(system):
+            if isinstance(row, Episode):
+                out.append(row)
+            elif (key := (row.task_id, row.system, row.attempt)) not in self.skipped:
+                self.skipped[key] = row
+                report_unreadable(row)
         return out
+
+    def _unreadable_row(self, task_id: str, system: str, attempt: int) -> bool:
+        """Whether the stored episode (task, system, attempt) is there and cannot be read."""
+        row = self._conn().execute(_ROW_SQL + " WHERE task_id = ? AND system = ? AND attempt = ?",
+                                   (task_id, system, attempt)).fetchone()
+        return row is not None and isinstance(_decode_row(row, get_track(self.track()).submission_type),
+                                              UnreadableEpisode)
+
+    def unreadable(self, system: str | None = None) -> list[UnreadableEpisode]:
+        """The stored episodes (of `system`) that cannot be read, without a word on stderr."""
+        return [r for r in self.episode_rows(system) if isinstance(r, UnreadableEpisode)]
 
     def close(self) -> None:
         self._db.close()
 
 
-def _keep_errored_try(con: sqlite3.Connection, key: tuple[str, str, int]) -> None:
-    """Inside `record`'s transaction: the stored episode `key`, when its status is "error", moves
-    with its transcript to `episode_tries` as the next earlier try, leaving its place to the new one."""
+def _keep_errored_try(con: sqlite3.Connection, key: tuple[str, str, int], *, unreadable: bool = False) -> None:
+    """Inside `record`'s transaction: the stored episode `key`, when its status is "error" (or it
+    cannot be read: `unreadable`), moves with its transcript to `episode_tries` as the next earlier
+    try, as stored, leaving its place to the new one."""
     row = con.execute("SELECT status FROM episodes WHERE task_id = ? AND system = ? AND attempt = ?", key).fetchone()
-    if row is None or row[0] != "error":
+    if row is None or (row[0] != "error" and not unreadable):
         return
     n = con.execute("SELECT COUNT(*) FROM episode_tries WHERE task_id = ? AND system = ? AND attempt = ?",
                     key).fetchone()[0]

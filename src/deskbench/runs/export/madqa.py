@@ -51,7 +51,7 @@ from typing import Any
 from deskbench.errors import UserError
 from deskbench.runs.export import ExportOptions
 from deskbench.runs.identity import stored_identities
-from deskbench.runs.store import Episode, RunStore
+from deskbench.runs.store import Episode, RunStore, UnreadableTranscript, report_unreadable
 from deskbench.runs.transcript import ModelCallEvent, ToolEvent, TranscriptDoc
 from deskbench.tasks.docqa import DocQASubmission
 from deskbench.tasks.trajectory import ModelCallStep, ToolCallStep
@@ -343,7 +343,12 @@ def system_rows(store: RunStore, system: str, info: SystemInfo, questions: dict[
         sub = ep.submission if isinstance(ep.submission, DocQASubmission) else None
         question = questions.get(ep.task_id) or (sub.question if sub is not None and sub.question else "")
         if ep.status == "ok" and sub is not None:
-            row = answered_row(sub.question or question, ep, sub, store.transcript(ep.task_id, system, ep.attempt), info)
+            try:
+                doc = store.transcript(ep.task_id, system, ep.attempt)
+            except UnreadableTranscript as exc:  # named in one line, left out; the others are written
+                report_unreadable(exc.episode)
+                continue
+            row = answered_row(sub.question or question, ep, sub, doc, info)
         else:
             row = error_row(question, ep)
         by_attempt.setdefault(ep.attempt, []).append(row)

@@ -21,7 +21,7 @@ from pydantic import BaseModel
 from deskbench.runs.identity import SystemIdentity, stored_identities
 from deskbench.runs.outcomes import ItemOutcome
 from deskbench.runs.protocol import ProtocolNote, stored_protocol
-from deskbench.runs.store import Episode, RunStore
+from deskbench.runs.store import Episode, RunStore, UnreadableTranscript, report_unreadable
 from deskbench.runs.transcript import ModelCallEvent, TranscriptDoc, expand, open_recorded_corpus
 from deskbench.tasks.trajectory import ModelCallStep, ToolCallStep
 from deskbench.tracks.registry import Track, get_track
@@ -222,9 +222,14 @@ def systems(run_dir: Path, corpus: Path | None = None) -> Iterator[SystemSource]
             samples = []
             for ep in episodes:
                 ep.task_hash = hashes.get((ep.task_id, system, ep.attempt))
-                doc = store.transcript(ep.task_id, system, ep.attempt)
+                try:
+                    doc = store.transcript(ep.task_id, system, ep.attempt)
+                    judged = store.judge_transcripts(ep.task_id, system, ep.attempt)
+                except UnreadableTranscript as exc:  # named in one line, left out; the others are written
+                    report_unreadable(exc.episode)
+                    continue
                 doc = expand(doc, opened) if doc is not None else None
-                judges = {name: expand(j, opened) for name, j in store.judge_transcripts(ep.task_id, system, ep.attempt).items()}
+                judges = {name: expand(j, opened) for name, j in judged.items()}
                 task = tasks.get(ep.task_id)
                 text = (texts(task) if texts is not None and task is not None
                         else TaskText(_first_user_text(doc), []))

@@ -103,10 +103,15 @@ def score_run(store: RunStore, systems: Sequence[str], a: DocQAScoreArgs, *, as_
     stored: list[StoredItem] = []  # every item of every attempt, kept in the run store
     for name in systems:
         subs, failed = run_submissions(store, name)
-        scored_tasks = tasks_scored(name, task_items, {s.id for s in subs} | set(failed))
+        answered = {s.id for s in subs} | set(failed)
+        # a task whose episode could not be read is left out, not scored missing (a zero): only over what ran
+        unread = sorted({u.task_id for u in store.skipped.values() if u.system == name
+                         and (u.attempt == "0" or not u.attempt.isdigit())} - answered)
+        scored_tasks = [t for t in tasks_scored(name, task_items, answered) if t.id not in unread]
         with recording(store, name, 0):  # the judge's calls, kept with each episode (judge_transcripts)
             reports[name] = _score_and_show(scored_tasks, subs, opts, list(a.by), name=name, errors=failed,
-                                            as_json=as_json, items_out=None, collect=collected, stored=stored)
+                                            as_json=as_json, items_out=None, collect=collected, stored=stored,
+                                            unreadable=unread)
         reports[name].attempts = docqa_attempts(store, name, task_items, opts, record=True,  # --attempts K > 1
                                                 stored=stored)
         if reports[name].attempts is not None and not as_json:
@@ -171,7 +176,7 @@ def _some(ids: list[str]) -> str:
 def _score_and_show(task_items, subs, opts, groups, *, name: str, as_json: bool, items_out: Path | None,
                     errors=(), pages_coerced: int = 0, citations_dropped: int = 0,
                     skipped_lines: int = 0, collect: list | None = None,
-                    stored: list[StoredItem] | None = None):  # -> ScoreReport
+                    stored: list[StoredItem] | None = None, unreadable: Sequence[str] = ()):  # -> ScoreReport
     """Score, warn, print; the items go to `items_out`, or are appended to `collect` as
     (system, item) for a caller that writes several systems' items to one file; `stored` gets
     them as the run store keeps them (attempt 0)."""
@@ -182,6 +187,7 @@ def _score_and_show(task_items, subs, opts, groups, *, name: str, as_json: bool,
     items, matched = score_all(task_items, subs, opts, errors=errors)
     report = summarize(items, matched, opts, by=groups, pages_coerced=pages_coerced,
                        citations_dropped=citations_dropped, skipped_lines=skipped_lines, errors=errors)
+    report.unreadable_ids = list(unreadable)
     if items_out is not None:
         write_rows(items_out, item_rows(matched.pairs, items))
     if collect is not None:
@@ -249,7 +255,9 @@ def print_report(report, name: str) -> None:  # report: ScoreReport
               f"{dropped if report.missing_ids else ''}; "
               f"extra submissions {report.n_extra}; mean ANLS* {_pct(report.mean_anls)}"
               + (f"; agent errors {report.n_errors} ({'scored 0' if report.official else 'counted as incorrect'})"
-                 if report.n_errors else ""))
+                 if report.n_errors else "")
+              + (f"; unreadable episodes {len(report.unreadable_ids)} (not counted: named on stderr)"
+                 if report.unreadable_ids else ""))
     if report.wasted_effort_ratio is not None or report.effort_share_incorrect is not None:
         wasted = "–" if report.wasted_effort_ratio is None else f"{report.wasted_effort_ratio:.3f}"
         out.print(f"wasted effort ratio {wasted} (mean effort of incorrect / correct items); "

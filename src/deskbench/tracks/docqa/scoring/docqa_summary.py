@@ -111,6 +111,9 @@ class ScoreReport(GroupSummary):
     id_disagrees: list[str] = Field(default_factory=list)
     repeated_ids: list[str] = Field(default_factory=list)
     skipped_lines: int = 0
+    # a run's tasks whose episode (attempt 0) is stored but could not be read (store.UnreadableEpisode):
+    # left out of every number (not missing, not wrong), each named on stderr
+    unreadable_ids: list[str] = Field(default_factory=list)
     ci_methods: dict[str, str] = Field(default_factory=dict)
     by_hop_type: dict[str, GroupSummary]
     by_domain: dict[str, GroupSummary] | None = None
