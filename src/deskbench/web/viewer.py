@@ -25,7 +25,7 @@ from fastapi.responses import FileResponse, HTMLResponse, Response
 from deskbench.corpus import Corpus
 from deskbench.errors import UserError
 from deskbench.models.prices import format_cost
-from deskbench.runs.store import Episode
+from deskbench.runs.store import Episode, UnreadableTranscript
 from deskbench.runs.transcript import TranscriptDoc, expand, recorded_corpus
 from deskbench.untrusted import FileLimitError
 from deskbench.web.app import SIZES, safe_doc_id
@@ -129,10 +129,18 @@ def create_viewer_app(run_dirs: Sequence[Path | str], corpus_dir: Path | str | N
         corpus = corpora.of(run, episode.system)
         marks = Marks(cited=set(answer.cited), gold=set(task.gold_pages), corpus=corpora.key(corpus),
                       run=run.key)
-        doc = run.store.transcript(episode.task_id, episode.system, episode.attempt)
+        unreadable: str | None = None  # a transcript that cannot be decoded: said, the rest shown
+        try:
+            doc = run.store.transcript(episode.task_id, episode.system, episode.attempt)
+        except UnreadableTranscript as exc:
+            doc, unreadable = None, f"The transcript cannot be read ({exc.episode.problem})."
         shown = steps(expand(doc, corpus), marks) if doc is not None else None
-        no_calls = why_no_model_calls(run, episode, doc)  # None: the transcript holds model calls
-        judged: dict[str, TranscriptDoc] = run.store.judge_transcripts(episode.task_id, episode.system, episode.attempt)
+        no_calls = unreadable or why_no_model_calls(run, episode, doc)  # None: the transcript holds model calls
+        try:
+            judged: dict[str, TranscriptDoc] = run.store.judge_transcripts(episode.task_id, episode.system,
+                                                                          episode.attempt)
+        except UnreadableTranscript:
+            judged = {}
         judges = judge_steps({k: expand(v, corpus) for k, v in judged.items()}, marks)
         others = [(r, e) for r, e in catalog.episodes_of_task(episode.task_id)
                   if (r.key, e.system, e.attempt) != (run.key, episode.system, episode.attempt)]
@@ -145,14 +153,14 @@ def create_viewer_app(run_dirs: Sequence[Path | str], corpus_dir: Path | str | N
     def table(request: Request) -> HTMLResponse:
         s = session(request)
         query = TableQuery.of(dict(request.query_params))
-        every = catalog.rows()
+        every, unreadable = catalog.table_rows()  # a stored episode that cannot be read: a marked row
         rows = query.apply(every)
         pages = max(1, -(-len(rows) // PAGE_SIZE))
         page = min(query.page, pages)
         return render("viewer.html", user=s.user, csrf=s.csrf, q=query, rows=rows[(page - 1) * PAGE_SIZE: page * PAGE_SIZE],
                       n=len(rows), total=len(every), page=page, pages=pages, columns=COLUMNS, outcomes=OUTCOMES,
                       systems=sorted({r.system for r in every}), errors=sorted({r.error_class for r in every if r.error_class}),
-                      runs=runs, sorts=SORTS)
+                      runs=runs, sorts=SORTS, unreadable=unreadable)
 
     @app.get("/episode", response_class=HTMLResponse)
     def episode_page(request: Request, run: str = "", system: str = "", task: str = "", attempt: int = 0) -> HTMLResponse:

@@ -212,6 +212,17 @@ class EpisodeRow(BaseModel):
         return {"run": self.run, "system": self.system, "task": self.task_id, "attempt": str(self.attempt)}
 
 
+class UnreadableRow(BaseModel):
+    """A stored episode that cannot be read (runs/store.py UnreadableEpisode), as the run page
+    marks it: which one and what is wrong, in one line."""
+
+    run: str
+    task_id: str
+    system: str
+    attempt: str  # as stored: it may be what is broken
+    problem: str
+
+
 def error_class(episode: Episode, score: EpisodeScore, run: ViewerRun) -> str | None:
     """The track's class of a wrong item, as the report counts it (docqa's MADQA H.3, where a
     failed episode is a refusal; analytics' error type), so the report's links find it; else a
@@ -326,11 +337,22 @@ class Catalog:
             scored_by=score.source, scoring=score.scoring)
 
     def rows(self) -> list[EpisodeRow]:
-        out = []
+        return self.table_rows()[0]
+
+    def table_rows(self) -> tuple[list[EpisodeRow], list[UnreadableRow]]:
+        """Every episode's row, and a marked row for each stored episode that cannot be read (the
+        run page shows both: one bad row never hides the others)."""
+        out: list[EpisodeRow] = []
+        marked: list[UnreadableRow] = []
         for run in self.runs:
             now = run_stamp(run.store)
-            out += [self.row(run, ep, now) for ep in run.store.episodes()]
-        return out
+            for ep in run.store.episode_rows():
+                if isinstance(ep, Episode):
+                    out.append(self.row(run, ep, now))
+                else:
+                    marked.append(UnreadableRow(run=run.key, task_id=ep.task_id, system=ep.system,
+                                                attempt=ep.attempt, problem=ep.problem))
+        return out, marked
 
     def episode(self, run_key: str, system: str, task_id: str, attempt: int) -> tuple[ViewerRun, Episode] | None:
         run = self.run(run_key)
