@@ -138,7 +138,25 @@ class Corpus:
         return [found[key] if key in found else self.page_text(*key).text for key in pages]
 
     def pdf_path(self, doc_id: str) -> Path:
-        return self.root / self.document(doc_id).stored_path
+        return self.stored_file(self.document(doc_id))
+
+    def stored_file(self, doc: DocumentRecord) -> Path:
+        """Where the document's stored copy is, symlinks resolved, and only when that is inside
+        the corpus folder: the one home of "a page is read only from inside its corpus", which
+        every reader (agents, MCP, export, the web apps, `deskbench page`) goes through. A row of
+        pages.sqlite is data: a forged one pointing at /etc or a symlink out is refused, not read."""
+        root = self.root.resolve()
+        try:
+            path = (root / doc.stored_path).resolve()
+        except (OSError, RuntimeError, ValueError):  # a symlink loop, a NUL in the stored path
+            path = None
+        if path is None or not path.is_relative_to(root):
+            raise UserError(
+                f"document {doc.doc_id!r} in the corpus at {self.root} points outside the corpus folder "
+                f"(stored path {doc.stored_path!r}); it is not read: ingest {doc.source_path} again into a "
+                "new corpus (deskbench ingest PDFS... --corpus NEWDIR)"
+            )
+        return path
 
     def page_image(self, doc_id: str, page: int, spec: ImageSpec | None = None) -> bytes:
         """Encoded image bytes of one page, from the cache when it was rendered before."""
@@ -146,10 +164,10 @@ class Corpus:
         spec.validate()
         doc = self.document(doc_id)
         self._check_page(doc, page)
+        pdf = self.stored_file(doc)  # before the cache: a document outside the corpus is not shown at all
         cached = self.images.get(doc.content_hash, page, spec)
         if cached is not None:
             return cached
-        pdf = self.root / doc.stored_path
         if not pdf.exists():
             raise UserError(
                 f"the stored copy of {doc_id} ({pdf}) is missing; ingest {doc.source_path} again"

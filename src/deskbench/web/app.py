@@ -34,6 +34,7 @@ from deskbench.web.common import (
     HERE,
     install_basics,
 )
+from deskbench.web.params import Position, whole_number
 from deskbench.web.store import Session, WebStore
 
 SIZES = {"thumb": ImageSpec(dpi=40), "view": ImageSpec(dpi=110)}
@@ -122,10 +123,7 @@ def create_app(corpus_dir: Path | str, tasks_file: Path | str, run_dir: Path | s
         record = corpus.store.document(doc)
         if record is None:
             raise HTTPException(404, "no such document")
-        try:
-            page = int(data.get("page", ""))
-        except ValueError as exc:
-            raise HTTPException(400, "page must be a number") from exc
+        page = whole_number(data.get("page", ""), "page")
         return doc, min(max(page, 1), record.page_count)
 
     def back(n: int) -> RedirectResponse:
@@ -150,7 +148,7 @@ def create_app(corpus_dir: Path | str, tasks_file: Path | str, run_dir: Path | s
                       done=sum(g["done"] for g in groups), total=sum(len(g["rows"]) for g in groups))
 
     @app.get("/q/{n}", response_class=HTMLResponse)
-    def question(request: Request, n: int) -> HTMLResponse:
+    def question(request: Request, n: Position) -> HTMLResponse:
         s = session(request)
         task, batch, numbers = task_at(s, n)
         system = human_system(s.user, oracle)
@@ -177,7 +175,7 @@ def create_app(corpus_dir: Path | str, tasks_file: Path | str, run_dir: Path | s
     # -- actions: each one saved at once --------------------------------------------------
 
     @app.post("/q/{n}/search")
-    async def search(request: Request, n: int) -> Response:
+    async def search(request: Request, n: Position) -> Response:
         s, data = await posted(request)
         if oracle:
             raise HTTPException(404, "oracle mode shows the evidence pages; there is no search")
@@ -203,7 +201,7 @@ def create_app(corpus_dir: Path | str, tasks_file: Path | str, run_dir: Path | s
         return back(n)
 
     @app.post("/q/{n}/view")
-    async def view(request: Request, n: int) -> Response:
+    async def view(request: Request, n: Position) -> Response:
         s, data = await posted(request)
         task, system, state = open_work(request, s, n)
         doc, page = page_ref(data)
@@ -212,7 +210,7 @@ def create_app(corpus_dir: Path | str, tasks_file: Path | str, run_dir: Path | s
         return back(n)
 
     @app.post("/q/{n}/cite")
-    async def cite(request: Request, n: int) -> Response:
+    async def cite(request: Request, n: Position) -> Response:
         s, data = await posted(request)
         task, system, state = open_work(request, s, n)
         doc, page = page_ref(data)
@@ -227,7 +225,7 @@ def create_app(corpus_dir: Path | str, tasks_file: Path | str, run_dir: Path | s
         return back(n)
 
     @app.post("/q/{n}/draft")
-    async def draft(request: Request, n: int) -> Response:
+    async def draft(request: Request, n: Position) -> Response:
         s, data = await posted(request)
         task, system, state = open_work(request, s, n)
         state["draft"] = data.get("answer", "")[:20_000]
@@ -235,7 +233,7 @@ def create_app(corpus_dir: Path | str, tasks_file: Path | str, run_dir: Path | s
         return Response(status_code=204) if request.headers.get("x-deskbench") == "autosave" else back(n)
 
     @app.post("/q/{n}/submit")
-    async def submit(request: Request, n: int) -> Response:
+    async def submit(request: Request, n: Position) -> Response:
         s, data = await posted(request)
         task, system, state = open_work(request, s, n)
         text = data.get("answer", "")[:20_000]
@@ -268,21 +266,21 @@ def create_app(corpus_dir: Path | str, tasks_file: Path | str, run_dir: Path | s
     # -- page images: by (document id, page number) only ----------------------------------
 
     @app.get("/page-image")
-    def page_image(request: Request, doc: str = "", page: int = 1, size: str = "thumb") -> Response:
+    def page_image(request: Request, doc: str = "", page: str = "1", size: str = "thumb") -> Response:
         session(request)
+        number = whole_number(page, "page", low=1)
         if size not in SIZES or not safe_doc_id(doc):
             raise HTTPException(400, "bad image request")
         record = corpus.store.document(doc)
         if record is None:
             raise HTTPException(404, "no such document")
-        try:  # the stored copy must resolve inside the corpus, symlinks included
-            resolved = (corpus_root / record.stored_path).resolve(strict=True)
-        except (OSError, RuntimeError) as exc:
+        try:  # the stored copy must resolve inside the corpus, symlinks included: the corpus's own check
+            if not corpus.stored_file(record).is_file():
+                raise HTTPException(404, "no such document")
+        except UserError as exc:
             raise HTTPException(404, "no such document") from exc
-        if not resolved.is_relative_to(corpus_root) or not resolved.is_file():
-            raise HTTPException(404, "no such document")
         try:
-            data = corpus.page_image(doc, page, SIZES[size])
+            data = corpus.page_image(doc, number, SIZES[size])
         except FileLimitError as exc:  # a page too big to draw: say so, never a 500
             raise HTTPException(413, exc.verdict.message) from None
         except UserError as exc:

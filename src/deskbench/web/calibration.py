@@ -44,6 +44,7 @@ from deskbench.scoring.judge_calibration import (
     read_items,
     read_labels,
 )
+from deskbench.web.params import Position
 from deskbench.web.store import Session
 
 LABELS_FILE = "calibration-labels.jsonl"
@@ -133,7 +134,7 @@ def mount(app: FastAPI, items_path: Path, run_dir: Path, *, render: Callable[...
                         headers={"Content-Disposition": f'attachment; filename="{name}"'})
 
     @app.get("/calibration/{n}", response_class=HTMLResponse)
-    def cal_item(request: Request, n: int) -> HTMLResponse:
+    def cal_item(request: Request, n: Position) -> HTMLResponse:
         s = session(request)
         item = item_at(n)
         mine = labels.latest(s.user)
@@ -150,7 +151,7 @@ def mount(app: FastAPI, items_path: Path, run_dir: Path, *, render: Callable[...
                       prev_n=n - 1 if n > 1 else None, next_n=n + 1 if n < len(items) else None)
 
     @app.get("/calibration/{n}/chart")
-    def cal_chart(request: Request, n: int) -> Response:
+    def cal_chart(request: Request, n: Position) -> Response:
         from deskbench.tracks.analytics.scoring.charts import image_mime
 
         session(request)
@@ -165,7 +166,7 @@ def mount(app: FastAPI, items_path: Path, run_dir: Path, *, render: Callable[...
         return Response(data, media_type=mime, headers={"Cache-Control": "no-store"})
 
     @app.get("/calibration/{n}/file/{which}")
-    def cal_file(request: Request, n: int, which: str) -> Response:
+    def cal_file(request: Request, n: Position, which: str) -> Response:
         session(request)
         item = item_at(n)
         path = {"output": item.output_file, "reference": item.reference_file}.get(which)
@@ -175,7 +176,7 @@ def mount(app: FastAPI, items_path: Path, run_dir: Path, *, render: Callable[...
         return FileResponse(path, filename=name, media_type="application/octet-stream")
 
     @app.post("/calibration/{n}/label")
-    async def cal_label(request: Request, n: int) -> Response:
+    async def cal_label(request: Request, n: Position) -> Response:
         s, data = await posted(request)
         item = item_at(n)
         label = data.get("label", "")

@@ -28,6 +28,7 @@ from fastapi import FastAPI, HTTPException, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 
 from deskbench.errors import UserError
+from deskbench.runs.outputs import episode_outputs, output_file
 from deskbench.runs.store import Episode, RunStore
 from deskbench.tasks.deliverables import RUBRIC_CODES, DeliverableSubmission, DeliverableTask
 from deskbench.tracks.deliverables.grades import GradeStore, StaleQC, primary_of
@@ -40,6 +41,7 @@ from deskbench.tracks.deliverables.scoring.rubric_qc_actions import (
 )
 from deskbench.tracks.deliverables.scoring.rubric_score0 import score0_mismatches
 from deskbench.web.common import HERE, install_basics
+from deskbench.web.params import parse_number, whole_number
 from deskbench.web.store import Session, WebStore
 
 FILE_TEXT_CAP = 20_000
@@ -86,10 +88,7 @@ def create_grading_app(run_dir: Path | str) -> FastAPI:
                 if e.status == "ok" and isinstance(e.submission, DeliverableSubmission)}
 
     def episode_of(data: dict[str, str]) -> tuple[Key, Episode, DeliverableSubmission, DeliverableTask]:
-        try:
-            key = (data.get("task", ""), data.get("system", ""), int(data.get("attempt", "0")))
-        except ValueError as exc:
-            raise HTTPException(400, "attempt must be a number") from exc
+        key = (data.get("task", ""), data.get("system", ""), whole_number(data.get("attempt", "0"), "attempt"))
         ep = gradable().get(key)
         task = grades.tasks().get(key[0])
         if ep is None or task is None:
@@ -100,33 +99,24 @@ def create_grading_app(run_dir: Path | str) -> FastAPI:
     def query(key: Key) -> str:
         return urlencode({"task": key[0], "system": key[1], "attempt": key[2]})
 
-    def files_dir(sub: DeliverableSubmission) -> Path | None:
-        """The submission's files folder, only when it resolves inside the run directory."""
-        try:
-            base = (root / sub.files_dir).resolve()
-        except (OSError, RuntimeError):
-            return None
-        return base if base.is_relative_to(root) and base.is_dir() else None
+    def files_dir(ep: Episode) -> Path | None:
+        """The submission's files folder, only when it resolves inside the episode's own folder."""
+        return episode_outputs(root, ep)
 
-    def contained_file(sub: DeliverableSubmission, name: str) -> Path | None:
-        """A produced file by the name the submission lists; resolved (symlinks too) inside the run."""
-        if name not in {f.name for f in sub.files}:
+    def contained_file(ep: Episode, name: str) -> Path | None:
+        """A produced file by the name the submission lists; resolved (symlinks too) inside the episode's folder."""
+        sub = ep.submission
+        if not isinstance(sub, DeliverableSubmission) or name not in {f.name for f in sub.files}:
             return None
-        base = files_dir(sub)
-        if base is None:
-            return None
-        try:
-            path = (base / name).resolve(strict=True)
-        except (OSError, RuntimeError):
-            return None
-        return path if path.is_relative_to(root) and path.is_file() else None
+        return output_file(files_dir(ep), name)
 
-    def file_views(sub: DeliverableSubmission) -> list[dict[str, Any]]:
+    def file_views(ep: Episode) -> list[dict[str, Any]]:
         from deskbench.tracks.deliverables.scoring.office import UnreadableFile, read_output
 
         out = []
-        for rec in sub.files:
-            path = contained_file(sub, rec.name)
+        assert isinstance(ep.submission, DeliverableSubmission)
+        for rec in ep.submission.files:
+            path = contained_file(ep, rec.name)
             image = path is not None and image_type(path) is not None
             text, ok = "", path is not None
             if path is None:
@@ -141,10 +131,11 @@ def create_grading_app(run_dir: Path | str) -> FastAPI:
             out.append({"name": rec.name, "size": rec.size, "text": text, "ok": ok, "image": image})
         return out
 
-    def verifier_results(task: DeliverableTask, sub: DeliverableSubmission) -> list[Any]:
+    def verifier_results(task: DeliverableTask, ep: Episode) -> list[Any]:
         from deskbench.tracks.deliverables.scoring.verifiers import run_verifiers
 
-        return run_verifiers(task.verifiers, sub.response, files_dir(sub))
+        assert isinstance(ep.submission, DeliverableSubmission)
+        return run_verifiers(task.verifiers, ep.submission.response, files_dir(ep))
 
     def my_grade(key: Key, user: str, stamp: str) -> RubricGrade | None:
         mine = [g for g in grades.grades(key[1], user, key=key) if g.source == "human" and g.episode_stamp == stamp]
@@ -200,7 +191,7 @@ def create_grading_app(run_dir: Path | str) -> FastAPI:
         # QC that reviewed this grade: an update makes it stale (the reviewer reviews the new grade)
         reviewed = sum(a.reviews(grade) for a in grades.resolved_qc(key[1], key=key)) if grade else 0
         return render("grading.html", status, user=s.user, csrf=s.csrf, key=key, q=query(key), task=task,
-                      episode=ep, sub=sub, files=file_views(sub), verifiers=verifier_results(task, sub),
+                      episode=ep, sub=sub, files=file_views(ep), verifiers=verifier_results(task, ep),
                       criteria=anchors(task), values=values, errors=errors or [], warnings=warnings,
                       graded=grade is not None, saved=saved, reviewed=reviewed)
 
@@ -238,9 +229,9 @@ def create_grading_app(run_dir: Path | str) -> FastAPI:
     @app.get("/file")
     def download(request: Request) -> Response:
         session(request)
-        _, _, sub, _ = episode_of(dict(request.query_params))
+        _, ep, _, _ = episode_of(dict(request.query_params))
         name = request.query_params.get("name", "")
-        path = contained_file(sub, name)
+        path = contained_file(ep, name)
         if path is None:
             raise HTTPException(404, "no such file in this submission")
         safe = "".join(ch if ch.isalnum() or ch in "._-" else "_" for ch in Path(name).name) or "file"
@@ -256,7 +247,7 @@ def create_grading_app(run_dir: Path | str) -> FastAPI:
         """One episode only: its grades, its QC log, its verifiers (run once)."""
         current, _ = grades.current_grades(key[1], key=key)
         actions = grades.resolved_qc(key[1], key=key, current=current)
-        automatic = verifier_results(task, sub)
+        automatic = verifier_results(task, ep)
         final = grades.final_grade(key, episode=ep, verifier_results=automatic)
         # the grade shown (and bound by the forms) is the one the final grade was computed from
         grade = next((g for g in current if final is not None and (g.grader, g.created_at)
@@ -305,9 +296,8 @@ def create_grading_app(run_dir: Path | str) -> FastAPI:
             return qc_screen(s, key, ep, sub, task, status=400,
                              error=f"{target}: task {key[0]} has no such verifier; use one of: {', '.join(ids)}")
         raw = data.get("score", "").strip()
-        try:
-            score = int(raw) if raw else None
-        except ValueError:
+        score = parse_number(raw) if raw else None
+        if raw and score is None:
             return qc_screen(s, key, ep, sub, task, error="score: give a whole number", status=400)
         justification, reason = data.get("justification", "").strip()[:5000], data.get("reason", "").strip()[:500]
         problem = qc_problem(target, action, score, justification, reason)

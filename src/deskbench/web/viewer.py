@@ -30,6 +30,7 @@ from deskbench.runs.transcript import TranscriptDoc, expand, recorded_corpus
 from deskbench.untrusted import FileLimitError
 from deskbench.web.app import SIZES, safe_doc_id
 from deskbench.web.common import HERE, install_basics
+from deskbench.web.params import parse_number, whole_number
 from deskbench.web.store import WebStore
 from deskbench.web.viewer_data import (
     OUTCOMES,
@@ -89,7 +90,8 @@ class Corpora:
 
     def by_key(self, key: str) -> Corpus | None:
         opened = list(self._open.values())
-        return opened[int(key)] if key.isdigit() and int(key) < len(opened) else None
+        n = parse_number(key, high=len(opened) - 1)
+        return opened[n] if n is not None else None
 
 
 def create_viewer_app(run_dirs: Sequence[Path | str], corpus_dir: Path | str | None = None) -> FastAPI:
@@ -163,9 +165,9 @@ def create_viewer_app(run_dirs: Sequence[Path | str], corpus_dir: Path | str | N
                       runs=runs, sorts=SORTS, unreadable=unreadable)
 
     @app.get("/episode", response_class=HTMLResponse)
-    def episode_page(request: Request, run: str = "", system: str = "", task: str = "", attempt: int = 0) -> HTMLResponse:
+    def episode_page(request: Request, run: str = "", system: str = "", task: str = "", attempt: str = "0") -> HTMLResponse:
         s = session(request)
-        found = catalog.episode(run, system, task, attempt)
+        found = catalog.episode(run, system, task, whole_number(attempt, "attempt"))
         if found is None:
             return missing(s, f"episode {task!r} of {system!r} (attempt {attempt}) in run {run!r}")
         return render("viewer_episode.html", user=s.user, csrf=s.csrf, c=episode_context(*found))
@@ -183,27 +185,26 @@ def create_viewer_app(run_dirs: Sequence[Path | str], corpus_dir: Path | str | N
                       sides=sides)
 
     @app.get("/page-image")
-    def page_image(request: Request, doc: str = "", page: int = 1, size: str = "thumb", corpus: str = "") -> Response:
+    def page_image(request: Request, doc: str = "", page: str = "1", size: str = "thumb", corpus: str = "") -> Response:
         """A corpus page, rendered as the human baseline app renders it (by document id and page
         number only; the stored copy must resolve inside the corpus)."""
         session(request)
+        number = whole_number(page, "page", low=1)
         opened = corpora.by_key(corpus)
         if opened is None:
             raise HTTPException(404, "no such corpus: start the viewer with --corpus DIR")
-        corpus_root = opened.root.resolve()
         if size not in SIZES or not safe_doc_id(doc):
             raise HTTPException(400, "bad image request")
         record = opened.store.document(doc)
         if record is None:
             raise HTTPException(404, "no such document")
-        try:
-            resolved = (corpus_root / record.stored_path).resolve(strict=True)
-        except (OSError, RuntimeError) as exc:
+        try:  # the corpus's own containment (symlinks resolved), as every reader of a page
+            if not opened.stored_file(record).is_file():
+                raise HTTPException(404, "no such document")
+        except UserError as exc:
             raise HTTPException(404, "no such document") from exc
-        if not resolved.is_relative_to(corpus_root) or not resolved.is_file():
-            raise HTTPException(404, "no such document")
         try:
-            data = opened.page_image(doc, page, SIZES[size])
+            data = opened.page_image(doc, number, SIZES[size])
         except FileLimitError as exc:  # a page too big to draw: say so, never a 500
             raise HTTPException(413, exc.verdict.message) from None
         except UserError as exc:
@@ -217,8 +218,9 @@ def create_viewer_app(run_dirs: Sequence[Path | str], corpus_dir: Path | str | N
         list): never a path from the request. A raster image that decodes as one is shown inline
         with its own media type; anything else (svg included) is a download."""
         session(request)
-        found = catalog.episode(run, system, task, int(attempt)) if attempt.isdigit() and n.isdigit() else None
-        path = output_file(*found, int(n)) if found is not None else None
+        number, position = whole_number(attempt, "attempt"), whole_number(n, "n (the file's position in the list)")
+        found = catalog.episode(run, system, task, number)
+        path = output_file(*found, position) if found is not None else None
         if path is None:
             raise HTTPException(404, "no such file")
         from deskbench.web.grading import image_type

@@ -26,6 +26,7 @@ from deskbench.tasks.analytics import AnalyticsSubmission, AnalyticsTask
 from deskbench.tasks.deliverables import DeliverableSubmission, DeliverableTask
 from deskbench.tasks.docqa import DocQASubmission, DocQATask
 from deskbench.tasks.trajectory import ModelCallStep, ToolCallStep
+from deskbench.web.params import parse_number
 from deskbench.web.viewer_scores import EpisodeScore, Scores, system_scores
 from deskbench.web.viewer_scores import stamp as run_stamp
 
@@ -138,16 +139,14 @@ class ViewerRun:
 
 def output_file(run: ViewerRun, episode: Episode, n: int) -> Path | None:
     """The episode's n-th output file on disk: named by the submission's own list, resolved
-    (symlinks too) inside the run directory, a regular file; else None."""
+    (symlinks too) inside the episode's own folder (runs/outputs.py), a regular file; else None."""
+    from deskbench.runs.outputs import episode_outputs
+    from deskbench.runs.outputs import output_file as contained
+
     files = getattr(episode.submission, "files", None)
     if not isinstance(files, list) or not 0 <= n < len(files):
         return None
-    root = run.dir.resolve()
-    try:
-        path = (root / str(getattr(episode.submission, "files_dir", "")) / files[n].name).resolve(strict=True)
-    except (OSError, RuntimeError):
-        return None
-    return path if path.is_relative_to(root) and path.is_file() else None
+    return contained(episode_outputs(run.dir, episode), str(getattr(files[n], "name", "")))
 
 
 def with_files(view: AnswerView, run: ViewerRun, episode: Episode) -> AnswerView:
@@ -396,10 +395,7 @@ class TableQuery(BaseModel):
     @classmethod
     def of(cls, params: dict[str, str]) -> TableQuery:
         sort = params.get("sort", "task")
-        try:
-            page = max(1, int(params.get("page", "1")))
-        except ValueError:
-            page = 1
+        page = parse_number(params.get("page", "1"), low=1) or 1
         return cls(system=params.get("system", ""), outcome=params.get("outcome", "") if params.get("outcome") in OUTCOMES else "",
                    q=params.get("q", "").strip()[:200], error=params.get("error", ""), run=params.get("run", ""),
                    task=params.get("task", ""), sort=sort if sort in SORTS else "task",

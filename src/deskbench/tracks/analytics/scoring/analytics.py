@@ -101,9 +101,14 @@ class AnalyticsJudges:
     file_all: bool = True  # with `file`: every file to it (the paper's protocol); False: only files the comparator cannot read
 
 
-def _output_paths(sub: AnalyticsSubmission, run_dir: Path) -> list[Path]:
-    base = run_dir / sub.files_dir
-    return [base / f.name for f in sub.files if (base / f.name).is_file()]
+def _output_paths(ep: Episode, run_dir: Path) -> list[Path]:
+    """The episode's recorded files found on disk, each inside its own folder (runs/outputs.py)."""
+    from deskbench.runs.outputs import episode_outputs, output_file
+
+    sub, folder = ep.submission, episode_outputs(run_dir, ep)
+    if not isinstance(sub, AnalyticsSubmission):
+        return []
+    return [p for p in (output_file(folder, f.name) for f in sub.files) if p is not None]
 
 
 def find_output_sheet(task: AnalyticsTask, paths: Sequence[Path]) -> Path | None:
@@ -129,11 +134,13 @@ async def score_episode(task: AnalyticsTask, ep: Episode, run_dir: Path, tasks_d
     if ep.status != "ok" or sub is None:
         category: ErrorCategory = "round_limit" if ep.status == "limit" else "other"
         return base.model_copy(update={"reason": ep.error or "no submission", "error_category": category})
-    paths = _output_paths(sub, run_dir)
+    paths = _output_paths(ep, run_dir)
     if task.category == "qa":
         return await _qa(task, sub, base, judges)
     if task.category == "visualization":
-        return await _chart(task, sub, run_dir / sub.files_dir, paths, base, judges)
+        from deskbench.runs.outputs import episode_outputs
+
+        return await _chart(task, sub, episode_outputs(run_dir, ep) or run_dir, paths, base, judges)
     return await _file(task, paths, base, tasks_dir, judges.file, judges.file_all)
 
 

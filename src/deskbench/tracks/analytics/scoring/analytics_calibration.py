@@ -75,7 +75,7 @@ def to_item(task: AnalyticsTask, ep: Episode, score: AnalyticsItemScore, run_dir
     sub = ep.submission
     if score.source == "episode" or not isinstance(sub, AnalyticsSubmission):
         return None
-    paths = _output_paths(sub, run_dir)
+    paths = _output_paths(ep, run_dir)
     chart = output = reference_file = None
     if task.category == "visualization":
         found = find_chart(paths, instruction=task.instruction)

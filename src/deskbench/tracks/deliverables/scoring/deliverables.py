@@ -119,10 +119,11 @@ def trap_results(task: DeliverableTask, results: list[VerifierResult], *,
     return out
 
 
-def _outputs_dir(run_dir: Path, sub: DeliverableSubmission | None) -> Path | None:
-    if sub is None or not sub.files_dir:
-        return None
-    return run_dir / sub.files_dir
+def _outputs_dir(run_dir: Path, episode: Episode) -> Path | None:
+    """The episode's files folder, only inside its own folder (runs/outputs.py)."""
+    from deskbench.runs.outputs import episode_outputs
+
+    return episode_outputs(run_dir, episode) if isinstance(episode.submission, DeliverableSubmission) else None
 
 
 NOTHING_DELIVERED = "nothing delivered (no response text, no files): every check of the deliverable fails"
@@ -152,7 +153,7 @@ async def score_episode(task: DeliverableTask, episode: Episode, run_dir: Path, 
                         grade: GradeInput | None = None, judge: AsyncLlmJudge | None = None) -> DeliverableItemScore:
     sub = episode.submission if isinstance(episode.submission, DeliverableSubmission) else None
     nothing = delivered_nothing(sub)
-    results = await verify_deliverable(task, sub.response if sub else "", _outputs_dir(run_dir, sub),
+    results = await verify_deliverable(task, sub.response if sub else "", _outputs_dir(run_dir, episode),
                                        delivered=not nothing, judge=judge)
     if grade is not None and grade.verifier_overrides:  # QC edits of a verifier replace its outcome
         results = [r.model_copy(update={"status": grade.verifier_overrides[r.id],

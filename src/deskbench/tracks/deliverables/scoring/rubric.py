@@ -238,16 +238,17 @@ def _verifier_lines(results: Sequence[VerifierResult] | None) -> str:
     return "\n".join(f"- {r.id} [{r.kind}] {r.status.upper()}: {r.evidence}" for r in results)
 
 
-def output_texts(submission: DeliverableSubmission, run_dir: Path) -> list[dict[str, str]]:
-    """The text of each produced file (or why there is none), each capped, in order."""
+def output_texts(submission: DeliverableSubmission, outputs: Path | None) -> list[dict[str, str]]:
+    """The text of each produced file (or why there is none), each capped, in order. `outputs`:
+    the episode's files folder as runs/outputs.py confines it (None: none to read)."""
+    from deskbench.runs.outputs import output_file
     from deskbench.tracks.deliverables.scoring.office import UnreadableFile, read_output
 
-    base = run_dir / submission.files_dir
     out: list[dict[str, str]] = []
     budget = CAPS["files"]
     for rec in submission.files:
-        path = base / rec.name
-        if not path.is_file():
+        path = output_file(outputs, rec.name)
+        if path is None:
             text = "(file recorded but not found in the run directory)"
         else:
             try:
@@ -260,7 +261,7 @@ def output_texts(submission: DeliverableSubmission, run_dir: Path) -> list[dict[
     return out
 
 
-def evidence_text(task: DeliverableTask, submission: DeliverableSubmission, run_dir: Path,
+def evidence_text(task: DeliverableTask, submission: DeliverableSubmission, outputs: Path | None,
                   verifier_results: Sequence[VerifierResult] | None = None) -> str:
     """The SME's evidence: task, golden, logic, tests, traps, verifiers, response, files."""
     outputs = "\n".join(f"- {o.name} ({o.format})" + (f": sections {', '.join(o.sections)}" if o.sections else "")
@@ -268,7 +269,7 @@ def evidence_text(task: DeliverableTask, submission: DeliverableSubmission, run_
     traps = "\n".join(f"- {t.id} ({t.kind}): {t.description}" + (f" Lure: {t.lure}." if t.lure else "")
                       + f" Caught by: {', '.join(t.verifiers)}." for t in task.traps) or "(none)"
     logic = "\n".join(f"{i}. {s}" for i, s in enumerate(task.solution_logic, 1))
-    files = output_texts(submission, run_dir)
+    files = output_texts(submission, outputs)
     return P.EVIDENCE.format(
         prompt=cap(task.full_prompt, CAPS["prompt"]),
         outputs=outputs,
@@ -344,7 +345,10 @@ async def grade_with_model(
         raise ValueError(f"mode must be 'all' or 'per-criterion', not {mode!r}")
     asker = model
     criteria = _criteria(task)
-    evidence = evidence_text(task, submission, run_dir, verifier_results)
+    from deskbench.runs.outputs import outputs_folder
+
+    evidence = evidence_text(task, submission, outputs_folder(run_dir, system, task.id, attempt, submission.files_dir),
+                             verifier_results)
     ident = {"task_id": task.id, "system": system or "?", "attempt": attempt, "grader": model.id}
 
     def fail(error: str) -> GradeFailure:

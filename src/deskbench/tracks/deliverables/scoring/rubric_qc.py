@@ -98,17 +98,18 @@ _PLACEHOLDER = re.compile(r"^\W*(?:todo|tbd|tbc|placeholder|lorem ipsum.*|to be 
                           r"|coming soon|\[?insert [^\]]*\]?|n/?a|xxx+)\W*$", re.I)
 
 
-def placeholder_outputs(task: DeliverableTask, submission: DeliverableSubmission, run_dir: Path) -> list[str]:
+def placeholder_outputs(task: DeliverableTask, submission: DeliverableSubmission, outputs: Path | None) -> list[str]:
     """The required output files that were produced but are placeholders: empty, not openable,
-    no text, or text that is only a placeholder word (TODO, TBD, lorem ipsum, [insert ...])."""
+    no text, or text that is only a placeholder word (TODO, TBD, lorem ipsum, [insert ...]).
+    `outputs`: the episode's files folder as runs/outputs.py confines it."""
+    from deskbench.runs.outputs import output_file
     from deskbench.tracks.deliverables.scoring.office import UnreadableFile, read_output
 
-    base = run_dir / submission.files_dir
     produced = {f.name for f in submission.files}
     out = []
     for req in task.required_outputs:
-        path = base / req.name
-        if req.name not in produced or not path.is_file():
+        path = output_file(outputs, req.name)
+        if req.name not in produced or path is None:
             continue  # missing, not a placeholder: apply_qc names it as missing
         try:
             text = read_output(path).text.strip()

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from deskbench.models.types import ChatModel
+from deskbench.runs.outputs import episode_outputs
 from deskbench.runs.store import Episode
 from deskbench.scoring.judge_log import RUBRIC_GRADER, episode, recorded, recording
 from deskbench.tasks.deliverables import DeliverableSubmission
@@ -53,7 +54,7 @@ async def grade_run(store: GradeStore, grader: ChatModel, todo: list[Episode], *
             task = tasks[ep.task_id]
             sub = ep.submission
             assert isinstance(sub, DeliverableSubmission)
-            results = run_verifiers(task.verifiers, sub.response, store.dir / sub.files_dir)
+            results = run_verifiers(task.verifiers, sub.response, episode_outputs(store.dir, ep))
             with episode(ep.task_id, ep.system, ep.attempt):  # the grader's calls, kept with the episode
                 result = await grade_episode(recording_grader, task, ep, store.dir, mode=mode,
                                              verifier_results=results)

@@ -63,18 +63,17 @@ class VerifierContext:
 
     def path(self, name: str) -> Path | None:
         """The produced file `name`, or None if there is none."""
-        if self.outputs_dir is None:
-            return None
-        path = self.outputs_dir / name
-        return path if path.is_file() else None
+        from deskbench.runs.outputs import output_file
+
+        return output_file(self.outputs_dir, name)  # inside the folder, symlinks resolved
 
     def _load(self, name: str | None) -> Document | str:
         if name is None:
             return markdown_document(self.response)
         if self.outputs_dir is None:
             return f"no outputs directory given, so {name} cannot be read"
-        path = self.outputs_dir / name
-        if not path.is_file():
+        path = self.path(name)
+        if path is None:
             return f"output file {name} not found in {self.outputs_dir}"
         try:
             return read_output(path)
