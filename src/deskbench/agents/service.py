@@ -28,8 +28,8 @@ class ServiceRequest(BaseModel):
 
     task_id: str = Field(description="the task's id, as in the tasks file")
     question: str = Field(description="the task's question")
-    mcp_url: str = Field(description="the episode's MCP server (streamable HTTP on 127.0.0.1); "
-                         "answer by calling its provide_answer tool")
+    mcp_url: str = Field(description="the episode's MCP server (streamable HTTP on 127.0.0.1), its path "
+                         "holding the server's secret; answer by calling its provide_answer tool")
 
 
 def check_url(url: str) -> str:
