@@ -94,19 +94,21 @@ class Listening:
     url: str
 
     def problem(self, what: str) -> str | None:
-        parts = urlsplit(self.url)
+        from deskbench.redact import redact_url
+
+        parts, shown = urlsplit(self.url), redact_url(self.url)
         host = parts.hostname or ""
         if host not in LOOPBACK:
             return None
         try:
             port = parts.port or (443 if parts.scheme == "https" else 80)
         except ValueError:
-            return f"{what}: {self.url} has no valid port; give e.g. http://127.0.0.1:8080/episode"
+            return f"{what}: {shown} has no valid port; give e.g. http://127.0.0.1:8080/episode"
         try:
             with socket.create_connection((host, port), timeout=5):
                 return None
         except ConnectionRefusedError:
-            return (f"{what}: nothing listens on {host}:{port} ({self.url}); start your agent's service first, "
+            return (f"{what}: nothing listens on {host}:{port} ({shown}); start your agent's service first, "
                     "or check the port")
         except OSError:
             return None  # not refused (a firewall, a slow stack): the episodes will say what happens

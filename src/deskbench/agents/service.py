@@ -33,12 +33,15 @@ class ServiceRequest(BaseModel):
 
 
 def check_url(url: str) -> str:
-    """A service URL the run can POST to: http(s) with a host."""
+    """A service URL the run can POST to: http(s) with a host. Returned as given (its
+    credentials, if any, are sent); stored and shown only through deskbench.redact."""
     from urllib.parse import urlsplit
+
+    from deskbench.redact import redact_url
 
     parts = urlsplit(url.strip())
     if parts.scheme not in ("http", "https") or not parts.hostname:
-        raise UserError(f"--url {url!r} is not an http(s) URL with a host; give e.g. http://127.0.0.1:8080/episode")
+        raise UserError(f"--url {redact_url(url)!r} is not an http(s) URL with a host; give e.g. http://127.0.0.1:8080/episode")
     return url.strip()
 
 

@@ -185,7 +185,7 @@ def fetch_madqa(options: FetchOptions, progress: Progress | None = None) -> Fetc
         root = out / "snapshot"
         show.stage(f"downloading {REPO_ID} from the hub", 0)
         summary.revision = snapshot.hub_snapshot(REPO_ID, root, lambda card: _patterns(card, options.splits))
-        summary.source = f"{snapshot.endpoint()}/datasets/{REPO_ID}"
+        summary.source = f"{snapshot.shown_endpoint()}/datasets/{REPO_ID}"  # kept without HF_ENDPOINT's credentials
 
     readme = root / "README.md"
     files = snapshot.data_files(readme)

@@ -152,6 +152,13 @@ def endpoint() -> str:
     return (os.environ.get("HF_ENDPOINT") or HUB).rstrip("/")
 
 
+def shown_endpoint() -> str:
+    """The endpoint as printed or kept: HF_ENDPOINT without credentials (deskbench.redact)."""
+    from deskbench.redact import redact_url
+
+    return redact_url(endpoint())
+
+
 def hub_snapshot(repo_id: str, dest: Path, patterns_for: Callable[[Path], list[str]]) -> str:
     """Download `repo_id`'s dataset card, then the files `patterns_for(card)` names, into `dest`
     (files already there and current are not downloaded again); returns the commit downloaded.
@@ -176,7 +183,7 @@ def hub_snapshot(repo_id: str, dest: Path, patterns_for: Callable[[Path], list[s
         for name in filter_repo_objects(names, allow_patterns=patterns_for(Path(card))):
             hf_hub_download(repo_id, name, repo_type="dataset", revision=sha, local_dir=dest, endpoint=url)
     except Exception as exc:
-        raise hub_error(exc, repo_id, url, source) from exc
+        raise hub_error(exc, repo_id, shown_endpoint(), source) from exc
     return sha
 
 
@@ -216,7 +223,9 @@ def hub_error(exc: Exception, repo_id: str, url: str, source: str | None) -> Exc
         return UserError(f"HF_HUB_OFFLINE is set, so {repo_id} cannot be downloaded; unset it, or give a snapshot "
                          "with --from DIR")
     if isinstance(exc, HfHubHTTPError | LocalEntryNotFoundError) or "httpx" in type(exc).__module__:
-        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        from deskbench.redact import redact_text
+
+        first = redact_text(str(exc).strip().splitlines()[0]) if str(exc).strip() else type(exc).__name__
         return UserError(f"cannot download {repo_id} from {url} ({first}); check the network and run this "
                          "again, or give a snapshot with --from DIR")
     return exc

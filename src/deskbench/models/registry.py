@@ -73,8 +73,10 @@ def parse_spec(spec: str) -> ModelSpec:
         if provider == "ollama" and not sep:
             name, sep, url = rest, "@", OLLAMA_URL
         if not sep or not name or not url.startswith(("http://", "https://")):
+            from deskbench.redact import redact_text
+
             raise UserError(
-                f"model '{spec}' must look like {provider}/<name>@<base url>, "
+                f"model '{redact_text(spec)}' must look like {provider}/<name>@<base url>, "
                 f"e.g. {provider}/qwen3@http://127.0.0.1:8000/v1"
             )
         return ModelSpec(provider, name, url)

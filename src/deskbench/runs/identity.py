@@ -24,7 +24,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, field_validator
 
 from deskbench.errors import UserError
 from deskbench.models.resilient import ResilientModel
@@ -57,6 +57,15 @@ class SystemConfig(BaseModel):
     model_settings: dict[str, Any] | None = None  # what the model is sent (ResolvedSettings.sent)
     prompt_hash: str | None = None  # sha256 of the prompts and tool descriptions; None: no prompt
     model_source: str | None = None  # what a model answers from besides the request (a scripted model's file)
+
+    @field_validator("settings")
+    @classmethod
+    def _no_credentials(cls, settings: dict[str, Any]) -> dict[str, Any]:
+        """A URL among the settings (external's --url) is kept without its credentials, whether
+        built for a run or read back from one stored before they were stripped (redact.py)."""
+        from deskbench.redact import redact_values
+
+        return {k: redact_values(v) for k, v in settings.items()}
 
     def differences(self, new: SystemConfig) -> list[str]:
         """What changed from self to `new`, one "name: old -> new" each. A setting only one side

@@ -248,6 +248,16 @@ class LiveWeb:
             raise WebUnavailable(f"{self.api.name} search could not be reached: {describe_problem(exc)}") from None
 
     async def fetch(self, url: str) -> Page:
+        """The page at `url`; a refusal or failure is a WebError naming the URL without its
+        credentials (userinfo, secret query values: deskbench.redact), as the trajectory keeps it."""
+        from deskbench.redact import redact_text
+
+        try:
+            return await self._fetch(url)
+        except WebError as exc:
+            raise type(exc)(redact_text(str(exc))) from None
+
+    async def _fetch(self, url: str) -> Page:
         import aiohttp
 
         asked, hops = url, 0
