@@ -134,3 +134,13 @@ def test_redact_url(given: str, shown: str) -> None:
 
     assert redact_url(given) == shown
     assert redact_text(f"POST {given} failed: 'x'") == f"POST {shown} failed: 'x'"
+
+
+def test_a_report_links_to_the_viewer_without_credentials() -> None:
+    """`report --viewer-url` writes its links into a file that travels: without userinfo or a token."""
+    from deskbench.report.render import episodes
+
+    link = str(episodes({"viewer_url": f"http://me:{PASSWORD}@127.0.0.1:8770/?token={TOKEN}"}, "3 errors",
+                        system="external"))
+    assert 'href="http://***@127.0.0.1:8770/?token=***' in link
+    assert not any(s in link for s in LEAKS)

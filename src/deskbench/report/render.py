@@ -83,7 +83,10 @@ def episodes(ctx: Context, text: object, **query: object) -> Markup:
     base = ctx.get("viewer_url")
     if not base:
         return escape(text)
-    href = f"{str(base).rstrip('/')}/?{urlencode({k: v for k, v in query.items() if v is not None})}"
+    from deskbench.redact import redact_url
+
+    base = redact_url(str(base))  # the report is a file that travels: no credentials in its links
+    href = f"{base.rstrip('/')}/?{urlencode({k: v for k, v in query.items() if v is not None})}"
     return Markup('<a class="episodes" href="{}">{}</a>').format(href, text)
 
 
