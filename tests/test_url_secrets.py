@@ -144,3 +144,15 @@ def test_a_report_links_to_the_viewer_without_credentials() -> None:
                         system="external"))
     assert 'href="http://***@127.0.0.1:8770/?token=***' in link
     assert not any(s in link for s in LEAKS)
+
+
+def test_the_readme_says_how_to_pass_the_question_safely_and_that_plugins_run_as_the_user() -> None:
+    """The table's last row: nothing warned that `{question}` inside `sh -c '...'` is shell
+    injection, or that `module:Class` plugins run unsandboxed with the user's privileges."""
+    root = Path(__file__).parent.parent
+    for page in (root / "README.md", root / "docs" / "plugins.md"):
+        text = " ".join(page.read_text(encoding="utf-8").split())
+        assert "sh -c" in text and "shell code" in text, page
+        assert "-- {question}" in text and "$DESKBENCH_QUESTION" in text, page
+        assert "unsandboxed" in text or "not sandboxed" in text, page
+        assert "privileges" in text and "trust" in text, page
