@@ -10,7 +10,12 @@ the server's URL in $DESKBENCH_MCP_URL, the question in $DESKBENCH_QUESTION, the
 $DESKBENCH_TASK_ID. The episode ends at the agent's answer tool (the process then has a few
 seconds to exit before it is killed), at the process's exit (an error, with the end of its
 stderr) or at the time limit; what the tools recorded is the episode, stored and scored like any
-other. --url: a service POSTed once per episode (agents/service.py)."""
+other. --url: a service POSTed once per episode (agents/service.py).
+
+The URL handed over ($DESKBENCH_MCP_URL, the POST's mcp_url) carries the server's secret in its
+path (server.SecretGate): a local process that finds the port gets 401/404. The episode belongs
+to the first MCP session that calls a tool (server.OneEpisode); another session's calls are
+refused and recorded nowhere."""
 
 from __future__ import annotations
 
