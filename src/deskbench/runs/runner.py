@@ -23,7 +23,7 @@ from deskbench.agents.base import Agent, AgentContext, AgentResult
 from deskbench.models.cache import ATTEMPT
 from deskbench.models.types import ProviderRefused
 from deskbench.runs.names import folder_name
-from deskbench.runs.store import Episode, RunStore, now, report_unreadable
+from deskbench.runs.store import Episode, RunStore, now
 from deskbench.tasks.docqa import DocQASubmission, DocQATask
 
 
@@ -123,7 +123,7 @@ def pending_episodes(tasks: Sequence[HasId], store: RunStore, system: str, attem
     counts.errors_kept = 0 if retry_errors else sum((t.id, a) in errored for t, a in wanted)
     if not retry_errors:
         for u in unreadable:
-            report_unreadable(u)
+            store.note_unreadable(u)
         counts.unreadable_kept = len(unreadable)
     return pending
 

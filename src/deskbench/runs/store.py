@@ -385,11 +385,12 @@ class RunStore:
         return self._task_hashes
 
     def episode_task_hashes(self, system: str | None = None) -> dict[tuple[str, str, int], str | None]:
-        """The task hash each episode was run with, by (task, system, attempt)."""
-        sql = "SELECT task_id, system, attempt, task_hash FROM episodes"
+        """The task hash each episode was run with, by (task, system, attempt) (a row whose attempt
+        is not a whole number is no episode's: `episodes` names it as unreadable)."""
+        sql = "SELECT task_id, system, attempt, task_hash FROM episodes WHERE typeof(attempt) = 'integer'"
         params: tuple[str, ...] = ()
         if system is not None:
-            sql, params = sql + " WHERE system = ?", (system,)
+            sql, params = sql + " AND system = ?", (system,)
         return {(r[0], r[1], r[2]): r[3] for r in self._conn().execute(sql, params)}
 
     def _load_tasks(self) -> list[BaseModel]:
@@ -572,7 +573,8 @@ class RunStore:
     def finished_times(self, system: str) -> dict[tuple[str, int], str]:
         """When each episode of `system` ended, by (task, attempt) (a rerun replaces it)."""
         return {(t, a): f for t, a, f in self._conn().execute(
-            "SELECT task_id, attempt, finished_at FROM episodes WHERE system = ?", (system,))}
+            "SELECT task_id, attempt, finished_at FROM episodes WHERE system = ? AND typeof(attempt) = 'integer'",
+            (system,))}
 
     def stamp(self, tables: Mapping[str, str | None]) -> tuple[object, ...]:
         """Something that changes with every write to `tables` (table -> a column holding each
@@ -599,8 +601,8 @@ class RunStore:
 
     def done(self, system: str) -> set[tuple[str, int]]:
         rows = self._conn().execute(
-            "SELECT task_id, attempt FROM episodes WHERE system = ?", (system,)
-        ).fetchall()
+            "SELECT task_id, attempt FROM episodes WHERE system = ? AND typeof(attempt) = 'integer'", (system,)
+        ).fetchall()  # a row whose attempt is not a whole number is no (task, attempt): unreadable
         return {(t, a) for t, a in rows}
 
     def errored(self, system: str, unreadable: Sequence[UnreadableEpisode] | None = None) -> set[tuple[str, int]]:
@@ -608,7 +610,8 @@ class RunStore:
         and of those that cannot be read (`unreadable`, when the caller has them already): what
         --retry-errors runs again."""
         rows = self._conn().execute(
-            "SELECT task_id, attempt FROM episodes WHERE system = ? AND status = 'error'", (system,)).fetchall()
+            "SELECT task_id, attempt FROM episodes WHERE system = ? AND status = 'error'"
+            " AND typeof(attempt) = 'integer'", (system,)).fetchall()
         broken = self.unreadable(system) if unreadable is None else unreadable
         return {(t, a) for t, a in rows} | {(u.task_id, int(u.attempt)) for u in broken if u.attempt.isdigit()}
 
@@ -640,10 +643,16 @@ class RunStore:
         for row in self.episode_rows(system):
             if isinstance(row, Episode):
                 out.append(row)
-            elif (key := (row.task_id, row.system, row.attempt)) not in self.skipped:
-                self.skipped[key] = row
-                report_unreadable(row)
+            else:
+                self.note_unreadable(row)
         return out
+
+    def note_unreadable(self, episode: UnreadableEpisode) -> None:
+        """Name an unreadable episode on stderr, once per store, and keep it in `skipped`."""
+        key = (episode.task_id, episode.system, episode.attempt)
+        if key not in self.skipped:
+            self.skipped[key] = episode
+            report_unreadable(episode)
 
     def _unreadable_row(self, task_id: str, system: str, attempt: int) -> bool:
         """Whether the stored episode (task, system, attempt) is there and cannot be read."""

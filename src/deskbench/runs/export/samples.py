@@ -21,7 +21,7 @@ from pydantic import BaseModel
 from deskbench.runs.identity import SystemIdentity, stored_identities
 from deskbench.runs.outcomes import ItemOutcome
 from deskbench.runs.protocol import ProtocolNote, stored_protocol
-from deskbench.runs.store import Episode, RunStore, UnreadableTranscript, report_unreadable
+from deskbench.runs.store import Episode, RunStore, UnreadableTranscript
 from deskbench.runs.transcript import ModelCallEvent, TranscriptDoc, expand, open_recorded_corpus
 from deskbench.tasks.trajectory import ModelCallStep, ToolCallStep
 from deskbench.tracks.registry import Track, get_track
@@ -225,8 +225,8 @@ def systems(run_dir: Path, corpus: Path | None = None) -> Iterator[SystemSource]
                 try:
                     doc = store.transcript(ep.task_id, system, ep.attempt)
                     judged = store.judge_transcripts(ep.task_id, system, ep.attempt)
-                except UnreadableTranscript as exc:  # named in one line, left out; the others are written
-                    report_unreadable(exc.episode)
+                except UnreadableTranscript as exc:  # named in one line (store.py), left out; the others are written
+                    store.note_unreadable(exc.episode)
                     continue
                 doc = expand(doc, opened) if doc is not None else None
                 judges = {name: expand(j, opened) for name, j in judged.items()}
