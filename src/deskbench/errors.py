@@ -1,6 +1,9 @@
 """Errors a user can cause. The CLI turns them into one line on stderr and exit code 2."""
 
+import os
+import stat
 from pathlib import Path
+from typing import BinaryIO
 
 
 class UserError(Exception):
@@ -14,17 +17,60 @@ class QuerySyntaxError(UserError):
     """A search query that cannot be parsed. Agents receive the message as a tool result."""
 
 
-def read_user_file(path: Path, what: str) -> bytes:
-    """The bytes of a file the user named; `what` says which (e.g. "--page-text", "the predictions
-    file"), so a missing file, a folder or an unreadable one is one line naming it."""
+def _not_regular(mode: int) -> str:
+    for test, name in ((stat.S_ISFIFO, "a pipe (FIFO)"), (stat.S_ISCHR, "a character device"),
+                       (stat.S_ISBLK, "a block device"), (stat.S_ISSOCK, "a socket")):
+        if test(mode):
+            return name
+    return "not a regular file"
+
+
+def open_user_file(path: Path, what: str, max_bytes: int | None = None) -> BinaryIO:
+    """A file the user named, opened for reading only if it is a regular file (a FIFO would block,
+    /dev/zero never ends) of at most `max_bytes`; else one line naming it. Opened without blocking
+    and checked on the open file (no race with a rename); `what` says which file it is."""
     try:
-        return path.read_bytes()
-    except FileNotFoundError as exc:
-        raise no_such_file(path, what) from exc
-    except IsADirectoryError as exc:
-        raise UserError(f"{path} is a directory; give {what} as a JSON Lines file") from exc
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    except FileNotFoundError:
+        raise no_such_file(path, what) from None
+    except IsADirectoryError:
+        raise UserError(f"{path} is a directory; give {what} as a JSON Lines file") from None
     except OSError as exc:
-        raise UserError(f"{path}: cannot read {what} ({exc.strerror or exc})") from exc
+        raise UserError(f"{path}: cannot read {what} ({exc.strerror or exc})") from None
+    try:
+        info = os.fstat(fd)
+        if stat.S_ISDIR(info.st_mode):
+            raise UserError(f"{path} is a directory; give {what} as a JSON Lines file")
+        if not stat.S_ISREG(info.st_mode):
+            raise UserError(f"{path} is {_not_regular(info.st_mode)}, not a regular file; {what} is read only from "
+                            "a file on disk: save it to a file and give that")
+        if max_bytes is not None and info.st_size > max_bytes:
+            raise UserError(f"{path} is {megabytes(info.st_size)}, over the {megabytes(max_bytes)} cap of {what}; "
+                            "split it into smaller files")
+        os.set_blocking(fd, True)
+        return os.fdopen(fd, "rb")
+    except BaseException:
+        os.close(fd)
+        raise
+
+
+def megabytes(n: int) -> str:
+    return f"{n / (1 << 20):,.0f} MB" if n >= 1 << 20 else f"{n:,} bytes"
+
+
+def read_user_file(path: Path, what: str, max_bytes: int | None = None) -> bytes:
+    """The bytes of a file the user named; `what` says which (e.g. "--page-text", "the predictions
+    file"), so a missing file, a folder, a pipe or device, one over `max_bytes` or an unreadable
+    one is one line naming it."""
+    with open_user_file(path, what, max_bytes) as fh:
+        try:
+            data = fh.read() if max_bytes is None else fh.read(max_bytes + 1)
+        except OSError as exc:
+            raise UserError(f"{path}: cannot read {what} ({exc.strerror or exc})") from None
+    if max_bytes is not None and len(data) > max_bytes:
+        raise UserError(f"{path} is over the {megabytes(max_bytes)} cap of {what} (it grew while read); "
+                        "split it into smaller files")
+    return data
 
 
 def no_such_file(path: Path, what: str) -> UserError:

@@ -28,19 +28,29 @@ the run is refused.
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Iterator
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel
 
-from deskbench.errors import UserError, read_user_file
+from deskbench.errors import UserError
 from deskbench.models.types import Usage
 from deskbench.runs.store import Episode, RunStore, now
-from deskbench.tasks.docqa import DocQASubmission, DocQATask, read_submissions, read_tasks
+from deskbench.tasks.docqa import (
+    DocQASubmission,
+    DocQATask,
+    read_tasks,
+    submission_context,
+    submission_shape,
+)
+from deskbench.tasks.jsonl import PREDICTIONS, LineError, iter_jsonl, open_capped
 from deskbench.tasks.trajectory import ModelCallStep, ToolCallStep, TrajectoryStep
 
 META_KEY = "imported"
 SEARCH_TOOL = "search_documents"  # the official BM25 agent's tool, and deskbench's
+BATCH = 50  # episodes built and written at a time: memory holds one batch, never the whole file
 
 
 class ImportRecord(BaseModel):
@@ -82,7 +92,12 @@ def imported_label(system: str) -> str:
 
 
 def file_sha256(path: Path) -> str:
-    return hashlib.sha256(read_user_file(path, "the predictions file")).hexdigest()
+    """The sha256 of a predictions file, read a block at a time (regular files only, capped)."""
+    digest = hashlib.sha256()
+    with open_capped(path, PREDICTIONS) as fh:
+        while block := fh.read(1 << 20):
+            digest.update(block)
+    return digest.hexdigest()
 
 
 def is_error_row(sub: DocQASubmission) -> bool:
@@ -175,24 +190,74 @@ def _match(tasks: list[DocQATask], subs: list[DocQASubmission], pred: Path):  # 
                         f"text, then id), e.g. {repeated[0]!r}; keep one prediction a task, then import again") from None
 
 
+@dataclass
+class _Scan:
+    """What the first pass over a predictions file keeps: per valid line its number, the id and
+    question matching needs, whether it is an error row; the counts the warnings need; the sha256."""
+
+    rows: list[tuple[int, DocQASubmission, bool]] = field(default_factory=list)
+    skipped: list[LineError] = field(default_factory=list)
+    coerced: list[str] = field(default_factory=list)
+    dropped: list[str] = field(default_factory=list)
+    sha256: str = ""
+
+
+def _scan(pred: Path, skip_invalid: bool) -> _Scan:
+    """Read every line once, validating it as `score` does, keeping only what matching needs."""
+    scan, digest = _Scan(), hashlib.sha256()
+    context = submission_context(False, scan.coerced, scan.dropped)
+    for number, sub in iter_jsonl(pred, DocQASubmission, caps=PREDICTIONS, skip_invalid=skip_invalid,
+                                  skipped=scan.skipped, context=context, shape=submission_shape, digest=digest):
+        scan.rows.append((number, DocQASubmission(id=sub.id, question=sub.question),
+                          is_error_row(sub)))
+    scan.sha256 = digest.hexdigest()
+    return scan
+
+
+def _episodes(pred: Path, wanted: dict[int, DocQATask], system: str, sha: str, skip_invalid: bool,
+              ) -> Iterator[list[Episode]]:
+    """The second pass: the matched lines as episodes, BATCH at a time; the file must be the one
+    the first pass read (same sha256)."""
+    digest = hashlib.sha256()
+    batch: list[Episode] = []
+    context = submission_context(False, [], [])
+    for number, sub in iter_jsonl(pred, DocQASubmission, caps=PREDICTIONS, skip_invalid=skip_invalid,
+                                  skipped=[], context=context, shape=submission_shape, digest=digest):
+        task = wanted.get(number)
+        if task is not None:
+            batch.append(episode_of(task, sub, system, now()))
+            if len(batch) >= BATCH:
+                yield batch
+                batch = []
+    if digest.hexdigest() != sha:
+        raise UserError(f"{pred} changed while it was being imported (its sha256 is not the one first read); "
+                        "import it again once nothing writes to it")
+    yield batch
+
+
 def import_predictions(pred: Path, tasks_file: Path, system: str, out: Path, *, skip_invalid: bool = False,
                        ) -> tuple[ImportSummary, list[str]]:
-    """Import `pred` as `system` into the run at `out`; the summary, and the warnings to print."""
+    """Import `pred` as `system` into the run at `out`; the summary, and the warnings to print.
+    The file is read twice, a line at a time (once to validate and match, once to write the
+    episodes in batches), so memory holds the matching keys and one batch, not the file."""
     if not system.strip() or system != system.strip():
         raise UserError(f"--system {system!r} is not a usable name; give a name without surrounding spaces, "
                         "e.g. --system bm25-gpt5-official")
-    sha = file_sha256(pred)
+    open_capped(pred, PREDICTIONS).close()  # a missing, odd or oversized file first, as before
     tasks = read_tasks(tasks_file, skip_invalid=skip_invalid).items
     if not tasks:
         raise UserError(f"{tasks_file} holds no tasks; give the MADQA tasks the predictions answer")
-    read = read_submissions(pred, skip_invalid=skip_invalid)
-    subs = read.rows.items
+    scan = _scan(pred, skip_invalid)
+    sha = scan.sha256
+    subs = [sub for _, sub, _ in scan.rows]
     matched = _match(tasks, subs, pred)
     task_of = {id(s): t for t, s in matched.pairs if s is not None}
     if subs and not task_of:
         raise UserError(f"none of the {len(subs)} predictions in {pred} match a task of {tasks_file} (by question "
                         "text, then id); give the tasks file these predictions answer")
-    warnings = [str(line) for line in read.rows.skipped]
+    wanted = {number: task_of[id(sub)] for number, sub, _ in scan.rows if id(sub) in task_of}
+    errors = sum(error for _, sub, error in scan.rows if id(sub) in task_of)
+    warnings = [str(line) for line in scan.skipped]
     if out.exists() and not out.is_dir():
         raise UserError(f"--out {out} is a file; give a run directory")
     store = RunStore(out)
@@ -208,34 +273,33 @@ def import_predictions(pred: Path, tasks_file: Path, system: str, out: Path, *, 
         store.save_tasks(tasks, allow_new=False)  # predictions over another task file: a mistake
         if store.meta("tasks_file") is None:
             store.set_meta("tasks_file", str(tasks_file))
-        episodes = [episode_of(task_of[id(s)], s, system, now()) for s in subs if id(s) in task_of]
         record = ImportRecord(
             source=str(pred.resolve()), sha256=sha, tasks_file=str(tasks_file.resolve()),
-            imported_at=previous.imported_at if previous else now(), rows=len(subs), episodes=len(episodes),
-            errors=sum(e.status == "error" for e in episodes), unmatched=list(matched.extra),
-            missing=len(matched.missing))
+            imported_at=previous.imported_at if previous else now(), rows=len(subs), episodes=len(wanted),
+            errors=errors, unmatched=list(matched.extra), missing=len(matched.missing))
         # The record first: an import cut short is completed by the same command (same file).
         store.set_meta(META_KEY, {**{k: v.model_dump() for k, v in known.items()}, system: record.model_dump()})
-        new = sum(store.record(e) for e in episodes)
+        new = 0
+        for batch in _episodes(pred, wanted, system, sha, skip_invalid):
+            new += sum(store.record(e) for e in batch)
     finally:
         store.close()
     if matched.extra:
         shown = ", ".join(matched.extra[:5]) + (" …" if len(matched.extra) > 5 else "")
         warnings.append(f"{len(matched.extra)} predictions match no task (by question text, then id) and were "
                         f"not imported: {shown}")
-    if read.citations_dropped:
-        warnings.append(f"{len(read.citations_dropped)} citations could not be read and were dropped from their "
-                        f"predictions (the answers are kept), e.g. {read.citations_dropped[0]}")
-    if read.pages_coerced:
-        warnings.append(f"{read.pages_coerced} citation pages were strings and were read as numbers")
+    if scan.dropped:
+        warnings.append(f"{len(scan.dropped)} citations could not be read and were dropped from their "
+                        f"predictions (the answers are kept), e.g. {scan.dropped[0]}")
+    if scan.coerced:
+        warnings.append(f"{len(scan.coerced)} citation pages were strings and were read as numbers")
     if matched.id_disagrees:
         warnings.append(f"{len(matched.id_disagrees)} predictions carry the id of another task than their question "
                         f"text; matched by the text, as the official evaluator: {', '.join(matched.id_disagrees[:5])}")
     summary = ImportSummary(run=str(out), system=system, record=record, new_episodes=new,
-                            pages_coerced=read.pages_coerced, citations_dropped=len(read.citations_dropped),
+                            pages_coerced=len(scan.coerced), citations_dropped=len(scan.dropped),
                             id_disagrees=list(matched.id_disagrees))
     return summary, warnings
-
 
 
 def settings_rows(store: RunStore, run: str) -> list[Any]:  # -> list[report.models.ModelSettingsRow]

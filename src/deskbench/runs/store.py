@@ -14,7 +14,7 @@ import json
 import math
 import sqlite3
 import zlib
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Literal
@@ -646,6 +646,20 @@ class RunStore:
             else:
                 self.note_unreadable(row)
         return out
+
+    def iter_episodes(self, system: str | None = None) -> Iterator[Episode]:
+        """`episodes`, one row decoded at a time (an export of a run bigger than memory): the
+        unreadable ones are named and kept in `skipped` as `episodes` does."""
+        sql, params = _ROW_SQL, ()
+        if system is not None:
+            sql, params = sql + " WHERE system = ?", (system,)
+        kind = get_track(self.track()).submission_type
+        for raw in self._conn().execute(sql + " ORDER BY rowid", params):
+            row = _decode_row(raw, kind)
+            if isinstance(row, Episode):
+                yield row
+            else:
+                self.note_unreadable(row)
 
     def note_unreadable(self, episode: UnreadableEpisode) -> None:
         """Name an unreadable episode on stderr, once per store, and keep it in `skipped`."""

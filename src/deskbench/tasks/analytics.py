@@ -21,7 +21,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from deskbench.tasks.jsonl import ReadResult, read_jsonl, write_jsonl
+from deskbench.tasks.jsonl import TASKS, ReadResult, read_jsonl, write_jsonl
 
 Category = Literal["qa", "visualization", "file_generation"]
 Difficulty = Literal["easy", "medium", "hard"]
@@ -122,7 +122,7 @@ class AnalyticsTask(BaseModel):
 
 def read_tasks(path: Path, *, skip_invalid: bool = False) -> ReadResult[AnalyticsTask]:
     """Every task in `path`; a bad line stops the read naming the file, line and field."""
-    return read_jsonl(path, AnalyticsTask, skip_invalid=skip_invalid, unique_id=True)
+    return read_jsonl(path, AnalyticsTask, skip_invalid=skip_invalid, unique_id=True, caps=TASKS)
 
 
 def write_tasks(path: Path, tasks: list[AnalyticsTask]) -> None:

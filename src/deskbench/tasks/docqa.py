@@ -30,12 +30,14 @@ from pydantic import (
     Field,
     ValidationError,
     ValidationInfo,
+    ValidatorFunctionWrapHandler,
     WithJsonSchema,
+    WrapValidator,
     field_validator,
     model_validator,
 )
 
-from deskbench.tasks.jsonl import ReadResult, read_jsonl
+from deskbench.tasks.jsonl import PREDICTIONS, TASKS, ReadResult, read_jsonl
 from deskbench.tasks.trajectory import (
     Citation,
     ToolCallStep,
@@ -120,13 +122,40 @@ def hop_type(evidence: list[Evidence]) -> HopType:
     return "single"
 
 
-def _read_citations(v: Any, info: ValidationInfo) -> Any:
+# Shape caps of a prediction or task read from a file (read_submissions, read_tasks): past one, the
+# line is refused with file:line and the cap. Far above any real answer (MADQA's gold evidence is a
+# few pages, the official agents cite under 20, its answers are short lists of short strings), they
+# bound what one line of a hostile file costs in memory and in scoring time (ANLS* is quadratic in
+# text length). Episodes a run stored are not checked: they were made under the run's own limits.
+MAX_CITATIONS = 1_000  # citations of one prediction
+MAX_ANSWER_ITEMS = 1_000  # items of one answer, and answer variants of one task
+MAX_TEXT_CHARS = 100_000  # characters of a question, of an answer item, of an error text
+MAX_STEPS = 10_000  # entries of a search_history, steps of a trajectory (deskbench's or an official agent's)
+MAX_EVIDENCE = 1_000  # gold evidence pages of one task
+
+
+def _over(count: int, what: str, cap: int, of: str) -> str:
+    return f"{count:,} {what}, over the cap of {cap:,} per {of}; keep at most {cap:,}"
+
+
+def _read_citations(v: Any, handler: ValidatorFunctionWrapHandler, info: ValidationInfo) -> Any:
     """Keep the citations that can be read; count the others (context "dropped") instead of
-    rejecting the whole line, which would lose its answer."""
+    rejecting the whole line, which would lose its answer. A file's line (context "capped") may
+    hold at most MAX_CITATIONS, counted before any is read. All readable (the usual case): the
+    list is validated once, by pydantic; else one citation at a time."""
     if v is None:
         return []
     if not isinstance(v, list):
-        return v
+        return handler(v)
+    if (info.context or {}).get("capped") and len(v) > MAX_CITATIONS:
+        raise ValueError(_over(len(v), "citations", MAX_CITATIONS, "prediction"))
+    coerced = (info.context or {}).get("coerced")
+    counted = len(coerced) if isinstance(coerced, list) else 0
+    try:
+        return handler(v)
+    except ValidationError:
+        if isinstance(coerced, list):
+            del coerced[counted:]  # counted again below
     kept: list[Any] = []
     for raw in v:
         try:
@@ -164,7 +193,7 @@ class DocQASubmission(BaseModel):
         mode="validation")] = Field(default_factory=list)
     answer_form: AnswerForm = "list"
     falsy_items: int = Field(default=0, ge=0)  # null/0/false items: read as text, but empty to the judge rule
-    citations: Annotated[list[Citation], BeforeValidator(_read_citations)] = Field(default_factory=list)
+    citations: Annotated[list[Citation], WrapValidator(_read_citations)] = Field(default_factory=list)
     search_history: list[Any] | None = None
     iterations: int | None = Field(default=None, ge=0)
     steps: int | None = Field(default=None, ge=0)
@@ -286,8 +315,43 @@ class ItemScore:
         return None if self.accuracy is None else self.accuracy >= 0.5
 
 
+def _long_text(texts: list[str | None], what: str) -> str | None:
+    longest = max((len(t) for t in texts if t), default=0)
+    if longest > MAX_TEXT_CHARS:
+        return f"{what} of {longest:,} characters, over the cap of {MAX_TEXT_CHARS:,}; shorten it"
+    return None
+
+
+def task_shape(task: DocQATask) -> str | None:
+    """What makes a task read from a file too big (the shape caps above), or None."""
+    if len(task.answer_variants) > MAX_ANSWER_ITEMS:
+        return _over(len(task.answer_variants), "answer variants", MAX_ANSWER_ITEMS, "task")
+    if len(task.evidence) > MAX_EVIDENCE:
+        return _over(len(task.evidence), "evidence pages", MAX_EVIDENCE, "task")
+    items = [x for variant in task.answer_variants for x in variant]
+    if len(items) > MAX_ANSWER_ITEMS:
+        return _over(len(items), "answer items", MAX_ANSWER_ITEMS, "task")
+    return _long_text([task.question, *items], "a question or answer")
+
+
+def submission_shape(sub: DocQASubmission) -> str | None:
+    """What makes a prediction read from a file too big (the shape caps above), or None."""
+    if len(sub.answer) > MAX_ANSWER_ITEMS:
+        return _over(len(sub.answer), "answer items", MAX_ANSWER_ITEMS, "prediction")
+    for name, steps in (("search_history entries", sub.search_history), ("trajectory steps", sub.trajectory),
+                        ("trajectory steps", sub.external_trajectory)):
+        if isinstance(steps, list) and len(steps) > MAX_STEPS:
+            return _over(len(steps), name, MAX_STEPS, "prediction")
+    return _long_text([sub.question, sub.error, *sub.answer], "a question, answer or error")
+
+
 def read_tasks(path: Path, *, skip_invalid: bool = False) -> ReadResult[DocQATask]:
-    return read_jsonl(path, DocQATask, skip_invalid=skip_invalid, unique_id=True)
+    return read_jsonl(path, DocQATask, skip_invalid=skip_invalid, unique_id=True, caps=TASKS, shape=task_shape)
+
+
+def submission_context(official: bool, coerced: list[str], dropped: list[str]) -> dict[str, Any]:
+    """The validation context of a predictions file's lines (the citation modes above, the caps)."""
+    return {"official": official, "coerced": coerced, "dropped": dropped, "capped": True}
 
 
 @dataclass
@@ -308,6 +372,8 @@ def read_submissions(path: Path, *, official: bool = False, skip_invalid: bool =
         path,
         DocQASubmission,
         skip_invalid=skip_invalid,
-        context={"official": official, "coerced": coerced, "dropped": dropped},
+        context=submission_context(official, coerced, dropped),
+        caps=PREDICTIONS,
+        shape=submission_shape,
     )
     return SubmissionsRead(result, len(coerced), dropped)

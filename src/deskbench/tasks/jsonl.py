@@ -2,21 +2,116 @@
 
 A bad line stops the read with a UserError naming the file, the line and the field (the CLI
 turns it into one line and exit code 2), or, with `skip_invalid`, is skipped and counted.
+
+Every file is read under caps (`JsonlCaps`, one per kind of file): only a regular file is opened
+(a FIFO would block, /dev/zero never ends, a directory is no file), its size is checked before the
+first byte is read, it is read a line at a time (never the whole file at once) and a line over
+the line cap is refused before it is parsed; a line that is not UTF-8 or not JSON is one line
+naming file:line. Shape caps (citations per answer and the like) are the readers' (`shape`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Generic, TypeVar
+from typing import IO, Any, Generic, Protocol, TypeVar
 
 from pydantic import BaseModel, ValidationError
 from pydantic_core import to_json
 
-from deskbench.errors import UserError, read_user_file
+from deskbench.errors import UserError, megabytes, open_user_file
 
 M = TypeVar("M", bound=BaseModel)
+
+MB = 1 << 20
+
+
+@dataclass(frozen=True)
+class JsonlCaps:
+    """What one kind of JSON Lines file may hold: `max_bytes` in all, `max_line` bytes a line.
+    The file cap bounds the time a read takes, the line cap the memory one parsed line takes
+    (pydantic holds a parsed line as objects, ~10x its bytes)."""
+
+    what: str  # how the file is named in a message: "the predictions file"
+    max_bytes: int
+    max_line: int
+
+
+PREDICTIONS = JsonlCaps("the predictions file", 256 * MB, 8 * MB)
+"""A predictions file: the official BM25 agent's file for all of MADQA (2,250 questions, every
+step's text and search results in its trajectory) is tens of MB; 256 MB is several times that,
+and read in a few minutes. A line: one question's prediction with its whole trajectory; 8 MB is
+~100x the official agents' largest."""
+TASKS = JsonlCaps("the tasks file", 64 * MB, 4 * MB)
+"""A tasks file: MADQA's 2,250 questions take ~1 MB, AIDABench's a few; 64 MB is ~50x that."""
+WEB_INDEX = JsonlCaps("the recorded-web index", 64 * MB, 4 * MB)
+"""A recorded web's index.jsonl: a line per saved page or search (~1 KB, a search's hits ~10 KB)."""
+ANY_JSONL = JsonlCaps("the JSON Lines file", 256 * MB, 8 * MB)
+
+
+def open_capped(path: Path, caps: JsonlCaps) -> IO[bytes]:
+    """`path` opened for reading if it is a regular file within `caps.max_bytes`; else one line."""
+    return open_user_file(path, caps.what, caps.max_bytes)
+
+
+class _Digest(Protocol):
+    def update(self, data: bytes, /) -> None: ...
+
+
+def capped_lines(path: Path, caps: JsonlCaps, *, digest: _Digest | None = None,
+                 skip_invalid: bool = False, skipped: list[LineError] | None = None, can_skip: bool = True,
+                 ) -> Iterator[tuple[int, bytes]]:
+    """The non-blank lines of `path` as (number, bytes), read one at a time under `caps`, each
+    checked to be UTF-8 (pydantic would parse it as such but name the column, not the byte). A line
+    over the cap or not UTF-8 is a UserError naming file:line, or, with `skip_invalid`, left out and
+    added to `skipped`. `digest` is fed every byte read (the file's sha256 in the same pass).
+    `can_skip`: the command has --skip-invalid (the message offers it)."""
+    skip = ", or pass --skip-invalid to skip bad lines" if can_skip else ""
+    number = total = 0
+    with open_capped(path, caps) as fh:
+        while True:
+            raw = fh.readline(caps.max_line + 1)
+            if not raw:
+                return
+            total += len(raw)
+            if digest is not None:
+                digest.update(raw)
+            if total > caps.max_bytes:  # grew while being read
+                raise UserError(f"{path} is over the {megabytes(caps.max_bytes)} cap of {caps.what} (it grew while read); "
+                                "split it into smaller files")
+            problem = None
+            if len(raw) > caps.max_line and not raw.endswith(b"\n"):
+                problem = f"the line is over the {megabytes(caps.max_line)} line cap of {caps.what}"
+                while raw and not raw.endswith(b"\n"):  # the rest of the line, a bounded piece at a time
+                    raw = fh.readline(caps.max_line + 1)
+                    total += len(raw)
+                    if digest is not None:
+                        digest.update(raw)
+                number += 1
+                error = LineError(str(path), number, problem)
+                if not skip_invalid:
+                    raise UserError(f"{error}; shorten or split it{skip}")
+                if skipped is not None:
+                    skipped.append(error)
+                continue
+            if number == 0:
+                raw = raw.removeprefix(b"\xef\xbb\xbf")  # a UTF-8 BOM (Notepad, Excel's "CSV UTF-8") is no content
+            for line in raw.splitlines() or [b""]:
+                number += 1
+                if not line.strip():
+                    continue
+                try:
+                    line.decode("utf-8")
+                except UnicodeDecodeError as exc:
+                    error = LineError(str(path), number, f"not UTF-8 (byte 0x{line[exc.start]:02x} at column "
+                                                         f"{exc.start + 1}); save the file as UTF-8")
+                    if not skip_invalid:
+                        raise UserError(f"{error}{skip}") from None
+                    if skipped is not None:
+                        skipped.append(error)
+                    continue
+                yield number, line
 
 
 @dataclass(frozen=True)
@@ -43,16 +138,39 @@ def _describe(exc: ValidationError) -> str:
         return "expected a JSON object on this line"
     where = ".".join(str(p) for p in err["loc"]) or "(line)"
     more = f" (and {exc.error_count() - 1} more)" if exc.error_count() > 1 else ""
-    return f"field '{where}': {err['msg']}{more}"
+    return f"field '{where}': {err['msg'].removeprefix('Value error, ')}{more}"
 
 
-def _lines(path: Path) -> Iterator[tuple[int, bytes]]:
-    """Non-blank lines as bytes: pydantic parses UTF-8 itself, and reports bad encoding per line."""
-    data = read_user_file(path, "the JSON Lines file")
-    data = data.removeprefix(b"\xef\xbb\xbf")  # a UTF-8 BOM (Notepad, Excel's "CSV UTF-8") is no content
-    for number, line in enumerate(data.splitlines(), 1):
-        if line.strip():
-            yield number, line
+def iter_jsonl(
+    path: Path,
+    model: type[M],
+    *,
+    caps: JsonlCaps = ANY_JSONL,
+    skip_invalid: bool = False,
+    skipped: list[LineError] | None = None,
+    context: dict[str, Any] | None = None,
+    shape: Callable[[M], str | None] | None = None,
+    digest: _Digest | None = None,
+) -> Iterator[tuple[int, M]]:
+    """Every valid line of `path` as (number, `model`), one line in memory at a time; a bad line
+    (over a cap, not UTF-8, not JSON, refused by the model, or a `shape` problem: what `shape`
+    returns) is a UserError naming file:line, or, with `skip_invalid`, added to `skipped`."""
+    hint = "fix the line, or pass --skip-invalid to skip bad lines"
+    for number, line in capped_lines(path, caps, digest=digest, skip_invalid=skip_invalid, skipped=skipped):
+        try:
+            item = model.model_validate_json(line, context=context)
+        except ValidationError as exc:
+            error = LineError(str(path), number, _describe(exc))
+        else:
+            problem = shape(item) if shape is not None else None
+            if problem is None:
+                yield number, item
+                continue
+            error = LineError(str(path), number, problem)
+        if not skip_invalid:
+            raise UserError(f"{error}; {hint}")
+        if skipped is not None:
+            skipped.append(error)
 
 
 def read_jsonl(
@@ -62,29 +180,26 @@ def read_jsonl(
     skip_invalid: bool = False,
     context: dict[str, Any] | None = None,
     unique_id: bool = False,
+    caps: JsonlCaps = ANY_JSONL,
+    shape: Callable[[M], str | None] | None = None,
 ) -> ReadResult[M]:
     """Every non-blank line of `path` as a `model`; see the module docstring for bad lines.
     `unique_id`: a line whose `id` an earlier line has is a bad line (tasks: episodes, folders
     and scores are keyed by id, so the second would silently stand for the first)."""
     result: ReadResult[M] = ReadResult(items=[])
-    hint = "fix the line, or pass --skip-invalid to skip bad lines"
     first_line: dict[object, int] = {}
-    for number, line in _lines(path):
-        try:
-            item = model.model_validate_json(line, context=context)
-        except ValidationError as exc:
-            error = LineError(str(path), number, _describe(exc))
-        else:
-            key = getattr(item, "id", None) if unique_id else None
-            if key is None or key not in first_line:
-                if key is not None:
-                    first_line[key] = number
-                result.items.append(item)
-                continue
-            error = LineError(str(path), number, f"task id {key!r} is already on line {first_line[key]}; "
-                                                 "give each task its own id")
+    for number, item in iter_jsonl(path, model, caps=caps, skip_invalid=skip_invalid, skipped=result.skipped,
+                                   context=context, shape=shape):
+        key = getattr(item, "id", None) if unique_id else None
+        if key is None or key not in first_line:
+            if key is not None:
+                first_line[key] = number
+            result.items.append(item)
+            continue
+        error = LineError(str(path), number, f"task id {key!r} is already on line {first_line[key]}; "
+                                             "give each task its own id")
         if not skip_invalid:
-            raise UserError(f"{error}; {hint}")
+            raise UserError(f"{error}; fix the line, or pass --skip-invalid to skip bad lines")
         result.skipped.append(error)
     return result
 

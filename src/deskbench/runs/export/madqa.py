@@ -43,15 +43,15 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 from deskbench.errors import UserError
 from deskbench.runs.export import ExportOptions
 from deskbench.runs.identity import stored_identities
-from deskbench.runs.store import Episode, RunStore, UnreadableTranscript, report_unreadable
+from deskbench.runs.store import Episode, RunStore, UnreadableTranscript
 from deskbench.runs.transcript import ModelCallEvent, ToolEvent, TranscriptDoc
 from deskbench.tasks.docqa import DocQASubmission
 from deskbench.tasks.trajectory import ModelCallStep, ToolCallStep
@@ -336,23 +336,27 @@ def file_names(systems: list[str]) -> dict[str, str]:
             for s, v in slugs.items()}
 
 
-def system_rows(store: RunStore, system: str, info: SystemInfo, questions: dict[str, str]) -> dict[int, list[dict[str, Any]]]:
-    """Each attempt's lines, in the order the episodes were stored (the order they ended)."""
-    by_attempt: dict[int, list[dict[str, Any]]] = {}
-    for ep in store.episodes(system):
+def system_rows(store: RunStore, system: str, info: SystemInfo, questions: dict[str, str],
+                ) -> Iterator[tuple[int, dict[str, Any]]]:
+    """Each episode's (attempt, line), in the order the episodes were stored (the order they
+    ended), one episode read at a time."""
+    for ep in store.iter_episodes(system):
         sub = ep.submission if isinstance(ep.submission, DocQASubmission) else None
         question = questions.get(ep.task_id) or (sub.question if sub is not None and sub.question else "")
         if ep.status == "ok" and sub is not None:
             try:
                 doc = store.transcript(ep.task_id, system, ep.attempt)
-            except UnreadableTranscript as exc:  # named in one line, left out; the others are written
-                report_unreadable(exc.episode)
+            except UnreadableTranscript as exc:  # named in one line (store.py), left out; the others are written
+                store.note_unreadable(exc.episode)
                 continue
             row = answered_row(sub.question or question, ep, sub, doc, info)
         else:
             row = error_row(question, ep)
-        by_attempt.setdefault(ep.attempt, []).append(row)
-    return by_attempt
+        yield ep.attempt, row
+
+
+def _file(out: Path, stem: str, attempt: int) -> Path:
+    return out / f"{stem}{'' if attempt == 0 else f'.attempt-{attempt}'}.jsonl"
 
 
 class MadqaExporter:
@@ -360,7 +364,10 @@ class MadqaExporter:
     summary = "the official MADQA predictions JSONL (process_dataset.py's lines), one file per system"
 
     def export(self, run_dir: Path, out: Path, options: ExportOptions) -> list[Path]:
+        """The files are written as the episodes are read (one in memory at a time), each under a
+        `.part` name until the whole export is done, so a failed export leaves no file behind."""
         store = RunStore(run_dir, create=False)
+        parts: dict[Path, IO[str]] = {}
         try:
             track = store.track()
             if track != "docqa":
@@ -372,25 +379,39 @@ class MadqaExporter:
             identities = stored_identities(store)
             questions = {t.id: t.question for t in store.tasks()}
             stems = file_names(systems)
-            files: dict[Path, list[dict[str, Any]]] = {}
+            attempts = {s: sorted({a for (_, _, a) in store.episode_task_hashes(s)}) for s in systems}
+            files = [_file(out, stems[s], a) for s in systems for a in attempts[s]]
+            existing = [p for p in files if p.exists()]
+            if existing:
+                raise UserError(f"{existing[0]} already exists; give another -o directory, or remove the "
+                                f"{len(existing)} file(s) of an earlier export there")
+            out.mkdir(parents=True, exist_ok=True)
             for system in systems:
                 config = identity.config if (identity := identities.get(system)) is not None else None
                 model_id = config.model if config is not None else None
                 protocol = config.settings.get("protocol") if config is not None else None
                 info = SystemInfo(model_name(model_id), step_shape(protocol, model_id))
-                for attempt, rows in sorted(system_rows(store, system, info, questions).items()):
-                    suffix = "" if attempt == 0 else f".attempt-{attempt}"
-                    files[out / f"{stems[system]}{suffix}.jsonl"] = rows
+                for attempt, row in system_rows(store, system, info, questions):
+                    path = _file(out, stems[system], attempt)
+                    fh = parts.get(path)
+                    if fh is None:
+                        fh = parts[path] = _part(path).open("w", encoding="utf-8")
+                    fh.write(json.dumps(row, ensure_ascii=False) + "\n")
+            for path, fh in parts.items():
+                fh.close()
+                _part(path).replace(path)
+            return [p for p in files if p in parts]
+        except BaseException:
+            for path, fh in parts.items():
+                fh.close()
+                _part(path).unlink(missing_ok=True)
+            raise
         finally:
             store.close()
-        existing = [p for p in files if p.exists()]
-        if existing:
-            raise UserError(f"{existing[0]} already exists; give another -o directory, or remove the "
-                            f"{len(existing)} file(s) of an earlier export there")
-        out.mkdir(parents=True, exist_ok=True)
-        for path, rows in files.items():
-            path.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows), encoding="utf-8")
-        return list(files)
+
+
+def _part(path: Path) -> Path:
+    return path.with_name(path.name + ".part")
 
 
 EXPORTER = MadqaExporter()

@@ -10,6 +10,7 @@ from urllib.parse import urlsplit, urlunsplit
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
 
 from deskbench.errors import UserError
+from deskbench.tasks.jsonl import WEB_INDEX, capped_lines
 from deskbench.tracks.deliverables.web_backend import Page, SearchHit, WebBackend, WebError
 from deskbench.tracks.deliverables.web_page_text import page_text
 
@@ -54,8 +55,21 @@ _LINE = TypeAdapter(RecordedLine)
 INDEX = "index.jsonl"
 
 
+MAX_HITS = 1_000  # results of one recorded search (a search shows 10; web_access.MAX_RESULTS)
+PAGE_BYTES = 3_000_000  # bytes of a recorded page read, as a live fetch reads at most (web_live.LiveWeb)
+
+
+def _hits_shape(item: RecordedPage | RecordedSearch) -> str | None:
+    if isinstance(item, RecordedSearch) and len(item.results) > MAX_HITS:
+        return (f"a search with {len(item.results):,} results, over the cap of {MAX_HITS:,} per search; "
+                f"keep its first {MAX_HITS:,}")
+    return None
+
+
 def read_recording(folder: Path) -> tuple[dict[str, RecordedPage], dict[str, RecordedSearch]]:
-    """The index of a recorded web folder, validated; a bad line is a UserError naming it."""
+    """The index of a recorded web folder, validated a line at a time under the index's caps
+    (tasks/jsonl.py: a regular file, its size, a line's size, UTF-8); a bad line is a UserError
+    naming file:line."""
     index = folder / INDEX
     if not index.is_file():
         raise UserError(f"--web recorded:{folder}: no {INDEX} in that folder; record one with --web-record "
@@ -63,9 +77,7 @@ def read_recording(folder: Path) -> tuple[dict[str, RecordedPage], dict[str, Rec
     pages: dict[str, RecordedPage] = {}
     searches: dict[str, RecordedSearch] = {}
     root = folder.resolve()
-    for n, line in enumerate(index.read_text(encoding="utf-8").splitlines(), 1):
-        if not line.strip():
-            continue
+    for n, line in capped_lines(index, WEB_INDEX, can_skip=False):
         where = f"{index} line {n}"
         try:
             item = _LINE.validate_json(line)
@@ -74,6 +86,9 @@ def read_recording(folder: Path) -> tuple[dict[str, RecordedPage], dict[str, Rec
             field = ".".join(str(p) for p in err["loc"]) or "(the line)"
             raise UserError(f"{where}: field '{field}': {err['msg']}; fix the line "
                             "(a page: kind, url, file; a search: kind, query, results)") from None
+        problem = _hits_shape(item)
+        if problem is not None:
+            raise UserError(f"{where}: {problem}")
         if isinstance(item, RecordedPage):
             path = (folder / item.file).resolve()
             if not path.is_relative_to(root) or not path.is_file():
@@ -101,9 +116,16 @@ class RecordedWeb:
         page = self.pages.get(url_key(url))
         if page is None:
             raise WebError(f"{url} could not be reached (not in the recorded web)")
-        raw = (self.folder / page.file).read_bytes()
-        return Page(url=page.url, status=page.status, content_type=page.content_type,
-                    text=page_text(raw, page.content_type))
+        path = self.folder / page.file
+        try:
+            with path.open("rb") as fh:
+                raw = fh.read(PAGE_BYTES + 1)
+        except OSError as exc:
+            raise WebError(f"{url} could not be read from the recorded web ({exc.strerror or exc})") from None
+        text = page_text(raw[:PAGE_BYTES], page.content_type)
+        if len(raw) > PAGE_BYTES:
+            text += f"\n[... the page is larger than {PAGE_BYTES} bytes; the rest was not read]"
+        return Page(url=page.url, status=page.status, content_type=page.content_type, text=text)
 
     async def aclose(self) -> None:
         pass
