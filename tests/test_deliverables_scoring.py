@@ -111,7 +111,7 @@ def run(tmp_path: Path) -> RunStore:
                                ("lazy", LAZY_MEMO, None)):
         store.record(Episode(task_id="memo", system=system, status="ok",
                              submission=DeliverableSubmission(id="memo", response=memo)))
-        files_dir = Path("outputs") / system / "plan"
+        files_dir = Path("outputs") / system / "plan" / "0"  # the episode's own folder (runs/outputs.py)
         records = []
         if plan is not None:
             (store.dir / files_dir).mkdir(parents=True)

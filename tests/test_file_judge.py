@@ -240,10 +240,13 @@ def test_compare_sheets_with_the_file_judge(tmp_path: Path) -> None:
 
 
 def json_episode(run_dir: Path, task: AnalyticsTask, content: bytes) -> Episode:
-    """An ok episode of the JSON task whose output file (under run_dir/out) is `content`."""
-    (run_dir / "out").mkdir(parents=True)
-    (run_dir / "out" / "region_summary.json").write_bytes(content)
-    sub = AnalyticsSubmission(id=task.id, answer="done", files_dir="out", rounds=1, files=[
+    """An ok episode of the JSON task whose output file (in its own folder, episode_dir's) is `content`."""
+    from deskbench.runs.runner import episode_dir
+
+    out = episode_dir(run_dir, "analyst-agent:x", task.id, 0) / "result"
+    out.mkdir(parents=True)
+    (out / "region_summary.json").write_bytes(content)
+    sub = AnalyticsSubmission(id=task.id, answer="done", files_dir=out.relative_to(run_dir).as_posix(), rounds=1, files=[
         OutputFileRecord(name="region_summary.json", size=len(content), sha256="0" * 64)])
     return Episode(task_id=task.id, system="analyst-agent:x", status="ok", submission=sub)
 

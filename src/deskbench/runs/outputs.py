@@ -22,7 +22,7 @@ def legacy_episode_dir(run_dir: Path, system: str, task_id: str, attempt: int) -
     return run_dir / "outputs" / slug(system) / slug(task_id) / str(attempt)
 
 
-def episode_outputs(run_dir: Path, episode: Episode) -> Path | None:
+def episode_outputs(run_dir: Path | str, episode: Episode) -> Path | None:
     """The stored episode's files folder, confined as `outputs_folder` confines it."""
     files_dir = getattr(episode.submission, "files_dir", None)
     if not isinstance(files_dir, str):
@@ -30,7 +30,7 @@ def episode_outputs(run_dir: Path, episode: Episode) -> Path | None:
     return outputs_folder(run_dir, episode.system, episode.task_id, episode.attempt, files_dir)
 
 
-def outputs_folder(run_dir: Path, system: str, task_id: str, attempt: int, files_dir: str) -> Path | None:
+def outputs_folder(run_dir: Path | str, system: str, task_id: str, attempt: int, files_dir: str) -> Path | None:
     """A submission's files folder, symlinks resolved, when it lies inside the episode's own
     folder (episode_dir's for its system, task and attempt, or the older slug-only one) and is a
     directory; None otherwise (no files_dir, or one pointing anywhere else in the run or outside)."""
@@ -39,7 +39,7 @@ def outputs_folder(run_dir: Path, system: str, task_id: str, attempt: int, files
     if not files_dir:
         return None
     try:
-        root = run_dir.resolve()
+        root = Path(run_dir).resolve()
         folder = (root / files_dir).resolve()
         own = [d.resolve() for d in (episode_dir(root, system, task_id, attempt),
                                      legacy_episode_dir(root, system, task_id, attempt))]
@@ -48,14 +48,14 @@ def outputs_folder(run_dir: Path, system: str, task_id: str, attempt: int, files
     return folder if any(folder.is_relative_to(d) for d in own) and folder.is_dir() else None
 
 
-def output_file(folder: Path | None, name: str) -> Path | None:
+def output_file(folder: Path | str | None, name: str) -> Path | None:
     """`folder / name` when it resolves (symlinks too) inside `folder` and is a regular file;
     None otherwise. The path returned keeps the recorded name (a reader matches on it)."""
     if folder is None or not name:
         return None
-    path = folder / name
+    path = Path(folder) / name
     try:
-        resolved = path.resolve()
+        resolved, inside = path.resolve(), Path(folder).resolve()
     except (OSError, RuntimeError, ValueError):
         return None
-    return path if resolved.is_relative_to(folder) and resolved.is_file() else None
+    return path if resolved.is_relative_to(inside) and resolved.is_file() else None
