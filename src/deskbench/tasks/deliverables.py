@@ -16,7 +16,7 @@ from typing import Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from deskbench.errors import UserError
+from deskbench.errors import UserError, read_user_file
 from deskbench.tasks.analytics import OutputFileRecord, StopReason
 from deskbench.tasks.verifier_specs import VERIFIER_KINDS, Unit, VerifierSpec
 
@@ -230,13 +230,16 @@ def parse_task(data: Any, path: Path) -> DeliverableTask:
         raise _field_error(path, exc) from None
 
 
+TASK_YAML_BYTES = 4 << 20  # a task.yaml's size cap: the demo's are ~5 KB, a paper task's under 50 KB
+
+
 def load_package(directory: Path) -> DeliverableTask:
     """Read and validate `directory/task.yaml`, and check that every input file exists."""
     path = directory / "task.yaml"
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise UserError(f"{path}: no such file; a task package is a folder with task.yaml") from None
+    if not path.exists():
+        raise UserError(f"{path}: no such file; a task package is a folder with task.yaml")
+    try:  # a regular file of at most TASK_YAML_BYTES (a pipe or /dev/zero is one line, not a hang)
+        text = read_user_file(path, "task.yaml", TASK_YAML_BYTES).decode("utf-8")
     except UnicodeDecodeError as exc:
         raise UserError(f"{path}: not UTF-8 ({exc.reason}); save task.yaml as UTF-8") from None
     try:

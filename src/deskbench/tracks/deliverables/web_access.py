@@ -19,7 +19,10 @@ authorized external source. Two backends, chosen with `deskbench run --web`:
   URLs match without their #fragment, with scheme and host in any case and with or without a
   trailing slash; queries match case-insensitively with runs of spaces as one. A page is turned
   into text as a live one is (HTML, plain text, JSON/XML/CSV, PDF). `--web-record DIR` writes
-  this format from a live run, so that run can be replayed.
+  this format from a live run, so that run can be replayed. The index is read under caps
+  (tasks/jsonl.py WEB_INDEX: a regular file of at most 64 MB, 4 MB a line, UTF-8; a search of at
+  most 1,000 hits; a page file read up to 3 MB, as a live fetch): a line past one is one error
+  naming index.jsonl and the line.
 * `brave` (`LiveWeb` over `BraveSearch`): the Brave Search API's web search (GET
   /res/v1/web/search, key in the X-Subscription-Token header, from $BRAVE_SEARCH_API_KEY), and
   pages fetched over HTTP with a timeout and a size cap. Only used when a user asks for it.
