@@ -628,7 +628,7 @@ def probe_get_page_outside(tmp: Path, env: Env) -> dict[str, Any]:
     (res,) = got["results"]
     served = not res["error"] and "image" in res["types"]
     verdict = (f"the page rendered from outside the corpus and returned ({res['types']})" if served
-               else f"refused (isError={res['error']}): {res['text'][:120]}")
+               else f"refused (isError={res['error']}): {res['text'].replace(str(tmp) + '/', '')[:120]}")
     return row(verdict, res["error"] and "image" not in res["types"], run.seconds, run.peak_rss_mb)
 
 
@@ -774,40 +774,42 @@ def probe_url_password(tmp: Path, env: Env) -> dict[str, Any]:
                max(made.peak_rss_mb, info.peak_rss_mb))
 
 
+QUESTIONS, CITES = 1_000, 500  # the 18 MB file: 1,000 predictions of 500 citations (500k citations)
+IMPORT_MB, EXPORT_MB, SIZE_SECONDS = 200.0, 150.0, 60.0  # tests/test_bounded_inputs.py's bounds
+
+
 def big_predictions(tmp: Path) -> tuple[Path, Path]:
-    """An 18 MB predictions file: one row, 500,000 citations; the tasks file it answers."""
+    """An 18 MB predictions file, QUESTIONS rows of CITES citations each; the tasks file it answers."""
     tasks = tmp / "tasks.jsonl"
-    tasks.write_text(json.dumps({"id": "q1", "question": "How many inspections?", "answer_variants": [["7"]],
-                                 "evidence": [{"document": "c.pdf", "page": 1}]}) + "\n")
-    cites = ",".join(f'{{"file": "doc-{i % 1000:03d}.pdf", "page": {i % 97 + 1}}}' for i in range(500_000))
+    tasks.write_text("".join(json.dumps({"id": f"q{i}", "question": f"Question number {i}?", "answer_variants": [["a"]],
+                                         "evidence": [{"document": "doc-000.pdf", "page": 1}]}) + "\n"
+                             for i in range(QUESTIONS)))
     pred = tmp / "pred.jsonl"
-    pred.write_text(f'{{"question": "How many inspections?", "answer": ["7"], "citations": [{cites}]}}\n')
+    with pred.open("w") as f:
+        for i in range(QUESTIONS):
+            cites = [{"file": f"doc-{j % 50:03d}.pdf", "page": j % 300 + 1} for j in range(CITES)]
+            f.write(json.dumps({"question": f"Question number {i}?", "answer": ["a"], "id": f"q{i}", "citations": cites}) + "\n")
     return pred, tasks
 
 
 def probe_big_predictions(tmp: Path, env: Env) -> dict[str, Any]:
-    """import of the 18 MB file; export (madqa) of a run holding it (imported by the code before
-    when this side refuses it); import of /dev/zero (address space capped at 4 GB, so a read
-    without end is a MemoryError, not the machine's memory)."""
+    """import of the 18 MB file, export (madqa) of the run it made; import of /dev/zero (address
+    space capped at 4 GB, so a read without end is a MemoryError, not the machine's memory)."""
     pred, tasks = big_predictions(tmp)
     size = pred.stat().st_size / 1e6
     imported = cli(env, "import", str(pred), "--tasks", str(tasks), "--system", "big", "--out", str(tmp / "run"))
-    run = tmp / "run"
-    source = "this side's import"
-    if not episodes(run) and BEFORE_SRC is not None:
-        subprocess.run([sys.executable, "-m", "deskbench.cli", "import", str(pred), "--tasks", str(tasks), "--system",
-                        "big", "--out", str(tmp / "run-before")], env={**os.environ, "PYTHONPATH": str(BEFORE_SRC)},
-                       capture_output=True, timeout=300)
-        run, source = tmp / "run-before", "the import before the fix"
-    exported = cli(env, "export", str(run), "--format", "madqa", "--no-images", "--out", str(tmp / "exported"))
+    exported = cli(env, "export", str(tmp / "run"), "--format", "madqa", "--no-images", "--out", str(tmp / "exported"))
+    lines = (tmp / "exported" / "big.jsonl").read_text().count("\n") if (tmp / "exported" / "big.jsonl").exists() else 0
     zero = cli(env, "import", "/dev/zero", "--tasks", str(tasks), "--system", "zero", "--out", str(tmp / "zero"),
                limit_as_mb=4096, kill_after=90)
     runs = [imported, exported, zero]
     verdict = (f"import ({size:.0f} MB): {tail(imported)} ({imported.seconds:.1f} s, {imported.peak_rss_mb:.0f} MB); "
-               f"export (run from {source}): {tail(exported)} ({exported.seconds:.1f} s, {exported.peak_rss_mb:.0f} MB); "
+               f"export: {tail(exported)}, {lines} predictions ({exported.seconds:.1f} s, {exported.peak_rss_mb:.0f} MB); "
                f"/dev/zero: {tail(zero)} ({zero.seconds:.1f} s, {zero.peak_rss_mb:.0f} MB)")
-    held = (all("Traceback" not in r.stderr and not r.killed and r.seconds < 30 and r.peak_rss_mb < 400 for r in runs)
-            and zero.returncode == 2 and imported.returncode in (0, 2) and exported.returncode in (0, 2))
+    held = (all("Traceback" not in r.stderr and not r.killed and r.seconds < SIZE_SECONDS for r in runs)
+            and imported.returncode == 0 and imported.peak_rss_mb < IMPORT_MB
+            and exported.returncode == 0 and exported.peak_rss_mb < EXPORT_MB and lines == QUESTIONS
+            and zero.returncode == 2 and len(zero.stderr.strip().splitlines()) == 1 and zero.peak_rss_mb < IMPORT_MB)
     return row(verdict, held, sum(r.seconds for r in runs), max(r.peak_rss_mb for r in runs))
 
 
@@ -826,6 +828,16 @@ def probe_recorded_index(tmp: Path, env: Env) -> dict[str, Any]:
     return row(tail(run), held, run.seconds, run.peak_rss_mb)
 
 
+def grep(pattern: str, path: Path) -> Bounded:
+    """`grep -n -i -E PATTERN PATH` under /usr/bin/time, its peak RSS that one's %M (it ends
+    before a 20 ms sampler looks; forked from this process, its own rusage would count this one's pages)."""
+    started = time.monotonic()
+    run = subprocess.run(["/usr/bin/time", "-f", "%M", "grep", "-n", "-i", "-E", pattern, str(path)],
+                         capture_output=True, text=True, timeout=60)
+    kb = float(run.stderr.strip().splitlines()[-1])
+    return Bounded(run.returncode, run.stdout, "", time.monotonic() - started, kb / 1024, kb / 1024)
+
+
 def probe_readme(tmp: Path, env: Env) -> dict[str, Any]:
     """A grep of README.md (the commit before the fix for the before side) for the two warnings."""
     if env.get("PYTHONPATH"):
@@ -834,9 +846,8 @@ def probe_readme(tmp: Path, env: Env) -> dict[str, Any]:
                                          text=True, check=True).stdout)
     else:
         readme = REPO / "README.md"
-    shell = watched(["grep", "-n", "-i", "-E", r"injection|sh -c|DESKBENCH_QUESTION|-- \{question\}", str(readme)], {})
-    plugins = watched(["grep", "-n", "-i", "-E", r"unsandboxed|not sandboxed|privileges|as (the|your) user|"
-                       r"with your (rights|permissions)|trust", str(readme)], {})
+    shell = grep(r"injection|sh -c|DESKBENCH_QUESTION|-- \{question\}", readme)
+    plugins = grep(r"unsandboxed|not sandboxed|privileges|as (the|your) user|with your (rights|permissions)|trust", readme)
     shell_lines = shell.stdout.strip().splitlines()
     warned_shell = any(re.search(r"inject|sh -c|shell", line, re.I) for line in shell_lines) and any(
         "DESKBENCH_QUESTION" in line or "-- {question}" in line for line in shell_lines)
@@ -847,8 +858,7 @@ def probe_readme(tmp: Path, env: Env) -> dict[str, Any]:
                max(shell.peak_rss_mb, plugins.peak_rss_mb))
 
 
-BEFORE_COMMIT = "72d3efb"
-BEFORE_SRC: Path | None = None  # set by main: the probe of export makes its run with it when this side refuses the import
+BEFORE_COMMIT = "72d3efb"  # the README of the before side
 
 PROBES: dict[str, tuple[Probe, str]] = {
     "MCP http: a local process that knows only the port": (
@@ -869,8 +879,9 @@ PROBES: dict[str, tuple[Probe, str]] = {
     "viewer /output: n= (and attempt=) with 5,000 digits": (probe_n_digits, "4xx, not 500"),
     "run --url http://user:secret@127.0.0.1:PORT/episode, then info": (
         probe_url_password, "the password in no file of the run nor in any output"),
-    "import/export of an 18 MB predictions file (500k citations); import of /dev/zero": (
-        probe_big_predictions, "each < 30 s, peak < 400 MB, no traceback; /dev/zero one line, exit 2"),
+    "import/export of an 18 MB predictions file (1,000 x 500 citations); import of /dev/zero": (
+        probe_big_predictions, "import and export exit 0, peaks < 200 MB and < 150 MB, < 60 s each; /dev/zero one line, "
+                               "exit 2, < 200 MB"),
     "recorded-web index.jsonl with invalid UTF-8 (run --web recorded:DIR)": (
         probe_recorded_index, "one line, exit 2"),
     "README on --command {question} in sh -c and on plugins": (
@@ -907,7 +918,6 @@ def write_docs(rows: list[dict[str, Any]], page: Path = REPO / "docs" / "benchma
 
 
 def main() -> None:
-    global BEFORE_SRC
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--before-src", type=Path, help="src/ of a checkout without the fix")
     ap.add_argument("--only", choices=("before", "after"), help="run one side; keep the other from --out")
@@ -922,9 +932,9 @@ def main() -> None:
             write_docs(rows)
         print(markdown_rows(rows), end="")
         return
-    BEFORE_SRC = args.before_src.resolve() if args.before_src else None
+    before_src = args.before_src.resolve() if args.before_src else None
     old = {r["probe"]: r for r in json.loads(args.out.read_text())["rows"]} if args.out.exists() else {}
-    before = run_all(BEFORE_SRC, args.probe) if BEFORE_SRC and args.only != "after" else {}
+    before = run_all(before_src, args.probe) if before_src and args.only != "after" else {}
     after = run_all(None, args.probe) if args.only != "before" else {}
     rows = []
     for name, (_, bound) in PROBES.items():
@@ -933,7 +943,7 @@ def main() -> None:
         rows.append({"probe": label, "before": before.get(name, kept.get("before")),
                      "after": after.get(name, kept.get("after")), "bound": bound})
     result = {"benchmark": "hostile inputs: forged episodes (issue 33)", **run_identity(),
-              "before_src": str(BEFORE_SRC) if BEFORE_SRC else None, "rows": rows}
+              "before_src": str(before_src) if before_src else None, "rows": rows}
     args.out.write_text(json.dumps(result, indent=2, ensure_ascii=False) + "\n")
     print_rows([r for r in rows if r["after"] is not None])
 
