@@ -898,7 +898,8 @@ def run_all(src: Path | None, only: list[str] | None = None) -> dict[str, dict[s
         with tempfile.TemporaryDirectory(prefix="bench-hostile-forge-") as tmp:
             try:
                 results[name] = probe(Path(tmp), env)
-                results[name]["verdict"] = results[name]["verdict"].replace(f"{tmp}/", "")
+                verdict = results[name]["verdict"].replace(f"{tmp}/", "")  # paths as the user gave them
+                results[name]["verdict"] = " ".join(verdict.split()).replace("|", "/")  # one table cell
             except Exception as exc:  # a probe the code breaks in another way is still a row
                 results[name] = {"verdict": f"probe failed: {type(exc).__name__}: {str(exc)[:200]}", "held": False,
                                  "seconds": 0.0, "peak_mb": 0.0}
