@@ -158,7 +158,9 @@ async def hunt(pid, paths, plan, seconds):
                     results = await asyncio.wait_for(over_http(url, plan), 10)
                     return {"connected": True, "url": url, "results": results, "tried": log}
                 except BaseException as exc:
-                    log.append(f"{url}: {type(exc).__name__}")
+                    while isinstance(exc, BaseExceptionGroup) and exc.exceptions:
+                        exc = exc.exceptions[0]
+                    log.append(f"{path}: {type(exc).__name__}: {str(exc).split(' for url')[0]}"[:100])
         await asyncio.sleep(0.05)
     return {"connected": False, "results": [], "tried": log[-6:]}
 
@@ -602,7 +604,7 @@ def probe_fetch_guard(tmp: Path, env: Env) -> dict[str, Any]:
     if run.returncode:
         return row(f"probe script {tail(run)}", False, run.seconds, run.peak_rss_mb)
     got = json.loads(run.stdout.strip().splitlines()[-1])
-    parts = [f"{ip}: blocked={got[ip]['blocked']}, fetch {'connected' if got[ip]['connect_attempted'] else 'refused'}"
+    parts = [f"{ip}: blocked={got[ip]['blocked']}, fetch {'connects' if got[ip]['connect_attempted'] else 'refused'}"
              for ip, _ in GUARDED]
     held = all(got[ip]["blocked"] is True and not got[ip]["connect_attempted"] for ip, _ in GUARDED)
     return row(f"{got['guard']}: " + "; ".join(parts), held, run.seconds, run.peak_rss_mb)
