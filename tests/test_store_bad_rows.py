@@ -236,3 +236,30 @@ def test_a_resume_says_it_kept_the_row_and_retry_errors_runs_it_again(base: Path
         con.close()
     assert tries == [('{"calls": 1, "input_tokens": Infinity}',)]  # kept as it was stored
     assert score_json(run)[A]["unreadable_ids"] == []
+
+
+KEY_FORMS = {"task_id": "UPDATE episodes SET task_id = CAST(X'78ff32' AS TEXT)" + WHERE,
+             "system": "UPDATE episodes SET system = CAST(X'78ff32' AS TEXT)" + WHERE}
+
+
+@pytest.mark.parametrize("column", list(KEY_FORMS))
+def test_a_key_column_that_is_not_utf8_is_named_too(base: Path, tmp_path: Path, column: str) -> None:
+    """The task id or system itself not UTF-8: every query that lists keys read it (sqlite3 raised
+    for the whole result); now that row is named (its key shown with the bad byte escaped) and the
+    rest is scored, diagnosed, exported, shown."""
+    run = tmp_path / column
+    shutil.copytree(base, run)
+    con = sqlite3.connect(run / "run.sqlite")
+    try:
+        assert con.execute(KEY_FORMS[column]).rowcount == 1
+        con.commit()
+    finally:
+        con.close()
+    for argv in (("score", str(run)), ("diagnose", str(run)), ("export", str(run), "--format", "madqa", "-o",
+                                                               str(tmp_path / "out"))):
+        proc = run_cli(*argv)
+        assert proc.returncode == 0 and "Traceback" not in proc.stderr, proc.stderr[-3000:]
+        lines = [line for line in proc.stderr.splitlines() if "could not be read:" in line]
+        assert len(lines) == 1 and f"{column}: UnicodeDecodeError" in lines[0] and "xff" in lines[0], proc.stderr
+    page = viewer(run).get("/")
+    assert page.status_code == 200 and len(ROW.findall(page.text)) == 12 and len(MARKED.findall(page.text)) == 1

@@ -14,10 +14,10 @@ import json
 import math
 import sqlite3
 import zlib
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel, Field, SerializeAsAny, TypeAdapter, ValidationError, model_validator
 
@@ -387,11 +387,13 @@ class RunStore:
     def episode_task_hashes(self, system: str | None = None) -> dict[tuple[str, str, int], str | None]:
         """The task hash each episode was run with, by (task, system, attempt) (a row whose attempt
         is not a whole number is no episode's: `episodes` names it as unreadable)."""
-        sql = "SELECT task_id, system, attempt, task_hash FROM episodes WHERE typeof(attempt) = 'integer'"
+        sql = (f"SELECT {_KEY}, CAST(system AS BLOB), attempt, task_hash FROM episodes"
+               " WHERE typeof(attempt) = 'integer'")
         params: tuple[str, ...] = ()
         if system is not None:
             sql, params = sql + " AND system = ?", (system,)
-        return {(r[0], r[1], r[2]): r[3] for r in self._conn().execute(sql, params)}
+        return {(t, name, a): h for t, (s, a, h) in _keyed(self._conn().execute(sql, params))
+                if (name := _utf8(s)) is not None}
 
     def _load_tasks(self) -> list[BaseModel]:
         track = get_track(self.track())
@@ -572,9 +574,9 @@ class RunStore:
 
     def finished_times(self, system: str) -> dict[tuple[str, int], str]:
         """When each episode of `system` ended, by (task, attempt) (a rerun replaces it)."""
-        return {(t, a): f for t, a, f in self._conn().execute(
-            "SELECT task_id, attempt, finished_at FROM episodes WHERE system = ? AND typeof(attempt) = 'integer'",
-            (system,))}
+        return {(t, a): f for t, (a, f) in _keyed(self._conn().execute(
+            f"SELECT {_KEY}, attempt, finished_at FROM episodes WHERE system = ? AND typeof(attempt) = 'integer'",
+            (system,)))}
 
     def stamp(self, tables: Mapping[str, str | None]) -> tuple[object, ...]:
         """Something that changes with every write to `tables` (table -> a column holding each
@@ -601,30 +603,41 @@ class RunStore:
 
     def done(self, system: str) -> set[tuple[str, int]]:
         rows = self._conn().execute(
-            "SELECT task_id, attempt FROM episodes WHERE system = ? AND typeof(attempt) = 'integer'", (system,)
+            f"SELECT {_KEY}, attempt FROM episodes WHERE system = ? AND typeof(attempt) = 'integer'", (system,)
         ).fetchall()  # a row whose attempt is not a whole number is no (task, attempt): unreadable
-        return {(t, a) for t, a in rows}
+        return {(t, a) for t, (a,) in _keyed(rows)}
 
     def errored(self, system: str, unreadable: Sequence[UnreadableEpisode] | None = None) -> set[tuple[str, int]]:
         """The (task, attempt) of `system`'s episodes stored with status "error" (not "limit"),
         and of those that cannot be read (`unreadable`, when the caller has them already): what
         --retry-errors runs again."""
         rows = self._conn().execute(
-            "SELECT task_id, attempt FROM episodes WHERE system = ? AND status = 'error'"
+            f"SELECT {_KEY}, attempt FROM episodes WHERE system = ? AND status = 'error'"
             " AND typeof(attempt) = 'integer'", (system,)).fetchall()
         broken = self.unreadable(system) if unreadable is None else unreadable
-        return {(t, a) for t, a in rows} | {(u.task_id, int(u.attempt)) for u in broken if u.attempt.isdigit()}
+        return {(t, a) for t, (a,) in _keyed(rows)} | {(u.task_id, int(u.attempt)) for u in broken
+                                                      if u.attempt.isdigit()}
 
     def episode_counts(self) -> dict[str, dict[str, int]]:
         """Per system, its stored episodes by status (ok, error, limit)."""
         out: dict[str, dict[str, int]] = {}
-        for system, status, n in self._conn().execute(
-                "SELECT system, status, COUNT(*) FROM episodes GROUP BY system, status ORDER BY system"):
-            out.setdefault(system, {})[status] = n
+        for system, (status, n) in _keyed(self._conn().execute(
+                "SELECT CAST(system AS BLOB), CAST(status AS BLOB), COUNT(*) FROM episodes GROUP BY system, status"
+                " ORDER BY system")):
+            out.setdefault(system, {})[_utf8(status) or "unreadable"] = n
         return out
 
     def systems(self) -> list[str]:
-        return [r[0] for r in self._conn().execute("SELECT DISTINCT system FROM episodes ORDER BY system")]
+        """The systems that ran, by name; a name that is not UTF-8 is no system's: its episodes are
+        named as unreadable (once, on stderr) and left out."""
+        names = [r[0] for r in self._conn().execute("SELECT DISTINCT CAST(system AS BLOB) FROM episodes ORDER BY system")]
+        good = [n for n in map(_utf8, names) if n is not None]
+        if len(good) < len(names):
+            known = set(good)
+            for row in self.unreadable():
+                if row.system not in known:
+                    self.note_unreadable(row)
+        return good
 
     def episode_rows(self, system: str | None = None) -> list[Episode | UnreadableEpisode]:
         """Every stored episode (of `system`) in the order stored, each row read on its own: one
