@@ -208,6 +208,28 @@ def _finite(episode: Episode) -> Episode:
     return episode
 
 
+def _utf8(value: object) -> str | None:
+    """A TEXT key read as bytes: the text, or None when it is not UTF-8."""
+    if not isinstance(value, bytes):
+        return value if isinstance(value, str) else None
+    try:
+        return value.decode("utf-8")
+    except UnicodeDecodeError:
+        return None
+
+
+_KEY = "CAST(task_id AS BLOB)"  # a key column read as bytes, decoded by _keyed
+
+
+def _keyed(rows: Iterable[Sequence[Any]]) -> Iterator[tuple[str, tuple[Any, ...]]]:
+    """(key, the rest) of each row whose key (its first column: a task id or a system, read as
+    bytes) is UTF-8; a row whose key is not is an unreadable episode, which `episodes` names."""
+    for row in rows:
+        key = _utf8(row[0])
+        if key is not None:
+            yield key, tuple(row[1:])
+
+
 # the episodes columns a reader decodes, TEXT ones read as bytes (see _text)
 _ROW_SQL = ("SELECT CAST(task_id AS BLOB), CAST(system AS BLOB), attempt, CAST(status AS BLOB), CAST(error AS BLOB),"
             " CAST(submission AS BLOB), CAST(trajectory AS BLOB), CAST(usage AS BLOB), CAST(started_at AS BLOB),"
