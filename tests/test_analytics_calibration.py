@@ -82,7 +82,10 @@ def _tasks(root: Path) -> list[AnalyticsTask]:
 
 
 def _outputs(run: Path, task_id: str, files: dict[str, bytes]) -> AnalyticsSubmission:
-    rel = f"files/{task_id}"
+    """Attempt 0's files, in its own folder (the only one scoring reads: runs/outputs.py)."""
+    from deskbench.runs.runner import episode_dir
+
+    rel = (episode_dir(run, SYSTEM, task_id, 0) / "result").relative_to(run).as_posix()
     records = []
     for name, data in files.items():
         (run / rel).mkdir(parents=True, exist_ok=True)
@@ -185,7 +188,7 @@ def test_sample_carries_what_a_person_needs_and_the_deciding_verdict(sampled: di
     # files: the comparator decided
     assert (f0.judge_verdict, f0.verdict_source, f0.judge) == (1.0, "comparator", "file comparator")
     assert f1.judge_verdict == 0.0
-    assert f1.output_file and Path(f1.output_file).is_file() and f1.output_file.endswith("files/f1/summary.xlsx")
+    assert f1.output_file and Path(f1.output_file).is_file() and f1.output_file.endswith("/0/result/summary.xlsx")
     assert f1.reference_file and Path(f1.reference_file).is_file()
     # --category qa --n 4: stratified over qa/judge/correct (3) and qa/judge/incorrect (3): 2 + 2
     qa = read_items(sampled["qa_only"])

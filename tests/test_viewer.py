@@ -231,7 +231,7 @@ def test_unknown_episodes_and_tasks_are_404_pages(client: TestClient) -> None:
         r = client.get("/episode", params=params)
         assert r.status_code == 404 and "text/html" in r.headers["content-type"], params
         assert "Not found" in r.text and "Back to the episodes" in r.text
-    assert client.get("/episode", params={"run": "runA", "system": "x", "task": "v/1", "attempt": "x"}).status_code == 422
+    assert client.get("/episode", params={"run": "runA", "system": "x", "task": "v/1", "attempt": "x"}).status_code == 400
     assert client.get("/compare", params={"task": "nope"}).status_code == 404
     assert client.get("/blob", params={"run": "runA", "sha": "0" * 64}).status_code == 404
     for doc in ("../runA/run.sqlite", "/etc/passwd", "..", "nothere.pdf"):
