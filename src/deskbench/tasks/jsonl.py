@@ -39,12 +39,12 @@ class JsonlCaps:
 
 
 PREDICTIONS = JsonlCaps("the predictions file", 256 * MB, 8 * MB)
-"""A predictions file: the official BM25 agent's file for all of MADQA (2,250 questions, every
-step's text and search results in its trajectory) is tens of MB; 256 MB is several times that,
-and read in a few minutes. A line: one question's prediction with its whole trajectory; 8 MB is
-~100x the official agents' largest."""
+"""A predictions file: the official BM25 agent's file for all of MADQA's 2,250 questions (every
+step's text and the pages each search returned in its trajectory) is, at ~10-20 KB a row, tens
+of MB; 256 MB is several times that and still reads in a few minutes. A line is one question's
+prediction with its whole trajectory: 8 MB holds 100 steps of 80 KB each."""
 TASKS = JsonlCaps("the tasks file", 64 * MB, 4 * MB)
-"""A tasks file: MADQA's 2,250 questions take ~1 MB, AIDABench's a few; 64 MB is ~50x that."""
+"""A tasks file: MADQA's 2,250 questions take ~1 MB; 64 MB is ~50x that."""
 WEB_INDEX = JsonlCaps("the recorded-web index", 64 * MB, 4 * MB)
 """A recorded web's index.jsonl: a line per saved page or search (~1 KB, a search's hits ~10 KB)."""
 ANY_JSONL = JsonlCaps("the JSON Lines file", 256 * MB, 8 * MB)
@@ -70,26 +70,26 @@ def capped_lines(path: Path, caps: JsonlCaps, *, digest: _Digest | None = None,
     skip = ", or pass --skip-invalid to skip bad lines" if can_skip else ""
     number = total = 0
     with open_capped(path, caps) as fh:
-        while True:
+
+        def piece() -> bytes:
+            """At most a line cap's worth (+1) of the next line, counted and hashed."""
+            nonlocal total
             raw = fh.readline(caps.max_line + 1)
-            if not raw:
-                return
             total += len(raw)
             if digest is not None:
                 digest.update(raw)
             if total > caps.max_bytes:  # grew while being read
-                raise UserError(f"{path} is over the {megabytes(caps.max_bytes)} cap of {caps.what} (it grew while read); "
-                                "split it into smaller files")
-            problem = None
+                raise UserError(f"{path} is over the {megabytes(caps.max_bytes)} cap of {caps.what} (it grew while "
+                                "read); split it into smaller files")
+            return raw
+
+        while raw := piece():
             if len(raw) > caps.max_line and not raw.endswith(b"\n"):
-                problem = f"the line is over the {megabytes(caps.max_line)} line cap of {caps.what}"
                 while raw and not raw.endswith(b"\n"):  # the rest of the line, a bounded piece at a time
-                    raw = fh.readline(caps.max_line + 1)
-                    total += len(raw)
-                    if digest is not None:
-                        digest.update(raw)
+                    raw = piece()
                 number += 1
-                error = LineError(str(path), number, problem)
+                error = LineError(str(path), number, f"the line is over the {megabytes(caps.max_line)} line cap "
+                                                     f"of {caps.what}")
                 if not skip_invalid:
                     raise UserError(f"{error}; shorten or split it{skip}")
                 if skipped is not None:
