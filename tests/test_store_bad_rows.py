@@ -206,6 +206,10 @@ def test_viewer_run_page_marks_the_row_and_shows_the_others(base: Path, tmp_path
         cells = re.findall(r"<td>(.*?)</td>", marked[0][2], re.S)
         assert cells[:4] == [run.name, A, TASK, attempt]
         assert problem.split(":")[0] in cells[4]
+        if attempt == "0":  # its own page says why it is not shown
+            gone = client.get("/episode", params={"run": run.name, "system": A, "task": TASK, "attempt": "0"})
+            assert gone.status_code == 404 and "it is stored, but" in gone.text
+            assert problem.split(":")[0] in html.unescape(gone.text)
     else:  # the row reads; its transcript does not: the episode is shown, its page says why no transcript
         assert len(rows) == 13 and not marked
         episode = client.get("/episode", params={"run": run.name, "system": A, "task": TASK, "attempt": "0"})

@@ -167,9 +167,12 @@ def create_viewer_app(run_dirs: Sequence[Path | str], corpus_dir: Path | str | N
     @app.get("/episode", response_class=HTMLResponse)
     def episode_page(request: Request, run: str = "", system: str = "", task: str = "", attempt: str = "0") -> HTMLResponse:
         s = session(request)
-        found = catalog.episode(run, system, task, whole_number(attempt, "attempt"))
+        number = whole_number(attempt, "attempt")
+        found = catalog.episode(run, system, task, number)
         if found is None:
-            return missing(s, f"episode {task!r} of {system!r} (attempt {attempt}) in run {run!r}")
+            broken = catalog.unreadable_episode(run, system, task, number)  # stored, but its row cannot be read
+            return missing(s, f"episode {task!r} of {system!r} (attempt {attempt}) in run {run!r}"
+                           + (f" that can be read: it is stored, but {broken.problem}" if broken is not None else ""))
         return render("viewer_episode.html", user=s.user, csrf=s.csrf, c=episode_context(*found))
 
     @app.get("/compare", response_class=HTMLResponse)

@@ -20,7 +20,7 @@ from pydantic import BaseModel, Field
 from deskbench.errors import UserError
 from deskbench.paths import require_run
 from deskbench.runs.diagnose import diagnose_episode
-from deskbench.runs.store import Episode, RunStore
+from deskbench.runs.store import Episode, RunStore, UnreadableEpisode
 from deskbench.runs.transcript import ModelCallEvent, TranscriptDoc
 from deskbench.tasks.analytics import AnalyticsSubmission, AnalyticsTask
 from deskbench.tasks.deliverables import DeliverableSubmission, DeliverableTask
@@ -359,6 +359,12 @@ class Catalog:
             return None
         found = next((e for e in run.store.episodes(system) if e.task_id == task_id and e.attempt == attempt), None)
         return (run, found) if found is not None else None
+
+    def unreadable_episode(self, run_key: str, system: str, task_id: str, attempt: int) -> UnreadableEpisode | None:
+        """The stored episode of that key when its row cannot be read (its page says so)."""
+        run = self.run(run_key)
+        return None if run is None else next(
+            (u for u in run.store.unreadable(system) if u.task_id == task_id and u.attempt == str(attempt)), None)
 
     def episodes_of_task(self, task_id: str) -> list[tuple[ViewerRun, Episode]]:
         """Every episode of one task, over all runs (the compare page's choices)."""
