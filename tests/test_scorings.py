@@ -288,10 +288,12 @@ def test_output_files_a_chart_inline_the_rest_as_downloads(analytics: dict[str, 
     listed = re.search(rf'data-n="{by_name["evil.svg"]}">(.*?)</li>', page, re.S)
     assert listed is not None and "download</a>" in listed.group(1) and "<img" not in listed.group(1)
     assert f"({len(SVG.encode()):,} bytes)" in listed.group(1)
-    # files are named by position only: a path, a negative or out-of-range index, another episode: 404
-    for n in ("../run.sqlite", "/etc/passwd", "-1", "99", "0x0", "1e0", ""):
-        assert c.get("/output", params={**base, "n": n}).status_code == 404, n
-    assert c.get("/output", params={**base, "n": "0", "attempt": "../0"}).status_code == 404
+    # files are named by position only: not a position is a 400 (web/params.py), a position with no
+    # file or another episode a 404
+    for n in ("../run.sqlite", "/etc/passwd", "-1", "0x0", "1e0", ""):
+        assert c.get("/output", params={**base, "n": n}).status_code == 400, n
+    assert c.get("/output", params={**base, "n": "99"}).status_code == 404
+    assert c.get("/output", params={**base, "n": "0", "attempt": "../0"}).status_code == 400
     assert c.get("/output", params={**base, "n": "0", "task": "no-such-task"}).status_code == 404
     # a listed file swapped for a symlink out of the run directory is refused
     target = result / "fake.png"
