@@ -10,8 +10,31 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
+from typing import Protocol
 
-from deskbench.runs.store import Episode
+from deskbench.runs.names import folder_name
+
+
+class Episode(Protocol):
+    """What is read of a stored episode (runs/store.py's Episode): a protocol, not an import,
+    because the store imports the tracks' scorings, which read their outputs here."""
+
+    @property
+    def system(self) -> str: ...
+    @property
+    def task_id(self) -> str: ...
+    @property
+    def attempt(self) -> int: ...
+    @property
+    def submission(self) -> object: ...
+
+
+def episode_dir(run_dir: Path, system: str, task_id: str, attempt: int) -> Path:
+    """Where a new episode's output files go: RUNDIR/outputs/<system>/<task>/<attempt>/, each
+    name from `folder_name`. The one home of that layout. Readers never rebuild it: a submission
+    stores its `files_dir` relative to the run, so runs written with the older slug-only names
+    (before issue 22) keep reading their own folders."""
+    return run_dir / "outputs" / folder_name(system) / folder_name(task_id) / str(attempt)
 
 
 def legacy_episode_dir(run_dir: Path, system: str, task_id: str, attempt: int) -> Path:
@@ -34,8 +57,6 @@ def outputs_folder(run_dir: Path | str, system: str, task_id: str, attempt: int,
     """A submission's files folder, symlinks resolved, when it lies inside the episode's own
     folder (episode_dir's for its system, task and attempt, or the older slug-only one) and is a
     directory; None otherwise (no files_dir, or one pointing anywhere else in the run or outside)."""
-    from deskbench.runs.runner import episode_dir  # the one home of the layout (imported late: runner imports agents)
-
     if not files_dir:
         return None
     try:

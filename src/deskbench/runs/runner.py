@@ -22,7 +22,7 @@ from typing import Protocol
 from deskbench.agents.base import Agent, AgentContext, AgentResult
 from deskbench.models.cache import ATTEMPT
 from deskbench.models.types import ProviderRefused
-from deskbench.runs.names import folder_name
+from deskbench.runs.outputs import episode_dir as episode_dir  # the layout's home; importers read it here too
 from deskbench.runs.store import Episode, RunStore, now
 from deskbench.tasks.docqa import DocQASubmission, DocQATask
 
@@ -77,14 +77,6 @@ class RunCounts:
 
 def system_name(agent: str, model: str) -> str:
     return f"{agent}:{model}"
-
-
-def episode_dir(run_dir: Path, system: str, task_id: str, attempt: int) -> Path:
-    """Where a new episode's output files go: RUNDIR/outputs/<system>/<task>/<attempt>/, each
-    name from `folder_name`. The one home of that layout. Readers never rebuild it: a submission
-    stores its `files_dir` relative to the run, so runs written with the older slug-only names
-    (before issue 22) keep reading their own folders."""
-    return run_dir / "outputs" / folder_name(system) / folder_name(task_id) / str(attempt)
 
 
 async def run_episodes(
