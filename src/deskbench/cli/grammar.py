@@ -167,6 +167,8 @@ FLAGS: tuple[Flag, ...] = (
     _f("--host", "ADDR", "address to bind (127.0.0.1 keeps it on this machine)"),
     _f("--port", "N", "port to bind"),
     _f("--transport", "NAME", "stdio | http"),
+    _f("--max-episodes", "N", "episodes an MCP server opens before it refuses calls"),
+    _f("--max-calls-per-second", "N", "tool calls a second an MCP server takes, all clients together"),
     _f("--viewer-url", "URL", "a running `deskbench view` to link episodes to"),
     _f("--session-idle", "DURATION", "a web session ends after this long without a request"),
     _f("--session-max", "DURATION", "a web session ends this long after its login"),
