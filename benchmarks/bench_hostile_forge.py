@@ -145,8 +145,16 @@ def listening(pid):
 
 async def hunt(pid, paths, plan, seconds):
     """Find the episode's port in /proc and answer on it before the agent does."""
+    import psutil
+
     deadline, tried, log = time.monotonic() + seconds, {}, []
-    while time.monotonic() < deadline:
+    def alive():
+        try:
+            return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
+        except psutil.NoSuchProcess:
+            return False
+
+    while time.monotonic() < deadline and alive():
         for port in sorted(listening(pid)):
             for path in paths:
                 key = (port, path)
