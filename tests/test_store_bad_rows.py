@@ -267,3 +267,20 @@ def test_a_key_column_that_is_not_utf8_is_named_too(base: Path, tmp_path: Path, 
         assert len(lines) == 1 and f"{column}: UnicodeDecodeError" in lines[0] and "xff" in lines[0], proc.stderr
     page = viewer(run).get("/")
     assert page.status_code == 200 and len(ROW.findall(page.text)) == 12 and len(MARKED.findall(page.text)) == 1
+
+
+def test_a_transcript_that_inflates_past_the_cap_is_an_unreadable_row_not_a_memory_grab(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A forged transcript blob (a zlib bomb) stops at MAX_DECODED_BYTES, a ValueError the store
+    reads as an unreadable row; a cut stream stays zlib's own error; a whole one still decodes."""
+    from deskbench.runs import transcript
+    from deskbench.runs.store import UNREADABLE_ERRORS
+
+    monkeypatch.setattr(transcript, "MAX_DECODED_BYTES", 1024)
+    doc = transcript.TranscriptDoc(events=[])
+    assert transcript.decode(transcript.CODEC, transcript.encode(doc)) == doc
+    bomb = zlib.compress(b'{"events": [' + b" " * 10_000_000 + b"]}", 9)
+    with pytest.raises(ValueError, match="decompresses past") as caught:
+        transcript.decode(transcript.CODEC, bomb)
+    assert isinstance(caught.value, UNREADABLE_ERRORS)
+    with pytest.raises(zlib.error, match="truncated"):
+        transcript.decode(transcript.CODEC, transcript.encode(doc)[:-4])

@@ -183,10 +183,21 @@ def encode(doc: TranscriptDoc) -> bytes:
     return zlib.compress(doc.model_dump_json(exclude_defaults=False).encode(), _LEVEL)
 
 
+MAX_DECODED_BYTES = 256 * 1024 * 1024  # a stored row is data: a zlib bomb must not fill memory
+
+
 def decode(codec: str, body: bytes) -> TranscriptDoc:
+    """The stored transcript; a ValueError (an unreadable row, runs/store.py) past
+    MAX_DECODED_BYTES rather than decompressing whatever a forged row holds."""
     if codec != CODEC:
         raise ValueError(f"unknown transcript codec {codec!r}")
-    return TranscriptDoc.model_validate_json(zlib.decompress(body))
+    inflate = zlib.decompressobj()
+    raw = inflate.decompress(body, MAX_DECODED_BYTES)
+    if inflate.unconsumed_tail:
+        raise ValueError(f"the transcript decompresses past {MAX_DECODED_BYTES // 2**20} MB")
+    if not inflate.eof:  # zlib.decompress's own error for a cut stream (the object form returns what it has)
+        raise zlib.error("Error -5 while decompressing data: incomplete or truncated stream")
+    return TranscriptDoc.model_validate_json(raw)
 
 
 def texts(doc: TranscriptDoc) -> Sequence[str]:
