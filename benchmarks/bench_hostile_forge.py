@@ -48,7 +48,7 @@ from bench_hostile_store import GUESS, guess_run, model_env, tasks_file  # noqa:
 from conftest import write_text_pdf  # noqa: E402
 from fake_openai import FakeOpenAI  # noqa: E402
 from hostile_common import Env, markdown_rows, print_rows, run_identity  # noqa: E402
-from hostile_watch import Bounded, TreeWatch, kill_tree  # noqa: E402
+from hostile_watch import Bounded, TreeWatch, bounded, kill_tree  # noqa: E402
 from http_double import LocalJsonServer  # noqa: E402
 from test_hostile_web import deskbench_server, peak_rss_mb, try_token  # noqa: E402
 
@@ -290,25 +290,10 @@ def _limit_as(mb: int) -> Callable[[], None]:
 
 def watched(argv: list[str], env: Env, *, kill_after: float = 120.0, kill_rss_mb: float = 4096.0,
             limit_as_mb: int | None = None, stdin: int | None = subprocess.DEVNULL) -> Bounded:
-    """`argv` in a subprocess with `env` added, timed, its tree's RSS sampled every 20 ms; killed
-    past `kill_after` s or `kill_rss_mb` (tree) so a probe cannot take the machine."""
-    started = time.monotonic()
-    proc = subprocess.Popen(argv, stdin=stdin, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            errors="replace", env={**os.environ, **env},
-                            preexec_fn=_limit_as(limit_as_mb) if limit_as_mb else None)
-    watch = TreeWatch(proc.pid)
-    out: dict[str, str] = {}
-    reader = threading.Thread(target=lambda: out.update(zip(("stdout", "stderr"), proc.communicate())), daemon=True)
-    reader.start()
-    while proc.poll() is None and time.monotonic() - started < kill_after and watch.tree < kill_rss_mb:
-        watch.sample()
-        time.sleep(0.02)
-    killed = proc.poll() is None
-    if killed:
-        kill_tree(watch.root)
-    reader.join(30)
-    return Bounded(proc.returncode, out.get("stdout", ""), out.get("stderr", ""), time.monotonic() - started,
-                   watch.peak, watch.tree, killed)
+    """`argv` as tests/hostile_watch.py bounds it; killed past `kill_after` s or `kill_rss_mb`
+    (tree) so a probe cannot take the machine, its address space capped when asked."""
+    return bounded(argv, kill_after=kill_after, env=env, kill_rss_mb=kill_rss_mb, stdin=stdin,
+                   preexec_fn=_limit_as(limit_as_mb) if limit_as_mb else None)
 
 
 def cli(env: Env, *args: str, **kw: Any) -> Bounded:

@@ -71,18 +71,32 @@ def bounded_cli(*args: str, kill_after: float = 3 * SECONDS, env: dict[str, str]
                 kill_rss_mb: float = 6144.0) -> Bounded:
     """`deskbench ARGS` in a subprocess, timed and watched; killed (and the test failed by the
     bound) if it runs past `kill_after`."""
+    return bounded([sys.executable, "-m", "deskbench.cli", *args], kill_after=kill_after, env=env,
+                   kill_rss_mb=kill_rss_mb, stdin=None)
+
+
+def bounded(argv: list[str], *, kill_after: float = 3 * SECONDS, env: dict[str, str] | None = None,
+            kill_rss_mb: float = 6144.0, stdin: int | None = subprocess.DEVNULL,
+            preexec_fn: Any = None) -> Bounded:
+    """`argv` in a subprocess with `env` added, timed, its tree's RSS sampled every 20 ms; killed
+    past `kill_after` s or `kill_rss_mb` (the tree's sum). Its output is read while it runs, so a
+    command that writes much cannot stall on a full pipe."""
     started = time.monotonic()
-    proc = subprocess.Popen([sys.executable, "-m", "deskbench.cli", *args], stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True, env={**os.environ, **(env or {})})
+    proc = subprocess.Popen(argv, stdin=stdin, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            errors="replace", env={**os.environ, **(env or {})}, preexec_fn=preexec_fn)
     watch = TreeWatch(proc.pid)
+    out: dict[str, str] = {}
+    reader = threading.Thread(target=lambda: out.update(zip(("stdout", "stderr"), proc.communicate())), daemon=True)
+    reader.start()
     while proc.poll() is None and time.monotonic() - started < kill_after and watch.tree < kill_rss_mb:
         watch.sample()
         time.sleep(0.02)
     killed = proc.poll() is None
     if killed:
         kill_tree(watch.root)
-    out, err = proc.communicate()
-    return Bounded(proc.returncode, out, err, time.monotonic() - started, watch.peak, watch.tree, killed)
+    reader.join(30)
+    return Bounded(proc.returncode, out.get("stdout", ""), out.get("stderr", ""), time.monotonic() - started,
+                   watch.peak, watch.tree, killed)
 
 
 def _free_port() -> int:

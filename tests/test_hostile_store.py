@@ -17,7 +17,8 @@ import pytest
 from fake_openai import FakeOpenAI
 from hostile_watch import bounded_cli
 
-from deskbench.runs.runner import episode_dir, folder_name
+from deskbench.runs.names import folder_name
+from deskbench.runs.outputs import episode_dir
 from deskbench.runs.store import RunStore
 
 GUESS_REPLY = {"kind": "text", "text": '{"answer": ["x"], "citations": []}'}
