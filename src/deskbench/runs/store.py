@@ -661,36 +661,29 @@ class RunStore:
                     self.note_unreadable(row)
         return good
 
-    def episode_rows(self, system: str | None = None) -> list[Episode | UnreadableEpisode]:
-        """Every stored episode (of `system`) in the order stored, each row read on its own: one
-        that cannot be read is an UnreadableEpisode in its place (the viewer marks it)."""
-        sql, params = _ROW_SQL, ()
-        if system is not None:
-            sql, params = sql + " WHERE system = ?", (system,)
-        kind = get_track(self.track()).submission_type
-        return [_decode_row(row, kind) for row in self._conn().execute(sql + " ORDER BY rowid", params)]
-
-    def episodes(self, system: str | None = None) -> list[Episode]:
-        """The episodes that can be read; each unreadable one is named once on stderr (one line:
-        task, system, attempt, what is wrong) and kept in `skipped`, so that every command that
-        reads a run goes on with the rest and says what it left out."""
-        out: list[Episode] = []
-        for row in self.episode_rows(system):
-            if isinstance(row, Episode):
-                out.append(row)
-            else:
-                self.note_unreadable(row)
-        return out
-
-    def iter_episodes(self, system: str | None = None) -> Iterator[Episode]:
-        """`episodes`, one row decoded at a time (an export of a run bigger than memory): the
-        unreadable ones are named and kept in `skipped` as `episodes` does."""
+    def _decoded(self, system: str | None) -> Iterator[Episode | UnreadableEpisode]:
+        """Every stored episode (of `system`) in the order stored, one row decoded at a time."""
         sql, params = _ROW_SQL, ()
         if system is not None:
             sql, params = sql + " WHERE system = ?", (system,)
         kind = get_track(self.track()).submission_type
         for raw in self._conn().execute(sql + " ORDER BY rowid", params):
-            row = _decode_row(raw, kind)
+            yield _decode_row(raw, kind)
+
+    def episode_rows(self, system: str | None = None) -> list[Episode | UnreadableEpisode]:
+        """Every stored episode (of `system`) in the order stored, each row read on its own: one
+        that cannot be read is an UnreadableEpisode in its place (the viewer marks it)."""
+        return list(self._decoded(system))
+
+    def episodes(self, system: str | None = None) -> list[Episode]:
+        """The episodes that can be read; each unreadable one is named once on stderr (one line:
+        task, system, attempt, what is wrong) and kept in `skipped`, so that every command that
+        reads a run goes on with the rest and says what it left out."""
+        return list(self.iter_episodes(system))
+
+    def iter_episodes(self, system: str | None = None) -> Iterator[Episode]:
+        """`episodes`, one row decoded at a time (an export of a run bigger than memory)."""
+        for row in self._decoded(system):
             if isinstance(row, Episode):
                 yield row
             else:
