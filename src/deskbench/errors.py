@@ -68,9 +68,14 @@ def read_user_file(path: Path, what: str, max_bytes: int | None = None) -> bytes
         except OSError as exc:
             raise UserError(f"{path}: cannot read {what} ({exc.strerror or exc})") from None
     if max_bytes is not None and len(data) > max_bytes:
-        raise UserError(f"{path} is over the {megabytes(max_bytes)} cap of {what} (it grew while read); "
-                        "split it into smaller files")
+        raise grew_past(path, max_bytes, what)
     return data
+
+
+def grew_past(path: Path, max_bytes: int, what: str) -> UserError:
+    """A file that passed its size cap when opened and was past it once read (written meanwhile)."""
+    return UserError(f"{path} is over the {megabytes(max_bytes)} cap of {what} (it grew while read); "
+                     "split it into smaller files")
 
 
 def no_such_file(path: Path, what: str) -> UserError:

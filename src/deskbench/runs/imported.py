@@ -91,15 +91,6 @@ def imported_label(system: str) -> str:
     return f"{system} (imported)"
 
 
-def file_sha256(path: Path) -> str:
-    """The sha256 of a predictions file, read a block at a time (regular files only, capped)."""
-    digest = hashlib.sha256()
-    with open_capped(path, PREDICTIONS) as fh:
-        while block := fh.read(1 << 20):
-            digest.update(block)
-    return digest.hexdigest()
-
-
 def is_error_row(sub: DocQASubmission) -> bool:
     """An official error row: an error and no answer (the BM25 agent writes no answer, the RLM []).
     A row with an error and an answer keeps its answer."""

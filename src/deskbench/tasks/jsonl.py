@@ -20,7 +20,7 @@ from typing import IO, Any, Generic, Protocol, TypeVar
 from pydantic import BaseModel, ValidationError
 from pydantic_core import to_json
 
-from deskbench.errors import UserError, megabytes, open_user_file
+from deskbench.errors import UserError, grew_past, megabytes, open_user_file
 
 M = TypeVar("M", bound=BaseModel)
 
@@ -79,8 +79,7 @@ def capped_lines(path: Path, caps: JsonlCaps, *, digest: _Digest | None = None,
             if digest is not None:
                 digest.update(raw)
             if total > caps.max_bytes:  # grew while being read
-                raise UserError(f"{path} is over the {megabytes(caps.max_bytes)} cap of {caps.what} (it grew while "
-                                "read); split it into smaller files")
+                raise grew_past(path, caps.max_bytes, caps.what)
             return raw
 
         while raw := piece():
