@@ -16,7 +16,7 @@ from deskbench.runs.outcomes import ItemOutcome, outcomes_of
 from deskbench.runs.store import Episode, RunStore
 from deskbench.tasks.docqa import DocQASubmission, DocQATask
 from deskbench.tracks.analytics.outcomes import analytics_outcomes
-from deskbench.tracks.registry import tracks
+from deskbench.contract.registry import tracks
 
 TASKS = [DocQATask(id=f"t{i}", question=f"q{i}?", answer_variants=[[f"answer {i}"]]) for i in range(12)]
 

@@ -28,7 +28,7 @@ from deskbench.runs.store import RunStore
 from deskbench.runs.track import execute_run
 from deskbench.tasks.docqa import DocQATask
 from deskbench.tracks.docqa.run import RunSpec, prepare
-from deskbench.tracks.registry import get_track
+from deskbench.contract.registry import get_track
 
 try:  # the test extra installs deskbench[inspect]: missing in CI is a failure, elsewhere a skip
     import inspect_ai.log as inspect_log

@@ -22,7 +22,7 @@ from typer.testing import CliRunner
 from deskbench.cli import panels
 from deskbench.cli.app import app
 from deskbench.runs.track_options import COMMON, own_options
-from deskbench.tracks.registry import BUILTIN
+from deskbench.contract.registry import BUILTIN
 
 # Modules a `--version` or a `--help` must not import: each is imported when a command needs it.
 NOT_AT_START = ("openai", "anthropic", "pandas", "numpy", "matplotlib", "pydantic", "asyncio",

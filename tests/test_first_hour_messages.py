@@ -93,7 +93,7 @@ def test_an_agent_of_another_track_is_named_on_every_track(beside: Path) -> None
 
 
 def test_the_tasks_decide_the_track_before_the_agent() -> None:
-    from deskbench.tracks.registry import tracks_of_tasks
+    from deskbench.contract.registry import tracks_of_tasks
 
     assert [t.name for t in tracks_of_tasks(ANALYTICS_TASKS)] == ["analytics"]
     assert [t.name for t in tracks_of_tasks(DOCQA_TASKS)] == ["docqa"]
@@ -101,7 +101,7 @@ def test_the_tasks_decide_the_track_before_the_agent() -> None:
 
 
 def test_analytics_tasks_with_a_bad_value_are_still_analytics_tasks(tmp_path: Path) -> None:
-    from deskbench.tracks.registry import tracks_of_tasks
+    from deskbench.contract.registry import tracks_of_tasks
 
     row = json.loads(ANALYTICS_TASKS.read_text().splitlines()[0]) | {"difficulty_steps": "many"}
     (tmp_path / "t.jsonl").write_text(json.dumps(row) + "\n")

@@ -15,12 +15,13 @@ from echo_track import TRACK, EchoSubmission, EchoTask, EchoTrack
 from typer.testing import CliRunner
 
 from deskbench.cli import app
+from deskbench.contract.registry import register_track, tracks, unregister_track
+from deskbench.contract.track import Track
 from deskbench.errors import UserError
 from deskbench.report.models import ReportSection, SectionData
 from deskbench.report.sections import outcomes_section
 from deskbench.runs.outcomes import OutcomeOptions
 from deskbench.runs.store import RunStore
-from deskbench.tracks.registry import register_track, tracks, unregister_track
 
 TASKS = [EchoTask(id=f"e{i}", text=text, expected=expected) for i, (text, expected) in enumerate(
     [("abc", "ABC"), ("Mixed", "MIXED"), ("x", "X"), ("Q", "q"), ("hello", "HELLO"), ("lo", "LO")])]
@@ -139,15 +140,20 @@ def test_a_fourth_track_renders_its_own_section_template(tmp_path: Path) -> None
     assert "2 echo system(s).</p>" in html  # its words in the page's opening line
 
 
-def test_a_track_without_a_report_section_is_refused() -> None:
-    class NoReport:  # everything a Track has but report_section
+def test_a_track_must_subclass_the_contract_and_fill_its_abstract_members() -> None:
+    class Lookalike:  # every member of a Track, but not one
         pass
 
     for member in ("name", "title", "task_type", "submission_type", "outcome_definition", "limit_category",
                    "run_options", "score_options", "compare_options"):
-        setattr(NoReport, member, getattr(TRACK, member))
+        setattr(Lookalike, member, getattr(TRACK, member))
     for method in ("claims", "task_json", "load_task", "outcomes", "scorer_options", "diagnose_output", "prepare",
-                   "show_scores"):
-        setattr(NoReport, method, getattr(EchoTrack, method))
-    with pytest.raises(TypeError, match="does not implement the Track protocol"):
-        register_track(NoReport())  # type: ignore[arg-type]
+                   "show_scores", "report_section"):
+        setattr(Lookalike, method, getattr(EchoTrack, method))
+    with pytest.raises(TypeError, match="does not subclass deskbench.contract.track.Track"):
+        register_track(Lookalike())  # type: ignore[arg-type]
+
+    del_prepare = {k: v for k, v in vars(EchoTrack).items() if k != "prepare"}
+    Partial = type("Partial", (Track,), del_prepare)
+    with pytest.raises(TypeError, match="prepare"):
+        Partial()

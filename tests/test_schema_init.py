@@ -22,7 +22,7 @@ from deskbench.generate.demo import bundled_dir
 from deskbench.runs.store import RunStore
 from deskbench.tasks.analytics import read_tasks as read_analytics
 from deskbench.tasks.docqa import read_tasks as read_docqa
-from deskbench.tracks.registry import register_track, unregister_track
+from deskbench.contract.registry import register_track, unregister_track
 
 DEMO = bundled_dir()
 
@@ -192,7 +192,7 @@ def test_user_mistakes_are_one_line_and_exit_2(tmp_path: Path) -> None:
 
 def test_formats_md_names_every_field_of_every_model() -> None:
     from deskbench.cli.schema import models_of
-    from deskbench.tracks.registry import BUILTIN, get_track
+    from deskbench.contract.registry import BUILTIN, get_track
 
     text = (Path(__file__).parent.parent / "docs" / "formats.md").read_text(encoding="utf-8")
     missing: list[str] = []

@@ -6,7 +6,7 @@ from __future__ import annotations
 from deskbench.tracks.analytics.agent import ANALYTICS_AGENTS
 from deskbench.tracks.deliverables.agent import DELIVERABLE_AGENTS
 from deskbench.tracks.docqa.agents.registry import AGENTS
-from deskbench.tracks.registry import get_track
+from deskbench.contract.registry import get_track
 
 
 def test_track_agent_names_match_their_registries() -> None:

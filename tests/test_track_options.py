@@ -18,7 +18,7 @@ from deskbench.runs.store import RunStore
 from deskbench.runs.track_options import COMMON, option_names, own_options, takes
 from deskbench.scoring.attempts import attempt_metrics
 from deskbench.tasks.docqa import DocQATask
-from deskbench.tracks.registry import BUILTIN
+from deskbench.contract.registry import BUILTIN
 
 
 def _invoke(args: list[str]) -> BaseException | None:

@@ -8,7 +8,7 @@ Two ways in, both consulted only after the built-ins and only when a name is loo
 
 A plugin that fails to import or is not what its group needs is one line naming it (UserError,
 exit 2), never a traceback. The per-track agent registries, `models/registry.py` PROVIDERS and
-`tracks/registry.py` call `lookup`; nothing here imports a track (no import cycles).
+`contract/registry.py` call `lookup`; nothing here imports a track (no import cycles).
 
 What each group's object is:
 - agents: a class (or factory) built with no arguments, whose instances follow the agent

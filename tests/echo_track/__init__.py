@@ -18,6 +18,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict
 
 from deskbench.agents.base import AgentResult
+from deskbench.contract.track import Track
 from deskbench.errors import UserError
 from deskbench.report.models import ReportSection
 from deskbench.report.sections import outcomes_section
@@ -45,7 +46,7 @@ class EchoSubmission(BaseModel):
 AGENTS: dict[str, Callable[[str], str]] = {"echo-upper": str.upper, "echo-lower": str.lower}
 
 
-class EchoTrack:
+class EchoTrack(Track):
     name = "echo"
     title = "echo (test track)"
     task_type: type[BaseModel] = EchoTask

@@ -129,7 +129,7 @@ def register(app: typer.Typer) -> None:
         from deskbench.analysis.compare import compare as compare_outcomes
         from deskbench.models.registry import preflight
         from deskbench.runs.track_options import check_options, given_flags
-        from deskbench.tracks.registry import get_track
+        from deskbench.contract.registry import get_track
 
         if not run_dirs:
             raise UserError("give the run directories to compare")

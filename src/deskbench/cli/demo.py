@@ -132,7 +132,7 @@ def _record_scorings(run_dirs: list[Path]) -> None:
 
     from deskbench.runs.store import RunStore
     from deskbench.runs.track import RunRequest
-    from deskbench.tracks.registry import get_track
+    from deskbench.contract.registry import get_track
 
     for run_dir in run_dirs:
         store = RunStore(run_dir, create=False)

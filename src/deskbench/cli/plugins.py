@@ -23,21 +23,21 @@ def register(app: typer.Typer) -> None:
 
 
 def _builtin_agents() -> list[tuple[str, str]]:
-    from deskbench.tracks.registry import BUILTIN, tracks
+    from deskbench.contract.registry import BUILTIN, tracks
 
     return [(a, f"built-in ({t.name})" if t.name in BUILTIN else f"track {t.name}")
             for t in tracks().values() for a in t.agents]
 
 
 def _builtin_scorers() -> list[tuple[str, str]]:
-    from deskbench.tracks.registry import tracks
+    from deskbench.contract.registry import tracks
 
     return [(f"{t.name} (default)", "built-in: the track's own scorer and its --judge flags") for t in tracks().values()]
 
 
 def _builtin_tracks() -> list[tuple[str, str]]:
     from deskbench.plugins import declared
-    from deskbench.tracks.registry import BUILTIN, tracks
+    from deskbench.contract.registry import BUILTIN, tracks
 
     plugged = declared("tracks")
     return [(name, "built-in" if name in BUILTIN else "registered") for name in tracks() if name not in plugged]

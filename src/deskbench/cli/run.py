@@ -86,7 +86,7 @@ def run(
     from deskbench.models.registry import preflight
     from deskbench.runs.track import RunRequest
     from deskbench.runs.track_options import check_options, given_flags
-    from deskbench.tracks.registry import track_for
+    from deskbench.contract.registry import track_for
 
     track = track_for(tasks, agent or [])
     check_options("run", track.name, given_flags(ctx, "run"))  # a flag the track does not take is named, not ignored

@@ -72,7 +72,7 @@ def score(
     from deskbench.runs.track import RunRequest
     from deskbench.runs.track_options import check_options, given_flags
     from deskbench.tracks.docqa.score_command import DocQAScoreArgs, score_predictions
-    from deskbench.tracks.registry import get_track
+    from deskbench.contract.registry import get_track
 
     if not submissions.exists():  # a typo is named as one, before --tasks is asked for
         from deskbench.errors import no_such_file

@@ -185,7 +185,7 @@ async def serve_corpus(corpus: Path, out: Path, *, transport: str, port: int, qu
 
 async def serve_tasks(tasks: Path, out: Path, *, task: str | None, transport: str, port: int, max_rounds: int = 20,
                       limits: ServerLimits = ServerLimits()) -> None:
-    from deskbench.tracks.registry import track_for
+    from deskbench.contract.registry import track_for
 
     track = track_for(tasks, [SYSTEM])
     _register()

@@ -35,7 +35,7 @@ def build_report(run_dirs: Sequence[Path], options: Mapping[str, OutcomeOptions]
     closed when its section is done) and reads the ones it takes; others are unused. `options`:
     a track's scorer already built, by track name (a caller holding its own judges, a test's fake),
     used instead of building one."""
-    from deskbench.tracks.registry import get_track, tracks
+    from deskbench.contract.registry import get_track, tracks
 
     if not run_dirs:
         raise UserError("give at least one run directory")

@@ -16,7 +16,7 @@ from deskbench.runs.outcomes import OutcomeOptions
 
 if TYPE_CHECKING:
     from deskbench.runs.store import RunStore
-    from deskbench.tracks.registry import Track
+    from deskbench.contract.track import Track
 
 
 def outcomes_section(track: Track, stores: Sequence[RunStore], options: OutcomeOptions) -> ReportSection:

@@ -137,7 +137,7 @@ def error_detail(error: str) -> str:
 def diagnose_episode(episode: Episode, task: object | None, track: str = "docqa") -> EpisodeDiagnosis:
     """An episode's one category: a failed episode by its error (the same for every track), an
     ok one by what its track says it had to produce (`Track.diagnose_output`)."""
-    from deskbench.tracks.registry import get_track
+    from deskbench.contract.registry import get_track
 
     def verdict(category: str, detail: str = "") -> EpisodeDiagnosis:
         return EpisodeDiagnosis(task_id=episode.task_id, system=episode.system, attempt=episode.attempt,

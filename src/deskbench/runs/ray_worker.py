@@ -158,7 +158,7 @@ class EpisodeWorker:
         async with self._opening:
             if self._prep is None:
                 from deskbench.models.capabilities import use_capabilities
-                from deskbench.tracks.registry import track_for
+                from deskbench.contract.registry import track_for
 
                 if self._request.option("capabilities") is not None:
                     use_capabilities(self._request.option("capabilities"))

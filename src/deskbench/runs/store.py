@@ -31,10 +31,10 @@ from deskbench.tasks.analytics import AnalyticsTask
 from deskbench.tasks.deliverables import DeliverableTask
 from deskbench.tasks.docqa import DocQATask
 from deskbench.tasks.trajectory import ModelCallStep, TrajectoryStep
-from deskbench.tracks.registry import get_track, track_of_task, tracks
+from deskbench.contract.registry import get_track, track_of_task, tracks
 
 EpisodeStatus = Literal["ok", "error", "limit"]
-Track = str  # a registered track's name (tracks/registry.py)
+Track = str  # a registered track's name (contract/registry.py)
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -117,7 +117,7 @@ class Episode(BaseModel):
     attempt: int = 0
     status: EpisodeStatus
     error: str | None = None  # the exception text, or why the limit was reached
-    # the run's track's submission type (the store reads it as that; tracks/registry.py)
+    # the run's track's submission type (the store reads it as that; contract/registry.py)
     submission: SerializeAsAny[BaseModel] | None = None
     trajectory: list[TrajectoryStep] = Field(default_factory=list)
     usage: Usage = Field(default_factory=Usage)

@@ -2,7 +2,7 @@
 
 A flag a track does not take is an error naming the track, never silently ignored. The options
 every track takes are listed here; each track declares its own (`Track.run_options`,
-`score_options`, `compare_options`, tracks/registry.py), so a fourth track adds none here.
+`score_options`, `compare_options`, contract/registry.py), so a fourth track adds none here.
 
 Options are named by their primary flag (the first of a --x/--no-x pair). `given_flags` reads
 from the command's click context which flags the user actually gave (the command line or the
@@ -38,7 +38,7 @@ COMMON: dict[str, frozenset[str]] = {"run": RUN_COMMON, "score": SCORE_COMMON, "
 
 def own_options(command: str, track: str) -> frozenset[str]:
     """The options `track` itself declares for `command` (its `run_options`, ...)."""
-    from deskbench.tracks.registry import get_track
+    from deskbench.contract.registry import get_track
 
     return frozenset(getattr(get_track(track), f"{command}_options"))
 

@@ -1,2 +1,2 @@
-"""The tracks: docqa, analytics, deliverables, each an implementation of tracks/registry.py's
+"""The tracks: docqa, analytics, deliverables, each an implementation of contract/registry.py's
 `Track` protocol; a fourth registers itself with `register_track`."""

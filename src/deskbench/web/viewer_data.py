@@ -245,7 +245,7 @@ def _agent_of(run: ViewerRun, system: str) -> tuple[str, bool | None]:
     run's identity meta names the agent; a system run before identity was kept is matched by
     its name (`agent:model`, `agent[tags]:model`) against the track's built-in agents."""
     from deskbench.runs.identity import stored_identities
-    from deskbench.tracks.registry import get_track
+    from deskbench.contract.registry import get_track
 
     try:
         builtins = set(get_track(run.track).agents)

@@ -207,7 +207,7 @@ SCORERS: dict[str, Scorer] = {"docqa": docqa_scores, "analytics": analytics_scor
 
 def outcome_scores(store: RunStore, system: str) -> Scores:
     """Any other track: its outcomes, on its default (no-judge) scorer."""
-    from deskbench.tracks.registry import get_track
+    from deskbench.contract.registry import get_track
 
     return {(o.task_id, o.attempt): _from_outcome(o)
             for o in get_track(store.track()).outcomes(store, system, OutcomeOptions(concurrency=CONCURRENCY))}

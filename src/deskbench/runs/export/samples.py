@@ -24,7 +24,8 @@ from deskbench.runs.protocol import ProtocolNote, stored_protocol
 from deskbench.runs.store import Episode, RunStore, UnreadableTranscript
 from deskbench.runs.transcript import ModelCallEvent, TranscriptDoc, expand, open_recorded_corpus
 from deskbench.tasks.trajectory import ModelCallStep, ToolCallStep
-from deskbench.tracks.registry import Track, get_track
+from deskbench.contract.registry import get_track
+from deskbench.contract.track import Track
 
 if TYPE_CHECKING:
     from deskbench.corpus import Corpus

@@ -9,6 +9,8 @@ from typing import TYPE_CHECKING
 
 from pydantic import BaseModel
 
+from deskbench.contract.track import Track
+
 from deskbench.tasks.analytics import AnalyticsSubmission, AnalyticsTask
 from deskbench.tracks.analytics.outcomes import DEFINITION as ANALYTICS_DEFINITION
 
@@ -19,7 +21,7 @@ if TYPE_CHECKING:
     from deskbench.runs.track import PreparedRun, RunRequest
 
 
-class AnalyticsTrack:
+class AnalyticsTrack(Track):
     name = "analytics"
     title = "analytics (AIDABench)"
     task_type: type[BaseModel] = AnalyticsTask

@@ -10,6 +10,8 @@ from typing import TYPE_CHECKING
 
 from pydantic import BaseModel
 
+from deskbench.contract.track import Track
+
 from deskbench.tasks.deliverables import DeliverableSubmission, DeliverableTask
 from deskbench.tracks.deliverables.outcomes import DEFINITION as DELIVERABLES_DEFINITION
 
@@ -20,7 +22,7 @@ if TYPE_CHECKING:
     from deskbench.runs.track import PreparedRun, RunRequest
 
 
-class DeliverablesTrack:
+class DeliverablesTrack(Track):
     name = "deliverables"
     title = "deliverables (consulting DRA)"
     task_type: type[BaseModel] = DeliverableTask

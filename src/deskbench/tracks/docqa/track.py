@@ -9,6 +9,8 @@ from typing import TYPE_CHECKING
 
 from pydantic import BaseModel
 
+from deskbench.contract.track import Track
+
 from deskbench.tasks.docqa import DocQASubmission, DocQATask
 from deskbench.tracks.docqa.outcomes import DEFINITION as DOCQA_DEFINITION
 
@@ -19,7 +21,7 @@ if TYPE_CHECKING:
     from deskbench.runs.track import PreparedRun, RunRequest
 
 
-class DocQATrack:
+class DocQATrack(Track):
     name = "docqa"
     title = "docqa (MADQA)"
     task_type: type[BaseModel] = DocQATask

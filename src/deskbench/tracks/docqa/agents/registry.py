@@ -34,7 +34,7 @@ def make_agent(name: str) -> Agent:
         factory = agent_factory("docqa", name)
         if factory is not None:
             return factory()  # type: ignore[return-value]
-        from deskbench.tracks.registry import tracks
+        from deskbench.contract.registry import tracks
 
         known = dict.fromkeys(a for t in tracks().values() for a in t.agents)  # external is every track's
         raise UserError(f"unknown agent {name!r}; choose one of: {', '.join(known)}, or a plugin (package.module:Name)")

@@ -1,4 +1,4 @@
-"""The `Track` protocol and the registry of tracks.
+"""The registry of tracks (the contract itself: contract/track.py).
 
 A track is what the harness needs to know about one benchmark system: its task and submission
 types (how the run store writes and reads them), which `--tasks` it claims, and how one item of
@@ -15,84 +15,15 @@ type, and the built-ins are imported only when first asked for.
 from __future__ import annotations
 
 import importlib
-from collections.abc import Mapping, Sequence
-from contextlib import AbstractContextManager
+from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 from pydantic import BaseModel
 
+from deskbench.contract.track import Track
 from deskbench.errors import UserError
 
-if TYPE_CHECKING:
-    from deskbench.report.models import ReportSection
-    from deskbench.runs.outcomes import ItemOutcome, OutcomeOptions
-    from deskbench.runs.store import Episode, RunStore
-    from deskbench.runs.track import PreparedRun, RunRequest
-
 BUILTIN = ("docqa", "analytics", "deliverables")  # modules deskbench.tracks.<name>.track, each with TRACK
-
-
-@runtime_checkable
-class Track(Protocol):
-    """One benchmark system of the harness."""
-
-    name: str  # as stored in a run's meta and shown to users
-    title: str  # "docqa (MADQA)"
-    task_type: type[BaseModel]
-    submission_type: type[BaseModel]
-    outcome_definition: str  # how an item's score and binary outcome are defined, in words (compare shows it)
-    agents: tuple[str, ...]  # the --agent names it runs (`deskbench run` lists them all for an unknown one)
-    limit_category: str  # what `diagnose` calls an episode that ran out of its budget ("step_limit", "round_limit")
-    run_options: frozenset[str]  # the flags of `deskbench run` it takes beyond every track's (runs/track_options.py)
-    score_options: frozenset[str]  # the same for `deskbench score`
-    compare_options: frozenset[str]  # and for `deskbench compare`
-
-    def claims(self, tasks: Path, agents: Sequence[str]) -> bool:
-        """Whether `deskbench run --tasks TASKS --agent ...` is this track's."""
-        ...
-
-    def task_json(self, task: BaseModel) -> str:
-        """A task as the run store keeps it (a task may carry more than its model: a folder)."""
-        ...
-
-    def load_task(self, text: str) -> BaseModel:
-        """The inverse of task_json."""
-        ...
-
-    def outcomes(self, store: RunStore, system: str, options: OutcomeOptions) -> list[ItemOutcome]:
-        """Every scored (task, attempt) of `system`, unscored kept apart from wrong."""
-        ...
-
-    def scorer_options(self, params: Mapping[str, object]) -> AbstractContextManager[OutcomeOptions]:
-        """The scorer `outcomes` takes, built from a command's flags (`params`: its parameters by
-        name: judge, concurrency and the track's own) as `deskbench score` builds it; the judges it
-        opens are closed when the context exits."""
-        ...
-
-    def report_section(self, stores: Sequence[RunStore], options: OutcomeOptions,
-                       params: Mapping[str, object]) -> ReportSection:
-        """This track's part of `deskbench report` over its runs (`stores`, in the order given, each
-        with episodes): its data, the template that draws it, its Comparison and the judges it
-        called. `options` is what `scorer_options(params)` built (open while this runs); `params`
-        are the report command's parameters by name (pool_humans, corpus, reviewed_only, ...). A
-        track with no tables of its own returns `deskbench.report.sections.outcomes_section(self,
-        stores, options)`: a leaderboard and the pairwise tests from its outcomes."""
-        ...
-
-    def diagnose_output(self, episode: Episode, task: BaseModel | None) -> tuple[str, str]:
-        """`diagnose`'s category (and a detail) for an episode that ended ok: "ok" when it produced
-        what the task asks for, else why not ("no_answer", "file_not_produced", ...)."""
-        ...
-
-    def prepare(self, request: RunRequest) -> PreparedRun:
-        """Check the request, open the store and the models, and hand the one runner the run
-        (runs/track.py execute_run). A user's mistake is a UserError before anything is created."""
-        ...
-
-    def show_scores(self, store: RunStore, systems: Sequence[str], request: RunRequest, *, as_json: bool) -> None:
-        """What `deskbench run` prints once the episodes are done: the systems' scores."""
-        ...
 
 
 _TRACKS: dict[str, Track] = {}
@@ -102,7 +33,7 @@ _builtins_loaded = False
 def register_track(track: Track) -> None:
     """Add a track (a plugin's, a test's). A second track under a taken name is refused."""
     if not isinstance(track, Track):
-        raise TypeError(f"{track!r} does not implement the Track protocol")
+        raise TypeError(f"{track!r} does not subclass deskbench.contract.track.Track")
     known = _TRACKS.get(track.name)
     if known is not None and known is not track:
         raise UserError(f"a track named {track.name!r} is already registered ({known.title}); choose another name")
@@ -138,8 +69,8 @@ def _load_plugin_tracks() -> None:
         assert plugin is not None
         track = instance(plugin)
         if not isinstance(track, Track):
-            raise UserError(f"track plugin {name!r} ({plugin.origin}) does not implement the Track protocol "
-                            "(tracks/registry.py)")
+            raise UserError(f"track plugin {name!r} ({plugin.origin}) does not subclass deskbench.contract.track.Track "
+                            "(contract/registry.py)")
         register_track(track)
 
 
@@ -152,7 +83,7 @@ def get_track(name: str) -> Track:
         assert plugin is not None
         track = instance(plugin)
         if not isinstance(track, Track):
-            raise UserError(f"track {name} does not implement the Track protocol (tracks/registry.py)")
+            raise UserError(f"track {name} does not subclass deskbench.contract.track.Track (contract/registry.py)")
         register_track(track)
         return track
     found = tracks().get(name)

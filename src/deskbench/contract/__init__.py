@@ -1,0 +1,1 @@
+"""The contract between the core and the tracks (track.py) and the registry of tracks (registry.py)."""

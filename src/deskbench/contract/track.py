@@ -1,0 +1,95 @@
+"""The contract between the core and a track: what a track must say, and the hooks it may fill.
+
+A track is one benchmark (docqa, analytics, deliverables, a plugin's). Like Inspect AI's Task
+(dataset + solver + scorer), it declares its task type (the dataset), its agents (the solvers)
+and how one item scores and aggregates (`outcomes`, `scorer_options`); `prepare` hands the one
+runner its episodes. Everything else the core shows or does for a track is a hook below with a
+default, so a track fills in only what it has: the core never names a track, and a fourth one
+with its own viewer page, Ray resource, MCP tools or CLI command edits nothing outside its folder.
+
+Only `deskbench.errors` and pydantic are imported at run time: every core module may import this
+one without a cycle.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Mapping, Sequence
+from contextlib import AbstractContextManager
+from pathlib import Path
+from typing import TYPE_CHECKING, ClassVar
+
+from pydantic import BaseModel
+
+if TYPE_CHECKING:
+    from deskbench.report.models import ReportSection
+    from deskbench.runs.outcomes import ItemOutcome, OutcomeOptions
+    from deskbench.runs.store import Episode, RunStore
+    from deskbench.runs.track import PreparedRun, RunRequest
+
+
+class Track(ABC):
+    """One benchmark of the harness. Subclass it, fill the abstract members, register an instance
+    (`deskbench.contract.registry.register_track`, or the `deskbench.tracks` entry point)."""
+
+    # --- what every track declares -------------------------------------------------------
+    name: ClassVar[str]  # as stored in a run's meta and shown to users
+    title: ClassVar[str]  # "docqa (MADQA)"
+    task_type: ClassVar[type[BaseModel]]
+    submission_type: ClassVar[type[BaseModel]]
+    outcome_definition: ClassVar[str]  # how an item's score and binary outcome are defined, in words
+    agents: ClassVar[tuple[str, ...]]  # the --agent names it runs
+    run_options: ClassVar[frozenset[str]] = frozenset()  # flags of `run` beyond every track's (runs/track_options.py)
+    score_options: ClassVar[frozenset[str]] = frozenset()  # the same for `score`
+    compare_options: ClassVar[frozenset[str]] = frozenset()  # and for `compare`
+
+    @abstractmethod
+    def prepare(self, request: RunRequest) -> PreparedRun:
+        """Check the request, open the store and the models, and hand the one runner the run
+        (runs/track.py execute_run). A user's mistake is a UserError before anything is created."""
+
+    @abstractmethod
+    def outcomes(self, store: RunStore, system: str, options: OutcomeOptions) -> list[ItemOutcome]:
+        """Every scored (task, attempt) of `system`, unscored kept apart from wrong."""
+
+    @abstractmethod
+    def scorer_options(self, params: Mapping[str, object]) -> AbstractContextManager[OutcomeOptions]:
+        """The scorer `outcomes` takes, built from a command's flags (`params`: its parameters by
+        name: judge, concurrency and the track's own) as `deskbench score` builds it; the judges it
+        opens are closed when the context exits."""
+
+    # --- hooks with defaults --------------------------------------------------------------
+    limit_category: ClassVar[str] = "step_limit"  # what `diagnose` calls an episode out of its budget
+
+    def claims(self, tasks: Path, agents: Sequence[str]) -> bool:
+        """Whether `deskbench run --tasks TASKS --agent ...` is this track's when its tasks alone
+        do not say (contract/registry.py track_for). Default: a file run by one of its agents."""
+        return not tasks.is_dir() and bool(agents) and agents[0] in self.agents
+
+    def task_json(self, task: BaseModel) -> str:
+        """A task as the run store keeps it (a task may carry more than its model: a folder)."""
+        return task.model_dump_json()
+
+    def load_task(self, text: str) -> BaseModel:
+        """The inverse of task_json."""
+        return self.task_type.model_validate_json(text)
+
+    def diagnose_output(self, episode: Episode, task: BaseModel | None) -> tuple[str, str]:
+        """`diagnose`'s category (and a detail) for an episode that ended ok: "ok" when it produced
+        what the task asks for, else why not ("no_answer", "file_not_produced", ...)."""
+        return ("ok", "") if episode.submission is not None else ("no_answer", "")
+
+    def show_scores(self, store: RunStore, systems: Sequence[str], request: RunRequest, *, as_json: bool) -> None:
+        """What `deskbench run` prints once the episodes are done. Default: each system's outcomes
+        as `compare` reads them (runs/outcomes.py)."""
+        from deskbench.runs.outcomes import show_outcomes
+
+        show_outcomes(self, store, systems, request, as_json=as_json)
+
+    def report_section(self, stores: Sequence[RunStore], options: OutcomeOptions,
+                       params: Mapping[str, object]) -> ReportSection:
+        """This track's part of `deskbench report` over its runs. Default: a leaderboard and the
+        pairwise tests from its outcomes (report/sections.py outcomes_section)."""
+        from deskbench.report.sections import outcomes_section
+
+        return outcomes_section(self, stores, options)
