@@ -112,16 +112,5 @@ class EchoTrack(Track):
     def scorer_options(self, params: Mapping[str, object]) -> Iterator[OutcomeOptions]:
         yield OutcomeOptions(concurrency=int(params.get("concurrency") or 1))  # type: ignore[call-overload]
 
-    def report_section(self, stores: Sequence[RunStore], options: OutcomeOptions,
-                       params: Mapping[str, object]) -> ReportSection:
-        return outcomes_section(self, stores, options)
-
-    def show_scores(self, store: RunStore, systems: Sequence[str], request: RunRequest, *, as_json: bool) -> None:
-        rows = {}
-        for system in systems:
-            items = self.outcomes(store, system, OutcomeOptions())
-            rows[system] = sum(bool(o.correct) for o in items) / len(items) if items else None
-        print(json.dumps(rows) if as_json else "\n".join(f"{s}: accuracy {v}" for s, v in rows.items()))
-
 
 TRACK = EchoTrack()

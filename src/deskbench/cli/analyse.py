@@ -98,7 +98,12 @@ def splits_cmd(
 
     from deskbench.tracks.docqa.analysis.item_reports import matrix_of, splits_report
     from deskbench.tracks.docqa.analysis.items import difficulty
-    from deskbench.tracks.docqa.analysis.splits import N_BINS, SENTINEL_P, difficulty_bin, is_sentinel
+    from deskbench.tracks.docqa.analysis.splits import (
+        N_BINS,
+        SENTINEL_P,
+        difficulty_bin,
+        is_sentinel,
+    )
 
     rm = matrix_of(run_dirs, pool)
     report = splits_report(rm, test, dev, seed, train, sentinel_fraction)

@@ -127,9 +127,9 @@ def register(app: typer.Typer) -> None:
         score difference and Cohen's d. Attempt 0 of every task; unscored items are never wrong."""
         from deskbench.analysis.compare import SystemOutcomes, system_labels
         from deskbench.analysis.compare import compare as compare_outcomes
+        from deskbench.contract.registry import get_track
         from deskbench.models.registry import preflight
         from deskbench.runs.track_options import check_options, given_flags
-        from deskbench.contract.registry import get_track
 
         if not run_dirs:
             raise UserError("give the run directories to compare")

@@ -130,15 +130,16 @@ def _record_scorings(run_dirs: list[Path]) -> None:
     import contextlib
     import io
 
+    from deskbench.contract.registry import get_track
+    from deskbench.runs.outcomes import show_scores
     from deskbench.runs.store import RunStore
     from deskbench.runs.track import RunRequest
-    from deskbench.contract.registry import get_track
 
     for run_dir in run_dirs:
         store = RunStore(run_dir, create=False)
         with contextlib.redirect_stdout(io.StringIO()):
-            get_track(store.track()).show_scores(store, store.systems(), RunRequest(tasks=run_dir, out=run_dir),
-                                                 as_json=False)
+            show_scores(get_track(store.track()), store, store.systems(), RunRequest(tasks=run_dir, out=run_dir),
+                        as_json=False)
 
 
 EXAMPLE_AGENT = Path(__file__).resolve().parents[3] / "examples" / "custom_agent"

@@ -36,8 +36,8 @@ def _builtin_scorers() -> list[tuple[str, str]]:
 
 
 def _builtin_tracks() -> list[tuple[str, str]]:
-    from deskbench.plugins import declared
     from deskbench.contract.registry import BUILTIN, tracks
+    from deskbench.plugins import declared
 
     plugged = declared("tracks")
     return [(name, "built-in" if name in BUILTIN else "registered") for name in tracks() if name not in plugged]

@@ -83,10 +83,10 @@ def run(
     quiet: QuietOpt = False,
 ) -> None:
     """Run an agent over tasks, storing every episode; resumes an interrupted run; then scores it."""
+    from deskbench.contract.registry import track_for
     from deskbench.models.registry import preflight
     from deskbench.runs.track import RunRequest
     from deskbench.runs.track_options import check_options, given_flags
-    from deskbench.contract.registry import track_for
 
     track = track_for(tasks, agent or [])
     check_options("run", track.name, given_flags(ctx, "run"))  # a flag the track does not take is named, not ignored
@@ -101,6 +101,7 @@ def run(
                          cache=cache, prices=prices, judge=judge, options=dict(ctx.params))
     from deskbench.runs.executors import get_executor
     from deskbench.runs.lock import run_lock
+    from deskbench.runs.outcomes import show_scores
 
     get_executor(executor)  # an unknown name before anything is created
     if ray_address is not None and executor != "ray":
@@ -111,7 +112,7 @@ def run(
         if retry_errors:
             prep.retrying_errors()
         systems = execute_with_progress(prep, quiet, request, executor)
-        track.show_scores(prep.store, systems, request, as_json=as_json)
+        show_scores(track, prep.store, systems, request, as_json=as_json)
 
 
 def _external_flags_need_an_external_agent(agents: list[str], built_in: tuple[str, ...], **given: object) -> None:

@@ -22,8 +22,8 @@ def register(app: typer.Typer) -> None:
 def track_schema(track_name: str, *, submission: bool = False) -> dict[str, Any]:
     """The JSON Schema (draft 2020-12, as pydantic writes it) of what a user writes for the track:
     validation mode, so aliases and defaults read as the loader reads them."""
-    from deskbench.tasks.json_schema import AllAliases
     from deskbench.contract.registry import get_track
+    from deskbench.tasks.json_schema import AllAliases
 
     track = get_track(track_name)  # an unknown name: one line naming the known ones
     model = track.submission_type if submission else track.task_type

@@ -67,12 +67,13 @@ def score(
     deliverables runs: the consulting paper's tables. A run is scored by its track. --json: a run
     gives {system: report} (one system or many; deliverables: its tables over every system), a
     predictions file one report."""
+    from deskbench.contract.registry import get_track
     from deskbench.models.registry import preflight
+    from deskbench.runs.outcomes import show_scores
     from deskbench.runs.store import RunStore
     from deskbench.runs.track import RunRequest
     from deskbench.runs.track_options import check_options, given_flags
     from deskbench.tracks.docqa.score_command import DocQAScoreArgs, score_predictions
-    from deskbench.contract.registry import get_track
 
     if not submissions.exists():  # a typo is named as one, before --tasks is asked for
         from deskbench.errors import no_such_file
@@ -104,7 +105,7 @@ def score(
         show_plugin_scores(store, scorer, system or store.systems(), as_json=as_json)
     else:
         request = RunRequest(tasks=submissions, out=store.dir, judge=judge, concurrency=concurrency, options=params)
-        get_track(store.track()).show_scores(store, system or store.systems(), request, as_json=as_json)
+        show_scores(get_track(store.track()), store, system or store.systems(), request, as_json=as_json)
     if store.skipped:  # each was named on stderr when read (store.episodes): the count, for every track
         from deskbench.console import err
 

@@ -7,8 +7,8 @@ runner its episodes. Everything else the core shows or does for a track is a hoo
 default, so a track fills in only what it has: the core never names a track, and a fourth one
 with its own viewer page, Ray resource, MCP tools or CLI command edits nothing outside its folder.
 
-Only `deskbench.errors` and pydantic are imported at run time: every core module may import this
-one without a cycle.
+This module imports nothing of deskbench (pydantic only): every core module may import it without
+a cycle. A hook whose default needs the core returns None (or False) and the core does the default.
 """
 
 from __future__ import annotations
@@ -79,17 +79,13 @@ class Track(ABC):
         what the task asks for, else why not ("no_answer", "file_not_produced", ...)."""
         return ("ok", "") if episode.submission is not None else ("no_answer", "")
 
-    def show_scores(self, store: RunStore, systems: Sequence[str], request: RunRequest, *, as_json: bool) -> None:
-        """What `deskbench run` prints once the episodes are done. Default: each system's outcomes
-        as `compare` reads them (runs/outcomes.py)."""
-        from deskbench.runs.outcomes import show_outcomes
-
-        show_outcomes(self, store, systems, request, as_json=as_json)
+    def show_scores(self, store: RunStore, systems: Sequence[str], request: RunRequest, *, as_json: bool) -> bool:
+        """Print what `deskbench run` shows once the episodes are done and say True; False (the
+        default) leaves it to the core: each system's outcomes (runs/outcomes.py show_outcomes)."""
+        return False
 
     def report_section(self, stores: Sequence[RunStore], options: OutcomeOptions,
-                       params: Mapping[str, object]) -> ReportSection:
-        """This track's part of `deskbench report` over its runs. Default: a leaderboard and the
-        pairwise tests from its outcomes (report/sections.py outcomes_section)."""
-        from deskbench.report.sections import outcomes_section
-
-        return outcomes_section(self, stores, options)
+                       params: Mapping[str, object]) -> ReportSection | None:
+        """This track's part of `deskbench report` over its runs; None (the default) leaves it to
+        the core: a leaderboard and the pairwise tests from its outcomes (report/sections.py)."""
+        return None

@@ -12,7 +12,7 @@ from pathlib import Path
 from deskbench.errors import UserError
 from deskbench.paths import require_run
 from deskbench.report.models import ModelSettingsRow, Report, ReportSection
-from deskbench.report.sections import settings_row
+from deskbench.report.sections import outcomes_section, settings_row
 from deskbench.runs.imported import settings_rows as imported_settings
 from deskbench.runs.outcomes import OutcomeOptions
 from deskbench.runs.settings import stored_settings
@@ -58,10 +58,11 @@ def build_report(run_dirs: Sequence[Path], options: Mapping[str, OutcomeOptions]
                 continue
             of_track = [store for store in stores if store.track() == name]
             if options is not None and name in options:
-                sections.append(track.report_section(of_track, options[name], params))
+                sections.append(track.report_section(of_track, options[name], params)
+                                or outcomes_section(track, of_track, options[name]))
                 continue
             with track.scorer_options(params) as built:
-                sections.append(track.report_section(of_track, built, params))
+                sections.append(track.report_section(of_track, built, params) or outcomes_section(track, of_track, built))
     finally:
         for store in stores:
             store.close()

@@ -15,8 +15,8 @@ from deskbench.report.models import ModelSettingsRow, ReportSection
 from deskbench.runs.outcomes import OutcomeOptions
 
 if TYPE_CHECKING:
-    from deskbench.runs.store import RunStore
     from deskbench.contract.track import Track
+    from deskbench.runs.store import RunStore
 
 
 def outcomes_section(track: Track, stores: Sequence[RunStore], options: OutcomeOptions) -> ReportSection:

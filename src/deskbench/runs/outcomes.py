@@ -59,11 +59,15 @@ def outcomes_of(store: RunStore, system: str, options: OutcomeOptions | None = N
     return get_track(store.track()).outcomes(store, system, options or OutcomeOptions())
 
 
-def show_outcomes(track: Track, store: RunStore, systems: Sequence[str], request: RunRequest, *,
-                  as_json: bool) -> None:
-    """What `deskbench run` prints for a track with no table of its own: per system, the mean
-    score and accuracy over the items that could be scored, and how many could not (never a zero)."""
+def show_scores(track: Track, store: RunStore, systems: Sequence[str], request: RunRequest, *,
+                as_json: bool) -> None:
+    """What `deskbench run` (and `score RUN`) print: the track's own table (its `show_scores`
+    hook), else per system the mean score and accuracy over the items that could be scored, and
+    how many could not (never a zero)."""
     import json
+
+    if track.show_scores(store, systems, request, as_json=as_json):
+        return
 
     from deskbench.console import out
 

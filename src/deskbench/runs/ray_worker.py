@@ -157,8 +157,8 @@ class EpisodeWorker:
     async def _open(self) -> PreparedRun:
         async with self._opening:
             if self._prep is None:
-                from deskbench.models.capabilities import use_capabilities
                 from deskbench.contract.registry import track_for
+                from deskbench.models.capabilities import use_capabilities
 
                 if self._request.option("capabilities") is not None:
                     use_capabilities(self._request.option("capabilities"))

@@ -16,13 +16,14 @@ from collections import Counter
 from collections.abc import Awaitable, Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Protocol
 
 from deskbench.agents.base import Agent, AgentContext, AgentResult
 from deskbench.models.cache import ATTEMPT
 from deskbench.models.types import ProviderRefused
-from deskbench.runs.outputs import episode_dir as episode_dir  # the layout's home; importers read it here too
+from deskbench.runs.outputs import (
+    episode_dir as episode_dir,  # the layout's home; importers read it here too
+)
 from deskbench.runs.store import Episode, RunStore, now
 from deskbench.tasks.docqa import DocQASubmission, DocQATask
 

@@ -21,6 +21,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field, SerializeAsAny, TypeAdapter, ValidationError, model_validator
 
+from deskbench.contract.registry import get_track, track_of_task, tracks
 from deskbench.errors import UserError
 from deskbench.models.types import Usage
 from deskbench.runs import scorings as _scorings
@@ -31,7 +32,6 @@ from deskbench.tasks.analytics import AnalyticsTask
 from deskbench.tasks.deliverables import DeliverableTask
 from deskbench.tasks.docqa import DocQATask
 from deskbench.tasks.trajectory import ModelCallStep, TrajectoryStep
-from deskbench.contract.registry import get_track, track_of_task, tracks
 
 EpisodeStatus = Literal["ok", "error", "limit"]
 Track = str  # a registered track's name (contract/registry.py)

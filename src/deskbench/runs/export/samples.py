@@ -18,14 +18,14 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel
 
+from deskbench.contract.registry import get_track
+from deskbench.contract.track import Track
 from deskbench.runs.identity import SystemIdentity, stored_identities
 from deskbench.runs.outcomes import ItemOutcome
 from deskbench.runs.protocol import ProtocolNote, stored_protocol
 from deskbench.runs.store import Episode, RunStore, UnreadableTranscript
 from deskbench.runs.transcript import ModelCallEvent, TranscriptDoc, expand, open_recorded_corpus
 from deskbench.tasks.trajectory import ModelCallStep, ToolCallStep
-from deskbench.contract.registry import get_track
-from deskbench.contract.track import Track
 
 if TYPE_CHECKING:
     from deskbench.corpus import Corpus

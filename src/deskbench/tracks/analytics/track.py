@@ -82,7 +82,7 @@ class AnalyticsTrack(Track):
                             "(deskbench generate analytics)")
         return prepare_analytics(spec, read_tasks(request.tasks).items[:o("limit")])
 
-    def show_scores(self, store: RunStore, systems: Sequence[str], request: RunRequest, *, as_json: bool) -> None:
+    def show_scores(self, store: RunStore, systems: Sequence[str], request: RunRequest, *, as_json: bool) -> bool:
         from deskbench.tracks.analytics.score_command import score_analytics
 
         o = request.option
@@ -90,6 +90,7 @@ class AnalyticsTrack(Track):
                         chart_judge=o("chart_judge") or request.judge, concurrency=request.concurrency,
                         items_out=o("items_out"), as_json=as_json, file_judge=o("file_judge"),
                         file_judge_all=request.options.get("file_judge_all"), unsafe_local=o("unsafe_local", False))
+        return True
 
     def scorer_options(self, params: Mapping[str, object]) -> AbstractContextManager[OutcomeOptions]:
         from deskbench.tracks.analytics.outcomes import analytics_scorer_options

@@ -84,12 +84,13 @@ class DeliverablesTrack(Track):
             agent_options=external_options(o))
         return prepare_deliverables(spec)
 
-    def show_scores(self, store: RunStore, systems: Sequence[str], request: RunRequest, *, as_json: bool) -> None:
+    def show_scores(self, store: RunStore, systems: Sequence[str], request: RunRequest, *, as_json: bool) -> bool:
         from deskbench.tracks.deliverables.score_command import score_deliverables
 
         o = request.option
         score_deliverables(store, systems=list(systems), judge=request.judge, concurrency=request.concurrency,
                            as_json=as_json, items_out=o("items_out"), reviewed_only=o("reviewed_only", False))
+        return True
 
     def scorer_options(self, params: Mapping[str, object]) -> AbstractContextManager[OutcomeOptions]:
         from deskbench.tracks.deliverables.outcomes import deliverables_scorer_options

@@ -55,7 +55,7 @@ class DocQATrack(Track):
     def prepare(self, request: RunRequest) -> PreparedRun:
         return _prepare(request)
 
-    def show_scores(self, store: RunStore, systems: Sequence[str], request: RunRequest, *, as_json: bool) -> None:
+    def show_scores(self, store: RunStore, systems: Sequence[str], request: RunRequest, *, as_json: bool) -> bool:
         """The MADQA table per system (from `run`: the run's judge, defaults for the rest). The
         tasks scored are the run's (the store keeps those it ran: a --limit's first N), as `score
         RUN` scores them; from `run`, its tasks file (all of it) is not a scoring's --tasks."""
@@ -66,6 +66,7 @@ class DocQATrack(Track):
             params.pop("tasks")
         args = DocQAScoreArgs.of(params)
         score_run(store, systems, args, as_json=as_json)
+        return True
 
     def scorer_options(self, params: Mapping[str, object]) -> AbstractContextManager[OutcomeOptions]:
         from deskbench.tracks.docqa.outcomes import docqa_scorer_options
