@@ -9,7 +9,6 @@ section of the report (the shared default: a leaderboard and pairwise tests from
 
 from __future__ import annotations
 
-import json
 from collections.abc import AsyncIterator, Callable, Iterator, Mapping, Sequence
 from contextlib import asynccontextmanager, contextmanager
 from pathlib import Path
@@ -20,8 +19,6 @@ from pydantic import BaseModel, ConfigDict
 from deskbench.agents.base import AgentResult
 from deskbench.contract.track import Track
 from deskbench.errors import UserError
-from deskbench.report.models import ReportSection
-from deskbench.report.sections import outcomes_section
 from deskbench.runs.identity import SystemConfig, remember_config
 from deskbench.runs.outcomes import ItemOutcome, OutcomeOptions
 from deskbench.runs.runner import EpisodeFn, HasId
