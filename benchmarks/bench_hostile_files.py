@@ -129,8 +129,8 @@ def _grading(work: Path, env: Env) -> dict[str, Any]:
     from test_web_grading import make_run
 
     from deskbench.runs.store import Episode, RunStore
-    from deskbench.tasks.analytics import OutputFileRecord
-    from deskbench.tasks.deliverables import DeliverableSubmission
+    from deskbench.tracks.analytics.tasks import OutputFileRecord
+    from deskbench.tracks.deliverables.tasks import DeliverableSubmission
 
     run_dir = work / "run"
     task, tokens = make_run(run_dir)

@@ -57,7 +57,7 @@ from deskbench.models.resilient import ResilientModel  # noqa: E402
 from deskbench.models.types import ChatRequest, ChatResponse  # noqa: E402
 from deskbench.runs.runner import run_episodes  # noqa: E402
 from deskbench.runs.store import RunStore  # noqa: E402
-from deskbench.tasks.docqa import DocQATask  # noqa: E402
+from deskbench.tracks.docqa.tasks import DocQATask  # noqa: E402
 from deskbench.tracks.docqa.agents.bm25 import Bm25Agent  # noqa: E402
 from deskbench.tracks.docqa.generate.sample import build_sample_corpus  # noqa: E402
 

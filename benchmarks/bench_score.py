@@ -31,7 +31,7 @@ from typing import Any
 
 from readme_table import update_table
 
-from deskbench.tasks.docqa import read_submissions, read_tasks
+from deskbench.tracks.docqa.tasks import read_submissions, read_tasks
 from deskbench.tracks.docqa.scoring.docqa import ScoreOptions, score_all
 from deskbench.tracks.docqa.scoring.docqa_summary import summarize
 

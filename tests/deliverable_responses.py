@@ -14,7 +14,7 @@ from docx import Document as DocxDocument
 from openpyxl import Workbook, load_workbook
 from pptx import Presentation
 
-from deskbench.tasks.deliverables import DeliverableTask
+from deskbench.tracks.deliverables.tasks import DeliverableTask
 
 
 def _rows(path: Path, sheet: str) -> list[tuple[Any, ...]]:

@@ -17,7 +17,7 @@ import os
 from pathlib import Path
 
 from deskbench.agents.base import AgentContext, AgentResult
-from deskbench.tasks.docqa import DocQATask
+from deskbench.tracks.docqa.tasks import DocQATask
 from deskbench.tracks.docqa.agents.lexical import LexicalAgent
 
 

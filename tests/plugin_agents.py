@@ -14,8 +14,8 @@ from deskbench.agents.base import AgentResult, Recorder
 from deskbench.agents.code_loop import AnalystContext, Deliverables
 from deskbench.models.types import ChatModel
 from deskbench.sandbox import Sandbox
-from deskbench.tasks.analytics import AnalyticsSubmission, AnalyticsTask
-from deskbench.tasks.deliverables import DeliverableSubmission, DeliverableTask
+from deskbench.tracks.analytics.tasks import AnalyticsSubmission, AnalyticsTask
+from deskbench.tracks.deliverables.tasks import DeliverableSubmission, DeliverableTask
 from deskbench.tasks.trajectory import ToolCallStep
 
 SUM_CODE = ("import csv, glob\n"

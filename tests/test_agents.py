@@ -25,7 +25,7 @@ from deskbench.corpus import Corpus
 from deskbench.models.openai_chat import OpenAIChat
 from deskbench.models.resilient import ResilientModel, RetryPolicy
 from deskbench.runs.store import RunStore
-from deskbench.tasks.docqa import DocQATask
+from deskbench.tracks.docqa.tasks import DocQATask
 from deskbench.tasks.trajectory import ModelCallStep, ToolCallStep
 
 TASK = DocQATask(id="q1", question="Which vehicle rental rates are given for the winter season?",

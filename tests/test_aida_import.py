@@ -8,7 +8,7 @@ from pathlib import Path
 
 from conftest import run_cli
 
-from deskbench.tasks.analytics import read_tasks
+from deskbench.tracks.analytics.tasks import read_tasks
 from deskbench.tracks.analytics.aida import split_names
 
 DATA = Path(__file__).parent / "data" / "aida"

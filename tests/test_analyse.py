@@ -22,7 +22,7 @@ from conftest import run_cli
 
 from deskbench.errors import UserError
 from deskbench.runs.store import Episode, RunStore
-from deskbench.tasks.docqa import DocQASubmission, DocQATask
+from deskbench.tracks.docqa.tasks import DocQASubmission, DocQATask
 from deskbench.tracks.docqa.analysis.agreement import cohen_kappa, kappa_matrix
 from deskbench.tracks.docqa.analysis.items import difficulty, discrimination
 from deskbench.tracks.docqa.analysis.matrix import load_matrix

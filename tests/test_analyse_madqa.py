@@ -14,7 +14,7 @@ from typer.testing import CliRunner
 from deskbench.cli.analyse_madqa import register
 from deskbench.models.types import Usage
 from deskbench.runs.store import Episode, RunStore
-from deskbench.tasks.docqa import DocQASubmission, DocQATask, Evidence, ItemScore
+from deskbench.tracks.docqa.tasks import DocQASubmission, DocQATask, Evidence, ItemScore
 from deskbench.tasks.trajectory import Citation, PageViewStep, ToolCallStep
 from deskbench.tracks.docqa.analysis.corpus_stats import corpus_stats
 from deskbench.tracks.docqa.analysis.cost import cost_figure, cost_report

@@ -19,7 +19,7 @@ from deskbench.cli.analyse_more import register
 from deskbench.corpus import Corpus
 from deskbench.errors import UserError
 from deskbench.runs.store import Episode, RunStore
-from deskbench.tasks.docqa import DocQASubmission, DocQATask, Evidence
+from deskbench.tracks.docqa.tasks import DocQASubmission, DocQATask, Evidence
 from deskbench.tasks.trajectory import ToolCallStep
 from deskbench.tracks.docqa.analysis.drift import drift_report, episode_queries, load_drift
 from deskbench.tracks.docqa.analysis.guessability import (

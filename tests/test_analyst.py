@@ -14,7 +14,7 @@ from conftest import require_local_model, require_tool, run_cli
 from fake_openai import FakeOpenAI
 
 from deskbench.runs.store import RunStore
-from deskbench.tasks.analytics import AnalyticsSubmission, AnalyticsTask, read_tasks
+from deskbench.tracks.analytics.tasks import AnalyticsSubmission, AnalyticsTask, read_tasks
 from deskbench.tracks.analytics.generate.tasks import generate_analytics
 
 

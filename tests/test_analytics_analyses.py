@@ -80,7 +80,7 @@ def _two_system_run(run_dir):  # -> Path
     check: w/ summary right, right (avg@2 = 1); w/o right, wrong (avg@2 = 1/2): Δ = -50 points."""
     from deskbench.models.types import Usage
     from deskbench.runs.store import Episode, RunStore
-    from deskbench.tasks.analytics import AnalyticsSubmission, AnalyticsTask
+    from deskbench.tracks.analytics.tasks import AnalyticsSubmission, AnalyticsTask
 
     store = RunStore(run_dir)
     store.save_tasks([AnalyticsTask(id="a", category="qa", instruction="Total?", inputs=["x.xlsx"],

@@ -22,7 +22,7 @@ from deskbench.analysis.stats import wilson_interval
 from deskbench.errors import UserError
 from deskbench.runs.store import Episode, RunStore
 from deskbench.scoring.judge_calibration import Calibration, calibration_of, read_items, read_labels
-from deskbench.tasks.analytics import (
+from deskbench.tracks.analytics.tasks import (
     AnalyticsSubmission,
     AnalyticsTask,
     ChartSeries,

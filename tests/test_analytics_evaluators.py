@@ -22,7 +22,7 @@ from deskbench.models.openai_chat import OpenAIChat
 from deskbench.models.resilient import ResilientModel, RetryPolicy
 from deskbench.models.settings import Sampling, resolve
 from deskbench.scoring.json_reply import json_objects, parse_reply
-from deskbench.tasks.analytics import AnalyticsTask, ChartSeries, ChartSpec
+from deskbench.tracks.analytics.tasks import AnalyticsTask, ChartSeries, ChartSpec
 from deskbench.tracks.analytics.scoring.analytics_qa import (
     LISTING_2,
     conclusion,

@@ -21,7 +21,7 @@ from deskbench.models.resilient import ResilientModel
 from deskbench.models.settings import Sampling, resolve
 from deskbench.runs.protocol import all_paper, describe
 from deskbench.sandbox import Sandbox
-from deskbench.tasks.analytics import AnalyticsTask, read_tasks, write_tasks
+from deskbench.tracks.analytics.tasks import AnalyticsTask, read_tasks, write_tasks
 from deskbench.tracks.analytics.generate.tasks import generate_analytics
 from deskbench.tracks.analytics.scoring.analytics import (
     AnalyticsItemScore,

@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from deskbench.runs.store import Episode, RunStore
-from deskbench.tasks.analytics import AnalyticsSubmission, AnalyticsTask, OutputFileRecord
-from deskbench.tasks.docqa import DocQASubmission, DocQATask
+from deskbench.tracks.analytics.tasks import AnalyticsSubmission, AnalyticsTask, OutputFileRecord
+from deskbench.tracks.docqa.tasks import DocQASubmission, DocQATask
 from deskbench.tracks.analytics.scoring.analytics import AnalyticsItemScore
 from deskbench.tracks.analytics.scoring.analytics_metrics import pass_metrics, summarize_analytics
 

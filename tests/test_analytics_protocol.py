@@ -16,7 +16,7 @@ from deskbench.agents.code_loop import AnalystSettings, execute_tool
 from deskbench.agents.code_loop import CJK_FONT_HINT, EXECUTE_CODE_DESCRIPTION
 from deskbench.runs.protocol import all_paper, stored_protocol
 from deskbench.runs.store import RunStore
-from deskbench.tasks.analytics import read_tasks
+from deskbench.tracks.analytics.tasks import read_tasks
 from deskbench.tracks.analytics.generate.tasks import generate_analytics
 from deskbench.tracks.analytics.run import (
     AnalyticsRunSpec,

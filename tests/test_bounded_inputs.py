@@ -1,7 +1,7 @@
 """Bounded inputs (issue 33, item 5; the table rows "`import` or `export` of an 18 MB predictions
 file with 500k citations; /dev/zero as a predictions file" and "recorded-web index.jsonl with
 invalid UTF-8"): predictions, tasks and recorded-web index files are read only from regular files,
-under a size cap, a line cap and shape caps (tasks/jsonl.py, tasks/docqa.py), a line at a time;
+under a size cap, a line cap and shape caps (tasks/jsonl.py, tracks/docqa/tasks.py), a line at a time;
 every refusal and every decoding error is one line naming file:line, exit 2.
 
 Before: `/dev/zero` read until MemoryError (a traceback), a FIFO blocked forever, the 18 MB file
@@ -23,7 +23,7 @@ from pathlib import Path
 import pytest
 from conftest import REPO
 
-from deskbench.tasks.docqa import MAX_CITATIONS, MAX_TEXT_CHARS
+from deskbench.tracks.docqa.tasks import MAX_CITATIONS, MAX_TEXT_CHARS
 from deskbench.tasks.jsonl import PREDICTIONS
 
 SECONDS = 60.0  # wall-time bound of a refusal (each takes well under a second; a hang is killed here)

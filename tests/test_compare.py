@@ -14,7 +14,7 @@ from scipy.stats import binomtest
 from deskbench.analysis.compare import Comparison, SystemOutcomes, compare
 from deskbench.runs.outcomes import ItemOutcome, outcomes_of
 from deskbench.runs.store import Episode, RunStore
-from deskbench.tasks.docqa import DocQASubmission, DocQATask
+from deskbench.tracks.docqa.tasks import DocQASubmission, DocQATask
 from deskbench.tracks.analytics.outcomes import analytics_outcomes
 from deskbench.contract.registry import tracks
 
@@ -178,7 +178,7 @@ def test_chart_is_correct_when_its_correctness_is_one() -> None:
 def analytics_run(run_dir: Path) -> Path:
     """Three QA tasks decided by the numeric check: alpha right on a, b; beta right on a only;
     beta has a second attempt (left out)."""
-    from deskbench.tasks.analytics import AnalyticsSubmission, AnalyticsTask
+    from deskbench.tracks.analytics.tasks import AnalyticsSubmission, AnalyticsTask
 
     store = RunStore(run_dir)
     store.save_tasks([AnalyticsTask(id=t, category="qa", instruction="Total?", inputs=["x.xlsx"], difficulty_steps=3,
@@ -212,7 +212,7 @@ def deliverables_run(run_dir: Path) -> Path:
     """Two packages, two systems, rubric grades by hand: alpha all 3s (ACCEPT when V >= 80), beta
     all 1s on the first and nothing delivered on the second (auto-graded 0)."""
     from deskbench.generate.demo import bundled_dir
-    from deskbench.tasks.deliverables import RUBRIC_CODES, DeliverableSubmission, load_packages
+    from deskbench.tracks.deliverables.tasks import RUBRIC_CODES, DeliverableSubmission, load_packages
     from deskbench.tracks.deliverables.grades import GradeStore
     from deskbench.tracks.deliverables.scoring.rubric import CriterionGrade, RubricGrade
 

@@ -26,8 +26,8 @@ from deskbench.corpus import Corpus
 from deskbench.errors import UserError
 from deskbench.runs.runner import episode_dir
 from deskbench.runs.store import Episode, RunStore
-from deskbench.tasks.analytics import AnalyticsSubmission, OutputFileRecord
-from deskbench.tasks.docqa import DocQATask
+from deskbench.tracks.analytics.tasks import AnalyticsSubmission, OutputFileRecord
+from deskbench.tracks.docqa.tasks import DocQATask
 from deskbench.web.store import WebStore
 from deskbench.web.viewer import create_viewer_app
 

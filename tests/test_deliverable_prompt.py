@@ -10,7 +10,7 @@ from typing import get_args
 import pytest
 
 from deskbench.generate.demo import bundled_dir
-from deskbench.tasks.deliverables import DeliverableTask, TrapKind, load_packages
+from deskbench.tracks.deliverables.tasks import DeliverableTask, TrapKind, load_packages
 from deskbench.tracks.deliverables.agent import (
     DeliverableOptions,
     deliverable_prompt,

@@ -23,7 +23,7 @@ from deskbench.generate.demo import bundled_dir
 from deskbench.models.types import ToolCall
 from deskbench.runs.protocol import stored_protocol
 from deskbench.runs.store import RunStore
-from deskbench.tasks.deliverables import DeliverableSubmission, load_packages
+from deskbench.tracks.deliverables.tasks import DeliverableSubmission, load_packages
 from deskbench.tasks.trajectory import ToolCallStep
 from deskbench.tracks.deliverables.scoring.deliverables_run import score_run
 from deskbench.tracks.deliverables.scoring.verifiers_citations import cited_hosts

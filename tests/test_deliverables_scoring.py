@@ -13,8 +13,8 @@ from typing import Any
 import pytest
 
 from deskbench.runs.store import Episode, RunStore
-from deskbench.tasks.analytics import OutputFileRecord
-from deskbench.tasks.deliverables import (
+from deskbench.tracks.analytics.tasks import OutputFileRecord
+from deskbench.tracks.deliverables.tasks import (
     RUBRIC_CODES,
     DeliverableSubmission,
     dump_task,

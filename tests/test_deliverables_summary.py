@@ -39,7 +39,7 @@ from conftest import watched_page
 from rich.console import Console
 
 from deskbench.analysis.stats import bootstrap_means_ci, wilson_interval
-from deskbench.tasks.deliverables import RUBRIC_CODES
+from deskbench.tracks.deliverables.tasks import RUBRIC_CODES
 from deskbench.tracks.deliverables.scoring.deliverables import DeliverableItemScore, TrapResult
 from deskbench.tracks.deliverables.scoring.deliverables_print import print_summary
 from deskbench.tracks.deliverables.scoring.deliverables_report import DeliverablesReport
@@ -271,7 +271,7 @@ def test_nothing_graded_shows_verifier_metrics_only() -> None:
 
 def test_tasks_without_episodes_are_noted() -> None:
     from deskbench.generate.demo import bundled_dir
-    from deskbench.tasks.deliverables import load_packages
+    from deskbench.tracks.deliverables.tasks import load_packages
 
     tasks = load_packages(bundled_dir() / "deliverables")
     items = [make_item("A", tasks[0].id, 80, "33333", [])]
@@ -333,7 +333,7 @@ def test_build_report_scores_a_deliverables_run(tmp_path: Path) -> None:
     from deskbench.report.data import build_report
     from deskbench.report.render import render_html
     from deskbench.runs.store import Episode, RunStore
-    from deskbench.tasks.deliverables import DeliverableSubmission, load_packages
+    from deskbench.tracks.deliverables.tasks import DeliverableSubmission, load_packages
 
     tasks = load_packages(bundled_dir() / "deliverables")[:2]
     store = RunStore(tmp_path / "dl")
@@ -471,7 +471,7 @@ def test_score_and_report_reviewed_only_on_a_run(tmp_path: Path) -> None:
     from deskbench.runs.protocol import deskbench as deskbench_note
     from deskbench.runs.protocol import remember_protocol
     from deskbench.runs.store import Episode, RunStore
-    from deskbench.tasks.deliverables import DeliverableSubmission, load_packages
+    from deskbench.tracks.deliverables.tasks import DeliverableSubmission, load_packages
     from deskbench.tracks.deliverables.grades import GradeStore
     from deskbench.tracks.deliverables.scoring.rubric import CriterionGrade, RubricGrade
     from deskbench.tracks.deliverables.scoring.rubric_qc_actions import QCAction

@@ -11,7 +11,7 @@ from pathlib import Path
 from conftest import require_local_model, require_tool, run_cli
 
 from deskbench.generate.demo import DEMO, bundled_dir, checksums, recorded_sums
-from deskbench.tasks.docqa import read_tasks
+from deskbench.tracks.docqa.tasks import read_tasks
 
 
 def test_bundle_is_complete_and_matches_its_sums() -> None:

@@ -10,8 +10,8 @@ from conftest import run_cli
 
 from deskbench.models.types import Usage
 from deskbench.runs.store import Episode, RunStore
-from deskbench.tasks.analytics import AnalyticsSubmission, OutputFileRecord, read_tasks
-from deskbench.tasks.docqa import DocQASubmission, DocQATask
+from deskbench.tracks.analytics.tasks import AnalyticsSubmission, OutputFileRecord, read_tasks
+from deskbench.tracks.docqa.tasks import DocQASubmission, DocQATask
 from deskbench.tasks.trajectory import ToolCallStep
 from deskbench.tracks.analytics.generate.tasks import generate_analytics
 

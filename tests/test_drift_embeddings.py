@@ -17,7 +17,7 @@ from conftest import run_cli
 
 from deskbench.errors import UserError
 from deskbench.runs.store import Episode, RunStore
-from deskbench.tasks.docqa import DocQASubmission, DocQATask, Evidence
+from deskbench.tracks.docqa.tasks import DocQASubmission, DocQATask, Evidence
 from deskbench.tasks.trajectory import ToolCallStep
 from deskbench.tracks.docqa.analysis import embeddings as emb
 from deskbench.tracks.docqa.analysis.drift import drift_report

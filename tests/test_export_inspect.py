@@ -26,7 +26,7 @@ from deskbench.corpus.images import ImageSpec
 from deskbench.runs.outcomes import OutcomeOptions
 from deskbench.runs.store import RunStore
 from deskbench.runs.track import execute_run
-from deskbench.tasks.docqa import DocQATask
+from deskbench.tracks.docqa.tasks import DocQATask
 from deskbench.tracks.docqa.run import RunSpec, prepare
 from deskbench.contract.registry import get_track
 
@@ -221,7 +221,7 @@ def test_page_images_are_in_the_log_or_named(tmp_path: Path, monkeypatch: pytest
 
 @pytest.fixture(scope="module")
 def analytics_tasks(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    from deskbench.tasks.analytics import read_tasks
+    from deskbench.tracks.analytics.tasks import read_tasks
     from deskbench.tracks.analytics.generate.tasks import generate_analytics
 
     out = tmp_path_factory.mktemp("analytics")
@@ -234,7 +234,7 @@ def analytics_tasks(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def test_an_analytics_run_exports_code_and_output(analytics_tasks: Path, tmp_path: Path,
                                                   monkeypatch: pytest.MonkeyPatch) -> None:
     require_tool("bwrap")
-    from deskbench.tasks.analytics import read_tasks
+    from deskbench.tracks.analytics.tasks import read_tasks
 
     qa, chart = sorted(read_tasks(analytics_tasks).items, key=lambda t: t.category != "qa")
     code = "print('rows:', 12345 + 1)"
@@ -402,7 +402,7 @@ def test_an_episode_without_a_transcript_still_exports(tmp_path: Path, monkeypat
     """An imported prediction has no transcript: the sample has the task, the answer and the score,
     no messages."""
     from deskbench.runs.store import Episode
-    from deskbench.tasks.docqa import DocQASubmission
+    from deskbench.tracks.docqa.tasks import DocQASubmission
 
     store = RunStore(tmp_path / "run")
     store.save_tasks([GOOD])

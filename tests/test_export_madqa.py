@@ -253,7 +253,7 @@ def _episode_and_transcript() -> tuple[Any, Any]:
     """One search then an answer, stored as a run stores them (what the exporter reads)."""
     from deskbench.runs.store import Episode
     from deskbench.runs.transcript import ModelCallEvent, ToolEvent, TranscriptDoc
-    from deskbench.tasks.docqa import DocQASubmission
+    from deskbench.tracks.docqa.tasks import DocQASubmission
 
     def call(at: float, finish: str, calls: list[dict[str, Any]], text: str = "") -> ModelCallEvent:
         message = {"role": "assistant", "content": text, "tool_calls": calls,

@@ -295,7 +295,7 @@ def test_a_fetch_through_every_fault_keeps_what_it_got_and_names_what_it_did_not
     assert [(f["document"], f["url"]) for f in failed] == [(d, f"{server.url}/{d}") for d in ("down.pdf", "gone.pdf", "page.pdf")]
 
     # the tasks: deskbench's docqa format, the official rows and ids as they are
-    from deskbench.tasks.docqa import read_tasks
+    from deskbench.tracks.docqa.tasks import read_tasks
 
     for split, rows in tasks.items():
         assert [json.loads(line) for line in (out / f"{split}.jsonl").read_text().splitlines()] == rows

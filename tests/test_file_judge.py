@@ -23,7 +23,7 @@ from deskbench.models.resilient import ResilientModel, RetryPolicy
 from deskbench.models.settings import Sampling, resolve
 from deskbench.runs.store import Episode
 from deskbench.sandbox import Sandbox
-from deskbench.tasks.analytics import (
+from deskbench.tracks.analytics.tasks import (
     AnalyticsSubmission,
     AnalyticsTask,
     OutputFileRecord,

@@ -19,7 +19,7 @@ from deskbench.errors import UserError
 from deskbench.generate.demo import bundled_dir
 from deskbench.runs.lock import run_lock
 from deskbench.runs.store import Episode, RunStore
-from deskbench.tasks.docqa import DocQASubmission, DocQATask
+from deskbench.tracks.docqa.tasks import DocQASubmission, DocQATask
 
 DEMO = bundled_dir()
 DOCQA_TASKS = DEMO / "docqa" / "tasks.jsonl"

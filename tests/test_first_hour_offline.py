@@ -20,7 +20,7 @@ from deskbench.models.registry import open_model, parse_spec, preflight
 from deskbench.models.scripted import ScriptedChat, read_script
 from deskbench.models.types import ChatRequest, Message, ModelError, ToolCall
 from deskbench.runs.store import RunStore
-from deskbench.tasks.docqa import DocQATask
+from deskbench.tracks.docqa.tasks import DocQATask
 
 EXAMPLE = REPO / "examples" / "custom_agent"
 DEMO_ANSWERS = EXAMPLE / "demo_answers.jsonl"

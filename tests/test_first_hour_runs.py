@@ -179,7 +179,7 @@ def test_retry_errors_runs_errored_episodes_again_as_new_tries(demo_corpus: Path
 def test_a_retried_episode_keeps_its_earlier_try_with_its_transcript(tmp_path: Path) -> None:
     from deskbench.runs.store import Episode
     from deskbench.runs.transcript import Transcript
-    from deskbench.tasks.docqa import DocQASubmission, DocQATask
+    from deskbench.tracks.docqa.tasks import DocQASubmission, DocQATask
 
     store = RunStore(tmp_path / "run")
     store.save_tasks([DocQATask(id=i, question=f"{i}?", answer_variants=[["x"]]) for i in ("a", "b")])

@@ -33,9 +33,9 @@ from deskbench.plugins import agent_factory
 from deskbench.runs.store import Episode, RunStore
 from deskbench.runs.track import execute_run
 from deskbench.runs.transcript import ModelCallEvent, ToolEvent, TranscriptDoc
-from deskbench.tasks.analytics import AnalyticsSubmission, AnalyticsTask
-from deskbench.tasks.deliverables import DeliverableSubmission, DeliverableTask
-from deskbench.tasks.docqa import DocQATask
+from deskbench.tracks.analytics.tasks import AnalyticsSubmission, AnalyticsTask
+from deskbench.tracks.deliverables.tasks import DeliverableSubmission, DeliverableTask
+from deskbench.tracks.docqa.tasks import DocQATask
 from deskbench.tasks.trajectory import ModelCallStep, ToolCallStep
 from deskbench.tracks.docqa.run import RunSpec, prepare
 from deskbench.web.store import WebStore

@@ -16,8 +16,8 @@ from deliverable_responses import recompute, respond
 from docx import Document as DocxDocument
 from openpyxl import load_workbook
 
-from deskbench.tasks.analytics import AnalyticsTask, read_tasks
-from deskbench.tasks.deliverables import DeliverableTask, load_package
+from deskbench.tracks.analytics.tasks import AnalyticsTask, read_tasks
+from deskbench.tracks.deliverables.tasks import DeliverableTask, load_package
 from deskbench.tracks.analytics.generate.tasks import generate_analytics
 from deskbench.tracks.deliverables.generate.packages import SCENARIOS, generate_deliverables
 from deskbench.tracks.deliverables.scoring.verifiers import run_verifiers, verifier_pass_rate
@@ -454,7 +454,7 @@ def test_analytics_has_a_chart_with_chinese_labels(tmp_path: Path) -> None:
     """AIDABench's main chart failure is CJK labels drawn without glyphs: one template has them."""
     from openpyxl import load_workbook
 
-    from deskbench.tasks.analytics import read_tasks
+    from deskbench.tracks.analytics.tasks import read_tasks
     from deskbench.tracks.analytics.generate.tasks import generate_analytics
 
     generate_analytics(tmp_path, tasks=11, seed=3)

@@ -281,7 +281,7 @@ def test_an_output_file_name_that_is_not_utf8_keeps_the_episode(tmp_path: Path) 
     could not be stored) and `--json` printed invalid UTF-8."""
     from conftest import require_tool
 
-    from deskbench.tasks.analytics import read_tasks
+    from deskbench.tracks.analytics.tasks import read_tasks
     from deskbench.tracks.analytics.generate.tasks import generate_analytics
 
     require_tool("bwrap")

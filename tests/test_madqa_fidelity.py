@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from conftest import run_cli
 
-from deskbench.tasks.docqa import DocQASubmission, DocQATask, read_submissions
+from deskbench.tracks.docqa.tasks import DocQASubmission, DocQATask, read_submissions
 from deskbench.tracks.docqa.scoring.bias import rg_interval_lee, rg_interval_official
 from deskbench.tracks.docqa.scoring.calibration import kuiper
 from deskbench.tracks.docqa.scoring.docqa import ScoreOptions, score_all

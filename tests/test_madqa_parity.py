@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 from conftest import run_cli
 
-from deskbench.tasks.docqa import read_submissions, read_tasks
+from deskbench.tracks.docqa.tasks import read_submissions, read_tasks
 from deskbench.tracks.docqa.scoring.docqa import ScoreOptions, score_all
 from deskbench.tracks.docqa.scoring.docqa_summary import summarize
 from deskbench.tracks.docqa.scoring.judge import Judgement

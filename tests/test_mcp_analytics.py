@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from deskbench.runs.store import RunStore
-from deskbench.tasks.analytics import AnalyticsSubmission
+from deskbench.tracks.analytics.tasks import AnalyticsSubmission
 from deskbench.tasks.trajectory import ToolCallStep
 from tests.conftest import require_tool, run_cli
 
@@ -93,7 +93,7 @@ def test_external_deliverables_agent_is_stored_with_its_verifiers(tmp_path: Path
     import shutil
 
     from deskbench.generate.demo import bundled_dir
-    from deskbench.tasks.deliverables import DeliverableSubmission, load_packages
+    from deskbench.tracks.deliverables.tasks import DeliverableSubmission, load_packages
     from tests.deliverable_responses import recompute, respond
 
     require_tool("bwrap")

@@ -29,7 +29,7 @@ from deskbench.models.registry import make_model, parse_spec, preflight
 from deskbench.models.resilient import ResilientModel, RetryPolicy
 from deskbench.models.types import ChatRequest, ImagePart, Message, ModelError, ProviderRefused, TextPart, ToolCall, ToolSpec
 from deskbench.runs.store import RunStore
-from deskbench.tasks.docqa import DocQATask
+from deskbench.tracks.docqa.tasks import DocQATask
 
 FAST = RetryPolicy(attempts=4, base_delay=0.01, max_delay=0.05, timeout=300.0)
 SEARCH = ToolSpec(name="search_documents", description="Search the documents.",

@@ -33,7 +33,7 @@ from deskbench.corpus.page_text import apply_page_text, read_page_text
 from deskbench.models.anthropic_chat import AnthropicChat, to_anthropic
 from deskbench.models.capabilities import capabilities
 from deskbench.models.types import ChatRequest, Message, ToolCall
-from deskbench.tasks.docqa import DocQATask
+from deskbench.tracks.docqa.tasks import DocQATask
 from deskbench.tracks.docqa.agents.bm25 import Bm25Agent
 
 sys.path.insert(0, str(Path(__file__).parents[1] / "scripts" / "official_requests"))

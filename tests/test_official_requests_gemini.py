@@ -31,7 +31,7 @@ from deskbench.agents.base import AgentContext, AgentSettings
 from deskbench.corpus import Corpus
 from deskbench.corpus.page_text import apply_page_text, read_page_text
 from deskbench.models.gemini_native import GeminiNative
-from deskbench.tasks.docqa import DocQATask
+from deskbench.tracks.docqa.tasks import DocQATask
 from deskbench.tracks.docqa.agents.bm25 import Bm25Agent
 from deskbench.tracks.docqa.agents.bm25_protocols.gemini_script import (
     CONTINUE,

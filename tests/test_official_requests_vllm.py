@@ -198,7 +198,7 @@ def test_a_page_over_4_mb_is_redrawn_as_the_script_redraws_it(tmp_path: Path) ->
     from deskbench.corpus.images import ImageSpec
     from deskbench.corpus.page_text import apply_page_text, read_page_text
     from deskbench.models.openai_chat import OpenAIChat
-    from deskbench.tasks.docqa import DocQATask
+    from deskbench.tracks.docqa.tasks import DocQATask
     from deskbench.tracks.docqa.agents.bm25 import Bm25Agent
 
     px = 1400

@@ -16,7 +16,7 @@ from fake_openai import FakeOpenAI
 
 from deskbench.corpus import Corpus
 from deskbench.runs.store import RunStore
-from deskbench.tasks.docqa import DocQATask
+from deskbench.tracks.docqa.tasks import DocQATask
 
 EXAMPLES = REPO / "examples"
 TASK = DocQATask(id="q1", question="Which vehicle rental rates are given for the winter season?",

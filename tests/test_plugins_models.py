@@ -11,7 +11,7 @@ from conftest import REPO, run_cli
 
 from deskbench.corpus import Corpus
 from deskbench.runs.store import RunStore
-from deskbench.tasks.docqa import DocQATask
+from deskbench.tracks.docqa.tasks import DocQATask
 from deskbench.tasks.trajectory import ToolCallStep
 
 TASK = DocQATask(id="q1", question="Which vehicle rental rates are given for the winter season?",

@@ -14,7 +14,7 @@ from fake_openai import FakeOpenAI
 
 from deskbench.corpus import Corpus
 from deskbench.runs.store import RunStore
-from deskbench.tasks.docqa import DocQATask
+from deskbench.tracks.docqa.tasks import DocQATask
 from deskbench.web.viewer_scores import system_scores
 
 EXAMPLES = REPO / "examples"

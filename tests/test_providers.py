@@ -44,7 +44,7 @@ from deskbench.models.types import (
     ToolSpec,
 )
 from deskbench.runs.store import RunStore
-from deskbench.tasks.docqa import DocQATask
+from deskbench.tracks.docqa.tasks import DocQATask
 
 FAST = RetryPolicy(attempts=4, base_delay=0.01, max_delay=0.05, timeout=300.0)  # timeouts are tested with their own policy: a slow machine must not retry
 SEARCH = ToolSpec(name="search_documents", description="Search the documents.",

@@ -31,7 +31,7 @@ psutil = pytest.importorskip("psutil", reason="psutil finds the worker processes
 
 from deskbench.corpus import Corpus  # noqa: E402
 from deskbench.runs.canonical import canonical_dump  # noqa: E402
-from deskbench.tasks.docqa import DocQATask  # noqa: E402
+from deskbench.tracks.docqa.tasks import DocQATask  # noqa: E402
 
 RAY = str(Path(sys.executable).with_name("ray"))
 ENV = {"RAY_USAGE_STATS_ENABLED": "0"}

@@ -46,7 +46,7 @@ from deskbench.report.render import render_html
 from deskbench.tracks.docqa.taxonomy import classify, is_refusal, says_not_found
 from deskbench.runs.outcomes import OutcomeOptions
 from deskbench.runs.store import Episode, RunStore
-from deskbench.tasks.docqa import DocQASubmission, DocQATask, Evidence, Injection
+from deskbench.tracks.docqa.tasks import DocQASubmission, DocQATask, Evidence, Injection
 from deskbench.tasks.trajectory import Citation, ModelCallStep, ToolCallStep
 from deskbench.tracks.docqa.report import episode_steps
 from deskbench.tracks.docqa.report_models import DocqaSection, best_values
@@ -185,7 +185,7 @@ def test_refusal_is_an_empty_response_and_not_found_phrases_are_a_separate_tag(
 
 
 def test_a_not_found_answer_is_classed_by_its_citations() -> None:
-    from deskbench.tasks.docqa import ItemScore
+    from deskbench.tracks.docqa.tasks import ItemScore
 
     def item(doc_f1: float, page_f1: float) -> ItemScore:
         return ItemScore(id="x", status="scored", hop_type="single", accuracy=0.0, doc_f1=doc_f1, page_f1=page_f1)
@@ -398,7 +398,7 @@ def _make_analytics_run(run_dir: Path) -> Path:
     right then wrong, task b a round-limit failure then right. pass@1 = 1/2, pass@2 = 1,
     avg@2 = 1/2."""
     from deskbench.runs.store import Episode, RunStore
-    from deskbench.tasks.analytics import AnalyticsSubmission, AnalyticsTask
+    from deskbench.tracks.analytics.tasks import AnalyticsSubmission, AnalyticsTask
 
     tasks = [AnalyticsTask(id=i, category="qa", instruction=f"Total of {i}?", inputs=["x.xlsx"],
                            difficulty_steps=steps, answer=str(v), answer_value=v)

@@ -21,7 +21,7 @@ from deskbench.models.openai_chat import OpenAIChat
 from deskbench.models.resilient import ResilientModel, RetryPolicy
 from deskbench.models.settings import Sampling
 from deskbench.runs.store import RunStore
-from deskbench.tasks.docqa import DocQATask
+from deskbench.tracks.docqa.tasks import DocQATask
 from deskbench.tasks.trajectory import ModelCallStep, ToolCallStep
 from deskbench.tracks.docqa.agents.rlm import RlmAgent
 from deskbench.tracks.docqa.agents.rlm_context import document_block, write_context

@@ -20,8 +20,8 @@ from deskbench.models.openai_chat import OpenAIChat
 from deskbench.models.resilient import ResilientModel, RetryPolicy
 from deskbench.models.settings import Sampling, resolve
 from deskbench.runs.store import Episode, RunStore
-from deskbench.tasks.analytics import OutputFileRecord
-from deskbench.tasks.deliverables import (
+from deskbench.tracks.analytics.tasks import OutputFileRecord
+from deskbench.tracks.deliverables.tasks import (
     RUBRIC_CODES,
     DeliverableSubmission,
     DeliverableTask,

@@ -25,7 +25,7 @@ from deskbench.runs.identity import (
 )
 from deskbench.runs.store import RunStore, task_hash
 from deskbench.runs.track import execute_run
-from deskbench.tasks.docqa import DocQATask
+from deskbench.tracks.docqa.tasks import DocQATask
 from deskbench.tracks.docqa.run import RunSpec, prepare
 
 SYSTEM = "bm25-agent:openai/gpt-4.1"

@@ -21,7 +21,7 @@ from deskbench.models.openai_chat import OpenAIChat
 from deskbench.models.resilient import ResilientModel, RetryPolicy
 from deskbench.runs.runner import run_attempts
 from deskbench.runs.store import RunStore
-from deskbench.tasks.docqa import DocQATask
+from deskbench.tracks.docqa.tasks import DocQATask
 from deskbench.tracks.docqa.agents.bm25 import Bm25Agent
 from deskbench.tracks.docqa.agents.bm25_protocols import base as protocols_base
 from deskbench.tracks.docqa.agents.bm25_protocols.base import INLINE_SEARCH_SECONDS, PageSearch

@@ -20,8 +20,8 @@ from typer.testing import CliRunner
 from deskbench.cli.app import app
 from deskbench.generate.demo import bundled_dir
 from deskbench.runs.store import RunStore
-from deskbench.tasks.analytics import read_tasks as read_analytics
-from deskbench.tasks.docqa import read_tasks as read_docqa
+from deskbench.tracks.analytics.tasks import read_tasks as read_analytics
+from deskbench.tracks.docqa.tasks import read_tasks as read_docqa
 from deskbench.contract.registry import register_track, unregister_track
 
 DEMO = bundled_dir()
@@ -72,9 +72,9 @@ def test_the_deliverables_schema_validates_the_bundled_packages() -> None:
 
 
 def test_submission_schemas_validate_what_the_tracks_write() -> None:
-    from deskbench.tasks.analytics import AnalyticsSubmission, OutputFileRecord
-    from deskbench.tasks.deliverables import DeliverableSubmission
-    from deskbench.tasks.docqa import DocQASubmission
+    from deskbench.tracks.analytics.tasks import AnalyticsSubmission, OutputFileRecord
+    from deskbench.tracks.deliverables.tasks import DeliverableSubmission
+    from deskbench.tracks.docqa.tasks import DocQASubmission
 
     made = {
         "docqa": DocQASubmission(id="q1", answer=["186"], citations=[{"document": "a.pdf", "page": 3}], steps=2),

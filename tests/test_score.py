@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from conftest import run_cli
 
-from deskbench.tasks.docqa import DocQASubmission, DocQATask, read_submissions
+from deskbench.tracks.docqa.tasks import DocQASubmission, DocQATask, read_submissions
 from deskbench.tracks.docqa.scoring.docqa import ScoreOptions, score_all
 from deskbench.tracks.docqa.scoring.docqa_summary import summarize
 from deskbench.tracks.docqa.scoring.judge import Judgement
@@ -208,7 +208,7 @@ def test_kuiper_is_nan_with_a_reason_without_effort(tmp_path: Path) -> None:
 def test_items_out_round_trips(files: tuple[Path, Path], tmp_path: Path) -> None:
     from pydantic import TypeAdapter
 
-    from deskbench.tasks.docqa import ItemScore
+    from deskbench.tracks.docqa.tasks import ItemScore
 
     tasks, subs = files
     out = tmp_path / "items.jsonl"

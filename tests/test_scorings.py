@@ -216,7 +216,7 @@ def analytics(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     a chart task (a real matplotlib PNG, plus an SVG with a script and an HTML file named .png);
     scored without a judge when the run ended, then `score --judge` (the QA judge says 1)."""
     require_tool("bwrap")
-    from deskbench.tasks.analytics import read_tasks
+    from deskbench.tracks.analytics.tasks import read_tasks
     from deskbench.tracks.analytics.generate.tasks import generate_analytics
 
     root = tmp_path_factory.mktemp("analytics-scorings")
@@ -312,7 +312,7 @@ def test_output_files_a_chart_inline_the_rest_as_downloads(analytics: dict[str, 
 def test_a_rubric_grade_given_while_the_viewer_runs_is_shown_on_the_next_load(tmp_path: Path) -> None:
     from test_transcripts_tracks import deliverables_run
 
-    from deskbench.tasks.deliverables import RUBRIC_CODES
+    from deskbench.tracks.deliverables.tasks import RUBRIC_CODES
     from deskbench.tracks.deliverables.grades import GradeStore
     from deskbench.tracks.deliverables.scoring.rubric import CriterionGrade, RubricGrade
 

@@ -17,7 +17,7 @@ from typer.testing import CliRunner
 
 from deskbench.cli import app
 from deskbench.errors import UserError
-from deskbench.tasks.analytics import read_tasks
+from deskbench.tracks.analytics.tasks import read_tasks
 from deskbench.tracks.analytics.generate.tasks import generate_analytics
 from deskbench.tracks.analytics.scoring.sheets import (
     SheetComparison,

@@ -27,7 +27,7 @@ from deskbench.analysis.stats import (
     spearman,
     weight_sensitivity,
 )
-from deskbench.tasks.deliverables import RUBRIC_CODES
+from deskbench.tracks.deliverables.tasks import RUBRIC_CODES
 from deskbench.tracks.deliverables.scoring.vrs import (
     PAPER_WEIGHTINGS,
     GradedRow,

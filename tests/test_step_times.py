@@ -19,7 +19,7 @@ from deskbench.tracks.docqa.agents.registry import make_agent
 from deskbench.corpus import Corpus
 from deskbench.runs.runner import run_episodes
 from deskbench.runs.store import Episode, RunStore, now
-from deskbench.tasks.docqa import DocQASubmission
+from deskbench.tracks.docqa.tasks import DocQASubmission
 from deskbench.tasks.trajectory import (
     AnswerStep,
     CitationStep,

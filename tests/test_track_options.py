@@ -17,7 +17,7 @@ from deskbench.errors import UserError
 from deskbench.runs.store import RunStore
 from deskbench.runs.track_options import COMMON, option_names, own_options, takes
 from deskbench.scoring.attempts import attempt_metrics
-from deskbench.tasks.docqa import DocQATask
+from deskbench.tracks.docqa.tasks import DocQATask
 from deskbench.contract.registry import BUILTIN
 
 

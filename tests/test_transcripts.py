@@ -16,7 +16,7 @@ from deskbench.corpus import Corpus
 from deskbench.runs.store import RunStore
 from deskbench.runs.track import execute_run
 from deskbench.runs.transcript import ModelCallEvent, ToolEvent, expand, open_recorded_corpus, texts
-from deskbench.tasks.docqa import DocQATask
+from deskbench.tracks.docqa.tasks import DocQATask
 from deskbench.tracks.docqa.run import RunSpec, prepare
 
 QUESTION = "Which vehicle rental rates are given for the winter season (quetzal-7)?"

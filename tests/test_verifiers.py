@@ -15,8 +15,8 @@ from pydantic import TypeAdapter
 
 from deskbench.errors import UserError
 from deskbench.scoring.numbers import find_numbers, parse_number, to_unit
-from deskbench.tasks.deliverables import load_package
-from deskbench.tasks.verifier_specs import VERIFIER_KINDS, VerifierSpec
+from deskbench.tracks.deliverables.tasks import load_package
+from deskbench.tracks.deliverables.verifier_specs import VERIFIER_KINDS, VerifierSpec
 from deskbench.tracks.deliverables.generate.common import lure_pattern
 from deskbench.tracks.deliverables.generate.packages import generate_deliverables
 from deskbench.tracks.deliverables.scoring.verifiers import (

@@ -21,8 +21,8 @@ from deskbench.cli import app
 from deskbench.models.openai_chat import OpenAIChat
 from deskbench.models.resilient import ResilientModel, RetryPolicy
 from deskbench.models.settings import Sampling, resolve
-from deskbench.tasks.deliverables import load_package
-from deskbench.tasks.verifier_specs import VerifierSpec
+from deskbench.tracks.deliverables.tasks import load_package
+from deskbench.tracks.deliverables.verifier_specs import VerifierSpec
 from deskbench.tracks.deliverables.scoring.verifiers import (
     JudgeError,
     VerifierResult,

@@ -318,7 +318,7 @@ def test_docqa_episode_holds_what_was_sent_and_returned(runs: dict[str, Any]) ->
 
 def test_analytics_episode_holds_what_was_sent_and_returned(tmp_path: Path) -> None:
     require_tool("bwrap")
-    from deskbench.tasks.analytics import read_tasks
+    from deskbench.tracks.analytics.tasks import read_tasks
     from deskbench.tracks.analytics.generate.tasks import generate_analytics
 
     generate_analytics(tmp_path / "tasks", tasks=11, seed=5)
@@ -351,7 +351,7 @@ def test_analytics_episode_holds_what_was_sent_and_returned(tmp_path: Path) -> N
 def test_deliverables_episode_holds_what_was_sent_and_returned(tmp_path: Path) -> None:
     require_tool("bwrap")
     from deskbench.generate.demo import bundled_dir
-    from deskbench.tasks.deliverables import load_packages
+    from deskbench.tracks.deliverables.tasks import load_packages
 
     shutil.copytree(bundled_dir() / "deliverables" / "dl-0003-scp", tmp_path / "packages" / "dl-0003-scp")
     (task,) = load_packages(tmp_path / "packages")

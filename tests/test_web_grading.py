@@ -18,8 +18,8 @@ from test_web import Client, serve, serve_command
 
 from deskbench.generate.demo import bundled_dir
 from deskbench.runs.store import Episode, RunStore
-from deskbench.tasks.analytics import OutputFileRecord
-from deskbench.tasks.deliverables import (
+from deskbench.tracks.analytics.tasks import OutputFileRecord
+from deskbench.tracks.deliverables.tasks import (
     RUBRIC_CODES,
     DeliverableSubmission,
     DeliverableTask,

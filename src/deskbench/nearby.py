@@ -14,7 +14,7 @@ from pathlib import Path
 
 RUN_FILE = "run.sqlite"  # runs/store.py RunStore.FILENAME
 CORPUS_FILE = "pages.sqlite"  # corpus/store.py PageStore.FILENAME
-PACKAGE_FILE = "task.yaml"  # a deliverables task package (tasks/deliverables.py)
+PACKAGE_FILE = "task.yaml"  # a deliverables task package (tracks/deliverables/tasks.py)
 
 _SKIP = frozenset({".git", ".venv", "venv", "node_modules", "__pycache__", ".mypy_cache", ".pytest_cache",
                    ".ruff_cache", ".tox", "site-packages"})

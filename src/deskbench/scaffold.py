@@ -101,7 +101,7 @@ def scaffold_docqa(dest: Path, source: Path | None, *, workers: int = 1,
     from deskbench.corpus.extract import OcrSettings
     from deskbench.corpus.ingest import open_or_create, plan_ingest, run_ingest
     from deskbench.generate.demo import bundled_dir
-    from deskbench.tasks.docqa import DocQATask, Evidence
+    from deskbench.tracks.docqa.tasks import DocQATask, Evidence
 
     pdfs = _found(source if source is not None else bundled_dir() / "docqa" / "pdfs", (".pdf",), "PDFs",
                   "give a folder with .pdf files (searched recursively)")
@@ -143,7 +143,7 @@ def scaffold_analytics(dest: Path, source: Path | None, *, workers: int = 1,
     """Copy the spreadsheets into dest/inputs (their folders kept, so equal names do not collide)
     and write one TODO question per file that refers to it."""
     from deskbench.generate.demo import bundled_dir
-    from deskbench.tasks.analytics import AnalyticsTask
+    from deskbench.tracks.analytics.tasks import AnalyticsTask
 
     root = source if source is not None else bundled_dir() / "analytics" / "inputs"
     sheets = _found(root, SPREADSHEET_SUFFIXES, "spreadsheets",

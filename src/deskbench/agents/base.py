@@ -29,9 +29,9 @@ from deskbench.models.types import (
 )
 from deskbench.runs.store import now
 from deskbench.runs.transcript import Transcript
-from deskbench.tasks.analytics import AnalyticsSubmission
-from deskbench.tasks.deliverables import DeliverableSubmission
-from deskbench.tasks.docqa import DocQASubmission, DocQATask
+from deskbench.tracks.analytics.tasks import AnalyticsSubmission
+from deskbench.tracks.deliverables.tasks import DeliverableSubmission
+from deskbench.tracks.docqa.tasks import DocQASubmission, DocQATask
 from deskbench.tasks.trajectory import Citation, ModelCallStep, Step, ToolCallStep, TrajectoryStep
 from deskbench.untrusted.limits import FileLimitError
 

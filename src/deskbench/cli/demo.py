@@ -45,7 +45,7 @@ def demo(
     from deskbench.corpus.ingest import open_or_create, plan_ingest, run_ingest
     from deskbench.generate.demo import bundled_dir
     from deskbench.models.settings import Sampling
-    from deskbench.tasks.docqa import read_tasks
+    from deskbench.tracks.docqa.tasks import read_tasks
     from deskbench.tracks.docqa.run import RunSpec, prepare
 
     at_least_one("--local-limit", local_limit)
@@ -188,7 +188,7 @@ def _demo_analytics(bundle: Path, out_dir: Path, model: str, limit: int | None, 
 
     from deskbench.models.settings import Sampling
     from deskbench.sandbox import SandboxUnavailable
-    from deskbench.tasks.analytics import read_tasks
+    from deskbench.tracks.analytics.tasks import read_tasks
     from deskbench.tracks.analytics.run import AnalyticsRunSpec, prepare_analytics
 
     tasks_file = bundle / "analytics" / "tasks.jsonl"
@@ -239,7 +239,7 @@ def _demo_deliverables(bundle: Path, out_dir: Path, model: str, limit: int | Non
 
     from deskbench.models.settings import Sampling
     from deskbench.sandbox import SandboxUnavailable
-    from deskbench.tasks.deliverables import load_packages
+    from deskbench.tracks.deliverables.tasks import load_packages
     from deskbench.tracks.deliverables.run import (
         DeliverablesRunSpec,
         SystemSpec,

@@ -158,7 +158,7 @@ def register(app: typer.Typer) -> None:
                 "stale_qc": finals.stale_qc,
             }))
             return
-        from deskbench.tasks.deliverables import RUBRIC_CODES
+        from deskbench.tracks.deliverables.tasks import RUBRIC_CODES
 
         console = _out if _out.is_terminal else Console(highlight=False, width=180)
         table = Table(title=f"rubric grades: {run_dir}")

@@ -228,7 +228,7 @@ def register(app: typer.Typer) -> None:
         """Cut the tasks into batches with constellation code names (MADQA C.2) and list every
         batch with its users and their progress. Existing batches never change."""
         from deskbench.runs.store import RunStore
-        from deskbench.tasks.docqa import read_tasks
+        from deskbench.tracks.docqa.tasks import read_tasks
         from deskbench.tracks.docqa.humans import human_system
         from deskbench.web.store import WebStore
 

@@ -42,7 +42,7 @@ def verify_package(package: Path, response_file: Path, outputs: Path | None,
     """Load, check, judge: the report `--json` prints."""
     import asyncio
 
-    from deskbench.tasks.deliverables import load_package
+    from deskbench.tracks.deliverables.tasks import load_package
     from deskbench.tracks.deliverables.scoring.deliverables import (
         nothing_in,
         trap_results,

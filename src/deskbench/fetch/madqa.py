@@ -121,7 +121,7 @@ def _write_atomic(path: Path, text: str) -> None:
 
 
 def _tasks(root: Path, files: snapshot.DataFiles, config: str, split: str, limit: int | None) -> list[dict[str, Any]]:
-    from deskbench.tasks.docqa import DocQATask
+    from deskbench.tracks.docqa.tasks import DocQATask
 
     rows = snapshot.read_rows(snapshot.split_paths(root, files, config, split))
     if limit is not None:

@@ -16,7 +16,7 @@ from deskbench.errors import UserError
 from deskbench.mcp.code_session import CodeSession
 from deskbench.mcp.external import ExternalRunner, Status
 from deskbench.mcp.server import McpTool, SessionSource
-from deskbench.tasks.analytics import AnalyticsSubmission, AnalyticsTask
+from deskbench.tracks.analytics.tasks import AnalyticsSubmission, AnalyticsTask
 from deskbench.tracks.analytics.agent import check_inputs, task_prompt
 from deskbench.tracks.analytics.prompts import OUTPUT_NOTE
 
@@ -73,7 +73,7 @@ def served(tasks: Path, store: RunStore, wanted: str | None, max_rounds: int = 2
     """`deskbench mcp --tasks FILE [--task ID]`: one analytics task's tools, outside a run."""
     from deskbench.mcp.standalone import TaskServed, pick
     from deskbench.sandbox import Limits, Sandbox
-    from deskbench.tasks.analytics import read_tasks
+    from deskbench.tracks.analytics.tasks import read_tasks
 
     items = read_tasks(tasks).items
     task = {t.id: t for t in items}[pick([t.id for t in items], wanted, tasks)]

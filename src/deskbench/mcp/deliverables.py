@@ -19,7 +19,7 @@ from deskbench.errors import UserError
 from deskbench.mcp.code_session import CodeSession, ToolError
 from deskbench.mcp.external import ExternalRunner, Status
 from deskbench.mcp.server import McpTool, SessionSource
-from deskbench.tasks.deliverables import DeliverableSubmission, DeliverableTask
+from deskbench.tracks.deliverables.tasks import DeliverableSubmission, DeliverableTask
 from deskbench.tasks.trajectory import ToolCallStep
 from deskbench.tracks.deliverables.agent import DeliverableOptions, files_block, inline_inputs
 from deskbench.tracks.deliverables.web_access import FETCH_TOOL, SEARCH_TOOL, web_tools
@@ -107,7 +107,7 @@ def served(packages: Path, store: RunStore, wanted: str | None, max_rounds: int 
     from deskbench.agents.code_loop import AnalystSettings
     from deskbench.mcp.standalone import TaskServed, pick
     from deskbench.sandbox import Limits, Sandbox
-    from deskbench.tasks.deliverables import load_packages
+    from deskbench.tracks.deliverables.tasks import load_packages
 
     items = load_packages(packages)
     task = {t.id: t for t in items}[pick([t.id for t in items], wanted, packages)]

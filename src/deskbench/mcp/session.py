@@ -28,7 +28,7 @@ from deskbench.agents.base import (
 from deskbench.corpus.corpus import SearchHit
 from deskbench.errors import QuerySyntaxError, UserError
 from deskbench.models.types import ChatModel, Part
-from deskbench.tasks.docqa import DocQATask
+from deskbench.tracks.docqa.tasks import DocQATask
 from deskbench.tasks.trajectory import ToolCallStep
 
 SEARCH_DESCRIPTION = ("Search the document collection (BM25 over page text). Returns the top pages as "

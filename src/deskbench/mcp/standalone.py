@@ -27,7 +27,7 @@ from deskbench.errors import UserError
 from deskbench.mcp.external import EpisodeSession
 from deskbench.mcp.server import McpTool, Refused, SessionSource, TokenBucket, build_server, caller, serve
 from deskbench.runs.store import RunStore, now
-from deskbench.tasks.docqa import DocQATask
+from deskbench.tracks.docqa.tasks import DocQATask
 
 SYSTEM = "external"
 NO_GOLD = "(no gold answer: served by deskbench mcp)"

@@ -37,9 +37,9 @@ from pydantic import BaseModel, Field
 from deskbench.models.prices import PRICES_AS_OF, per, total_cost
 from deskbench.models.sdk_errors import CONTEXT, POLICY
 from deskbench.runs.store import Episode
-from deskbench.tasks.analytics import AnalyticsSubmission, AnalyticsTask
-from deskbench.tasks.deliverables import DeliverableSubmission, DeliverableTask
-from deskbench.tasks.docqa import DocQASubmission, DocQATask
+from deskbench.tracks.analytics.tasks import AnalyticsSubmission, AnalyticsTask
+from deskbench.tracks.deliverables.tasks import DeliverableSubmission, DeliverableTask
+from deskbench.tracks.docqa.tasks import DocQASubmission, DocQATask
 from deskbench.tasks.trajectory import ToolCallStep
 
 _TIMEOUT = re.compile(r"time[d ]?out|timeout|deadline exceeded", re.I)

@@ -3,7 +3,7 @@
 `score`, `report` and every `analyse` command read it as they read `deskbench run`'s systems.
 
 The file is read and matched exactly as `deskbench score PRED --tasks T` reads and matches it
-(`tasks.docqa.read_submissions`, `scoring.docqa_match.match`: question text first, then id), so the
+(`tracks.docqa.tasks.read_submissions`, `scoring.docqa_match.match`: question text first, then id), so the
 run scores as the file does. Each matched prediction becomes one episode (attempt 0) holding the
 prediction as written (answer, citations, search_history, iterations, steps, llm_calls, usage,
 the agent's own trajectory under `external_trajectory`, its id set to the task it matched), with
@@ -38,7 +38,7 @@ from pydantic import BaseModel
 from deskbench.errors import UserError
 from deskbench.models.types import Usage
 from deskbench.runs.store import Episode, RunStore, now
-from deskbench.tasks.docqa import (
+from deskbench.tracks.docqa.tasks import (
     DocQASubmission,
     DocQATask,
     read_tasks,

@@ -25,7 +25,7 @@ from deskbench.runs.outputs import (
     episode_dir as episode_dir,  # the layout's home; importers read it here too
 )
 from deskbench.runs.store import Episode, RunStore, now
-from deskbench.tasks.docqa import DocQASubmission, DocQATask
+from deskbench.tracks.docqa.tasks import DocQASubmission, DocQATask
 
 
 class HasId(Protocol):

@@ -28,9 +28,9 @@ from deskbench.runs import scorings as _scorings
 from deskbench.runs.scorings import Headline, Scoring, ScoringSettings, StoredItem
 from deskbench.runs.transcript import CODEC, Blob, Transcript, TranscriptDoc, decode, encode
 from deskbench.sqlite import ThreadLocalDB
-from deskbench.tasks.analytics import AnalyticsTask
-from deskbench.tasks.deliverables import DeliverableTask
-from deskbench.tasks.docqa import DocQATask
+from deskbench.tracks.analytics.tasks import AnalyticsTask
+from deskbench.tracks.deliverables.tasks import DeliverableTask
+from deskbench.tracks.docqa.tasks import DocQATask
 from deskbench.tasks.trajectory import ModelCallStep, TrajectoryStep
 
 EpisodeStatus = Literal["ok", "error", "limit"]

@@ -48,7 +48,7 @@ from pydantic import BaseModel, Field, ValidationError, field_validator
 
 from deskbench.analysis.stats import wilson_interval
 from deskbench.errors import UserError
-from deskbench.tasks.analytics import Category
+from deskbench.tracks.analytics.tasks import Category
 from deskbench.tasks.jsonl import _describe
 
 if TYPE_CHECKING:

@@ -18,7 +18,7 @@ from pydantic import (
 
 
 class Citation(BaseModel):
-    """A cited page. `page` is a string or None only in official mode (see tasks/docqa.py's module docstring: official mode)."""
+    """A cited page. `page` is a string or None only in official mode (see tracks/docqa/tasks.py's module docstring: official mode)."""
 
     model_config = ConfigDict(extra="ignore")
     # The official evaluator reads `file` before `document`.

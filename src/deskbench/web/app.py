@@ -26,7 +26,7 @@ from deskbench.corpus.images import ImageSpec
 from deskbench.errors import QuerySyntaxError, UserError
 from deskbench.models.types import Usage as RunUsage
 from deskbench.runs.store import Episode, RunStore, now
-from deskbench.tasks.docqa import DocQASubmission, DocQATask, read_tasks
+from deskbench.tracks.docqa.tasks import DocQASubmission, DocQATask, read_tasks
 from deskbench.tasks.trajectory import AnswerStep, Citation, TrajectoryStep, Usage
 from deskbench.tracks.docqa.humans import human_system
 from deskbench.untrusted import FileLimitError

@@ -30,7 +30,7 @@ from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from deskbench.errors import UserError
 from deskbench.runs.outputs import episode_outputs, output_file
 from deskbench.runs.store import Episode, RunStore
-from deskbench.tasks.deliverables import RUBRIC_CODES, DeliverableSubmission, DeliverableTask
+from deskbench.tracks.deliverables.tasks import RUBRIC_CODES, DeliverableSubmission, DeliverableTask
 from deskbench.tracks.deliverables.grades import GradeStore, StaleQC, primary_of
 from deskbench.tracks.deliverables.scoring.rubric import CriterionGrade, RubricGrade
 from deskbench.tracks.deliverables.scoring.rubric_qc_actions import (

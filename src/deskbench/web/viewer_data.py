@@ -22,9 +22,9 @@ from deskbench.paths import require_run
 from deskbench.runs.diagnose import diagnose_episode
 from deskbench.runs.store import Episode, RunStore, UnreadableEpisode
 from deskbench.runs.transcript import ModelCallEvent, TranscriptDoc
-from deskbench.tasks.analytics import AnalyticsSubmission, AnalyticsTask
-from deskbench.tasks.deliverables import DeliverableSubmission, DeliverableTask
-from deskbench.tasks.docqa import DocQASubmission, DocQATask
+from deskbench.tracks.analytics.tasks import AnalyticsSubmission, AnalyticsTask
+from deskbench.tracks.deliverables.tasks import DeliverableSubmission, DeliverableTask
+from deskbench.tracks.docqa.tasks import DocQASubmission, DocQATask
 from deskbench.tasks.trajectory import ModelCallStep, ToolCallStep
 from deskbench.web.params import parse_number
 from deskbench.web.viewer_scores import EpisodeScore, Scores, system_scores

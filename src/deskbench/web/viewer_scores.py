@@ -24,7 +24,7 @@ from deskbench.runs.scorings import Scoring, StoredItem, current_items
 from deskbench.runs.store import RunStore
 
 if TYPE_CHECKING:
-    from deskbench.tasks.docqa import ItemScore
+    from deskbench.tracks.docqa.tasks import ItemScore
     from deskbench.tracks.analytics.scoring.analytics import AnalyticsItemScore
     from deskbench.tracks.deliverables.scoring.deliverables import DeliverableItemScore
 
@@ -216,7 +216,7 @@ def outcome_scores(store: RunStore, system: str) -> Scores:
 def _docqa_stored(row: dict[str, Any]) -> EpisodeScore:
     from pydantic import TypeAdapter
 
-    from deskbench.tasks.docqa import ItemScore
+    from deskbench.tracks.docqa.tasks import ItemScore
 
     fields = set(ItemScore.__dataclass_fields__)
     item = TypeAdapter(ItemScore).validate_python({k: v for k, v in row.items() if k in fields})

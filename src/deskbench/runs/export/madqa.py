@@ -53,7 +53,7 @@ from deskbench.runs.export import ExportOptions
 from deskbench.runs.identity import stored_identities
 from deskbench.runs.store import Episode, RunStore, UnreadableTranscript
 from deskbench.runs.transcript import ModelCallEvent, ToolEvent, TranscriptDoc
-from deskbench.tasks.docqa import DocQASubmission
+from deskbench.tracks.docqa.tasks import DocQASubmission
 from deskbench.tasks.trajectory import ModelCallStep, ToolCallStep
 
 SEARCH = "search_documents"

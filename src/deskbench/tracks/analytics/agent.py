@@ -12,7 +12,7 @@ from typing import Protocol
 from deskbench.agents.base import AgentResult, Recorder
 from deskbench.agents.code_loop import AnalystContext, Deliverables, code_loop
 from deskbench.errors import UserError
-from deskbench.tasks.analytics import AnalyticsSubmission, AnalyticsTask
+from deskbench.tracks.analytics.tasks import AnalyticsSubmission, AnalyticsTask
 from deskbench.tracks.analytics.prompts import (
     ANALYST_PROMPT,
     FILES_HEADER,

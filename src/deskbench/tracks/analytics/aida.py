@@ -39,7 +39,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from deskbench.errors import UserError, read_user_file
-from deskbench.tasks.analytics import AnalyticsTask, Category, ReferenceFile, SheetSpec, write_tasks
+from deskbench.tracks.analytics.tasks import AnalyticsTask, Category, ReferenceFile, SheetSpec, write_tasks
 from deskbench.tasks.jsonl import _describe
 
 CATEGORY_OF_PREFIX: dict[str, Category] = {"QA": "qa", "DV": "visualization", "FG": "file_generation"}

@@ -25,7 +25,7 @@ from deskbench.runs.settings import remember_settings
 from deskbench.runs.store import RunStore
 from deskbench.runs.track import PreparedRun, PreparedSystem, wanted
 from deskbench.sandbox import Limits, Sandbox
-from deskbench.tasks.analytics import AnalyticsTask
+from deskbench.tracks.analytics.tasks import AnalyticsTask
 from deskbench.tracks.analytics.agent import AnalyticsAgent, check_inputs, make_agent, needs_model
 
 PAPER_ROUNDS = 20  # §4.1: at most 20 execute_code invocations per instance

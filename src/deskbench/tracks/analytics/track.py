@@ -11,7 +11,7 @@ from pydantic import BaseModel
 
 from deskbench.contract.track import Track
 
-from deskbench.tasks.analytics import AnalyticsSubmission, AnalyticsTask
+from deskbench.tracks.analytics.tasks import AnalyticsSubmission, AnalyticsTask
 from deskbench.tracks.analytics.outcomes import DEFINITION as ANALYTICS_DEFINITION
 
 if TYPE_CHECKING:
@@ -57,7 +57,7 @@ class AnalyticsTrack(Track):
     def prepare(self, request: RunRequest) -> PreparedRun:
         from deskbench.errors import UserError
         from deskbench.mcp.external import external_options
-        from deskbench.tasks.analytics import read_tasks
+        from deskbench.tracks.analytics.tasks import read_tasks
         from deskbench.tracks.analytics.run import AnalyticsRunSpec, prepare_analytics
         from deskbench.tracks.analytics.score_command import file_judge_mode
 

@@ -20,7 +20,7 @@ from deskbench.agents.code_loop import AnalystContext, Deliverables, code_loop
 from deskbench.corpus.office import UnreadableFile, normalise
 from deskbench.errors import UserError
 from deskbench.runs.protocol import ProtocolNote, deskbench, paper
-from deskbench.tasks.deliverables import DeliverableSubmission, DeliverableTask
+from deskbench.tracks.deliverables.tasks import DeliverableSubmission, DeliverableTask
 from deskbench.tracks.deliverables.prompts import (
     BUDGET,
     DELIVERABLE_PROMPT,

@@ -40,7 +40,7 @@ from pathlib import Path
 from deskbench.errors import UserError
 from deskbench.runs.store import Episode, RunStore
 from deskbench.sqlite import ThreadLocalDB
-from deskbench.tasks.deliverables import DeliverableSubmission, DeliverableTask
+from deskbench.tracks.deliverables.tasks import DeliverableSubmission, DeliverableTask
 from deskbench.tracks.deliverables.scoring.rubric import GradeFailure, RubricGrade
 from deskbench.tracks.deliverables.scoring.rubric_qc import apply_qc, placeholder_outputs
 from deskbench.tracks.deliverables.scoring.rubric_qc_actions import QCAction

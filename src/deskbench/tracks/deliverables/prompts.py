@@ -15,7 +15,7 @@ The agent is told nothing about the traps: naming them ("averages that must be w
 package taxonomy; the run records it and the system is named `deliverable-agent[trap-hints]`.
 """
 
-from deskbench.tasks.deliverables import TrapKind
+from deskbench.tracks.deliverables.tasks import TrapKind
 
 DELIVERABLE_PROMPT = """{preamble}THE TASK
 {task_prompt}

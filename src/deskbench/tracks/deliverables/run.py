@@ -32,7 +32,7 @@ from deskbench.runs.settings import remember_settings
 from deskbench.runs.store import RunStore
 from deskbench.runs.track import PreparedRun, PreparedSystem, wanted
 from deskbench.sandbox import Limits, Sandbox
-from deskbench.tasks.deliverables import DeliverableTask, load_packages
+from deskbench.tracks.deliverables.tasks import DeliverableTask, load_packages
 from deskbench.tracks.deliverables.agent import (
     DELIVERABLE_AGENTS,
     NO_MODEL,

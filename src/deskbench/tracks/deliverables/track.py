@@ -12,7 +12,7 @@ from pydantic import BaseModel
 
 from deskbench.contract.track import Track
 
-from deskbench.tasks.deliverables import DeliverableSubmission, DeliverableTask
+from deskbench.tracks.deliverables.tasks import DeliverableSubmission, DeliverableTask
 from deskbench.tracks.deliverables.outcomes import DEFINITION as DELIVERABLES_DEFINITION
 
 if TYPE_CHECKING:

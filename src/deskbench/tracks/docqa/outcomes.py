@@ -16,7 +16,7 @@ from deskbench.runs.outcomes import ItemOutcome, OutcomeOptions
 
 if TYPE_CHECKING:
     from deskbench.runs.store import RunStore
-    from deskbench.tasks.docqa import ItemScore
+    from deskbench.tracks.docqa.tasks import ItemScore
 
 DEFINITION = ("score = the item's accuracy (ANLS* >= 0.5 gives 1/0; with --judge 1/0.5/0); correct = accuracy "
               ">= 0.5 (a judge's partial counts); a failed episode scores 0; a failed judge call is unscored")

@@ -18,7 +18,7 @@ from deskbench.runs.imported import imported_label, imported_systems
 from deskbench.runs.outcomes import OutcomeOptions
 from deskbench.runs.runner import run_submissions
 from deskbench.runs.store import Episode, RunStore
-from deskbench.tasks.docqa import DocQATask, ItemScore
+from deskbench.tracks.docqa.tasks import DocQATask, ItemScore
 from deskbench.tasks.trajectory import ToolCallStep
 from deskbench.tracks.docqa.analysis.scored import ScoredSystem, first_attempts
 from deskbench.tracks.docqa.humans import episodes_of, pooled_systems, tasks_scored

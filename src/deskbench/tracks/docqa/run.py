@@ -24,7 +24,7 @@ from deskbench.runs.settings import remember_settings
 from deskbench.runs.store import RunStore
 from deskbench.runs.track import PreparedRun, PreparedSystem, wanted
 from deskbench.runs.transcript import remember_corpus
-from deskbench.tasks.docqa import DocQATask
+from deskbench.tracks.docqa.tasks import DocQATask
 from deskbench.tracks.docqa.agents.bm25_protocols.registry import Bm25Choice, choose
 from deskbench.tracks.docqa.agents.registry import NEEDS_CORPUS, NEEDS_SANDBOX, NO_MODEL, make_agent
 

@@ -87,7 +87,7 @@ def score_run(store: RunStore, systems: Sequence[str], a: DocQAScoreArgs, *, as_
     """A docqa run's systems (attempt 0 for the MADQA numbers; pass@k when attempts were run)."""
     from deskbench.runs.runner import run_submissions
     from deskbench.scoring.judge_log import recording
-    from deskbench.tasks.docqa import read_tasks
+    from deskbench.tracks.docqa.tasks import read_tasks
     from deskbench.tracks.docqa.humans import pooled_systems, tasks_scored
     from deskbench.tracks.docqa.scoring.docqa_attempts import docqa_attempts
 
@@ -129,7 +129,7 @@ def score_run(store: RunStore, systems: Sequence[str], a: DocQAScoreArgs, *, as_
 
 def score_predictions(submissions: Path, a: DocQAScoreArgs, *, as_json: bool) -> None:
     """A predictions file (deskbench's or the official MADQA agents') against a tasks file."""
-    from deskbench.tasks.docqa import read_submissions, read_tasks
+    from deskbench.tracks.docqa.tasks import read_submissions, read_tasks
 
     opts = score_options(a)
     if a.tasks is None:

@@ -21,7 +21,7 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Literal
 
-from deskbench.tasks.docqa import ItemScore
+from deskbench.tracks.docqa.tasks import ItemScore
 
 # Whole answers (lower case, punctuation dropped) that say "no answer" rather than give one.
 NOT_FOUND_ANSWERS = frozenset({

@@ -11,7 +11,7 @@ from pydantic import BaseModel
 
 from deskbench.contract.track import Track
 
-from deskbench.tasks.docqa import DocQASubmission, DocQATask
+from deskbench.tracks.docqa.tasks import DocQASubmission, DocQATask
 from deskbench.tracks.docqa.outcomes import DEFINITION as DOCQA_DEFINITION
 
 if TYPE_CHECKING:
@@ -91,7 +91,7 @@ TRACK = DocQATrack()
 def _prepare(request: RunRequest) -> PreparedRun:
     from deskbench.errors import UserError
     from deskbench.mcp.external import external_options
-    from deskbench.tasks.docqa import read_tasks
+    from deskbench.tracks.docqa.tasks import read_tasks
     from deskbench.tracks.docqa.run import RunSpec, prepare
 
     if len(request.agents) > 1 or len(request.models) > 1:

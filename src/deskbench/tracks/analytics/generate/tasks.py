@@ -16,7 +16,7 @@ from pathlib import Path
 from openpyxl import Workbook
 
 from deskbench.generate.office import save_workbook
-from deskbench.tasks.analytics import (
+from deskbench.tracks.analytics.tasks import (
     AnalyticsTask,
     ChartSeries,
     ChartSpec,

@@ -48,7 +48,7 @@ from deskbench.models.types import ChatModel
 from deskbench.runs.protocol import ProtocolNote, deskbench, paper
 from deskbench.runs.store import Episode, RunStore
 from deskbench.scoring.judge_log import CHART_JUDGE, QA_JUDGE, episode, recorded
-from deskbench.tasks.analytics import AnalyticsSubmission, AnalyticsTask, Category, Difficulty
+from deskbench.tracks.analytics.tasks import AnalyticsSubmission, AnalyticsTask, Category, Difficulty
 from deskbench.tracks.analytics.scoring.file_judge import FileJudgeRecord
 from deskbench.tracks.analytics.scoring.sheets import SheetComparison
 

@@ -33,7 +33,7 @@ from pathlib import Path
 from deskbench.errors import UserError
 from deskbench.runs.store import Episode
 from deskbench.scoring.judge_calibration import CalibrationItem, open_named_runs
-from deskbench.tasks.analytics import AnalyticsSubmission, AnalyticsTask, Category
+from deskbench.tracks.analytics.tasks import AnalyticsSubmission, AnalyticsTask, Category
 from deskbench.tracks.analytics.scoring.analytics import (
     AnalyticsItemScore,
     AnalyticsJudges,

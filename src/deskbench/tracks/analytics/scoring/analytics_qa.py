@@ -56,7 +56,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 from deskbench.models.types import ChatModel, Message
 from deskbench.scoring.json_reply import ask_json
 from deskbench.scoring.numbers import NUMBER_RE, SCALES, ParsedNumber, find_numbers
-from deskbench.tasks.analytics import AnalyticsTask
+from deskbench.tracks.analytics.tasks import AnalyticsTask
 
 LISTING_2 = """You are a scoring assistant. Please score the AI model's answer. We will provide:
 1. The question and the reference answer

@@ -41,7 +41,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from deskbench.models.types import ChatModel, ImagePart, Message, TextPart
 from deskbench.scoring.json_reply import JsonReply, ask_json
-from deskbench.tasks.analytics import AnalyticsTask
+from deskbench.tracks.analytics.tasks import AnalyticsTask
 
 LISTING_3 = """You are a "Chart Correctness Scorer". You will be given:
 - question: the user’s original request

@@ -25,7 +25,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from deskbench.tasks.analytics import AnalyticsTask
+from deskbench.tracks.analytics.tasks import AnalyticsTask
 from deskbench.tracks.analytics.scoring.sheets_constraints import (
     Constraint,
     check,

@@ -9,8 +9,8 @@ from typing import Any
 
 from pydantic import TypeAdapter
 
-from deskbench.tasks.deliverables import RequiredOutput, Trap
-from deskbench.tasks.verifier_specs import VerifierSpec
+from deskbench.tracks.deliverables.tasks import RequiredOutput, Trap
+from deskbench.tracks.deliverables.verifier_specs import VerifierSpec
 
 _SPECS = TypeAdapter(list[VerifierSpec])
 

@@ -21,7 +21,7 @@ from pydantic import BaseModel, Field
 
 from deskbench.runs.store import Episode
 from deskbench.scoring.judge_log import episode
-from deskbench.tasks.deliverables import RUBRIC_CODES, DeliverableSubmission, DeliverableTask
+from deskbench.tracks.deliverables.tasks import RUBRIC_CODES, DeliverableSubmission, DeliverableTask
 from deskbench.tracks.deliverables.scoring.verifiers import (
     AsyncLlmJudge,
     VerifierResult,

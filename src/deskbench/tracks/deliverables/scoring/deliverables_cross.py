@@ -15,7 +15,7 @@ from deskbench.analysis.stats import (
     spearman,
     weight_sensitivity,
 )
-from deskbench.tasks.deliverables import RUBRIC_CODES
+from deskbench.tracks.deliverables.tasks import RUBRIC_CODES
 from deskbench.tracks.deliverables.scoring.deliverables import DeliverableItemScore
 from deskbench.tracks.deliverables.scoring.deliverables_numbers import TIE, corr, num, reviewed_rate
 from deskbench.tracks.deliverables.scoring.deliverables_report import (

@@ -14,7 +14,7 @@ from typing import Any
 from deskbench.runs.store import RunStore
 from deskbench.scoring.items_out import ItemAudit, item_row, output_files
 from deskbench.scoring.judge_log import LLM_CHECK, RUBRIC_GRADER
-from deskbench.tasks.deliverables import DeliverableSubmission, DeliverableTask
+from deskbench.tracks.deliverables.tasks import DeliverableSubmission, DeliverableTask
 from deskbench.tracks.deliverables.scoring.deliverables import DeliverableItemScore
 from deskbench.tracks.deliverables.scoring.rubric_qc_final import FinalGrade
 

@@ -12,7 +12,7 @@ from rich.table import Table
 
 from deskbench.models.prices import UNKNOWN
 from deskbench.runs.protocol import describe
-from deskbench.tasks.deliverables import RUBRIC_CODES
+from deskbench.tracks.deliverables.tasks import RUBRIC_CODES
 from deskbench.tracks.deliverables.scoring.deliverables_report import (
     CrossSystem,
     DeliverablesReport,

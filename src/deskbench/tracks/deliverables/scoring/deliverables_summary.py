@@ -32,7 +32,7 @@ from itertools import combinations
 from deskbench.analysis.stats import cohens_d
 from deskbench.models.prices import per, total_cost
 from deskbench.runs.protocol import ProtocolNote, deskbench, paper
-from deskbench.tasks.deliverables import RUBRIC_CODES, DeliverableTask
+from deskbench.tracks.deliverables.tasks import RUBRIC_CODES, DeliverableTask
 from deskbench.tracks.deliverables.scoring.deliverables import DeliverableItemScore
 from deskbench.tracks.deliverables.scoring.deliverables_cross import cross_system
 from deskbench.tracks.deliverables.scoring.deliverables_numbers import (

@@ -42,7 +42,7 @@ from rich.table import Table
 
 from deskbench.models.types import ChatModel, Message
 from deskbench.scoring.json_reply import ask_json
-from deskbench.tasks.deliverables import RUBRIC_CODES
+from deskbench.tracks.deliverables.tasks import RUBRIC_CODES
 from deskbench.tracks.deliverables.scoring import rubric_prompts as P
 from deskbench.tracks.deliverables.scoring.rubric import unnegated
 from deskbench.tracks.deliverables.scoring.rubric_qc_final import FinalGrade

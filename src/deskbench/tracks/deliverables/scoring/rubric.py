@@ -26,7 +26,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 from deskbench.models.types import ChatModel, Message
 from deskbench.runs.store import Episode, now
 from deskbench.scoring.json_reply import ask_json
-from deskbench.tasks.deliverables import (
+from deskbench.tracks.deliverables.tasks import (
     RUBRIC_CODES,
     TABLE_19,
     DeliverableSubmission,

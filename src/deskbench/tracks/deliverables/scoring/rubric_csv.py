@@ -29,7 +29,7 @@ from pydantic import ValidationError
 
 from deskbench.errors import UserError
 from deskbench.runs.store import Episode
-from deskbench.tasks.deliverables import RUBRIC_CODES, DeliverableSubmission, DeliverableTask
+from deskbench.tracks.deliverables.tasks import RUBRIC_CODES, DeliverableSubmission, DeliverableTask
 from deskbench.tracks.deliverables.grades import GradeStore, Key
 from deskbench.tracks.deliverables.scoring.rubric import CriterionGrade, RubricGrade
 from deskbench.tracks.deliverables.scoring.rubric_qc_actions import (

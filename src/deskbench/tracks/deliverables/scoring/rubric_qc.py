@@ -67,8 +67,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Literal
 
-from deskbench.tasks.analytics import OutputFileRecord
-from deskbench.tasks.deliverables import (
+from deskbench.tracks.analytics.tasks import OutputFileRecord
+from deskbench.tracks.deliverables.tasks import (
     RUBRIC_CODES,
     DeliverableSubmission,
     DeliverableTask,

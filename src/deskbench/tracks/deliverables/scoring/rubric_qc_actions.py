@@ -7,7 +7,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from deskbench.runs.store import now
-from deskbench.tasks.deliverables import RUBRIC_CODES
+from deskbench.tracks.deliverables.tasks import RUBRIC_CODES
 from deskbench.tracks.deliverables.scoring.rubric import RubricGrade
 
 __all__ = [

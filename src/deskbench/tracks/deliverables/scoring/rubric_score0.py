@@ -7,7 +7,7 @@ from collections.abc import Sequence
 
 from pydantic import BaseModel
 
-from deskbench.tasks.deliverables import RUBRIC_CODES, TABLE_19, RubricCriterion
+from deskbench.tracks.deliverables.tasks import RUBRIC_CODES, TABLE_19, RubricCriterion
 from deskbench.tracks.deliverables.scoring.rubric import RubricGrade, unnegated
 from deskbench.tracks.deliverables.scoring.rubric_qc_final import FinalGrade
 

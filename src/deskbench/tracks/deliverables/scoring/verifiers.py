@@ -19,7 +19,7 @@ from pathlib import Path
 
 from pydantic import BaseModel
 
-from deskbench.tasks.verifier_specs import LlmCheckSpec, VerifierSpec
+from deskbench.tracks.deliverables.verifier_specs import LlmCheckSpec, VerifierSpec
 from deskbench.tracks.deliverables.scoring.verifier_base import (
     AsyncLlmJudge,
     JudgeError,

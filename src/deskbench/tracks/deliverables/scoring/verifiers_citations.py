@@ -15,7 +15,7 @@ import re
 import zipfile
 from pathlib import Path
 
-from deskbench.tasks.verifier_specs import CitationDomainsSpec
+from deskbench.tracks.deliverables.verifier_specs import CitationDomainsSpec
 from deskbench.tracks.deliverables.scoring.verifier_base import VerifierContext, VerifierResult
 from deskbench.tracks.deliverables.scoring.verifier_base import result as _res
 from deskbench.tracks.deliverables.scoring.verifier_base import where as _where

@@ -7,7 +7,7 @@ import json
 import re
 from typing import Any
 
-from deskbench.tasks.verifier_specs import (
+from deskbench.tracks.deliverables.verifier_specs import (
     ExactValueSpec,
     FileSectionsSpec,
     JsonStrictSpec,

@@ -7,7 +7,7 @@ import re
 from typing import Any
 
 from deskbench.scoring.numbers import UNIT_SCALE, ParsedNumber, find_numbers, to_unit
-from deskbench.tasks.verifier_specs import (
+from deskbench.tracks.deliverables.verifier_specs import (
     DecisionLineSpec,
     NumericSpec,
     RegexAbsentSpec,

@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 
 from pydantic import BaseModel, ConfigDict, model_validator
 
-from deskbench.tasks.deliverables import RUBRIC_CODES
+from deskbench.tracks.deliverables.tasks import RUBRIC_CODES
 
 # Comparisons against the ACCEPT thresholds allow this much float noise: a pass rate computed
 # as 100 * 4 / 5 or as a sum of fractions must not fall just under 80.

@@ -9,7 +9,7 @@ episode: the search's cost estimate (where searches run, bm25_protocols/base.py)
 from __future__ import annotations
 
 from deskbench.agents.base import AgentContext, AgentResult, recorded
-from deskbench.tasks.docqa import DocQATask
+from deskbench.tracks.docqa.tasks import DocQATask
 from deskbench.tracks.docqa.agents.bm25_protocols.base import PageSearch
 from deskbench.tracks.docqa.agents.bm25_protocols.paper import ANSWER_TOOL, SEARCH_TOOL  # noqa: F401  # the prompt hash's constants
 from deskbench.tracks.docqa.agents.bm25_protocols import registry

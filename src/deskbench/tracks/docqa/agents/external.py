@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from deskbench.agents.base import AgentContext, AgentResult
 from deskbench.mcp.external import ExternalRunner
-from deskbench.tasks.docqa import DocQATask
+from deskbench.tracks.docqa.tasks import DocQATask
 
 
 class ExternalAgent(ExternalRunner):

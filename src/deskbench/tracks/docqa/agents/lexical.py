@@ -17,7 +17,7 @@ from collections.abc import Sequence
 
 from deskbench.agents.base import AgentContext, AgentResult, AnswerArgs, stamped, submission_of
 from deskbench.errors import QuerySyntaxError
-from deskbench.tasks.docqa import DocQATask
+from deskbench.tracks.docqa.tasks import DocQATask
 from deskbench.tasks.trajectory import Citation, ToolCallStep
 from deskbench.tracks.docqa.agents.single_call import question_query
 

@@ -46,7 +46,7 @@ from deskbench.agents.base import (
     submission_of,
 )
 from deskbench.models.types import ChatRequest, Message, ModelError
-from deskbench.tasks.docqa import DocQATask
+from deskbench.tracks.docqa.tasks import DocQATask
 from deskbench.tasks.trajectory import ToolCallStep
 from deskbench.tracks.docqa.agents.rlm_context import ContextStats, CorpusContext
 from deskbench.tracks.docqa.agents.rlm_prompts import (

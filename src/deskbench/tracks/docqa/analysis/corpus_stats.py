@@ -23,7 +23,7 @@ from typing import Any
 from pydantic import BaseModel
 
 from deskbench.errors import UserError
-from deskbench.tasks.docqa import HOP_TYPES, DocQATask
+from deskbench.tracks.docqa.tasks import HOP_TYPES, DocQATask
 
 UNCITED = "(no question)"
 NONE = "(none)"
@@ -127,7 +127,7 @@ def page_counts(corpus_dir: Path) -> dict[str, int]:
 
 
 def load_corpus_stats(tasks_path: Path, corpus_dir: Path) -> CorpusStats:
-    from deskbench.tasks.docqa import read_tasks
+    from deskbench.tracks.docqa.tasks import read_tasks
 
     counts = page_counts(corpus_dir)
     if not counts:

@@ -32,7 +32,7 @@ from pydantic import BaseModel
 
 from deskbench.analysis.stats import spearman
 from deskbench.runs.store import Episode
-from deskbench.tasks.docqa import DocQASubmission, ItemScore
+from deskbench.tracks.docqa.tasks import DocQASubmission, ItemScore
 from deskbench.tracks.docqa.analysis.scored import (
     CORRECT_AT,
     ScoredSystem,

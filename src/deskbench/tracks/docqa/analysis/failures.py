@@ -23,7 +23,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from deskbench.tasks.docqa import HOP_TYPES, ItemScore
+from deskbench.tracks.docqa.tasks import HOP_TYPES, ItemScore
 from deskbench.tracks.docqa.analysis.scored import CORRECT_AT, ScoredSystem, is_correct
 from deskbench.tracks.docqa.taxonomy import ERROR_CLASSES
 

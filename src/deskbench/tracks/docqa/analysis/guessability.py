@@ -25,7 +25,7 @@ from pydantic import BaseModel
 from deskbench.errors import UserError
 from deskbench.models.types import ChatModel
 from deskbench.runs.store import RunStore
-from deskbench.tasks.docqa import DocQATask
+from deskbench.tracks.docqa.tasks import DocQATask
 from deskbench.tracks.docqa.analysis.drift import run_accuracies
 
 QuestionClass = Literal["yes_no", "binary_choice", "other"]

@@ -18,7 +18,7 @@ import numpy as np
 from pydantic import BaseModel
 
 from deskbench.errors import UserError
-from deskbench.tasks.docqa import DocQATask
+from deskbench.tracks.docqa.tasks import DocQATask
 from deskbench.tracks.docqa.agents.lexical import STOPWORDS
 
 NS: tuple[int, ...] = (1, 2, 3)
@@ -146,7 +146,7 @@ def corpus_pages(corpus_dir: Path) -> Iterable[tuple[str, int, str]]:
 
 
 def load_lexical(tasks_path: Path, corpus_dir: Path) -> LexicalReport:
-    from deskbench.tasks.docqa import read_tasks
+    from deskbench.tracks.docqa.tasks import read_tasks
 
     if not tasks_path.is_file():
         raise UserError(f"--tasks {tasks_path} is not a file; give a docqa tasks JSONL")

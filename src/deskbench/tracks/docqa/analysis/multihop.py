@@ -23,7 +23,7 @@ from pydantic import BaseModel
 
 from deskbench.errors import UserError
 from deskbench.runs.store import RunStore
-from deskbench.tasks.docqa import DocQATask, hop_type
+from deskbench.tracks.docqa.tasks import DocQATask, hop_type
 from deskbench.tracks.docqa.analysis.drift import run_accuracies
 from deskbench.tracks.docqa.analysis.textsim import (
     Embedder,

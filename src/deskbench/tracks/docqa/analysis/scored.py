@@ -13,7 +13,7 @@ from pathlib import Path
 from deskbench.errors import UserError
 from deskbench.paths import require_run
 from deskbench.runs.store import Episode
-from deskbench.tasks.docqa import DocQASubmission, DocQATask, ItemScore
+from deskbench.tracks.docqa.tasks import DocQASubmission, DocQATask, ItemScore
 
 CORRECT_AT = 0.5  # accuracy >= 0.5 is correct (MADQA H.3 and F.3: the judge's partial counts)
 

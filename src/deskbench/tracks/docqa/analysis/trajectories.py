@@ -28,7 +28,7 @@ from typing import Any
 from pydantic import BaseModel
 
 from deskbench.runs.store import Episode
-from deskbench.tasks.docqa import DocQATask
+from deskbench.tracks.docqa.tasks import DocQATask
 from deskbench.tasks.trajectory import ToolCallStep
 from deskbench.tracks.docqa.analysis.scored import ScoredSystem
 

@@ -12,7 +12,7 @@ from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
 
-from deskbench.tasks.docqa import DocQATask
+from deskbench.tracks.docqa.tasks import DocQATask
 from deskbench.tracks.docqa.generate.clusters import build_world
 from deskbench.tracks.docqa.generate.facts import Fact
 from deskbench.tracks.docqa.generate.inject import plant_injections

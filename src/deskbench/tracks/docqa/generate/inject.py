@@ -11,7 +11,7 @@ from __future__ import annotations
 import random
 from dataclasses import dataclass
 
-from deskbench.tasks.docqa import Injection
+from deskbench.tracks.docqa.tasks import Injection
 from deskbench.tracks.docqa.generate.facts import Doc
 from deskbench.tracks.docqa.generate.layouts import Page, Para, Table, page_fits
 from deskbench.tracks.docqa.generate.questions import Candidate

@@ -11,7 +11,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
-from deskbench.tasks.docqa import HopType
+from deskbench.tracks.docqa.tasks import HopType
 
 Vision = Literal["table", "form", "checkbox", "colour", "multi_column", "scanned"]
 

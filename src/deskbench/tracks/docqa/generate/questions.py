@@ -14,7 +14,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from deskbench.tasks.docqa import Evidence, HopType, hop_type
+from deskbench.tracks.docqa.tasks import Evidence, HopType, hop_type
 from deskbench.tracks.docqa.generate.facts import Fact, World, num_text
 
 MULTI_HOP_SHARE = 0.20

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pypdfium2 as pdfium
 
-from deskbench.tasks.docqa import DocQATask, read_tasks
+from deskbench.tracks.docqa.tasks import DocQATask, read_tasks
 from deskbench.tracks.docqa.generate.manifest import FactRecord, ManifestRecord
 
 TICK_GLYPHS = ("✓", "✔", "☑", "☒", "✗", "[x]", "(x)")

@@ -24,7 +24,7 @@ from typing import Literal
 
 from deskbench.models.types import ProviderRefused
 from deskbench.scoring.judge_log import episode
-from deskbench.tasks.docqa import DocQASubmission, DocQATask, EffortMeasure, ItemScore
+from deskbench.tracks.docqa.tasks import DocQASubmission, DocQATask, EffortMeasure, ItemScore
 from deskbench.tracks.docqa.scoring.answer import anls_correct, anls_star, follows_injection
 from deskbench.tracks.docqa.scoring.attribution import doc_f1, page_f1
 from deskbench.tracks.docqa.scoring.bias import M0, M1, Q0, Q1

@@ -16,7 +16,7 @@ from deskbench.runs.scorings import StoredItem
 from deskbench.runs.store import RunStore
 from deskbench.scoring.attempts import AttemptMetrics, attempt_metrics
 from deskbench.scoring.judge_log import recording
-from deskbench.tasks.docqa import DocQATask
+from deskbench.tracks.docqa.tasks import DocQATask
 from deskbench.tracks.docqa.humans import episodes_of
 from deskbench.tracks.docqa.scoring.docqa import ScoreOptions, score_all
 

@@ -16,7 +16,7 @@ from deskbench.scoring.items_out import ItemAudit
 from deskbench.scoring.items_out import item_row as frame_row
 from deskbench.scoring.items_out import write_rows as write_rows
 from deskbench.scoring.judge_log import DOCQA_JUDGE
-from deskbench.tasks.docqa import DocQASubmission, DocQATask, ItemScore
+from deskbench.tracks.docqa.tasks import DocQASubmission, DocQATask, ItemScore
 
 
 def item_row(task: DocQATask, sub: DocQASubmission | None, item: ItemScore, system: str | None = None) -> dict[str, Any]:

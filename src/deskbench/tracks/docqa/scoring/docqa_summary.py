@@ -12,7 +12,7 @@ from pydantic import BaseModel, Field
 
 from deskbench.analysis.stats import bootstrap_means_ci, wilson_interval
 from deskbench.scoring.attempts import AttemptMetrics
-from deskbench.tasks.docqa import HOP_TYPES, EffortMeasure, ItemScore
+from deskbench.tracks.docqa.tasks import HOP_TYPES, EffortMeasure, ItemScore
 from deskbench.tracks.docqa.scoring.bias import rg_interval_lee, rg_interval_official, rogan_gladen
 from deskbench.tracks.docqa.scoring.calibration import (
     effort_share_incorrect,

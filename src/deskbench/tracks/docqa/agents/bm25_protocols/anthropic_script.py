@@ -50,7 +50,7 @@ from typing import Any, Literal
 
 from deskbench.agents.base import AgentContext, AgentResult, Recorder
 from deskbench.models.types import ChatRequest, ChatResponse, Message, Part, ToolCall
-from deskbench.tasks.docqa import DocQATask
+from deskbench.tracks.docqa.tasks import DocQATask
 from deskbench.tracks.docqa.agents.bm25_protocols.base import PageSearch, ShrunkPages, official_source, script_submission
 from deskbench.tracks.docqa.agents.bm25_protocols.script_texts import (
     ANSWER_TOOL,

@@ -35,7 +35,7 @@ from deskbench.corpus.corpus import SearchHit
 from deskbench.corpus.images import ImageSpec
 from deskbench.errors import QuerySyntaxError
 from deskbench.models.types import ImagePart, Part, TextPart
-from deskbench.tasks.docqa import DocQASubmission, DocQATask
+from deskbench.tracks.docqa.tasks import DocQASubmission, DocQATask
 from deskbench.tasks.trajectory import ToolCallStep
 from deskbench.tracks.docqa.agents.bm25_protocols.script_texts import PAGE_LABEL
 from deskbench.untrusted.limits import FileLimitError

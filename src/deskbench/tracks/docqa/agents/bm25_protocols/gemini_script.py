@@ -57,7 +57,7 @@ from pydantic import ValidationError
 
 from deskbench.agents.base import AgentContext, AgentResult, Recorder, describe_problem
 from deskbench.models.types import ChatRequest, ChatResponse, ImagePart, Message, ModelError, Part, TextPart
-from deskbench.tasks.docqa import DocQASubmission, DocQATask
+from deskbench.tracks.docqa.tasks import DocQASubmission, DocQATask
 from deskbench.tracks.docqa.agents.bm25_protocols import script_texts
 from deskbench.tracks.docqa.agents.bm25_protocols.base import Pages, PageMemory, PageSearch, official_source, script_view
 from deskbench.tracks.docqa.agents.bm25_protocols.script_texts import (

@@ -29,7 +29,7 @@ from pydantic import BaseModel, ValidationError
 
 from deskbench.agents.base import AgentContext, AgentResult, Recorder, describe_problem
 from deskbench.models.types import ChatRequest, ChatResponse, Message, Part, TextPart, ToolCall, ToolSpec
-from deskbench.tasks.docqa import DocQASubmission, DocQATask
+from deskbench.tracks.docqa.tasks import DocQASubmission, DocQATask
 from deskbench.tasks.trajectory import Citation
 from deskbench.tracks.docqa.agents.bm25_protocols.base import PageSearch, labelled_pages, official_source
 from deskbench.tracks.docqa.agents.bm25_protocols.script_texts import (

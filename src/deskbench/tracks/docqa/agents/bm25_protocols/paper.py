@@ -15,7 +15,7 @@ from pydantic import ValidationError
 
 from deskbench.agents.base import AgentContext, AgentResult, AnswerArgs, Recorder, describe_problem, submission_of
 from deskbench.models.types import ChatRequest, Message, TextPart, ToolCall, ToolSpec
-from deskbench.tasks.docqa import DocQATask
+from deskbench.tracks.docqa.tasks import DocQATask
 from deskbench.tracks.docqa.agents.bm25_protocols.base import Found, PageSearch
 from deskbench.tracks.docqa.agents.prompts import BM25_SYSTEM, SEARCH_DESCRIPTION
 

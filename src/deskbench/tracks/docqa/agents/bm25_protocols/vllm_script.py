@@ -72,7 +72,7 @@ from deskbench.models.types import (
     ModelError,
     ProviderRefused,
 )
-from deskbench.tasks.docqa import DocQATask
+from deskbench.tracks.docqa.tasks import DocQATask
 from deskbench.tracks.docqa.agents.bm25_protocols import base
 from deskbench.tracks.docqa.agents.bm25_protocols.base import PageSearch, ShrunkPages, official_source, script_submission
 from deskbench.tracks.docqa.agents.bm25_protocols.script_texts import (

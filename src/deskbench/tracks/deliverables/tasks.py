@@ -17,8 +17,8 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from deskbench.errors import UserError, read_user_file
-from deskbench.tasks.analytics import OutputFileRecord, StopReason
-from deskbench.tasks.verifier_specs import VERIFIER_KINDS, Unit, VerifierSpec
+from deskbench.tracks.analytics.tasks import OutputFileRecord, StopReason
+from deskbench.tracks.deliverables.verifier_specs import VERIFIER_KINDS, Unit, VerifierSpec
 
 PromptClass = Literal["CRP", "RCP", "SCP", "LDP", "FSP"]
 CorpusDiscipline = Literal["closed", "hybrid", "open"]
