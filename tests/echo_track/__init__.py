@@ -41,6 +41,7 @@ class EchoSubmission(BaseModel):
 
 
 AGENTS: dict[str, Callable[[str], str]] = {"echo-upper": str.upper, "echo-lower": str.lower}
+RAY_RESOURCE = "echo_lane"  # what a Ray worker of an echo run holds (ray_resources)
 
 
 class EchoTrack(Track):
@@ -94,6 +95,11 @@ class EchoTrack(Track):
     def diagnose_output(self, episode: Episode, task: BaseModel | None) -> tuple[str, str]:
         sub = episode.submission
         return ("ok", "") if isinstance(sub, EchoSubmission) and sub.answer else ("no_answer", "")
+
+    def ray_resources(self, request: RunRequest) -> Mapping[str, float]:
+        """Its own Ray resource, no sandbox (it runs no code): on a cluster each worker holds one
+        `echo_lane` (tests/test_fourth_track_ray.py)."""
+        return {RAY_RESOURCE: 1}
 
     def outcomes(self, store: RunStore, system: str, options: OutcomeOptions) -> list[ItemOutcome]:
         expected = {t.id: t.expected for t in store.all_tasks() if isinstance(t, EchoTask)}

@@ -79,6 +79,14 @@ class Track(ABC):
         what the task asks for, else why not ("no_answer", "file_not_produced", ...)."""
         return ("ok", "") if episode.submission is not None else ("no_answer", "")
 
+    def ray_resources(self, request: RunRequest) -> Mapping[str, float] | None:
+        """The custom Ray resources (beyond its one CPU) a worker running this run's episodes holds
+        on a Ray cluster (`run --executor ray`), by name: {} for none, {"sandbox": 1} for a run
+        that executes code. Each node declares how many it has (`ray start --resources`); a cluster
+        without one is one line naming it. None (the default) leaves it to the core: a sandbox,
+        as a run that executes code needs (runs/ray_executor.py)."""
+        return None
+
     def show_scores(self, store: RunStore, systems: Sequence[str], request: RunRequest, *, as_json: bool) -> bool:
         """Print what `deskbench run` shows once the episodes are done and say True; False (the
         default) leaves it to the core: each system's outcomes (runs/outcomes.py show_outcomes)."""

@@ -2,9 +2,9 @@
 
 The driver prepares the run as the local executor does (the store's meta, the tasks, each
 system's identity), then hands episodes to a pool of `EpisodeWorker` actors (runs/ray_worker.py),
-one per worker process, each asking for one CPU (the agent loop) and, when the run executes
-code, one `sandbox` (a custom resource each node declares: how many bubblewrap sandboxes it
-runs at once). Every episode that ends comes back to the driver, which alone writes the store,
+one per worker process, each asking for one CPU (the agent loop) and the custom resources its
+track says an episode needs (`Track.ray_resources`; by default one `sandbox`, a custom resource
+each node declares: how many bubblewrap sandboxes it runs at once). Every episode that ends comes back to the driver, which alone writes the store,
 through the local executor's own code (`pending_episodes`, `commit_episode`): a resume skips what
 is stored, a kill -9 of the driver loses only the episodes in flight (nothing is stored twice:
 each is committed in one transaction when it ends), and a worker process that dies mid-episode
@@ -21,9 +21,10 @@ import asyncio
 import contextlib
 import logging
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
+from deskbench.contract.track import Track
 from deskbench.errors import UserError
 from deskbench.models.types import ProviderRefused
 from deskbench.runs.runner import RunCounts, commit_episode, episode_dir, pending_episodes
@@ -32,25 +33,20 @@ from deskbench.runs.track import Outcome, PreparedRun, RunRequest
 NAMESPACE = "deskbench"  # runs/ray_worker.py NAMESPACE: the limiters are found by name in it
 TASK_RETRIES = 3  # an episode whose worker died is run again this many times
 RESTARTS = 8  # a worker process that died is restarted this many times
+SANDBOX = "sandbox"  # the custom resource of a node's bubblewrap sandboxes (ray start --resources)
 
 
-def _runs_code_docqa(request: RunRequest) -> bool:
-    from deskbench.tracks.docqa.agents.registry import NEEDS_SANDBOX
-
-    return any(a in NEEDS_SANDBOX for a in request.agents)
-
-
-# which runs execute code in the sandbox, by track: their workers ask for a `sandbox` resource
-RUNS_CODE: dict[str, Callable[[RunRequest], bool]] = {
-    "docqa": _runs_code_docqa,
-    "analytics": lambda request: True,
-    "deliverables": lambda request: True,
-}
+def worker_resources(track: Track, request: RunRequest) -> dict[str, float]:
+    """The custom Ray resources each worker of this run holds: its track's (`ray_resources`), by
+    default one sandbox (a track that says nothing may execute code)."""
+    declared = track.ray_resources(request)
+    return {SANDBOX: 1.0} if declared is None else {name: float(n) for name, n in declared.items()}
 
 
-def connect(address: str | None) -> Any:
+def connect(address: str | None, resources: Mapping[str, float] | None = None) -> Any:
     """Join the cluster at `address` (host:port of its head), or start one on this machine
-    (its CPUs, as many sandboxes); offline either way."""
+    (its CPUs, as many sandboxes, and enough of each of `resources`, what a worker holds, for
+    one worker per CPU); offline either way."""
     os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
     if address and "RAY_AUTH_MODE" not in os.environ and _token_available():
         # `ray start` turns token auth on when a token exists (~/.ray/auth_token); a driver
@@ -68,7 +64,8 @@ def connect(address: str | None) -> Any:
             ray.init(address=address, **quiet)
         else:
             cpus = os.cpu_count() or 1
-            ray.init(num_cpus=cpus, resources={"sandbox": cpus}, include_dashboard=False,
+            local = {SANDBOX: float(cpus), **{name: n * cpus for name, n in (resources or {}).items()}}
+            ray.init(num_cpus=cpus, resources=local, include_dashboard=False,
                      _node_ip_address="127.0.0.1", **quiet)
     except (ConnectionError, RuntimeError, ValueError) as exc:
         raise UserError(f"--ray-address {address}: cannot join the Ray cluster ({exc}); give the head's "
@@ -83,15 +80,19 @@ def _token_available() -> bool:
         os.environ.get("RAY_AUTH_TOKEN_PATH") or Path.home() / ".ray" / "auth_token").is_file()
 
 
-def pool_size(resources: dict[str, float], runs_code: bool, pending: int) -> int:
-    """One worker per CPU of the cluster (and per sandbox, when the run executes code), never
-    more than there are episodes to run."""
+def pool_size(resources: Mapping[str, float], needs: Mapping[str, float], pending: int) -> int:
+    """One worker per CPU of the cluster (and per what it holds of each resource in `needs`, a
+    worker's), never more than there are episodes to run."""
     n = int(resources.get("CPU", 0))
-    if runs_code:
-        if resources.get("sandbox", 0) < 1:
-            raise UserError("this run executes code but the Ray cluster has no 'sandbox' resource; start each "
-                            "node with ray start ... --resources '{\"sandbox\": N}' (N sandboxes at once)")
-        n = min(n, int(resources["sandbox"]))
+    for name, amount in needs.items():
+        if amount <= 0:
+            continue
+        if resources.get(name, 0) < amount:
+            why = "executes code" if name == SANDBOX else f"needs {amount:g} {name!r} per worker"
+            what = "N sandboxes at once" if name == SANDBOX else f"N {name} on that node"
+            raise UserError(f"this run {why} but the Ray cluster has no {name!r} resource; start each node with "
+                            f"ray start ... --resources '{{\"{name}\": N}}' ({what})")
+        n = min(n, int(resources[name] // amount))
     if n < 1:
         raise UserError("the Ray cluster has no CPU to run episodes on; start its nodes with --num-cpus 1 or more")
     return max(1, min(n, pending))
@@ -117,7 +118,10 @@ def execute_run_ray(prep: PreparedRun, request: RunRequest,
     the local executor runs them, so `--concurrency` means the same on both), spread over the
     workers; each committed by this process as it ends. Each model's limit is the one the track
     opened it with, held cluster-wide."""
-    ray = connect(request.option("ray_address"))
+    from deskbench.contract.registry import get_track
+
+    needs = worker_resources(get_track(prep.track), request)
+    ray = connect(request.option("ray_address"), needs)
     from deskbench.runs.ray_worker import EpisodeWorker, ModelLimiter, limiter_name
 
     counts = {s.name: RunCounts() for s in prep.systems}
@@ -127,12 +131,11 @@ def execute_run_ray(prep: PreparedRun, request: RunRequest,
     models = {s.model.id: s.model for s in prep.systems if s.model is not None}
     limit = ModelLimiter.options  # type: ignore[attr-defined]  # a ray.remote class
     limiters = {mid: limit(name=limiter_name(mid), get_if_exists=True).remote(m.concurrency) for mid, m in models.items()}
-    runs_code = RUNS_CODE.get(prep.track, lambda r: True)(request)
     in_flight = max(1, prep.concurrency) * max(1, len({s for s, _, _ in pending}))  # the local executor's bound
-    n = pool_size(ray.cluster_resources(), runs_code, min(len(pending), in_flight)) if pending else 0
+    n = pool_size(ray.cluster_resources(), needs, min(len(pending), in_flight)) if pending else 0
     per_worker = -(-in_flight // max(n, 1))  # ceil: the least busy worker takes the next episode
     worker = ray.remote(EpisodeWorker).options(
-        num_cpus=1, resources={"sandbox": 1} if runs_code else {}, max_restarts=RESTARTS,
+        num_cpus=1, resources={k: v for k, v in needs.items() if v > 0}, max_restarts=RESTARTS,
         max_task_retries=TASK_RETRIES, max_concurrency=per_worker + 2)
     pool = [worker.remote(shippable(request), list(limiters)) for _ in range(n)]
     load = [0] * n

@@ -52,6 +52,12 @@ class DocQATrack(Track):
 
         return answer_output(episode)
 
+    def ray_resources(self, request: RunRequest) -> Mapping[str, float]:
+        """A sandbox only for the agents that run model-written code (rlm); the others search."""
+        from deskbench.tracks.docqa.agents.registry import NEEDS_SANDBOX
+
+        return {"sandbox": 1} if any(a in NEEDS_SANDBOX for a in request.agents) else {}
+
     def prepare(self, request: RunRequest) -> PreparedRun:
         return _prepare(request)
 
