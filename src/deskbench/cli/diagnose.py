@@ -27,7 +27,7 @@ def register(app: typer.Typer) -> None:
         no answer, files not produced, file generation failures by cause), with cost and the share of
         episodes that produced what they must ('success': an answer, the required files; not accuracy)."""
         from deskbench.models.prices import UNKNOWN, format_cost
-        from deskbench.runs.diagnose import CATEGORIES
+        from deskbench.runs.diagnose import categories
         from deskbench.runs.diagnose import diagnose as run_diagnose
         from deskbench.runs.store import RunStore
 
@@ -41,7 +41,9 @@ def register(app: typer.Typer) -> None:
         if as_json:
             print(json.dumps(result.model_dump(mode="json", exclude={} if episodes else {"episodes"}), indent=2))
             return
-        seen = [c for c in CATEGORIES if any(c in s.categories for s in result.systems)]
+        order = categories(track)
+        shown = [*order, *sorted({c for s in result.systems for c in s.categories} - set(order))]
+        seen = [c for c in shown if any(c in s.categories for s in result.systems)]
         table = Table(title=f"diagnose {run_dir}")
         for col in ("system", "episodes", "success", *seen, "cost $", "$ per ok", "tokens in/out"):
             table.add_column(col, justify="left" if col == "system" else "right")

@@ -79,6 +79,12 @@ class Track(ABC):
         what the task asks for, else why not ("no_answer", "file_not_produced", ...)."""
         return ("ok", "") if episode.submission is not None else ("no_answer", "")
 
+    def diagnose_categories(self) -> Sequence[str]:
+        """The categories `diagnose_output` gives besides "ok" and those of a failed episode
+        (timeout, content_policy, ...: the same for every track), in the order `deskbench
+        diagnose` shows them (runs/diagnose.py)."""
+        return ("no_answer",)
+
     def ray_resources(self, request: RunRequest) -> Mapping[str, float] | None:
         """The custom Ray resources (beyond its one CPU) a worker running this run's episodes holds
         on a Ray cluster (`run --executor ray`), by name: {} for none, {"sandbox": 1} for a run

@@ -6,7 +6,10 @@ for every track. Each episode gets exactly one category, the first that applies 
     context_overflow   the prompt did not fit the model's context window
     step_limit         docqa: the agent was still searching when its step budget (--max-steps) ran out
     round_limit        analytics, deliverables: still calling tools when the round budget ran out
+                       (what a track calls it: `Track.limit_category`)
     model_error        any other failed episode (API errors after retries, unparseable replies)
+  then the track's own categories of an episode that ended (`Track.diagnose_output`, listed in
+  `Track.diagnose_categories`), for the built-ins:
     no_answer          docqa: the submission has no answer; analytics qa: no final answer
     no_output          deliverables (and a task unknown to the run): no response text and no files
     file_generation_failed:<why>   a required output file is missing and a code call failed;
@@ -20,6 +23,9 @@ for every track. Each episode gets exactly one category, the first that applies 
                        deliverables: a response and every required file
 
 ok is "the episode produced what it must", not "correct": `deskbench score` says how many are right.
+The failed-episode categories are the same for every track; what an ended episode had to produce is
+its track's business (tracks/<name>/diagnose.py), with `code_output` below for a track whose agents
+write files with code (the sandbox's execute_code calls say why a file is missing).
 
 Per system it also reports cost, tokens and the success rate (ok episodes over all). A system's
 cost is unknown (None) when any of its episodes called a model without a price.
@@ -30,16 +36,12 @@ from __future__ import annotations
 import re
 from collections import Counter
 from collections.abc import Mapping, Sequence
-from pathlib import Path
 
 from pydantic import BaseModel, Field
 
 from deskbench.models.prices import PRICES_AS_OF, per, total_cost
 from deskbench.models.sdk_errors import CONTEXT, POLICY
 from deskbench.runs.store import Episode
-from deskbench.tracks.analytics.tasks import AnalyticsSubmission, AnalyticsTask
-from deskbench.tracks.deliverables.tasks import DeliverableSubmission, DeliverableTask
-from deskbench.tracks.docqa.tasks import DocQASubmission, DocQATask
 from deskbench.tasks.trajectory import ToolCallStep
 
 _TIMEOUT = re.compile(r"time[d ]?out|timeout|deadline exceeded", re.I)
@@ -53,10 +55,19 @@ FILE_ERRORS: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("wrong_api", re.compile(r"AttributeError|has no attribute|unexpected keyword argument|TypeError|"
                              r"takes \d+ positional argument", re.I)),
 )
-CATEGORIES = ("ok", "timeout", "content_policy", "context_overflow", "step_limit", "round_limit", "model_error",
-              "no_answer", "no_output",
-              *(f"file_generation_failed:{name}" for name, _ in FILE_ERRORS), "file_generation_failed:other",
-              "file_not_produced")
+FAILED = ("timeout", "content_policy", "context_overflow")  # a failed episode's, by its error, before the limit
+# what `code_output` says of an episode that ended without its files, in the order diagnose shows them
+FILE_CATEGORIES = ("no_output", *(f"file_generation_failed:{name}" for name, _ in FILE_ERRORS),
+                   "file_generation_failed:other", "file_not_produced")
+
+
+def categories(track: str) -> tuple[str, ...]:
+    """Every category an episode of `track` may get, in the order diagnose shows them: ok, the
+    failed episodes' (the same for every track, its limit's among them), then its own."""
+    from deskbench.contract.registry import get_track
+
+    t = get_track(track)
+    return tuple(dict.fromkeys(("ok", *FAILED, t.limit_category, "model_error", *t.diagnose_categories())))
 
 
 class EpisodeDiagnosis(BaseModel):
@@ -101,25 +112,6 @@ def file_error_kind(tail: str) -> str:
     return "other"
 
 
-AnyTask = DeliverableTask | AnalyticsTask | DocQATask
-CHART_SUFFIXES = (".png", ".jpg", ".jpeg", ".svg", ".pdf", ".webp", ".gif")
-
-
-def _required_files(task: AnyTask | None, files: list[str]) -> list[str]:
-    """The required output files missing from `files` (by name; an analytics chart by kind)."""
-    if isinstance(task, DeliverableTask):
-        return [o.name for o in task.required_outputs if o.name not in files]
-    if isinstance(task, AnalyticsTask) and task.category == "file_generation" and task.reference_file:
-        # the scorer's own rule for "the file": named as asked, else the only spreadsheet
-        from deskbench.tracks.analytics.scoring.analytics import find_output_sheet
-
-        found = find_output_sheet(task, [Path(f) for f in files])
-        return [] if found is not None else [task.reference_file.output_name]
-    if isinstance(task, AnalyticsTask) and task.category == "visualization":
-        return [] if any(f.lower().endswith(CHART_SUFFIXES) for f in files) else ["a chart image"]
-    return []
-
-
 DETAIL_CHARS = 300  # of a one-line error
 TAIL_CHARS = 2100  # of a longer one (an external agent's stderr: mcp/external.py keeps ~2,000)
 
@@ -159,28 +151,22 @@ def diagnose_episode(episode: Episode, task: object | None, track: str = "docqa"
     return verdict(category, detail[:DETAIL_CHARS])
 
 
-def answer_output(episode: Episode) -> tuple[str, str]:
-    """docqa: an answer is the whole output."""
-    sub = episode.submission
-    text = " ".join(a for a in sub.answer if isinstance(a, str)) if isinstance(sub, DocQASubmission) else ""
-    if _REFUSAL.search(text):
-        return "content_policy", text
-    return ("ok", "") if text.strip() else ("no_answer", "")
+def is_refusal(text: str) -> bool:
+    """Whether a reply opens as a refusal ("I'm sorry, I can't help ...")."""
+    return bool(_REFUSAL.search(text))
 
 
-def code_output(episode: Episode, task: object | None) -> tuple[str, str]:
-    """analytics and deliverables: a response and the files the task requires, made by code."""
-    sub = episode.submission
-    text = sub.response if isinstance(sub, DeliverableSubmission) else (
-        sub.answer if isinstance(sub, AnalyticsSubmission) else "")
-    files = [f.name for f in sub.files] if isinstance(sub, DeliverableSubmission | AnalyticsSubmission) else []
-    if _REFUSAL.search(text) and not files:
+def code_output(episode: Episode, text: str, files: Sequence[str], missing: Sequence[str], *,
+                answer_needed: bool = False) -> tuple[str, str]:
+    """An ended episode of a track whose agents write files with code: its response `text`, the
+    `files` it saved, and the required ones `missing` from them (the track knows which its task
+    requires); `answer_needed`: the task asks for a final answer, files or not."""
+    if is_refusal(text) and not files:
         return "content_policy", text
-    if isinstance(task, AnalyticsTask) and task.category == "qa" and not text.strip():
+    if answer_needed and not text.strip():
         return "no_answer", f"{len(files)} files, no final answer" if files else ""
     if not text.strip() and not files:
         return "no_output", ""
-    missing = _required_files(task if isinstance(task, DeliverableTask | AnalyticsTask) else None, files)
     if missing:
         failed = _failed_calls(episode)
         if failed:
@@ -198,6 +184,7 @@ def diagnose(episodes: Sequence[Episode], tasks: Mapping[str, object] | None = N
     """Every episode's category and each system's totals; `tasks`: the run's tasks by id (what
     each episode had to produce); `track`: the run's (it says what an ok episode must produce)."""
     tasks = tasks or {}
+    order = categories(track)
     per_episode = [diagnose_episode(ep, tasks.get(ep.task_id), track) for ep in episodes]
     systems = []
     for name in sorted({ep.system for ep in episodes}):
@@ -208,7 +195,7 @@ def diagnose(episodes: Sequence[Episode], tasks: Mapping[str, object] | None = N
         per_ok = per(cost, ok)
         systems.append(SystemDiagnosis(
             system=name, episodes=len(eps), ok=ok, success_rate=ok / len(eps) if eps else 0.0,
-            categories={c: cats[c] for c in CATEGORIES if cats.get(c)},
+            categories={c: cats[c] for c in (*order, *sorted(set(cats) - set(order))) if cats.get(c)},
             cost_usd=None if cost is None else round(cost, 6), cost_known=cost is not None,
             input_tokens=sum(ep.usage.input_tokens for ep in eps),
             output_tokens=sum(ep.usage.output_tokens for ep in eps),

@@ -50,9 +50,14 @@ class AnalyticsTrack(Track):
         return AnalyticsTask.model_validate_json(text)
 
     def diagnose_output(self, episode: Episode, task: BaseModel | None) -> tuple[str, str]:
-        from deskbench.runs.diagnose import code_output
+        from deskbench.tracks.analytics.diagnose import analytics_output
 
-        return code_output(episode, task)
+        return analytics_output(episode, task)
+
+    def diagnose_categories(self) -> Sequence[str]:
+        from deskbench.tracks.analytics.diagnose import CATEGORIES
+
+        return CATEGORIES
 
     def prepare(self, request: RunRequest) -> PreparedRun:
         from deskbench.errors import UserError

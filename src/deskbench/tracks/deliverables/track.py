@@ -54,9 +54,14 @@ class DeliverablesTrack(Track):
         return task
 
     def diagnose_output(self, episode: Episode, task: BaseModel | None) -> tuple[str, str]:
-        from deskbench.runs.diagnose import code_output
+        from deskbench.tracks.deliverables.diagnose import deliverables_output
 
-        return code_output(episode, task)
+        return deliverables_output(episode, task)
+
+    def diagnose_categories(self) -> Sequence[str]:
+        from deskbench.tracks.deliverables.diagnose import CATEGORIES
+
+        return CATEGORIES
 
     def prepare(self, request: RunRequest) -> PreparedRun:
         """Every (--agent, --model) pair is a system; all of them run at once."""

@@ -48,7 +48,7 @@ class DocQATrack(Track):
         return DocQATask.model_validate_json(text)
 
     def diagnose_output(self, episode: Episode, task: BaseModel | None) -> tuple[str, str]:
-        from deskbench.runs.diagnose import answer_output
+        from deskbench.tracks.docqa.diagnose import answer_output
 
         return answer_output(episode)
 

@@ -1,0 +1,72 @@
+"""What `diagnose` and `export` say of a track's episodes comes from the track's hooks, not from
+tables in the core keyed by track name: a track's own diagnose categories are counted and shown
+in its order, and an export reads a task and an answer as the track says (the core's default, the
+first user message and no answer, for a track that says nothing)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+
+import pytest
+from echo_track import EchoSubmission, EchoTask, EchoTrack
+from pydantic import BaseModel
+
+from deskbench.contract.registry import register_track, unregister_track
+from deskbench.runs.diagnose import categories, diagnose
+from deskbench.runs.store import Episode
+
+
+class PickyEcho(EchoTrack):
+    """The echo track with a category of its own: an answer shorter than the text is `too_short`
+    (and an empty one `silent`, a category it forgot to list)."""
+
+    name = "picky-echo"
+    limit_category = "turn_limit"
+
+    def diagnose_output(self, episode: Episode, task: BaseModel | None) -> tuple[str, str]:
+        sub = episode.submission
+        assert isinstance(sub, EchoSubmission) and isinstance(task, EchoTask)
+        if not sub.answer:
+            return "silent", ""
+        return ("ok", "") if len(sub.answer) >= len(task.text) else ("too_short", f"{len(sub.answer)} characters")
+
+    def diagnose_categories(self) -> Sequence[str]:
+        return ("too_short",)
+
+
+@pytest.fixture
+def picky() -> Iterator[None]:
+    register_track(PickyEcho())
+    yield
+    unregister_track("picky-echo")
+
+
+def _episode(task: EchoTask, answer: str, status: str = "ok", error: str | None = None) -> Episode:
+    return Episode(task_id=task.id, system="echo-upper", attempt=0, status=status, error=error,  # type: ignore[arg-type]
+                   submission=EchoSubmission(id=task.id, answer=answer) if status == "ok" else None,
+                   started_at="2026-11-28T00:00:00Z", finished_at="2026-11-28T00:00:01Z")
+
+
+def test_a_tracks_own_diagnose_categories_are_counted_in_its_order(picky: None) -> None:
+    assert categories("picky-echo") == ("ok", "timeout", "content_policy", "context_overflow", "turn_limit",
+                                        "model_error", "too_short")
+    tasks = [EchoTask(id=f"e{i}", text="hello", expected="HELLO") for i in range(5)]
+    episodes = [_episode(tasks[0], "HELLO"), _episode(tasks[1], "HE"), _episode(tasks[2], ""),
+                _episode(tasks[3], "", status="limit", error="out of turns"),
+                _episode(tasks[4], "", status="error", error="read timeout after 60 s")]
+    result = diagnose(episodes, {t.id: t for t in tasks}, track="picky-echo")
+    (system,) = result.systems
+    assert list(system.categories.items()) == [("ok", 1), ("timeout", 1), ("turn_limit", 1), ("too_short", 1),
+                                               ("silent", 1)]  # an unlisted category is kept, after the listed
+    assert system.success_rate == pytest.approx(1 / 5)
+    assert {d.task_id: d.detail for d in result.episodes}["e1"] == "2 characters"
+
+
+def test_the_built_in_tracks_categories_keep_their_order() -> None:
+    files = ("no_output", "file_generation_failed:missing_library", "file_generation_failed:file_not_found",
+             "file_generation_failed:wrong_header", "file_generation_failed:wrong_column",
+             "file_generation_failed:wrong_api", "file_generation_failed:other", "file_not_produced")
+    failed = ("ok", "timeout", "content_policy", "context_overflow")
+    assert categories("docqa") == (*failed, "step_limit", "model_error", "no_answer")
+    assert categories("analytics") == (*failed, "round_limit", "model_error", "no_answer", *files)
+    assert categories("deliverables") == (*failed, "round_limit", "model_error", *files)
