@@ -6,13 +6,18 @@ first user message and no answer, for a track that says nothing)."""
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
+from pathlib import Path
 
 import pytest
-from echo_track import EchoSubmission, EchoTask, EchoTrack
+from echo_track import TRACK, EchoSubmission, EchoTask, EchoTrack
 from pydantic import BaseModel
+from typer.testing import CliRunner
 
+from deskbench.cli import app
+from deskbench.contract.export import TaskText
 from deskbench.contract.registry import register_track, unregister_track
 from deskbench.runs.diagnose import categories, diagnose
+from deskbench.runs.export.samples import systems
 from deskbench.runs.store import Episode
 
 
@@ -32,6 +37,13 @@ class PickyEcho(EchoTrack):
 
     def diagnose_categories(self) -> Sequence[str]:
         return ("too_short",)
+
+    def export_task(self, task: BaseModel) -> TaskText | None:
+        assert isinstance(task, EchoTask)
+        return TaskText(f"echo {task.text!r}", [task.expected], {"length": len(task.text)})
+
+    def export_answer(self, submission: BaseModel | None) -> str:
+        return submission.answer if isinstance(submission, EchoSubmission) else ""
 
 
 @pytest.fixture
@@ -70,3 +82,24 @@ def test_the_built_in_tracks_categories_keep_their_order() -> None:
     assert categories("docqa") == (*failed, "step_limit", "model_error", "no_answer")
     assert categories("analytics") == (*failed, "round_limit", "model_error", "no_answer", *files)
     assert categories("deliverables") == (*failed, "round_limit", "model_error", *files)
+
+
+def _exported(track: EchoTrack, tmp_path: Path) -> list[tuple[str, list[str], dict[str, object], str]]:
+    """An echo run of `track` (registered alone: the store files echo tasks under it), exported."""
+    register_track(track)
+    try:
+        tmp_path.mkdir()
+        tasks = tmp_path / "tasks.jsonl"
+        tasks.write_text(EchoTask(id="e0", text="abc", expected="ABC").model_dump_json() + "\n")
+        ran = CliRunner().invoke(app, ["run", "--tasks", str(tasks), "--agent", "echo-lower", "--out",
+                                       str(tmp_path / "run"), "--quiet", "--json"])
+        assert ran.exit_code == 0, ran.output
+        return [(s.task.input, s.task.target, s.task.gold, s.answer)
+                for system in systems(tmp_path / "run") for s in system.samples]
+    finally:
+        unregister_track(track.name)
+
+
+def test_an_export_reads_tasks_and_answers_as_the_track_says(tmp_path: Path) -> None:
+    assert _exported(PickyEcho(), tmp_path / "picky") == [("echo 'abc'", ["ABC"], {"length": 3}, "abc")]
+    assert _exported(TRACK, tmp_path / "plain") == [("", [], {}, "")]  # no hooks: the core's default

@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, ClassVar
 from pydantic import BaseModel
 
 if TYPE_CHECKING:
+    from deskbench.contract.export import TaskText
     from deskbench.report.models import ReportSection
     from deskbench.runs.outcomes import ItemOutcome, OutcomeOptions
     from deskbench.runs.store import Episode, RunStore
@@ -92,6 +93,16 @@ class Track(ABC):
         without one is one line naming it. None (the default) leaves it to the core: a sandbox,
         as a run that executes code needs (runs/ray_executor.py)."""
         return None
+
+    def export_task(self, task: BaseModel) -> TaskText | None:
+        """A task as `deskbench export` shows it: what was asked, the gold answer and the rest of
+        the gold as metadata (contract/export.py); None (the default) leaves it to the core: the
+        episode's first user message, no target."""
+        return None
+
+    def export_answer(self, submission: BaseModel | None) -> str:
+        """A submission's answer as text in an export; "" (the default) when none or unsaid."""
+        return ""
 
     def show_scores(self, store: RunStore, systems: Sequence[str], request: RunRequest, *, as_json: bool) -> bool:
         """Print what `deskbench run` shows once the episodes are done and say True; False (the

@@ -4,20 +4,19 @@ judges' transcripts, the item's score (the latest scoring `deskbench score` stor
 that covered it and still holds, judges' verdicts included, named; else the track's default
 scorer offline, no judge, labelled so), and a summary of the trajectory.
 
-What a task's question and gold answer are is the track's business: a small registry by track
-name (`register_task_text`) says it for the built-ins; a track without an entry exports its
-first user message as the input and no target."""
+What a task's question and gold answer are is the track's business: its `export_task` and
+`export_answer` hooks (contract/track.py) say it; a track that says nothing exports its first
+user message as the input, no target and no answer."""
 
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from pydantic import BaseModel
-
+from deskbench.contract.export import TaskText
 from deskbench.contract.registry import get_track
 from deskbench.contract.track import Track
 from deskbench.runs.identity import SystemIdentity, stored_identities
@@ -29,68 +28,6 @@ from deskbench.tasks.trajectory import ModelCallStep, ToolCallStep
 
 if TYPE_CHECKING:
     from deskbench.corpus import Corpus
-
-
-@dataclass(frozen=True)
-class TaskText:
-    """A task as an export shows it: what was asked, what the gold answer is, and the rest of the
-    gold (evidence pages, key points) as metadata."""
-
-    input: str
-    target: list[str]
-    gold: dict[str, Any] = field(default_factory=dict)
-
-
-TaskTexts = Callable[[BaseModel], TaskText]
-AnswerText = Callable[[BaseModel | None], str]
-
-
-def _docqa_task(task: Any) -> TaskText:
-    return TaskText(task.question, ["; ".join(v) for v in task.answer_variants],
-                    {"answer_variants": task.answer_variants,
-                     "evidence": [[e.document, e.page] for e in task.evidence]})
-
-
-def _analytics_task(task: Any) -> TaskText:
-    if task.answer is not None:
-        target = [task.answer]
-    elif task.reference_file is not None:
-        target = [f"a file {task.reference_file.output_name} matching the reference {task.reference_file.path}"]
-    elif task.chart is not None:
-        target = [f"a {task.chart.chart_type} chart of " + ", ".join(s.name for s in task.chart.series)]
-    else:
-        target = []
-    gold = {k: v for k, v in {"answer_value": task.answer_value, "answer_unit": task.answer_unit,
-                              "computation": task.computation, "key_points": task.key_points or None,
-                              "category": task.category}.items() if v is not None}
-    return TaskText(task.instruction, target, gold)
-
-
-def _deliverables_task(task: Any) -> TaskText:
-    golden = task.golden
-    return TaskText(task.prompt, [golden.answer], {"decision": golden.decision,
-                                                   "values": [v.model_dump(mode="json", exclude_none=True)
-                                                              for v in golden.values]})
-
-
-def _docqa_answer(sub: Any) -> str:
-    return "; ".join(sub.answer) if sub is not None else ""
-
-
-def _text_answer(attribute: str) -> AnswerText:
-    return lambda sub: str(getattr(sub, attribute, "") or "") if sub is not None else ""
-
-
-_TASK_TEXTS: dict[str, tuple[TaskTexts, AnswerText]] = {
-    "docqa": (_docqa_task, _docqa_answer),
-    "analytics": (_analytics_task, _text_answer("answer")),
-    "deliverables": (_deliverables_task, _text_answer("response")),
-}
-
-
-def register_task_text(track: str, task_text: TaskTexts, answer_text: AnswerText) -> None:
-    """How a (plugin) track's tasks and submissions read in an export."""
-    _TASK_TEXTS[track] = (task_text, answer_text)
 
 
 @dataclass
@@ -185,7 +122,7 @@ OFFLINE = "the track's default scorer, offline (no judge)"
 def _outcomes(track: Track, store: RunStore, system: str) -> dict[tuple[str, int], tuple[ItemOutcome, Scored]]:
     """Each item's outcome: from the latest stored scoring that covered it and still holds
     (runs/scorings.py), else as `deskbench score RUN` scores it with no flags (offline)."""
-    from deskbench.runs.scorings import current_items
+    from deskbench.runs.current_scorings import current_items
 
     held, stale = current_items(store, system)
     out = {key: (ItemOutcome(task_id=item.task_id, attempt=item.attempt, system=system, status=item.status,
@@ -209,7 +146,6 @@ def systems(run_dir: Path, corpus: Path | None = None) -> Iterator[SystemSource]
     store = RunStore(run_dir, create=False)
     try:
         track = get_track(store.track())
-        texts, answers = _TASK_TEXTS.get(track.name, (None, None))
         tasks = {str(getattr(t, "id", "")): t for t in store.all_tasks()}
         order = {task_id: i for i, task_id in enumerate(tasks)}
         identities = stored_identities(store)
@@ -232,9 +168,8 @@ def systems(run_dir: Path, corpus: Path | None = None) -> Iterator[SystemSource]
                 doc = expand(doc, opened) if doc is not None else None
                 judges = {name: expand(j, opened) for name, j in judged.items()}
                 task = tasks.get(ep.task_id)
-                text = (texts(task) if texts is not None and task is not None
-                        else TaskText(_first_user_text(doc), []))
-                answer = answers(ep.submission) if answers is not None else ""
+                text = (track.export_task(task) if task is not None else None) or TaskText(_first_user_text(doc), [])
+                answer = track.export_answer(ep.submission)
                 outcome, scored = outcomes.get((ep.task_id, ep.attempt), (None, None))
                 samples.append(SampleSource(ep, text, answer, doc, judges, outcome, trajectory_summary(ep), scored))
             yield SystemSource(run_dir=run_dir, store=store, track=track, system=system, identity=identities.get(system),

@@ -15,6 +15,7 @@ from deskbench.tracks.analytics.tasks import AnalyticsSubmission, AnalyticsTask
 from deskbench.tracks.analytics.outcomes import DEFINITION as ANALYTICS_DEFINITION
 
 if TYPE_CHECKING:
+    from deskbench.contract.export import TaskText
     from deskbench.report.models import ReportSection
     from deskbench.runs.outcomes import ItemOutcome, OutcomeOptions
     from deskbench.runs.store import Episode, RunStore
@@ -58,6 +59,16 @@ class AnalyticsTrack(Track):
         from deskbench.tracks.analytics.diagnose import CATEGORIES
 
         return CATEGORIES
+
+    def export_task(self, task: BaseModel) -> TaskText | None:
+        from deskbench.tracks.analytics.export import task_text
+
+        return task_text(task)
+
+    def export_answer(self, submission: BaseModel | None) -> str:
+        from deskbench.tracks.analytics.export import answer_text
+
+        return answer_text(submission)
 
     def prepare(self, request: RunRequest) -> PreparedRun:
         from deskbench.errors import UserError

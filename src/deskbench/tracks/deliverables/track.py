@@ -16,6 +16,7 @@ from deskbench.tracks.deliverables.tasks import DeliverableSubmission, Deliverab
 from deskbench.tracks.deliverables.outcomes import DEFINITION as DELIVERABLES_DEFINITION
 
 if TYPE_CHECKING:
+    from deskbench.contract.export import TaskText
     from deskbench.report.models import ReportSection
     from deskbench.runs.outcomes import ItemOutcome, OutcomeOptions
     from deskbench.runs.store import Episode, RunStore
@@ -62,6 +63,16 @@ class DeliverablesTrack(Track):
         from deskbench.tracks.deliverables.diagnose import CATEGORIES
 
         return CATEGORIES
+
+    def export_task(self, task: BaseModel) -> TaskText | None:
+        from deskbench.tracks.deliverables.export import task_text
+
+        return task_text(task)
+
+    def export_answer(self, submission: BaseModel | None) -> str:
+        from deskbench.tracks.deliverables.export import answer_text
+
+        return answer_text(submission)
 
     def prepare(self, request: RunRequest) -> PreparedRun:
         """Every (--agent, --model) pair is a system; all of them run at once."""

@@ -15,6 +15,7 @@ from deskbench.tracks.docqa.tasks import DocQASubmission, DocQATask
 from deskbench.tracks.docqa.outcomes import DEFINITION as DOCQA_DEFINITION
 
 if TYPE_CHECKING:
+    from deskbench.contract.export import TaskText
     from deskbench.report.models import ReportSection
     from deskbench.runs.outcomes import ItemOutcome, OutcomeOptions
     from deskbench.runs.store import Episode, RunStore
@@ -57,6 +58,16 @@ class DocQATrack(Track):
         from deskbench.tracks.docqa.agents.registry import NEEDS_SANDBOX
 
         return {"sandbox": 1} if any(a in NEEDS_SANDBOX for a in request.agents) else {}
+
+    def export_task(self, task: BaseModel) -> TaskText | None:
+        from deskbench.tracks.docqa.export import task_text
+
+        return task_text(task)
+
+    def export_answer(self, submission: BaseModel | None) -> str:
+        from deskbench.tracks.docqa.export import answer_text
+
+        return answer_text(submission)
 
     def prepare(self, request: RunRequest) -> PreparedRun:
         return _prepare(request)
