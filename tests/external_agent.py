@@ -14,7 +14,7 @@ import re
 import sys
 
 from mcp import ClientSession
-from mcp.client.streamable_http import streamablehttp_client
+from mcp_client import streamablehttp_client  # tests/: the SDK's client under mcp 1.x and 2.x
 
 
 async def main(question: str) -> None:

@@ -20,7 +20,11 @@ import sys
 from pathlib import Path
 
 from mcp import ClientSession
-from mcp.client.streamable_http import streamablehttp_client
+
+try:  # run as a script (tests/ is its sys.path[0]), or imported by a test as tests.external_code_agent
+    from mcp_client import is_error, streamablehttp_client  # the SDK's client under mcp 1.x and 2.x
+except ImportError:
+    from tests.mcp_client import is_error, streamablehttp_client
 
 SUM_CODE = """import glob, pandas as pd
 frame = pd.read_csv(glob.glob('/mnt/data/*.csv')[0])
@@ -36,7 +40,7 @@ def text_of(result: object) -> str:
 
 async def analytics(session: ClientSession, question: str) -> None:
     ran = await session.call_tool("execute_code", {"code": SUM_CODE})
-    if ran.isError or "exit status 0" not in text_of(ran):
+    if is_error(ran) or "exit status 0" not in text_of(ran):
         sys.exit(f"execute_code failed: {text_of(ran)}")
     total = [line for line in text_of(ran).splitlines() if line.strip().isdigit()][-1].strip()
     await session.call_tool("provide_answer", {"answer": f"The total amount is {total}."})
@@ -46,7 +50,7 @@ async def greedy(session: ClientSession, question: str) -> None:
     """Calls execute_code until it is refused (past the budget), then tries to answer."""
     for _ in range(5):
         ran = await session.call_tool("execute_code", {"code": SUM_CODE})
-        if ran.isError:
+        if is_error(ran):
             break
     await session.call_tool("provide_answer", {"answer": "60"})
 
@@ -54,14 +58,14 @@ async def greedy(session: ClientSession, question: str) -> None:
 async def deliverables(session: ClientSession, question: str) -> None:
     first = re.findall(r"^- /mnt/data/(\S+)", question, re.MULTILINE)[0]
     read = await session.call_tool("read_input", {"name": first})
-    if read.isError or first not in text_of(read):
+    if is_error(read) or first not in text_of(read):
         sys.exit(f"read_input({first}) failed: {text_of(read)}")
     lines = ["import base64"]
     for path in sorted(Path(os.environ["EXTERNAL_FILES"]).iterdir()):
         blob = base64.b64encode(path.read_bytes()).decode()
         lines.append(f"open('/mnt/result/{path.name}', 'wb').write(base64.b64decode('{blob}'))")
     ran = await session.call_tool("execute_code", {"code": "\n".join(lines)})
-    if ran.isError:
+    if is_error(ran):
         sys.exit(f"execute_code failed: {text_of(ran)}")
     response = Path(os.environ["EXTERNAL_RESPONSE"]).read_text(encoding="utf-8")
     await session.call_tool("submit_deliverable", {"response": response})

@@ -17,7 +17,8 @@ from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 from mcp import ClientSession
-from mcp.client.streamable_http import streamablehttp_client
+
+from tests.mcp_client import streamablehttp_client
 
 FAIL_BODY = "internal trouble: " + "x" * 1000  # longer than the 300 characters an error keeps
 

@@ -177,7 +177,8 @@ SLOW_AGENT = """
 import asyncio, os, sys
 from pathlib import Path
 from mcp import ClientSession
-from mcp.client.streamable_http import streamablehttp_client
+sys.path.insert(0, TESTS_DIR)
+from mcp_client import streamablehttp_client
 
 async def main() -> None:
     async with streamablehttp_client(os.environ["DESKBENCH_MCP_URL"]) as (read, write, _), \\
@@ -194,7 +195,7 @@ asyncio.run(main())
 def test_ctrl_c_with_external_agents_in_flight_is_quiet(docqa: tuple[Path, Path], tmp_path: Path) -> None:
     corpus, tasks = docqa
     agent, flags = tmp_path / "slow_agent.py", tmp_path / "connected"
-    agent.write_text(SLOW_AGENT)
+    agent.write_text(SLOW_AGENT.replace("TESTS_DIR", repr(str(AGENT.parent))))
     flags.mkdir()
     out = tmp_path / "run"
     # its own process group, as a terminal's foreground job: Ctrl-C reaches deskbench and the agents alike

@@ -135,6 +135,7 @@ def test_deskbench_mcp_serves_an_analytics_task_over_stdio(tasks: Path, tmp_path
     from mcp.client.stdio import stdio_client
 
     from tests.external_code_agent import SUM_CODE
+    from tests.mcp_client import is_error
 
     require_tool("bwrap")
     out = tmp_path / "served"
@@ -146,7 +147,7 @@ def test_deskbench_mcp_serves_an_analytics_task_over_stdio(tasks: Path, tmp_path
             hello = await session.initialize()
             names = {t.name for t in (await session.list_tools()).tools}
             ran = await session.call_tool("execute_code", {"code": SUM_CODE})
-            assert not ran.isError and "60" in ran.content[0].text  # type: ignore[union-attr]
+            assert not is_error(ran) and "60" in ran.content[0].text  # type: ignore[union-attr]
             await session.call_tool("provide_answer", {"answer": "The total is 60."})
             await session.call_tool("provide_answer", {"answer": "The total is 45."})  # a second attempt, wrong
             return names, hello.instructions or ""
@@ -172,6 +173,7 @@ def test_deskbench_mcp_max_rounds_ends_an_episode_past_it(tasks: Path, tmp_path:
     from mcp.client.stdio import stdio_client
 
     from tests.external_code_agent import SUM_CODE
+    from tests.mcp_client import is_error
 
     require_tool("bwrap")
     out = tmp_path / "served"
@@ -181,7 +183,7 @@ def test_deskbench_mcp_max_rounds_ends_an_episode_past_it(tasks: Path, tmp_path:
     async def client() -> None:
         async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
             await session.initialize()
-            assert not (await session.call_tool("execute_code", {"code": SUM_CODE})).isError
+            assert not is_error(await session.call_tool("execute_code", {"code": SUM_CODE}))
             await session.call_tool("execute_code", {"code": SUM_CODE})  # past the budget: the episode ends
             await session.call_tool("provide_answer", {"answer": "The total is 60."})  # the next attempt
 

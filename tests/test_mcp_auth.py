@@ -30,7 +30,8 @@ from tests.test_mcp_external import corpus_and_tasks
 
 pytest.importorskip("mcp")
 
-AGENT = Path(__file__).parent / "external_agent.py"
+TESTS = Path(__file__).parent
+AGENT = TESTS / "external_agent.py"
 INITIALIZE = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
     "protocolVersion": "2025-03-26", "capabilities": {}, "clientInfo": {"name": "probe", "version": "0"}}}
 CITE = [{"file": "harbour.pdf", "page": 2}]
@@ -107,14 +108,15 @@ async def answer_over(url: str, answer: str, headers: dict[str, str] | None = No
                       search: str | None = None) -> bool:
     """One MCP session at `url`: an optional search, then provide_answer; True when it was accepted."""
     from mcp import ClientSession
-    from mcp.client.streamable_http import streamablehttp_client
+
+    from tests.mcp_client import is_error, streamablehttp_client
 
     async with streamablehttp_client(url, headers=headers) as (read, write, _), ClientSession(read, write) as session:
         await session.initialize()
         if search is not None:
-            assert not (await session.call_tool("search_documents", {"query": search})).isError
+            assert not is_error(await session.call_tool("search_documents", {"query": search}))
         result = await session.call_tool("provide_answer", {"answer": [answer], "citations": CITE})
-        return not result.isError
+        return not is_error(result)
 
 
 def test_row1_deskbench_mcp_over_http_needs_its_secret(setup: tuple[Path, Path], tmp_path: Path) -> None:
@@ -146,7 +148,8 @@ def test_row2_two_sessions_on_one_server_cannot_mix_episodes(setup: tuple[Path, 
     over A's private search. Now each MCP session has its own episode: B's answer ends B's
     episode (B's calls only); A's search stays in A's, answered by A."""
     from mcp import ClientSession
-    from mcp.client.streamable_http import streamablehttp_client
+
+    from tests.mcp_client import is_error, streamablehttp_client
 
     corpus, _ = setup
     out = tmp_path / "served"
@@ -156,9 +159,9 @@ def test_row2_two_sessions_on_one_server_cannot_mix_episodes(setup: tuple[Path, 
                 streamablehttp_client(url) as (rb, wb, _), ClientSession(rb, wb) as b:
             await a.initialize()
             await b.initialize()
-            assert not (await a.call_tool("search_documents", {"query": "victim private search"})).isError
+            assert not is_error(await a.call_tool("search_documents", {"query": "victim private search"}))
             await b.call_tool("provide_answer", {"answer": ["attacker answer"], "citations": CITE})
-            assert not (await a.call_tool("provide_answer", {"answer": ["victim answer"], "citations": CITE})).isError
+            assert not is_error(await a.call_tool("provide_answer", {"answer": ["victim answer"], "citations": CITE}))
 
     with deskbench_mcp_http("--corpus", str(corpus), "--out", str(out)) as (url, _):
         asyncio.run(asyncio.wait_for(clients(url), 90))
@@ -182,7 +185,8 @@ conn.close()
 open(sys.argv[2], "w").write(str(status))
 if status == 200:  # the server let us in: answer first, as the real agent would not
     from mcp import ClientSession
-    from mcp.client.streamable_http import streamablehttp_client
+    sys.path.insert(0, {tests!r})
+    from mcp_client import streamablehttp_client
     async def forge():
         async with streamablehttp_client(f"http://127.0.0.1:{{port}}/mcp") as (r, w, _), ClientSession(r, w) as s:
             await s.initialize()
@@ -208,7 +212,7 @@ def test_row3_a_second_process_that_finds_the_port_cannot_answer_an_external_epi
     the port, not the secret) and the stored episode is the real agent's."""
     corpus, tasks = setup
     attacker, status = tmp_path / "attacker.py", tmp_path / "status.txt"
-    attacker.write_text(ATTACKER.format(init=INITIALIZE))
+    attacker.write_text(ATTACKER.format(init=INITIALIZE, tests=str(TESTS)))
     wrapper = tmp_path / "agent.py"
     wrapper.write_text(WRAPPER.format(attacker=str(attacker), status=str(status), agent=str(AGENT)))
     out = tmp_path / "run"
@@ -225,7 +229,8 @@ def test_row3_a_second_process_that_finds_the_port_cannot_answer_an_external_epi
 
 SECOND_SESSION = """import asyncio, os, sys
 from mcp import ClientSession
-from mcp.client.streamable_http import streamablehttp_client
+sys.path.insert(0, TESTS_DIR)
+from mcp_client import is_error, streamablehttp_client
 url = os.environ["DESKBENCH_MCP_URL"]
 async def main():
     async with streamablehttp_client(url) as (ra, wa, _), ClientSession(ra, wa) as a, \\
@@ -234,7 +239,7 @@ async def main():
         await b.initialize()
         await a.call_tool("search_documents", {"query": "harbour master"})
         other = await b.call_tool("provide_answer", {"answer": ["second session"], "citations": []})
-        open(sys.argv[1], "w").write(other.content[0].text if other.isError else "accepted")
+        open(sys.argv[1], "w").write(other.content[0].text if is_error(other) else "accepted")
         await a.call_tool("provide_answer", {"answer": ["Ingrid"], "citations": [{"file": "harbour.pdf", "page": 2}]})
 asyncio.run(main())
 """
@@ -246,7 +251,7 @@ def test_an_external_episode_belongs_to_the_first_session_that_calls_a_tool(setu
     and nothing of it is recorded; the first session's calls are the episode."""
     corpus, tasks = setup
     agent, said = tmp_path / "two_sessions.py", tmp_path / "said.txt"
-    agent.write_text(SECOND_SESSION)
+    agent.write_text(SECOND_SESSION.replace("TESTS_DIR", repr(str(TESTS))))
     out = tmp_path / "run"
     proc = run_cli("run", "--agent", "external", "--command", f"{sys.executable} {agent} {said}",
                    "--tasks", str(tasks), "--corpus", str(corpus), "--out", str(out), "--limit", "1", timeout=240)
@@ -264,7 +269,8 @@ def test_row4_an_unauthenticated_client_cannot_call_execute_code(analytics_tasks
     and its answer was scored. Now it gets no session: no call runs, nothing is stored; the
     agent with the URL answers as before."""
     from mcp import ClientSession
-    from mcp.client.streamable_http import streamablehttp_client
+
+    from tests.mcp_client import is_error, streamablehttp_client
 
     out = tmp_path / "served"
 
@@ -273,14 +279,14 @@ def test_row4_an_unauthenticated_client_cannot_call_execute_code(analytics_tasks
             async with streamablehttp_client(url) as (r, w, _), ClientSession(r, w) as s:
                 await s.initialize()
                 ran = await s.call_tool("execute_code", {"code": "open('/mnt/result/pwned.txt', 'w').write('x')"})
-                return "error" if ran.isError else "ran"
+                return "error" if is_error(ran) else "ran"
         except Exception as exc:  # refused at the door: the client cannot even initialize
             return f"refused: {type(exc).__name__}"
 
     async def agent(url: str) -> None:
         async with streamablehttp_client(url) as (r, w, _), ClientSession(r, w) as s:
             await s.initialize()
-            assert not (await s.call_tool("provide_answer", {"answer": "30"})).isError
+            assert not is_error(await s.call_tool("provide_answer", {"answer": "30"}))
 
     with deskbench_mcp_http("--tasks", str(analytics_tasks), "--out", str(out)) as (url, _):
         bare = f"http://127.0.0.1:{port_of(url)}/mcp"
@@ -297,10 +303,10 @@ def test_rate_and_episode_limits_refuse_calls_over_them(setup: tuple[Path, Path]
     driven by the test: a call over the rate is refused with a request to slow down (not
     queued) and passes once the clock has moved; a session past --max-episodes is refused."""
     from mcp import ClientSession
-    from mcp.client.streamable_http import streamablehttp_client
 
     from deskbench.mcp.server import TokenBucket, build_server, serve_http
     from deskbench.mcp.standalone import DocqaQuestions, Episodes
+    from tests.mcp_client import is_error, streamablehttp_client
 
     corpus, _ = setup
     clock = [100.0]
@@ -312,7 +318,7 @@ def test_rate_and_episode_limits_refuse_calls_over_them(setup: tuple[Path, Path]
 
     async def answer(s: ClientSession, text: str) -> tuple[bool, str]:
         result = await s.call_tool("provide_answer", {"answer": [text], "citations": CITE})
-        return result.isError, result.content[0].text  # type: ignore[union-attr]
+        return is_error(result), result.content[0].text  # type: ignore[union-attr]
 
     async def main() -> None:
         async with serve_http(server) as url, streamablehttp_client(url) as (r, w, _), ClientSession(r, w) as a:

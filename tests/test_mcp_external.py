@@ -107,6 +107,8 @@ def test_deskbench_mcp_over_stdio_serves_the_tools_and_records_the_episode(setup
     from mcp import ClientSession, StdioServerParameters
     from mcp.client.stdio import stdio_client
 
+    from tests.mcp_client import is_error
+
     corpus, _ = setup
     out = tmp_path / "served"
     params = StdioServerParameters(command=sys.executable, args=[
@@ -120,7 +122,7 @@ def test_deskbench_mcp_over_stdio_serves_the_tools_and_records_the_episode(setup
             page = await session.call_tool("get_page", {"file": "harbour.pdf", "page": 2})
             assert [c.type for c in page.content] == ["text", "image"]  # the label, then the PNG
             bad = await session.call_tool("get_page", {"file": "nowhere.pdf", "page": 1})
-            assert bad.isError
+            assert is_error(bad)
             await session.call_tool("provide_answer", {"answer": ["Ingrid Solberg"],
                                                        "citations": [{"file": "harbour.pdf", "page": 2}]})
             return names

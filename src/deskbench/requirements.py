@@ -81,7 +81,45 @@ class EnvKey:
         return None if os.environ.get(self.var) else f"{what} needs an API key in ${self.var}; {self.fix}"
 
 
-MCP = Extra("mcp.server.fastmcp", "mcp")  # --agent external, deskbench mcp: the MCP server (FastMCP)
+def installed_version(package: str) -> str | None:
+    """The installed release of a distribution (its metadata), None when it is not installed."""
+    from importlib import metadata
+
+    try:
+        return metadata.version(package)
+    except metadata.PackageNotFoundError:
+        return None
+
+
+def mcp_major() -> int:
+    """The installed MCP SDK's major release (1 or 2; 0 when absent or unreadable)."""
+    version = installed_version("mcp") or ""
+    head = version.split(".")[0]
+    return int(head) if head.isdigit() else 0
+
+
+# the module of each supported major's server: 1.x FastMCP (from 1.10), 2.x MCPServer (FastMCP renamed)
+MCP_SERVERS = {1: "mcp.server.fastmcp", 2: "mcp.server.mcpserver"}
+
+
+@dataclass(frozen=True)
+class McpSdk:
+    """The MCP SDK of the mcp extra, at a release deskbench serves with (1.10 and later 1.x, 2.x;
+    tested with 1.30 and 2.3): an unsupported one is said as such, not as a missing extra."""
+
+    def problem(self, what: str) -> str | None:
+        version = installed_version("mcp")
+        if version is None:
+            return f"{what} needs the mcp extra: pip install 'deskbench[mcp]'"
+        minor = version.split(".")[1:2]
+        too_old = mcp_major() == 1 and bool(minor) and minor[0].isdigit() and int(minor[0]) < 10
+        if mcp_major() not in MCP_SERVERS or too_old:
+            return (f"{what} supports the MCP SDK 1.x (from 1.10) and 2.x, and mcp {version} is installed: "
+                    "pip install 'deskbench[mcp]'")
+        return Extra(MCP_SERVERS[mcp_major()], "mcp").problem(what)
+
+
+MCP = McpSdk()  # --agent external, deskbench mcp: the MCP server (mcp 1.x FastMCP, 2.x MCPServer)
 
 LOOPBACK = ("127.0.0.1", "localhost", "::1")
 

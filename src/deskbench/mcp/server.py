@@ -15,6 +15,8 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import contextvars
+import functools
 import hmac
 import secrets
 import socket
@@ -25,11 +27,11 @@ from dataclasses import dataclass
 from typing import Any, Generic, Protocol, TypeVar
 
 from deskbench.errors import UserError
+from deskbench.requirements import MCP, mcp_major
 
-try:
-    from mcp.server.fastmcp import FastMCP
-except ImportError as exc:  # an optional extra: say how to get it, not a traceback
-    raise UserError("the MCP server needs the `mcp` package: pip install 'deskbench[mcp]'") from exc
+_problem = MCP.problem("the MCP server")
+if _problem:  # absent, or a release deskbench does not know: one line that says which, not a traceback
+    raise UserError(_problem)
 
 S = TypeVar("S")
 GRACE_SECONDS = 2  # how long a stopping server waits for its connections, then for its app's shutdown
@@ -64,16 +66,31 @@ def caller() -> str:
     """The MCP session the running tool call came from: its mcp-session-id over streamable HTTP
     (the session manager has checked it names a live session of this server), STDIO_CALLER on
     stdio (one client), or the server-side session object's id when neither is known."""
-    from mcp.server.lowlevel.server import request_ctx
+    ctx = _REQUEST.get()
+    if ctx is None and mcp_major() == 1:  # mcp 1.x keeps the request in its own context variable
+        from mcp.server.lowlevel.server import request_ctx
 
-    try:
-        ctx = request_ctx.get()
-    except LookupError:  # not inside an MCP request (a tool function called directly)
+        ctx = request_ctx.get(None)
+    if ctx is None:  # not inside an MCP request (a tool function called directly)
         return STDIO_CALLER
     headers = getattr(ctx.request, "headers", None)
     if headers is None:
         return STDIO_CALLER
     return str(headers.get("mcp-session-id") or f"session-{id(ctx.session)}")
+
+
+# mcp 2.x has no context variable of the running request: a middleware (`_remember_request`) sets this one
+_REQUEST: contextvars.ContextVar[Any] = contextvars.ContextVar("deskbench_mcp_request", default=None)
+
+
+async def _remember_request(ctx: Any, call_next: Callable[[Any], Awaitable[Any]]) -> Any:
+    """mcp 2.x middleware: the request's context (its HTTP request, its session) for `caller`
+    while its handler (the tool call) runs."""
+    token = _REQUEST.set(ctx)
+    try:
+        return await call_next(ctx)
+    finally:
+        _REQUEST.reset(token)
 
 
 class OneEpisode(Generic[S]):
@@ -121,13 +138,81 @@ class TokenBucket:
         return True
 
 
-def build_server(name: str, tools: Sequence[McpTool], instructions: str | None = None) -> FastMCP:
-    """A FastMCP server offering `tools`; an exception a tool raises is the call's error.
-    `instructions` (the task, for `deskbench mcp --tasks`) reach the client at initialize."""
-    server = FastMCP(name, instructions=instructions, log_level="WARNING", streamable_http_path=MCP_PATH)
+class McpServer(Protocol):
+    """What deskbench uses of the SDK's server (mcp 1.x's FastMCP, 2.x's MCPServer)."""
+
+    async def run_stdio_async(self) -> None: ...
+
+
+@dataclass(frozen=True)
+class BuiltServer:
+    """An MCP server of the installed SDK and its streamable HTTP app (at MCP_PATH)."""
+
+    sdk: McpServer
+    http_app: Callable[[], ASGIApp]
+
+
+def build_server(name: str, tools: Sequence[McpTool], instructions: str | None = None) -> BuiltServer:
+    """A server offering `tools`; the message of a Refused or a session's ToolError (a
+    ValueError) or of a UserError a tool raises is the call's error. `instructions` (the task,
+    for `deskbench mcp --tasks`) reach the client at initialize. mcp 1.x: FastMCP; 2.x: MCPServer
+    (FastMCP renamed), which keeps an unexpected exception's text on the server, so the agent's
+    errors are raised as its ToolError."""
+    if mcp_major() == 1:
+        from mcp.server.fastmcp import FastMCP
+        from mcp.server.fastmcp.exceptions import ToolError as V1ToolError
+
+        v1 = FastMCP(name, instructions=instructions, log_level="WARNING", streamable_http_path=MCP_PATH)
+        for tool in tools:
+            v1.add_tool(_reported(tool.fn, V1ToolError), description=tool.description, structured_output=False)
+        return BuiltServer(v1, v1.streamable_http_app)
+    from mcp.server.mcpserver import MCPServer
+    from mcp.server.mcpserver.exceptions import ToolError
+
+    v2: MCPServer[Any] = MCPServer(name, instructions=instructions, log_level="WARNING")
+    v2.middleware.append(_remember_request)
     for tool in tools:
-        server.add_tool(tool.fn, description=tool.description, structured_output=False)
-    return server
+        v2.add_tool(_reported(tool.fn, ToolError), description=tool.description, structured_output=False)
+    return BuiltServer(v2, lambda: HandshakeOnly(v2.streamable_http_app(streamable_http_path=MCP_PATH)))
+
+
+def _reported(fn: Callable[..., Awaitable[Any]], tool_error: type[Exception]) -> Callable[..., Awaitable[Any]]:
+    """`fn` (its name, signature and annotations kept: they are the tool's schema) raising the
+    SDK's ToolError for what the agent must read: the refusals and mistakes deskbench says."""
+
+    @functools.wraps(fn)
+    async def call(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return await fn(*args, **kwargs)
+        except (ValueError, UserError) as exc:
+            raise tool_error(str(exc)) from exc
+
+    return call
+
+
+class HandshakeOnly:
+    """mcp 2.x: an HTTP request of the 2026-07-28 protocol (no initialize, no Mcp-Session-Id) is
+    answered 400 before the SDK sees it. Each episode belongs to an MCP session (`caller`) and that
+    protocol has none; a 2.x client in its default mode ('auto') then falls back to the initialize
+    handshake of 2025-11-25, which has them."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
+
+        self.app = app
+        self.versions = {v.encode() for v in HANDSHAKE_PROTOCOL_VERSIONS}
+
+    async def __call__(self, scope: dict[str, Any], receive: Callable[[], Awaitable[dict[str, Any]]],
+                       send: Callable[[dict[str, Any]], Awaitable[None]]) -> None:
+        version = next((bytes(v) for k, v in scope.get("headers", []) if k.lower() == b"mcp-protocol-version"), None)
+        if scope["type"] == "http" and version is not None and version not in self.versions:
+            body = (b"this MCP server speaks the protocol versions with sessions (initialize, up to 2025-11-25); "
+                    b"connect with the initialize handshake (mcp 2.x: Client(mode='legacy' or 'auto'))\n")
+            await send({"type": "http.response.start", "status": 400, "headers": [
+                (b"content-type", b"text/plain; charset=utf-8"), (b"content-length", str(len(body)).encode())]})
+            await send({"type": "http.response.body", "body": body})
+            return
+        await self.app(scope, receive, send)
 
 
 def free_socket(port: int = 0) -> socket.socket:
@@ -212,7 +297,7 @@ def new_secret() -> str:
 
 
 @asynccontextmanager
-async def serve_http(server: FastMCP, port: int = 0, secret: str | None = None) -> AsyncIterator[str]:
+async def serve_http(server: BuiltServer, port: int = 0, secret: str | None = None) -> AsyncIterator[str]:
     """Serve streamable HTTP on 127.0.0.1 in this event loop while the block runs, behind a
     SecretGate (`secret`, else a new one); yields the URL, its path carrying the secret."""
     import uvicorn
@@ -222,7 +307,7 @@ async def serve_http(server: FastMCP, port: int = 0, secret: str | None = None) 
     sock = free_socket(port)
     # log_config None: uvicorn leaves logging alone (its loggers are quiet unless --verbose, deskbench/logs.py);
     # no access log: each request's path holds the secret
-    config = uvicorn.Config(SecretGate(server.streamable_http_app(), secret), log_config=None, log_level=None,
+    config = uvicorn.Config(SecretGate(server.http_app(), secret), log_config=None, log_level=None,
                             lifespan="on", timeout_graceful_shutdown=GRACE_SECONDS, access_log=False)
     http = _Server(config)
     task = asyncio.create_task(http.serve(sockets=[sock]))
@@ -259,10 +344,10 @@ async def _stop(http: Any, task: asyncio.Task[None]) -> None:
         task.exception()  # retrieved: a failure while stopping is not worth a traceback at exit
 
 
-async def serve(server: FastMCP, transport: str, port: int) -> None:
+async def serve(server: BuiltServer, transport: str, port: int) -> None:
     """`deskbench mcp`: stdio until the client leaves, or HTTP until Ctrl+C."""
     if transport == "stdio":
-        await server.run_stdio_async()
+        await server.sdk.run_stdio_async()
         return
     async with serve_http(server, port) as url:
         # printed once: the URL is the only way in (its path holds the server's secret; keep it to your agent)
