@@ -444,7 +444,7 @@ def test_an_older_plugin_episode_says_its_calls_were_not_recorded(tmp_path: Path
 
 
 def test_imported_predictions_say_so(tmp_path: Path) -> None:
-    from deskbench.runs.imported import import_predictions
+    from deskbench.tracks.docqa.imported import import_predictions
 
     tasks = tmp_path / "tasks.jsonl"
     tasks.write_text(TASK.model_dump_json() + "\n")

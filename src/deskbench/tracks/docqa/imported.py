@@ -19,8 +19,9 @@ agent's trajectory, a search_documents call per search), so `analyse drift` sees
 Costs are unknown (no price is known for another's model) unless the file gives them; times are
 the import's (the predictions carry none), with the row's own seconds in the usage when given.
 
-The system's configuration (run meta "imported": source path, sha256, tasks file, counts) says
-it was imported and from what; no agent or model is recorded. The same file imported again under
+The system's configuration (run meta "imported": source path, sha256, tasks file, counts; its
+record and readers are the core's, runs/imported.py, as `report` and the viewer read it for any
+track) says it was imported and from what; no agent or model is recorded. The same file imported again under
 the same name is a no-op (an import cut short is completed); another file under a name already in
 the run is refused.
 """
@@ -37,7 +38,10 @@ from pydantic import BaseModel
 
 from deskbench.errors import UserError
 from deskbench.models.types import Usage
+from deskbench.runs.imported import META_KEY, ImportRecord, imported_systems
 from deskbench.runs.store import Episode, RunStore, now
+from deskbench.tasks.jsonl import PREDICTIONS, LineError, iter_jsonl, open_capped
+from deskbench.tasks.trajectory import ModelCallStep, ToolCallStep, TrajectoryStep
 from deskbench.tracks.docqa.tasks import (
     DocQASubmission,
     DocQATask,
@@ -45,26 +49,9 @@ from deskbench.tracks.docqa.tasks import (
     submission_context,
     submission_shape,
 )
-from deskbench.tasks.jsonl import PREDICTIONS, LineError, iter_jsonl, open_capped
-from deskbench.tasks.trajectory import ModelCallStep, ToolCallStep, TrajectoryStep
 
-META_KEY = "imported"
 SEARCH_TOOL = "search_documents"  # the official BM25 agent's tool, and deskbench's
 BATCH = 50  # episodes built and written at a time: memory holds one batch, never the whole file
-
-
-class ImportRecord(BaseModel):
-    """How an imported system came to be (run meta "imported", one entry a system)."""
-
-    source: str  # the predictions file, absolute path
-    sha256: str
-    tasks_file: str
-    imported_at: str
-    rows: int  # predictions read
-    episodes: int  # predictions that matched a task: one episode each
-    errors: int  # of which error rows (status "error")
-    unmatched: list[str]  # predictions that match no task: id, or the start of the question
-    missing: int  # tasks without a prediction (scored as missing)
 
 
 class ImportSummary(BaseModel):
@@ -77,18 +64,6 @@ class ImportSummary(BaseModel):
     pages_coerced: int = 0
     citations_dropped: int = 0
     id_disagrees: list[str] = []
-
-
-def imported_systems(store: RunStore) -> dict[str, ImportRecord]:
-    """The run's imported systems and where each came from."""
-    raw = store.meta(META_KEY)
-    if not isinstance(raw, dict):
-        return {}
-    return {name: ImportRecord.model_validate(value) for name, value in raw.items()}
-
-
-def imported_label(system: str) -> str:
-    return f"{system} (imported)"
 
 
 def is_error_row(sub: DocQASubmission) -> bool:
@@ -292,13 +267,3 @@ def import_predictions(pred: Path, tasks_file: Path, system: str, out: Path, *, 
                             id_disagrees=list(matched.id_disagrees))
     return summary, warnings
 
-
-def settings_rows(store: RunStore, run: str) -> list[Any]:  # -> list[report.models.ModelSettingsRow]
-    """The report's configuration rows of a run's imported systems: no model, where they came from."""
-    from deskbench.report.models import ModelSettingsRow
-
-    return [ModelSettingsRow(run=run, system=name, model="none (imported predictions)", role="imported",
-                             sent=f"predictions file {r.source} (sha256 {r.sha256[:12]}), imported {r.imported_at}",
-                             note=f"{r.episodes} of {r.rows} predictions matched a task ({r.errors} error rows); "
-                                  f"{r.missing} tasks without a prediction count as missing")
-            for name, r in imported_systems(store).items()]
