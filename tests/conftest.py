@@ -7,7 +7,9 @@ import os
 import shutil
 import subprocess
 import sys
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import TypeVar
 
 import pytest
 
@@ -17,6 +19,38 @@ from deskbench.corpus.ingest import IngestSummary, open_or_create, plan_ingest, 
 from deskbench.generate.pdfs import PageSpec, write_pdf
 
 REPO = Path(__file__).resolve().parents[1]
+
+# -- markers: set by the fixtures that need a thing ------------------------------------------------
+# Each marker is registered in pyproject.toml ([tool.pytest.ini_options] markers). A fixture that
+# needs one of these things carries it with @needs(...) (under @pytest.fixture); every test that uses
+# the fixture, directly or through another fixture, gets the markers at collection, so
+# `-m "not slow"` (docs/development.md) leaves those tests out without naming them.
+
+F = TypeVar("F", bound=Callable[..., object])
+
+
+def needs(*marks: str) -> Callable[[F], F]:
+    """Markers for every test that uses the decorated fixture (put it below @pytest.fixture)."""
+    def carry(fixture: F) -> F:
+        fixture.test_marks = marks  # type: ignore[attr-defined]
+        return fixture
+    return carry
+
+
+@pytest.hookimpl(tryfirst=True)  # before xdist's own hook reads the xdist_group markers
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    for item in items:
+        info = getattr(item, "_fixtureinfo", None)
+        if info is None:
+            continue
+        marks = {m for name in info.names_closure for fixture in info.name2fixturedefs.get(name, ())
+                 for m in getattr(fixture.func, "test_marks", ())}
+        for mark in sorted(marks):
+            item.add_marker(mark)
+        if item.get_closest_marker("ray"):
+            # One worker runs every Ray test: a Ray test kills Ray worker processes by name, and two
+            # clusters at once would take each other's memory and cores.
+            item.add_marker(pytest.mark.xdist_group("ray"))
 
 
 def shared_dir() -> Path | None:
@@ -33,6 +67,43 @@ def public_records() -> Path:
     if path is None or not path.is_dir():
         pytest.skip("../shared/corpora/public-records is absent (only the project's own checkout has it)")
     return path
+
+
+@pytest.fixture(scope="session")
+@needs("sandbox")
+def bwrap() -> str:
+    """bubblewrap, which runs the analytics sandbox (a test that runs code or an analytics episode)."""
+    return require_tool("bwrap")
+
+
+@pytest.fixture(scope="session")
+@needs("model", "slow")
+def local_model_server() -> Iterator[str]:
+    """One llama.cpp server with SmolLM2 for the whole session (one per xdist worker), its /v1 URL:
+    `--model local` in a test, in-process or in a CLI subprocess (which inherits the environment),
+    talks to it instead of starting its own. One thread: two workers, two servers, two cores."""
+    require_local_model()
+    from deskbench.models.local_llama import URL_ENV, LlamaServer, gguf_path
+
+    server = LlamaServer(gguf_path(), threads=1)
+    server.start()
+    before = os.environ.get(URL_ENV)
+    os.environ[URL_ENV] = server.base_url
+    try:
+        yield server.base_url
+    finally:
+        if before is None:
+            os.environ.pop(URL_ENV, None)
+        else:
+            os.environ[URL_ENV] = before
+        server.stop()
+
+
+@pytest.fixture
+@needs("model", "slow")
+def local_model(local_model_server: str) -> str:
+    """`--model local` for this test, served by the session's server (its /v1 URL)."""
+    return local_model_server
 
 
 def require_local_model() -> None:
@@ -59,6 +130,7 @@ CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-
 
 
 @pytest.fixture(scope="module")
+@needs("browser", "slow")
 def browser():  # -> playwright Browser
     """Debian's Chromium, headless, driven by Playwright (never a downloaded browser). Module
     scope: Playwright's sync API keeps an event loop in the main thread while it lives, and a

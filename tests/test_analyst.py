@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import require_local_model, require_tool, run_cli
+from conftest import run_cli
 from fake_openai import FakeOpenAI
 
 from deskbench.runs.store import RunStore
@@ -56,8 +56,7 @@ def tool_messages(body: dict[str, Any]) -> list[str]:
     return [m["content"] for m in body["messages"] if m["role"] == "tool"]
 
 
-def test_qa_file_and_chart_episodes_end_to_end(tasks_dir: Path, tmp_path: Path) -> None:
-    require_tool("bwrap")
+def test_qa_file_and_chart_episodes_end_to_end(bwrap: str, tasks_dir: Path, tmp_path: Path) -> None:
     by_template = _tasks(tasks_dir)
     qa, file_task, chart = (by_template["qa_quarter_total"], by_template["file_region_summary"],
                             by_template["viz_city_bar_cjk"])
@@ -120,8 +119,7 @@ def test_qa_file_and_chart_episodes_end_to_end(tasks_dir: Path, tmp_path: Path) 
     assert report["sources"]["comparator"] == 1
 
 
-def test_round_limit_statelessness_and_attempts(tasks_dir: Path, tmp_path: Path) -> None:
-    require_tool("bwrap")
+def test_round_limit_statelessness_and_attempts(bwrap: str, tasks_dir: Path, tmp_path: Path) -> None:
     qa = _tasks(tasks_dir)["qa_target_ratio"]
     state_probe = ("import os\nprint('tmp file survived' if os.path.exists('/tmp/x') else 'fresh tmp')\n"
                    "print('result dir', sorted(os.listdir('/mnt/result')))\n"
@@ -155,10 +153,8 @@ def test_round_limit_statelessness_and_attempts(tasks_dir: Path, tmp_path: Path)
         assert fake.requests == []
 
 
-def test_local_model_pipeline(tasks_dir: Path, tmp_path: Path) -> None:
+def test_local_model_pipeline(bwrap: str, local_model: str, tasks_dir: Path, tmp_path: Path) -> None:
     """SmolLM2-135M will not solve the task: the episode must still be run, stored and scored."""
-    require_tool("bwrap")
-    require_local_model()
     qa = _tasks(tasks_dir)["qa_quarter_total"]
     tasks_file = write_subset(tasks_dir, [qa], "local.jsonl")
     out = tmp_path / "run"

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import require_tool, run_cli
+from conftest import run_cli
 from fake_openai import FakeOpenAI
 
 from deskbench.models.openai_chat import OpenAIChat
@@ -102,9 +102,8 @@ def test_protocol_notes_change_with_the_options(generated: Path) -> None:
 # -- who decides each file, end to end through the CLI ----------------------------------------
 
 
-def test_file_judge_decides_every_file_and_the_comparator_is_kept_beside(generated: Path, tmp_path: Path,
+def test_file_judge_decides_every_file_and_the_comparator_is_kept_beside(bwrap: str, generated: Path, tmp_path: Path,
                                                                           monkeypatch: pytest.MonkeyPatch) -> None:
-    require_tool("bwrap")
     task = file_task(generated)
     assert task.reference_file is not None
     reference = (generated / task.reference_file.path).read_bytes()

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import require_tool, run_cli
+from conftest import run_cli
 from fake_openai import FakeOpenAI
 
 from deskbench.agents.code_loop import AnalystSettings, execute_tool
@@ -60,8 +60,7 @@ def test_defaults_are_the_papers() -> None:
     assert notes["CJK font hint"].source == "deskbench" and notes["auxiliary summary"].source == "paper"
 
 
-def test_flags_change_what_the_model_reads_and_are_kept_per_system(one_task: Path, tmp_path: Path) -> None:
-    require_tool("bwrap")
+def test_flags_change_what_the_model_reads_and_are_kept_per_system(bwrap: str, one_task: Path, tmp_path: Path) -> None:
     out = tmp_path / "run"
     with FakeOpenAI(script=_never_answers) as fake:
         proc = _run(one_task, out, fake)

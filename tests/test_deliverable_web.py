@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 from brave_double import BraveDouble
-from conftest import require_tool, run_cli
+from conftest import run_cli
 from deliverable_responses import recompute, respond
 from fake_openai import FakeOpenAI
 
@@ -279,11 +279,10 @@ def write_files_code(folder: Path) -> str:
     return "\n".join([*lines, "print('saved')"])
 
 
-def test_a_run_searches_fetches_cites_and_the_domain_verifier_judges_it(tmp_path: Path) -> None:
+def test_a_run_searches_fetches_cites_and_the_domain_verifier_judges_it(bwrap: str, tmp_path: Path) -> None:
     """Two scripted systems on the hybrid CRP package (Mordor Intelligence authorized): both search,
     one fetches and cites the Mordor page (the citation-domain verifier passes), the other a blog
     (it fails). The calls and what they returned are in each episode's trajectory."""
-    require_tool("bwrap")
     packages = tmp_path / "packages"
     shutil.copytree(bundled_dir() / "deliverables" / "dl-0001-crp", packages / "dl-0001-crp")
     [task] = load_packages(packages)
@@ -337,10 +336,9 @@ def test_a_run_searches_fetches_cites_and_the_domain_verifier_judges_it(tmp_path
     assert verdict["blog"].status == "fail" and "autoblog.example.net" in verdict["blog"].evidence
 
 
-def test_trap_hints_are_a_variant_stored_beside_the_paper_prompt(tmp_path: Path) -> None:
+def test_trap_hints_are_a_variant_stored_beside_the_paper_prompt(bwrap: str, tmp_path: Path) -> None:
     """The default and --trap-hints runs share one run directory as two systems; only the
     variant's prompt names the traps; each system's protocol is kept; resuming needs the same flags."""
-    require_tool("bwrap")
     packages = tmp_path / "packages"
     shutil.copytree(bundled_dir() / "deliverables" / "dl-0003-scp", packages / "dl-0003-scp")
     out = tmp_path / "run"

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import require_local_model, require_tool, run_cli
+from conftest import run_cli
 from deliverable_responses import recompute, respond
 from fake_openai import FakeOpenAI
 
@@ -87,8 +87,7 @@ def run(packages: Path, out: Path, fake: FakeOpenAI, *extra: str) -> Any:
     return json.loads(proc.stdout)
 
 
-def test_three_systems_at_once_rerun_and_diagnose(packages: Path, tmp_path: Path) -> None:
-    require_tool("bwrap")
+def test_three_systems_at_once_rerun_and_diagnose(bwrap: str, packages: Path, tmp_path: Path) -> None:
     tasks = load_packages(packages)
     script = Consultants(tasks, tmp_path / "answers")
     out = tmp_path / "run"
@@ -151,11 +150,9 @@ def test_bad_pairs_and_unknown_task_are_one_line(packages: Path, tmp_path: Path)
         assert len(proc.stderr.strip().splitlines()) == 1
 
 
-def test_local_model_writes_a_deliverable(packages: Path, tmp_path: Path) -> None:
+def test_local_model_writes_a_deliverable(local_model: str, bwrap: str, packages: Path, tmp_path: Path) -> None:
     """The real SmolLM2 on the wire through the whole loop: the episode is stored (whatever its
     quality), with its trajectory, and diagnose classifies it."""
-    require_local_model()
-    require_tool("bwrap")
     out = tmp_path / "run"
     proc = run_cli("run", "--tasks", str(packages), "--out", str(out), "--model", "local", "--task",
                    "dl-0003-scp", "--max-rounds", "2", "--max-tokens", "256", "--inline-chars", "1500",
@@ -168,10 +165,9 @@ def test_local_model_writes_a_deliverable(packages: Path, tmp_path: Path) -> Non
     assert proc.returncode == 0 and json.loads(proc.stdout)["systems"][0]["episodes"] == 1
 
 
-def test_budget_spent_asks_once_for_the_deliverable(packages: Path, tmp_path: Path) -> None:
+def test_budget_spent_asks_once_for_the_deliverable(bwrap: str, packages: Path, tmp_path: Path) -> None:
     """A model that keeps calling tools gets one last call with tools off: the deliverable it then
     writes is the episode's response (stop: round_limit), unlike analytics' round-limit exception."""
-    require_tool("bwrap")
 
     def script(body: dict[str, Any], n: int) -> dict[str, Any]:
         if body.get("tool_choice") == "none":

@@ -8,7 +8,7 @@ import json
 import sqlite3
 from pathlib import Path
 
-from conftest import require_local_model, require_tool, run_cli
+from conftest import require_tool, run_cli
 
 from deskbench.generate.demo import DEMO, bundled_dir, checksums, recorded_sums
 from deskbench.tracks.docqa.tasks import read_tasks
@@ -41,9 +41,8 @@ def test_check_reports_a_tampered_bundle(tmp_path: Path) -> None:
     assert "docqa/tasks.jsonl" in proc.stderr
 
 
-def test_demo_runs_both_systems_and_resumes(tmp_path: Path) -> None:
+def test_demo_runs_both_systems_and_resumes(local_model: str, tmp_path: Path) -> None:
     require_tool("tesseract")
-    require_local_model()
     out = tmp_path / "demo"
     args = ("demo", "--out", str(out), "--local-limit", "2", "--max-steps", "1", "--analytics-limit", "1", "--quiet")
     proc = run_cli(*args, timeout=900)

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import require_tool, run_cli, write_operator_corpus
+from conftest import run_cli, write_operator_corpus
 from fake_openai import FakeOpenAI
 from typer.testing import CliRunner
 
@@ -231,9 +231,8 @@ def analytics_tasks(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return out / "two.jsonl"
 
 
-def test_an_analytics_run_exports_code_and_output(analytics_tasks: Path, tmp_path: Path,
+def test_an_analytics_run_exports_code_and_output(bwrap: str, analytics_tasks: Path, tmp_path: Path,
                                                   monkeypatch: pytest.MonkeyPatch) -> None:
-    require_tool("bwrap")
     from deskbench.tracks.analytics.tasks import read_tasks
 
     qa, chart = sorted(read_tasks(analytics_tasks).items, key=lambda t: t.category != "qa")
@@ -370,12 +369,11 @@ def test_scores_are_the_latest_stored_scoring_named(tmp_path: Path, monkeypatch:
     assert SYSTEM in store.systems()
 
 
-def test_a_deliverables_run_exports_prompt_response_and_grading_calls(tmp_path: Path,
+def test_a_deliverables_run_exports_prompt_response_and_grading_calls(bwrap: str, tmp_path: Path,
                                                                       monkeypatch: pytest.MonkeyPatch) -> None:
     """deliverable-agent on a bundled package: the prompt as sent, the response as returned, the
     golden answer as target, the ungraded item unscored (no rubric grade yet), the llm_check
     judge's call in its span."""
-    require_tool("bwrap")
     from test_transcripts_tracks import deliverables_run
 
     run = deliverables_run(tmp_path)

@@ -17,7 +17,7 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import REPO, require_tool, run_cli
+from conftest import REPO, run_cli
 from fake_openai import FakeOpenAI
 
 from deskbench.generate.demo import bundled_dir
@@ -74,8 +74,7 @@ ANALYTICS_TASKS = [{"id": f"sum-{i}", "category": "qa", "instruction": "What is 
                    for i in range(3)]
 
 
-def test_analytics_run_limit_scores_the_tasks_it_ran_as_score_does(tmp_path: Path) -> None:
-    require_tool("bwrap")
+def test_analytics_run_limit_scores_the_tasks_it_ran_as_score_does(bwrap: str, tmp_path: Path) -> None:
     (tmp_path / "sales.csv").write_text("region,amount\nnorth,10\nsouth,20.5\neast,29.5\n")
     tasks = tmp_path / "tasks.jsonl"
     tasks.write_text("".join(json.dumps(t) + "\n" for t in ANALYTICS_TASKS))
@@ -92,8 +91,7 @@ def test_analytics_run_limit_scores_the_tasks_it_ran_as_score_does(tmp_path: Pat
     assert printed["n_tasks"] == 2 and printed["missing"] == [], printed
 
 
-def test_deliverables_run_task_scores_the_package_it_ran_as_score_does(tmp_path: Path) -> None:
-    require_tool("bwrap")
+def test_deliverables_run_task_scores_the_package_it_ran_as_score_does(bwrap: str, tmp_path: Path) -> None:
     packages = tmp_path / "packages"
     for name in ("dl-0002-rcp", "dl-0003-scp"):
         shutil.copytree(bundled_dir() / "deliverables" / name, packages / name)
@@ -128,7 +126,7 @@ def summary_line(stderr: str) -> str:
     return re.sub(r"; cost .*?; retries \d+", "", line)
 
 
-@pytest.mark.parametrize("executor", ["local", "ray"])
+@pytest.mark.parametrize("executor", ["local", pytest.param("ray", marks=[pytest.mark.ray, pytest.mark.slow])])
 def test_retry_errors_runs_errored_episodes_again_as_new_tries(demo_corpus: Path, tmp_path: Path,
                                                                executor: str) -> None:
     if executor == "ray":

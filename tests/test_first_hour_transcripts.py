@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import require_tool, run_cli
+from conftest import run_cli
 from fake_openai import FakeOpenAI
 from fastapi.testclient import TestClient
 from typer.testing import CliRunner
@@ -324,8 +324,7 @@ def test_a_slotted_plugin_is_recorded_too() -> None:
 # -- analytics and deliverables plugins --------------------------------------------------------------
 
 
-def test_analytics_plugin_calls_join_its_own_tool_events(tmp_path: Path) -> None:
-    require_tool("bwrap")
+def test_analytics_plugin_calls_join_its_own_tool_events(bwrap: str, tmp_path: Path) -> None:
     (tmp_path / "sales.csv").write_text("region,amount\nnorth,10\nsouth,50\n")
     tasks = tmp_path / "tasks.jsonl"
     tasks.write_text(json.dumps({"id": "sum-1", "category": "qa", "instruction": "Total amount in sales.csv (quetzal-a)?",
@@ -346,8 +345,7 @@ def test_analytics_plugin_calls_join_its_own_tool_events(tmp_path: Path) -> None
     assert "1 model call(s), 1 tool call(s)" in _page(out)
 
 
-def test_deliverables_plugin_with_its_own_recorder_has_each_call_once(tmp_path: Path) -> None:
-    require_tool("bwrap")
+def test_deliverables_plugin_with_its_own_recorder_has_each_call_once(bwrap: str, tmp_path: Path) -> None:
     import shutil
 
     shutil.copytree(bundled_dir() / "deliverables" / "dl-0003-scp", tmp_path / "packages" / "dl-0003-scp")

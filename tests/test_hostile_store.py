@@ -276,15 +276,12 @@ def test_a_full_disk_is_one_line_and_the_stored_episodes_stay(tmp_path: Path, sm
 # -- output file names that are not UTF-8 ---------------------------------------------------------
 
 
-def test_an_output_file_name_that_is_not_utf8_keeps_the_episode(tmp_path: Path) -> None:
+def test_an_output_file_name_that_is_not_utf8_keeps_the_episode(bwrap: str, tmp_path: Path) -> None:
     """Before: the analyst episode that wrote `r\\xff.csv` lost its three executed calls (the name
     could not be stored) and `--json` printed invalid UTF-8."""
-    from conftest import require_tool
-
     from deskbench.tracks.analytics.tasks import read_tasks
     from deskbench.tracks.analytics.generate.tasks import generate_analytics
 
-    require_tool("bwrap")
     generate_analytics(tmp_path / "tasks", tasks=1, seed=5)
     code = "open(b'/mnt/result/r\\xff' + str({n}).encode() + b'.csv', 'wb').write(b'a,b\\n1,2\\n')"
     script = lambda b, n: ({"kind": "tool", "name": "execute_code",  # noqa: E731

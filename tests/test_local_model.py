@@ -12,7 +12,7 @@ import json
 from pathlib import Path
 
 import pytest
-from conftest import require_local_model, run_cli
+from conftest import run_cli
 
 from deskbench.corpus import Corpus
 from deskbench.models.types import ChatRequest, Message, ToolSpec
@@ -20,9 +20,11 @@ from deskbench.runs.store import RunStore
 from deskbench.tasks.trajectory import ModelCallStep, ToolCallStep
 
 
-def test_local_model_answers_text_and_tool_calls() -> None:
-    require_local_model()
+def test_local_model_answers_text_and_tool_calls(local_model: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    from deskbench.models.local_llama import URL_ENV
     from deskbench.models.registry import make_model
+
+    monkeypatch.delenv(URL_ENV)  # this one starts (and stops) a server of its own, as `--model local` does
 
     tool = ToolSpec(name="provide_answer", description="Give the answer.",
                     parameters={"type": "object", "properties": {"answer": {"type": "array", "items": {"type": "string"}}},
@@ -54,8 +56,7 @@ def test_local_model_answers_text_and_tool_calls() -> None:
 
 
 @pytest.mark.parametrize("agent", ["bm25-agent", "rag", "oracle", "guess"])
-def test_every_agent_runs_against_the_local_model(agent: str, operator_corpus: Corpus, tmp_path: Path) -> None:
-    require_local_model()
+def test_every_agent_runs_against_the_local_model(local_model: str, agent: str, operator_corpus: Corpus, tmp_path: Path) -> None:
     tasks = tmp_path / "tasks.jsonl"
     rows = [
         {"id": "a", "question": "What do cars parked overnight pay?", "answer_variants": [["a fee"]],

@@ -15,7 +15,7 @@ import pytest
 from deskbench.runs.store import RunStore
 from deskbench.tracks.analytics.tasks import AnalyticsSubmission
 from deskbench.tasks.trajectory import ToolCallStep
-from tests.conftest import require_tool, run_cli
+from tests.conftest import run_cli
 
 pytest.importorskip("mcp")
 
@@ -36,8 +36,7 @@ def tasks(tmp_path: Path) -> Path:
     return path
 
 
-def test_external_analytics_agent_is_stored_scored_and_reported(tasks: Path, tmp_path: Path) -> None:
-    require_tool("bwrap")
+def test_external_analytics_agent_is_stored_scored_and_reported(bwrap: str, tasks: Path, tmp_path: Path) -> None:
     out = tmp_path / "run"
     proc = run_cli("run", "--agent", "external", "--command", f"{sys.executable} {AGENT} analytics {{question}}",
                    "--tasks", str(tasks), "--out", str(out), "--json", "--quiet", timeout=300)
@@ -87,7 +86,7 @@ def viewer_episode(run: Path, task: str, system: str = "external") -> str:
     return page.text
 
 
-def test_external_deliverables_agent_is_stored_with_its_verifiers(tmp_path: Path) -> None:
+def test_external_deliverables_agent_is_stored_with_its_verifiers(bwrap: str, tmp_path: Path) -> None:
     """A package run by an external agent: read_input, execute_code writing the deliverable files,
     submit_deliverable; the deliverables scorer runs its verifiers on the stored episode."""
     import shutil
@@ -96,7 +95,6 @@ def test_external_deliverables_agent_is_stored_with_its_verifiers(tmp_path: Path
     from deskbench.tracks.deliverables.tasks import DeliverableSubmission, load_packages
     from tests.deliverable_responses import recompute, respond
 
-    require_tool("bwrap")
     packages = tmp_path / "packages"
     shutil.copytree(bundled_dir() / "deliverables" / "dl-0002-rcp", packages / "dl-0002-rcp")
     (task,) = load_packages(packages)
@@ -127,7 +125,7 @@ def test_external_deliverables_agent_is_stored_with_its_verifiers(tmp_path: Path
     assert "read_input" in viewer_episode(out, "dl-0002-rcp")
 
 
-def test_deskbench_mcp_serves_an_analytics_task_over_stdio(tasks: Path, tmp_path: Path) -> None:
+def test_deskbench_mcp_serves_an_analytics_task_over_stdio(bwrap: str, tasks: Path, tmp_path: Path) -> None:
     """The official client spawns `deskbench mcp --tasks FILE --task ID` as an MCP host would: the
     task's prompt arrives as the server's instructions, execute_code runs in the sandbox, each
     answer is stored as the task's next attempt, and `deskbench score` scores them."""
@@ -137,7 +135,6 @@ def test_deskbench_mcp_serves_an_analytics_task_over_stdio(tasks: Path, tmp_path
     from tests.external_code_agent import SUM_CODE
     from tests.mcp_client import is_error
 
-    require_tool("bwrap")
     out = tmp_path / "served"
     params = StdioServerParameters(command=sys.executable, args=[
         "-m", "deskbench.cli", "mcp", "--tasks", str(tasks), "--task", "sum-2", "--out", str(out)])
@@ -166,7 +163,7 @@ def test_deskbench_mcp_serves_an_analytics_task_over_stdio(tasks: Path, tmp_path
     assert report["overall"]["passk"] == 1.0 and report["overall"]["avgk"] == 0.5  # k=2: one right, one wrong
 
 
-def test_deskbench_mcp_max_rounds_ends_an_episode_past_it(tasks: Path, tmp_path: Path) -> None:
+def test_deskbench_mcp_max_rounds_ends_an_episode_past_it(bwrap: str, tasks: Path, tmp_path: Path) -> None:
     """`deskbench mcp --tasks F --max-rounds 1`: the second execute_code of an episode ends it as a
     round limit (the paper's analyst loop), stored; the next call starts the next attempt."""
     from mcp import ClientSession, StdioServerParameters
@@ -175,7 +172,6 @@ def test_deskbench_mcp_max_rounds_ends_an_episode_past_it(tasks: Path, tmp_path:
     from tests.external_code_agent import SUM_CODE
     from tests.mcp_client import is_error
 
-    require_tool("bwrap")
     out = tmp_path / "served"
     params = StdioServerParameters(command=sys.executable, args=[
         "-m", "deskbench.cli", "mcp", "--tasks", str(tasks), "--task", "sum-2", "--out", str(out), "--max-rounds", "1"])
@@ -194,7 +190,7 @@ def test_deskbench_mcp_max_rounds_ends_an_episode_past_it(tasks: Path, tmp_path:
 
 
 @pytest.mark.parametrize("case", ["no-command", "quits", "timeout", "past-budget"])
-def test_bad_input_is_one_line_or_the_episode_error(case: str, tasks: Path, tmp_path: Path) -> None:
+def test_bad_input_is_one_line_or_the_episode_error(bwrap: str, case: str, tasks: Path, tmp_path: Path) -> None:
     """No --command: one line, exit 2. An agent that exits without answering, one that outlives
     --timeout, one still calling execute_code past --max-rounds (the paper's round-limit
     exception): the episode records why, with the calls it made."""
@@ -204,7 +200,6 @@ def test_bad_input_is_one_line_or_the_episode_error(case: str, tasks: Path, tmp_
         proc = run_cli(*base)
         assert proc.returncode == 2 and "--command" in proc.stderr and "Traceback" not in proc.stderr
         return
-    require_tool("bwrap")
     script = tmp_path / "agent.py"
     script.write_text({"quits": "import sys; print('no idea', file=sys.stderr); sys.exit(4)\n",
                        "timeout": "import time; time.sleep(60)\n"}.get(case, ""))

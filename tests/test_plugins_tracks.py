@@ -10,7 +10,7 @@ import shutil
 from pathlib import Path
 
 import pytest
-from conftest import REPO, require_tool, run_cli
+from conftest import REPO, run_cli
 from fake_openai import FakeOpenAI
 
 from deskbench.generate.demo import bundled_dir
@@ -29,8 +29,7 @@ def analytics_tasks(tmp_path: Path) -> Path:
     return tasks
 
 
-def test_an_analytics_plugin_agent_uses_the_sandbox_and_is_scored(analytics_tasks: Path, tmp_path: Path) -> None:
-    require_tool("bwrap")
+def test_an_analytics_plugin_agent_uses_the_sandbox_and_is_scored(bwrap: str, analytics_tasks: Path, tmp_path: Path) -> None:
     out = tmp_path / "run"
     proc = run_cli("run", "--agent", "tests.plugin_agents:SandboxSumAgent", "--tasks", str(analytics_tasks),
                    "--out", str(out), "--json", "--quiet", cwd=REPO, timeout=300)
@@ -62,8 +61,7 @@ def test_a_plugin_of_another_track_is_one_line(tmp_path: Path) -> None:
     assert not (tmp_path / "run").exists()
 
 
-def test_a_deliverables_plugin_agent_gets_the_context_and_options(tmp_path: Path) -> None:
-    require_tool("bwrap")
+def test_a_deliverables_plugin_agent_gets_the_context_and_options(bwrap: str, tmp_path: Path) -> None:
     packages = tmp_path / "packages"
     shutil.copytree(bundled_dir() / "deliverables" / "dl-0003-scp", packages / "dl-0003-scp")
     out = tmp_path / "run"

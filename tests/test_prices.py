@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import require_tool, run_cli
+from conftest import run_cli
 from fake_openai import FakeOpenAI
 
 from deskbench.errors import UserError
@@ -164,10 +164,9 @@ def test_an_unreadable_price_file_stops_the_run_with_exit_2(tmp_path: Path) -> N
 
 
 @pytest.fixture()
-def priced_run(tmp_path: Path) -> tuple[Path, str]:
+def priced_run(bwrap: str, tmp_path: Path) -> tuple[Path, str]:
     """A deliverables run of two systems in the sandbox: one model without a price, one priced
     at 0 by a --prices file. Returns the run directory and the run's stderr."""
-    require_tool("bwrap")
     packages = tmp_path / "packages"
     shutil.copytree(bundled_dir() / "deliverables" / "dl-0003-scp", packages / "dl-0003-scp")
     prices = tmp_path / "prices.json"

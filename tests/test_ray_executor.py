@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import require_tool
+from conftest import needs
 from fake_openai import FakeOpenAI
 
 pytest.importorskip("ray", reason="the ray extra is not installed (pip install 'deskbench[ray]')")
@@ -55,6 +55,7 @@ def _cluster_processes(temp_dir: str) -> list[Any]:
 
 
 @pytest.fixture(scope="module")
+@needs("ray", "slow")
 def cluster() -> Iterator[str]:
     """A Ray head on 127.0.0.1 (no dashboard, no usage stats), its address; its processes
     (found by its own temp folder, short for the sockets' path limit) are killed at the end."""
@@ -147,8 +148,7 @@ def analytics_run(tasks: Path, out: Path, *extra: str, latency: float = 0.0,
 
 
 @pytest.fixture(scope="module")
-def local_analytics(analytics_tasks: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
-    require_tool("bwrap")
+def local_analytics(bwrap: str, analytics_tasks: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
     out = tmp_path_factory.mktemp("local") / "run"
     fake = analytics_run(analytics_tasks, out, script=first_two_together())
     assert fake.max_in_flight == 2  # this workload overlaps model calls when nothing bounds them to 1
@@ -319,9 +319,8 @@ def test_unknown_executor_and_a_stray_ray_address_are_one_line(tmp_path: Path) -
         assert not (tmp_path / "run").exists()
 
 
-def test_a_provider_refusal_on_a_worker_stops_the_run_in_one_line(cluster: str, analytics_tasks: Path,
+def test_a_provider_refusal_on_a_worker_stops_the_run_in_one_line(bwrap: str, cluster: str, analytics_tasks: Path,
                                                                    tmp_path: Path) -> None:
-    require_tool("bwrap")
     out = tmp_path / "run"
     with FakeOpenAI(script=lambda body, n: {"kind": "status", "status": 401}) as fake:
         proc = _deskbench("run", "--agent", "analyst-agent", "--tasks", str(analytics_tasks), "--out", str(out),

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import ingest, require_local_model, require_tool, run_cli, write_text_pdf
+from conftest import ingest, require_tool, run_cli, write_text_pdf
 from fake_openai import FakeOpenAI
 
 from deskbench.agents.base import AgentContext, AgentSettings
@@ -108,7 +108,7 @@ def test_shown_truncates_with_a_count() -> None:
 # -- the REPL through the real sandbox ---------------------------------------------------------------
 
 
-def test_repl_protocol_in_the_sandbox(tmp_path: Path) -> None:
+def test_repl_protocol_in_the_sandbox(bwrap: str, tmp_path: Path) -> None:
     (tmp_path / "context.txt").write_text("[FILE: a.pdf]\n[PAGE 1]\nhello winter\n[END PAGE 1]\n", encoding="utf-8")
     asked: list[list[str]] = []
 
@@ -148,7 +148,7 @@ def test_repl_protocol_in_the_sandbox(tmp_path: Path) -> None:
     asyncio.run(go())
 
 
-def test_repl_lost_to_wall_time_or_exit_is_restarted(tmp_path: Path) -> None:
+def test_repl_lost_to_wall_time_or_exit_is_restarted(bwrap: str, tmp_path: Path) -> None:
     (tmp_path / "context.txt").write_text("ctx", encoding="utf-8")
 
     async def answer(prompts: list[str]) -> list[str]:
@@ -227,7 +227,7 @@ def context(fake: FakeOpenAI, corpus: Corpus, max_steps: int | None = 4, with_sa
                         sandbox=sandbox() if with_sandbox else None)
 
 
-def test_rlm_agent_searches_context_queries_a_sub_llm_and_answers(fleet: Corpus) -> None:
+def test_rlm_agent_searches_context_queries_a_sub_llm_and_answers(bwrap: str, fleet: Corpus) -> None:
     with FakeOpenAI(script=scripted([FIND, "The REPL found it.\nFINAL_VAR(found)"])) as fake:
         result = asyncio.run(make_agent("rlm").run(TASK, context(fake, fleet)))
         assert result.status == "ok", result.error
@@ -254,7 +254,7 @@ def test_rlm_agent_searches_context_queries_a_sub_llm_and_answers(fleet: Corpus)
         assert TASK.question in extraction["messages"][-1]["content"]
 
 
-def test_rlm_agent_recovers_from_a_lost_repl_and_a_missing_variable(fleet: Corpus) -> None:
+def test_rlm_agent_recovers_from_a_lost_repl_and_a_missing_variable(bwrap: str, fleet: Corpus) -> None:
     replies = ["```repl\nx = 1\nimport os\nos._exit(3)\n```\n```repl\nprint(x)\n```", "FINAL_VAR(x)",
                "FINAL(Mountain car, from fleet.pdf page 2)"]
     with FakeOpenAI(script=scripted(replies)) as fake:
@@ -269,7 +269,7 @@ def test_rlm_agent_recovers_from_a_lost_repl_and_a_missing_variable(fleet: Corpu
         assert "Mountain car, from fleet.pdf page 2" in fake.requests[3]["messages"][-1]["content"]
 
 
-def test_rlm_agent_without_final_asks_for_a_default_answer(fleet: Corpus) -> None:
+def test_rlm_agent_without_final_asks_for_a_default_answer(bwrap: str, fleet: Corpus) -> None:
     """Out of iterations: one more call asks for the answer (the RLM library's _default_answer);
     its reply goes through the extraction step. Only an empty reply ends the episode as a limit."""
     code = "```repl\nprint(len(context))\n```"
@@ -289,13 +289,13 @@ def test_rlm_agent_without_final_asks_for_a_default_answer(fleet: Corpus) -> Non
         assert "no ```repl``` block" in fake.requests[1]["messages"][-1]["content"] and len(fake.requests) == 3
 
 
-def test_rlm_agent_needs_a_sandbox(fleet: Corpus) -> None:
+def test_rlm_agent_needs_a_sandbox(bwrap: str, fleet: Corpus) -> None:
     with FakeOpenAI(script=scripted(["FINAL(x)"])) as fake:
         result = asyncio.run(make_agent("rlm").run(TASK, context(fake, fleet, with_sandbox=False)))
         assert result.status == "error" and "no sandbox" in result.error and not fake.requests
 
 
-def test_sub_call_budget_is_reported_to_the_code(fleet: Corpus, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_sub_call_budget_is_reported_to_the_code(bwrap: str, fleet: Corpus, monkeypatch: pytest.MonkeyPatch) -> None:
     code = "```repl\ntry:\n    llm_query_batched(['a', 'b', 'c'])\nexcept Exception as e:\n    print(e)\n```"
     with FakeOpenAI(script=scripted([code, "FINAL(done)"])) as fake:  # the run's cap (--max-sub-calls 2)
         result = asyncio.run(make_agent("rlm").run(TASK, context(fake, fleet, max_sub_calls=2)))
@@ -308,7 +308,7 @@ def test_sub_call_budget_is_reported_to_the_code(fleet: Corpus, monkeypatch: pyt
         assert "budget of 2 llm_query calls is spent" in fake.requests[1]["messages"][-1]["content"]
 
 
-def test_rlm_defaults_are_the_official_rlms(fleet: Corpus) -> None:
+def test_rlm_defaults_are_the_official_rlms(bwrap: str, fleet: Corpus) -> None:
     """No cap on sub-calls and 30 root iterations (RLM(max_iterations=30), the library default the
     official baseline keeps); effort = every LLM call of the episode; no output-token field."""
     code = "```repl\nreplies = llm_query_batched(['q'] * 250)\nprint(len(replies))\n```"
@@ -325,7 +325,7 @@ def test_rlm_defaults_are_the_official_rlms(fleet: Corpus) -> None:
         assert len(fake.requests) == 31  # 30 root iterations, then the default-answer call
 
 
-def test_a_failed_sub_call_is_an_exception_in_the_code(fleet: Corpus) -> None:
+def test_a_failed_sub_call_is_an_exception_in_the_code(bwrap: str, fleet: Corpus) -> None:
     code = "```repl\ntry:\n    llm_query('q')\nexcept Exception as e:\n    print(type(e).__name__, e)\n```"
     base = scripted([code, "FINAL(done)"])
 
@@ -340,8 +340,7 @@ def test_a_failed_sub_call_is_an_exception_in_the_code(fleet: Corpus) -> None:
         assert "QueryError llm_query failed" in fake.requests[2]["messages"][-1]["content"]
 
 
-def test_deskbench_run_with_the_rlm_agent(fleet: Corpus, tmp_path: Path) -> None:
-    require_tool("bwrap")
+def test_deskbench_run_with_the_rlm_agent(bwrap: str, fleet: Corpus, tmp_path: Path) -> None:
     tasks = tmp_path / "tasks.jsonl"
     tasks.write_text(TASK.model_dump_json() + "\n")
     with FakeOpenAI(script=scripted([FIND, "FINAL_VAR(found)"])) as fake:
@@ -359,11 +358,9 @@ def test_deskbench_run_with_the_rlm_agent(fleet: Corpus, tmp_path: Path) -> None
 # -- the real local model ----------------------------------------------------------------------------
 
 
-def test_rlm_episode_with_the_local_model(fleet: Corpus, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_rlm_episode_with_the_local_model(local_model: str, bwrap: str, fleet: Corpus, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Pipeline, not accuracy: SmolLM2 rarely follows the protocol; the episode must be stored
     as ok, or as a recorded error or limit, with a real trajectory."""
-    require_local_model()
-    require_tool("bwrap")
     from deskbench.runs.track import execute_run
     from deskbench.tracks.docqa.run import RunSpec, prepare
 

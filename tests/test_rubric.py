@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import REPO, require_local_model, run_cli
+from conftest import REPO, run_cli
 from deliverable_responses import recompute, respond
 from fake_openai import FakeOpenAI
 
@@ -968,10 +968,9 @@ def test_cli_grade_on_the_wire_skips_graded_episodes(run: Path, tmp_path: Path,
 # -- the real local model ----------------------------------------------------------------------------
 
 
-def test_grading_with_the_local_model(run: Path) -> None:
+def test_grading_with_the_local_model(local_model: str, run: Path) -> None:
     """SmolLM2-135M on llama.cpp: the pipeline outcome is a stored RubricGrade or a stored
     GradeFailure with its error (quality is not asserted)."""
-    require_local_model()
     from deskbench.models.registry import make_model
 
     task, ep = task_of(run, FSP), episode_of(run, FSP, "sys-good")

@@ -9,7 +9,6 @@ import os
 from pathlib import Path
 
 import pytest
-from conftest import require_tool
 from typer.testing import CliRunner
 
 from deskbench.cli import app
@@ -22,8 +21,7 @@ LIMITS = Limits(wall_seconds=10, cpu_seconds=10, memory_bytes=1024**3, processes
 
 
 @pytest.fixture(scope="module")
-def sandbox() -> Sandbox:
-    require_tool("bwrap")
+def sandbox(bwrap: str) -> Sandbox:
     return Sandbox(LIMITS)
 
 

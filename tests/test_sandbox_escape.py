@@ -13,7 +13,6 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
-from conftest import require_tool
 
 from deskbench.sandbox import Limits, Sandbox
 
@@ -23,8 +22,7 @@ LIMITS = Limits(wall_seconds=5, cpu_seconds=2, memory_bytes=512 * 1024**2, proce
 
 
 @pytest.fixture(scope="module")
-def sandbox() -> Sandbox:
-    require_tool("bwrap")
+def sandbox(bwrap: str) -> Sandbox:
     return Sandbox(LIMITS)
 
 

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import require_tool, run_cli, write_operator_corpus
+from conftest import run_cli, write_operator_corpus
 from fake_openai import FakeOpenAI
 from fastapi.testclient import TestClient
 
@@ -211,11 +211,10 @@ SVG = '<svg xmlns="http://www.w3.org/2000/svg"><script>alert(1)</script></svg>'
 
 
 @pytest.fixture(scope="module")
-def analytics(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+def analytics(bwrap: str, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     """analyst-agent on a QA task (answered in words: the deterministic check cannot decide it) and
     a chart task (a real matplotlib PNG, plus an SVG with a script and an HTML file named .png);
     scored without a judge when the run ended, then `score --judge` (the QA judge says 1)."""
-    require_tool("bwrap")
     from deskbench.tracks.analytics.tasks import read_tasks
     from deskbench.tracks.analytics.generate.tasks import generate_analytics
 

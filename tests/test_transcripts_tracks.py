@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import require_tool, run_cli
+from conftest import run_cli
 from fake_openai import FakeOpenAI
 
 from deskbench.corpus import Corpus
@@ -250,8 +250,7 @@ def analytics_tasks(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return out
 
 
-def test_analytics_transcript_and_its_judge(analytics_tasks: Path, tmp_path: Path) -> None:
-    require_tool("bwrap")
+def test_analytics_transcript_and_its_judge(bwrap: str, analytics_tasks: Path, tmp_path: Path) -> None:
     run = analytics_run(analytics_tasks, tmp_path)
     store = run.store()
     doc = store.transcript(run.task_id, run.system)
@@ -297,8 +296,7 @@ def test_analytics_transcript_and_its_judge(analytics_tasks: Path, tmp_path: Pat
     assert AnalyticsItemScore.model_validate(row).judge_reasons == {"qa": ANALYTICS_REASON}  # still reads as an item
 
 
-def test_the_file_judges_programs_are_kept_with_its_calls(analytics_tasks: Path, tmp_path: Path) -> None:
-    require_tool("bwrap")
+def test_the_file_judges_programs_are_kept_with_its_calls(bwrap: str, analytics_tasks: Path, tmp_path: Path) -> None:
     run = analytics_file_judged_run(analytics_tasks, tmp_path)
     judges = run.store().judge_transcripts(run.task_id, run.system)
     assert set(judges) == {FILE_JUDGE}
@@ -322,8 +320,7 @@ def test_the_file_judges_programs_are_kept_with_its_calls(analytics_tasks: Path,
     assert replayed.result["stdout"] == program.result["stdout"]
 
 
-def test_deliverables_transcript_and_its_llm_check(tmp_path: Path) -> None:
-    require_tool("bwrap")
+def test_deliverables_transcript_and_its_llm_check(bwrap: str, tmp_path: Path) -> None:
     run = deliverables_run(tmp_path)
     store = run.store()
     doc = store.transcript(run.task_id, run.system)

