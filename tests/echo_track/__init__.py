@@ -24,6 +24,7 @@ from deskbench.runs.outcomes import ItemOutcome, OutcomeOptions
 from deskbench.runs.runner import EpisodeFn, HasId
 from deskbench.runs.store import Episode, RunStore
 from deskbench.runs.track import PreparedRun, PreparedSystem, RunRequest, wanted
+from echo_track.options import EchoRunOptions
 
 
 class EchoTask(BaseModel):
@@ -52,9 +53,7 @@ class EchoTrack(Track):
     outcome_definition = "score = correct = the answer equals the expected text"
     agents = tuple(AGENTS)
     limit_category = "step_limit"
-    run_options = frozenset({"--limit"})
-    score_options: frozenset[str] = frozenset()
-    compare_options: frozenset[str] = frozenset()
+    run_options = EchoRunOptions  # its own flags, in its folder (echo_track/options.py)
 
     def claims(self, tasks: Path, agents: Sequence[str]) -> bool:
         return bool(agents) and agents[0] in AGENTS
@@ -70,7 +69,8 @@ class EchoTrack(Track):
         if unknown:
             raise UserError(f"unknown echo agent {unknown[0]!r}; choose one of: {', '.join(AGENTS)}")
         tasks = [EchoTask.model_validate_json(line) for line in request.tasks.read_text().splitlines() if line.strip()]
-        tasks = tasks[:request.option("limit")]
+        options = request.options_as(EchoRunOptions)
+        tasks = tasks[:options.limit]
         store = RunStore(request.out)
         store.save_tasks(tasks)
         warnings = [w for a in request.agents  # the shared run identity: a fourth track uses it as is
@@ -81,7 +81,7 @@ class EchoTrack(Track):
             def episode_of(agent: str) -> EpisodeFn:
                 async def episode(task: HasId, attempt: int) -> AgentResult:
                     assert isinstance(task, EchoTask)
-                    return AgentResult(status="ok", submission=EchoSubmission(id=task.id, answer=AGENTS[agent](task.text)))  # type: ignore[arg-type]
+                    return AgentResult(status="ok", submission=EchoSubmission(id=task.id, answer=AGENTS[agent](task.text) + options.suffix))  # type: ignore[arg-type]
                 return episode
 
             yield {agent: episode_of(agent) for agent in request.agents}

@@ -12,9 +12,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from deskbench.cli.settings import (
-    CacheOpt,
     CapabilitiesOpt,
-    JudgeCacheOpt,
     JudgeConcurrencyOpt,
     JudgeMaxTokensOpt,
     JudgeReasoningEffortOpt,
@@ -23,11 +21,9 @@ from deskbench.cli.settings import (
     scorer_params,
     use_model_flags,
 )
+from deskbench.cli.track_flags import with_track_flags
 from deskbench.console import err, out
 from deskbench.errors import UserError
-
-_FILE_JUDGE_ALL_HELP = ("analytics: with --file-judge, every output file goes to the File Judge (the paper's "
-                        "protocol; the default) | only files the comparator cannot read.")
 
 
 def _fmt_pct(x: float | None, ci: tuple[float, float] | None = None) -> str:
@@ -98,7 +94,6 @@ def _open_runs(run_dirs: list[Path]):  # -> list[RunStore], track
 def register(app: typer.Typer) -> None:
     """Add `deskbench compare`."""
 
-    @app.command()
     def compare(
         ctx: typer.Context,
         run_dirs: Annotated[list[Path], typer.Argument(help="Run directories of one track (every system in each is compared).")],
@@ -107,13 +102,7 @@ def register(app: typer.Typer) -> None:
         seed: Annotated[int, typer.Option(help="Bootstrap seed.")] = 0,
         output: Annotated[Path | None, typer.Option("--output", help="Also write the comparison as a self-contained HTML page.")] = None,
         judge: Annotated[str | None, typer.Option(help="LLM judge model, as 'deskbench score': docqa answers (else ANLS* >= 0.5), analytics QA (and charts without --chart-judge), deliverables llm_check verifiers.")] = None,
-        judge_cache: JudgeCacheOpt = None,
-        cache: CacheOpt = True,
         concurrency: JudgeConcurrencyOpt = 16,
-        chart_judge: Annotated[str | None, typer.Option(help="analytics: vision judge for charts (default: --judge).")] = None,
-        file_judge: Annotated[str | None, typer.Option("--file-judge", help="analytics: the agentic File Judge model (AIDABench Listing 5); off by default: the spreadsheet comparator decides.")] = None,
-        file_judge_all: Annotated[bool | None, typer.Option("--file-judge-all/--file-judge-deferred", help=_FILE_JUDGE_ALL_HELP)] = None,
-        reviewed_only: Annotated[bool, typer.Option("--reviewed-only", help="deliverables: only QC-reviewed rubric grades count (others unscored).")] = False,
         judge_temperature: JudgeTemperatureOpt = None,
         judge_top_p: JudgeTopPOpt = None,
         judge_reasoning_effort: JudgeReasoningEffortOpt = None,
@@ -128,8 +117,12 @@ def register(app: typer.Typer) -> None:
         from deskbench.analysis.compare import SystemOutcomes, system_labels
         from deskbench.analysis.compare import compare as compare_outcomes
         from deskbench.contract.registry import get_track
-        from deskbench.models.registry import preflight
-        from deskbench.runs.track_options import check_options, given_flags
+        from deskbench.runs.track_options import (
+            check_options,
+            given_flags,
+            preflight_judges,
+            track_options,
+        )
 
         if not run_dirs:
             raise UserError("give the run directories to compare")
@@ -153,9 +146,7 @@ def register(app: typer.Typer) -> None:
                 raise UserError(f"compare needs at least two systems; these runs hold {len(chosen)}: give more runs")
             use_model_flags(capabilities, judge_temperature=judge_temperature, judge_top_p=judge_top_p,
                             judge_reasoning_effort=judge_reasoning_effort, judge_max_tokens=judge_max_tokens)
-            for name in (judge, chart_judge, file_judge):
-                if name:
-                    preflight(name, role="judge")
+            preflight_judges(judge, track_options("compare", get_track(track), ctx.params))
             with get_track(track).scorer_options(scorer_params(ctx.params)) as options:
                 by_dir = {st.dir: st for st in stores}
                 systems = [SystemOutcomes(label=label, system=s, run_dir=str(d),
@@ -175,3 +166,5 @@ def register(app: typer.Typer) -> None:
             print_comparison(result)
         if output is not None:
             err.print(f"wrote {output}")
+
+    app.command(name="compare")(with_track_flags(compare, "compare", after="judge"))

@@ -19,7 +19,7 @@ from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import TYPE_CHECKING, ClassVar
 
-from pydantic import BaseModel
+from pydantic import BaseModel, ConfigDict
 
 if TYPE_CHECKING:
     from deskbench.contract.export import TaskText
@@ -27,6 +27,12 @@ if TYPE_CHECKING:
     from deskbench.runs.outcomes import ItemOutcome, OutcomeOptions
     from deskbench.runs.store import Episode, RunStore
     from deskbench.runs.track import PreparedRun, RunRequest
+
+
+class NoOptions(BaseModel):
+    """A command's options of a track that has none of its own (the default)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
 
 
 class Track(ABC):
@@ -40,9 +46,11 @@ class Track(ABC):
     submission_type: ClassVar[type[BaseModel]]
     outcome_definition: ClassVar[str]  # how an item's score and binary outcome are defined, in words
     agents: ClassVar[tuple[str, ...]]  # the --agent names it runs
-    run_options: ClassVar[frozenset[str]] = frozenset()  # flags of `run` beyond every track's (runs/track_options.py)
-    score_options: ClassVar[frozenset[str]] = frozenset()  # the same for `score`
-    compare_options: ClassVar[frozenset[str]] = frozenset()  # and for `compare`
+    # Each command's options beyond every track's, as a pydantic model: a field is a flag, its
+    # type, default and description the flag's (contract/options.py); `prepare` gets an instance.
+    run_options: ClassVar[type[BaseModel]] = NoOptions
+    score_options: ClassVar[type[BaseModel]] = NoOptions
+    compare_options: ClassVar[type[BaseModel]] = NoOptions
 
     @abstractmethod
     def prepare(self, request: RunRequest) -> PreparedRun:

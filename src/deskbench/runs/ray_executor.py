@@ -101,15 +101,7 @@ def pool_size(resources: Mapping[str, float], needs: Mapping[str, float], pendin
 def shippable(request: RunRequest) -> RunRequest:
     """The request with every path made absolute: a worker does not run in the driver's folder
     (on a cluster of several nodes, the paths must name the same files on every node)."""
-    from dataclasses import replace
-    from pathlib import Path
-
-    def absolute(value: Any) -> Any:
-        return value.resolve() if isinstance(value, Path) else value
-
-    return replace(request, tasks=request.tasks.resolve(), out=request.out.resolve(),
-                   prices=absolute(request.prices),
-                   options={k: absolute(v) for k, v in request.options.items()})
+    return request.shippable()
 
 
 def execute_run_ray(prep: PreparedRun, request: RunRequest,
@@ -121,7 +113,7 @@ def execute_run_ray(prep: PreparedRun, request: RunRequest,
     from deskbench.contract.registry import get_track
 
     needs = worker_resources(get_track(prep.track), request)
-    ray = connect(request.option("ray_address"), needs)
+    ray = connect(request.ray_address, needs)
     from deskbench.runs.ray_worker import EpisodeWorker, ModelLimiter, limiter_name
 
     counts = {s.name: RunCounts() for s in prep.systems}

@@ -160,8 +160,8 @@ class EpisodeWorker:
                 from deskbench.contract.registry import track_for
                 from deskbench.models.capabilities import use_capabilities
 
-                if self._request.option("capabilities") is not None:
-                    use_capabilities(self._request.option("capabilities"))
+                if self._request.capabilities is not None:
+                    use_capabilities(self._request.capabilities)
                 prep = track_for(self._request.tasks, self._request.agents).prepare(self._request)
                 for s in prep.systems:
                     if s.model is not None and s.model.id in self._limiters:

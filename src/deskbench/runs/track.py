@@ -13,21 +13,26 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Callable, Mapping, Sequence
 from contextlib import AbstractAsyncContextManager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
+
+from pydantic import BaseModel
 
 from deskbench.models.resilient import ResilientModel, UsageLedger
 from deskbench.models.settings import Sampling
 from deskbench.runs.runner import EpisodeFn, HasId, RunCounts, run_attempts
 from deskbench.runs.store import RunStore
 
+OptionsT = TypeVar("OptionsT", bound=BaseModel)
+
 
 @dataclass(frozen=True)
 class RunRequest:
-    """What `deskbench run` was given, track-neutral: the options every track takes, and every
-    option's value by parameter name in `options` (a track reads its own; which ones a track
-    takes is declared by the track and checked before this is built)."""
+    """What `deskbench run` was given: the options every track takes, typed, and the track's own
+    in `options`, a validated instance of its `run_options` model (contract/options.py; which
+    flags a track takes is checked before this is built). `deskbench score RUN` asks a track's
+    `show_scores` with one too: its `score_options` instance, and `items_out`."""
 
     tasks: Path
     out: Path
@@ -39,11 +44,32 @@ class RunRequest:
     cache: bool = False
     prices: Path | None = None
     judge: str | None = None
-    options: Mapping[str, Any] = field(default_factory=dict)
+    options: BaseModel | None = None  # None: the track's defaults
+    capabilities: Path | None = None  # --capabilities (a Ray worker applies them too)
+    ray_address: str | None = None  # --executor ray: the cluster's head
+    items_out: Path | None = None  # `score --items-out`
 
-    def option(self, name: str, default: Any = None) -> Any:
-        value = self.options.get(name, default)
-        return default if value is None else value
+    def options_as(self, model: type[OptionsT]) -> OptionsT:
+        """The track's options as its model (`prepare` of the track that declared `model`); the
+        model's defaults when the request carries none of it (scoring a run from `run`)."""
+        if self.options is None:
+            return model()
+        if isinstance(self.options, model):
+            return self.options
+        raise TypeError(f"this request carries {type(self.options).__name__}, not {model.__name__}")
+
+    def shippable(self) -> RunRequest:
+        """The request with every path made absolute (options' too): a Ray worker does not run in
+        the driver's folder."""
+        def absolute(value: Any) -> Any:
+            return value.resolve() if isinstance(value, Path) else value
+
+        options = self.options
+        if options is not None:
+            options = options.model_copy(update={k: absolute(v) for k, v in options if isinstance(v, Path)})
+        return replace(self, tasks=self.tasks.resolve(), out=self.out.resolve(), prices=absolute(self.prices),
+                       capabilities=absolute(self.capabilities), items_out=absolute(self.items_out),
+                       options=options)
 
 
 @dataclass

@@ -1,8 +1,10 @@
 """Which options each track takes, for `deskbench run`, `score` and `compare`.
 
 A flag a track does not take is an error naming the track, never silently ignored. The options
-every track takes are listed here; each track declares its own (`Track.run_options`,
-`score_options`, `compare_options`, contract/registry.py), so a fourth track adds none here.
+every track takes are listed here; each track declares its own as a typed model (`Track.run_options`,
+`score_options`, `compare_options`: contract/options.py), from which the CLI builds its flags
+(cli/track_flags.py) and the track gets a validated instance (`track_options`), so a fourth
+track adds none here.
 
 Options are named by their primary flag (the first of a --x/--no-x pair). `given_flags` reads
 from the command's click context which flags the user actually gave (the command line or the
@@ -12,9 +14,15 @@ passes defaults, the context knows where each value came from.
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
 
 from deskbench.errors import UserError
+
+if TYPE_CHECKING:
+    from pydantic import BaseModel
+
+    from deskbench.contract.track import Track
 
 # `deskbench run`: the options every track takes.
 RUN_COMMON = frozenset({
@@ -37,10 +45,43 @@ COMMON: dict[str, frozenset[str]] = {"run": RUN_COMMON, "score": SCORE_COMMON, "
 
 
 def own_options(command: str, track: str) -> frozenset[str]:
-    """The options `track` itself declares for `command` (its `run_options`, ...)."""
+    """The flags `track` itself declares for `command`: its `run_options` model's (contract/options.py), ..."""
+    from deskbench.contract.options import flag_specs
     from deskbench.contract.registry import get_track
 
-    return frozenset(getattr(get_track(track), f"{command}_options"))
+    return frozenset(s.flag for s in flag_specs(getattr(get_track(track), f"{command}_options"), f"{track} {command}"))
+
+
+def track_options(command: str, track: Track, params: Mapping[str, object]) -> BaseModel:
+    """The track's options of `command`, a validated instance of its model, from the command's
+    parameters by name (a value None: not given, the model's default). A value the model refuses
+    is one line naming the flag."""
+    from pydantic import ValidationError
+
+    from deskbench.contract.options import flag_specs
+
+    model: type[BaseModel] = getattr(track, f"{command}_options")
+    flags = {s.param: s.flag for s in flag_specs(model, f"{track.name} {command}")}
+    try:
+        return model.model_validate({k: params[k] for k in flags if params.get(k) is not None})
+    except ValidationError as exc:
+        error = exc.errors()[0]
+        name = str(error["loc"][0]) if error["loc"] else ""
+        flag = flags.get(name, name)
+        raise UserError(f"{flag} {params.get(name)!r} is not valid for the {track.name} track: {error['msg']}; "
+                        f"see deskbench {command} --help") from None
+
+
+def preflight_judges(judge: str | None, options: BaseModel) -> None:
+    """Every judge the command will open checked before it starts (its key, its settings): --judge
+    and the track's flags marked `preflight` (analytics' --chart-judge, --file-judge)."""
+    from deskbench.contract.options import flag_specs
+    from deskbench.models.registry import preflight
+
+    names = [judge, *(getattr(options, s.param) for s in flag_specs(type(options), "options") if s.preflight)]
+    for name in names:
+        if name:
+            preflight(name, role="judge")
 
 
 def takes(command: str, track: str) -> frozenset[str]:

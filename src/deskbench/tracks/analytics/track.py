@@ -10,6 +10,11 @@ from typing import TYPE_CHECKING
 from pydantic import BaseModel
 
 from deskbench.contract.track import Track
+from deskbench.tracks.analytics.options import (
+    AnalyticsCompareOptions,
+    AnalyticsRunOptions,
+    AnalyticsScoreOptions,
+)
 
 from deskbench.tracks.analytics.tasks import AnalyticsSubmission, AnalyticsTask
 from deskbench.tracks.analytics.outcomes import DEFINITION as ANALYTICS_DEFINITION
@@ -31,11 +36,9 @@ class AnalyticsTrack(Track):
 
     agents = ("analyst-agent", "external")  # tracks/analytics/agent.py ANALYTICS_AGENTS (not imported here: it loads the sandbox)
     limit_category = "round_limit"
-    run_options = frozenset({"--limit", "--max-rounds", "--no-summary", "--last-round-note", "--cjk-font-hint",
-                             "--unsafe-local", "--chart-judge", "--file-judge", "--file-judge-all",
-                             "--command", "--url", "--timeout"})
-    score_options = frozenset({"--chart-judge", "--file-judge", "--file-judge-all"})
-    compare_options = frozenset({"--chart-judge", "--file-judge", "--file-judge-all"})
+    run_options = AnalyticsRunOptions
+    score_options = AnalyticsScoreOptions
+    compare_options = AnalyticsCompareOptions
 
     def claims(self, tasks: Path, agents: Sequence[str]) -> bool:
         """A tasks file run by an analytics agent (the tasks file alone does not say its track);
@@ -79,15 +82,15 @@ class AnalyticsTrack(Track):
 
         if len(request.agents) > 1 or len(request.models) > 1:
             raise UserError("several --agent/--model pairs are for deliverables packages; run analytics systems one at a time")
-        o = request.option
-        file_judge_mode(o("file_judge"), request.options.get("file_judge_all"))  # a bad pair is named before the run
+        o = request.options_as(AnalyticsRunOptions)
+        file_judge_mode(o.file_judge, o.file_judge_all)  # a bad pair is named before the run
         spec = AnalyticsRunSpec(
             agent=(list(request.agents) or ["analyst-agent"])[0], model=(list(request.models) or ["openai/gpt-5-mini"])[0], out=request.out,
             tasks_file=request.tasks, attempts=request.attempts, concurrency=request.concurrency,
-            max_rounds=o("max_rounds", 20), summary=not o("no_summary", False),
-            last_round_note=o("last_round_note", False), cjk_font_hint=o("cjk_font_hint", False),
+            max_rounds=o.max_rounds, summary=not o.no_summary,
+            last_round_note=o.last_round_note, cjk_font_hint=o.cjk_font_hint,
             sampling=request.sampling, cache=request.cache, prices=request.prices,
-            unsafe_local=o("unsafe_local", False), agent_options=external_options(o))
+            unsafe_local=o.unsafe_local, agent_options=external_options(lambda name: getattr(o, name)))
         spec.check()
         if not request.tasks.exists():
             from deskbench.paths import tasks_missing
@@ -96,16 +99,18 @@ class AnalyticsTrack(Track):
         if not request.tasks.is_file():
             raise UserError(f"tasks file {request.tasks} not found; give an analytics tasks JSONL "
                             "(deskbench generate analytics)")
-        return prepare_analytics(spec, read_tasks(request.tasks).items[:o("limit")])
+        return prepare_analytics(spec, read_tasks(request.tasks).items[:o.limit])
 
     def show_scores(self, store: RunStore, systems: Sequence[str], request: RunRequest, *, as_json: bool) -> bool:
         from deskbench.tracks.analytics.score_command import score_analytics
 
-        o = request.option
+        o = request.options  # `run`'s options (its judges, --unsafe-local) or `score`'s (its judges)
+        judges = o if isinstance(o, (AnalyticsRunOptions, AnalyticsScoreOptions)) else AnalyticsScoreOptions()
         score_analytics(store, system=systems[0] if len(systems) == 1 else None, judge=request.judge,
-                        chart_judge=o("chart_judge") or request.judge, concurrency=request.concurrency,
-                        items_out=o("items_out"), as_json=as_json, file_judge=o("file_judge"),
-                        file_judge_all=request.options.get("file_judge_all"), unsafe_local=o("unsafe_local", False))
+                        chart_judge=judges.chart_judge or request.judge, concurrency=request.concurrency,
+                        items_out=request.items_out, as_json=as_json, file_judge=judges.file_judge,
+                        file_judge_all=judges.file_judge_all,
+                        unsafe_local=isinstance(o, AnalyticsRunOptions) and o.unsafe_local)
         return True
 
     def scorer_options(self, params: Mapping[str, object]) -> AbstractContextManager[OutcomeOptions]:

@@ -11,6 +11,11 @@ from typing import TYPE_CHECKING
 from pydantic import BaseModel
 
 from deskbench.contract.track import Track
+from deskbench.tracks.deliverables.options import (
+    DeliverablesCompareOptions,
+    DeliverablesRunOptions,
+    DeliverablesScoreOptions,
+)
 
 from deskbench.tracks.deliverables.tasks import DeliverableSubmission, DeliverableTask
 from deskbench.tracks.deliverables.outcomes import DEFINITION as DELIVERABLES_DEFINITION
@@ -32,11 +37,9 @@ class DeliverablesTrack(Track):
 
     agents = ("deliverable-agent", "external")  # tracks/deliverables/agent.py DELIVERABLE_AGENTS
     limit_category = "round_limit"
-    run_options = frozenset({"--max-rounds", "--unsafe-local", "--task", "--system", "--rerun",
-                             "--inline-chars", "--trap-hints", "--web", "--web-record",
-                             "--command", "--url", "--timeout"})
-    score_options = frozenset({"--reviewed-only"})
-    compare_options = frozenset({"--reviewed-only"})
+    run_options = DeliverablesRunOptions
+    score_options = DeliverablesScoreOptions
+    compare_options = DeliverablesCompareOptions
 
     def claims(self, tasks: Path, agents: Sequence[str]) -> bool:
         """A task package folder (or a folder of packages)."""
@@ -85,27 +88,28 @@ class DeliverablesTrack(Track):
         )
         from deskbench.tracks.deliverables.web_access import parse_web
 
-        o = request.option
-        if o("web_record") is not None and o("web") is None:
+        o = request.options_as(DeliverablesRunOptions)
+        if o.web_record is not None and o.web is None:
             raise UserError("--web-record saves what a live --web returns; give --web too (e.g. --web brave)")
         spec = DeliverablesRunSpec(
             systems=tuple(pair_systems(list(request.agents) or ["deliverable-agent"],
                                        list(request.models) or ["openai/gpt-5-mini"])),
-            packages=request.tasks, out=request.out, only_tasks=tuple(o("only_task", [])),
-            only_systems=tuple(o("only_system", [])), rerun=o("rerun", False), attempts=request.attempts,
-            concurrency=min(request.concurrency, 4), max_rounds=o("max_rounds", 20), sampling=request.sampling,
-            inline_chars=o("inline_chars", 24_000), cache=request.cache, prices=request.prices,
-            unsafe_local=o("unsafe_local", False), trap_hints=o("trap_hints", False),
-            web=parse_web(o("web"), o("web_record")) if o("web") is not None else None,
-            agent_options=external_options(o))
+            packages=request.tasks, out=request.out, only_tasks=o.only_task,
+            only_systems=o.only_system, rerun=o.rerun, attempts=request.attempts,
+            concurrency=min(request.concurrency, 4), max_rounds=o.max_rounds, sampling=request.sampling,
+            inline_chars=o.inline_chars, cache=request.cache, prices=request.prices,
+            unsafe_local=o.unsafe_local, trap_hints=o.trap_hints,
+            web=parse_web(o.web, o.web_record) if o.web is not None else None,
+            agent_options=external_options(lambda name: getattr(o, name)))
         return prepare_deliverables(spec)
 
     def show_scores(self, store: RunStore, systems: Sequence[str], request: RunRequest, *, as_json: bool) -> bool:
         from deskbench.tracks.deliverables.score_command import score_deliverables
 
-        o = request.option
+        o = request.options  # `score`'s flags; from `run`, the defaults
         score_deliverables(store, systems=list(systems), judge=request.judge, concurrency=request.concurrency,
-                           as_json=as_json, items_out=o("items_out"), reviewed_only=o("reviewed_only", False))
+                           as_json=as_json, items_out=request.items_out,
+                           reviewed_only=isinstance(o, DeliverablesScoreOptions) and o.reviewed_only)
         return True
 
     def scorer_options(self, params: Mapping[str, object]) -> AbstractContextManager[OutcomeOptions]:

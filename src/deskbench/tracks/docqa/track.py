@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING
 from pydantic import BaseModel
 
 from deskbench.contract.track import Track
+from deskbench.tracks.docqa.options import DocQACompareOptions, DocQARunOptions, DocQAScoreOptions
 
 from deskbench.tracks.docqa.tasks import DocQASubmission, DocQATask
 from deskbench.tracks.docqa.outcomes import DEFINITION as DOCQA_DEFINITION
@@ -31,12 +32,9 @@ class DocQATrack(Track):
 
     agents = ("bm25-agent", "rag", "oracle", "guess", "lexical", "rlm", "external")  # tracks/docqa/agents/registry.py AGENTS
     limit_category = "step_limit"
-    run_options = frozenset({"--corpus", "--limit", "--max-steps", "--max-sub-calls", "--top-k", "--view",
-                             "--unsafe-local", "--command", "--url", "--timeout", "--protocol", "--preset"})
-    score_options = frozenset({"--tasks", "--pool-humans", "--by", "--official", "--kuiper-ties", "--effort",
-                               "--skip-invalid", "--judge-cache", "--cache", "--q0", "--q1", "--m0", "--m1",
-                               "--judge-calibration"})
-    compare_options = frozenset({"--judge-cache", "--cache"})
+    run_options = DocQARunOptions
+    score_options = DocQAScoreOptions
+    compare_options = DocQACompareOptions
 
     def claims(self, tasks: Path, agents: Sequence[str]) -> bool:
         """The default track: any tasks file another track does not claim."""
@@ -78,9 +76,11 @@ class DocQATrack(Track):
         RUN` scores them; from `run`, its tasks file (all of it) is not a scoring's --tasks."""
         from deskbench.tracks.docqa.score_command import DocQAScoreArgs, score_run
 
-        params = {**request.options, "judge": request.judge, "concurrency": request.concurrency}
-        if params.get("tasks") == request.tasks:  # `run`: the file it read, not `score RUN --tasks FILE`
-            params.pop("tasks")
+        params: dict[str, object] = {"judge": request.judge, "concurrency": request.concurrency,
+                                     "items_out": request.items_out}
+        o = request.options
+        if isinstance(o, DocQAScoreOptions):  # `score RUN`: its flags; from `run`, the defaults
+            params |= {**o.model_dump(exclude={"cache"}), "no_cache": not o.cache}
         args = DocQAScoreArgs.of(params)
         score_run(store, systems, args, as_json=as_json)
         return True
@@ -113,12 +113,12 @@ def _prepare(request: RunRequest) -> PreparedRun:
 
     if len(request.agents) > 1 or len(request.models) > 1:
         raise UserError("several --agent/--model pairs are for deliverables packages; run docqa systems one at a time")
-    o = request.option
+    o = request.options_as(DocQARunOptions)
     spec = RunSpec(agent=(list(request.agents) or ["bm25-agent"])[0], model=(list(request.models) or ["openai/gpt-5-mini"])[0],
-                   out=request.out, corpus=o("corpus"), concurrency=request.concurrency, max_steps=o("max_steps"),
-                   top_k=o("top_k"), view=o("view"), protocol=o("protocol"), preset=o("preset"), sampling=request.sampling, cache=request.cache,
-                   prices=request.prices, unsafe_local=o("unsafe_local", False), max_sub_calls=o("max_sub_calls"),
-                   agent_options=external_options(o),
+                   out=request.out, corpus=o.corpus, concurrency=request.concurrency, max_steps=o.max_steps,
+                   top_k=o.top_k, view=o.view, protocol=o.protocol, preset=o.preset, sampling=request.sampling, cache=request.cache,
+                   prices=request.prices, unsafe_local=o.unsafe_local, max_sub_calls=o.max_sub_calls,
+                   agent_options=external_options(lambda name: getattr(o, name)),
                    attempts=request.attempts)
     spec.check()  # before reading tasks: a bad flag is named first
-    return prepare(spec, read_tasks(request.tasks).items[:o("limit")], tasks_file=str(request.tasks))
+    return prepare(spec, read_tasks(request.tasks).items[:o.limit], tasks_file=str(request.tasks))
