@@ -31,9 +31,9 @@ from typing import Any
 
 from readme_table import update_table
 
-from deskbench.tracks.docqa.tasks import read_submissions, read_tasks
 from deskbench.tracks.docqa.scoring.docqa import ScoreOptions, score_all
 from deskbench.tracks.docqa.scoring.docqa_summary import summarize
+from deskbench.tracks.docqa.tasks import read_submissions, read_tasks
 
 REPO = Path(__file__).resolve().parents[1]
 TARGET_SECONDS = 1.0

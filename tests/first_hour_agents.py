@@ -17,8 +17,8 @@ import os
 from pathlib import Path
 
 from deskbench.agents.base import AgentContext, AgentResult
-from deskbench.tracks.docqa.tasks import DocQATask
 from deskbench.tracks.docqa.agents.lexical import LexicalAgent
+from deskbench.tracks.docqa.tasks import DocQATask
 
 
 def _listed(variable: str, task_id: str) -> bool:

@@ -14,9 +14,9 @@ from deskbench.agents.base import AgentResult, Recorder
 from deskbench.agents.code_loop import AnalystContext, Deliverables
 from deskbench.models.types import ChatModel
 from deskbench.sandbox import Sandbox
+from deskbench.tasks.trajectory import ToolCallStep
 from deskbench.tracks.analytics.tasks import AnalyticsSubmission, AnalyticsTask
 from deskbench.tracks.deliverables.tasks import DeliverableSubmission, DeliverableTask
-from deskbench.tasks.trajectory import ToolCallStep
 
 SUM_CODE = ("import csv, glob\n"
             "rows = [r for p in sorted(glob.glob('/mnt/data/*.csv')) for r in csv.DictReader(open(p))]\n"

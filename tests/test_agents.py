@@ -20,13 +20,13 @@ from conftest import run_cli
 from fake_openai import FakeOpenAI
 
 from deskbench.agents.base import AgentContext, AgentSettings
-from deskbench.tracks.docqa.agents.registry import make_agent
 from deskbench.corpus import Corpus
 from deskbench.models.openai_chat import OpenAIChat
 from deskbench.models.resilient import ResilientModel, RetryPolicy
 from deskbench.runs.store import RunStore
-from deskbench.tracks.docqa.tasks import DocQATask
 from deskbench.tasks.trajectory import ModelCallStep, ToolCallStep
+from deskbench.tracks.docqa.agents.registry import make_agent
+from deskbench.tracks.docqa.tasks import DocQATask
 
 TASK = DocQATask(id="q1", question="Which vehicle rental rates are given for the winter season?",
                  answer_variants=[["Mountain car"]], evidence=[{"document": "alpha.pdf", "page": 1}])  # type: ignore[list-item]

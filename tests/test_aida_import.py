@@ -8,8 +8,8 @@ from pathlib import Path
 
 from conftest import run_cli
 
-from deskbench.tracks.analytics.tasks import read_tasks
 from deskbench.tracks.analytics.aida import split_names
+from deskbench.tracks.analytics.tasks import read_tasks
 
 DATA = Path(__file__).parent / "data" / "aida"
 

@@ -22,7 +22,6 @@ from conftest import run_cli
 
 from deskbench.errors import UserError
 from deskbench.runs.store import Episode, RunStore
-from deskbench.tracks.docqa.tasks import DocQASubmission, DocQATask
 from deskbench.tracks.docqa.analysis.agreement import cohen_kappa, kappa_matrix
 from deskbench.tracks.docqa.analysis.items import difficulty, discrimination
 from deskbench.tracks.docqa.analysis.matrix import load_matrix
@@ -32,6 +31,7 @@ from deskbench.tracks.docqa.analysis.splits import (
     is_sentinel,
     ranking_agreement,
 )
+from deskbench.tracks.docqa.tasks import DocQASubmission, DocQATask
 
 TASKS = [DocQATask(id=f"t{i}", question=f"q{i}?", answer_variants=[[f"answer number {i}"]]) for i in range(7)]
 EXPECTED = np.array([

@@ -14,8 +14,8 @@ from conftest import run_cli
 from fake_openai import FakeOpenAI
 
 from deskbench.runs.store import RunStore
-from deskbench.tracks.analytics.tasks import AnalyticsSubmission, AnalyticsTask, read_tasks
 from deskbench.tracks.analytics.generate.tasks import generate_analytics
+from deskbench.tracks.analytics.tasks import AnalyticsSubmission, AnalyticsTask, read_tasks
 
 
 @pytest.fixture(scope="module")

@@ -22,7 +22,6 @@ from deskbench.models.openai_chat import OpenAIChat
 from deskbench.models.resilient import ResilientModel, RetryPolicy
 from deskbench.models.settings import Sampling, resolve
 from deskbench.scoring.json_reply import json_objects, parse_reply
-from deskbench.tracks.analytics.tasks import AnalyticsTask, ChartSeries, ChartSpec
 from deskbench.tracks.analytics.scoring.analytics_qa import (
     LISTING_2,
     conclusion,
@@ -39,6 +38,7 @@ from deskbench.tracks.analytics.scoring.charts import (
     missing_glyphs,
     score_chart,
 )
+from deskbench.tracks.analytics.tasks import AnalyticsTask, ChartSeries, ChartSpec
 
 FAST = RetryPolicy(attempts=2, base_delay=0.01, max_delay=0.02, timeout=300.0)  # timeouts are tested with their own policy: a slow machine must not retry
 

@@ -21,7 +21,6 @@ from deskbench.models.resilient import ResilientModel
 from deskbench.models.settings import Sampling, resolve
 from deskbench.runs.protocol import all_paper, describe
 from deskbench.sandbox import Sandbox
-from deskbench.tracks.analytics.tasks import AnalyticsTask, read_tasks, write_tasks
 from deskbench.tracks.analytics.generate.tasks import generate_analytics
 from deskbench.tracks.analytics.scoring.analytics import (
     AnalyticsItemScore,
@@ -30,6 +29,7 @@ from deskbench.tracks.analytics.scoring.analytics import (
 )
 from deskbench.tracks.analytics.scoring.analytics_metrics import summarize_analytics
 from deskbench.tracks.analytics.scoring.file_judge import FileJudge
+from deskbench.tracks.analytics.tasks import AnalyticsTask, read_tasks, write_tasks
 
 REJECT = {"is_correct": False, "reason": "judged wrong on purpose: the File Judge decided"}
 

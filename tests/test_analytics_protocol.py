@@ -12,17 +12,21 @@ import pytest
 from conftest import run_cli
 from fake_openai import FakeOpenAI
 
-from deskbench.agents.code_loop import AnalystSettings, execute_tool
-from deskbench.agents.code_loop import CJK_FONT_HINT, EXECUTE_CODE_DESCRIPTION
+from deskbench.agents.code_loop import (
+    CJK_FONT_HINT,
+    EXECUTE_CODE_DESCRIPTION,
+    AnalystSettings,
+    execute_tool,
+)
 from deskbench.runs.protocol import all_paper, stored_protocol
 from deskbench.runs.store import RunStore
-from deskbench.tracks.analytics.tasks import read_tasks
 from deskbench.tracks.analytics.generate.tasks import generate_analytics
 from deskbench.tracks.analytics.run import (
     AnalyticsRunSpec,
     analytics_run_protocol,
     analytics_system,
 )
+from deskbench.tracks.analytics.tasks import read_tasks
 
 
 @pytest.fixture(scope="module")

@@ -23,8 +23,8 @@ from pathlib import Path
 import pytest
 from conftest import REPO
 
-from deskbench.tracks.docqa.tasks import MAX_CITATIONS, MAX_TEXT_CHARS
 from deskbench.tasks.jsonl import PREDICTIONS
+from deskbench.tracks.docqa.tasks import MAX_CITATIONS, MAX_TEXT_CHARS
 
 SECONDS = 60.0  # wall-time bound of a refusal (each takes well under a second; a hang is killed here)
 DEMO_DELIVERABLES = REPO / "src" / "deskbench" / "data" / "demo" / "deliverables"

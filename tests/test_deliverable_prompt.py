@@ -10,7 +10,6 @@ from typing import get_args
 import pytest
 
 from deskbench.generate.demo import bundled_dir
-from deskbench.tracks.deliverables.tasks import DeliverableTask, TrapKind, load_packages
 from deskbench.tracks.deliverables.agent import (
     DeliverableOptions,
     deliverable_prompt,
@@ -19,6 +18,7 @@ from deskbench.tracks.deliverables.agent import (
 )
 from deskbench.tracks.deliverables.generate.packages import generate_deliverables
 from deskbench.tracks.deliverables.prompts import TRAP_HINTS
+from deskbench.tracks.deliverables.tasks import DeliverableTask, TrapKind, load_packages
 from deskbench.tracks.deliverables.web_access import WebChoice
 
 # Key words of each trap kind of the taxonomy (tasks/deliverables.TrapKind), any of which in the

@@ -23,10 +23,10 @@ from deskbench.generate.demo import bundled_dir
 from deskbench.models.types import ToolCall
 from deskbench.runs.protocol import stored_protocol
 from deskbench.runs.store import RunStore
-from deskbench.tracks.deliverables.tasks import DeliverableSubmission, load_packages
 from deskbench.tasks.trajectory import ToolCallStep
 from deskbench.tracks.deliverables.scoring.deliverables_run import score_run
 from deskbench.tracks.deliverables.scoring.verifiers_citations import cited_hosts
+from deskbench.tracks.deliverables.tasks import DeliverableSubmission, load_packages
 from deskbench.tracks.deliverables.web_access import FetchTool, WebSearchTool, parse_web
 from deskbench.tracks.deliverables.web_backend import WebError, WebUnavailable
 from deskbench.tracks.deliverables.web_live import BraveSearch, LiveWeb

@@ -17,7 +17,11 @@ from fake_openai import FakeOpenAI
 
 from deskbench.generate.demo import bundled_dir
 from deskbench.runs.store import RunStore
-from deskbench.tracks.deliverables.tasks import DeliverableSubmission, DeliverableTask, load_packages
+from deskbench.tracks.deliverables.tasks import (
+    DeliverableSubmission,
+    DeliverableTask,
+    load_packages,
+)
 
 PACKAGES = ("dl-0002-rcp", "dl-0003-scp")
 

@@ -39,7 +39,6 @@ from conftest import watched_page
 from rich.console import Console
 
 from deskbench.analysis.stats import bootstrap_means_ci, wilson_interval
-from deskbench.tracks.deliverables.tasks import RUBRIC_CODES
 from deskbench.tracks.deliverables.scoring.deliverables import DeliverableItemScore, TrapResult
 from deskbench.tracks.deliverables.scoring.deliverables_print import print_summary
 from deskbench.tracks.deliverables.scoring.deliverables_report import DeliverablesReport
@@ -51,6 +50,7 @@ from deskbench.tracks.deliverables.scoring.vrs import (
     vrs_relaxed,
     vrs_strict,
 )
+from deskbench.tracks.deliverables.tasks import RUBRIC_CODES
 
 CLASSES = {"t1": "CRP", "t2": "CRP", "t3": "FSP", "t4": "FSP", "t5": "LDP", "t6": "LDP"}
 REQUIRED = {"t1": ["out.docx"], "t3": ["out.xlsx"]}
@@ -471,10 +471,10 @@ def test_score_and_report_reviewed_only_on_a_run(tmp_path: Path) -> None:
     from deskbench.runs.protocol import deskbench as deskbench_note
     from deskbench.runs.protocol import remember_protocol
     from deskbench.runs.store import Episode, RunStore
-    from deskbench.tracks.deliverables.tasks import DeliverableSubmission, load_packages
     from deskbench.tracks.deliverables.grades import GradeStore
     from deskbench.tracks.deliverables.scoring.rubric import CriterionGrade, RubricGrade
     from deskbench.tracks.deliverables.scoring.rubric_qc_actions import QCAction
+    from deskbench.tracks.deliverables.tasks import DeliverableSubmission, load_packages
 
     tasks = load_packages(bundled_dir() / "deliverables")[:2]
     run = tmp_path / "dl"

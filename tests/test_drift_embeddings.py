@@ -17,10 +17,10 @@ from conftest import run_cli
 
 from deskbench.errors import UserError
 from deskbench.runs.store import Episode, RunStore
-from deskbench.tracks.docqa.tasks import DocQASubmission, DocQATask, Evidence
 from deskbench.tasks.trajectory import ToolCallStep
 from deskbench.tracks.docqa.analysis import embeddings as emb
 from deskbench.tracks.docqa.analysis.drift import drift_report
+from deskbench.tracks.docqa.tasks import DocQASubmission, DocQATask, Evidence
 
 REFERENCE = Path(__file__).parent / "data" / "minilm_reference.json"
 

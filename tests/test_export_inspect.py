@@ -21,14 +21,14 @@ from fake_openai import FakeOpenAI
 from typer.testing import CliRunner
 
 from deskbench.cli import app
+from deskbench.contract.registry import get_track
 from deskbench.corpus import Corpus
 from deskbench.corpus.images import ImageSpec
 from deskbench.runs.outcomes import OutcomeOptions
 from deskbench.runs.store import RunStore
 from deskbench.runs.track import execute_run
-from deskbench.tracks.docqa.tasks import DocQATask
 from deskbench.tracks.docqa.run import RunSpec, prepare
-from deskbench.contract.registry import get_track
+from deskbench.tracks.docqa.tasks import DocQATask
 
 try:  # the test extra installs deskbench[inspect]: missing in CI is a failure, elsewhere a skip
     import inspect_ai.log as inspect_log
@@ -221,8 +221,8 @@ def test_page_images_are_in_the_log_or_named(tmp_path: Path, monkeypatch: pytest
 
 @pytest.fixture(scope="module")
 def analytics_tasks(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    from deskbench.tracks.analytics.tasks import read_tasks
     from deskbench.tracks.analytics.generate.tasks import generate_analytics
+    from deskbench.tracks.analytics.tasks import read_tasks
 
     out = tmp_path_factory.mktemp("analytics")
     generate_analytics(out, tasks=11, seed=5)

@@ -23,12 +23,6 @@ from deskbench.models.resilient import ResilientModel, RetryPolicy
 from deskbench.models.settings import Sampling, resolve
 from deskbench.runs.store import Episode
 from deskbench.sandbox import Sandbox
-from deskbench.tracks.analytics.tasks import (
-    AnalyticsSubmission,
-    AnalyticsTask,
-    OutputFileRecord,
-    read_tasks,
-)
 from deskbench.tracks.analytics.generate.tasks import generate_analytics
 from deskbench.tracks.analytics.scoring.analytics import (
     AnalyticsItemScore,
@@ -43,6 +37,12 @@ from deskbench.tracks.analytics.scoring.file_judge import (
     file_judge_prompt,
 )
 from deskbench.tracks.analytics.scoring.sheets import compare_or_defer
+from deskbench.tracks.analytics.tasks import (
+    AnalyticsSubmission,
+    AnalyticsTask,
+    OutputFileRecord,
+    read_tasks,
+)
 
 FAST = RetryPolicy(attempts=2, base_delay=0.01, max_delay=0.02, timeout=300.0)  # timeouts are tested with their own policy: a slow machine must not retry
 Script = Callable[[dict[str, Any], int], dict[str, Any]]

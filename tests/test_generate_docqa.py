@@ -11,9 +11,9 @@ from pathlib import Path
 import pypdfium2 as pdfium
 import pytest
 
-from deskbench.tracks.docqa.tasks import read_tasks
 from deskbench.tracks.docqa.generate import generate_docqa, lexical_miss_share, validate_docqa
 from deskbench.tracks.docqa.generate.validate import read_manifest
+from deskbench.tracks.docqa.tasks import read_tasks
 
 DOCS, QUESTIONS, SEED = 24, 40, 3
 

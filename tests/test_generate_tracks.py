@@ -16,11 +16,11 @@ from deliverable_responses import recompute, respond
 from docx import Document as DocxDocument
 from openpyxl import load_workbook
 
-from deskbench.tracks.analytics.tasks import AnalyticsTask, read_tasks
-from deskbench.tracks.deliverables.tasks import DeliverableTask, load_package
 from deskbench.tracks.analytics.generate.tasks import generate_analytics
+from deskbench.tracks.analytics.tasks import AnalyticsTask, read_tasks
 from deskbench.tracks.deliverables.generate.packages import SCENARIOS, generate_deliverables
 from deskbench.tracks.deliverables.scoring.verifiers import run_verifiers, verifier_pass_rate
+from deskbench.tracks.deliverables.tasks import DeliverableTask, load_package
 
 N_ANALYTICS = 10  # one of each template
 N_DELIVERABLES = 5  # one of each prompt class
@@ -454,8 +454,8 @@ def test_analytics_has_a_chart_with_chinese_labels(tmp_path: Path) -> None:
     """AIDABench's main chart failure is CJK labels drawn without glyphs: one template has them."""
     from openpyxl import load_workbook
 
-    from deskbench.tracks.analytics.tasks import read_tasks
     from deskbench.tracks.analytics.generate.tasks import generate_analytics
+    from deskbench.tracks.analytics.tasks import read_tasks
 
     generate_analytics(tmp_path, tasks=11, seed=3)
     (task,) = [t for t in read_tasks(tmp_path / "tasks.jsonl").items if t.template == "viz_city_bar_cjk"]

@@ -279,8 +279,8 @@ def test_a_full_disk_is_one_line_and_the_stored_episodes_stay(tmp_path: Path, sm
 def test_an_output_file_name_that_is_not_utf8_keeps_the_episode(bwrap: str, tmp_path: Path) -> None:
     """Before: the analyst episode that wrote `r\\xff.csv` lost its three executed calls (the name
     could not be stored) and `--json` printed invalid UTF-8."""
-    from deskbench.tracks.analytics.tasks import read_tasks
     from deskbench.tracks.analytics.generate.tasks import generate_analytics
+    from deskbench.tracks.analytics.tasks import read_tasks
 
     generate_analytics(tmp_path / "tasks", tasks=1, seed=5)
     code = "open(b'/mnt/result/r\\xff' + str({n}).encode() + b'.csv', 'wb').write(b'a,b\\n1,2\\n')"

@@ -21,8 +21,8 @@ from deskbench.scoring.judge_calibration import (
     read_labels,
     sample_items,
 )
-from deskbench.tracks.docqa.tasks import DocQASubmission, DocQATask
 from deskbench.tracks.docqa.scoring.bias import rogan_gladen
+from deskbench.tracks.docqa.tasks import DocQASubmission, DocQATask
 
 T0 = "2026-01-01T00:00:00Z"
 

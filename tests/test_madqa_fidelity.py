@@ -11,12 +11,12 @@ from pathlib import Path
 import pytest
 from conftest import run_cli
 
-from deskbench.tracks.docqa.tasks import DocQASubmission, DocQATask, read_submissions
 from deskbench.tracks.docqa.scoring.bias import rg_interval_lee, rg_interval_official
 from deskbench.tracks.docqa.scoring.calibration import kuiper
 from deskbench.tracks.docqa.scoring.docqa import ScoreOptions, score_all
 from deskbench.tracks.docqa.scoring.docqa_summary import summarize
 from deskbench.tracks.docqa.scoring.judge import Judgement
+from deskbench.tracks.docqa.tasks import DocQASubmission, DocQATask, read_submissions
 
 TASKS = [
     {"id": f"q{i}", "question": f"Question {i}?", "answer_variants": [[a]],

@@ -17,10 +17,10 @@ from typing import Any
 import pytest
 from conftest import run_cli
 
-from deskbench.tracks.docqa.tasks import read_submissions, read_tasks
 from deskbench.tracks.docqa.scoring.docqa import ScoreOptions, score_all
 from deskbench.tracks.docqa.scoring.docqa_summary import summarize
 from deskbench.tracks.docqa.scoring.judge import Judgement
+from deskbench.tracks.docqa.tasks import read_submissions, read_tasks
 
 DATA = Path(__file__).parent / "data" / "madqa_parity"
 VECTORS = json.loads((DATA / "vectors.json").read_text())

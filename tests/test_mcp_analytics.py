@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 
 from deskbench.runs.store import RunStore
-from deskbench.tracks.analytics.tasks import AnalyticsSubmission
 from deskbench.tasks.trajectory import ToolCallStep
+from deskbench.tracks.analytics.tasks import AnalyticsSubmission
 from tests.conftest import run_cli
 
 pytest.importorskip("mcp")

@@ -27,7 +27,16 @@ from deskbench.models.message_order import BRIDGE, tool_results_first
 from deskbench.models.prices import PriceTable
 from deskbench.models.registry import make_model, parse_spec, preflight
 from deskbench.models.resilient import ResilientModel, RetryPolicy
-from deskbench.models.types import ChatRequest, ImagePart, Message, ModelError, ProviderRefused, TextPart, ToolCall, ToolSpec
+from deskbench.models.types import (
+    ChatRequest,
+    ImagePart,
+    Message,
+    ModelError,
+    ProviderRefused,
+    TextPart,
+    ToolCall,
+    ToolSpec,
+)
 from deskbench.runs.store import RunStore
 from deskbench.tracks.docqa.tasks import DocQATask
 

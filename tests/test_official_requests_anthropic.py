@@ -33,8 +33,8 @@ from deskbench.corpus.page_text import apply_page_text, read_page_text
 from deskbench.models.anthropic_chat import AnthropicChat, to_anthropic
 from deskbench.models.capabilities import capabilities
 from deskbench.models.types import ChatRequest, Message, ToolCall
-from deskbench.tracks.docqa.tasks import DocQATask
 from deskbench.tracks.docqa.agents.bm25 import Bm25Agent
+from deskbench.tracks.docqa.tasks import DocQATask
 
 sys.path.insert(0, str(Path(__file__).parents[1] / "scripts" / "official_requests"))
 from common import differences, elements, equal_elements, normalise  # noqa: E402  (the recorder's, stdlib + Pillow)

@@ -31,13 +31,13 @@ from deskbench.agents.base import AgentContext, AgentSettings
 from deskbench.corpus import Corpus
 from deskbench.corpus.page_text import apply_page_text, read_page_text
 from deskbench.models.gemini_native import GeminiNative
-from deskbench.tracks.docqa.tasks import DocQATask
 from deskbench.tracks.docqa.agents.bm25 import Bm25Agent
 from deskbench.tracks.docqa.agents.bm25_protocols.gemini_script import (
     CONTINUE,
     INSTRUCTION,
     parse_final_answer,
 )
+from deskbench.tracks.docqa.tasks import DocQATask
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "scripts" / "official_requests"))
 import common  # noqa: E402  (the recorder's normalise and comparison: standard library and Pillow)

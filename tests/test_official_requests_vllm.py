@@ -198,8 +198,8 @@ def test_a_page_over_4_mb_is_redrawn_as_the_script_redraws_it(tmp_path: Path) ->
     from deskbench.corpus.images import ImageSpec
     from deskbench.corpus.page_text import apply_page_text, read_page_text
     from deskbench.models.openai_chat import OpenAIChat
-    from deskbench.tracks.docqa.tasks import DocQATask
     from deskbench.tracks.docqa.agents.bm25 import Bm25Agent
+    from deskbench.tracks.docqa.tasks import DocQATask
 
     px = 1400
     pixels = np.random.default_rng(11).integers(0, 256, (px, px, 3), dtype=np.uint8)

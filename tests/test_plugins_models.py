@@ -11,8 +11,8 @@ from conftest import REPO, run_cli
 
 from deskbench.corpus import Corpus
 from deskbench.runs.store import RunStore
-from deskbench.tracks.docqa.tasks import DocQATask
 from deskbench.tasks.trajectory import ToolCallStep
+from deskbench.tracks.docqa.tasks import DocQATask
 
 TASK = DocQATask(id="q1", question="Which vehicle rental rates are given for the winter season?",
                  answer_variants=[["Mountain car"]], evidence=[{"document": "alpha.pdf", "page": 1}])  # type: ignore[list-item]

@@ -29,9 +29,9 @@ from deskbench.report.data import build_report
 from deskbench.report.render import render_html
 from deskbench.runs.runner import RunCounts
 from deskbench.runs.store import Episode, RunStore
+from deskbench.tasks.trajectory import Citation, ModelCallStep
 from deskbench.tracks.deliverables.tasks import DeliverableSubmission, load_packages
 from deskbench.tracks.docqa.tasks import DocQASubmission, DocQATask, Evidence
-from deskbench.tasks.trajectory import Citation, ModelCallStep
 
 UNPRICED = "openai-compat/unpriced"
 FREE = "openai-compat/free"

@@ -27,8 +27,8 @@ from deskbench.models.types import ChatRequest, Message, Reasoning, ToolSpec, Us
 from deskbench.runs.store import RunStore
 from deskbench.runs.track import execute_run
 from deskbench.runs.transcript import ModelCallEvent
-from deskbench.tracks.docqa.tasks import DocQATask
 from deskbench.tracks.docqa.run import RunSpec, prepare
+from deskbench.tracks.docqa.tasks import DocQATask
 from deskbench.web.store import WebStore
 from deskbench.web.viewer import create_viewer_app
 

@@ -43,15 +43,15 @@ from deskbench.models.types import Usage
 from deskbench.report.data import build_report
 from deskbench.report.models import Report
 from deskbench.report.render import render_html
-from deskbench.tracks.docqa.taxonomy import classify, is_refusal, says_not_found
 from deskbench.runs.outcomes import OutcomeOptions
 from deskbench.runs.store import Episode, RunStore
-from deskbench.tracks.docqa.tasks import DocQASubmission, DocQATask, Evidence, Injection
 from deskbench.tasks.trajectory import Citation, ModelCallStep, ToolCallStep
 from deskbench.tracks.docqa.report import episode_steps
 from deskbench.tracks.docqa.report_models import DocqaSection, best_values
 from deskbench.tracks.docqa.scoring.docqa import ScoreOptions
 from deskbench.tracks.docqa.scoring.judge import Judgement
+from deskbench.tracks.docqa.tasks import DocQASubmission, DocQATask, Evidence, Injection
+from deskbench.tracks.docqa.taxonomy import classify, is_refusal, says_not_found
 
 EVIDENCE = {
     "t0": [("a", 1)], "t1": [("a", 1), ("a", 2)], "t2": [("a", 3), ("b", 1)],

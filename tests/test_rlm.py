@@ -15,20 +15,20 @@ from conftest import ingest, require_tool, run_cli, write_text_pdf
 from fake_openai import FakeOpenAI
 
 from deskbench.agents.base import AgentContext, AgentSettings
-from deskbench.tracks.docqa.agents.registry import AGENTS, make_agent
 from deskbench.corpus import Corpus
 from deskbench.models.openai_chat import OpenAIChat
 from deskbench.models.resilient import ResilientModel, RetryPolicy
 from deskbench.models.settings import Sampling
 from deskbench.runs.store import RunStore
-from deskbench.tracks.docqa.tasks import DocQATask
 from deskbench.tasks.trajectory import ModelCallStep, ToolCallStep
+from deskbench.tracks.docqa.agents.registry import AGENTS, make_agent
 from deskbench.tracks.docqa.agents.rlm import RlmAgent
 from deskbench.tracks.docqa.agents.rlm_context import document_block, write_context
 from deskbench.tracks.docqa.agents.rlm_prompts import DEFAULT_ANSWER, LAST_TURN, RLM_SYSTEM
 from deskbench.tracks.docqa.agents.rlm_repl_host import Repl
 from deskbench.tracks.docqa.agents.rlm_replies import Final, find_final, repl_blocks, shown
 from deskbench.tracks.docqa.agents.rlm_settings import RlmSettings
+from deskbench.tracks.docqa.tasks import DocQATask
 
 FAST = RetryPolicy(attempts=2, base_delay=0.01, max_delay=0.02, timeout=300.0)  # timeouts are tested with their own policy: a slow machine must not retry
 TASK = DocQATask(id="q1", question="Which vehicle has winter season rental rates?",

@@ -16,8 +16,8 @@ import pytest
 from deskbench.errors import UserError
 from deskbench.models.types import Usage
 from deskbench.runs.store import Episode, RunStore
-from deskbench.tracks.docqa.tasks import DocQASubmission, DocQATask
 from deskbench.tasks.trajectory import ToolCallStep
+from deskbench.tracks.docqa.tasks import DocQASubmission, DocQATask
 
 TASKS = [DocQATask(id=f"t{i}", question=f"q{i}?", answer_variants=[[str(i)]]) for i in range(5)]
 

@@ -21,10 +21,10 @@ from deskbench.models.openai_chat import OpenAIChat
 from deskbench.models.resilient import ResilientModel, RetryPolicy
 from deskbench.runs.runner import run_attempts
 from deskbench.runs.store import RunStore
-from deskbench.tracks.docqa.tasks import DocQATask
 from deskbench.tracks.docqa.agents.bm25 import Bm25Agent
 from deskbench.tracks.docqa.agents.bm25_protocols import base as protocols_base
 from deskbench.tracks.docqa.agents.bm25_protocols.base import INLINE_SEARCH_SECONDS, PageSearch
+from deskbench.tracks.docqa.tasks import DocQATask
 
 TASKS = [DocQATask(id=f"t{i}", question=f"q{i}?", answer_variants=[[str(i)]]) for i in range(6)]
 

@@ -9,10 +9,10 @@ from pathlib import Path
 import pytest
 from conftest import run_cli
 
-from deskbench.tracks.docqa.tasks import DocQASubmission, DocQATask, read_submissions
 from deskbench.tracks.docqa.scoring.docqa import ScoreOptions, score_all
 from deskbench.tracks.docqa.scoring.docqa_summary import summarize
 from deskbench.tracks.docqa.scoring.judge import Judgement
+from deskbench.tracks.docqa.tasks import DocQASubmission, DocQATask, read_submissions
 
 TASKS = [
     {"id": "t1", "question": "Capital?", "answer_variants": [["Paris"]],

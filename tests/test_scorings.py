@@ -215,8 +215,8 @@ def analytics(bwrap: str, tmp_path_factory: pytest.TempPathFactory) -> dict[str,
     """analyst-agent on a QA task (answered in words: the deterministic check cannot decide it) and
     a chart task (a real matplotlib PNG, plus an SVG with a script and an HTML file named .png);
     scored without a judge when the run ended, then `score --judge` (the QA judge says 1)."""
-    from deskbench.tracks.analytics.tasks import read_tasks
     from deskbench.tracks.analytics.generate.tasks import generate_analytics
+    from deskbench.tracks.analytics.tasks import read_tasks
 
     root = tmp_path_factory.mktemp("analytics-scorings")
     generate_analytics(root / "tasks", tasks=11, seed=5)
@@ -311,9 +311,9 @@ def test_output_files_a_chart_inline_the_rest_as_downloads(analytics: dict[str, 
 def test_a_rubric_grade_given_while_the_viewer_runs_is_shown_on_the_next_load(tmp_path: Path) -> None:
     from test_transcripts_tracks import deliverables_run
 
-    from deskbench.tracks.deliverables.tasks import RUBRIC_CODES
     from deskbench.tracks.deliverables.grades import GradeStore
     from deskbench.tracks.deliverables.scoring.rubric import CriterionGrade, RubricGrade
+    from deskbench.tracks.deliverables.tasks import RUBRIC_CODES
 
     run = deliverables_run(tmp_path)  # scored with the llm_check judge when it ended: scoring #1, ungraded
     c = viewer(run.out, token=WebStore(run.out).add_user("ann"))

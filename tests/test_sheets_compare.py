@@ -17,7 +17,6 @@ from typer.testing import CliRunner
 
 from deskbench.cli import app
 from deskbench.errors import UserError
-from deskbench.tracks.analytics.tasks import read_tasks
 from deskbench.tracks.analytics.generate.tasks import generate_analytics
 from deskbench.tracks.analytics.scoring.sheets import (
     SheetComparison,
@@ -27,6 +26,7 @@ from deskbench.tracks.analytics.scoring.sheets import (
 from deskbench.tracks.analytics.scoring.sheets_constraints import extract_constraints
 from deskbench.tracks.analytics.scoring.sheets_load import load_tables
 from deskbench.tracks.analytics.scoring.sheets_values import Percent, cells_equal, normalise
+from deskbench.tracks.analytics.tasks import read_tasks
 
 HEADER = ["Region", "Units", "Revenue", "Date"]
 ROWS: list[list[Any]] = [

@@ -27,7 +27,6 @@ from deskbench.analysis.stats import (
     spearman,
     weight_sensitivity,
 )
-from deskbench.tracks.deliverables.tasks import RUBRIC_CODES
 from deskbench.tracks.deliverables.scoring.vrs import (
     PAPER_WEIGHTINGS,
     GradedRow,
@@ -39,6 +38,7 @@ from deskbench.tracks.deliverables.scoring.vrs import (
     vrs_strict,
     vrs_weighted,
 )
+from deskbench.tracks.deliverables.tasks import RUBRIC_CODES
 
 CODES = RUBRIC_CODES  # DI, AR, RF, EP, FD
 

@@ -13,12 +13,12 @@ from fake_openai import FakeOpenAI
 from typer.testing import CliRunner
 
 from deskbench.cli import app
+from deskbench.contract.registry import BUILTIN
 from deskbench.errors import UserError
 from deskbench.runs.store import RunStore
 from deskbench.runs.track_options import COMMON, option_names, own_options, takes
 from deskbench.scoring.attempts import attempt_metrics
 from deskbench.tracks.docqa.tasks import DocQATask
-from deskbench.contract.registry import BUILTIN
 
 
 def _invoke(args: list[str]) -> BaseException | None:

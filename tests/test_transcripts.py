@@ -16,8 +16,8 @@ from deskbench.corpus import Corpus
 from deskbench.runs.store import RunStore
 from deskbench.runs.track import execute_run
 from deskbench.runs.transcript import ModelCallEvent, ToolEvent, expand, open_recorded_corpus, texts
-from deskbench.tracks.docqa.tasks import DocQATask
 from deskbench.tracks.docqa.run import RunSpec, prepare
+from deskbench.tracks.docqa.tasks import DocQATask
 
 QUESTION = "Which vehicle rental rates are given for the winter season (quetzal-7)?"
 TASK = DocQATask(id="q1", question=QUESTION, answer_variants=[["Mountain car"]],

@@ -26,10 +26,10 @@ from deskbench.models.types import ChatRequest, ChatResponse, ImagePart, Message
 from deskbench.runs.store import RunStore
 from deskbench.runs.transcript import ModelCallEvent, ToolEvent, Transcript, TranscriptDoc, expand
 from deskbench.scoring.judge_log import DOCQA_JUDGE, FILE_JUDGE, LLM_CHECK, QA_JUDGE, RUBRIC_GRADER
+from deskbench.tracks.analytics.scoring.analytics import AnalyticsItemScore
 from deskbench.tracks.analytics.tasks import AnalyticsTask, read_tasks
 from deskbench.tracks.deliverables.tasks import RUBRIC_CODES, load_packages
 from deskbench.tracks.docqa.tasks import DocQATask
-from deskbench.tracks.analytics.scoring.analytics import AnalyticsItemScore
 
 Script = Callable[[dict[str, Any], int], dict[str, Any]]
 AGENT, JUDGE = "agent", "judge"  # the scripted server answers by the request's model name

@@ -15,8 +15,6 @@ from pydantic import TypeAdapter
 
 from deskbench.errors import UserError
 from deskbench.scoring.numbers import find_numbers, parse_number, to_unit
-from deskbench.tracks.deliverables.tasks import load_package
-from deskbench.tracks.deliverables.verifier_specs import VERIFIER_KINDS, VerifierSpec
 from deskbench.tracks.deliverables.generate.common import lure_pattern
 from deskbench.tracks.deliverables.generate.packages import generate_deliverables
 from deskbench.tracks.deliverables.scoring.verifiers import (
@@ -25,6 +23,8 @@ from deskbench.tracks.deliverables.scoring.verifiers import (
     run_verifiers,
     verifier_pass_rate,
 )
+from deskbench.tracks.deliverables.tasks import load_package
+from deskbench.tracks.deliverables.verifier_specs import VERIFIER_KINDS, VerifierSpec
 
 SPECS = TypeAdapter(list[VerifierSpec])
 

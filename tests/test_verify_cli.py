@@ -21,8 +21,6 @@ from deskbench.cli import app
 from deskbench.models.openai_chat import OpenAIChat
 from deskbench.models.resilient import ResilientModel, RetryPolicy
 from deskbench.models.settings import Sampling, resolve
-from deskbench.tracks.deliverables.tasks import load_package
-from deskbench.tracks.deliverables.verifier_specs import VerifierSpec
 from deskbench.tracks.deliverables.scoring.verifiers import (
     JudgeError,
     VerifierResult,
@@ -30,6 +28,8 @@ from deskbench.tracks.deliverables.scoring.verifiers import (
     llm_check_judge,
     run_verifiers,
 )
+from deskbench.tracks.deliverables.tasks import load_package
+from deskbench.tracks.deliverables.verifier_specs import VerifierSpec
 
 SPECS = TypeAdapter(list[VerifierSpec])
 FAST = RetryPolicy(attempts=2, base_delay=0.01, max_delay=0.02, timeout=300.0)  # timeouts are tested with their own policy: a slow machine must not retry

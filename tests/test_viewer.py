@@ -317,8 +317,8 @@ def test_docqa_episode_holds_what_was_sent_and_returned(runs: dict[str, Any]) ->
 
 
 def test_analytics_episode_holds_what_was_sent_and_returned(bwrap: str, tmp_path: Path) -> None:
-    from deskbench.tracks.analytics.tasks import read_tasks
     from deskbench.tracks.analytics.generate.tasks import generate_analytics
+    from deskbench.tracks.analytics.tasks import read_tasks
 
     generate_analytics(tmp_path / "tasks", tasks=11, seed=5)
     qa = next(t for t in read_tasks(tmp_path / "tasks" / "tasks.jsonl").items if t.template == "qa_quarter_total")

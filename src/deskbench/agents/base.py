@@ -29,10 +29,10 @@ from deskbench.models.types import (
 )
 from deskbench.runs.store import now
 from deskbench.runs.transcript import Transcript
+from deskbench.tasks.trajectory import Citation, ModelCallStep, Step, ToolCallStep, TrajectoryStep
 from deskbench.tracks.analytics.tasks import AnalyticsSubmission
 from deskbench.tracks.deliverables.tasks import DeliverableSubmission
 from deskbench.tracks.docqa.tasks import DocQASubmission, DocQATask
-from deskbench.tasks.trajectory import Citation, ModelCallStep, Step, ToolCallStep, TrajectoryStep
 from deskbench.untrusted.limits import FileLimitError
 
 if TYPE_CHECKING:  # only the rlm agent runs code: the others never import the sandbox

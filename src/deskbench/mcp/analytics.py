@@ -16,9 +16,9 @@ from deskbench.errors import UserError
 from deskbench.mcp.code_session import CodeSession
 from deskbench.mcp.external import ExternalRunner, Status
 from deskbench.mcp.server import McpTool, SessionSource
-from deskbench.tracks.analytics.tasks import AnalyticsSubmission, AnalyticsTask
 from deskbench.tracks.analytics.agent import check_inputs, task_prompt
 from deskbench.tracks.analytics.prompts import OUTPUT_NOTE
+from deskbench.tracks.analytics.tasks import AnalyticsSubmission, AnalyticsTask
 
 if TYPE_CHECKING:
     from deskbench.mcp.standalone import TaskServed

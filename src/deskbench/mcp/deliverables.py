@@ -19,9 +19,9 @@ from deskbench.errors import UserError
 from deskbench.mcp.code_session import CodeSession, ToolError
 from deskbench.mcp.external import ExternalRunner, Status
 from deskbench.mcp.server import McpTool, SessionSource
-from deskbench.tracks.deliverables.tasks import DeliverableSubmission, DeliverableTask
 from deskbench.tasks.trajectory import ToolCallStep
 from deskbench.tracks.deliverables.agent import DeliverableOptions, files_block, inline_inputs
+from deskbench.tracks.deliverables.tasks import DeliverableSubmission, DeliverableTask
 from deskbench.tracks.deliverables.web_access import FETCH_TOOL, SEARCH_TOOL, web_tools
 from deskbench.tracks.deliverables.web_backend import WebBackend
 

@@ -28,8 +28,8 @@ from deskbench.agents.base import (
 from deskbench.corpus.corpus import SearchHit
 from deskbench.errors import QuerySyntaxError, UserError
 from deskbench.models.types import ChatModel, Part
-from deskbench.tracks.docqa.tasks import DocQATask
 from deskbench.tasks.trajectory import ToolCallStep
+from deskbench.tracks.docqa.tasks import DocQATask
 
 SEARCH_DESCRIPTION = ("Search the document collection (BM25 over page text). Returns the top pages as "
                       "{file, page, score, snippet}; read a page with get_page.")

@@ -25,7 +25,15 @@ from typing import Any, Generic, Protocol, TypeVar
 from deskbench.agents.base import AgentContext, AgentSettings
 from deskbench.errors import UserError
 from deskbench.mcp.external import EpisodeSession
-from deskbench.mcp.server import McpTool, Refused, SessionSource, TokenBucket, build_server, caller, serve
+from deskbench.mcp.server import (
+    McpTool,
+    Refused,
+    SessionSource,
+    TokenBucket,
+    build_server,
+    caller,
+    serve,
+)
 from deskbench.runs.store import RunStore, now
 from deskbench.tracks.docqa.tasks import DocQATask
 

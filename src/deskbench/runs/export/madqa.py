@@ -53,8 +53,8 @@ from deskbench.runs.export import ExportOptions
 from deskbench.runs.identity import stored_identities
 from deskbench.runs.store import Episode, RunStore, UnreadableTranscript
 from deskbench.runs.transcript import ModelCallEvent, ToolEvent, TranscriptDoc
-from deskbench.tracks.docqa.tasks import DocQASubmission
 from deskbench.tasks.trajectory import ModelCallStep, ToolCallStep
+from deskbench.tracks.docqa.tasks import DocQASubmission
 
 SEARCH = "search_documents"
 

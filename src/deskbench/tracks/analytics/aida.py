@@ -39,8 +39,14 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from deskbench.errors import UserError, read_user_file
-from deskbench.tracks.analytics.tasks import AnalyticsTask, Category, ReferenceFile, SheetSpec, write_tasks
 from deskbench.tasks.jsonl import _describe
+from deskbench.tracks.analytics.tasks import (
+    AnalyticsTask,
+    Category,
+    ReferenceFile,
+    SheetSpec,
+    write_tasks,
+)
 
 CATEGORY_OF_PREFIX: dict[str, Category] = {"QA": "qa", "DV": "visualization", "FG": "file_generation"}
 _SEPARATORS = re.compile(r"[\n\r;]+")

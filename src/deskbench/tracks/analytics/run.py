@@ -18,15 +18,21 @@ from deskbench.agents.code_loop import AnalystContext, AnalystSettings
 from deskbench.errors import UserError
 from deskbench.models.registry import open_model
 from deskbench.models.settings import Sampling
-from deskbench.runs.identity import SystemConfig, model_settings, model_source, prompt_hash, remember_config
+from deskbench.runs.identity import (
+    SystemConfig,
+    model_settings,
+    model_source,
+    prompt_hash,
+    remember_config,
+)
 from deskbench.runs.protocol import ProtocolNote, deskbench, paper, remember_protocol
 from deskbench.runs.runner import EpisodeFn, HasId, episode_dir, system_name
 from deskbench.runs.settings import remember_settings
 from deskbench.runs.store import RunStore
 from deskbench.runs.track import PreparedRun, PreparedSystem, wanted
 from deskbench.sandbox import Limits, Sandbox
-from deskbench.tracks.analytics.tasks import AnalyticsTask
 from deskbench.tracks.analytics.agent import AnalyticsAgent, check_inputs, make_agent, needs_model
+from deskbench.tracks.analytics.tasks import AnalyticsTask
 
 PAPER_ROUNDS = 20  # §4.1: at most 20 execute_code invocations per instance
 

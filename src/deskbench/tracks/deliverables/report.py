@@ -21,10 +21,10 @@ from deskbench.report.sections import judge_settings
 from deskbench.runs.outcomes import OutcomeOptions
 from deskbench.runs.protocol import ProtocolNote, stored_protocol
 from deskbench.runs.store import RunStore
-from deskbench.tracks.deliverables.tasks import RUBRIC_CODES, DeliverableTask
 from deskbench.tracks.deliverables.outcomes import DeliverablesScorer
 from deskbench.tracks.deliverables.scoring.deliverables import DeliverableItemScore
 from deskbench.tracks.deliverables.scoring.deliverables_report import DeliverablesReport
+from deskbench.tracks.deliverables.tasks import RUBRIC_CODES, DeliverableTask
 
 TEMPLATE = "deskbench.tracks.deliverables:report.html.j2"
 

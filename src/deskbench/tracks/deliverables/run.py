@@ -25,14 +25,19 @@ from deskbench.models.registry import open_model, preflight
 from deskbench.models.resilient import ResilientModel
 from deskbench.models.settings import Sampling
 from deskbench.requirements import check_agent as check_needs
-from deskbench.runs.identity import SystemConfig, model_settings, model_source, prompt_hash, remember_config
+from deskbench.runs.identity import (
+    SystemConfig,
+    model_settings,
+    model_source,
+    prompt_hash,
+    remember_config,
+)
 from deskbench.runs.protocol import remember_protocol
 from deskbench.runs.runner import EpisodeFn, HasId, episode_dir, system_name
 from deskbench.runs.settings import remember_settings
 from deskbench.runs.store import RunStore
 from deskbench.runs.track import PreparedRun, PreparedSystem, wanted
 from deskbench.sandbox import Limits, Sandbox
-from deskbench.tracks.deliverables.tasks import DeliverableTask, load_packages
 from deskbench.tracks.deliverables.agent import (
     DELIVERABLE_AGENTS,
     NO_MODEL,
@@ -43,6 +48,7 @@ from deskbench.tracks.deliverables.agent import (
     protocol_notes,
     variant_name,
 )
+from deskbench.tracks.deliverables.tasks import DeliverableTask, load_packages
 from deskbench.tracks.deliverables.web_access import WebChoice, open_web
 
 

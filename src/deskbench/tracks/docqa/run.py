@@ -16,17 +16,23 @@ from deskbench.corpus import Corpus
 from deskbench.errors import UserError
 from deskbench.models.registry import open_model
 from deskbench.models.settings import ResolvedSettings, Sampling
-from deskbench.requirements import check_agent
 from deskbench.paths import require_corpus
-from deskbench.runs.identity import SystemConfig, model_settings, model_source, prompt_hash, remember_config
+from deskbench.requirements import check_agent
+from deskbench.runs.identity import (
+    SystemConfig,
+    model_settings,
+    model_source,
+    prompt_hash,
+    remember_config,
+)
 from deskbench.runs.runner import EpisodeFn, HasId, system_name
 from deskbench.runs.settings import remember_settings
 from deskbench.runs.store import RunStore
 from deskbench.runs.track import PreparedRun, PreparedSystem, wanted
 from deskbench.runs.transcript import remember_corpus
-from deskbench.tracks.docqa.tasks import DocQATask
 from deskbench.tracks.docqa.agents.bm25_protocols.registry import Bm25Choice, choose
 from deskbench.tracks.docqa.agents.registry import NEEDS_CORPUS, NEEDS_SANDBOX, NO_MODEL, make_agent
+from deskbench.tracks.docqa.tasks import DocQATask
 
 if TYPE_CHECKING:
     from deskbench.sandbox import Sandbox

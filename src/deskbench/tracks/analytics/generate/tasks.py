@@ -16,15 +16,6 @@ from pathlib import Path
 from openpyxl import Workbook
 
 from deskbench.generate.office import save_workbook
-from deskbench.tracks.analytics.tasks import (
-    AnalyticsTask,
-    ChartSeries,
-    ChartSpec,
-    ReferenceFile,
-    SheetSpec,
-    difficulty_level,
-    write_tasks,
-)
 from deskbench.tracks.analytics.generate.data import (
     CATEGORIES,
     MONTHS,
@@ -38,6 +29,15 @@ from deskbench.tracks.analytics.generate.data import (
     write_orders_csv,
     write_sales_workbook,
     write_store_workbook,
+)
+from deskbench.tracks.analytics.tasks import (
+    AnalyticsTask,
+    ChartSeries,
+    ChartSpec,
+    ReferenceFile,
+    SheetSpec,
+    difficulty_level,
+    write_tasks,
 )
 
 

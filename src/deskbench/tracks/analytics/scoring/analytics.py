@@ -48,9 +48,14 @@ from deskbench.models.types import ChatModel
 from deskbench.runs.protocol import ProtocolNote, deskbench, paper
 from deskbench.runs.store import Episode, RunStore
 from deskbench.scoring.judge_log import CHART_JUDGE, QA_JUDGE, episode, recorded
-from deskbench.tracks.analytics.tasks import AnalyticsSubmission, AnalyticsTask, Category, Difficulty
 from deskbench.tracks.analytics.scoring.file_judge import FileJudgeRecord
 from deskbench.tracks.analytics.scoring.sheets import SheetComparison
+from deskbench.tracks.analytics.tasks import (
+    AnalyticsSubmission,
+    AnalyticsTask,
+    Category,
+    Difficulty,
+)
 
 if TYPE_CHECKING:
     from deskbench.tracks.analytics.scoring.file_judge import FileJudge

@@ -33,7 +33,6 @@ from pathlib import Path
 from deskbench.errors import UserError
 from deskbench.runs.store import Episode
 from deskbench.scoring.judge_calibration import CalibrationItem, open_named_runs
-from deskbench.tracks.analytics.tasks import AnalyticsSubmission, AnalyticsTask, Category
 from deskbench.tracks.analytics.scoring.analytics import (
     AnalyticsItemScore,
     AnalyticsJudges,
@@ -41,6 +40,7 @@ from deskbench.tracks.analytics.scoring.analytics import (
     find_output_sheet,
     score_episode,
 )
+from deskbench.tracks.analytics.tasks import AnalyticsSubmission, AnalyticsTask, Category
 
 CHART_RULE = ("a chart's verdict is 1 when the correctness judge (Listing 3) finds every rubric item satisfied "
               "(C = 1), else 0; readability (R) is not calibrated")

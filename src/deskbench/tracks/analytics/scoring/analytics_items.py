@@ -12,8 +12,8 @@ from typing import Any
 from deskbench.runs.store import RunStore
 from deskbench.scoring.items_out import ItemAudit, item_row, output_files
 from deskbench.scoring.judge_log import CHART_JUDGE, FILE_JUDGE, QA_JUDGE
-from deskbench.tracks.analytics.tasks import AnalyticsSubmission, AnalyticsTask
 from deskbench.tracks.analytics.scoring.analytics import AnalyticsItemScore
+from deskbench.tracks.analytics.tasks import AnalyticsSubmission, AnalyticsTask
 
 GOLD_FIELDS = {"answer", "answer_value", "answer_unit", "computation", "key_points", "chart", "reference_file"}
 

@@ -25,7 +25,6 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from deskbench.tracks.analytics.tasks import AnalyticsTask
 from deskbench.tracks.analytics.scoring.sheets_constraints import (
     Constraint,
     check,
@@ -52,6 +51,7 @@ from deskbench.tracks.analytics.scoring.sheets_values import (
     normalise_column,
     show,
 )
+from deskbench.tracks.analytics.tasks import AnalyticsTask
 
 Stage = Literal["open", "structure", "content", "constraints", "done"]
 

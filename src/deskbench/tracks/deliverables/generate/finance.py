@@ -11,8 +11,8 @@ from pathlib import Path
 from openpyxl import Workbook
 
 from deskbench.generate.office import add_table, new_docx, save_docx, save_workbook, write_csv
-from deskbench.tracks.deliverables.tasks import DeliverableTask, Golden, GoldenValue, table19_rubric
 from deskbench.tracks.deliverables.generate.common import Package, lure_pattern, money
+from deskbench.tracks.deliverables.tasks import DeliverableTask, Golden, GoldenValue, table19_rubric
 
 PORTS = ("Shenzhen", "Shanghai", "Ningbo", "Busan", "Singapore", "Chennai", "Mundra")
 EU_PORTS = ("Rotterdam", "Hamburg", "Antwerp", "Felixstowe", "Valencia")

@@ -11,8 +11,8 @@ from pathlib import Path
 from openpyxl import Workbook
 
 from deskbench.generate.office import add_table, new_docx, save_docx, save_workbook, write_csv
-from deskbench.tracks.deliverables.tasks import DeliverableTask, Golden, GoldenValue, table19_rubric
 from deskbench.tracks.deliverables.generate.common import Package, lure_pattern
+from deskbench.tracks.deliverables.tasks import DeliverableTask, Golden, GoldenValue, table19_rubric
 
 TOP_PRIORITY = ("Top Priority: Implement AI-powered call routing and real-time coaching to "
                 "address AHT and FCR gaps, driving cost efficiency and NPS improvement.")

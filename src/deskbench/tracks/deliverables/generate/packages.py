@@ -16,9 +16,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from deskbench.tracks.deliverables.tasks import DeliverableTask, dump_task, load_package
 from deskbench.tracks.deliverables.generate.finance import fsp_freight, ldp_portfolio, scp_cost_json
 from deskbench.tracks.deliverables.generate.ops import crp_market_entry, rcp_contact_centre
+from deskbench.tracks.deliverables.tasks import DeliverableTask, dump_task, load_package
 
 Scenario = Callable[[random.Random, str, Path], DeliverableTask]
 SCENARIOS: dict[str, Scenario] = {

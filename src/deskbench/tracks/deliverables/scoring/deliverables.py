@@ -21,7 +21,6 @@ from pydantic import BaseModel, Field
 
 from deskbench.runs.store import Episode
 from deskbench.scoring.judge_log import episode
-from deskbench.tracks.deliverables.tasks import RUBRIC_CODES, DeliverableSubmission, DeliverableTask
 from deskbench.tracks.deliverables.scoring.verifiers import (
     AsyncLlmJudge,
     VerifierResult,
@@ -35,6 +34,7 @@ from deskbench.tracks.deliverables.scoring.vrs import (
     vrs_relaxed,
     vrs_strict,
 )
+from deskbench.tracks.deliverables.tasks import RUBRIC_CODES, DeliverableSubmission, DeliverableTask
 
 TrapOutcome = Literal["avoided", "fell", "unobservable"]
 NO_DELIVERABLE = "auto:no-deliverable"

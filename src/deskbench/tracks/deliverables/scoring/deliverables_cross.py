@@ -15,7 +15,6 @@ from deskbench.analysis.stats import (
     spearman,
     weight_sensitivity,
 )
-from deskbench.tracks.deliverables.tasks import RUBRIC_CODES
 from deskbench.tracks.deliverables.scoring.deliverables import DeliverableItemScore
 from deskbench.tracks.deliverables.scoring.deliverables_numbers import TIE, corr, num, reviewed_rate
 from deskbench.tracks.deliverables.scoring.deliverables_report import (
@@ -29,6 +28,7 @@ from deskbench.tracks.deliverables.scoring.deliverables_report import (
     SoleCause,
 )
 from deskbench.tracks.deliverables.scoring.vrs import GradedRow
+from deskbench.tracks.deliverables.tasks import RUBRIC_CODES
 
 
 def _sensitivity(rows: list[GradedRow], strict: bool) -> list[Sensitivity]:

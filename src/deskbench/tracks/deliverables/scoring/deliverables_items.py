@@ -14,9 +14,9 @@ from typing import Any
 from deskbench.runs.store import RunStore
 from deskbench.scoring.items_out import ItemAudit, item_row, output_files
 from deskbench.scoring.judge_log import LLM_CHECK, RUBRIC_GRADER
-from deskbench.tracks.deliverables.tasks import DeliverableSubmission, DeliverableTask
 from deskbench.tracks.deliverables.scoring.deliverables import DeliverableItemScore
 from deskbench.tracks.deliverables.scoring.rubric_qc_final import FinalGrade
+from deskbench.tracks.deliverables.tasks import DeliverableSubmission, DeliverableTask
 
 Key = tuple[str, str, int]
 GOLD_FIELDS = {"golden", "rubric", "required_outputs", "traps", "solution_logic", "verifiers"}

@@ -12,7 +12,6 @@ from rich.table import Table
 
 from deskbench.models.prices import UNKNOWN
 from deskbench.runs.protocol import describe
-from deskbench.tracks.deliverables.tasks import RUBRIC_CODES
 from deskbench.tracks.deliverables.scoring.deliverables_report import (
     CrossSystem,
     DeliverablesReport,
@@ -21,6 +20,7 @@ from deskbench.tracks.deliverables.scoring.deliverables_report import (
 )
 from deskbench.tracks.deliverables.scoring.failure_tags import tag_table
 from deskbench.tracks.deliverables.scoring.rubric_qc_actions import STAR_TARGETS
+from deskbench.tracks.deliverables.tasks import RUBRIC_CODES
 
 
 def fmt(x: float | None, digits: int = 2) -> str:

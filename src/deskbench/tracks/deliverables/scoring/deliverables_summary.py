@@ -32,7 +32,6 @@ from itertools import combinations
 from deskbench.analysis.stats import cohens_d
 from deskbench.models.prices import per, total_cost
 from deskbench.runs.protocol import ProtocolNote, deskbench, paper
-from deskbench.tracks.deliverables.tasks import RUBRIC_CODES, DeliverableTask
 from deskbench.tracks.deliverables.scoring.deliverables import DeliverableItemScore
 from deskbench.tracks.deliverables.scoring.deliverables_cross import cross_system
 from deskbench.tracks.deliverables.scoring.deliverables_numbers import (
@@ -57,6 +56,7 @@ from deskbench.tracks.deliverables.scoring.deliverables_report import (
     UngradedItem,
 )
 from deskbench.tracks.deliverables.scoring.rubric_qc_actions import STAR_TARGETS
+from deskbench.tracks.deliverables.tasks import RUBRIC_CODES, DeliverableTask
 
 NO_GRADES_NOTE = "no rubric grades: run `deskbench rubric grade` or `deskbench rubric import`"
 

@@ -42,10 +42,10 @@ from rich.table import Table
 
 from deskbench.models.types import ChatModel, Message
 from deskbench.scoring.json_reply import ask_json
-from deskbench.tracks.deliverables.tasks import RUBRIC_CODES
 from deskbench.tracks.deliverables.scoring import rubric_prompts as P
 from deskbench.tracks.deliverables.scoring.rubric import unnegated
 from deskbench.tracks.deliverables.scoring.rubric_qc_final import FinalGrade
+from deskbench.tracks.deliverables.tasks import RUBRIC_CODES
 
 __all__ = ["PATTERNS", "TAGS", "CellKey", "LlmTagging", "Tag", "TagCounts", "cell_texts", "jaccard",
            "llm_tag_cells", "regex_tags", "tag_cells", "tag_counts"]

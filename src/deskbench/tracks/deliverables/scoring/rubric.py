@@ -26,6 +26,8 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 from deskbench.models.types import ChatModel, Message
 from deskbench.runs.store import Episode, now
 from deskbench.scoring.json_reply import ask_json
+from deskbench.tracks.deliverables.scoring import rubric_prompts as P
+from deskbench.tracks.deliverables.scoring.verifier_base import VerifierResult
 from deskbench.tracks.deliverables.tasks import (
     RUBRIC_CODES,
     TABLE_19,
@@ -34,8 +36,6 @@ from deskbench.tracks.deliverables.tasks import (
     RubricCode,
     RubricCriterion,
 )
-from deskbench.tracks.deliverables.scoring import rubric_prompts as P
-from deskbench.tracks.deliverables.scoring.verifier_base import VerifierResult
 
 __all__ = [
     "CAPS",

@@ -29,7 +29,6 @@ from pydantic import ValidationError
 
 from deskbench.errors import UserError
 from deskbench.runs.store import Episode
-from deskbench.tracks.deliverables.tasks import RUBRIC_CODES, DeliverableSubmission, DeliverableTask
 from deskbench.tracks.deliverables.grades import GradeStore, Key
 from deskbench.tracks.deliverables.scoring.rubric import CriterionGrade, RubricGrade
 from deskbench.tracks.deliverables.scoring.rubric_qc_actions import (
@@ -40,6 +39,7 @@ from deskbench.tracks.deliverables.scoring.rubric_qc_actions import (
     self_review,
     target_kind,
 )
+from deskbench.tracks.deliverables.tasks import RUBRIC_CODES, DeliverableSubmission, DeliverableTask
 
 __all__ = ["GRADE_COLUMNS", "QC_COLUMNS", "export_template", "import_grades", "import_qc",
            "read_grades_csv", "read_qc_csv"]

@@ -7,8 +7,8 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from deskbench.runs.store import now
-from deskbench.tracks.deliverables.tasks import RUBRIC_CODES
 from deskbench.tracks.deliverables.scoring.rubric import RubricGrade
+from deskbench.tracks.deliverables.tasks import RUBRIC_CODES
 
 __all__ = [
     "ACTION_ALIASES",

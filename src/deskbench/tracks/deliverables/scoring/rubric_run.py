@@ -16,10 +16,10 @@ from deskbench.models.types import ChatModel
 from deskbench.runs.outputs import episode_outputs
 from deskbench.runs.store import Episode
 from deskbench.scoring.judge_log import RUBRIC_GRADER, episode, recorded, recording
-from deskbench.tracks.deliverables.tasks import DeliverableSubmission
 from deskbench.tracks.deliverables.grades import GradeStore
 from deskbench.tracks.deliverables.scoring.rubric import GradeFailure, GradeMode, grade_episode
 from deskbench.tracks.deliverables.scoring.verifiers import run_verifiers
+from deskbench.tracks.deliverables.tasks import DeliverableSubmission
 
 
 @dataclass

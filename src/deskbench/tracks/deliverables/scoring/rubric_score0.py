@@ -7,9 +7,9 @@ from collections.abc import Sequence
 
 from pydantic import BaseModel
 
-from deskbench.tracks.deliverables.tasks import RUBRIC_CODES, TABLE_19, RubricCriterion
 from deskbench.tracks.deliverables.scoring.rubric import RubricGrade, unnegated
 from deskbench.tracks.deliverables.scoring.rubric_qc_final import FinalGrade
+from deskbench.tracks.deliverables.tasks import RUBRIC_CODES, TABLE_19, RubricCriterion
 
 __all__ = ["Score0Mismatch", "score0_mismatches"]
 

@@ -19,7 +19,6 @@ from pathlib import Path
 
 from pydantic import BaseModel
 
-from deskbench.tracks.deliverables.verifier_specs import LlmCheckSpec, VerifierSpec
 from deskbench.tracks.deliverables.scoring.verifier_base import (
     AsyncLlmJudge,
     JudgeError,
@@ -47,6 +46,7 @@ from deskbench.tracks.deliverables.scoring.verifiers_values import (
     verify_regex_absent,
     verify_regex_present,
 )
+from deskbench.tracks.deliverables.verifier_specs import LlmCheckSpec, VerifierSpec
 
 __all__ = [
     "REGISTRY",

@@ -15,10 +15,10 @@ import re
 import zipfile
 from pathlib import Path
 
-from deskbench.tracks.deliverables.verifier_specs import CitationDomainsSpec
 from deskbench.tracks.deliverables.scoring.verifier_base import VerifierContext, VerifierResult
 from deskbench.tracks.deliverables.scoring.verifier_base import result as _res
 from deskbench.tracks.deliverables.scoring.verifier_base import where as _where
+from deskbench.tracks.deliverables.verifier_specs import CitationDomainsSpec
 
 _HOST = r"(?:[^\W_]|[.-])+"  # letters (IDN too), digits, dots, hyphens
 URL = re.compile(

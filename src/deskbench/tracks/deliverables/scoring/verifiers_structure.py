@@ -7,14 +7,6 @@ import json
 import re
 from typing import Any
 
-from deskbench.tracks.deliverables.verifier_specs import (
-    ExactValueSpec,
-    FileSectionsSpec,
-    JsonStrictSpec,
-    LlmCheckSpec,
-    SectionCountSpec,
-    WordLimitSpec,
-)
 from deskbench.tracks.deliverables.scoring.office import Document, json_at, xlsx_cell
 from deskbench.tracks.deliverables.scoring.verifier_base import (
     JudgeError,
@@ -23,6 +15,14 @@ from deskbench.tracks.deliverables.scoring.verifier_base import (
 )
 from deskbench.tracks.deliverables.scoring.verifier_base import result as _res
 from deskbench.tracks.deliverables.scoring.verifier_base import where as _where
+from deskbench.tracks.deliverables.verifier_specs import (
+    ExactValueSpec,
+    FileSectionsSpec,
+    JsonStrictSpec,
+    LlmCheckSpec,
+    SectionCountSpec,
+    WordLimitSpec,
+)
 
 _FENCE = re.compile(r"^\s*```(?:json)?\s*\n(.*?)\n\s*```\s*$", re.DOTALL)
 _WORD = re.compile(r"[^\s|#*_`>-][^\s|]*")

@@ -7,16 +7,16 @@ import re
 from typing import Any
 
 from deskbench.scoring.numbers import UNIT_SCALE, ParsedNumber, find_numbers, to_unit
+from deskbench.tracks.deliverables.scoring.office import Document, json_at, xlsx_cell
+from deskbench.tracks.deliverables.scoring.verifier_base import VerifierContext, VerifierResult
+from deskbench.tracks.deliverables.scoring.verifier_base import result as _res
+from deskbench.tracks.deliverables.scoring.verifier_base import where as _where
 from deskbench.tracks.deliverables.verifier_specs import (
     DecisionLineSpec,
     NumericSpec,
     RegexAbsentSpec,
     RegexPresentSpec,
 )
-from deskbench.tracks.deliverables.scoring.office import Document, json_at, xlsx_cell
-from deskbench.tracks.deliverables.scoring.verifier_base import VerifierContext, VerifierResult
-from deskbench.tracks.deliverables.scoring.verifier_base import result as _res
-from deskbench.tracks.deliverables.scoring.verifier_base import where as _where
 
 DEFAULT_REL_TOL = 1e-3
 

@@ -9,11 +9,11 @@ episode: the search's cost estimate (where searches run, bm25_protocols/base.py)
 from __future__ import annotations
 
 from deskbench.agents.base import AgentContext, AgentResult, recorded
-from deskbench.tracks.docqa.tasks import DocQATask
+from deskbench.tracks.docqa.agents.bm25_protocols import registry
 from deskbench.tracks.docqa.agents.bm25_protocols.base import PageSearch
 from deskbench.tracks.docqa.agents.bm25_protocols.paper import ANSWER_TOOL, SEARCH_TOOL  # noqa: F401  # the prompt hash's constants
-from deskbench.tracks.docqa.agents.bm25_protocols import registry
 from deskbench.tracks.docqa.agents.prompts import BM25_SYSTEM, SEARCH_DESCRIPTION  # noqa: F401  # the prompt hash's constants
+from deskbench.tracks.docqa.tasks import DocQATask
 
 MAX_STEPS = registry.PRESETS["paper"].max_steps
 """T when neither the run nor the settings give one: the paper's (Appendix G.1: T = 10, k = 5).

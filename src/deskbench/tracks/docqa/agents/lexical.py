@@ -17,9 +17,9 @@ from collections.abc import Sequence
 
 from deskbench.agents.base import AgentContext, AgentResult, AnswerArgs, stamped, submission_of
 from deskbench.errors import QuerySyntaxError
-from deskbench.tracks.docqa.tasks import DocQATask
 from deskbench.tasks.trajectory import Citation, ToolCallStep
 from deskbench.tracks.docqa.agents.single_call import question_query
+from deskbench.tracks.docqa.tasks import DocQATask
 
 _WORD = re.compile(r"[^\W_]+")
 _VALUE = re.compile(r"[$€£₹]?\s?-?\d[\d,]*(?:\.\d+)?\s?%?|\b\d{4}-\d{2}-\d{2}\b")

@@ -46,7 +46,6 @@ from deskbench.agents.base import (
     submission_of,
 )
 from deskbench.models.types import ChatRequest, Message, ModelError
-from deskbench.tracks.docqa.tasks import DocQATask
 from deskbench.tasks.trajectory import ToolCallStep
 from deskbench.tracks.docqa.agents.rlm_context import ContextStats, CorpusContext
 from deskbench.tracks.docqa.agents.rlm_prompts import (
@@ -65,6 +64,7 @@ from deskbench.tracks.docqa.agents.rlm_prompts import (
 from deskbench.tracks.docqa.agents.rlm_repl_host import QueryFn, QueryRefused, Repl
 from deskbench.tracks.docqa.agents.rlm_replies import Final, find_final, repl_blocks, shown
 from deskbench.tracks.docqa.agents.rlm_settings import RlmSettings
+from deskbench.tracks.docqa.tasks import DocQATask
 
 
 @dataclass

@@ -17,9 +17,9 @@ from deskbench.agents.base import (
 )
 from deskbench.errors import QuerySyntaxError
 from deskbench.models.types import Message, Part, TextPart
-from deskbench.tracks.docqa.tasks import DocQATask
 from deskbench.tasks.trajectory import ToolCallStep
 from deskbench.tracks.docqa.agents.prompts import GUESS_SYSTEM, RAG_SYSTEM
+from deskbench.tracks.docqa.tasks import DocQATask
 
 _WORD = re.compile(r"[^\W_]+")
 

@@ -115,7 +115,6 @@ def corpus_stats(tasks: Sequence[DocQATask], page_counts: Mapping[str, int]) -> 
 def page_counts(corpus_dir: Path) -> dict[str, int]:
     """Each document's page count, read from the corpus's page store (no search index needed)."""
     from deskbench.corpus.store import PageStore
-
     from deskbench.paths import require_corpus
 
     require_corpus(corpus_dir)  # a typo names the corpora nearby

@@ -32,7 +32,6 @@ from pydantic import BaseModel
 
 from deskbench.analysis.stats import spearman
 from deskbench.runs.store import Episode
-from deskbench.tracks.docqa.tasks import DocQASubmission, ItemScore
 from deskbench.tracks.docqa.analysis.scored import (
     CORRECT_AT,
     ScoredSystem,
@@ -41,6 +40,7 @@ from deskbench.tracks.docqa.analysis.scored import (
     is_correct,
 )
 from deskbench.tracks.docqa.scoring.calibration import kuiper
+from deskbench.tracks.docqa.tasks import DocQASubmission, ItemScore
 
 
 def _tokens(ep: Episode | None, which: str) -> float | None:

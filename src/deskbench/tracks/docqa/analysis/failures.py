@@ -23,8 +23,8 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from deskbench.tracks.docqa.tasks import HOP_TYPES, ItemScore
 from deskbench.tracks.docqa.analysis.scored import CORRECT_AT, ScoredSystem, is_correct
+from deskbench.tracks.docqa.tasks import HOP_TYPES, ItemScore
 from deskbench.tracks.docqa.taxonomy import ERROR_CLASSES
 
 TOP = 4  # systems pooled for Figures 17-18 (the paper's "top-4 systems")

@@ -25,8 +25,8 @@ from pydantic import BaseModel
 from deskbench.errors import UserError
 from deskbench.models.types import ChatModel
 from deskbench.runs.store import RunStore
-from deskbench.tracks.docqa.tasks import DocQATask
 from deskbench.tracks.docqa.analysis.drift import run_accuracies
+from deskbench.tracks.docqa.tasks import DocQATask
 
 QuestionClass = Literal["yes_no", "binary_choice", "other"]
 CLASSES: tuple[QuestionClass, ...] = ("yes_no", "binary_choice", "other")

@@ -18,8 +18,8 @@ import numpy as np
 from pydantic import BaseModel
 
 from deskbench.errors import UserError
-from deskbench.tracks.docqa.tasks import DocQATask
 from deskbench.tracks.docqa.agents.lexical import STOPWORDS
+from deskbench.tracks.docqa.tasks import DocQATask
 
 NS: tuple[int, ...] = (1, 2, 3)
 QUESTION_WORDS = frozenset(

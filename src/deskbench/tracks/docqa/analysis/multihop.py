@@ -23,7 +23,6 @@ from pydantic import BaseModel
 
 from deskbench.errors import UserError
 from deskbench.runs.store import RunStore
-from deskbench.tracks.docqa.tasks import DocQATask, hop_type
 from deskbench.tracks.docqa.analysis.drift import run_accuracies
 from deskbench.tracks.docqa.analysis.textsim import (
     Embedder,
@@ -31,6 +30,7 @@ from deskbench.tracks.docqa.analysis.textsim import (
     pearson_r,
     tfidf_matrix,
 )
+from deskbench.tracks.docqa.tasks import DocQATask, hop_type
 
 GAP_BINS: tuple[tuple[str, int, int | None], ...] = (("1", 1, 1), ("2", 2, 2), ("3-5", 3, 5), ("6+", 6, None))
 DISTANCE_BINS: tuple[tuple[str, float, float | None], ...] = (

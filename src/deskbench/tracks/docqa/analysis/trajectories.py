@@ -28,9 +28,9 @@ from typing import Any
 from pydantic import BaseModel
 
 from deskbench.runs.store import Episode
-from deskbench.tracks.docqa.tasks import DocQATask
 from deskbench.tasks.trajectory import ToolCallStep
 from deskbench.tracks.docqa.analysis.scored import ScoredSystem
+from deskbench.tracks.docqa.tasks import DocQATask
 
 PageKey = tuple[str, int]
 

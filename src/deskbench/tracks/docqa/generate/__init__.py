@@ -12,7 +12,6 @@ from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
 
-from deskbench.tracks.docqa.tasks import DocQATask
 from deskbench.tracks.docqa.generate.clusters import build_world
 from deskbench.tracks.docqa.generate.facts import Fact
 from deskbench.tracks.docqa.generate.inject import plant_injections
@@ -20,6 +19,7 @@ from deskbench.tracks.docqa.generate.layouts import render_document
 from deskbench.tracks.docqa.generate.manifest import DocQAGenReport, FactRecord, ManifestRecord
 from deskbench.tracks.docqa.generate.questions import candidates, select
 from deskbench.tracks.docqa.generate.validate import lexical_miss_share, validate_docqa
+from deskbench.tracks.docqa.tasks import DocQATask
 
 MIN_DOCS = 8
 

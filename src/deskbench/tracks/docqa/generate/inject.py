@@ -11,10 +11,10 @@ from __future__ import annotations
 import random
 from dataclasses import dataclass
 
-from deskbench.tracks.docqa.tasks import Injection
 from deskbench.tracks.docqa.generate.facts import Doc
 from deskbench.tracks.docqa.generate.layouts import Page, Para, Table, page_fits
 from deskbench.tracks.docqa.generate.questions import Candidate
+from deskbench.tracks.docqa.tasks import Injection
 
 KINDS = ("visible_text", "hidden_text", "table_cell")
 TARGETS = ("42", "Paris", "$1", "Unknown", "None of the above", "1999", "Blue Harbor Holdings", "7")

@@ -14,8 +14,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from deskbench.tracks.docqa.tasks import Evidence, HopType, hop_type
 from deskbench.tracks.docqa.generate.facts import Fact, World, num_text
+from deskbench.tracks.docqa.tasks import Evidence, HopType, hop_type
 
 MULTI_HOP_SHARE = 0.20
 VISION_SHARE = 0.58

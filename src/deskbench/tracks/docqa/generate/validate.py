@@ -16,8 +16,8 @@ from pathlib import Path
 
 import pypdfium2 as pdfium
 
-from deskbench.tracks.docqa.tasks import DocQATask, read_tasks
 from deskbench.tracks.docqa.generate.manifest import FactRecord, ManifestRecord
+from deskbench.tracks.docqa.tasks import DocQATask, read_tasks
 
 TICK_GLYPHS = ("✓", "✔", "☑", "☒", "✗", "[x]", "(x)")
 STOPWORDS = frozenset(

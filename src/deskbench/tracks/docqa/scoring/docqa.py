@@ -24,12 +24,12 @@ from typing import Literal
 
 from deskbench.models.types import ProviderRefused
 from deskbench.scoring.judge_log import episode
-from deskbench.tracks.docqa.tasks import DocQASubmission, DocQATask, EffortMeasure, ItemScore
 from deskbench.tracks.docqa.scoring.answer import anls_correct, anls_star, follows_injection
 from deskbench.tracks.docqa.scoring.attribution import doc_f1, page_f1
 from deskbench.tracks.docqa.scoring.bias import M0, M1, Q0, Q1
 from deskbench.tracks.docqa.scoring.docqa_match import Matched, match
 from deskbench.tracks.docqa.scoring.judge import AnswerJudge, Judgement
+from deskbench.tracks.docqa.tasks import DocQASubmission, DocQATask, EffortMeasure, ItemScore
 
 MAX_JUDGED_CHARS = 2000  # the official evaluator scores longer answers 0 without asking the judge
 

@@ -16,9 +16,9 @@ from collections.abc import Callable, Sequence
 import numpy as np
 from pydantic import BaseModel
 
-from deskbench.tracks.docqa.tasks import ItemScore
 from deskbench.tracks.docqa.scoring.bias import rg_interval_official, rogan_gladen
 from deskbench.tracks.docqa.scoring.calibration import kuiper, wasted_effort_ratio
+from deskbench.tracks.docqa.tasks import ItemScore
 
 
 class OfficialMetrics(BaseModel):

@@ -12,7 +12,6 @@ from pydantic import BaseModel, Field
 
 from deskbench.analysis.stats import bootstrap_means_ci, wilson_interval
 from deskbench.scoring.attempts import AttemptMetrics
-from deskbench.tracks.docqa.tasks import HOP_TYPES, EffortMeasure, ItemScore
 from deskbench.tracks.docqa.scoring.bias import rg_interval_lee, rg_interval_official, rogan_gladen
 from deskbench.tracks.docqa.scoring.calibration import (
     effort_share_incorrect,
@@ -22,6 +21,7 @@ from deskbench.tracks.docqa.scoring.calibration import (
 from deskbench.tracks.docqa.scoring.docqa import ScoreOptions
 from deskbench.tracks.docqa.scoring.docqa_match import Matched
 from deskbench.tracks.docqa.scoring.docqa_official import OfficialReport, official_report
+from deskbench.tracks.docqa.tasks import HOP_TYPES, EffortMeasure, ItemScore
 
 GroupBy = Literal["domain", "category"]
 

@@ -50,8 +50,12 @@ from typing import Any, Literal
 
 from deskbench.agents.base import AgentContext, AgentResult, Recorder
 from deskbench.models.types import ChatRequest, ChatResponse, Message, Part, ToolCall
-from deskbench.tracks.docqa.tasks import DocQATask
-from deskbench.tracks.docqa.agents.bm25_protocols.base import PageSearch, ShrunkPages, official_source, script_submission
+from deskbench.tracks.docqa.agents.bm25_protocols.base import (
+    PageSearch,
+    ShrunkPages,
+    official_source,
+    script_submission,
+)
 from deskbench.tracks.docqa.agents.bm25_protocols.script_texts import (
     ANSWER_TOOL,
     FOUND,
@@ -59,6 +63,7 @@ from deskbench.tracks.docqa.agents.bm25_protocols.script_texts import (
     SEARCH_TOOL,
     TOOL_PROMPT,
 )
+from deskbench.tracks.docqa.tasks import DocQATask
 
 SCRIPT = "anthropic_agent.py"
 

@@ -35,9 +35,9 @@ from deskbench.corpus.corpus import SearchHit
 from deskbench.corpus.images import ImageSpec
 from deskbench.errors import QuerySyntaxError
 from deskbench.models.types import ImagePart, Part, TextPart
-from deskbench.tracks.docqa.tasks import DocQASubmission, DocQATask
 from deskbench.tasks.trajectory import ToolCallStep
 from deskbench.tracks.docqa.agents.bm25_protocols.script_texts import PAGE_LABEL
+from deskbench.tracks.docqa.tasks import DocQASubmission, DocQATask
 from deskbench.untrusted.limits import FileLimitError
 
 OFFICIAL_COMMIT = "978fa76de16acf983363557823f4f2d1ed74ba47"

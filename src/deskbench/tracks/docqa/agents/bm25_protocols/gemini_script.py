@@ -56,16 +56,30 @@ from PIL import Image
 from pydantic import ValidationError
 
 from deskbench.agents.base import AgentContext, AgentResult, Recorder, describe_problem
-from deskbench.models.types import ChatRequest, ChatResponse, ImagePart, Message, ModelError, Part, TextPart
-from deskbench.tracks.docqa.tasks import DocQASubmission, DocQATask
+from deskbench.models.types import (
+    ChatRequest,
+    ChatResponse,
+    ImagePart,
+    Message,
+    ModelError,
+    Part,
+    TextPart,
+)
 from deskbench.tracks.docqa.agents.bm25_protocols import script_texts
-from deskbench.tracks.docqa.agents.bm25_protocols.base import Pages, PageMemory, PageSearch, official_source, script_view
+from deskbench.tracks.docqa.agents.bm25_protocols.base import (
+    PageMemory,
+    Pages,
+    PageSearch,
+    official_source,
+    script_view,
+)
 from deskbench.tracks.docqa.agents.bm25_protocols.script_texts import (
     ANSWER_FIELDS,
     PAGE_LABEL,
     PROMPT_OPENING,
     SEARCH_TOOL,
 )
+from deskbench.tracks.docqa.tasks import DocQASubmission, DocQATask
 from deskbench.untrusted.limits import FileLimitError
 
 SCRIPT = "gemini_agent.py"

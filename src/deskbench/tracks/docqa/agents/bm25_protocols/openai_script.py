@@ -28,10 +28,21 @@ from typing import Any
 from pydantic import BaseModel, ValidationError
 
 from deskbench.agents.base import AgentContext, AgentResult, Recorder, describe_problem
-from deskbench.models.types import ChatRequest, ChatResponse, Message, Part, TextPart, ToolCall, ToolSpec
-from deskbench.tracks.docqa.tasks import DocQASubmission, DocQATask
+from deskbench.models.types import (
+    ChatRequest,
+    ChatResponse,
+    Message,
+    Part,
+    TextPart,
+    ToolCall,
+    ToolSpec,
+)
 from deskbench.tasks.trajectory import Citation
-from deskbench.tracks.docqa.agents.bm25_protocols.base import PageSearch, labelled_pages, official_source
+from deskbench.tracks.docqa.agents.bm25_protocols.base import (
+    PageSearch,
+    labelled_pages,
+    official_source,
+)
 from deskbench.tracks.docqa.agents.bm25_protocols.script_texts import (
     ANSWER_FIELDS,
     FOUND,
@@ -40,6 +51,7 @@ from deskbench.tracks.docqa.agents.bm25_protocols.script_texts import (
     QUERY_DESCRIPTION,
 )
 from deskbench.tracks.docqa.agents.prompts import SEARCH_DESCRIPTION
+from deskbench.tracks.docqa.tasks import DocQASubmission, DocQATask
 
 SYSTEM_PROMPT = f"{PROMPT_OPENING} and provide:\n{ANSWER_FIELDS}"
 

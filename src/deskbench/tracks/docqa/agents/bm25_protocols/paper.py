@@ -13,11 +13,18 @@ import json
 
 from pydantic import ValidationError
 
-from deskbench.agents.base import AgentContext, AgentResult, AnswerArgs, Recorder, describe_problem, submission_of
+from deskbench.agents.base import (
+    AgentContext,
+    AgentResult,
+    AnswerArgs,
+    Recorder,
+    describe_problem,
+    submission_of,
+)
 from deskbench.models.types import ChatRequest, Message, TextPart, ToolCall, ToolSpec
-from deskbench.tracks.docqa.tasks import DocQATask
 from deskbench.tracks.docqa.agents.bm25_protocols.base import Found, PageSearch
 from deskbench.tracks.docqa.agents.prompts import BM25_SYSTEM, SEARCH_DESCRIPTION
+from deskbench.tracks.docqa.tasks import DocQATask
 
 SEARCH_TOOL = ToolSpec(
     name="search_documents",

@@ -72,9 +72,13 @@ from deskbench.models.types import (
     ModelError,
     ProviderRefused,
 )
-from deskbench.tracks.docqa.tasks import DocQATask
 from deskbench.tracks.docqa.agents.bm25_protocols import base
-from deskbench.tracks.docqa.agents.bm25_protocols.base import PageSearch, ShrunkPages, official_source, script_submission
+from deskbench.tracks.docqa.agents.bm25_protocols.base import (
+    PageSearch,
+    ShrunkPages,
+    official_source,
+    script_submission,
+)
 from deskbench.tracks.docqa.agents.bm25_protocols.script_texts import (
     ANSWER_TOOL,
     FOUND,
@@ -83,6 +87,7 @@ from deskbench.tracks.docqa.agents.bm25_protocols.script_texts import (
     SEARCH_TOOL,
     TOOL_PROMPT,
 )
+from deskbench.tracks.docqa.tasks import DocQATask
 
 SCRIPT = "vllm_agent.py"
 MISTRAL_NAME = "vllm_agent.py@mistral"
