@@ -129,7 +129,7 @@ def _grading(work: Path, env: Env) -> dict[str, Any]:
     from test_web_grading import make_run
 
     from deskbench.runs.store import Episode, RunStore
-    from deskbench.tracks.analytics.tasks import OutputFileRecord
+    from deskbench.tasks.outputs import OutputFileRecord
     from deskbench.tracks.deliverables.tasks import DeliverableSubmission
 
     run_dir = work / "run"

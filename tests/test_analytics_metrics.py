@@ -8,10 +8,11 @@ from pathlib import Path
 import pytest
 
 from deskbench.runs.store import Episode, RunStore
-from deskbench.tracks.analytics.tasks import AnalyticsSubmission, AnalyticsTask, OutputFileRecord
-from deskbench.tracks.docqa.tasks import DocQASubmission, DocQATask
+from deskbench.tasks.outputs import OutputFileRecord
 from deskbench.tracks.analytics.scoring.analytics import AnalyticsItemScore
 from deskbench.tracks.analytics.scoring.analytics_metrics import pass_metrics, summarize_analytics
+from deskbench.tracks.analytics.tasks import AnalyticsSubmission, AnalyticsTask
+from deskbench.tracks.docqa.tasks import DocQASubmission, DocQATask
 
 
 def item(task: str, attempt: int, score: float | None, category: str = "qa", difficulty: str = "easy",

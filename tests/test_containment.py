@@ -26,7 +26,8 @@ from deskbench.corpus import Corpus
 from deskbench.errors import UserError
 from deskbench.runs.runner import episode_dir
 from deskbench.runs.store import Episode, RunStore
-from deskbench.tracks.analytics.tasks import AnalyticsSubmission, OutputFileRecord
+from deskbench.tasks.outputs import OutputFileRecord
+from deskbench.tracks.analytics.tasks import AnalyticsSubmission
 from deskbench.tracks.docqa.tasks import DocQATask
 from deskbench.web.store import WebStore
 from deskbench.web.viewer import create_viewer_app
@@ -250,7 +251,7 @@ def test_viewer_numeric_parameters_are_validated(tmp_path: Path, forged: dict[st
 
 def test_human_app_numeric_parameters_are_validated(tmp_path: Path) -> None:
     """The human baseline app's /q/{n} and /page-image page: 400 for huge, negative, non-ASCII."""
-    from deskbench.web.app import create_app
+    from deskbench.tracks.docqa.web.app import create_app
 
     write_operator_corpus(tmp_path)
     tasks = tmp_path / "tasks.jsonl"

@@ -13,7 +13,11 @@ from typing import Any
 import pytest
 
 from deskbench.runs.store import Episode, RunStore
-from deskbench.tracks.analytics.tasks import OutputFileRecord
+from deskbench.tasks.outputs import OutputFileRecord
+from deskbench.tracks.deliverables.grades import GradeStore
+from deskbench.tracks.deliverables.scoring.deliverables_run import score_run
+from deskbench.tracks.deliverables.scoring.rubric import CriterionGrade, RubricGrade
+from deskbench.tracks.deliverables.scoring.rubric_qc_actions import QCAction
 from deskbench.tracks.deliverables.tasks import (
     RUBRIC_CODES,
     DeliverableSubmission,
@@ -22,10 +26,6 @@ from deskbench.tracks.deliverables.tasks import (
     parse_task,
     table19_rubric,
 )
-from deskbench.tracks.deliverables.grades import GradeStore
-from deskbench.tracks.deliverables.scoring.deliverables_run import score_run
-from deskbench.tracks.deliverables.scoring.rubric import CriterionGrade, RubricGrade
-from deskbench.tracks.deliverables.scoring.rubric_qc_actions import QCAction
 
 BASE: dict[str, Any] = {
     "golden": {"answer": "see solution"}, "solution_logic": ["by hand"], "lazy_ai_test": "lazy",

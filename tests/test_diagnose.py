@@ -10,10 +10,11 @@ from conftest import run_cli
 
 from deskbench.models.types import Usage
 from deskbench.runs.store import Episode, RunStore
-from deskbench.tracks.analytics.tasks import AnalyticsSubmission, OutputFileRecord, read_tasks
-from deskbench.tracks.docqa.tasks import DocQASubmission, DocQATask
+from deskbench.tasks.outputs import OutputFileRecord
 from deskbench.tasks.trajectory import ToolCallStep
 from deskbench.tracks.analytics.generate.tasks import generate_analytics
+from deskbench.tracks.analytics.tasks import AnalyticsSubmission, read_tasks
+from deskbench.tracks.docqa.tasks import DocQASubmission, DocQATask
 
 
 def _diagnose(run: Path) -> dict:

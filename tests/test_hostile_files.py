@@ -119,8 +119,9 @@ def _analytics_run(root: Path, output: Path) -> tuple[Path, str]:
     """An analytics run of two file tasks: the first episode's output is `output`, the second's
     the right file (its own reference); (run dir, the first task's id)."""
     from deskbench.runs.store import Episode, RunStore
-    from deskbench.tracks.analytics.tasks import AnalyticsSubmission, OutputFileRecord, read_tasks
+    from deskbench.tasks.outputs import OutputFileRecord
     from deskbench.tracks.analytics.generate.tasks import generate_analytics
+    from deskbench.tracks.analytics.tasks import AnalyticsSubmission, read_tasks
 
     tasks_dir = root / "tasks"
     generate_analytics(tasks_dir, tasks=11, seed=7)
@@ -208,7 +209,7 @@ def test_grading_page_with_a_40k_paragraph_docx(tmp_path: Path) -> None:
     from test_web_grading import make_run
 
     from deskbench.runs.store import Episode, RunStore
-    from deskbench.tracks.analytics.tasks import OutputFileRecord
+    from deskbench.tasks.outputs import OutputFileRecord
     from deskbench.tracks.deliverables.tasks import DeliverableSubmission
 
     run = tmp_path / "run"

@@ -20,13 +20,7 @@ from deskbench.models.openai_chat import OpenAIChat
 from deskbench.models.resilient import ResilientModel, RetryPolicy
 from deskbench.models.settings import Sampling, resolve
 from deskbench.runs.store import Episode, RunStore
-from deskbench.tracks.analytics.tasks import OutputFileRecord
-from deskbench.tracks.deliverables.tasks import (
-    RUBRIC_CODES,
-    DeliverableSubmission,
-    DeliverableTask,
-    load_packages,
-)
+from deskbench.tasks.outputs import OutputFileRecord
 from deskbench.tracks.deliverables.grades import GradeStore, StaleQC
 from deskbench.tracks.deliverables.scoring.failure_tags import (
     TAGS,
@@ -54,6 +48,12 @@ from deskbench.tracks.deliverables.scoring.rubric_qc_actions import QCAction, se
 from deskbench.tracks.deliverables.scoring.rubric_score0 import score0_mismatches
 from deskbench.tracks.deliverables.scoring.verifier_base import VerifierResult
 from deskbench.tracks.deliverables.scoring.verifiers import run_verifiers
+from deskbench.tracks.deliverables.tasks import (
+    RUBRIC_CODES,
+    DeliverableSubmission,
+    DeliverableTask,
+    load_packages,
+)
 
 DEMO = REPO / "src" / "deskbench" / "data" / "demo" / "deliverables"
 FAST = RetryPolicy(attempts=2, base_delay=0.01, max_delay=0.02, timeout=300.0)  # timeouts are tested with their own policy: a slow machine must not retry

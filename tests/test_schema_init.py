@@ -18,11 +18,11 @@ import yaml
 from typer.testing import CliRunner
 
 from deskbench.cli.app import app
+from deskbench.contract.registry import register_track, unregister_track
 from deskbench.generate.demo import bundled_dir
 from deskbench.runs.store import RunStore
 from deskbench.tracks.analytics.tasks import read_tasks as read_analytics
 from deskbench.tracks.docqa.tasks import read_tasks as read_docqa
-from deskbench.contract.registry import register_track, unregister_track
 
 DEMO = bundled_dir()
 
@@ -72,7 +72,8 @@ def test_the_deliverables_schema_validates_the_bundled_packages() -> None:
 
 
 def test_submission_schemas_validate_what_the_tracks_write() -> None:
-    from deskbench.tracks.analytics.tasks import AnalyticsSubmission, OutputFileRecord
+    from deskbench.tasks.outputs import OutputFileRecord
+    from deskbench.tracks.analytics.tasks import AnalyticsSubmission
     from deskbench.tracks.deliverables.tasks import DeliverableSubmission
     from deskbench.tracks.docqa.tasks import DocQASubmission
 

@@ -18,15 +18,15 @@ from test_web import Client, serve, serve_command
 
 from deskbench.generate.demo import bundled_dir
 from deskbench.runs.store import Episode, RunStore
-from deskbench.tracks.analytics.tasks import OutputFileRecord
+from deskbench.tasks.outputs import OutputFileRecord
+from deskbench.tracks.deliverables.grades import GradeStore
 from deskbench.tracks.deliverables.tasks import (
     RUBRIC_CODES,
     DeliverableSubmission,
     DeliverableTask,
     load_packages,
 )
-from deskbench.tracks.deliverables.grades import GradeStore
-from deskbench.web.grading import create_grading_app
+from deskbench.tracks.deliverables.web.grading import create_grading_app
 from deskbench.web.store import WebStore
 
 SYSTEM = "sys-a"

@@ -24,7 +24,7 @@ from typing import Literal, Protocol
 from deskbench.agents.base import Recorder, describe_problem
 from deskbench.models.types import ChatModel, ChatRequest, Message, ModelError, ToolCall, ToolSpec
 from deskbench.sandbox import ExecResult, Sandbox
-from deskbench.tracks.analytics.tasks import OutputFileRecord, StopReason
+from deskbench.tasks.outputs import OutputFileRecord, StopReason
 from deskbench.tasks.trajectory import ToolCallStep
 
 # AIDABench's execute_code tool (Appendix A), as the paper describes it.

@@ -25,7 +25,7 @@ from deskbench.agents.code_loop import (
 )
 from deskbench.mcp.external import Status
 from deskbench.models.types import ChatModel, ToolCall
-from deskbench.tracks.analytics.tasks import StopReason
+from deskbench.tasks.outputs import StopReason
 from deskbench.tasks.trajectory import ToolCallStep
 
 

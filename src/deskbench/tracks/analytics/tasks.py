@@ -22,6 +22,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from deskbench.tasks.jsonl import TASKS, ReadResult, read_jsonl, write_jsonl
+from deskbench.tasks.outputs import OutputFileRecord, StopReason
 
 Category = Literal["qa", "visualization", "file_generation"]
 Difficulty = Literal["easy", "medium", "hard"]
@@ -127,18 +128,6 @@ def read_tasks(path: Path, *, skip_invalid: bool = False) -> ReadResult[Analytic
 
 def write_tasks(path: Path, tasks: list[AnalyticsTask]) -> None:
     write_jsonl(path, tasks)
-
-
-class OutputFileRecord(BaseModel):
-    """A file the agent saved to /mnt/result, kept in the run directory."""
-
-    model_config = ConfigDict(extra="forbid")
-    name: str  # posix path relative to /mnt/result
-    size: int = Field(ge=0)
-    sha256: str
-
-
-StopReason = Literal["answer", "round_limit", "error"]
 
 
 class AnalyticsSubmission(BaseModel):

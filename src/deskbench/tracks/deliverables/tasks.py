@@ -17,7 +17,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from deskbench.errors import UserError, read_user_file
-from deskbench.tracks.analytics.tasks import OutputFileRecord, StopReason
+from deskbench.tasks.outputs import OutputFileRecord, StopReason
 from deskbench.tracks.deliverables.verifier_specs import VERIFIER_KINDS, Unit, VerifierSpec
 
 PromptClass = Literal["CRP", "RCP", "SCP", "LDP", "FSP"]

@@ -67,13 +67,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Literal
 
-from deskbench.tracks.analytics.tasks import OutputFileRecord
-from deskbench.tracks.deliverables.tasks import (
-    RUBRIC_CODES,
-    DeliverableSubmission,
-    DeliverableTask,
-    RubricCriterion,
-)
+from deskbench.tasks.outputs import OutputFileRecord
 from deskbench.tracks.deliverables.scoring.rubric import RubricGrade, unnegated
 from deskbench.tracks.deliverables.scoring.rubric_qc_actions import STAR_TARGETS, QCAction
 from deskbench.tracks.deliverables.scoring.rubric_qc_final import (
@@ -83,6 +77,12 @@ from deskbench.tracks.deliverables.scoring.rubric_qc_final import (
 )
 from deskbench.tracks.deliverables.scoring.rubric_score0 import score0_mismatches
 from deskbench.tracks.deliverables.scoring.verifier_base import VerifierResult
+from deskbench.tracks.deliverables.tasks import (
+    RUBRIC_CODES,
+    DeliverableSubmission,
+    DeliverableTask,
+    RubricCriterion,
+)
 
 __all__ = [
     "apply_qc",
