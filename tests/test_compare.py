@@ -12,11 +12,12 @@ from conftest import run_cli
 from scipy.stats import binomtest
 
 from deskbench.analysis.compare import Comparison, SystemOutcomes, compare
-from deskbench.runs.outcomes import ItemOutcome, outcomes_of
-from deskbench.runs.store import Episode, RunStore
-from deskbench.tracks.docqa.tasks import DocQASubmission, DocQATask
-from deskbench.tracks.analytics.outcomes import analytics_outcomes
 from deskbench.contract.registry import tracks
+from deskbench.runs.outcomes import ItemOutcome
+from deskbench.runs.store import Episode, RunStore
+from deskbench.runs.track_outcomes import outcomes_of
+from deskbench.tracks.analytics.outcomes import analytics_outcomes
+from deskbench.tracks.docqa.tasks import DocQASubmission, DocQATask
 
 TASKS = [DocQATask(id=f"t{i}", question=f"q{i}?", answer_variants=[[f"answer {i}"]]) for i in range(12)]
 
@@ -212,9 +213,13 @@ def deliverables_run(run_dir: Path) -> Path:
     """Two packages, two systems, rubric grades by hand: alpha all 3s (ACCEPT when V >= 80), beta
     all 1s on the first and nothing delivered on the second (auto-graded 0)."""
     from deskbench.generate.demo import bundled_dir
-    from deskbench.tracks.deliverables.tasks import RUBRIC_CODES, DeliverableSubmission, load_packages
     from deskbench.tracks.deliverables.grades import GradeStore
     from deskbench.tracks.deliverables.scoring.rubric import CriterionGrade, RubricGrade
+    from deskbench.tracks.deliverables.tasks import (
+        RUBRIC_CODES,
+        DeliverableSubmission,
+        load_packages,
+    )
 
     tasks = load_packages(bundled_dir() / "deliverables")[:2]
     store = RunStore(run_dir)

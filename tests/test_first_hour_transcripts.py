@@ -23,21 +23,28 @@ from fake_openai import FakeOpenAI
 from fastapi.testclient import TestClient
 from typer.testing import CliRunner
 
-from deskbench.agents.base import AgentContext, AgentResult, Recorder, parse_answer, stamped, submission_of
+from deskbench.agents.base import (
+    AgentContext,
+    AgentResult,
+    Recorder,
+    parse_answer,
+    stamped,
+    submission_of,
+)
 from deskbench.agents.code_loop import AnalystContext
+from deskbench.agents.plugin_calls import agent_factory
 from deskbench.cli import app
 from deskbench.corpus import Corpus
 from deskbench.generate.demo import bundled_dir
 from deskbench.models.types import ChatRequest, ChatResponse, Message, ModelError, Usage
-from deskbench.plugins import agent_factory
 from deskbench.runs.store import Episode, RunStore
 from deskbench.runs.track import execute_run
 from deskbench.runs.transcript import ModelCallEvent, ToolEvent, TranscriptDoc
+from deskbench.tasks.trajectory import ModelCallStep, ToolCallStep
 from deskbench.tracks.analytics.tasks import AnalyticsSubmission, AnalyticsTask
 from deskbench.tracks.deliverables.tasks import DeliverableSubmission, DeliverableTask
-from deskbench.tracks.docqa.tasks import DocQATask
-from deskbench.tasks.trajectory import ModelCallStep, ToolCallStep
 from deskbench.tracks.docqa.run import RunSpec, prepare
+from deskbench.tracks.docqa.tasks import DocQATask
 from deskbench.web.store import WebStore
 from deskbench.web.viewer import create_viewer_app
 from deskbench.web.viewer_data import open_runs, why_no_model_calls

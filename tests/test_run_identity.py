@@ -18,15 +18,14 @@ from deskbench.corpus import Corpus
 from deskbench.errors import UserError
 from deskbench.runs.identity import (
     SystemConfig,
-    deskbench_version,
     prompt_hash,
     remember_config,
     stored_identities,
 )
-from deskbench.runs.store import RunStore, task_hash
+from deskbench.runs.store import RunStore, deskbench_version, task_hash
 from deskbench.runs.track import execute_run
-from deskbench.tracks.docqa.tasks import DocQATask
 from deskbench.tracks.docqa.run import RunSpec, prepare
+from deskbench.tracks.docqa.tasks import DocQATask
 
 SYSTEM = "bm25-agent:openai/gpt-4.1"
 TASKS = [DocQATask(id="q1", question="Which vehicle rental rates are given for the winter season?",

@@ -8,16 +8,17 @@ Two ways in, both consulted only after the built-ins and only when a name is loo
 
 A plugin that fails to import or is not what its group needs is one line naming it (UserError,
 exit 2), never a traceback. The per-track agent registries, `models/registry.py` PROVIDERS and
-`contract/registry.py` call `lookup`; nothing here imports a track (no import cycles).
+`contract/formats.py` call `lookup`; this module imports nothing of deskbench but its errors
+(the run store loads plugin tracks through it, so it sits below the store: no import cycles).
 
 What each group's object is:
 - agents: a class (or factory) built with no arguments, whose instances follow the agent
   Protocol of their track; its `track` attribute names the track (default "docqa"). A docqa agent
   gets the same `AgentContext` (model, corpus with `search`, settings) the built-ins get. Every
   call it makes through `ctx.model` is recorded by the harness (transcript, model-call steps,
-  usage), as a built-in's Recorder records them (agents/plugin_calls.py).
-- scorers: a `Scorer` (below): an object, or a class built with no arguments.
-- tracks: an object implementing `tracks.registry.Track`.
+  usage), as a built-in's Recorder records them (agents/plugin_calls.py agent_factory).
+- scorers: a `Scorer` (scoring/plugin_scores.py): an object, or a class built with no arguments.
+- tracks: an instance of `deskbench.contract.track.Track` (a subclass built with no arguments).
 - models: a callable `(ModelSpec, timeout) -> ChatModel`, addressed by its provider prefix
   (`--model NAME/model-id`).
 """
@@ -26,36 +27,16 @@ from __future__ import annotations
 
 import importlib
 import sys
-from collections.abc import Callable
 from dataclasses import dataclass
 from importlib.metadata import EntryPoint, entry_points
 from pathlib import Path
-from typing import TYPE_CHECKING, Literal, Protocol, runtime_checkable
+from typing import Literal
 
 from deskbench.errors import UserError
-
-if TYPE_CHECKING:
-    from pydantic import BaseModel
-
-    from deskbench.runs.outcomes import ItemOutcome
-    from deskbench.runs.store import Episode
 
 Kind = Literal["agents", "scorers", "tracks", "models"]
 KINDS: tuple[Kind, ...] = ("agents", "scorers", "tracks", "models")
 GROUP: dict[Kind, str] = {kind: f"deskbench.{kind}" for kind in KINDS}
-
-
-@runtime_checkable
-class Scorer(Protocol):
-    """A plugin scorer for one track: `deskbench score RUN --scorer NAME` asks it for each stored
-    episode's outcome in place of the track's default scorer. It sees the task and the episode
-    (its `submission`, `status`, `trajectory`) as the store keeps them; an item it cannot decide
-    is returned unscored, never as wrong."""
-
-    track: str  # the track whose runs it scores
-    description: str  # in words, for `deskbench list scorers` and the protocol note
-
-    def score(self, task: BaseModel, episode: Episode) -> ItemOutcome: ...
 
 
 @dataclass(frozen=True)
@@ -145,27 +126,6 @@ def instance(plugin: Plugin) -> object:
     return plugin.value
 
 
-def agent_factory(track: str, name: str) -> Callable[[], object] | None:
-    """A plugin agent of `track` by name: a factory the track's registry calls, or None. An agent
-    of another track is one line naming its track."""
-    plugin = lookup("agents", name)
-    if plugin is None:
-        return None
-    its_track = getattr(plugin.value, "track", "docqa")
-    if its_track != track:
-        raise UserError(f"agent {name!r} ({plugin.origin}) is for the {its_track} track, not {track}; "
-                        f"run it on {its_track} tasks")
-    if not callable(plugin.value):
-        raise UserError(f"agent plugin {name!r} ({plugin.origin}) is not a class or factory; point it at the agent class")
-
-    def build() -> object:
-        from deskbench.agents.plugin_calls import record_calls  # the harness records its model calls
-
-        return record_calls(instance(plugin))
-
-    return build
-
-
 def agent_track(name: str) -> str | None:
     """The track a plugin agent declares (its `track`, default docqa), so `deskbench run --agent
     NAME` finds the track of a plugin no built-in track names; None when `name` is no plugin."""
@@ -174,18 +134,6 @@ def agent_track(name: str) -> str | None:
         return None
     its_track = getattr(plugin.value, "track", "docqa")
     return its_track if isinstance(its_track, str) else "docqa"
-
-
-def scorer(name: str) -> Scorer:
-    """A plugin scorer by name, checked against the Scorer protocol."""
-    plugin = lookup("scorers", name)
-    if plugin is None:
-        known = ", ".join(declared("scorers")) or "none installed"
-        raise UserError(f"unknown scorer {name!r}; give an installed scorer ({known}) or package.module:Name")
-    found = instance(plugin)
-    if not isinstance(found, Scorer):
-        raise UserError(f"scorer plugin {name!r} ({plugin.origin}) lacks track, description or score(task, episode)")
-    return found
 
 
 def listing(kind: Kind) -> list[tuple[str, str]]:

@@ -23,6 +23,8 @@ out of the plugin after a call ends the episode as an error that keeps the calls
 worded as the runner words any episode's exception; one before any call goes to the runner
 as it is (as any agent's: the runner records it, with no transcript). A provider's refusal
 (ProviderRefused) still stops the run.
+
+`agent_factory` is how a track's agent registry finds a plugin agent by name, wrapped so.
 """
 
 from __future__ import annotations
@@ -32,7 +34,9 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 from deskbench.agents.base import AgentResult, Recorder
+from deskbench.errors import UserError
 from deskbench.models.types import ChatModel, ChatRequest, ChatResponse, ProviderRefused
+from deskbench.plugins import instance, lookup
 from deskbench.runs.transcript import ModelCallEvent, Transcript
 from deskbench.tasks.trajectory import ModelCallStep, TrajectoryStep
 
@@ -147,3 +151,22 @@ def record_calls(agent: object) -> object:
     except (AttributeError, TypeError):
         return _RecordedAgent(agent, wrapped)
     return agent
+
+
+def agent_factory(track: str, name: str) -> Callable[[], object] | None:
+    """A plugin agent of `track` by name: a factory the track's registry calls, or None. An agent
+    of another track is one line naming its track."""
+    plugin = lookup("agents", name)
+    if plugin is None:
+        return None
+    its_track = getattr(plugin.value, "track", "docqa")
+    if its_track != track:
+        raise UserError(f"agent {name!r} ({plugin.origin}) is for the {its_track} track, not {track}; "
+                        f"run it on {its_track} tasks")
+    if not callable(plugin.value):
+        raise UserError(f"agent plugin {name!r} ({plugin.origin}) is not a class or factory; point it at the agent class")
+
+    def build() -> object:
+        return record_calls(instance(plugin))  # the harness records its model calls
+
+    return build

@@ -131,7 +131,7 @@ def _record_scorings(run_dirs: list[Path]) -> None:
     import io
 
     from deskbench.contract.registry import get_track
-    from deskbench.runs.outcomes import show_scores
+    from deskbench.runs.track_outcomes import show_scores
     from deskbench.runs.store import RunStore
     from deskbench.runs.track import RunRequest
 

@@ -82,7 +82,7 @@ def run(
                          ray_address=ray_address)
     from deskbench.runs.executors import get_executor
     from deskbench.runs.lock import run_lock
-    from deskbench.runs.outcomes import show_scores
+    from deskbench.runs.track_outcomes import show_scores
 
     get_executor(executor)  # an unknown name before anything is created
     if ray_address is not None and executor != "ray":

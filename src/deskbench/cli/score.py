@@ -56,7 +56,7 @@ def score(
         preflight_judges,
         track_options,
     )
-    from deskbench.runs.outcomes import show_scores
+    from deskbench.runs.track_outcomes import show_scores
     from deskbench.tracks.docqa.score_command import DocQAScoreArgs, score_predictions
 
     if not submissions.exists():  # a typo is named as one, before --tasks is asked for

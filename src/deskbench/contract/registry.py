@@ -8,70 +8,49 @@ another track registers itself with `register_track` and needs no edit anywhere 
 keeps its tasks and episodes, the runner runs its `PreparedRun`, `compare` compares its systems,
 `report` shows its section.
 
-This module imports no track: the store (a core module) asks it for a track by name or by task
-type, and the built-ins are imported only when first asked for.
+This module imports no track: the built-ins are imported by name only when first asked for.
+The table of tracks is contract/formats.py's, which the run store reads (the store sits below
+the contract, whose hooks name it); this module hands the same tracks out typed as `Track`.
 """
 
 from __future__ import annotations
 
-import importlib
 from collections.abc import Sequence
 from pathlib import Path
 
 from pydantic import BaseModel
 
+from deskbench.contract import formats
+from deskbench.contract.formats import BUILTIN
 from deskbench.contract.track import Track
 from deskbench.errors import UserError
-
-BUILTIN = ("docqa", "analytics", "deliverables")  # modules deskbench.tracks.<name>.track, each with TRACK
-
-
-_TRACKS: dict[str, Track] = {}
-_builtins_loaded = False
 
 
 def register_track(track: Track) -> None:
     """Add a track (a plugin's, a test's). A second track under a taken name is refused."""
     if not isinstance(track, Track):
         raise TypeError(f"{track!r} does not subclass deskbench.contract.track.Track")
-    known = _TRACKS.get(track.name)
+    known = formats.registered(track.name)
     if known is not None and known is not track:
         raise UserError(f"a track named {track.name!r} is already registered ({known.title}); choose another name")
-    _TRACKS[track.name] = track
+    formats.add(track)
 
 
 def unregister_track(name: str) -> None:
     """Remove a registered track (tests that register their own clean up with this)."""
     if name in BUILTIN:
         raise ValueError(f"{name} is a built-in track")
-    _TRACKS.pop(name, None)
+    formats.remove(name)
 
 
 def tracks() -> dict[str, Track]:
-    """Every registered track by name, the built-ins first."""
-    global _builtins_loaded
-    if not _builtins_loaded:
-        for name in BUILTIN:
-            _TRACKS.setdefault(name, importlib.import_module(f"deskbench.tracks.{name}.track").TRACK)
-        _builtins_loaded = True
-        _load_plugin_tracks()
-    return dict(sorted(_TRACKS.items(), key=lambda kv: (kv[0] not in BUILTIN, BUILTIN.index(kv[0])
-                                                         if kv[0] in BUILTIN else 0, kv[0])))
-
-
-def _load_plugin_tracks() -> None:
-    """The installed `deskbench.tracks` entry points, registered after the built-ins (a broken one
-    is one line naming it: deskbench/plugins.py)."""
-    from deskbench.plugins import declared, instance, lookup
-
-    for name in declared("tracks"):
-        plugin = lookup("tracks", name)
-        assert plugin is not None
-        track = instance(plugin)
-        if not isinstance(track, Track):
-            raise UserError(f"track plugin {name!r} ({plugin.origin}) does not subclass deskbench.contract.track.Track "
-                            "(contract/registry.py)")
-        register_track(track)
+    """Every registered track by name, the built-ins first, then the installed plugin tracks
+    (entry points, loaded on first use: contract/formats.py) and the registered ones by name."""
+    found: dict[str, Track] = {}
+    for name, track in formats.loaded().items():
+        assert isinstance(track, Track)  # formats.py keeps only what subclasses Track
+        found[name] = track
+    return found
 
 
 def get_track(name: str) -> Track:

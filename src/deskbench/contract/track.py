@@ -114,7 +114,7 @@ class Track(ABC):
 
     def show_scores(self, store: RunStore, systems: Sequence[str], request: RunRequest, *, as_json: bool) -> bool:
         """Print what `deskbench run` shows once the episodes are done and say True; False (the
-        default) leaves it to the core: each system's outcomes (runs/outcomes.py show_outcomes)."""
+        default) leaves it to the core: each system's outcomes (runs/track_outcomes.py show_scores)."""
         return False
 
     def report_section(self, stores: Sequence[RunStore], options: OutcomeOptions,
@@ -122,3 +122,9 @@ class Track(ABC):
         """This track's part of `deskbench report` over its runs; None (the default) leaves it to
         the core: a leaderboard and the pairwise tests from its outcomes (report/sections.py)."""
         return None
+
+    def scoring_change_times(self, store: RunStore, system: str) -> Mapping[tuple[str, int], str]:
+        """When each (task id, attempt) of `system` last changed in a way its scoring reads besides
+        its episode (deliverables: a rubric grade, a QC action), as ISO 8601 UTC: a verdict stored
+        before that no longer holds (runs/current_scorings.py). Default: nothing else is read."""
+        return {}

@@ -19,7 +19,6 @@ import json
 import subprocess
 from collections.abc import Mapping
 from functools import lru_cache
-from importlib import metadata
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -28,7 +27,7 @@ from pydantic import BaseModel, ConfigDict, field_validator
 
 from deskbench.errors import UserError
 from deskbench.models.resilient import ResilientModel
-from deskbench.runs.store import RunStore, now
+from deskbench.runs.store import RunStore, deskbench_version, now
 
 META_KEY = "systems"
 
@@ -108,14 +107,6 @@ def _short(digest: str | None) -> str:
 
 def _changed(old: Mapping[str, Any], new: Mapping[str, Any], prefix: str) -> list[str]:
     return [f"{prefix}{k}: {_show(old[k])} -> {_show(v)}" for k, v in new.items() if k in old and old[k] != v]
-
-
-@lru_cache(maxsize=1)
-def deskbench_version() -> str | None:
-    try:
-        return metadata.version("deskbench")
-    except metadata.PackageNotFoundError:
-        return None
 
 
 @lru_cache(maxsize=1)

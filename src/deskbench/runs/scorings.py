@@ -12,20 +12,20 @@ appended, never replaced: the latest one that covered an item is what is shown, 
 auditable. A predictions file has no store and records nothing.
 
 This module holds the tables and their models; the run store (runs/store.py) creates them on
-open (older run files get them empty) and reads and writes them through the functions here."""
+open (older run files get them empty) and reads and writes them through the functions here.
+Which stored items still hold is runs/current_scorings.py's (it asks the track)."""
 
 from __future__ import annotations
 
 import json
 import sqlite3
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, Field
 
-if TYPE_CHECKING:  # runs/outcomes.py imports the store, which imports this module
+if TYPE_CHECKING:
     from deskbench.runs.outcomes import ItemOutcome
-    from deskbench.runs.store import RunStore
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS scorings (
@@ -226,67 +226,3 @@ def headlines(con: sqlite3.Connection, scoring_id: int) -> dict[str, Headline]:
             for system, n, scored, correct, mean in con.execute(
                 "SELECT system, count(*), sum(status = 'scored'), sum(coalesce(correct, 0)), avg(score)"
                 " FROM scoring_items WHERE scoring_id = ? GROUP BY system ORDER BY system", (scoring_id,))}
-
-
-# -- which stored items still hold ---------------------------------------------------------------
-
-ChangeTimes = Callable[["RunStore", str], dict[Key, str]]
-"""(store, system) -> when each (task, attempt) last changed in a way a scoring reads besides
-its episode (deliverables: a rubric grade, a QC action): a stored item older than that is stale."""
-
-
-def _deliverables_changes(store: RunStore, system: str) -> dict[Key, str]:
-    from deskbench.tracks.deliverables.grades import GradeStore
-
-    grades = GradeStore(store.dir)
-    try:
-        out: dict[Key, str] = {}
-        rows: list[tuple[str, int, str]] = [(x.task_id, x.attempt, x.created_at) for x in grades.grades(system)]
-        rows += [(x.task_id, x.attempt, x.created_at) for x in grades.qc_actions(system)]
-        rows += [(x.task_id, x.attempt, x.created_at) for x in grades.failures(system)]
-        for task_id, attempt, at in rows:
-            out[(task_id, attempt)] = max(out.get((task_id, attempt), ""), at)
-        return out
-    finally:
-        grades.close()
-
-
-CHANGES: dict[str, ChangeTimes] = {"deliverables": _deliverables_changes}
-
-
-def register_changes(track: str, changes: ChangeTimes) -> None:
-    """What else a (plugin) track's scoring reads, by when it changed."""
-    CHANGES[track] = changes
-
-
-class Stale(BaseModel):
-    """A stored item that no longer holds: what changed after which scoring."""
-
-    scoring: Scoring
-    what: str  # "the episode was run again", "a rubric grade or QC action was given"
-
-    def note(self) -> str:
-        return f"{self.what} after {self.scoring.label()}; run 'deskbench score' again to store its verdict"
-
-
-def current_items(store: RunStore, system: str) -> tuple[dict[Key, tuple[Scoring, StoredItem]], dict[Key, Stale]]:
-    """The items of `system` whose latest stored scoring still holds, and those whose episode
-    (or, by the track's `CHANGES`, grade) changed since: those are the offline scorer's to show."""
-    stored = store.scored_items(system)
-    if not stored:
-        return {}, {}
-    finished = store.finished_times(system)
-    extra = CHANGES.get(store.track())
-    others = extra(store, system) if extra is not None else {}
-    held: dict[Key, tuple[Scoring, StoredItem]] = {}
-    stale: dict[Key, Stale] = {}
-    for key, (scoring, item) in stored.items():
-        if key not in finished:
-            continue  # the episode is gone
-        if finished[key] > scoring.created:
-            stale[key] = Stale(scoring=scoring, what="the episode was run again")
-        elif others.get(key, "") > scoring.created:
-            stale[key] = Stale(scoring=scoring, what="its grade changed")
-        else:
-            held[key] = (scoring, item)
-    return held, stale

@@ -16,25 +16,27 @@ import sqlite3
 import zlib
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from datetime import UTC, datetime
+from functools import lru_cache
+from importlib import metadata
 from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import BaseModel, Field, SerializeAsAny, TypeAdapter, ValidationError, model_validator
 
-from deskbench.contract.registry import get_track, track_of_task, tracks
+from deskbench.contract import formats
 from deskbench.errors import UserError
 from deskbench.models.types import Usage
 from deskbench.runs import scorings as _scorings
 from deskbench.runs.scorings import Headline, Scoring, ScoringSettings, StoredItem
 from deskbench.runs.transcript import CODEC, Blob, Transcript, TranscriptDoc, decode, encode
 from deskbench.sqlite import ThreadLocalDB
+from deskbench.tasks.trajectory import ModelCallStep, TrajectoryStep
 from deskbench.tracks.analytics.tasks import AnalyticsTask
 from deskbench.tracks.deliverables.tasks import DeliverableTask
 from deskbench.tracks.docqa.tasks import DocQATask
-from deskbench.tasks.trajectory import ModelCallStep, TrajectoryStep
 
 EpisodeStatus = Literal["ok", "error", "limit"]
-Track = str  # a registered track's name (contract/registry.py)
+Track = str  # a registered track's name (contract/formats.py)
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -111,13 +113,22 @@ def now() -> str:
     return datetime.now(UTC).isoformat(timespec="milliseconds")
 
 
+@lru_cache(maxsize=1)
+def deskbench_version() -> str | None:
+    """The installed deskbench's version (what a stored scoring and a system's identity record)."""
+    try:
+        return metadata.version("deskbench")
+    except metadata.PackageNotFoundError:
+        return None
+
+
 class Episode(BaseModel):
     task_id: str
     system: str
     attempt: int = 0
     status: EpisodeStatus
     error: str | None = None  # the exception text, or why the limit was reached
-    # the run's track's submission type (the store reads it as that; contract/registry.py)
+    # the run's track's submission type (the store reads it as that; contract/formats.py)
     submission: SerializeAsAny[BaseModel] | None = None
     trajectory: list[TrajectoryStep] = Field(default_factory=list)
     usage: Usage = Field(default_factory=Usage)
@@ -350,7 +361,7 @@ class RunStore:
         value = self.meta("track")
         if not isinstance(value, str):
             return "docqa"
-        if value not in tracks():  # a plugin's track not installed here: never read it as another track
+        if value not in formats.loaded():  # a plugin's track not installed here: never read it as another track
             raise UserError(f"{self.dir} is a run of the {value!r} track, which is not installed here; install the "
                             "plugin that provides it (`deskbench list tracks` shows the installed ones)")
         return value
@@ -360,8 +371,8 @@ class RunStore:
         new ids (`allow_new`: stored after the others, and run), or fewer ids (the missing ones
         are not run); a task whose content changed under its id is refused if any episode ran
         it (its stored version is replaced if none did)."""
-        track: Track = track_of_task(tasks[0]).name if tasks else "docqa"
-        t = get_track(track)
+        track: Track = formats.of_task(tasks[0]).name if tasks else "docqa"
+        t = formats.named(track)
         rows = self._conn().execute("SELECT id, ord, task FROM tasks ORDER BY ord").fetchall()
         if rows and self.track() != track:
             raise UserError(f"{self.dir} holds a {self.track()} run; use a new --out directory for {track} tasks")
@@ -401,7 +412,7 @@ class RunStore:
         """Each stored task's content hash: sha256 of its track's task_json, the stored text read
         back as the task and written again (so a field added with a default changes no hash)."""
         if self._task_hashes is None:
-            track = get_track(self.track())
+            track = formats.named(self.track())
             self._task_hashes = {i: task_hash(track.task_json(track.load_task(text)))
                                  for i, text in self._conn().execute("SELECT id, task FROM tasks")}
         return self._task_hashes
@@ -418,7 +429,7 @@ class RunStore:
                 if (name := _utf8(s)) is not None}
 
     def _load_tasks(self) -> list[BaseModel]:
-        track = get_track(self.track())
+        track = formats.named(self.track())
         return [track.load_task(r[0]) for r in self._conn().execute("SELECT task FROM tasks ORDER BY ord")]
 
     def all_tasks(self) -> list[BaseModel]:
@@ -507,7 +518,7 @@ class RunStore:
     def earlier_tries(self, task_id: str, system: str, attempt: int = 0) -> list[tuple[Episode, TranscriptDoc | None]]:
         """The tries of an episode before its latest (--retry-errors), first try first, each with
         its transcript ([] for an episode run once)."""
-        kind = get_track(self.track()).submission_type
+        kind = formats.named(self.track()).submission_type
         rows = self._conn().execute(
             f"SELECT {_EPISODE_COLUMNS}, transcript_codec, transcript_body FROM episode_tries"
             " WHERE task_id = ? AND system = ? AND attempt = ? ORDER BY try", (task_id, system, attempt)).fetchall()
@@ -572,8 +583,6 @@ class RunStore:
                        items: Sequence[StoredItem]) -> int:
         """Keep what one `score` computed (its settings, report per system, every item's outcome
         and --items-out row) in one transaction; returns the scoring's id."""
-        from deskbench.runs.identity import deskbench_version
-
         version = deskbench_version()
         with self._db.write() as con:
             return _scorings.insert(con, created=now(), track=track, settings=settings, deskbench=version,
@@ -666,7 +675,7 @@ class RunStore:
         sql, params = _ROW_SQL, ()
         if system is not None:
             sql, params = sql + " WHERE system = ?", (system,)
-        kind = get_track(self.track()).submission_type
+        kind = formats.named(self.track()).submission_type
         for raw in self._conn().execute(sql + " ORDER BY rowid", params):
             yield _decode_row(raw, kind)
 
@@ -700,7 +709,7 @@ class RunStore:
         """Whether the stored episode (task, system, attempt) is there and cannot be read."""
         row = self._conn().execute(_ROW_SQL + " WHERE task_id = ? AND system = ? AND attempt = ?",
                                    (task_id, system, attempt)).fetchone()
-        return row is not None and isinstance(_decode_row(row, get_track(self.track()).submission_type),
+        return row is not None and isinstance(_decode_row(row, formats.named(self.track()).submission_type),
                                               UnreadableEpisode)
 
     def unreadable(self, system: str | None = None) -> list[UnreadableEpisode]:

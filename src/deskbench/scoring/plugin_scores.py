@@ -1,5 +1,5 @@
-"""`deskbench score RUN --scorer NAME`: a plugin `Scorer` (deskbench/plugins.py) in place of the
-track's own. It is asked for each stored episode's outcome; the summary is what every track's
+"""`deskbench score RUN --scorer NAME`: a plugin `Scorer` (below; found by deskbench/plugins.py) in
+place of the track's own. It is asked for each stored episode's outcome; the summary is what every track's
 outcomes share (items, scored, unscored, mean score, share correct), unscored items left out of
 the means and counted, as everywhere in deskbench. What it computed is stored as a scoring
 (runs/scorings.py), as the track's own scoring is, so `deskbench view`, `export` and `info` show
@@ -10,15 +10,41 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
+from typing import Protocol, runtime_checkable
 
 from pydantic import BaseModel
 
 from deskbench.console import out
 from deskbench.errors import UserError
-from deskbench.plugins import scorer
+from deskbench.plugins import declared, instance, lookup
 from deskbench.runs.outcomes import ItemOutcome
 from deskbench.runs.scorings import ScoringSettings, StoredItem
-from deskbench.runs.store import RunStore
+from deskbench.runs.store import Episode, RunStore
+
+
+@runtime_checkable
+class Scorer(Protocol):
+    """A plugin scorer for one track: `deskbench score RUN --scorer NAME` asks it for each stored
+    episode's outcome in place of the track's default scorer. It sees the task and the episode
+    (its `submission`, `status`, `trajectory`) as the store keeps them; an item it cannot decide
+    is returned unscored, never as wrong."""
+
+    track: str  # the track whose runs it scores
+    description: str  # in words, for `deskbench list scorers` and the protocol note
+
+    def score(self, task: BaseModel, episode: Episode) -> ItemOutcome: ...
+
+
+def scorer(name: str) -> Scorer:
+    """A plugin scorer by name, checked against the Scorer protocol."""
+    plugin = lookup("scorers", name)
+    if plugin is None:
+        known = ", ".join(declared("scorers")) or "none installed"
+        raise UserError(f"unknown scorer {name!r}; give an installed scorer ({known}) or package.module:Name")
+    found = instance(plugin)
+    if not isinstance(found, Scorer):
+        raise UserError(f"scorer plugin {name!r} ({plugin.origin}) lacks track, description or score(task, episode)")
+    return found
 
 
 class PluginScores(BaseModel):

@@ -31,8 +31,8 @@ from dataclasses import dataclass
 from multiprocessing.connection import Connection
 from typing import Any, TypeVar
 
+import deskbench.untrusted.limits as _limits
 from deskbench.errors import UserError
-from deskbench.untrusted import limits as _limits
 from deskbench.untrusted.limits import MB, FileLimitError, FileLimits, LimitExceeded, current_limits
 
 T = TypeVar("T")

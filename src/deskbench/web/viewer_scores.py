@@ -20,7 +20,8 @@ from pydantic import BaseModel, Field
 
 from deskbench.errors import UserError
 from deskbench.runs.outcomes import ItemOutcome, OutcomeOptions
-from deskbench.runs.scorings import Scoring, StoredItem, current_items
+from deskbench.runs.current_scorings import current_items
+from deskbench.runs.scorings import Scoring, StoredItem
 from deskbench.runs.store import RunStore
 
 if TYPE_CHECKING:

@@ -90,11 +90,11 @@ ANALYTICS_AGENTS: dict[str, Callable[[], AnalyticsAgent]] = {"analyst-agent": An
 
 
 def make_agent(name: str, options: Mapping[str, object]) -> AnalyticsAgent:
-    """A built-in agent, else a plugin's (`plugins.agent_factory`), given the run's agent options
+    """A built-in agent, else a plugin's (`agents.plugin_calls.agent_factory`), given the run's agent options
     when it takes them (`configure`: external's --command); an unknown name is one line."""
     factory = ANALYTICS_AGENTS.get(name)
     if factory is None:
-        from deskbench.plugins import agent_factory
+        from deskbench.agents.plugin_calls import agent_factory
 
         factory = agent_factory("analytics", name)  # type: ignore[assignment]
     if factory is None:

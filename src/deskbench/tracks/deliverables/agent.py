@@ -192,7 +192,7 @@ def check_agent(name: str) -> None:
     unknown name is one line, before any model is opened."""
     if name in DELIVERABLE_AGENTS:
         return
-    from deskbench.plugins import agent_factory
+    from deskbench.agents.plugin_calls import agent_factory
 
     if agent_factory("deliverables", name) is None:
         raise UserError(f"unknown deliverables agent {name!r}; choose one of: {agent_names()}, "
@@ -207,7 +207,7 @@ def make_agent(name: str, options: DeliverableOptions, web: WebBackend | None) -
     builtin = DELIVERABLE_AGENTS.get(name)
     if builtin is not None:
         return builtin(options, web)
-    from deskbench.plugins import agent_factory
+    from deskbench.agents.plugin_calls import agent_factory
 
     factory = agent_factory("deliverables", name)
     if factory is None:

@@ -40,12 +40,12 @@ from pathlib import Path
 from deskbench.errors import UserError
 from deskbench.runs.store import Episode, RunStore
 from deskbench.sqlite import ThreadLocalDB
-from deskbench.tracks.deliverables.tasks import DeliverableSubmission, DeliverableTask
 from deskbench.tracks.deliverables.scoring.rubric import GradeFailure, RubricGrade
 from deskbench.tracks.deliverables.scoring.rubric_qc import apply_qc, placeholder_outputs
 from deskbench.tracks.deliverables.scoring.rubric_qc_actions import QCAction
 from deskbench.tracks.deliverables.scoring.rubric_qc_final import FinalGrade
 from deskbench.tracks.deliverables.scoring.verifier_base import VerifierResult
+from deskbench.tracks.deliverables.tasks import DeliverableSubmission, DeliverableTask
 
 Key = tuple[str, str, int]
 
@@ -362,6 +362,21 @@ class GradeStore:
         self._db.close()
         self.runs.close()
 
+
+def change_times(store: RunStore, system: str) -> dict[tuple[str, int], str]:
+    """When each (task id, attempt) of `system` last got a grade, a grade failure or a QC action:
+    a stored scoring older than that no longer holds (`Track.scoring_change_times`)."""
+    grades = GradeStore(store.dir)
+    try:
+        out: dict[tuple[str, int], str] = {}
+        rows: list[tuple[str, int, str]] = [(x.task_id, x.attempt, x.created_at) for x in grades.grades(system)]
+        rows += [(x.task_id, x.attempt, x.created_at) for x in grades.qc_actions(system)]
+        rows += [(x.task_id, x.attempt, x.created_at) for x in grades.failures(system)]
+        for task_id, attempt, at in rows:
+            out[(task_id, attempt)] = max(out.get((task_id, attempt), ""), at)
+        return out
+    finally:
+        grades.close()
 
 
 def _primaries(grades: Iterable[RubricGrade]) -> dict[Key, RubricGrade]:

@@ -128,5 +128,10 @@ class DeliverablesTrack(Track):
 
         return deliverables_report_section(stores, options, params)
 
+    def scoring_change_times(self, store: RunStore, system: str) -> Mapping[tuple[str, int], str]:
+        from deskbench.tracks.deliverables.grades import change_times
+
+        return change_times(store, system)
+
 
 TRACK = DeliverablesTrack()

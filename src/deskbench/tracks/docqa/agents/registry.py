@@ -29,7 +29,7 @@ NO_MODEL = {"lexical", "external"}  # agents that call no model of ours: --model
 def make_agent(name: str) -> Agent:
     """A built-in agent, else a plugin's (an entry point of `deskbench.agents`, or package.module:Name)."""
     if name not in AGENTS:
-        from deskbench.plugins import agent_factory
+        from deskbench.agents.plugin_calls import agent_factory
 
         factory = agent_factory("docqa", name)
         if factory is not None:

@@ -1,0 +1,114 @@
+"""The tracks this process knows, as the run store sees them: by name, with the few members it
+uses to write and read a run (its task and submission types, `task_json`, `load_task`).
+
+Why a module of its own: the contract (contract/track.py) names the run store in its hooks, so
+the store sits below the contract and the registry (contract/registry.py) and may not import
+them. It asks this module instead, which imports nothing above the store: it loads the built-in
+tracks by module name and the installed `deskbench.tracks` entry points (deskbench/plugins.py)
+on first use; the registry adds the others (`register_track`) and hands every one out typed as
+`Track`. The objects kept here are the registry's tracks: one table, two views of it.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import Protocol, runtime_checkable
+
+from pydantic import BaseModel
+
+from deskbench.errors import UserError
+
+BUILTIN = ("docqa", "analytics", "deliverables")  # modules deskbench.tracks.<name>.track, each with TRACK
+
+
+@runtime_checkable
+class TrackFormat(Protocol):
+    """What the run store reads of a track (every `contract.track.Track` has these members)."""
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def title(self) -> str: ...
+
+    @property
+    def task_type(self) -> type[BaseModel]: ...
+
+    @property
+    def submission_type(self) -> type[BaseModel]: ...
+
+    def task_json(self, task: BaseModel) -> str: ...
+
+    def load_task(self, text: str) -> BaseModel: ...
+
+
+_TRACKS: dict[str, TrackFormat] = {}
+_loaded = False
+
+
+def add(track: TrackFormat) -> None:
+    """Keep a track under its name (the registry checks it and refuses a taken name first)."""
+    _TRACKS[track.name] = track
+
+
+def remove(name: str) -> None:
+    _TRACKS.pop(name, None)
+
+
+def registered(name: str) -> TrackFormat | None:
+    """The track kept under `name`, without loading any (the registry's check of a taken name)."""
+    return _TRACKS.get(name)
+
+
+def loaded() -> dict[str, TrackFormat]:
+    """Every track by name, the built-ins first (in BUILTIN's order), then the others by name;
+    the built-ins and the installed plugin tracks are loaded on the first call."""
+    global _loaded
+    if not _loaded:
+        for name in BUILTIN:
+            _TRACKS.setdefault(name, importlib.import_module(f"deskbench.tracks.{name}.track").TRACK)
+        _loaded = True
+        _load_plugin_tracks()
+    return dict(sorted(_TRACKS.items(), key=lambda kv: (kv[0] not in BUILTIN, BUILTIN.index(kv[0])
+                                                         if kv[0] in BUILTIN else 0, kv[0])))
+
+
+def _load_plugin_tracks() -> None:
+    """The installed `deskbench.tracks` entry points, kept after the built-ins (a broken one is
+    one line naming it: deskbench/plugins.py)."""
+    from deskbench.plugins import declared, instance, lookup
+
+    for name in declared("tracks"):
+        plugin = lookup("tracks", name)
+        assert plugin is not None
+        track = instance(plugin)
+        if not subclasses_track(track):
+            raise UserError(f"track plugin {name!r} ({plugin.origin}) does not subclass deskbench.contract.track.Track "
+                            "(contract/registry.py)")
+        assert isinstance(track, TrackFormat)
+        known = _TRACKS.get(track.name)
+        if known is not None and known is not track:
+            raise UserError(f"a track named {track.name!r} is already registered ({known.title}); choose another name")
+        _TRACKS[track.name] = track
+
+
+def subclasses_track(value: object) -> bool:
+    """Whether `value` is an instance of contract.track.Track, told without importing it (that
+    module names the store in its hooks: importing it here would be a cycle)."""
+    return any(c.__module__ == "deskbench.contract.track" and c.__qualname__ == "Track" for c in type(value).__mro__)
+
+
+def named(name: str) -> TrackFormat:
+    """The track called `name` (a run's meta says it; the store checks it is installed first)."""
+    found = loaded().get(name)
+    if found is None:
+        raise UserError(f"unknown track {name!r}; the tracks are: {', '.join(loaded())}")
+    return found
+
+
+def of_task(task: BaseModel) -> TrackFormat:
+    """The track whose task type `task` is (the store files a run's tasks under it)."""
+    for track in loaded().values():
+        if type(task) is track.task_type:
+            return track
+    raise TypeError(f"no registered track has tasks of type {type(task).__name__}")
