@@ -55,11 +55,11 @@ from deskbench.models.capabilities import capabilities  # noqa: E402
 from deskbench.models.openai_chat import OpenAIChat, parse_completion, request_kwargs  # noqa: E402
 from deskbench.models.resilient import ResilientModel  # noqa: E402
 from deskbench.models.types import ChatRequest, ChatResponse  # noqa: E402
-from deskbench.runs.runner import run_episodes  # noqa: E402
 from deskbench.runs.store import RunStore  # noqa: E402
-from deskbench.tracks.docqa.tasks import DocQATask  # noqa: E402
 from deskbench.tracks.docqa.agents.bm25 import Bm25Agent  # noqa: E402
+from deskbench.tracks.docqa.episodes import run_episodes  # noqa: E402
 from deskbench.tracks.docqa.generate.sample import build_sample_corpus  # noqa: E402
+from deskbench.tracks.docqa.tasks import DocQATask  # noqa: E402
 
 DEFAULT_OUT = REPO / "benchmarks" / "results" / "runtime.json"
 SCALING = (16, 32)  # fewer episodes in flight, to show where one event loop keeps up

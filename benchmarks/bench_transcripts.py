@@ -64,12 +64,12 @@ from deskbench.corpus.extract import OcrSettings  # noqa: E402
 from deskbench.corpus.ingest import open_or_create, plan_ingest, run_ingest  # noqa: E402
 from deskbench.models.openai_chat import OpenAIChat  # noqa: E402
 from deskbench.models.resilient import ResilientModel  # noqa: E402
-from deskbench.runs.runner import run_episodes  # noqa: E402
 from deskbench.runs.store import RunStore  # noqa: E402
 from deskbench.runs.transcript import CODEC, Transcript, decode, encode, expand  # noqa: E402
-from deskbench.tracks.docqa.tasks import DocQATask  # noqa: E402
 from deskbench.tracks.docqa.agents.bm25 import Bm25Agent  # noqa: E402
+from deskbench.tracks.docqa.episodes import run_episodes  # noqa: E402
 from deskbench.tracks.docqa.generate.sample import build_sample_corpus  # noqa: E402
+from deskbench.tracks.docqa.tasks import DocQATask  # noqa: E402
 
 DEFAULT_OUT = REPO / "benchmarks" / "results" / "transcripts.json"
 STEPS = 10  # 9 searches, then the answer (bm25-agent's T)

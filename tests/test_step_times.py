@@ -15,11 +15,8 @@ from pydantic import TypeAdapter
 from test_agents import ANSWER, TASK, context, tool
 
 from deskbench.agents.base import AgentContext, Recorder, stamped
-from deskbench.tracks.docqa.agents.registry import make_agent
 from deskbench.corpus import Corpus
-from deskbench.runs.runner import run_episodes
 from deskbench.runs.store import Episode, RunStore, now
-from deskbench.tracks.docqa.tasks import DocQASubmission
 from deskbench.tasks.trajectory import (
     AnswerStep,
     CitationStep,
@@ -28,6 +25,9 @@ from deskbench.tasks.trajectory import (
     ToolCallStep,
     TrajectoryStep,
 )
+from deskbench.tracks.docqa.agents.registry import make_agent
+from deskbench.tracks.docqa.episodes import run_episodes
+from deskbench.tracks.docqa.tasks import DocQASubmission
 
 STEPS = TypeAdapter(list[TrajectoryStep])
 

@@ -18,14 +18,13 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from deskbench.agents.base import Agent, AgentContext, AgentResult
+from deskbench.agents.base import AgentResult
 from deskbench.models.cache import ATTEMPT
 from deskbench.models.types import ProviderRefused
 from deskbench.runs.outputs import (
     episode_dir as episode_dir,  # the layout's home; importers read it here too
 )
 from deskbench.runs.store import Episode, RunStore, now
-from deskbench.tracks.docqa.tasks import DocQASubmission, DocQATask
 
 
 class HasId(Protocol):
@@ -78,26 +77,6 @@ class RunCounts:
 
 def system_name(agent: str, model: str) -> str:
     return f"{agent}:{model}"
-
-
-async def run_episodes(
-    tasks: Sequence[DocQATask],
-    agent: Agent,
-    ctx: AgentContext,
-    store: RunStore,
-    system: str,
-    *,
-    attempts: int = 1,
-    concurrency: int = 16,
-    on_episode: Callable[[RunCounts], None] | None = None,
-) -> RunCounts:
-    """docqa: `attempts` attempts of `agent` per task (independent episodes of the same task)."""
-    async def episode(task: HasId, attempt: int) -> AgentResult:
-        assert isinstance(task, DocQATask)
-        return await agent.run(task, ctx)
-
-    return await run_attempts(tasks, episode, store, system, attempts=attempts, concurrency=concurrency,
-                              on_episode=on_episode)
 
 
 def pending_episodes(tasks: Sequence[HasId], store: RunStore, system: str, attempts: int, replace: bool,
@@ -257,19 +236,3 @@ def _long_lived_heap_frozen() -> Iterator[None]:
             _runs_in_progress -= 1
             if _runs_in_progress == 0:
                 gc.unfreeze()
-
-
-def run_submissions(store: RunStore, system: str, attempt: int = 0) -> tuple[list[DocQASubmission], list[str]]:
-    """The submissions of a run's successful episodes of one attempt (the first: the one MADQA's
-    metrics read), and the ids of that attempt's episodes that failed."""
-    from deskbench.tracks.docqa.humans import episodes_of
-
-    subs, failed = [], []
-    for ep in episodes_of(store, system):
-        if ep.attempt != attempt:
-            continue
-        if ep.status == "ok" and isinstance(ep.submission, DocQASubmission):
-            subs.append(ep.submission)
-        else:
-            failed.append(ep.task_id)
-    return subs, failed

@@ -48,8 +48,8 @@ from pydantic import BaseModel, Field, ValidationError, field_validator
 
 from deskbench.analysis.stats import wilson_interval
 from deskbench.errors import UserError
-from deskbench.tracks.analytics.tasks import Category
 from deskbench.tasks.jsonl import _describe
+from deskbench.tracks.analytics.tasks import Category
 
 if TYPE_CHECKING:
     from deskbench.runs.store import RunStore
@@ -314,7 +314,7 @@ def open_named_runs(run_dirs: Sequence[Path]) -> list[tuple[Path, RunStore]]:
 
 def collect_items(run_dirs: Sequence[Path], system: str | None = None) -> list[CalibrationItem]:
     """Every ok attempt-0 docqa answer of the runs (no verdicts), in a stable order."""
-    from deskbench.runs.runner import run_submissions
+    from deskbench.tracks.docqa.episodes import run_submissions
 
     items: list[CalibrationItem] = []
     for run_dir, store in open_named_runs(run_dirs):

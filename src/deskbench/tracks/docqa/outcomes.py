@@ -37,7 +37,7 @@ def docqa_outcomes(items: Sequence[ItemScore], system: str, *, attempt: int = 0)
 
 
 def docqa_run_outcomes(store: RunStore, system: str, options: OutcomeOptions) -> list[ItemOutcome]:
-    from deskbench.runs.runner import run_submissions
+    from deskbench.tracks.docqa.episodes import run_submissions
     from deskbench.tracks.docqa.humans import tasks_scored
     from deskbench.tracks.docqa.scoring.docqa import ScoreOptions, score_all
 

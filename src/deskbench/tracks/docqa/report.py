@@ -16,11 +16,10 @@ from deskbench.report.models import ReportSection
 from deskbench.report.sections import judge_settings
 from deskbench.runs.imported import imported_label, imported_systems
 from deskbench.runs.outcomes import OutcomeOptions
-from deskbench.runs.runner import run_submissions
 from deskbench.runs.store import Episode, RunStore
-from deskbench.tracks.docqa.tasks import DocQATask, ItemScore
 from deskbench.tasks.trajectory import ToolCallStep
 from deskbench.tracks.docqa.analysis.scored import ScoredSystem, first_attempts
+from deskbench.tracks.docqa.episodes import run_submissions
 from deskbench.tracks.docqa.humans import episodes_of, pooled_systems, tasks_scored
 from deskbench.tracks.docqa.report_madqa import build_madqa
 from deskbench.tracks.docqa.report_models import (
@@ -36,6 +35,7 @@ from deskbench.tracks.docqa.report_models import (
 from deskbench.tracks.docqa.scoring.calibration import kuiper
 from deskbench.tracks.docqa.scoring.docqa import ScoreOptions, score_all
 from deskbench.tracks.docqa.scoring.docqa_summary import ScoreReport, summarize
+from deskbench.tracks.docqa.tasks import DocQATask, ItemScore
 from deskbench.tracks.docqa.taxonomy import budget_curve, decompose, not_found_ids
 
 TEMPLATE = "deskbench.tracks.docqa:report.html.j2"

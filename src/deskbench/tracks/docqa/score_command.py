@@ -85,11 +85,11 @@ def score_options(a: DocQAScoreArgs) -> ScoreOptions:
 
 def score_run(store: RunStore, systems: Sequence[str], a: DocQAScoreArgs, *, as_json: bool) -> None:
     """A docqa run's systems (attempt 0 for the MADQA numbers; pass@k when attempts were run)."""
-    from deskbench.runs.runner import run_submissions
     from deskbench.scoring.judge_log import recording
-    from deskbench.tracks.docqa.tasks import read_tasks
+    from deskbench.tracks.docqa.episodes import run_submissions
     from deskbench.tracks.docqa.humans import pooled_systems, tasks_scored
     from deskbench.tracks.docqa.scoring.docqa_attempts import docqa_attempts
+    from deskbench.tracks.docqa.tasks import read_tasks
 
     opts = score_options(a)
     task_items = read_tasks(a.tasks, skip_invalid=a.skip_invalid).items if a.tasks else store.tasks()

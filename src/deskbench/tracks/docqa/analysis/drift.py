@@ -136,7 +136,7 @@ def drift_report(
 
 def run_accuracies(store: RunStore, system: str) -> dict[str, float | None]:
     """Per-task accuracy of one system of a run (scored as `deskbench score` does, no judge)."""
-    from deskbench.runs.runner import run_submissions
+    from deskbench.tracks.docqa.episodes import run_submissions
     from deskbench.tracks.docqa.scoring.docqa import ScoreOptions, score_all
 
     subs, _failed = run_submissions(store, system)

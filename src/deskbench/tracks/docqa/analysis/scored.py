@@ -70,8 +70,8 @@ def load_scored(run_dirs: Sequence[Path], pool_humans: bool = False) -> list[Sco
     A system that appears in several runs is labelled `<run dir name>/<system>` so rows stay
     distinct; a system made by `deskbench import` is labelled `<system> (imported)`."""
     from deskbench.runs.imported import imported_label, imported_systems
-    from deskbench.runs.runner import run_submissions
     from deskbench.runs.store import RunStore
+    from deskbench.tracks.docqa.episodes import run_submissions
     from deskbench.tracks.docqa.humans import episodes_of, pooled_systems, tasks_scored
     from deskbench.tracks.docqa.scoring.docqa import ScoreOptions, score_all
 

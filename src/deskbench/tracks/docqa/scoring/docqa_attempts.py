@@ -11,14 +11,14 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from deskbench.runs.runner import run_submissions
 from deskbench.runs.scorings import StoredItem
 from deskbench.runs.store import RunStore
 from deskbench.scoring.attempts import AttemptMetrics, attempt_metrics
 from deskbench.scoring.judge_log import recording
-from deskbench.tracks.docqa.tasks import DocQATask
+from deskbench.tracks.docqa.episodes import run_submissions
 from deskbench.tracks.docqa.humans import episodes_of
 from deskbench.tracks.docqa.scoring.docqa import ScoreOptions, score_all
+from deskbench.tracks.docqa.tasks import DocQATask
 
 
 def stored_attempts(store: RunStore, system: str) -> int:
