@@ -4,7 +4,7 @@ paired tests (analysis/compare.py) on each track's item outcomes (runs/outcomes.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 from rich.console import Console
@@ -25,6 +25,10 @@ from deskbench.cli.track_flags import with_track_flags
 from deskbench.console import err, out
 from deskbench.errors import UserError
 
+if TYPE_CHECKING:
+    from deskbench.analysis.compare import Comparison
+    from deskbench.runs.store import RunStore
+
 
 def _fmt_pct(x: float | None, ci: tuple[float, float] | None = None) -> str:
     if x is None:
@@ -43,7 +47,7 @@ def _fmt_num(x: float | None, digits: int = 2) -> str:
     return "–" if x is None else f"{x:.{digits}f}"
 
 
-def print_comparison(c) -> None:  # c: Comparison
+def print_comparison(c: Comparison) -> None:
     """The leaderboard and the pairs as terminal tables, then the method and the notes."""
     console = out if out.is_terminal else Console(highlight=False, width=200)
     board = Table(title=f"{c.track} comparison: {len(c.common_tasks)} common tasks, attempt {c.attempt}")
@@ -70,7 +74,7 @@ def print_comparison(c) -> None:  # c: Comparison
         out.print(f"note: {escape(note)}")
 
 
-def _open_runs(run_dirs: list[Path]):  # -> list[RunStore], track
+def _open_runs(run_dirs: list[Path]) -> tuple[list[RunStore], str]:
     from deskbench.paths import require_run
     from deskbench.runs.store import RunStore
 

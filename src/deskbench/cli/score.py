@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
@@ -15,11 +15,13 @@ from deskbench.cli.settings import (
     JudgeReasoningEffortOpt,
     JudgeTemperatureOpt,
     JudgeTopPOpt,
-    scorer_params,
     use_model_flags,
 )
 from deskbench.cli.track_flags import with_track_flags
 from deskbench.errors import UserError
+
+if TYPE_CHECKING:
+    from deskbench.contract.track import Track
 
 
 def register(app: typer.Typer) -> None:
@@ -57,7 +59,6 @@ def score(
         track_options,
     )
     from deskbench.runs.track_outcomes import show_scores
-    from deskbench.tracks.docqa.score_command import DocQAScoreArgs, score_predictions
 
     if not submissions.exists():  # a typo is named as one, before --tasks is asked for
         from deskbench.errors import no_such_file
@@ -69,7 +70,7 @@ def score(
         raise missing(submissions, is_run, "run directories",
                       "give a run directory (the --out of 'deskbench run') or a predictions file")
     store = RunStore(submissions, create=False) if submissions.is_dir() else None
-    track = get_track(store.track() if store else "docqa")  # a predictions file is docqa
+    track = get_track(store.track()) if store else _file_track(submissions)
     check_options("score", track.name, given_flags(ctx, "score"))
     options = track_options("score", track, ctx.params)
     use_model_flags(capabilities, judge_temperature=judge_temperature, judge_top_p=judge_top_p,
@@ -77,11 +78,12 @@ def score(
     preflight_judges(judge, options)  # keys and settings before any scoring
     if concurrency < 1:
         raise UserError(f"--judge-concurrency {concurrency} is not valid; use 1 or more")
-    params = scorer_params(ctx.params)
     if store is None and scorer is not None:
         raise UserError(f"--scorer scores a run directory; {submissions} is a file: give the run's folder")
     if store is None:
-        score_predictions(submissions, DocQAScoreArgs.of(params), as_json=as_json)
+        track.score_file(submissions, RunRequest(tasks=submissions, out=submissions, judge=judge, concurrency=concurrency,
+                                                 options=options, capabilities=capabilities, items_out=items_out),
+                         as_json=as_json)
         return
     if scorer is not None:
         from deskbench.scoring.plugin_scores import show_plugin_scores
@@ -98,3 +100,13 @@ def score(
         err.print(f"{n} episode{'s' if n != 1 else ''} could not be read and {'are' if n != 1 else 'is'} left out of "
                   "the scores (not counted as wrong, not counted at all); 'deskbench run --retry-errors' runs "
                   f"{'them' if n != 1 else 'it'} again")
+
+
+def _file_track(path: Path) -> Track:
+    """The track that scores a predictions file (`Track.scores_files`: docqa's MADQA predictions)."""
+    from deskbench.contract.registry import tracks
+
+    found = next((t for t in tracks().values() if t.scores_files), None)
+    if found is None:
+        raise UserError(f"{path} is a file, and no installed track scores a predictions file; give a run directory")
+    return found

@@ -120,8 +120,9 @@ def with_track_flags(fn: Callable[..., Any], command: str, after: str) -> Callab
 
 def builtin_source() -> str:
     """cli/track_flags_builtin.py as the built-in tracks' models say it should be."""
-    from deskbench.contract.registry import BUILTIN
+    from deskbench.contract.registry import tracks
 
+    shipped = [name for name, track in tracks().items() if type(track).__module__.startswith("deskbench.")]
     lines = ['"""The built-in tracks\' flags of run, score and compare, written from their option models by',
              "`python -m deskbench.cli.track_flags` (do not edit: tests/test_track_typed_options.py checks it).",
              "Read by cli/track_flags.py when no track is loaded, so `run --help` needs neither pydantic nor a track.",
@@ -130,7 +131,7 @@ def builtin_source() -> str:
     for command in COMMANDS:
         specs = live_specs(command)
         lines.append(f"    {command!r}: {{")
-        for name in BUILTIN:
+        for name in shipped:
             lines.append(f"        {name!r}: (")
             lines += [f"            {spec!r}," for spec in specs[name]]
             lines.append("        ),")

@@ -117,6 +117,13 @@ class Track(ABC):
         default) leaves it to the core: each system's outcomes (runs/track_outcomes.py show_scores)."""
         return False
 
+    scores_files: ClassVar[bool] = False  # `deskbench score FILE` (a predictions file, not a run) is this track's
+
+    def score_file(self, path: Path, request: RunRequest, *, as_json: bool) -> None:
+        """Score a predictions file given to `deskbench score` (not a run directory), with
+        `request.options` its `score_options`; the first track with `scores_files` takes it."""
+        raise NotImplementedError(f"the {self.name} track scores no predictions file")
+
     def report_section(self, stores: Sequence[RunStore], options: OutcomeOptions,
                        params: Mapping[str, object]) -> ReportSection | None:
         """This track's part of `deskbench report` over its runs; None (the default) leaves it to

@@ -101,8 +101,8 @@ def check_options(command: str, track: str, given: list[tuple[str, str]]) -> Non
 
 
 def _primary(param: Any) -> str:
-    longs = [o for o in param.opts if o.startswith("--")]
-    return longs[0] if longs else param.opts[0]
+    longs = [str(o) for o in param.opts if o.startswith("--")]
+    return longs[0] if longs else str(param.opts[0])
 
 
 def _options(command: Any) -> list[Any]:

@@ -21,6 +21,7 @@ if TYPE_CHECKING:
     from deskbench.runs.outcomes import ItemOutcome, OutcomeOptions
     from deskbench.runs.store import Episode, RunStore
     from deskbench.runs.track import PreparedRun, RunRequest
+    from deskbench.tracks.docqa.score_command import DocQAScoreArgs
 
 
 class DocQATrack(Track):
@@ -74,16 +75,17 @@ class DocQATrack(Track):
         """The MADQA table per system (from `run`: the run's judge, defaults for the rest). The
         tasks scored are the run's (the store keeps those it ran: a --limit's first N), as `score
         RUN` scores them; from `run`, its tasks file (all of it) is not a scoring's --tasks."""
-        from deskbench.tracks.docqa.score_command import DocQAScoreArgs, score_run
+        from deskbench.tracks.docqa.score_command import score_run
 
-        params: dict[str, object] = {"judge": request.judge, "concurrency": request.concurrency,
-                                     "items_out": request.items_out}
-        o = request.options
-        if isinstance(o, DocQAScoreOptions):  # `score RUN`: its flags; from `run`, the defaults
-            params |= {**o.model_dump(exclude={"cache"}), "no_cache": not o.cache}
-        args = DocQAScoreArgs.of(params)
-        score_run(store, systems, args, as_json=as_json)
+        score_run(store, systems, _score_args(request), as_json=as_json)
         return True
+
+    scores_files = True  # a predictions file (deskbench's or the official MADQA format) is docqa's
+
+    def score_file(self, path: Path, request: RunRequest, *, as_json: bool) -> None:
+        from deskbench.tracks.docqa.score_command import score_predictions
+
+        score_predictions(path, _score_args(request), as_json=as_json)
 
     def scorer_options(self, params: Mapping[str, object]) -> AbstractContextManager[OutcomeOptions]:
         from deskbench.tracks.docqa.outcomes import docqa_scorer_options
@@ -103,6 +105,19 @@ class DocQATrack(Track):
 
 
 TRACK = DocQATrack()
+
+
+def _score_args(request: RunRequest) -> DocQAScoreArgs:
+    """The scorer's arguments: `score`'s flags (its typed options), or from `run` its judge and
+    the defaults."""
+    from deskbench.tracks.docqa.score_command import DocQAScoreArgs
+
+    params: dict[str, object] = {"judge": request.judge, "concurrency": request.concurrency,
+                                 "items_out": request.items_out}
+    o = request.options
+    if isinstance(o, DocQAScoreOptions):
+        params |= {**o.model_dump(exclude={"cache"}), "no_cache": not o.cache}
+    return DocQAScoreArgs.of(params)
 
 
 def _prepare(request: RunRequest) -> PreparedRun:
