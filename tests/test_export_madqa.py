@@ -293,7 +293,7 @@ SHAPES = {
 
 @pytest.mark.parametrize("shape", sorted(SHAPES))
 def test_each_providers_steps_follow_its_official_script(shape: str) -> None:
-    from deskbench.runs.export import madqa
+    from deskbench.tracks.docqa import export_madqa as madqa
 
     searching, answering, usage, call_keys, result_keys = SHAPES[shape]
     episode, doc = _episode_and_transcript()
@@ -312,7 +312,7 @@ def test_each_providers_steps_follow_its_official_script(shape: str) -> None:
 
 
 def test_the_shape_is_the_protocols_script_else_the_providers() -> None:
-    from deskbench.runs.export import madqa
+    from deskbench.tracks.docqa import export_madqa as madqa
 
     assert madqa.step_shape("anthropic_agent.py", "openai-compat/claude-proxy") is madqa.anthropic_step
     assert madqa.step_shape("gemini_agent.py", "google/gemini-2.5-flash") is madqa.gemini_step
@@ -323,8 +323,8 @@ def test_the_shape_is_the_protocols_script_else_the_providers() -> None:
 
 
 def test_without_a_transcript_the_steps_come_from_the_trajectory() -> None:
-    from deskbench.runs.export import madqa
     from deskbench.tasks.trajectory import ModelCallStep, ToolCallStep
+    from deskbench.tracks.docqa import export_madqa as madqa
 
     episode, _ = _episode_and_transcript()
     episode.trajectory = [ModelCallStep(input_tokens=7, output_tokens=3),

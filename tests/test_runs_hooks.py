@@ -17,6 +17,7 @@ from deskbench.cli import app
 from deskbench.contract.export import TaskText
 from deskbench.contract.registry import register_track, unregister_track
 from deskbench.runs.diagnose import categories, diagnose
+from deskbench.runs.export import Exporter, ExportOptions, export_run, formats
 from deskbench.runs.export.samples import systems
 from deskbench.runs.store import Episode
 
@@ -44,6 +45,22 @@ class PickyEcho(EchoTrack):
 
     def export_answer(self, submission: BaseModel | None) -> str:
         return submission.answer if isinstance(submission, EchoSubmission) else ""
+
+    def export_formats(self) -> Sequence[Exporter]:
+        return (EchoLines(),)
+
+
+class EchoLines:
+    """An export format of the picky echo track's own: one line per episode, its answer."""
+
+    name = "echo-lines"
+    summary = "each episode's answer, a line each"
+
+    def export(self, run_dir: Path, out: Path, options: ExportOptions) -> list[Path]:
+        out.mkdir(parents=True, exist_ok=True)
+        path = out / "answers.txt"
+        path.write_text("".join(f"{s.answer}\n" for system in systems(run_dir) for s in system.samples))
+        return [path]
 
 
 @pytest.fixture
@@ -85,7 +102,8 @@ def test_the_built_in_tracks_categories_keep_their_order() -> None:
 
 
 def _exported(track: EchoTrack, tmp_path: Path) -> list[tuple[str, list[str], dict[str, object], str]]:
-    """An echo run of `track` (registered alone: the store files echo tasks under it), exported."""
+    """An echo run of `track` (registered alone: the store files echo tasks under it), exported;
+    a track with its own export format also writes the run in it."""
     register_track(track)
     try:
         tmp_path.mkdir()
@@ -94,6 +112,9 @@ def _exported(track: EchoTrack, tmp_path: Path) -> list[tuple[str, list[str], di
         ran = CliRunner().invoke(app, ["run", "--tasks", str(tasks), "--agent", "echo-lower", "--out",
                                        str(tmp_path / "run"), "--quiet", "--json"])
         assert ran.exit_code == 0, ran.output
+        if "echo-lines" in [e.name for e in track.export_formats()]:
+            (written,) = export_run(tmp_path / "run", "echo-lines", tmp_path / "lines")
+            assert written.read_text() == "abc\n"
         return [(s.task.input, s.task.target, s.task.gold, s.answer)
                 for system in systems(tmp_path / "run") for s in system.samples]
     finally:
@@ -103,3 +124,10 @@ def _exported(track: EchoTrack, tmp_path: Path) -> list[tuple[str, list[str], di
 def test_an_export_reads_tasks_and_answers_as_the_track_says(tmp_path: Path) -> None:
     assert _exported(PickyEcho(), tmp_path / "picky") == [("echo 'abc'", ["ABC"], {"length": 3}, "abc")]
     assert _exported(TRACK, tmp_path / "plain") == [("", [], {}, "")]  # no hooks: the core's default
+
+
+def test_the_madqa_format_is_docqas() -> None:
+    from deskbench.contract.registry import get_track
+
+    (madqa,) = get_track("docqa").export_formats()
+    assert madqa.name == "madqa" and formats()["madqa"] is madqa and "inspect" in formats()

@@ -1,10 +1,11 @@
 """`deskbench export`: a run's episodes written in another tool's format, one registry of formats.
 
 A format is an `Exporter` registered by name; `export_run` opens the run and hands it over. The
-built-ins: `inspect` writes one Inspect AI eval log per system (runs/export/inspect_log.py), so
-`inspect view` opens deskbench runs; `madqa` writes a docqa run as the official MADQA predictions
-files (runs/export/madqa.py), which the official evaluator reads and `deskbench import` takes back. Another format (a JSONL of samples, another viewer's
-log) is one new module that calls `register_format`, with no edit to the command."""
+built-in: `inspect` writes one Inspect AI eval log per system (runs/export/inspect_log.py), so
+`inspect view` opens deskbench runs. A track adds its own through its `export_formats` hook
+(docqa: `madqa`, the official MADQA predictions files, tracks/docqa/export_madqa.py, which the
+official evaluator reads and `deskbench import` takes back). Another format (a JSONL of samples,
+another viewer's log) is one new module that calls `register_format`, with no edit to the command."""
 
 from __future__ import annotations
 
@@ -15,8 +16,7 @@ from typing import Protocol, runtime_checkable
 
 from deskbench.errors import UserError
 
-BUILTIN = {"inspect": "deskbench.runs.export.inspect_log",  # name -> module holding EXPORTER
-           "madqa": "deskbench.runs.export.madqa"}
+BUILTIN = {"inspect": "deskbench.runs.export.inspect_log"}  # name -> module holding EXPORTER
 
 
 @dataclass(frozen=True)
@@ -51,12 +51,19 @@ def register_format(exporter: Exporter) -> None:
 
 
 def formats() -> dict[str, Exporter]:
-    """Every format by name (the built-ins are imported on first use: their libraries are optional
-    and load only when their format is asked for)."""
+    """Every format by name: the built-ins, those registered, each track's (`Track.export_formats`;
+    the built-ins are imported on first use: their libraries are optional and load only
+    when their format is asked for)."""
+    from deskbench.contract.registry import tracks
+
     for name, module in BUILTIN.items():
         if name not in _FORMATS:
             _FORMATS[name] = importlib.import_module(module).EXPORTER
-    return dict(_FORMATS)
+    found = dict(_FORMATS)
+    for track in tracks().values():  # asked each time: a track unregistered takes its formats along
+        for exporter in track.export_formats():
+            found.setdefault(exporter.name, exporter)
+    return found
 
 
 def export_run(run_dir: Path, fmt: str, out: Path, options: ExportOptions | None = None) -> list[Path]:
