@@ -4,4 +4,6 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh test
 export OMP_THREAD_LIMIT=1
-exec .venv/bin/python -m pytest -q "$@"
+# pytest-xdist: one worker per CPU (2 on the project's machines; DESKBENCH_TEST_WORKERS to change it),
+# the Ray tests kept on one worker (--dist loadgroup); the 25 slowest tests listed at the end.
+exec .venv/bin/python -m pytest -q -n "${DESKBENCH_TEST_WORKERS:-logical}" --dist loadgroup --durations=25 "$@"

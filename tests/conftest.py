@@ -69,6 +69,20 @@ def public_records() -> Path:
     return path
 
 
+@pytest.fixture(scope="session", autouse=True)
+def _own_response_cache(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    """The model response cache in this session's temp folder (one per xdist worker), not
+    ~/.cache/deskbench: two workers do not share one sqlite file, and a second run of the tests
+    does not answer the local model's calls from the first run's cache."""
+    before = os.environ.get("DESKBENCH_CACHE_DIR")
+    os.environ["DESKBENCH_CACHE_DIR"] = str(tmp_path_factory.mktemp("response-cache"))
+    yield
+    if before is None:
+        os.environ.pop("DESKBENCH_CACHE_DIR", None)
+    else:
+        os.environ["DESKBENCH_CACHE_DIR"] = before
+
+
 @pytest.fixture(scope="session")
 @needs("sandbox")
 def bwrap() -> str:
@@ -162,12 +176,106 @@ def ingest(corpus_dir: Path, paths: list[Path], ocr: str = "auto", workers: int 
 
 
 def run_cli(*args: str, cwd: Path | None = None, timeout: float = 300,
-            env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+            env: dict[str, str] | None = None, process: bool = False) -> subprocess.CompletedProcess[str]:
+    """`deskbench ARGS` as a user runs it: exit code, stdout, stderr. In this process (the
+    console script's own `main`, under click's CliRunner isolation): a fresh interpreter costs a
+    second of imports per call, hundreds of calls in the suite. `process=True` (and the cases
+    `_needs_a_process` names) runs `python -m deskbench.cli` instead: the end-to-end check;
+    DESKBENCH_TEST_CLI=process runs every call so (to tell a test's failure from the in-process
+    runner's)."""
+    if process or os.environ.get("DESKBENCH_TEST_CLI") == "process" or _needs_a_process(args, env):
+        return run_cli_process(*args, cwd=cwd, timeout=timeout, env=env)
+    return _run_in_process(args, cwd=cwd, env=env)
+
+
+def run_cli_process(*args: str, cwd: Path | None = None, timeout: float = 300,
+                    env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    """`python -m deskbench.cli ARGS` in a fresh interpreter."""
     return subprocess.run(
         [sys.executable, "-m", "deskbench.cli", *args],
         capture_output=True, text=True, cwd=cwd, timeout=timeout,
         env={**os.environ, **env} if env else None,
     )
+
+
+# Variables read when the interpreter or a console starts, not when a command runs.
+_STARTUP_ENV = ("PYTHON", "COLUMNS", "LINES", "TERM", "NO_COLOR", "FORCE_COLOR")
+
+
+def _needs_a_process(args: tuple[str, ...], env: dict[str, str] | None) -> bool:
+    """What only a fresh interpreter gives: variables read at start-up, an event loop free in this
+    thread (Playwright's sync API holds one while a browser fixture lives), a Ray driver that
+    leaves with its process."""
+    import asyncio
+
+    if env and any(k.startswith(_STARTUP_ENV) for k in env):
+        return True
+    if asyncio._get_running_loop() is not None:
+        return True
+    return any(a == "ray" and i and args[i - 1] == "--executor" for i, a in enumerate(args))
+
+
+def _run_in_process(args: tuple[str, ...], *, cwd: Path | None,
+                    env: dict[str, str] | None) -> subprocess.CompletedProcess[str]:
+    """deskbench.cli.app.main with argv, cwd and environment as `python -m deskbench.cli` in
+    `cwd` would have them; what a command changes in the process (environment, sys.path,
+    logging, modules imported from the working folder) is put back after it."""
+    import logging
+    import traceback
+    import types
+
+    from click.testing import CliRunner
+
+    from deskbench.cli.app import main
+
+    folder = Path(cwd or os.getcwd()).resolve()
+    environ, argv, path, main_module = dict(os.environ), sys.argv, list(sys.path), sys.modules["__main__"]
+    modules = set(sys.modules)
+    root = logging.getLogger()
+    logged = (list(root.handlers), root.level,
+              {name: lg.level for name, lg in logging.Logger.manager.loggerDict.items()
+               if isinstance(lg, logging.Logger)})
+    here = os.getcwd()
+    code = 0
+    with CliRunner().isolation(env=env) as (stdout, stderr, _):
+        try:
+            os.chdir(folder)
+            # click names the program after __main__: `python -m deskbench.cli`, as in a process
+            fake_main = types.ModuleType("__main__")
+            fake_main.__package__ = "deskbench.cli"
+            sys.modules["__main__"] = fake_main
+            sys.argv = [str(REPO / "src" / "deskbench" / "cli" / "__main__.py"), *args]
+            sys.path.insert(0, str(folder))  # `python -m` puts the working folder first
+            main()
+        except SystemExit as exc:
+            if exc.code is None or isinstance(exc.code, int):
+                code = exc.code or 0
+            else:
+                print(exc.code, file=sys.stderr)
+                code = 1
+        except BaseException:  # what a fresh interpreter would print before exiting with 1
+            traceback.print_exc()
+            code = 1
+        finally:
+            sys.stdout.flush()
+            sys.stderr.flush()
+            os.chdir(here)
+            sys.argv, sys.path[:] = argv, path
+            sys.modules["__main__"] = main_module
+            for name in set(sys.modules) - modules:  # modules a command imported from a test's folder
+                file = getattr(sys.modules[name], "__file__", None) or ""
+                if file and not file.startswith((str(REPO), sys.prefix, sys.base_prefix)):
+                    del sys.modules[name]
+            root.handlers[:], level, levels = logged[0], logged[1], logged[2]
+            root.setLevel(level)
+            for name, lg in logging.Logger.manager.loggerDict.items():
+                if isinstance(lg, logging.Logger):
+                    lg.setLevel(levels.get(name, logging.NOTSET))
+        out, err = stdout.getvalue(), stderr.getvalue()
+    os.environ.clear()
+    os.environ.update(environ)
+    return subprocess.CompletedProcess([sys.executable, "-m", "deskbench.cli", *args], code,
+                                       out.decode("utf-8", "replace"), err.decode("utf-8", "replace"))
 
 
 def cli_json(*args: str) -> object:
