@@ -11,10 +11,9 @@ import typer
 from conftest import run_cli
 from typer.testing import CliRunner
 
-from deskbench.cli.analyse_madqa import register
+from deskbench.tracks.docqa.cli.analyse_madqa import register
 from deskbench.models.types import Usage
 from deskbench.runs.store import Episode, RunStore
-from deskbench.tracks.docqa.tasks import DocQASubmission, DocQATask, Evidence, ItemScore
 from deskbench.tasks.trajectory import Citation, PageViewStep, ToolCallStep
 from deskbench.tracks.docqa.analysis.corpus_stats import corpus_stats
 from deskbench.tracks.docqa.analysis.cost import cost_figure, cost_report
@@ -23,6 +22,7 @@ from deskbench.tracks.docqa.analysis.failures import failures_report
 from deskbench.tracks.docqa.analysis.human_time import human_time_report, time_bin
 from deskbench.tracks.docqa.analysis.scored import ScoredSystem, load_scored
 from deskbench.tracks.docqa.analysis.trajectories import trajectory_report
+from deskbench.tracks.docqa.tasks import DocQASubmission, DocQATask, Evidence, ItemScore
 
 
 def _app() -> typer.Typer:

@@ -15,11 +15,10 @@ import pytest
 import typer
 from typer.testing import CliRunner
 
-from deskbench.cli.analyse_more import register
+from deskbench.tracks.docqa.cli.analyse_more import register
 from deskbench.corpus import Corpus
 from deskbench.errors import UserError
 from deskbench.runs.store import Episode, RunStore
-from deskbench.tracks.docqa.tasks import DocQASubmission, DocQATask, Evidence
 from deskbench.tasks.trajectory import ToolCallStep
 from deskbench.tracks.docqa.analysis.drift import drift_report, episode_queries, load_drift
 from deskbench.tracks.docqa.analysis.guessability import (
@@ -38,6 +37,7 @@ from deskbench.tracks.docqa.analysis.multihop import (
     page_gap,
 )
 from deskbench.tracks.docqa.analysis.textsim import cosine_distance, pearson_r, tfidf_matrix
+from deskbench.tracks.docqa.tasks import DocQASubmission, DocQATask, Evidence
 
 ln = math.log
 

@@ -10,18 +10,21 @@ from pathlib import Path
 
 from conftest import require_tool, run_cli
 
-from deskbench.generate.demo import DEMO, bundled_dir, checksums, recorded_sums
+from deskbench.generate.demo import bundled_dir, checksums, recorded_sums
+from deskbench.tracks.analytics import demo as analytics_demo
+from deskbench.tracks.deliverables import demo as deliverables_demo
+from deskbench.tracks.docqa import demo as docqa_demo
 from deskbench.tracks.docqa.tasks import read_tasks
 
 
 def test_bundle_is_complete_and_matches_its_sums() -> None:
     bundle = bundled_dir()
     tasks = read_tasks(bundle / "docqa" / "tasks.jsonl").items
-    assert len(tasks) == DEMO.questions
-    assert len(list((bundle / "docqa" / "pdfs").glob("*.pdf"))) == DEMO.docs
-    assert sum(t.injection is not None for t in tasks) == round(DEMO.injections * DEMO.questions)
-    assert len((bundle / "analytics" / "tasks.jsonl").read_text().splitlines()) == DEMO.analytics_tasks
-    assert len([p for p in (bundle / "deliverables").iterdir() if p.is_dir()]) == DEMO.deliverables_tasks
+    assert len(tasks) == docqa_demo.QUESTIONS
+    assert len(list((bundle / "docqa" / "pdfs").glob("*.pdf"))) == docqa_demo.DOCS
+    assert sum(t.injection is not None for t in tasks) == round(docqa_demo.INJECTIONS * docqa_demo.QUESTIONS)
+    assert len((bundle / "analytics" / "tasks.jsonl").read_text().splitlines()) == analytics_demo.TASKS
+    assert len([p for p in (bundle / "deliverables").iterdir() if p.is_dir()]) == deliverables_demo.TASKS
     assert checksums(bundle) == recorded_sums(bundle)
 
 
@@ -63,7 +66,7 @@ def test_demo_runs_both_systems_and_resumes(local_model: str, tmp_path: Path) ->
     (status,) = sqlite3.connect(analytics_dir / "run.sqlite").execute("SELECT status FROM episodes").fetchone()
     assert status in ("ok", "error", "limit")
     lexical = sqlite3.connect(out / "runs" / "lexical" / "run.sqlite")
-    assert lexical.execute("SELECT count(*), sum(status = 'ok') FROM episodes").fetchone() == (DEMO.questions,) * 2
+    assert lexical.execute("SELECT count(*), sum(status = 'ok') FROM episodes").fetchone() == (docqa_demo.QUESTIONS,) * 2
     agent_dir = next(p for p in (out / "runs").iterdir() if p.name.startswith("bm25-agent"))
     rows = sqlite3.connect(agent_dir / "run.sqlite").execute("SELECT status, trajectory FROM episodes").fetchall()
     assert len(rows) == 2
@@ -72,7 +75,7 @@ def test_demo_runs_both_systems_and_resumes(local_model: str, tmp_path: Path) ->
         assert any(step["kind"] == "model_call" for step in json.loads(trajectory))
     again = run_cli(*args, timeout=900)
     assert again.returncode == 0, again.stderr
-    assert f"0 episodes run (0 errors), {DEMO.questions} already done" in again.stderr
+    assert f"0 episodes run (0 errors), {docqa_demo.QUESTIONS} already done" in again.stderr
     assert "0 episodes run (0 errors), 2 already done" in again.stderr
     assert again.stderr.count("0 episodes run (0 errors), 1 already done") == 2  # analytics, deliverables
 

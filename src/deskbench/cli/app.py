@@ -1,7 +1,9 @@
 """The `deskbench` command: one Typer app assembled from the command modules in this package.
 
 Each command module is a thin shell over a module's Python API and adds its commands with
-`register(app)`; the list below is the only place that knows them all."""
+`register(app)`; the list below is the only place that knows the core's. A track adds its own
+commands (`rubric`, `analyse`, `generate <track>`, ...) through `Track.cli_commands`, built when a
+command line names them (cli/root.py)."""
 
 from __future__ import annotations
 
@@ -31,14 +33,9 @@ COMMAND_MODULES = (
     "diagnose",
     "report",
     "demo",
-    "generate",
-    "analyse",
-    "imports",  # import, import-tasks
+    "generate",  # generate demo; each track adds `generate <track>`
     "fetch",  # fetch madqa: a released benchmark from the hub (or a snapshot) to tasks and a corpus
     "calibrate",
-    "compare_sheets",
-    "rubric",
-    "verify",
     "sandbox",
     "serve",
     "view",  # the episode viewer
@@ -52,7 +49,7 @@ COMMAND_MODULES = (
 for _name in COMMAND_MODULES:
     importlib.import_module(f"deskbench.cli.{_name}").register(app)
 grammar.apply(app)  # one flag grammar (cli/grammar.py): earlier names accepted with a line, --version
-root.build_lazily(app)  # each command built when used; --help lists them from cli/panels.py
+root.build_lazily(app, open_groups=("generate",))  # each command built when used; --help lists them from cli/panels.py
 
 
 def main() -> None:

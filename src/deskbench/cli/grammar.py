@@ -382,26 +382,29 @@ def _show_version(value: bool) -> None:
         raise typer.Exit()
 
 
-def apply(app: typer.Typer) -> None:
-    """Give every command of `app` (and of its groups) the grammar's command classes, and the app a
-    `--version` flag. Called once, after every command module has registered its commands."""
+def give_classes(typer_app: typer.Typer) -> None:
+    """Give every command of `typer_app` (and of its groups) the grammar's command classes: the
+    app's own commands when it is assembled, a track's (cli/root.py) when they are built."""
 
     def unset(cls: object, default: type) -> bool:  # typer marks a default with a placeholder
         return cls is None or cls is default or isinstance(cls, DefaultPlaceholder)
 
-    def visit(typer_app: typer.Typer) -> None:
-        if unset(typer_app.info.cls, TyperGroup):
-            typer_app.info.cls = GrammarGroup
-        for command in typer_app.registered_commands:
-            if unset(command.cls, TyperCommand):
-                command.cls = GrammarCommand
-        for group in typer_app.registered_groups:
-            if unset(group.cls, TyperGroup):
-                group.cls = GrammarGroup
-            if group.typer_instance is not None:
-                visit(group.typer_instance)
+    if unset(typer_app.info.cls, TyperGroup):
+        typer_app.info.cls = GrammarGroup
+    for command in typer_app.registered_commands:
+        if unset(command.cls, TyperCommand):
+            command.cls = GrammarCommand
+    for group in typer_app.registered_groups:
+        if unset(group.cls, TyperGroup):
+            group.cls = GrammarGroup
+        if group.typer_instance is not None:
+            give_classes(group.typer_instance)
 
-    visit(app)
+
+def apply(app: typer.Typer) -> None:
+    """Give every command of `app` (and of its groups) the grammar's command classes, and the app a
+    `--version` flag. Called once, after every command module has registered its commands."""
+    give_classes(app)
 
     @app.callback()
     def root(version: bool = typer.Option(False, "--version", is_eager=True, callback=_show_version,  # noqa: B008

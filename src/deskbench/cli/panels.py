@@ -173,11 +173,13 @@ def check_commands(names: Any) -> None:
         raise RuntimeError(f"deskbench {', '.join(missing)}: not in cli/panels.py COMMANDS; give each a panel and a summary")
 
 
-def print_root_help(group: Any, ctx: Any, names: list[str]) -> None:
+def print_root_help(group: Any, ctx: Any, names: list[str],
+                    extra: dict[str, tuple[str, str]] | None = None) -> None:
     """`deskbench --help`: the usage, the description, the app's options, then the command panels
-    of `COMMANDS` (only `names`), one line each. Drawn as Typer draws a help page, with Rich's Panel
-    and Table alone: Typer's help module also imports Markdown and Traceback support, most of this
-    page's start-up."""
+    of `COMMANDS` (only `names`), one line each; `extra`: commands of a plugin track, not in the
+    table, by name -> (panel, summary) as the track declares them. Drawn as Typer draws a help
+    page, with Rich's Panel and Table alone: Typer's help module also imports Markdown and
+    Traceback support, most of this page's start-up."""
     from rich import box
     from rich.console import Console
     from rich.padding import Padding
@@ -185,7 +187,8 @@ def print_root_help(group: Any, ctx: Any, names: list[str]) -> None:
     from rich.table import Table
     from rich.text import Text
 
-    check_commands(names)
+    extra = extra or {}
+    check_commands([name for name in names if name not in extra])
     console = Console(highlight=False)
 
     def panel(title: str, rows: list[tuple[str, str]], name_width: int) -> None:
@@ -203,8 +206,12 @@ def print_root_help(group: Any, ctx: Any, names: list[str]) -> None:
                 p.help or "") for p in group.get_params(ctx) if _is_option(p) and not getattr(p, "hidden", False)]
     panel(OPTIONS_PANEL, options, max(len(name) for name, _ in options))
     width = max((len(name) for name in names), default=0)
-    for title, rows in COMMANDS:
+    titles = [title for title, _ in COMMANDS]
+    added = [(p, name, s) for name, (p, s) in extra.items() if name in names]
+    for title in titles + sorted({p for p, _, _ in added} - set(titles)):
+        rows = dict(COMMANDS).get(title, ())
         listed = [(name, escape(summary)) for name, summary in rows if name in names]
+        listed += [(name, escape(summary)) for p, name, summary in added if p == title]
         if listed:
             panel(title, listed, width)
 

@@ -8,17 +8,28 @@ own, and built with typer's public `get_command` when the command line names the
 lists them from the table in cli/panels.py without building any (and draws that one page itself,
 see panels.print_root_help); code that walks the whole tree (`.commands`, as the tests do) gets
 every command, built.
+
+A track adds its commands through `Track.cli_commands` (contract/cli.py): a command the core does
+not hold is looked up there when it is built (the tracks are loaded then, not before), and a core
+group open to the tracks (`generate`) gets their subcommands when it is built. `--help` lists the
+built-in tracks' commands from cli/panels.py's table, so it imports no track; a plugin track's
+commands are listed once the tracks are loaded in the process.
 """
 
 from __future__ import annotations
 
-from typing import Any, ClassVar
+import importlib
+import sys
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import typer
 from typer.main import get_command
 
 import deskbench.cli.panels as panels
-from deskbench.cli.grammar import GrammarGroup
+from deskbench.cli.grammar import GrammarGroup, give_classes
+
+if TYPE_CHECKING:
+    from deskbench.contract.cli import TrackCommand
 
 
 class RootGroup(GrammarGroup):
@@ -26,6 +37,7 @@ class RootGroup(GrammarGroup):
     holding just that command or group)."""
 
     builders: ClassVar[dict[str, typer.Typer]] = {}
+    open_groups: ClassVar[frozenset[str]] = frozenset()  # core groups the tracks add subcommands to
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         self._built: dict[str, Any] = {}
@@ -34,16 +46,20 @@ class RootGroup(GrammarGroup):
     @property
     def commands(self) -> dict[str, Any]:  # type: ignore[override]
         """Every command, built (for code that walks the tree)."""
-        for name in self.builders:
+        names = self.list_commands(None)
+        for name in names:
             self._build(name)
-        return {name: self._built[name] for name in self.list_commands(None)}
+        return {name: self._built[name] for name in names if name in self._built}
 
     @commands.setter
     def commands(self, value: Any) -> None:  # the group's constructor sets it (to no command)
         self._built.update(value)
 
     def list_commands(self, ctx: Any) -> list[str]:
-        names = {**dict.fromkeys(self.builders), **dict.fromkeys(self._built)}
+        """The core's commands, the built-in tracks' (named in cli/panels.py's table: listed without
+        loading a track) and those of the tracks this process has loaded already."""
+        names = {**dict.fromkeys(self.builders), **dict.fromkeys(panels.PANEL_OF), **dict.fromkeys(self._built),
+                 **dict.fromkeys(c.name for c in loaded_track_commands() if c.group is None)}
         return [n for n in panels.PANEL_OF if n in names] + [n for n in names if n not in panels.PANEL_OF]
 
     def add_command(self, cmd: Any, name: str | None = None) -> None:
@@ -54,24 +70,67 @@ class RootGroup(GrammarGroup):
 
     def _build(self, name: str) -> Any:
         if name not in self._built:
-            holder = self.builders.get(name)
+            holder = self.builders.get(name) or track_holder(name, None)
             if holder is None:
                 return None
-            built = get_command(holder)
-            if holder.registered_groups:  # a group: the holder's one subcommand, built as typer builds it
-                built = built.commands[name]  # type: ignore[attr-defined]
-            built.name = name
+            built = _built_from(holder, name)
+            if name in self.open_groups:  # the tracks' subcommands first, in the tracks' order
+                subs = {}
+                for command in track_commands():
+                    holder = track_holder(command.name, name) if command.group == name else None
+                    if holder is not None:
+                        subs[command.name] = _built_from(holder, command.name)
+                built.commands = {**subs, **built.commands}  # type: ignore[attr-defined]
             self._built[name] = built
         return self._built[name]
 
     def format_help(self, ctx: Any, formatter: Any) -> None:
         """The commands in their panels, one line each (cli/panels.py), none of them built."""
-        panels.print_root_help(self, ctx, self.list_commands(ctx))
+        extra = {c.name: (c.panel, c.summary) for c in loaded_track_commands()
+                 if c.group is None and c.name not in panels.PANEL_OF}
+        panels.print_root_help(self, ctx, self.list_commands(ctx), extra)
 
 
-def build_lazily(app: typer.Typer) -> None:
+def _built_from(holder: typer.Typer, name: str) -> Any:
+    """The command (or group) `name` of a holder, built as typer builds it."""
+    built = get_command(holder)
+    if holder.registered_groups or len(holder.registered_commands) > 1:  # the holder's subcommand `name`
+        built = built.commands[name]  # type: ignore[attr-defined]
+    built.name = name
+    return built
+
+
+def track_commands() -> list[TrackCommand]:
+    """Every registered track's commands (contract/cli.py), the tracks loaded if they were not."""
+    from deskbench.contract.registry import tracks
+
+    return [command for track in tracks().values() for command in track.cli_commands()]
+
+
+def loaded_track_commands() -> list[TrackCommand]:
+    """The commands of the tracks already loaded in this process: `--help` loads none (its start-up
+    imports no track), so a plugin track's commands are listed once something loaded the tracks."""
+    registry = sys.modules.get("deskbench.contract.registry")
+    return track_commands() if registry is not None and getattr(registry, "_builtins_loaded", False) else []
+
+
+def track_holder(name: str, group: str | None) -> typer.Typer | None:
+    """A Typer app holding the track command `name` (of `group`), registered by the function its
+    track names (imported now); None when no track adds it."""
+    for command in track_commands():
+        if command.name == name and command.group == group:
+            module, _, function = command.register.partition(":")
+            holder = typer.Typer(add_completion=False)
+            getattr(importlib.import_module(module), function)(holder)
+            give_classes(holder)
+            return holder
+    return None
+
+
+def build_lazily(app: typer.Typer, open_groups: tuple[str, ...] = ()) -> None:
     """Move the commands and groups registered on `app` into holders its group builds on first
-    use. Called once, when the app is assembled, after cli/grammar.py gave them their classes."""
+    use. Called once, when the app is assembled, after cli/grammar.py gave them their classes.
+    `open_groups`: the core groups a track adds subcommands to (`generate`)."""
     builders: dict[str, typer.Typer] = {}
     for command in app.registered_commands:
         assert command.callback is not None
@@ -86,4 +145,4 @@ def build_lazily(app: typer.Typer) -> None:
         builders[group.name] = holder
     app.registered_commands = []
     app.registered_groups = []
-    app.info.cls = type("DeskbenchGroup", (RootGroup,), {"builders": builders})
+    app.info.cls = type("DeskbenchGroup", (RootGroup,), {"builders": builders, "open_groups": frozenset(open_groups)})

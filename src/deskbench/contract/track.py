@@ -22,8 +22,8 @@ from typing import TYPE_CHECKING, ClassVar
 from pydantic import BaseModel, ConfigDict
 
 if TYPE_CHECKING:
+    from deskbench.contract.cli import DemoLeg, Scaffolder, TrackCommand
     from deskbench.contract.export import TaskText
-    from deskbench.runs.export import Exporter
     from deskbench.report.models import ReportSection
     from deskbench.runs.outcomes import ItemOutcome, OutcomeOptions
     from deskbench.runs.store import Episode, RunStore
@@ -113,11 +113,6 @@ class Track(ABC):
         """A submission's answer as text in an export; "" (the default) when none or unsaid."""
         return ""
 
-    def export_formats(self) -> Sequence[Exporter]:
-        """The formats of `deskbench export --format` this track adds, each writing one of its runs
-        (runs/export/__init__.py Exporter; docqa: the official MADQA predictions). Default: none."""
-        return ()
-
     def show_scores(self, store: RunStore, systems: Sequence[str], request: RunRequest, *, as_json: bool) -> bool:
         """Print what `deskbench run` shows once the episodes are done and say True; False (the
         default) leaves it to the core: each system's outcomes (runs/track_outcomes.py show_scores)."""
@@ -141,3 +136,19 @@ class Track(ABC):
         its episode (deliverables: a rubric grade, a QC action), as ISO 8601 UTC: a verdict stored
         before that no longer holds (runs/current_scorings.py). Default: nothing else is read."""
         return {}
+
+    def cli_commands(self) -> Sequence[TrackCommand]:
+        """The commands this track adds to `deskbench` (contract/cli.py): its own top-level commands
+        and groups (`rubric`, `analyse`) and its subcommands of a core group (`generate <name>`),
+        each imported and built only when a command line names it (cli/root.py). Default: none."""
+        return ()
+
+    def scaffolder(self) -> Scaffolder | None:
+        """What `deskbench init DIR --track NAME` calls to write a task set over the user's own
+        files (contract/cli.py); None (the default): init does not scaffold this track."""
+        return None
+
+    def demo(self) -> DemoLeg | None:
+        """This track's part of the bundled demo (`deskbench demo`, `generate demo`: contract/cli.py);
+        None (the default): the demo leaves the track out."""
+        return None

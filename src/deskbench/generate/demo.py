@@ -1,9 +1,9 @@
 """The bundled demo benchmark: small generated docqa, analytics and deliverables sets shipped
 inside the package, so `deskbench demo` runs on a fresh machine with no key and no download.
 
-The bundle is the generators' output for fixed arguments; `deskbench generate demo` rebuilds it
-and `--check` proves the copy in the package is byte-identical to a fresh build (SHA256SUMS
-lists every file).
+The bundle is the generators' output for fixed arguments (each track's part: `Track.demo`'s
+`build`, into a folder named after the track); `deskbench generate demo` rebuilds it and `--check`
+proves the copy in the package is byte-identical to a fresh build (SHA256SUMS lists every file).
 """
 
 from __future__ import annotations
@@ -19,12 +19,9 @@ SUMS = "SHA256SUMS"
 
 @dataclass(frozen=True)
 class DemoSpec:
+    """What the whole bundle shares; each track's leg holds its own sizes (tracks/<name>/demo.py)."""
+
     seed: int = 2026
-    docs: int = 40
-    questions: int = 60
-    injections: float = 0.1
-    analytics_tasks: int = 11  # every template once, the Chinese-label chart included
-    deliverables_tasks: int = 5
 
 
 DEMO = DemoSpec()
@@ -37,17 +34,15 @@ def bundled_dir() -> Path:
 
 def build_demo(out: Path, spec: DemoSpec = DEMO) -> dict[str, str]:
     """Generate the demo into `out` (replacing what is there); returns {relative path: sha256}."""
-    from deskbench.tracks.analytics.generate.tasks import generate_analytics
-    from deskbench.tracks.deliverables.generate.packages import generate_deliverables
-    from deskbench.tracks.docqa.generate import generate_docqa
+    from deskbench.contract.registry import tracks
 
     if out.exists():
         shutil.rmtree(out)
     out.mkdir(parents=True)
-    generate_docqa(out / "docqa", docs=spec.docs, questions=spec.questions, seed=spec.seed,
-                   injections=spec.injections)
-    generate_analytics(out / "analytics", tasks=spec.analytics_tasks, seed=spec.seed)
-    generate_deliverables(out / "deliverables", tasks=spec.deliverables_tasks, seed=spec.seed)
+    for name, track in tracks().items():  # the built-ins first, in their order
+        leg = track.demo()
+        if leg is not None:
+            leg.build(out / name, spec.seed)
     sums = checksums(out)
     (out / SUMS).write_text("".join(f"{digest}  {name}\n" for name, digest in sums.items()))
     return sums

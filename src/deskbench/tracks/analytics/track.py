@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING
 
 from pydantic import BaseModel
 
+from deskbench.contract.cli import DemoLeg, Scaffolder, TrackCommand
 from deskbench.contract.track import Track
 from deskbench.tracks.analytics.options import (
     AnalyticsCompareOptions,
@@ -128,6 +129,23 @@ class AnalyticsTrack(Track):
         from deskbench.tracks.analytics.report import analytics_report_section
 
         return analytics_report_section(stores, options, params)
+
+    def cli_commands(self) -> Sequence[TrackCommand]:
+        return (
+            TrackCommand("import-tasks", "deskbench.tracks.analytics.cli.import_tasks:register"),
+            TrackCommand("compare-sheets", "deskbench.tracks.analytics.cli.compare_sheets:register"),
+            TrackCommand("analytics", "deskbench.tracks.analytics.cli.generate:register", group="generate"),
+        )
+
+    def scaffolder(self) -> Scaffolder:
+        from deskbench.tracks.analytics.scaffold import scaffold_analytics
+
+        return scaffold_analytics
+
+    def demo(self) -> DemoLeg:
+        from deskbench.tracks.analytics.demo import LEG
+
+        return LEG
 
 
 def _first_task_is_analytics(tasks: Path) -> bool:

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING
 
 from pydantic import BaseModel
 
+from deskbench.contract.cli import DemoLeg, TrackCommand
 from deskbench.contract.track import Track
 from deskbench.tracks.deliverables.options import (
     DeliverablesCompareOptions,
@@ -132,6 +133,18 @@ class DeliverablesTrack(Track):
         from deskbench.tracks.deliverables.grades import change_times
 
         return change_times(store, system)
+
+    def cli_commands(self) -> Sequence[TrackCommand]:
+        return (
+            TrackCommand("rubric", "deskbench.tracks.deliverables.cli.rubric:register"),
+            TrackCommand("verify", "deskbench.tracks.deliverables.cli.verify:register"),
+            TrackCommand("deliverables", "deskbench.tracks.deliverables.cli.generate:register", group="generate"),
+        )
+
+    def demo(self) -> DemoLeg:
+        from deskbench.tracks.deliverables.demo import LEG
+
+        return LEG
 
 
 TRACK = DeliverablesTrack()

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING
 
 from pydantic import BaseModel
 
+from deskbench.contract.cli import DemoLeg, Scaffolder, TrackCommand
 from deskbench.contract.track import Track
 from deskbench.tracks.docqa.options import DocQACompareOptions, DocQARunOptions, DocQAScoreOptions
 
@@ -17,7 +18,6 @@ from deskbench.tracks.docqa.outcomes import DEFINITION as DOCQA_DEFINITION
 
 if TYPE_CHECKING:
     from deskbench.contract.export import TaskText
-    from deskbench.runs.export import Exporter
     from deskbench.report.models import ReportSection
     from deskbench.runs.outcomes import ItemOutcome, OutcomeOptions
     from deskbench.runs.store import Episode, RunStore
@@ -69,11 +69,6 @@ class DocQATrack(Track):
 
         return answer_text(submission)
 
-    def export_formats(self) -> Sequence[Exporter]:
-        from deskbench.tracks.docqa.export_madqa import EXPORTER
-
-        return (EXPORTER,)
-
     def prepare(self, request: RunRequest) -> PreparedRun:
         return _prepare(request)
 
@@ -108,6 +103,23 @@ class DocQATrack(Track):
         from deskbench.tracks.docqa.report import docqa_report_section
 
         return docqa_report_section(stores, options, params)
+
+    def cli_commands(self) -> Sequence[TrackCommand]:
+        return (
+            TrackCommand("analyse", "deskbench.tracks.docqa.cli.analyse:register"),
+            TrackCommand("import", "deskbench.tracks.docqa.cli.imports:register"),
+            TrackCommand("docqa", "deskbench.tracks.docqa.cli.generate:register", group="generate"),
+        )
+
+    def scaffolder(self) -> Scaffolder:
+        from deskbench.tracks.docqa.scaffold import scaffold_docqa
+
+        return scaffold_docqa
+
+    def demo(self) -> DemoLeg:
+        from deskbench.tracks.docqa.demo import LEG
+
+        return LEG
 
 
 TRACK = DocQATrack()

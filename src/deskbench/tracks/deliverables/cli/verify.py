@@ -42,13 +42,13 @@ def verify_package(package: Path, response_file: Path, outputs: Path | None,
     """Load, check, judge: the report `--json` prints."""
     import asyncio
 
-    from deskbench.tracks.deliverables.tasks import load_package
     from deskbench.tracks.deliverables.scoring.deliverables import (
         nothing_in,
         trap_results,
         verify_deliverable,
     )
     from deskbench.tracks.deliverables.scoring.verifiers import llm_check_judge, verifier_pass_rate
+    from deskbench.tracks.deliverables.tasks import load_package
 
     if not package.is_dir():
         raise UserError(f"task package {package} is not a directory; give a folder with task.yaml")

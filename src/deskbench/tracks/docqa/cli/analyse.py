@@ -13,8 +13,8 @@ from typing import Annotated
 
 import typer
 
-from deskbench.cli.analyse_more import write_report as _write
 from deskbench.errors import UserError
+from deskbench.tracks.docqa.cli.analyse_more import write_report as _write
 
 analyse_app = typer.Typer(no_args_is_help=True, help="Analyses over stored runs (MADQA §2.4, §5, App. B, D, E, H): items, splits, agreement, drift, guessability, multihop, lexical, effort, failures, trajectories, cost, human-time, corpus-stats.")
 
@@ -163,9 +163,9 @@ def agreement_cmd(run_dirs: RunDirsArg, output: OutOpt, plot: PlotOpt = None, po
 
 
 def register(app: typer.Typer) -> None:
-    """Add the `analyse` group (this module's analyses, cli/analyse_more.py's and cli/analyse_madqa.py's)."""
-    from deskbench.cli.analyse_madqa import register as register_madqa
-    from deskbench.cli.analyse_more import register as register_more
+    """Add the `analyse` group (this module's analyses, analyse_more.py's and analyse_madqa.py's)."""
+    from deskbench.tracks.docqa.cli.analyse_madqa import register as register_madqa
+    from deskbench.tracks.docqa.cli.analyse_more import register as register_more
 
     register_more(analyse_app)
     register_madqa(analyse_app)

@@ -12,8 +12,14 @@ from typing import TYPE_CHECKING, Annotated, Any, TypeVar
 
 import typer
 
-from deskbench.cli.analyse_more import CorpusOpt, PlotOpt, RunDirsArg, TasksOpt, write_report
 from deskbench.errors import UserError
+from deskbench.tracks.docqa.cli.analyse_more import (
+    CorpusOpt,
+    PlotOpt,
+    RunDirsArg,
+    TasksOpt,
+    write_report,
+)
 
 if TYPE_CHECKING:  # type hints only: `deskbench --help` starts without pydantic
     from pydantic import BaseModel

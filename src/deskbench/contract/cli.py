@@ -1,0 +1,87 @@
+"""What a track adds to the `deskbench` command line, as data the track hands the core.
+
+A track lists its commands in `Track.cli_commands` (contract/track.py): each names the command,
+the group it joins (None: top level; "generate": `deskbench generate <name>`) and the function
+that registers it on a Typer app, as "package.module:function", so the module is imported only
+when a command line names the command (cli/root.py builds commands lazily). `deskbench init` asks
+`Track.scaffolder` for a `Scaffolder`; `deskbench demo` and `generate demo` ask `Track.demo` for a
+`DemoLeg`. So the core's command line names no track, and a fourth track adds a command, an init
+or a demo leg from its one folder.
+
+Nothing of deskbench is imported here (the standard library only): every core module and every
+track may import it without a cycle.
+"""
+
+from __future__ import annotations
+
+import shlex
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Protocol
+
+
+@dataclass(frozen=True)
+class TrackCommand:
+    """One command a track adds: `register(app)` (imported from "module:function" when the command
+    is built) adds the command or group `name` to the Typer app it is given."""
+
+    name: str  # the command's name as typed: "rubric", "compare-sheets", or "docqa" under group "generate"
+    register: str  # "package.module:function"; the function takes a typer.Typer and adds `name` to it
+    group: str | None = None  # a core group the command joins ("generate"); None: a top-level command
+    summary: str = ""  # its line in `deskbench --help` (cli/panels.py's table gives the built-in tracks')
+    panel: str = "Tools"  # the `deskbench --help` panel it is listed in, by title (cli/panels.py)
+
+
+@dataclass
+class Scaffolded:
+    """What `deskbench init` made: the tasks and files written, warnings, and the next command."""
+
+    tasks: int
+    files: int
+    next_command: list[str]
+    warnings: list[str] = field(default_factory=list)
+
+    @property
+    def command_line(self) -> str:
+        return shlex.join(self.next_command)
+
+
+class Scaffolder(Protocol):
+    """Writes a task set into the empty folder `dest` from the user's files under `source`
+    (None: the bundled demo's files, to try init without one's own)."""
+
+    def __call__(self, dest: Path, source: Path | None, *, workers: int,
+                 on_file: Callable[[str], None] | None) -> Scaffolded: ...
+
+
+@dataclass(frozen=True)
+class DemoContext:
+    """What `deskbench demo` hands each track's leg: the bundle, where to write, the model, the
+    command's flags by name ("--local-limit": 5, "--max-steps": None, "--workers": 2) and how to
+    execute a prepared run with progress bars (cli/common.py execute_with_progress)."""
+
+    bundle: Path  # the bundled demo benchmark; a track's part is bundle / its name
+    out_dir: Path
+    model: str
+    local: bool  # the local model: legs run a few items in a few steps
+    flags: Mapping[str, object]
+    quiet: bool
+    execute: Callable[[object, bool], object]  # (PreparedRun, quiet) -> its result
+
+
+class DemoLeg(Protocol):
+    """A track's part of the bundled demo: what `generate demo` builds and `demo` runs and shows."""
+
+    def build(self, out: Path, seed: int) -> None:
+        """Generate this track's part of the bundle into `out` (byte-identical for a seed)."""
+        ...
+
+    def run(self, context: DemoContext) -> Sequence[Path]:
+        """Run this track's systems on its part of the bundle; the run directories (none when it
+        is skipped, with the reason on stderr)."""
+        ...
+
+    def show(self, section: object) -> None:
+        """Print this track's results from its report section's data (report/data.py)."""
+        ...

@@ -1,0 +1,1 @@
+"""The analytics track's commands of `deskbench` (reached through Track.cli_commands in track.py)."""
