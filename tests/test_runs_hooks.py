@@ -14,10 +14,10 @@ from pydantic import BaseModel
 from typer.testing import CliRunner
 
 from deskbench.cli import app
-from deskbench.contract.export import TaskText
+from deskbench.contract.export import Exporter, ExportOptions, TaskText
 from deskbench.contract.registry import register_track, unregister_track
 from deskbench.runs.diagnose import categories, diagnose
-from deskbench.runs.export import Exporter, ExportOptions, export_run, formats
+from deskbench.runs.export import export_run, formats
 from deskbench.runs.export.samples import systems
 from deskbench.runs.store import Episode
 

@@ -32,7 +32,8 @@ def register(app: typer.Typer) -> None:
         'inspect view --log-dir DIR' opens the run. With --format madqa, one predictions file per system
         as the official MADQA baselines write it (process_dataset.py), for the official eval/evaluate.py,
         the leaderboard, or 'deskbench import'. Nothing is sent over the network."""
-        from deskbench.runs.export import ExportOptions, export_run
+        from deskbench.contract.export import ExportOptions
+        from deskbench.runs.export import export_run
 
         if corpus is not None:  # a typo is named, with the corpora nearby, whatever the run holds
             from deskbench.paths import require_corpus

@@ -10,33 +10,12 @@ another viewer's log) is one new module that calls `register_format`, with no ed
 from __future__ import annotations
 
 import importlib
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Protocol, runtime_checkable
 
+from deskbench.contract.export import Exporter, ExportOptions
 from deskbench.errors import UserError
 
 BUILTIN = {"inspect": "deskbench.runs.export.inspect_log"}  # name -> module holding EXPORTER
-
-
-@dataclass(frozen=True)
-class ExportOptions:
-    """What every format may take. `images`: render the images the transcripts refer to (corpus
-    pages, stored blobs) into the export; False leaves a text placeholder naming the image.
-    `corpus`: read corpus pages from here instead of the corpus each system recorded."""
-
-    images: bool = True
-    corpus: Path | None = None
-
-
-@runtime_checkable
-class Exporter(Protocol):
-    """One export format: writes the run at `run_dir` under `out`, returns the files written."""
-
-    name: str
-    summary: str  # one line for `deskbench export --help`
-
-    def export(self, run_dir: Path, out: Path, options: ExportOptions) -> list[Path]: ...
 
 
 _FORMATS: dict[str, Exporter] = {}

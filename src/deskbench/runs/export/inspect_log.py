@@ -38,8 +38,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from deskbench.contract.export import ExportOptions
 from deskbench.errors import UserError
-from deskbench.runs.export import ExportOptions
 from deskbench.runs.export.samples import SampleSource, Scored, SystemSource, image_bytes, systems
 
 if TYPE_CHECKING:

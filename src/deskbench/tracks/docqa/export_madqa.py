@@ -48,8 +48,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
 
+from deskbench.contract.export import ExportOptions
 from deskbench.errors import UserError
-from deskbench.runs.export import ExportOptions
 from deskbench.runs.identity import stored_identities
 from deskbench.runs.store import Episode, RunStore, UnreadableTranscript
 from deskbench.runs.transcript import ModelCallEvent, ToolEvent, TranscriptDoc
