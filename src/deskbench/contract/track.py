@@ -23,7 +23,7 @@ from pydantic import BaseModel, ConfigDict
 
 if TYPE_CHECKING:
     from deskbench.contract.cli import DemoLeg, Scaffolder, TrackCommand
-    from deskbench.contract.export import TaskText
+    from deskbench.contract.export import Exporter, TaskText
     from deskbench.report.models import ReportSection
     from deskbench.runs.outcomes import ItemOutcome, OutcomeOptions
     from deskbench.runs.store import Episode, RunStore
@@ -112,6 +112,11 @@ class Track(ABC):
     def export_answer(self, submission: BaseModel | None) -> str:
         """A submission's answer as text in an export; "" (the default) when none or unsaid."""
         return ""
+
+    def export_formats(self) -> Sequence[Exporter]:
+        """The formats of `deskbench export --format` this track adds, each writing one of its runs
+        (runs/export/__init__.py Exporter; docqa: the official MADQA predictions). Default: none."""
+        return ()
 
     def show_scores(self, store: RunStore, systems: Sequence[str], request: RunRequest, *, as_json: bool) -> bool:
         """Print what `deskbench run` shows once the episodes are done and say True; False (the

@@ -17,7 +17,7 @@ from deskbench.tracks.docqa.tasks import DocQASubmission, DocQATask
 from deskbench.tracks.docqa.outcomes import DEFINITION as DOCQA_DEFINITION
 
 if TYPE_CHECKING:
-    from deskbench.contract.export import TaskText
+    from deskbench.contract.export import Exporter, TaskText
     from deskbench.report.models import ReportSection
     from deskbench.runs.outcomes import ItemOutcome, OutcomeOptions
     from deskbench.runs.store import Episode, RunStore
@@ -68,6 +68,11 @@ class DocQATrack(Track):
         from deskbench.tracks.docqa.export import answer_text
 
         return answer_text(submission)
+
+    def export_formats(self) -> Sequence[Exporter]:
+        from deskbench.tracks.docqa.export_madqa import EXPORTER
+
+        return (EXPORTER,)
 
     def prepare(self, request: RunRequest) -> PreparedRun:
         return _prepare(request)
