@@ -10,8 +10,7 @@ judge call).
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from deskbench.runs.outcomes import ItemOutcome, OutcomeOptions
@@ -47,29 +46,3 @@ def analytics_run_outcomes(store: RunStore, system: str, options: OutcomeOptions
 
     judges = options.scorer if isinstance(options.scorer, AnalyticsJudges) else AnalyticsJudges()
     return analytics_outcomes(asyncio.run(score_run(store, system, judges, concurrency=options.concurrency)))
-
-
-@contextmanager
-def analytics_scorer_options(params: Mapping[str, object]) -> Iterator[OutcomeOptions]:
-    """analytics' judges from a command's flags, as `deskbench score` builds them: `--judge` for QA
-    (and charts without `--chart-judge`), `--file-judge` with `--file-judge-all/--file-judge-deferred`;
-    closed on exit."""
-    from deskbench.tracks.analytics.score_command import (
-        _judge_model,
-        close_judges,
-        file_judge_for,
-        file_judge_mode,
-    )
-    from deskbench.tracks.analytics.scoring.analytics import AnalyticsJudges
-
-    concurrency = int(params.get("concurrency") or 8)  # type: ignore[call-overload]
-    judge = params.get("judge")
-    chart = params.get("chart_judge") or judge
-    file_judge = params.get("file_judge")
-    judges = AnalyticsJudges(qa=_judge_model(judge, concurrency), chart=_judge_model(chart, concurrency),  # type: ignore[arg-type]
-                             file=file_judge_for(file_judge, concurrency),  # type: ignore[arg-type]
-                             file_all=file_judge_mode(file_judge, params.get("file_judge_all")))  # type: ignore[arg-type]
-    try:
-        yield OutcomeOptions(scorer=judges, concurrency=concurrency)
-    finally:
-        close_judges(judges)

@@ -5,6 +5,8 @@ analytics_metrics (pass@k), the AIDABench tables printed (the command itself is 
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -14,6 +16,7 @@ from rich.table import Table
 
 from deskbench.console import out, print_system_reports
 from deskbench.errors import UserError
+from deskbench.runs.outcomes import OutcomeOptions
 from deskbench.runs.protocol import describe, system_protocol
 from deskbench.runs.scorings import ScoringSettings, StoredItem
 from deskbench.runs.store import RunStore
@@ -66,6 +69,24 @@ def file_judge_mode(file_judge: str | None, file_judge_all: bool | None) -> bool
         flag = "--file-judge-all" if file_judge_all else "--file-judge-deferred"
         raise UserError(f"{flag} needs a File Judge model: add --file-judge MODEL, or drop {flag}")
     return file_judge_all is not False
+
+
+@contextmanager
+def analytics_scorer_options(params: Mapping[str, object]) -> Iterator[OutcomeOptions]:
+    """analytics' judges from a command's flags, as `deskbench score` builds them: `--judge` for QA
+    (and charts without `--chart-judge`), `--file-judge` with `--file-judge-all/--file-judge-deferred`;
+    closed on exit (`Track.scorer_options`)."""
+    concurrency = int(params.get("concurrency") or 8)  # type: ignore[call-overload]
+    judge = params.get("judge")
+    chart = params.get("chart_judge") or judge
+    file_judge = params.get("file_judge")
+    judges = AnalyticsJudges(qa=_judge_model(judge, concurrency), chart=_judge_model(chart, concurrency),  # type: ignore[arg-type]
+                             file=file_judge_for(file_judge, concurrency),  # type: ignore[arg-type]
+                             file_all=file_judge_mode(file_judge, params.get("file_judge_all")))  # type: ignore[arg-type]
+    try:
+        yield OutcomeOptions(scorer=judges, concurrency=concurrency)
+    finally:
+        close_judges(judges)
 
 
 def close_judges(judges: AnalyticsJudges) -> None:

@@ -115,7 +115,7 @@ class AnalyticsTrack(Track):
         return True
 
     def scorer_options(self, params: Mapping[str, object]) -> AbstractContextManager[OutcomeOptions]:
-        from deskbench.tracks.analytics.outcomes import analytics_scorer_options
+        from deskbench.tracks.analytics.score_command import analytics_scorer_options
 
         return analytics_scorer_options(params)
 

@@ -21,13 +21,11 @@ from deskbench.tasks.trajectory import ToolCallStep
 from deskbench.tracks.docqa.analysis.scored import ScoredSystem, first_attempts
 from deskbench.tracks.docqa.episodes import run_submissions
 from deskbench.tracks.docqa.humans import episodes_of, pooled_systems, tasks_scored
+from deskbench.tracks.docqa.report_curves import BudgetCurve, ErrorBreakdown, KuiperCurve
 from deskbench.tracks.docqa.report_madqa import build_madqa
 from deskbench.tracks.docqa.report_models import (
     ERROR_CLASSES,
-    BudgetCurve,
     DocqaSection,
-    ErrorBreakdown,
-    KuiperCurve,
     LeaderboardRow,
     SystemReport,
     TaskSet,

@@ -7,6 +7,7 @@ from __future__ import annotations
 from pydantic import BaseModel
 
 from deskbench.report.models import SectionData
+from deskbench.tracks.docqa.report_curves import BudgetCurve, ErrorBreakdown, KuiperCurve
 from deskbench.tracks.docqa.report_madqa import MadqaAnalyses
 from deskbench.tracks.docqa.scoring.docqa_summary import GroupSummary
 from deskbench.tracks.docqa.taxonomy import ERROR_CLASSES
@@ -55,40 +56,6 @@ class TaskSet(BaseModel):
     @property
     def n_tasks(self) -> int:
         return len(self.task_ids)
-
-
-class KuiperCurve(BaseModel):
-    """D_k against k / n (items sorted by effort); empty when Kuiper is undefined."""
-
-    label: str
-    share: list[float]
-    curve: list[float]
-    effort: list[float]
-    kuiper: float | None
-
-
-class BudgetCurve(BaseModel):
-    """Accuracy at step limit N: correct answers found within N steps, over all items."""
-
-    label: str
-    budgets: list[int]
-    accuracy: list[float]
-
-
-class ErrorBreakdown(BaseModel):
-    """Every incorrect item in exactly one class (MADQA H.3); shares are over all items."""
-
-    label: str
-    n: int
-    n_correct: float
-    counts: dict[str, int]
-    ids: dict[str, list[str]]
-    # incorrect items whose non-empty answer says nothing was found (taxonomy.says_not_found): a
-    # tag across the classes above, not a class; the paper's refusal is an empty response only
-    says_not_found: list[str] = []
-
-    def share(self, cls: str) -> float:
-        return self.counts[cls] / self.n if self.n else 0.0
 
 
 class SystemReport(BaseModel):

@@ -11,7 +11,7 @@ from matplotlib.ticker import MaxNLocator
 from deskbench.analysis.plotting import pyplot
 from deskbench.report.plots import empty as _empty
 from deskbench.report.plots import png as _png
-from deskbench.tracks.docqa.report_models import BudgetCurve, ErrorBreakdown, KuiperCurve
+from deskbench.tracks.docqa.report_curves import BudgetCurve, ErrorBreakdown, KuiperCurve
 from deskbench.tracks.docqa.taxonomy import ERROR_CLASSES
 
 COLORS = {"retrieval": "#d62728", "navigation": "#ff7f0e", "comprehension": "#1f77b4", "refusal": "#7f7f7f"}

@@ -10,7 +10,7 @@ import json
 from collections.abc import Sequence
 
 from deskbench.models.types import ChatModel, ChatRequest, Message, ModelError, ToolSpec
-from deskbench.tracks.docqa.analysis.guessability import CLASSES, QuestionClass, classify_question
+from deskbench.tracks.docqa.analysis.question_class import CLASSES, QuestionClass, classify_question
 from deskbench.tracks.docqa.tasks import DocQATask
 
 PROMPT_2 = """You are classifying questions for an analysis of answer guessability.
