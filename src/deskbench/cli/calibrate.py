@@ -1,10 +1,9 @@
 """`deskbench calibrate ...`: the judge's sensitivity q1 and specificity q0 from human labels.
 
-sample   a deterministic sample of (question, gold variants, prediction) items from docqa runs
-         (with --judge: the scorer's verdict stored in each item, and the sample stratified by it);
-         from analytics runs, scored items with the verdict of the evaluator that decided each
-         (--judge for QA, --chart-judge, --file-judge as `deskbench score` takes them; --category
-         to sample one category), stratified by category, evaluator and verdict
+sample   a deterministic sample of items from runs of one track, as the track gives them
+         (Track.judge_calibration: docqa's (question, gold variants, prediction) with --judge's
+         verdict, analytics' scored items with the verdict of the evaluator that decided each),
+         stratified by category, evaluator and verdict
 compute  q1, q0 and the raw agreement rate with counts and Wilson intervals from the items and a
          labels JSONL, per category for analytics (writes nothing; save the --json output for
          `deskbench score --judge-calibration FILE`)
@@ -14,7 +13,6 @@ Bad input is one line on stderr and exit code 2.
 
 from __future__ import annotations
 
-from collections import Counter
 from pathlib import Path
 from typing import Annotated
 
@@ -45,58 +43,26 @@ def _print_q(cal, indent: str = "") -> None:  # cal: Calibration
 
 
 def _track(run_dirs: list[Path]) -> str:
-    """docqa or analytics: every run directory of one of them."""
+    """The one track of every run directory, a track with a judge to calibrate (Track.judge_calibration)."""
+    from deskbench.contract.registry import get_track, tracks
     from deskbench.runs.store import RunStore
 
     if not run_dirs:
         raise UserError("give at least one run directory")
-    tracks = {}
+    found = {}
     for d in run_dirs:
         store = RunStore(d, create=False)
-        tracks[d] = store.track()
+        found[d] = store.track()
         store.close()
-    kinds = set(tracks.values())
+    kinds = set(found.values())
     if len(kinds) > 1:
-        raise UserError("the run directories mix tracks (" + ", ".join(f"{d}: {t}" for d, t in tracks.items())
+        raise UserError("the run directories mix tracks (" + ", ".join(f"{d}: {t}" for d, t in found.items())
                         + "); sample one track at a time")
     (track,) = kinds
-    if track not in ("docqa", "analytics"):
-        raise UserError(f"{run_dirs[0]} is a {track} run; judge calibration needs docqa or analytics runs")
+    if get_track(track).judge_calibration() is None:
+        takers = [name for name, t in tracks().items() if t.judge_calibration() is not None]
+        raise UserError(f"{run_dirs[0]} is a {track} run; judge calibration needs {' or '.join(takers)} runs")
     return track
-
-
-def _analytics_items(run_dirs: list[Path], *, system: str | None, category: str | None, judge: str | None,
-                     chart_judge: str | None, file_judge: str | None, file_judge_all: bool | None,
-                     unsafe_local: bool, concurrency: int, cache_flags: bool):  # -> (items, skipped)
-    """The analytics items scored by the judges `deskbench score` would build from these flags."""
-    from deskbench.models.registry import preflight
-    from deskbench.tracks.analytics.score_command import (
-        _judge_model,
-        close_judges,
-        file_judge_for,
-        file_judge_mode,
-    )
-    from deskbench.tracks.analytics.scoring.analytics import AnalyticsJudges
-    from deskbench.tracks.analytics.scoring.analytics_calibration import analytics_items
-
-    if category is not None and category not in ("qa", "visualization", "file_generation"):
-        raise UserError(f"--category {category!r} is not valid; use qa, visualization or file_generation")
-    if cache_flags:
-        raise UserError("--judge-cache and --no-cache are for docqa runs; analytics judges always use the "
-                        "response cache, as 'deskbench score' does (DESKBENCH_CACHE_DIR moves it)")
-    chart_judge = chart_judge or judge
-    every_file = file_judge_mode(file_judge, file_judge_all)
-    for name in (judge, chart_judge, file_judge):
-        if name:
-            preflight(name, role="judge")
-    judges = AnalyticsJudges(qa=_judge_model(judge, concurrency), chart=_judge_model(chart_judge, concurrency),
-                             file=file_judge_for(file_judge, concurrency, unsafe_local=unsafe_local),
-                             file_all=every_file)
-    try:
-        return analytics_items(run_dirs, judges, system=system, category=category,  # type: ignore[arg-type]
-                               concurrency=concurrency)
-    finally:
-        close_judges(judges)
 
 
 def register(app: typer.Typer) -> None:
@@ -133,34 +99,21 @@ def register(app: typer.Typer) -> None:
     ) -> None:
         """Write a deterministic sample of items to label (judges every non-exact answer first with --judge;
         analytics runs are scored by their evaluators, as 'deskbench score' scores them)."""
-        from deskbench.scoring.judge_calibration import (
-            collect_items,
-            judge_items,
-            sample_items,
-            write_items,
-        )
+        from deskbench.scoring.judge_calibration import sample_items, write_items
 
         if n < 1:
             raise UserError(f"--num-items {n} is not valid; use 1 or more")
         if concurrency < 1:
             raise UserError(f"--judge-concurrency {concurrency} is not valid; use 1 or more")
-        track = _track(run_dirs)
-        if track == "analytics":
-            items, skipped = _analytics_items(run_dirs, system=system, category=category, judge=judge,
-                                              chart_judge=chart_judge, file_judge=file_judge,
-                                              file_judge_all=file_judge_all, unsafe_local=unsafe_local,
-                                              concurrency=concurrency, cache_flags=judge_cache is not None or not cache)
-        else:
-            for flag, given in (("--category", category), ("--chart-judge", chart_judge), ("--file-judge", file_judge),
-                                ("--file-judge-all/--file-judge-deferred", file_judge_all is not None),
-                                ("--unsafe-local", unsafe_local)):
-                if given:
-                    raise UserError(f"{flag} is for analytics runs; {run_dirs[0]} is a docqa run: drop {flag}")
-            items, skipped = collect_items(run_dirs, system), Counter()
-        if judge and track == "docqa":
-            from deskbench.tracks.docqa.score_command import make_judge
+        from deskbench.contract.registry import get_track
 
-            items = judge_items(items, make_judge(judge, judge_cache, not cache, concurrency))
+        calibration = get_track(_track(run_dirs)).judge_calibration()
+        assert calibration is not None
+        params = {"system": system, "judge": judge, "judge_cache": judge_cache, "cache": cache,
+                  "concurrency": concurrency, "category": category, "chart_judge": chart_judge,
+                  "file_judge": file_judge, "file_judge_all": file_judge_all, "unsafe_local": unsafe_local}
+        found, skipped = calibration.sample_items(run_dirs, params)
+        items = list(found)
         chosen = sample_items(items, n, seed)
         if not chosen:
             raise UserError("every item was left unscored by its evaluator: nothing to sample; give the judge "
@@ -168,7 +121,7 @@ def register(app: typer.Typer) -> None:
         write_items(output, chosen)
         by: dict[str, int] = {}
         for item in chosen:
-            if item.track == "analytics":
+            if item.category is not None:  # a track whose items have categories (analytics)
                 key = f"{item.category} {item.verdict_source} {item.judge_verdict:g}"
             else:
                 key = "unjudged" if item.verdict_source is None else (
@@ -209,10 +162,13 @@ def register(app: typer.Typer) -> None:
         for cat, sub in cal.by_category.items():
             _out.print(f"-- {cat}: judge {sub.judge or '?'}, {sub.n_labelled} labelled items")
             _print_q(sub, indent="   ")
-        if any(i.category == "visualization" for i in items):
-            from deskbench.tracks.analytics.scoring.analytics_calibration import CHART_RULE
+        from deskbench.contract.registry import tracks
 
-            _out.print(f"charts: {CHART_RULE}")
+        for name, track in tracks().items():  # what a verdict means for each track's items
+            calibration = track.judge_calibration()
+            note = calibration.note([i for i in items if i.track == name]) if calibration is not None else None
+            if note:
+                _out.print(note)
         if cal.by_category:
             _out.print("Wilson 95% intervals. The agreement is what AIDABench §3.3.4 reports per evaluator (> 95% "
                        "qa and files, > 90% charts); 'deskbench score' applies no bias correction to analytics runs.")

@@ -108,10 +108,10 @@ def track_commands() -> list[TrackCommand]:
 
 
 def loaded_track_commands() -> list[TrackCommand]:
-    """The commands of the tracks already loaded in this process: `--help` loads none (its start-up
-    imports no track), so a plugin track's commands are listed once something loaded the tracks."""
-    registry = sys.modules.get("deskbench.contract.registry")
-    return track_commands() if registry is not None and getattr(registry, "_builtins_loaded", False) else []
+    """The tracks' commands when this process has the registry already: `--help` imports none (its
+    start-up imports no track nor pydantic), so a plugin track's commands are listed once
+    something in the process asked the registry (the built-in tracks' are in cli/panels.py)."""
+    return track_commands() if "deskbench.contract.registry" in sys.modules else []
 
 
 def track_holder(name: str, group: str | None) -> typer.Typer | None:

@@ -5,11 +5,12 @@ the group it joins (None: top level; "generate": `deskbench generate <name>`) an
 that registers it on a Typer app, as "package.module:function", so the module is imported only
 when a command line names the command (cli/root.py builds commands lazily). `deskbench init` asks
 `Track.scaffolder` for a `Scaffolder`; `deskbench demo` and `generate demo` ask `Track.demo` for a
-`DemoLeg`. So the core's command line names no track, and a fourth track adds a command, an init
-or a demo leg from its one folder.
+`DemoLeg`; `deskbench calibrate` asks `Track.judge_calibration` for a `JudgeCalibration`. So the
+core's command line names no track, and a fourth track adds a command, an init, a demo leg or the
+items of its judge to calibrate from its one folder.
 
-Nothing of deskbench is imported here (the standard library only): every core module and every
-track may import it without a cycle.
+Nothing of deskbench is imported here at run time (the standard library only): every core module
+and every track may import it without a cycle.
 """
 
 from __future__ import annotations
@@ -18,7 +19,10 @@ import shlex
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
+
+if TYPE_CHECKING:
+    from deskbench.scoring.judge_calibration import CalibrationItem
 
 
 @dataclass(frozen=True)
@@ -84,4 +88,23 @@ class DemoLeg(Protocol):
 
     def show(self, section: object) -> None:
         """Print this track's results from its report section's data (report/data.py)."""
+        ...
+
+
+class JudgeCalibration(Protocol):
+    """A track's part of `deskbench calibrate` (scoring/judge_calibration.py does the rest: the
+    sample, the labels, q0 and q1)."""
+
+    def sample_items(self, run_dirs: Sequence[Path],
+                     params: Mapping[str, object]) -> tuple[Sequence[CalibrationItem], Mapping[str, int]]:
+        """The items of this track's runs `run_dirs` to sample from, each with its judge's verdict
+        when `calibrate sample`'s flags (`params`, by parameter name: system, judge, judge_cache,
+        cache, concurrency, category, chart_judge, file_judge, file_judge_all, unsafe_local) give a
+        judge, and how many were left out by reason. A flag this track does not take that was
+        given is one UserError line."""
+        ...
+
+    def note(self, items: Sequence[CalibrationItem]) -> str | None:
+        """A line `calibrate compute` prints under the numbers of these items (what a verdict
+        means for them), or None."""
         ...

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, ClassVar
 from pydantic import BaseModel, ConfigDict
 
 if TYPE_CHECKING:
-    from deskbench.contract.cli import DemoLeg, Scaffolder, TrackCommand
+    from deskbench.contract.cli import DemoLeg, JudgeCalibration, Scaffolder, TrackCommand
     from deskbench.contract.export import Exporter, TaskText
     from deskbench.report.models import ReportSection
     from deskbench.runs.outcomes import ItemOutcome, OutcomeOptions
@@ -156,4 +156,9 @@ class Track(ABC):
     def demo(self) -> DemoLeg | None:
         """This track's part of the bundled demo (`deskbench demo`, `generate demo`: contract/cli.py);
         None (the default): the demo leaves the track out."""
+        return None
+
+    def judge_calibration(self) -> JudgeCalibration | None:
+        """The items of this track's runs `deskbench calibrate sample` samples for people to label,
+        judged by its judges (contract/cli.py); None (the default): no judge of it to calibrate."""
         return None

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 
 from pydantic import BaseModel
 
-from deskbench.contract.cli import DemoLeg, Scaffolder, TrackCommand
+from deskbench.contract.cli import DemoLeg, JudgeCalibration, Scaffolder, TrackCommand
 from deskbench.contract.track import Track
 from deskbench.tracks.analytics.options import (
     AnalyticsCompareOptions,
@@ -146,6 +146,11 @@ class AnalyticsTrack(Track):
         from deskbench.tracks.analytics.demo import LEG
 
         return LEG
+
+    def judge_calibration(self) -> JudgeCalibration:
+        from deskbench.tracks.analytics.cli.calibrate import CALIBRATION
+
+        return CALIBRATION
 
 
 def _first_task_is_analytics(tasks: Path) -> bool:

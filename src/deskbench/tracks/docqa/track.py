@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 
 from pydantic import BaseModel
 
-from deskbench.contract.cli import DemoLeg, Scaffolder, TrackCommand
+from deskbench.contract.cli import DemoLeg, JudgeCalibration, Scaffolder, TrackCommand
 from deskbench.contract.track import Track
 from deskbench.tracks.docqa.options import DocQACompareOptions, DocQARunOptions, DocQAScoreOptions
 
@@ -125,6 +125,11 @@ class DocQATrack(Track):
         from deskbench.tracks.docqa.demo import LEG
 
         return LEG
+
+    def judge_calibration(self) -> JudgeCalibration:
+        from deskbench.tracks.docqa.cli.calibrate import CALIBRATION
+
+        return CALIBRATION
 
 
 TRACK = DocQATrack()

@@ -1,0 +1,67 @@
+"""analytics' part of `deskbench calibrate` (Track.judge_calibration): scored items of analytics
+runs with the verdict of the evaluator that decided each (--judge for QA, --chart-judge,
+--file-judge as `deskbench score` takes them; --category to sample one category)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from deskbench.errors import UserError
+
+if TYPE_CHECKING:
+    from deskbench.scoring.judge_calibration import CalibrationItem
+
+
+class AnalyticsCalibration:
+    """contract/cli.py JudgeCalibration for analytics runs."""
+
+    def sample_items(self, run_dirs: Sequence[Path],
+                     params: Mapping[str, object]) -> tuple[Sequence[CalibrationItem], Mapping[str, int]]:
+        """The analytics items scored by the judges `deskbench score` would build from these flags."""
+        from deskbench.models.registry import preflight
+        from deskbench.tracks.analytics.score_command import (
+            _judge_model,
+            close_judges,
+            file_judge_for,
+            file_judge_mode,
+        )
+        from deskbench.tracks.analytics.scoring.analytics import AnalyticsJudges
+        from deskbench.tracks.analytics.scoring.analytics_calibration import analytics_items
+
+        category, judge, system = params.get("category"), params.get("judge"), params.get("system")
+        chart_judge, file_judge = params.get("chart_judge"), params.get("file_judge")
+        file_judge_all, unsafe_local = params.get("file_judge_all"), bool(params.get("unsafe_local"))
+        concurrency = params.get("concurrency")
+        assert isinstance(concurrency, int)
+        assert all(v is None or isinstance(v, str) for v in (category, judge, system, chart_judge, file_judge))
+        assert file_judge_all is None or isinstance(file_judge_all, bool)
+        if category is not None and category not in ("qa", "visualization", "file_generation"):
+            raise UserError(f"--category {category!r} is not valid; use qa, visualization or file_generation")
+        if params.get("judge_cache") is not None or not params.get("cache", True):
+            raise UserError("--judge-cache and --no-cache are for docqa runs; analytics judges always use the "
+                            "response cache, as 'deskbench score' does (DESKBENCH_CACHE_DIR moves it)")
+        chart_judge = chart_judge or judge
+        every_file = file_judge_mode(file_judge, file_judge_all)  # type: ignore[arg-type]
+        for name in (judge, chart_judge, file_judge):
+            if name:
+                preflight(name, role="judge")  # type: ignore[arg-type]
+        judges = AnalyticsJudges(qa=_judge_model(judge, concurrency),  # type: ignore[arg-type]
+                                 chart=_judge_model(chart_judge, concurrency),  # type: ignore[arg-type]
+                                 file=file_judge_for(file_judge, concurrency, unsafe_local=unsafe_local),  # type: ignore[arg-type]
+                                 file_all=every_file)
+        try:
+            return analytics_items(run_dirs, judges, system=system, category=category,  # type: ignore[arg-type]
+                                   concurrency=concurrency)
+        finally:
+            close_judges(judges)
+
+    def note(self, items: Sequence[CalibrationItem]) -> str | None:
+        """How a chart's verdict is read, when the items hold a chart."""
+        from deskbench.tracks.analytics.scoring.analytics_calibration import CHART_RULE
+
+        return f"charts: {CHART_RULE}" if any(i.category == "visualization" for i in items) else None
+
+
+CALIBRATION = AnalyticsCalibration()
