@@ -75,7 +75,7 @@ def test_corpus_refuses_a_document_stored_outside_it(forged: dict[str, Path]) ->
 def test_mcp_get_page_refuses_a_document_outside_the_corpus(forged: dict[str, Path]) -> None:
     """The issue's row: the MCP session's get_page (what the server's tool calls) answers a
     tool error, not the rendered page; nothing is recorded as read."""
-    from deskbench.mcp.session import DocqaSession, ToolError
+    from deskbench.tracks.docqa.mcp_session import DocqaSession, ToolError
 
     c = Corpus.open(forged["corpus"])
     task = DocQATask(id="q", question="?", answer_variants=[["x"]])

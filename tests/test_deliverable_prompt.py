@@ -10,12 +10,8 @@ from typing import get_args
 import pytest
 
 from deskbench.generate.demo import bundled_dir
-from deskbench.tracks.deliverables.agent import (
-    DeliverableOptions,
-    deliverable_prompt,
-    protocol_notes,
-    variant_name,
-)
+from deskbench.tracks.deliverables.agent import deliverable_prompt, protocol_notes, variant_name
+from deskbench.tracks.deliverables.agent_inputs import DeliverableOptions
 from deskbench.tracks.deliverables.generate.packages import generate_deliverables
 from deskbench.tracks.deliverables.prompts import TRAP_HINTS
 from deskbench.tracks.deliverables.tasks import DeliverableTask, TrapKind, load_packages

@@ -305,7 +305,8 @@ def test_rate_and_episode_limits_refuse_calls_over_them(setup: tuple[Path, Path]
     from mcp import ClientSession
 
     from deskbench.mcp.server import TokenBucket, build_server, serve_http
-    from deskbench.mcp.standalone import DocqaQuestions, Episodes
+    from deskbench.mcp.standalone import Episodes
+    from deskbench.tracks.docqa.mcp_tools import DocqaQuestions
     from tests.mcp_client import is_error, streamablehttp_client
 
     corpus, _ = setup

@@ -1,8 +1,7 @@
 """`--agent external` in every track: an agent built elsewhere, given its track's tools over MCP.
 What the tracks share lives here: the options (--command or --url, --timeout), the episode's MCP
 server on 127.0.0.1 (a free port), and the agent's process or service call; each track adds only
-its session (its tools and how they become a submission: mcp/docqa.py, analytics.py,
-deliverables.py).
+its session (its tools and how they become a submission: tracks/<name>/mcp_tools.py).
 
 --command: run once per episode, split as a shell would (shlex) but run without one, so the
 question is one argument whatever it contains (`{question}` is replaced by it); the process gets

@@ -1,11 +1,11 @@
 """`deskbench mcp` outside a run: the agent is the user's to start, so each answer ends an
 episode (stored at once under system 'external') and the next call starts a new one.
 
-Over a corpus (docqa) the episodes are questions of the user's (task ids mcp-1, mcp-2, ...; with
-no gold answer they are kept, not scored). Over a tasks file (analytics) or a package folder
-(deliverables) the episodes are attempts at one task (`--task`, else the first), each stored as
-the next attempt, scored by `deskbench score RUNDIR` like a run's; the task's prompt is the
-server's instructions, sent to the client when it connects.
+What is served is the track's (Track.mcp_tools, contract/mcp.py): over a corpus (docqa's) the
+episodes are questions of the user's; over a tasks file or a package folder (analytics',
+deliverables') the episodes are attempts at one task (`--task`, else the first), each stored as
+the next attempt (`TaskServed`), scored by `deskbench score RUNDIR` like a run's; the task's
+prompt is the server's instructions, sent to the client when it connects.
 
 Each MCP session (over HTTP, each mcp-session-id; on stdio, the one client) has its own episode:
 a session's first tool call opens one, its answer stores it, and a call can only ever reach its
@@ -16,13 +16,13 @@ refused with a request to slow down, never queued)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
-from typing import Any, Generic, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
-from deskbench.agents.base import AgentContext, AgentSettings
+from deskbench.contract.mcp import McpRequest, McpServed
 from deskbench.errors import UserError
 from deskbench.mcp.external import EpisodeSession
 from deskbench.mcp.server import (
@@ -35,25 +35,15 @@ from deskbench.mcp.server import (
     serve,
 )
 from deskbench.runs.store import RunStore, now
-from deskbench.tracks.docqa.tasks import DocQATask
+
+if TYPE_CHECKING:
+    from deskbench.contract.mcp import McpTools
+    from deskbench.contract.track import Track
 
 SYSTEM = "external"
-NO_GOLD = "(no gold answer: served by deskbench mcp)"
 S = TypeVar("S", bound=EpisodeSession)
 MAX_EPISODES = 1000  # episodes one server opens (--max-episodes)
 MAX_CALLS_PER_SECOND = 20.0  # tool calls a second for one server, all sessions together (--max-calls-per-second)
-
-
-class Served(Protocol[S]):
-    """What one track serves outside a run: its tools, the task's prompt, and a new session for
-    each episode (with the task id and attempt it is stored under)."""
-
-    server_name: str
-    instructions: str | None
-
-    def tools(self, source: SessionSource[S]) -> list[McpTool]: ...
-
-    def next(self) -> tuple[str, int, S]: ...
 
 
 @dataclass
@@ -71,7 +61,7 @@ class Episodes(Generic[S]):
     (the session's next call opens another). Every call passes the server's rate limit first; a
     refused call reaches no episode."""
 
-    def __init__(self, store: RunStore, served: Served[S], *, max_episodes: int = MAX_EPISODES,
+    def __init__(self, store: RunStore, served: McpServed[S], *, max_episodes: int = MAX_EPISODES,
                  bucket: TokenBucket | None = None) -> None:
         self.store, self.served, self.max_episodes = store, served, max_episodes
         self.bucket = bucket if bucket is not None else TokenBucket(MAX_CALLS_PER_SECOND)
@@ -104,31 +94,6 @@ class Episodes(Generic[S]):
         episode = self.open.pop(who)
         ended = EndedEpisode(result=session.result(), started_at=episode.started, finished_at=now())
         commit_episode(self.store, SYSTEM, episode.task_id, episode.attempt, ended, RunCounts(), replace=True)
-
-
-class DocqaQuestions:
-    """docqa over a corpus: each episode a question of the user's, stored as task mcp-N."""
-
-    def __init__(self, corpus: Path, store: RunStore, question: str, top_k: int) -> None:
-        from deskbench.corpus import Corpus
-        from deskbench.mcp.docqa import SERVER_NAME
-
-        self.ctx = AgentContext(model=None, corpus=Corpus.open(corpus), settings=AgentSettings(top_k=top_k))
-        self.store, self.question, self.count = store, question, 0
-        self.server_name, self.instructions = SERVER_NAME, question or None
-
-    def tools(self, source: SessionSource[Any]) -> list[McpTool]:
-        from deskbench.mcp.docqa import docqa_tools
-
-        return docqa_tools(source)
-
-    def next(self) -> tuple[str, int, Any]:
-        from deskbench.mcp.session import DocqaSession
-
-        self.count += 1
-        task = DocQATask(id=f"mcp-{self.count}", question=self.question, answer_variants=[[NO_GOLD]])
-        self.store.save_tasks([task])
-        return str(task.id), 0, DocqaSession(self.ctx, task)
 
 
 class TaskServed(Generic[S]):
@@ -165,18 +130,6 @@ def pick(ids: list[str], wanted: str | None, where: Path) -> str:
     return wanted
 
 
-# track name -> what `deskbench mcp --tasks` serves for it: (tasks path, store, --task, --max-rounds) -> Served
-SERVED: dict[str, Callable[[Path, RunStore, str | None, int], Served[Any]]] = {}
-
-
-def _register() -> None:
-    from deskbench.mcp.analytics import served as analytics_served
-    from deskbench.mcp.deliverables import served as deliverables_served
-
-    SERVED.setdefault("analytics", analytics_served)
-    SERVED.setdefault("deliverables", deliverables_served)
-
-
 @dataclass(frozen=True)
 class ServerLimits:
     """What one `deskbench mcp` server allows: episodes opened, tool calls a second."""
@@ -187,8 +140,15 @@ class ServerLimits:
 
 async def serve_corpus(corpus: Path, out: Path, *, transport: str, port: int, question: str, top_k: int,
                        limits: ServerLimits = ServerLimits()) -> None:
+    from deskbench.contract.registry import tracks
+
+    served = [(t, tools) for t, tools in _tools(tracks().values()) if tools.serves_corpus]
+    if not served:
+        raise UserError(f"deskbench mcp --corpus: no track serves a corpus over MCP; give --tasks PATH "
+                        f"(the tracks that serve tasks: {_names_serving_tasks()})")
     store = RunStore(out)
-    await _serve(DocqaQuestions(corpus, store, question, top_k), store, transport, port, limits)
+    request = McpRequest(store=store, source=corpus, question=question, top_k=top_k)
+    await _serve(served[0][1].corpus(request), store, transport, port, limits)
 
 
 async def serve_tasks(tasks: Path, out: Path, *, task: str | None, transport: str, port: int, max_rounds: int = 20,
@@ -196,14 +156,28 @@ async def serve_tasks(tasks: Path, out: Path, *, task: str | None, transport: st
     from deskbench.contract.registry import track_for
 
     track = track_for(tasks, [SYSTEM])
-    _register()
-    if track.name not in SERVED:
-        raise UserError(f"deskbench mcp --tasks serves analytics tasks files and deliverables packages; {tasks} is "
-                        f"{track.name}'s: for docqa give --corpus DIR")
+    tools = track.mcp_tools()
+    if tools is None or not tools.serves_tasks:
+        fix = f": for {track.name} give --corpus DIR" if tools is not None and tools.serves_corpus else ""
+        raise UserError(f"deskbench mcp --tasks serves {_names_serving_tasks()} tasks; {tasks} is "
+                        f"{track.name}'s{fix}")
     store = RunStore(out)
-    await _serve(SERVED[track.name](tasks, store, task, max_rounds), store, transport, port, limits)
+    request = McpRequest(store=store, source=tasks, task=task, max_rounds=max_rounds)
+    await _serve(tools.tasks(request), store, transport, port, limits)
 
 
-async def _serve(served: Served[Any], store: RunStore, transport: str, port: int, limits: ServerLimits) -> None:
+def _tools(tracks: Iterable[Track]) -> list[tuple[Track, McpTools]]:
+    """Each track that serves tools over MCP, with them, in the registry's order."""
+    return [(t, tools) for t in tracks if (tools := t.mcp_tools()) is not None]
+
+
+def _names_serving_tasks() -> str:
+    from deskbench.contract.registry import tracks
+
+    names = [t.name for t, tools in _tools(tracks().values()) if tools.serves_tasks]
+    return " and ".join(names) if names else "no track's"
+
+
+async def _serve(served: McpServed[Any], store: RunStore, transport: str, port: int, limits: ServerLimits) -> None:
     source = Episodes(store, served, max_episodes=limits.max_episodes, bucket=TokenBucket(limits.calls_per_second))
     await serve(build_server(served.server_name, served.tools(source), served.instructions), transport, port)

@@ -12,45 +12,14 @@ from typing import Protocol
 from deskbench.agents.base import AgentResult, Recorder
 from deskbench.agents.code_loop import AnalystContext, Deliverables, code_loop
 from deskbench.errors import UserError
-from deskbench.tracks.analytics.tasks import AnalyticsSubmission, AnalyticsTask
-from deskbench.tracks.analytics.prompts import (
-    ANALYST_PROMPT,
-    FILES_HEADER,
-    OUTPUT_NOTE,
-    SUMMARY_HEADER,
-)
+from deskbench.tracks.analytics.tasks import AnalyticsSubmission, AnalyticsTask, check_inputs
+from deskbench.tracks.analytics.prompts import ANALYST_PROMPT, task_prompt
 
 
 class AnalyticsAgent(Protocol):
     name: str
 
     async def run(self, task: AnalyticsTask, ctx: AnalystContext, workdir: Path) -> AgentResult: ...
-
-
-def task_prompt(task: AnalyticsTask, inputs: list[Path], *, summary: bool) -> str:
-    """The instruction, where its files are, and the auxiliary summary (unless ablated)."""
-    lines = [task.instruction, "", FILES_HEADER]
-    lines += [f"- /mnt/data/{p.name}" for p in inputs]
-    lines += ["", OUTPUT_NOTE]
-    if summary:
-        from deskbench.corpus.sheet_summary import summarise
-
-        text = summarise(inputs)
-        if text:
-            lines += ["", SUMMARY_HEADER, text]
-    return "\n".join(lines)
-
-
-def check_inputs(task: AnalyticsTask, tasks_dir: Path) -> list[Path]:
-    """The task's input files; two with the same name would collide under /mnt/data."""
-    paths = task.input_paths(tasks_dir)
-    names = [p.name for p in paths]
-    if len(set(names)) != len(names):
-        raise ValueError(f"task {task.id}: two input files share a name ({', '.join(names)})")
-    missing = [str(p) for p in paths if not p.is_file()]
-    if missing:
-        raise ValueError(f"task {task.id}: input file not found: {missing[0]}")
-    return paths
 
 
 class AnalystAgent:
@@ -75,12 +44,12 @@ class AnalystAgent:
 
 
 def _external() -> AnalyticsAgent:
-    """An agent built elsewhere, given execute_code and provide_answer over MCP (mcp/analytics.py;
+    """An agent built elsewhere, given execute_code and provide_answer over MCP (mcp_tools.py;
     the mcp extra is loaded only when it is asked for, and said missing in one line)."""
     from deskbench.requirements import MCP, check
 
     check("--agent external", [MCP])
-    from deskbench.mcp.analytics import ExternalAnalyticsAgent
+    from deskbench.tracks.analytics.mcp_tools import ExternalAnalyticsAgent
 
     return ExternalAnalyticsAgent()
 

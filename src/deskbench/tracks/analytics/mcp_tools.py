@@ -3,22 +3,24 @@ provide_answer (the final answer text). The episode's submission is what the ana
 would be: the answer, the files the code saved to /mnt/result (collected into the episode's
 outputs folder), the execute_code calls as rounds; scored by the analytics scorer like any other.
 The agent's question is the analyst's task prompt (instruction, input files, the auxiliary
-summary unless --no-summary) with the last line telling it to answer with provide_answer."""
+summary unless --no-summary) with the last line telling it to answer with provide_answer.
+`deskbench mcp --tasks FILE` serves them for one task outside a run (Track.mcp_tools:
+`AnalyticsMcpTools`)."""
 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, ClassVar
 
 from deskbench.agents.base import AgentResult
 from deskbench.agents.code_loop import AnalystContext, execute_tool
+from deskbench.contract.mcp import McpRequest, McpTools
 from deskbench.errors import UserError
 from deskbench.mcp.code_session import CodeSession
 from deskbench.mcp.external import ExternalRunner, Status
 from deskbench.mcp.server import McpTool, SessionSource
-from deskbench.tracks.analytics.agent import check_inputs, task_prompt
-from deskbench.tracks.analytics.prompts import OUTPUT_NOTE
-from deskbench.tracks.analytics.tasks import AnalyticsSubmission, AnalyticsTask
+from deskbench.tracks.analytics.prompts import OUTPUT_NOTE, task_prompt
+from deskbench.tracks.analytics.tasks import AnalyticsSubmission, AnalyticsTask, check_inputs
 
 if TYPE_CHECKING:
     from deskbench.mcp.standalone import TaskServed
@@ -89,6 +91,15 @@ def served(tasks: Path, store: RunStore, wanted: str | None, max_rounds: int = 2
     store.set_meta("tasks_file", str(tasks.resolve()))
     return TaskServed(store, task.id, SERVER_NAME, question(task, inputs, ctx), analytics_tools,
                       lambda workdir: AnalyticsSession(task, ctx, inputs, workdir))
+
+
+class AnalyticsMcpTools(McpTools):
+    """`deskbench mcp --tasks FILE [--task ID]`: execute_code and provide_answer for one task."""
+
+    serves_tasks: ClassVar[bool] = True
+
+    def tasks(self, request: McpRequest) -> TaskServed[AnalyticsSession]:
+        return served(request.source, request.store, request.task, request.max_rounds)
 
 
 class ExternalAnalyticsAgent(ExternalRunner):

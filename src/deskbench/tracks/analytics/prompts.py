@@ -5,6 +5,14 @@ can act on it: where the input files are, where output files go, and (unless the
 switch is off) the auxiliary spreadsheet summary of Appendix F.
 """
 
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from deskbench.tracks.analytics.tasks import AnalyticsTask
+
 ANALYST_PROMPT = """You are a data analysis assistant. You will complete the given task by analyzing a file.
 
 The current task is:
@@ -45,3 +53,17 @@ FILES_HEADER = "Input files (read-only):"
 OUTPUT_NOTE = ("Save any file the task asks for under /mnt/result/ (for a chart, save the figure "
                "as a PNG there). When you are done, reply with your final answer without a tool call.")
 SUMMARY_HEADER = "Auxiliary spreadsheet summary (JSON, per workbook):"
+
+
+def task_prompt(task: AnalyticsTask, inputs: list[Path], *, summary: bool) -> str:
+    """The instruction, where its files are, and the auxiliary summary (unless ablated)."""
+    lines = [task.instruction, "", FILES_HEADER]
+    lines += [f"- /mnt/data/{p.name}" for p in inputs]
+    lines += ["", OUTPUT_NOTE]
+    if summary:
+        from deskbench.corpus.sheet_summary import summarise
+
+        text = summarise(inputs)
+        if text:
+            lines += ["", SUMMARY_HEADER, text]
+    return "\n".join(lines)

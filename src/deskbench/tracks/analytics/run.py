@@ -31,8 +31,8 @@ from deskbench.runs.settings import remember_settings
 from deskbench.runs.store import RunStore
 from deskbench.runs.track import PreparedRun, PreparedSystem, wanted
 from deskbench.sandbox import Limits, Sandbox
-from deskbench.tracks.analytics.agent import AnalyticsAgent, check_inputs, make_agent, needs_model
-from deskbench.tracks.analytics.tasks import AnalyticsTask
+from deskbench.tracks.analytics.agent import AnalyticsAgent, make_agent, needs_model
+from deskbench.tracks.analytics.tasks import AnalyticsTask, check_inputs
 
 PAPER_ROUNDS = 20  # §4.1: at most 20 execute_code invocations per instance
 

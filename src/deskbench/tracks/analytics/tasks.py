@@ -130,6 +130,18 @@ def write_tasks(path: Path, tasks: list[AnalyticsTask]) -> None:
     write_jsonl(path, tasks)
 
 
+def check_inputs(task: AnalyticsTask, tasks_dir: Path) -> list[Path]:
+    """The task's input files; two with the same name would collide under /mnt/data."""
+    paths = task.input_paths(tasks_dir)
+    names = [p.name for p in paths]
+    if len(set(names)) != len(names):
+        raise ValueError(f"task {task.id}: two input files share a name ({', '.join(names)})")
+    missing = [str(p) for p in paths if not p.is_file()]
+    if missing:
+        raise ValueError(f"task {task.id}: input file not found: {missing[0]}")
+    return paths
+
+
 class AnalyticsSubmission(BaseModel):
     """One analytics episode's outcome: the final reply, the files it produced, its effort.
 

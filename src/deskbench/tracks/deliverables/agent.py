@@ -10,33 +10,28 @@ and `web` (web_search and fetch tools, tracks/deliverables/web_access.py; the pa
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from collections.abc import Callable
 from pathlib import Path
 from typing import Protocol
 
 from deskbench.agents.base import AgentResult, Recorder
 from deskbench.agents.code_loop import AnalystContext, Deliverables, code_loop
-from deskbench.corpus.office import UnreadableFile, normalise
 from deskbench.errors import UserError
 from deskbench.runs.protocol import ProtocolNote, deskbench, paper
-from deskbench.tracks.deliverables.tasks import DeliverableSubmission, DeliverableTask
+from deskbench.tracks.deliverables.agent_inputs import DeliverableOptions, files_block
 from deskbench.tracks.deliverables.prompts import (
     BUDGET,
     DELIVERABLE_PROMPT,
     FINAL_NOTE,
     FINAL_WORDS,
-    INLINE_HEADER,
-    INPUTS_HEADER,
-    OUTPUTS_HEADER,
     TRAP_CLOSING,
     TRAP_HINTS,
     TRAP_PREAMBLE,
-    TRUNCATED,
     WEB_BUDGET,
     WEB_LINES,
 )
-from deskbench.tracks.deliverables.web_access import WebChoice, web_tools
+from deskbench.tracks.deliverables.tasks import DeliverableSubmission, DeliverableTask
+from deskbench.tracks.deliverables.web_access import web_tools
 from deskbench.tracks.deliverables.web_backend import WebBackend, WebUnavailable
 
 
@@ -44,49 +39,6 @@ class DeliverablesAgent(Protocol):
     name: str
 
     async def run(self, task: DeliverableTask, ctx: AnalystContext, workdir: Path) -> AgentResult: ...
-
-
-def inline_inputs(paths: list[Path], budget: int) -> str:
-    """The normalised text of the input files, at most `budget` characters shared fairly: each
-    file gets an equal share, and what a short file leaves unused goes to the others."""
-    if budget <= 0:
-        return ""
-    texts: list[tuple[str, str]] = []
-    for path in paths:
-        try:
-            parts = normalise(path)
-            body = "\n".join(f"# {p.name}\n{p.text}" if p.kind != "document" else p.text for p in parts)
-        except UnreadableFile as exc:
-            body = f"[could not be read here: {exc}]"
-        texts.append((path.name, body))
-    shown: dict[int, str] = {}
-    remaining = budget
-    by_length = sorted(range(len(texts)), key=lambda i: len(texts[i][1]))
-    for rank, i in enumerate(by_length):
-        share = remaining // (len(texts) - rank)
-        body = texts[i][1]
-        if len(body) > share:
-            body = body[: max(0, share - len(TRUNCATED) - 1)] + "\n" + TRUNCATED
-        remaining -= min(len(body), share)
-        shown[i] = body
-    out = [f"=== {name} ===\n{shown[i]}" for i, (name, _) in enumerate(texts)]
-    return "\n\n".join(out)
-
-
-def files_block(task: DeliverableTask, inputs: list[Path], inline_chars: int) -> str:
-    """Where the input files are, the required outputs, and the inputs' text up to `inline_chars`
-    (the external agent's question has none: its read_input tool gives them)."""
-    lines = [INPUTS_HEADER, *(f"- /mnt/data/{p.name}" for p in inputs), ""]
-    if task.required_outputs:
-        lines += [OUTPUTS_HEADER]
-        for o in task.required_outputs:
-            sections = f" with sections/sheets/slides: {', '.join(o.sections)}" if o.sections else ""
-            lines.append(f"- /mnt/result/{o.name} ({o.format}){sections}")
-        lines.append("")
-    inlined = inline_inputs(inputs, inline_chars)
-    if inlined:
-        lines += [INLINE_HEADER, inlined, ""]
-    return "\n".join(lines)
 
 
 def deliverable_prompt(task: DeliverableTask, inputs: list[Path], *, max_rounds: int, inline_chars: int,
@@ -98,16 +50,6 @@ def deliverable_prompt(task: DeliverableTask, inputs: list[Path], *, max_rounds:
         task_prompt=task.full_prompt, files_block=files_block(task, inputs, inline_chars),
         budget=(WEB_BUDGET if web else BUDGET).format(max_rounds=max_rounds),
         web_lines=WEB_LINES if web else "", closing=TRAP_CLOSING if trap_hints else "")
-
-
-@dataclass(frozen=True)
-class DeliverableOptions:
-    """How `deliverable-agent` is set up for a run (`deskbench run` flags)."""
-
-    inline_chars: int = 24_000
-    trap_hints: bool = False  # --trap-hints
-    web: WebChoice | None = None  # --web
-    agent_options: Mapping[str, object] = field(default_factory=dict)  # external: --command / --url / --timeout
 
 
 def variant_name(agent: str, options: DeliverableOptions) -> str:
@@ -168,12 +110,12 @@ class DeliverableAgent:
 
 
 def _external(options: DeliverableOptions, web: WebBackend | None) -> DeliverablesAgent:
-    """An agent built elsewhere, given the deliverable agent's tools over MCP (mcp/deliverables.py;
+    """An agent built elsewhere, given the deliverable agent's tools over MCP (mcp_tools.py;
     the mcp extra is loaded only when it is asked for, and said missing in one line)."""
     from deskbench.requirements import MCP, check
 
     check("--agent external", [MCP])
-    from deskbench.mcp.deliverables import ExternalDeliverablesAgent
+    from deskbench.tracks.deliverables.mcp_tools import ExternalDeliverablesAgent
 
     return ExternalDeliverablesAgent(options, web)
 

@@ -5,22 +5,28 @@ execute_code (the sandbox with the package's inputs at /mnt/data; what the code 
 /mnt/result are the deliverable files), web_search and fetch when the run has --web (the same
 tools over the same backend), and submit_deliverable (the response text, the agent's final
 reply). Every call but read_input and the submission counts against --max-rounds; past it the
-agent is told to submit, as the built-in agent is."""
+agent is told to submit, as the built-in agent is. `deskbench mcp --tasks PACKAGES` serves them for
+one package outside a run, without the web (Track.mcp_tools: `DeliverablesMcpTools`)."""
 
 from __future__ import annotations
 
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, ClassVar
 
 from deskbench.agents.base import AgentResult
 from deskbench.agents.code_loop import AnalystContext, execute_tool
+from deskbench.contract.mcp import McpRequest, McpTools
 from deskbench.errors import UserError
 from deskbench.mcp.code_session import CodeSession, ToolError
 from deskbench.mcp.external import ExternalRunner, Status
 from deskbench.mcp.server import McpTool, SessionSource
 from deskbench.tasks.trajectory import ToolCallStep
-from deskbench.tracks.deliverables.agent import DeliverableOptions, files_block, inline_inputs
+from deskbench.tracks.deliverables.agent_inputs import (
+    DeliverableOptions,
+    files_block,
+    inline_inputs,
+)
 from deskbench.tracks.deliverables.tasks import DeliverableSubmission, DeliverableTask
 from deskbench.tracks.deliverables.web_access import FETCH_TOOL, SEARCH_TOOL, web_tools
 from deskbench.tracks.deliverables.web_backend import WebBackend
@@ -122,6 +128,15 @@ def served(packages: Path, store: RunStore, wanted: str | None, max_rounds: int 
     return TaskServed(store, task.id, SERVER_NAME, question(task, ctx, web=False),
                       lambda source: deliverables_tools(source, web=False),
                       lambda workdir: DeliverablesSession(task, ctx, workdir, options, None))
+
+
+class DeliverablesMcpTools(McpTools):
+    """`deskbench mcp --tasks PACKAGES [--task ID]`: the deliverable agent's tools for one package."""
+
+    serves_tasks: ClassVar[bool] = True
+
+    def tasks(self, request: McpRequest) -> TaskServed[DeliverablesSession]:
+        return served(request.source, request.store, request.task, request.max_rounds)
 
 
 class ExternalDeliverablesAgent(ExternalRunner):

@@ -41,13 +41,13 @@ from deskbench.sandbox import Limits, Sandbox
 from deskbench.tracks.deliverables.agent import (
     DELIVERABLE_AGENTS,
     NO_MODEL,
-    DeliverableOptions,
     DeliverablesAgent,
     check_agent,
     make_agent,
     protocol_notes,
     variant_name,
 )
+from deskbench.tracks.deliverables.agent_inputs import DeliverableOptions
 from deskbench.tracks.deliverables.tasks import DeliverableTask, load_packages
 from deskbench.tracks.deliverables.web_access import WebChoice, open_web
 

@@ -23,6 +23,7 @@ from deskbench.tracks.deliverables.outcomes import DEFINITION as DELIVERABLES_DE
 
 if TYPE_CHECKING:
     from deskbench.contract.export import TaskText
+    from deskbench.contract.mcp import McpTools
     from deskbench.report.models import ReportSection
     from deskbench.runs.outcomes import ItemOutcome, OutcomeOptions
     from deskbench.runs.store import Episode, RunStore
@@ -77,6 +78,12 @@ class DeliverablesTrack(Track):
         from deskbench.tracks.deliverables.export import answer_text
 
         return answer_text(submission)
+
+    def mcp_tools(self) -> McpTools:
+        """`deskbench mcp` for one package: read_input, execute_code, submit_deliverable (mcp_tools.py: loads the mcp extra, so only when asked)."""
+        from deskbench.tracks.deliverables.mcp_tools import DeliverablesMcpTools
+
+        return DeliverablesMcpTools()
 
     def prepare(self, request: RunRequest) -> PreparedRun:
         """Every (--agent, --model) pair is a system; all of them run at once."""

@@ -1,5 +1,5 @@
 """`--agent external` on docqa: an agent built elsewhere, given search_documents, get_page and
-provide_answer over MCP (deskbench/mcp/docqa.py), once per task. How it is run (--command, or a
+provide_answer over MCP (tracks/docqa/mcp_tools.py), once per task. How it is run (--command, or a
 service POSTed with --url), the episode's server and its end are the shared runner's
 (deskbench/mcp/external.py); this module adds only docqa's session."""
 
@@ -12,9 +12,9 @@ from deskbench.tracks.docqa.tasks import DocQATask
 
 class ExternalAgent(ExternalRunner):
     async def run(self, task: DocQATask, ctx: AgentContext) -> AgentResult:
-        from deskbench.mcp.docqa import SERVER_NAME, docqa_tools
         from deskbench.mcp.server import OneEpisode
-        from deskbench.mcp.session import DocqaSession
+        from deskbench.tracks.docqa.mcp_session import DocqaSession
+        from deskbench.tracks.docqa.mcp_tools import SERVER_NAME, docqa_tools
 
         session = DocqaSession(ctx, task)
         return await self.episode(session, docqa_tools(OneEpisode(session)), server_name=SERVER_NAME,
