@@ -24,6 +24,7 @@ from pydantic import BaseModel, ConfigDict
 if TYPE_CHECKING:
     from deskbench.contract.cli import DemoLeg, JudgeCalibration, Scaffolder, TrackCommand
     from deskbench.contract.export import Exporter, TaskText
+    from deskbench.contract.mcp import McpTools
     from deskbench.report.models import ReportSection
     from deskbench.runs.outcomes import ItemOutcome, OutcomeOptions
     from deskbench.runs.store import Episode, RunStore
@@ -112,6 +113,11 @@ class Track(ABC):
     def export_answer(self, submission: BaseModel | None) -> str:
         """A submission's answer as text in an export; "" (the default) when none or unsaid."""
         return ""
+
+    def mcp_tools(self) -> McpTools | None:
+        """This track's tools for `deskbench mcp` outside a run, over a corpus or for one task of
+        its tasks (contract/mcp.py); None (the default): the track serves none over MCP."""
+        return None
 
     def export_formats(self) -> Sequence[Exporter]:
         """The formats of `deskbench export --format` this track adds, each writing one of its runs

@@ -22,6 +22,7 @@ from deskbench.tracks.analytics.outcomes import DEFINITION as ANALYTICS_DEFINITI
 
 if TYPE_CHECKING:
     from deskbench.contract.export import TaskText
+    from deskbench.contract.mcp import McpTools
     from deskbench.report.models import ReportSection
     from deskbench.runs.outcomes import ItemOutcome, OutcomeOptions
     from deskbench.runs.store import Episode, RunStore
@@ -73,6 +74,12 @@ class AnalyticsTrack(Track):
         from deskbench.tracks.analytics.export import answer_text
 
         return answer_text(submission)
+
+    def mcp_tools(self) -> McpTools:
+        """`deskbench mcp` for one task of a tasks file: execute_code, provide_answer (mcp_tools.py: loads the mcp extra, so only when asked)."""
+        from deskbench.tracks.analytics.mcp_tools import AnalyticsMcpTools
+
+        return AnalyticsMcpTools()
 
     def prepare(self, request: RunRequest) -> PreparedRun:
         from deskbench.errors import UserError

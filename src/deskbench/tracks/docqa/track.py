@@ -18,6 +18,7 @@ from deskbench.tracks.docqa.outcomes import DEFINITION as DOCQA_DEFINITION
 
 if TYPE_CHECKING:
     from deskbench.contract.export import Exporter, TaskText
+    from deskbench.contract.mcp import McpTools
     from deskbench.report.models import ReportSection
     from deskbench.runs.outcomes import ItemOutcome, OutcomeOptions
     from deskbench.runs.store import Episode, RunStore
@@ -73,6 +74,12 @@ class DocQATrack(Track):
         from deskbench.tracks.docqa.export_madqa import EXPORTER
 
         return (EXPORTER,)
+
+    def mcp_tools(self) -> McpTools:
+        """`deskbench mcp` over a corpus (--corpus): search_documents, get_page, provide_answer (mcp_tools.py: loads the mcp extra, so only when asked)."""
+        from deskbench.tracks.docqa.mcp_tools import DocqaMcpTools
+
+        return DocqaMcpTools()
 
     def prepare(self, request: RunRequest) -> PreparedRun:
         return _prepare(request)
