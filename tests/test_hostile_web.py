@@ -28,7 +28,7 @@ from conftest import run_cli, write_operator_corpus
 from fastapi.testclient import TestClient
 from test_web import TASKS
 
-from deskbench.web.app import create_app
+from deskbench.tracks.docqa.web.app import create_app
 from deskbench.web.common import WebSecurity, use_security
 from deskbench.web.store import SessionLimits, WebStore
 

@@ -21,7 +21,7 @@ import uvicorn
 from conftest import run_cli, watched_page, write_operator_corpus
 
 from deskbench.runs.store import RunStore
-from deskbench.web.app import create_app
+from deskbench.tracks.docqa.web.app import create_app
 
 TASKS = [
     {"id": "web/1", "question": "What do cars parked overnight at the harbour pay?",

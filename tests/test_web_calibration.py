@@ -15,7 +15,7 @@ from conftest import run_cli, watched_page, write_operator_corpus
 from test_web import TASKS, Client, serve, serve_command
 
 from deskbench.scoring.judge_calibration import read_calibration, read_labels
-from deskbench.web.app import create_app
+from deskbench.tracks.docqa.web.app import create_app
 from deskbench.web.calibration import LABELS_FILE
 
 

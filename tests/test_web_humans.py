@@ -21,7 +21,7 @@ from conftest import run_cli, write_operator_corpus
 from test_web import TASKS, Client, serve
 
 from deskbench.runs.store import RunStore
-from deskbench.web.app import create_app
+from deskbench.tracks.docqa.web.app import create_app
 
 MORE = [
     {"id": "web/3", "question": "In which year was the company behind the bikes report incorporated?",

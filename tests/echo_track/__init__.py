@@ -18,6 +18,7 @@ from pydantic import BaseModel, ConfigDict
 
 from deskbench.agents.base import AgentResult
 from deskbench.contract.track import Track
+from deskbench.contract.viewer import ViewerViews
 from deskbench.errors import UserError
 from deskbench.runs.identity import SystemConfig, remember_config
 from deskbench.runs.outcomes import ItemOutcome, OutcomeOptions
@@ -91,6 +92,12 @@ class EchoTrack(Track):
         prep.systems += [PreparedSystem(name=a, model=None, already_done=prep.done_before(a, wanted(tasks, request.attempts)))
                          for a in request.agents]
         return prep
+
+    def viewer_views(self) -> ViewerViews:
+        """Its own view in `deskbench view` (echo_track/viewer.py)."""
+        from echo_track.viewer import VIEWS
+
+        return VIEWS
 
     def diagnose_output(self, episode: Episode, task: BaseModel | None) -> tuple[str, str]:
         sub = episode.submission

@@ -16,6 +16,7 @@ from deskbench.errors import UserError
 if TYPE_CHECKING:
     from fastapi import FastAPI
 
+    from deskbench.contract.web import WebScreens
     from deskbench.web.common import WebSecurity
 
 PANEL = "Access"
@@ -81,11 +82,20 @@ class Serving:
         return str(self.keyfile), str(self.certfile)
 
 
-def _deliverables_run(out: Path) -> bool:
-    """A deliverables run directory: served without --corpus/--tasks, for rubric grading."""
+def _run_track(out: Path | None) -> str | None:
+    """The track of the run at --out when it holds one (a track serves its run's screens: rubric grading)."""
     from deskbench.runs.store import RunStore
 
-    return (out / RunStore.FILENAME).is_file() and RunStore(out, create=False).track() == "deliverables"
+    if out is None or not (out / RunStore.FILENAME).is_file():
+        return None
+    return RunStore(out, create=False).track()
+
+
+def _screens() -> list[WebScreens]:
+    """Every registered track's screens for people, in the registry's order."""
+    from deskbench.contract.registry import tracks
+
+    return [s for t in tracks().values() if (s := t.web_screens()) is not None]
 
 
 def _run(web_app: FastAPI, out: Path, host: str, port: int, what: str = "human baseline",
@@ -139,35 +149,25 @@ def register(app: typer.Typer) -> None:
             return
         serving = Serving(session_idle, session_max, ssl_keyfile, ssl_certfile, trust_proxy)
         serving.security()  # bad durations stop here, before an app is built
-        if out is not None and corpus is None and tasks is None and _deliverables_run(out):
-            from deskbench.web.grading import create_grading_app
+        from deskbench.contract.web import ServeRequest
 
-            return _run(create_grading_app(out), out, host, port, what="rubric grading", serving=serving)
+        request = ServeRequest(out=out, corpus=corpus, tasks=tasks, oracle=oracle, top_k=top_k,
+                               calibration=calibration, batch_size=batch_size, run_track=_run_track(out))
+        for screens in _screens():  # a track's screens: the human baseline, rubric grading
+            served = screens.app(request)
+            if served is not None:
+                assert out is not None  # every track's app saves its work in the run directory
+                for warning in served.warnings:
+                    typer.echo(warning, err=True)
+                return _run(served.app, out, host, port, what=served.what, serving=serving)
         if out is not None and calibration is not None and corpus is None and tasks is None:
             from deskbench.web.calibration import create_calibration_app
 
             return _run(create_calibration_app(out, calibration), out, host, port, what="judge calibration",
                         serving=serving)
         missing = [flag for flag, v in (("--corpus", corpus), ("--tasks", tasks), ("--out", out)) if v is None]
-        if missing:
-            raise UserError(f"deskbench serve needs {', '.join(missing)}: "
-                            "deskbench serve --corpus DIR --tasks T.jsonl --out RUNDIR")
-        if top_k < 1:
-            raise UserError(f"--top-k {top_k} is not valid; use 1 or more")
-        if batch_size < 1:
-            raise UserError(f"--batch-size {batch_size} is not valid; use 1 or more")
-        from deskbench.web.app import create_app
-        from deskbench.web.store import WebStore
-
-        assert corpus and tasks and out
-        web_app = create_app(corpus, tasks, out, oracle=oracle, top_k=top_k, calibration=calibration,
-                             batch_size=batch_size)
-        web = WebStore(out)
-        idle = sorted(set(web.users()) - {u for b in web.batches() for u in b.users})
-        if idle:
-            typer.echo(f"warning: {', '.join(idle)} have no batch and will see no question; list batches with"
-                       f" 'deskbench serve batches --out {out}', assign with 'deskbench serve assign --out {out} --user NAME BATCH'", err=True)
-        _run(web_app, out, host, port, serving=serving)
+        raise UserError(f"deskbench serve needs {', '.join(missing) or 'the tasks of a track with screens for people'}: "
+                        "deskbench serve --corpus DIR --tasks T.jsonl --out RUNDIR")
 
     @serve_app.command("add-user")
     def add_user(
@@ -228,21 +228,23 @@ def register(app: typer.Typer) -> None:
         """Cut the tasks into batches with constellation code names (MADQA C.2) and list every
         batch with its users and their progress. Existing batches never change."""
         from deskbench.runs.store import RunStore
-        from deskbench.tracks.docqa.tasks import read_tasks
-        from deskbench.tracks.docqa.humans import human_system
         from deskbench.web.store import WebStore
 
+        screens = _screens()
         web = WebStore(out)
         if tasks is not None:
-            items = read_tasks(tasks).items
-            RunStore(out).save_tasks(items)
-            new = web.add_batches([t.id for t in items], size, seed)
+            items = next((got for s in screens if (got := s.batch_tasks(tasks)) is not None), None)
+            if items is None:
+                raise UserError(f"--tasks {tasks}: no installed track answers tasks in batches; "
+                                "give a docqa tasks file")
+            RunStore(out).save_tasks(list(items))
+            new = web.add_batches([str(getattr(t, "id", "")) for t in items], size, seed)
             typer.echo(f"{len(new)} new batches" + (f": {', '.join(b.name for b in new)}" if new else ""), err=True)
         run = RunStore(out)
         for b in web.batches():
             progress = []
             for user in b.users:
-                done = {t for oracle in (False, True) for t, a in run.done(human_system(user, oracle)) if a == 0}
+                done = {t for s in screens for system in s.people_systems(user) for t, a in run.done(system) if a == 0}
                 progress.append(f"{user} {len(done & set(b.task_ids))}/{len(b.task_ids)}")
             typer.echo(f"{b.name}\t{len(b.task_ids)} questions\t{', '.join(progress) or 'unassigned'}")
 

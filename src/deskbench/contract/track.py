@@ -22,6 +22,8 @@ from typing import TYPE_CHECKING, ClassVar
 from pydantic import BaseModel, ConfigDict
 
 if TYPE_CHECKING:
+    from deskbench.contract.viewer import ViewerViews
+    from deskbench.contract.web import WebScreens
     from deskbench.contract.cli import DemoLeg, JudgeCalibration, Scaffolder, TrackCommand
     from deskbench.contract.export import Exporter, TaskText
     from deskbench.contract.mcp import McpTools
@@ -140,6 +142,18 @@ class Track(ABC):
                        params: Mapping[str, object]) -> ReportSection | None:
         """This track's part of `deskbench report` over its runs; None (the default) leaves it to
         the core: a leaderboard and the pairwise tests from its outcomes (report/sections.py)."""
+        return None
+
+    def viewer_views(self) -> ViewerViews | None:
+        """How the episode viewer (`deskbench view`) shows this track's tasks, submissions and
+        scores (contract/viewer.py); None (the default): the core's views (the task's question or
+        JSON, the submission as JSON, the scores of `outcomes` with no details)."""
+        return None
+
+    def web_screens(self) -> WebScreens | None:
+        """This track's web screens for people (`deskbench serve`: a human baseline, rubric
+        grading) and what `serve batches` needs of them (contract/web.py); None (the default):
+        none, the core serves what it has (judge calibration) or says what is missing."""
         return None
 
     def scoring_change_times(self, store: RunStore, system: str) -> Mapping[tuple[str, int], str]:

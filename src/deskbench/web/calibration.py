@@ -44,6 +44,7 @@ from deskbench.scoring.judge_calibration import (
     read_items,
     read_labels,
 )
+from deskbench.web.images import png_or_jpeg
 from deskbench.web.params import Position
 from deskbench.web.store import Session
 
@@ -152,15 +153,13 @@ def mount(app: FastAPI, items_path: Path, run_dir: Path, *, render: Callable[...
 
     @app.get("/calibration/{n}/chart")
     def cal_chart(request: Request, n: Position) -> Response:
-        from deskbench.tracks.analytics.scoring.charts import image_mime
-
         session(request)
         item = item_at(n)
         try:
             data = Path(item.chart_path).read_bytes() if item.chart_path else None
         except OSError:
             data = None
-        mime = image_mime(data) if data else None
+        mime = png_or_jpeg(data) if data else None
         if data is None or mime is None:
             raise HTTPException(404, "no chart image for this item")
         return Response(data, media_type=mime, headers={"Cache-Control": "no-store"})
@@ -192,15 +191,12 @@ def mount(app: FastAPI, items_path: Path, run_dir: Path, *, render: Callable[...
 def create_calibration_app(run_dir: Path | str, items_path: Path | str) -> FastAPI:
     """The labelling screens alone (`deskbench serve --out RUNDIR --calibration ITEMS`): the items
     carry question, gold variants and prediction, so no corpus or task file is needed."""
-    import jinja2
-
-    from deskbench.web.common import HERE, install_basics
+    from deskbench.web.common import install_basics, templates
     from deskbench.web.store import WebStore
 
     root = Path(run_dir)
     web = WebStore(root)
-    env = jinja2.Environment(loader=jinja2.FileSystemLoader(HERE / "templates"),
-                             autoescape=True, undefined=jinja2.StrictUndefined)
+    env = templates()
     app = FastAPI(title="deskbench calibration", docs_url=None, redoc_url=None, openapi_url=None)
     app.state.web = web
 

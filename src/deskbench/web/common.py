@@ -20,12 +20,21 @@ from pathlib import Path
 from typing import Protocol
 from urllib.parse import parse_qs
 
+import jinja2
 from fastapi import FastAPI, HTTPException, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 
 from deskbench.web.store import Backoff, Expired, Session, SessionLimits, WebStore
 
 HERE = Path(__file__).resolve().parent
+
+
+def templates(*folders: Path) -> jinja2.Environment:
+    """The Jinja2 environment of a deskbench web app: its own templates' folders first (a
+    track's screens keep theirs in tracks/<name>/web/templates), then the core's (base.html,
+    login.html); autoescaped, and a missing variable is an error, not an empty string."""
+    return jinja2.Environment(loader=jinja2.FileSystemLoader([*folders, HERE / "templates"]),
+                              autoescape=True, undefined=jinja2.StrictUndefined)
 SESSION_COOKIE = "deskbench_session"
 LOGIN_COOKIE = "deskbench_login"
 MAX_BODY = 64 * 1024

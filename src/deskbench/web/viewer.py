@@ -18,7 +18,6 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlencode
 
-import jinja2
 from fastapi import FastAPI, HTTPException, Request
 from fastapi.responses import FileResponse, HTMLResponse, Response
 
@@ -28,8 +27,8 @@ from deskbench.models.prices import format_cost
 from deskbench.runs.store import Episode, UnreadableTranscript
 from deskbench.runs.transcript import TranscriptDoc, expand, recorded_corpus
 from deskbench.untrusted import FileLimitError
-from deskbench.web.app import SIZES, safe_doc_id
-from deskbench.web.common import HERE, install_basics
+from deskbench.web.common import install_basics, templates
+from deskbench.web.images import SIZES, image_type, safe_doc_id
 from deskbench.web.params import parse_number, whole_number
 from deskbench.web.store import WebStore
 from deskbench.web.viewer_data import (
@@ -108,8 +107,7 @@ def create_viewer_app(run_dirs: Sequence[Path | str], corpus_dir: Path | str | N
     if given is not None and corpora.of(runs[0], "") is None:
         raise UserError(f"--corpus {corpus_dir} is not a deskbench corpus; give the directory 'deskbench ingest' made")
     web = WebStore(runs[0].dir)  # the users of the first run
-    env = jinja2.Environment(loader=jinja2.FileSystemLoader(HERE / "templates"),
-                             autoescape=True, undefined=jinja2.StrictUndefined)
+    env = templates()
     env.globals.update(query=lambda **kw: "?" + urlencode({k: v for k, v in kw.items() if v not in (None, "")}),
                        money=lambda x: "?" if x is None else format_cost(x),
                        episode_id=episode_id)
@@ -126,8 +124,8 @@ def create_viewer_app(run_dirs: Sequence[Path | str], corpus_dir: Path | str | N
         return render("viewer_missing.html", 404, user=s.user, csrf=s.csrf, what=what)
 
     def episode_context(run: ViewerRun, episode: Episode) -> dict[str, Any]:
-        task = task_view(run.tasks.get(episode.task_id))
-        answer = with_files(answer_view(episode.submission), run, episode)
+        task = task_view(run.tasks.get(episode.task_id), run.views)
+        answer = with_files(answer_view(episode.submission, run.views), run, episode)
         corpus = corpora.of(run, episode.system)
         marks = Marks(cited=set(answer.cited), gold=set(task.gold_pages), corpus=corpora.key(corpus),
                       run=run.key)
@@ -226,8 +224,6 @@ def create_viewer_app(run_dirs: Sequence[Path | str], corpus_dir: Path | str | N
         path = output_file(*found, position) if found is not None else None
         if path is None:
             raise HTTPException(404, "no such file")
-        from deskbench.web.grading import image_type
-
         name = "".join(ch if ch.isalnum() or ch in "._-" else "_" for ch in path.name) or "file"
         shown = image_type(path)
         if shown is not None and shown in IMAGE_MIMES:

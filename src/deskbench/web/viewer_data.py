@@ -3,8 +3,9 @@ system, task, attempt, outcome, score, effort, cost, hop type, error class), the
 and sorting, and each track's view of a task (question, gold) and of a submission (answer,
 citations, files). The HTTP side is web/viewer.py; scores come from web/viewer_scores.py.
 
-Per-track views are registries keyed by the task / submission type, so a plugin track shows its
-task and submission as JSON with no edit here."""
+What a task and a submission show is the track's (Track.viewer_views, contract/viewer.py): a
+track without views (a plugin's) shows its task's question or JSON and its submission as JSON,
+with no edit here."""
 
 from __future__ import annotations
 
@@ -15,115 +16,42 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel
 
+from deskbench.contract.viewer import AnswerView, FileView, Page, TaskView, ViewerViews
 from deskbench.errors import UserError
 from deskbench.paths import require_run
 from deskbench.runs.diagnose import diagnose_episode
 from deskbench.runs.store import Episode, RunStore, UnreadableEpisode
 from deskbench.runs.transcript import ModelCallEvent, TranscriptDoc
-from deskbench.tracks.analytics.tasks import AnalyticsSubmission, AnalyticsTask
-from deskbench.tracks.deliverables.tasks import DeliverableSubmission, DeliverableTask
-from deskbench.tracks.docqa.tasks import DocQASubmission, DocQATask
 from deskbench.tasks.trajectory import ModelCallStep, ToolCallStep
 from deskbench.web.params import parse_number
-from deskbench.web.viewer_scores import EpisodeScore, Scores, system_scores
+from deskbench.web.viewer_scores import EpisodeScore, Scores, system_scores, views_of
 from deskbench.web.viewer_scores import stamp as run_stamp
 
 PAGE_SIZE = 200
-Page = tuple[str, int]  # (document, page)
+
+__all__ = ["AnswerView", "FileView", "Page", "TaskView"]  # the views' types, as the viewer's pages know them
 
 
 # -- what a task and a submission show ---------------------------------------------------------
 
-class TaskView(BaseModel):
-    question: str
-    gold: list[str] = Field(default_factory=list)  # acceptable answers / what a correct output is
-    gold_pages: list[Page] = Field(default_factory=list)
-    hop_type: str | None = None
-    facts: list[tuple[str, str]] = Field(default_factory=list)  # (label, value): category, inputs, ...
-
-
-class FileView(BaseModel):
-    """An output file as the episode page lists it: by its position in the submission's list,
-    which is all its URL carries (never a path)."""
-
-    n: int
-    name: str
-    size: int
-    image: str | None = None  # the media type of a raster image that decodes as one (shown inline)
-    found: bool = True  # False: recorded, but not in the run directory
-
-
-class AnswerView(BaseModel):
-    answer: list[str] = Field(default_factory=list)
-    cited: list[Page] = Field(default_factory=list)
-    files: list[FileView] = Field(default_factory=list)
-
-
-def _docqa_task(t: BaseModel) -> TaskView:
-    assert isinstance(t, DocQATask)
-    return TaskView(question=t.question, gold=[" | ".join(v) for v in t.answer_variants],
-                    gold_pages=[(e.document, e.page) for e in t.evidence], hop_type=t.hop_type,
-                    facts=[(k, v) for k, v in (("domain", t.domain), ("category", t.document_category)) if v])
-
-
-def _analytics_task(t: BaseModel) -> TaskView:
-    assert isinstance(t, AnalyticsTask)
-    gold = [g for g in (t.answer, f"{t.answer_value} {t.answer_unit or ''}".strip() if t.answer_value is not None
-                        else None) if g]
-    if t.chart is not None:
-        gold.append(f"a {t.chart.chart_type} chart: {t.chart.model_dump_json()}")
-    if t.reference_file is not None:
-        gold.append(f"a file {t.reference_file.output_name} like {t.reference_file.path}")
-    return TaskView(question=t.instruction, gold=gold + [f"key point: {k}" for k in t.key_points],
-                    facts=[("category", t.category), ("difficulty steps", str(t.difficulty_steps)),
-                           ("inputs", ", ".join(t.inputs))] + ([("computation", t.computation)] if t.computation else []))
-
-
-def _deliverables_task(t: BaseModel) -> TaskView:
-    assert isinstance(t, DeliverableTask)
-    gold = [t.golden.answer] + ([f"decision: {t.golden.decision}"] if t.golden.decision else [])
-    gold += [f"{v.name}: {v.value if v.value is not None else v.range} {v.unit or ''}".strip() for v in t.golden.values]
-    return TaskView(question=t.prompt, gold=gold,
-                    facts=[("title", t.title), ("prompt class", t.prompt_class), ("inputs", ", ".join(t.inputs)),
-                           ("required outputs", ", ".join(o.name for o in t.required_outputs))])
-
-
-TASK_VIEWS: dict[type[BaseModel], Callable[[BaseModel], TaskView]] = {
-    DocQATask: _docqa_task, AnalyticsTask: _analytics_task, DeliverableTask: _deliverables_task}
-
-
-def task_view(task: BaseModel | None) -> TaskView:
+def task_view(task: BaseModel | None, views: ViewerViews) -> TaskView:
+    """The task as its track shows it; else its `question` field, else its JSON."""
     if task is None:
         return TaskView(question="(the run does not hold this task)")
-    view = TASK_VIEWS.get(type(task))
-    if view is not None:
-        return view(task)
+    shown = views.task(task)
+    if shown is not None:
+        return shown
     return TaskView(question=str(getattr(task, "question", "") or task.model_dump_json(indent=1)))
 
 
-def _docqa_answer(s: BaseModel) -> AnswerView:
-    assert isinstance(s, DocQASubmission)
-    return AnswerView(answer=list(s.answer), cited=[(c.document, c.page) for c in s.citations if isinstance(c.page, int)])
-
-
-def _file_answer(s: BaseModel) -> AnswerView:
-    assert isinstance(s, AnalyticsSubmission | DeliverableSubmission)
-    text = s.answer if isinstance(s, AnalyticsSubmission) else s.response
-    return AnswerView(answer=[text] if text else [],
-                      files=[FileView(n=n, name=f.name, size=f.size) for n, f in enumerate(s.files)])
-
-
-ANSWER_VIEWS: dict[type[BaseModel], Callable[[BaseModel], AnswerView]] = {
-    DocQASubmission: _docqa_answer, AnalyticsSubmission: _file_answer, DeliverableSubmission: _file_answer}
-
-
-def answer_view(submission: BaseModel | None) -> AnswerView:
+def answer_view(submission: BaseModel | None, views: ViewerViews) -> AnswerView:
+    """The submission as its track shows it; else its JSON."""
     if submission is None:
         return AnswerView()
-    view = ANSWER_VIEWS.get(type(submission))
-    return view(submission) if view else AnswerView(answer=[submission.model_dump_json(indent=1)])
+    shown = views.answer(submission)
+    return shown if shown is not None else AnswerView(answer=[submission.model_dump_json(indent=1)])
 
 
 # -- the runs and their episodes ----------------------------------------------------------------
@@ -135,6 +63,7 @@ class ViewerRun:
     store: RunStore
     track: str
     tasks: dict[str, BaseModel] = field(default_factory=dict)
+    views: ViewerViews = field(default_factory=ViewerViews)  # how its track shows itself (contract/viewer.py)
 
 
 def output_file(run: ViewerRun, episode: Episode, n: int) -> Path | None:
@@ -152,7 +81,7 @@ def output_file(run: ViewerRun, episode: Episode, n: int) -> Path | None:
 def with_files(view: AnswerView, run: ViewerRun, episode: Episode) -> AnswerView:
     """`view` with each output file found on disk and, when it decodes as a raster image
     (png, jpeg, gif, webp; never svg: the name's suffix is not trusted), its media type."""
-    from deskbench.web.grading import image_type
+    from deskbench.web.images import image_type
 
     files = []
     for f in view.files:
@@ -178,8 +107,9 @@ def open_runs(run_dirs: Sequence[Path]) -> list[ViewerRun]:
         key, n = base, 2
         while any(r.key == key for r in runs):
             key, n = f"{base}-{n}", n + 1
-        runs.append(ViewerRun(key=key, dir=resolved, store=store, track=store.track(),
-                              tasks={str(getattr(t, "id", "")): t for t in store.all_tasks()}))
+        track = store.track()
+        runs.append(ViewerRun(key=key, dir=resolved, store=store, track=track,
+                              tasks={str(getattr(t, "id", "")): t for t in store.all_tasks()}, views=views_of(track)))
     if not runs:
         raise UserError("give at least one run directory: deskbench view RUNDIR")
     return runs
@@ -244,8 +174,8 @@ def _agent_of(run: ViewerRun, system: str) -> tuple[str, bool | None]:
     """The system's agent, and whether it is one of its track's built-ins (None: not known). The
     run's identity meta names the agent; a system run before identity was kept is matched by
     its name (`agent:model`, `agent[tags]:model`) against the track's built-in agents."""
-    from deskbench.runs.identity import stored_identities
     from deskbench.contract.registry import get_track
+    from deskbench.runs.identity import stored_identities
 
     try:
         builtins = set(get_track(run.track).agents)
@@ -264,17 +194,10 @@ def why_no_model_calls(run: ViewerRun, episode: Episode, doc: TranscriptDoc | No
     is: an import, a person, an older deskbench, an agent that called no model, an error first."""
     if doc is not None and any(isinstance(e, ModelCallEvent) for e in doc.events):
         return None
-    from deskbench.runs.imported import imported_systems
-    from deskbench.tracks.docqa.humans import is_human
-
     counted = max(sum(isinstance(s, ModelCallStep) for s in episode.trajectory), episode.usage.calls)
-    if is_human(episode.system):
-        return ("No model calls: a person answered this task in the deskbench web app; what they searched and "
-                "read is in the steps, if any.")
-    source = imported_systems(run.store).get(episode.system)
-    if source is not None:
-        return (f"No transcript: this system was imported from a predictions file ({source.source}) with "
-                "deskbench import, which holds the answers, not the model calls that produced them.")
+    known = run.views.no_model_calls(run.store, episode)  # the track's: a person, an import
+    if known is not None:
+        return known
     agent, builtin = _agent_of(run, episode.system)
     ended = episode.status != "error"
     if doc is None and builtin is not False and counted:
@@ -326,7 +249,7 @@ class Catalog:
 
     def row(self, run: ViewerRun, episode: Episode, stamp: tuple[object, ...] | None = None) -> EpisodeRow:
         score = self.score(run, episode, stamp)
-        task = task_view(run.tasks.get(episode.task_id))
+        task = task_view(run.tasks.get(episode.task_id), run.views)
         return EpisodeRow(
             run=run.key, track=run.track, system=episode.system, task_id=episode.task_id, attempt=episode.attempt,
             status=episode.status, question=task.question, outcome=score.outcome, score=score.score,  # type: ignore[arg-type]

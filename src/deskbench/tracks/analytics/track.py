@@ -21,6 +21,7 @@ from deskbench.tracks.analytics.tasks import AnalyticsSubmission, AnalyticsTask
 from deskbench.tracks.analytics.outcomes import DEFINITION as ANALYTICS_DEFINITION
 
 if TYPE_CHECKING:
+    from deskbench.contract.viewer import ViewerViews
     from deskbench.contract.export import TaskText
     from deskbench.contract.mcp import McpTools
     from deskbench.report.models import ReportSection
@@ -48,6 +49,11 @@ class AnalyticsTrack(Track):
         if tasks.is_dir() or not agents or agents[0] not in self.agents:
             return False
         return agents[0] != "external" or _first_task_is_analytics(tasks)
+
+    def viewer_views(self) -> ViewerViews:
+        from deskbench.tracks.analytics.viewer import VIEWS
+
+        return VIEWS
 
     def task_json(self, task: BaseModel) -> str:
         return task.model_dump_json()

@@ -22,6 +22,8 @@ from deskbench.tracks.deliverables.tasks import DeliverableSubmission, Deliverab
 from deskbench.tracks.deliverables.outcomes import DEFINITION as DELIVERABLES_DEFINITION
 
 if TYPE_CHECKING:
+    from deskbench.contract.viewer import ViewerViews
+    from deskbench.contract.web import WebScreens
     from deskbench.contract.export import TaskText
     from deskbench.contract.mcp import McpTools
     from deskbench.report.models import ReportSection
@@ -46,6 +48,16 @@ class DeliverablesTrack(Track):
     def claims(self, tasks: Path, agents: Sequence[str]) -> bool:
         """A task package folder (or a folder of packages)."""
         return tasks.is_dir()
+
+    def viewer_views(self) -> ViewerViews:
+        from deskbench.tracks.deliverables.viewer import VIEWS
+
+        return VIEWS
+
+    def web_screens(self) -> WebScreens:
+        from deskbench.tracks.deliverables.web import SCREENS
+
+        return SCREENS
 
     def task_json(self, task: BaseModel) -> str:
         """The package and its folder (task.yaml does not say where it is; its inputs are there)."""

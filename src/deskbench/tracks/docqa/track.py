@@ -17,6 +17,8 @@ from deskbench.tracks.docqa.tasks import DocQASubmission, DocQATask
 from deskbench.tracks.docqa.outcomes import DEFINITION as DOCQA_DEFINITION
 
 if TYPE_CHECKING:
+    from deskbench.contract.viewer import ViewerViews
+    from deskbench.contract.web import WebScreens
     from deskbench.contract.export import Exporter, TaskText
     from deskbench.contract.mcp import McpTools
     from deskbench.report.models import ReportSection
@@ -42,6 +44,16 @@ class DocQATrack(Track):
     def claims(self, tasks: Path, agents: Sequence[str]) -> bool:
         """The default track: any tasks file another track does not claim."""
         return not tasks.is_dir()
+
+    def viewer_views(self) -> ViewerViews:
+        from deskbench.tracks.docqa.viewer import VIEWS
+
+        return VIEWS
+
+    def web_screens(self) -> WebScreens:
+        from deskbench.tracks.docqa.web import SCREENS
+
+        return SCREENS
 
     def task_json(self, task: BaseModel) -> str:
         return task.model_dump_json()

@@ -23,14 +23,12 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlencode
 
-import jinja2
 from fastapi import FastAPI, HTTPException, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 
 from deskbench.errors import UserError
 from deskbench.runs.outputs import episode_outputs, output_file
 from deskbench.runs.store import Episode, RunStore
-from deskbench.tracks.deliverables.tasks import RUBRIC_CODES, DeliverableSubmission, DeliverableTask
 from deskbench.tracks.deliverables.grades import GradeStore, StaleQC, primary_of
 from deskbench.tracks.deliverables.scoring.rubric import CriterionGrade, RubricGrade
 from deskbench.tracks.deliverables.scoring.rubric_qc_actions import (
@@ -40,25 +38,13 @@ from deskbench.tracks.deliverables.scoring.rubric_qc_actions import (
     self_review,
 )
 from deskbench.tracks.deliverables.scoring.rubric_score0 import score0_mismatches
-from deskbench.web.common import HERE, install_basics
+from deskbench.tracks.deliverables.tasks import RUBRIC_CODES, DeliverableSubmission, DeliverableTask
+from deskbench.web.common import install_basics, templates
+from deskbench.web.images import image_type
 from deskbench.web.params import parse_number, whole_number
 from deskbench.web.store import Session, WebStore
 
 FILE_TEXT_CAP = 20_000
-IMAGE_TYPES = {"PNG": "image/png", "JPEG": "image/jpeg", "GIF": "image/gif", "WEBP": "image/webp"}
-
-
-def image_type(path: Path) -> str | None:
-    """The media type of a raster image that really decodes as one (the name's suffix is not
-    trusted: a deliverable is agent output), else None."""
-    from PIL import Image, UnidentifiedImageError
-
-    try:
-        with Image.open(path) as im:
-            im.verify()
-            return IMAGE_TYPES.get(im.format or "")
-    except (UnidentifiedImageError, OSError, ValueError, SyntaxError, Image.DecompressionBombError):
-        return None
 APP_NAME = "rubric grading and QC"  # the header of every page, the login page's too
 Key = tuple[str, str, int]
 
@@ -70,8 +56,7 @@ def create_grading_app(run_dir: Path | str) -> FastAPI:
         raise UserError(f"{root} is a {runs.track()} run; rubric grading needs a deliverables run")
     grades = GradeStore(root)
     web = WebStore(root)
-    env = jinja2.Environment(loader=jinja2.FileSystemLoader(HERE / "templates"),
-                             autoescape=True, undefined=jinja2.StrictUndefined)
+    env = templates(Path(__file__).resolve().parent / "templates")
     app = FastAPI(title="deskbench grading", docs_url=None, redoc_url=None, openapi_url=None)
     app.state.grades, app.state.web = grades, web
 

@@ -16,41 +16,28 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-import jinja2
 from fastapi import FastAPI, HTTPException, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from pydantic import TypeAdapter
 
 from deskbench.corpus import Corpus
-from deskbench.corpus.images import ImageSpec
 from deskbench.errors import QuerySyntaxError, UserError
 from deskbench.models.types import Usage as RunUsage
 from deskbench.runs.store import Episode, RunStore, now
-from deskbench.tracks.docqa.tasks import DocQASubmission, DocQATask, read_tasks
 from deskbench.tasks.trajectory import AnswerStep, Citation, TrajectoryStep, Usage
 from deskbench.tracks.docqa.humans import human_system
+from deskbench.tracks.docqa.tasks import DocQASubmission, DocQATask, read_tasks
 from deskbench.untrusted import FileLimitError
-from deskbench.web.common import (
-    HERE,
-    install_basics,
-)
+from deskbench.web.common import install_basics, templates
+from deskbench.web.images import SIZES, safe_doc_id
 from deskbench.web.params import Position, whole_number
 from deskbench.web.store import Session, WebStore
 
-SIZES = {"thumb": ImageSpec(dpi=40), "view": ImageSpec(dpi=110)}
 _STEPS = TypeAdapter(list[TrajectoryStep])
-
-
 
 
 def _seconds(a: str, b: str) -> float:
     return max(0.0, (datetime.fromisoformat(b) - datetime.fromisoformat(a)).total_seconds())
-
-
-def safe_doc_id(doc: str) -> bool:
-    """A document id as the corpus names it: a bare file name, never a path."""
-    return bool(doc) and len(doc) <= 512 and not any(c in doc for c in "/\\\x00") \
-        and not doc.startswith(".") and ":" not in doc[:3]
 
 
 def create_app(corpus_dir: Path | str, tasks_file: Path | str, run_dir: Path | str, *,
@@ -66,8 +53,7 @@ def create_app(corpus_dir: Path | str, tasks_file: Path | str, run_dir: Path | s
     web = WebStore(Path(run_dir))
     web.add_batches([t.id for t in tasks], batch_size)
     index = {t.id: n for n, t in enumerate(tasks, 1)}
-    env = jinja2.Environment(loader=jinja2.FileSystemLoader(HERE / "templates"),
-                             autoescape=True, undefined=jinja2.StrictUndefined)
+    env = templates(Path(__file__).resolve().parent / "templates")
     app = FastAPI(title="deskbench", docs_url=None, redoc_url=None, openapi_url=None)
     app.state.corpus, app.state.run, app.state.web = corpus, run, web
 
