@@ -14,7 +14,7 @@ grader's declared best response of a task (§4.4, compared with the VRS argmax b
 the action is bound to that grade, and a post whose grade is no longer the episode's primary
 grade (a regrade meanwhile) is refused with a 409 page and nothing is stored. A QC screen reads
 and verifies its one episode (GradeStore.final_grade), not the whole system.
-Login, sessions and CSRF are the docqa app's (WebStore tokens; every POST carries the token).
+Login, sessions and CSRF are every deskbench web app's (web/common.py: WebStore tokens; every POST carries the token).
 """
 
 from __future__ import annotations
