@@ -20,6 +20,7 @@ from deskbench.runs.outcomes import OutcomeOptions
 from deskbench.runs.protocol import describe, system_protocol
 from deskbench.runs.scorings import ScoringSettings, StoredItem
 from deskbench.runs.store import RunStore
+from deskbench.scoring.judges import close_models, open_judge
 from deskbench.tracks.analytics.scoring.analytics import (
     ERROR_CATEGORIES,
     AnalyticsItemScore,
@@ -39,15 +40,6 @@ if TYPE_CHECKING:
 
 
 
-def _judge_model(name: str | None, concurrency: int):  # -> ResilientModel | None
-    """Judges always use the response cache: re-scoring a run must not pay twice."""
-    if not name:
-        return None
-    from deskbench.models.registry import open_model
-
-    return open_model(name, role="judge", concurrency=concurrency, cache=True)
-
-
 def file_judge_for(name: str | None, concurrency: int, *, unsafe_local: bool = False) -> FileJudge | None:
     """The File Judge behind --file-judge: its model (cached, as every judge) and a sandbox,
     made before any scoring so a missing bubblewrap is named first."""
@@ -57,7 +49,7 @@ def file_judge_for(name: str | None, concurrency: int, *, unsafe_local: bool = F
     from deskbench.tracks.analytics.scoring.file_judge import FileJudge
 
     sandbox = Sandbox(unsafe_local=unsafe_local)
-    return FileJudge(model=_judge_model(name, concurrency), sandbox=sandbox)
+    return FileJudge(model=open_judge(name, concurrency), sandbox=sandbox)
 
 
 def file_judge_mode(file_judge: str | None, file_judge_all: bool | None) -> bool:
@@ -80,7 +72,7 @@ def analytics_scorer_options(params: Mapping[str, object]) -> Iterator[OutcomeOp
     judge = params.get("judge")
     chart = params.get("chart_judge") or judge
     file_judge = params.get("file_judge")
-    judges = AnalyticsJudges(qa=_judge_model(judge, concurrency), chart=_judge_model(chart, concurrency),  # type: ignore[arg-type]
+    judges = AnalyticsJudges(qa=open_judge(judge, concurrency), chart=open_judge(chart, concurrency),  # type: ignore[arg-type]
                              file=file_judge_for(file_judge, concurrency),  # type: ignore[arg-type]
                              file_all=file_judge_mode(file_judge, params.get("file_judge_all")))  # type: ignore[arg-type]
     try:
@@ -96,17 +88,6 @@ def close_judges(judges: AnalyticsJudges) -> None:
         judges.file.sandbox.close()
 
 
-def close_models(*models) -> None:  # ResilientModel | None
-    """Close each distinct judge model once (the chart judge is often the QA judge)."""
-    distinct = {id(m): m for m in models if m is not None}.values()
-    if distinct:
-        async def go() -> None:
-            for m in distinct:
-                await m.aclose()
-
-        asyncio.run(go())
-
-
 def score_analytics(store: RunStore, *, system: str | None, judge: str | None, chart_judge: str | None,
                     concurrency: int, items_out: Path | None, as_json: bool, file_judge: str | None = None,
                     file_judge_all: bool | None = None,
@@ -120,7 +101,7 @@ def score_analytics(store: RunStore, *, system: str | None, judge: str | None, c
     tasks = store.analytics_tasks()
     task_ids = [t.id for t in tasks]
     files = file_judge_for(file_judge, concurrency, unsafe_local=unsafe_local)
-    judges = AnalyticsJudges(qa=_judge_model(judge, concurrency), chart=_judge_model(chart_judge, concurrency),
+    judges = AnalyticsJudges(qa=open_judge(judge, concurrency), chart=open_judge(chart_judge, concurrency),
                              file=files, file_all=every_file)
     protocol = analytics_score_protocol(judges, tasks)
 

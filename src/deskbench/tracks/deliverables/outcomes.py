@@ -60,10 +60,10 @@ class DeliverablesScorer:
 @contextmanager
 def deliverables_scorer_options(params: Mapping[str, object]) -> Iterator[OutcomeOptions]:
     """deliverables' scorer from a command's flags (`--judge`, `--reviewed-only`); the model is closed on exit."""
-    from deskbench.tracks.analytics.score_command import _judge_model, close_models
+    from deskbench.scoring.judges import close_models, open_judge
 
     concurrency = int(params.get("concurrency") or 8)  # type: ignore[call-overload]
-    model = _judge_model(params.get("judge"), concurrency)  # type: ignore[arg-type]
+    model = open_judge(params.get("judge"), concurrency)  # type: ignore[arg-type]
     try:
         yield OutcomeOptions(scorer=DeliverablesScorer(model, bool(params.get("reviewed_only"))), concurrency=concurrency)
     finally:

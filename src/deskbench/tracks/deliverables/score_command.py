@@ -18,14 +18,14 @@ def score_deliverables(store: RunStore, *, systems: list[str] | None, judge: str
     import asyncio
 
     from deskbench.scoring.judge_log import recording
-    from deskbench.tracks.analytics.score_command import _judge_model, close_models
+    from deskbench.scoring.judges import close_models, open_judge
     from deskbench.tracks.deliverables.grades import GradeStore
     from deskbench.tracks.deliverables.scoring.deliverables_print import print_summary
     from deskbench.tracks.deliverables.scoring.deliverables_run import score_run
     from deskbench.tracks.deliverables.scoring.deliverables_summary import summarize
     from deskbench.tracks.deliverables.scoring.failure_tags import regex_tags, tag_counts
 
-    judge_model = _judge_model(judge, concurrency)
+    judge_model = open_judge(judge, concurrency)
     try:
         with recording(store):  # the llm_check judge's calls, kept with each episode (judge_transcripts)
             items = asyncio.run(score_run(store, systems=systems, judge_model=judge_model, concurrency=concurrency))

@@ -53,8 +53,8 @@ def docqa_run_outcomes(store: RunStore, system: str, options: OutcomeOptions) ->
 def docqa_scorer_options(params: Mapping[str, object]) -> Iterator[OutcomeOptions]:
     """docqa's scorer from a command's flags: `--judge` (with `--judge-cache`, `--no-cache`) as
     `deskbench score` builds it, else ANLS* >= 0.5."""
-    from deskbench.tracks.docqa.score_command import make_judge
     from deskbench.tracks.docqa.scoring.docqa import ScoreOptions
+    from deskbench.tracks.docqa.scoring.llm_judge import make_judge
 
     concurrency = int(params.get("concurrency") or 8)  # type: ignore[call-overload]
     judge = params.get("judge")

@@ -17,6 +17,7 @@ from deskbench.errors import UserError
 from deskbench.runs.scorings import ScoringSettings, StoredItem
 from deskbench.runs.store import RunStore
 from deskbench.tracks.docqa.scoring.docqa import ScoreOptions
+from deskbench.tracks.docqa.scoring.llm_judge import make_judge
 
 
 @dataclass(frozen=True)
@@ -220,14 +221,6 @@ def _print_attempts(m) -> None:  # m: deskbench.scoring.attempts.AttemptMetrics
               f"attempts (std of per-attempt accuracy) {spread} [{', '.join(_pct(a) for a in m.per_attempt)}]"
               + ("" if m.complete else f"; * some tasks have fewer than {m.k} attempts scored"))
 
-
-
-def make_judge(spec: str, cache_path: Path | None, no_cache: bool, concurrency: int):  # -> LLMJudge
-    from deskbench.models.registry import open_model
-    from deskbench.tracks.docqa.scoring.llm_judge import LLMJudge
-
-    cache: bool | Path = False if no_cache else (cache_path or True)
-    return LLMJudge(open_model(spec, role="judge", concurrency=concurrency, cache=cache))
 
 
 

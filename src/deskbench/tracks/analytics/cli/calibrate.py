@@ -21,8 +21,8 @@ class AnalyticsCalibration:
                      params: Mapping[str, object]) -> tuple[Sequence[CalibrationItem], Mapping[str, int]]:
         """The analytics items scored by the judges `deskbench score` would build from these flags."""
         from deskbench.models.registry import preflight
+        from deskbench.scoring.judges import open_judge
         from deskbench.tracks.analytics.score_command import (
-            _judge_model,
             close_judges,
             file_judge_for,
             file_judge_mode,
@@ -47,8 +47,8 @@ class AnalyticsCalibration:
         for name in (judge, chart_judge, file_judge):
             if name:
                 preflight(name, role="judge")  # type: ignore[arg-type]
-        judges = AnalyticsJudges(qa=_judge_model(judge, concurrency),  # type: ignore[arg-type]
-                                 chart=_judge_model(chart_judge, concurrency),  # type: ignore[arg-type]
+        judges = AnalyticsJudges(qa=open_judge(judge, concurrency),  # type: ignore[arg-type]
+                                 chart=open_judge(chart_judge, concurrency),  # type: ignore[arg-type]
                                  file=file_judge_for(file_judge, concurrency, unsafe_local=unsafe_local),  # type: ignore[arg-type]
                                  file_all=every_file)
         try:

@@ -32,7 +32,7 @@ class DocqaCalibration:
         assert system is None or isinstance(system, str)
         items = collect_items(run_dirs, system)
         if judge:
-            from deskbench.tracks.docqa.score_command import make_judge
+            from deskbench.tracks.docqa.scoring.llm_judge import make_judge
 
             items = judge_items(items, make_judge(judge, params.get("judge_cache"), not params.get("cache", True),
                                                   params.get("concurrency")))

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Literal
 
 from pydantic import BaseModel, ValidationError
@@ -152,3 +153,13 @@ class LLMJudge:
                 continue
             return Judgement(args.judgment, reasoning=args.explanation, main_issue=args.main_issue)
         return Judgement("unscored", error=f"no valid judgment after {1 + self.repairs} tries: {problem}")
+
+
+def make_judge(spec: str, cache_path: Path | None, no_cache: bool, concurrency: int) -> LLMJudge:
+    """docqa's judge behind --judge: the core's judge model (scoring/judges.py), its response
+    cache at `cache_path` (default: the shared one) unless `no_cache`."""
+    from deskbench.scoring.judges import open_judge
+
+    model = open_judge(spec, concurrency, cache=False if no_cache else (cache_path or True))
+    assert model is not None  # spec is given
+    return LLMJudge(model)
