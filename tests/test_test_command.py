@@ -1,0 +1,102 @@
+"""Issue 34, item 4: the test command is fast and the same everywhere.
+
+pytest-xdist with --durations in scripts/test.sh; markers set by the fixtures that need the thing;
+one llama.cpp server per session that `--model local` reuses; CLI calls in-process that answer as
+a fresh interpreter would; the new test tools pinned.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import shlex
+import sys
+import tomllib
+from pathlib import Path
+
+import pytest
+from conftest import REPO, needs, run_cli, run_cli_process
+from fake_openai import FakeOpenAI
+
+from deskbench.models.local_llama import URL_ENV, LocalChat
+from deskbench.models.types import ChatRequest, Message
+
+PYPROJECT = tomllib.loads((REPO / "pyproject.toml").read_text(encoding="utf-8"))
+
+
+def test_local_chat_talks_to_the_server_named_in_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The session's server is used as it is: no llama.cpp process is started or stopped."""
+    with FakeOpenAI(script=lambda body, n: {"kind": "text", "text": "hello from the session's server"}) as fake:
+        monkeypatch.setenv(URL_ENV, fake.base_url)
+        chat = LocalChat()
+
+        async def go() -> str:
+            try:
+                reply = await chat.complete(ChatRequest(messages=[Message(role="user", content="Say hello.")],
+                                                        max_tokens=8))
+                return reply.message.text()
+            finally:
+                await chat.aclose()
+
+        assert asyncio.run(go()) == "hello from the session's server"
+        assert chat._server is None and len(fake.requests) == 1
+
+
+@pytest.fixture
+@needs("sandbox")
+def needs_a_sandbox() -> str:
+    return "a fixture that declares the sandbox marker"
+
+
+@pytest.fixture
+def through_another(needs_a_sandbox: str) -> str:
+    return needs_a_sandbox
+
+
+def test_a_fixture_marks_the_tests_that_use_it(through_another: str, request: pytest.FixtureRequest) -> None:
+    assert request.node.get_closest_marker("sandbox") is not None
+    assert request.node.get_closest_marker("slow") is None
+
+
+def test_the_markers_are_registered_and_strict() -> None:
+    options = PYPROJECT["tool"]["pytest"]["ini_options"]
+    names = {line.split(":")[0] for line in options["markers"]}
+    assert names == {"model", "browser", "ray", "sandbox", "slow"}
+    assert "--strict-markers" in options["addopts"].split()
+
+
+def test_the_test_command_runs_in_parallel_and_shows_durations() -> None:
+    line = next(x for x in (REPO / "scripts" / "test.sh").read_text().splitlines() if x.startswith("exec "))
+    words = shlex.split(line)
+    assert "-n" in words and words[words.index("-n") + 1].endswith(":-logical}")  # one worker per CPU
+    assert words[words.index("--dist") + 1] == "loadgroup"  # the Ray tests on one worker
+    assert "--durations=25" in words
+
+
+def test_the_new_tools_are_in_the_test_extra() -> None:
+    extra = {r.split(">")[0].split("=")[0] for r in PYPROJECT["project"]["optional-dependencies"]["test"]}
+    assert {"pytest-xdist", "mypy", "ruff"} <= extra
+
+
+def test_the_response_cache_is_the_sessions_own() -> None:
+    cache = Path(os.environ["DESKBENCH_CACHE_DIR"])
+    assert not cache.is_relative_to(Path.home() / ".cache")
+
+
+@pytest.mark.parametrize("args", [("score", "/nonexistent-run"), ("run", "--help"), ("no-such-command",)])
+def test_a_cli_call_in_process_answers_as_a_fresh_interpreter(args: tuple[str, ...], tmp_path: Path) -> None:
+    inside, outside = run_cli(*args, cwd=tmp_path), run_cli_process(*args, cwd=tmp_path)
+    assert (inside.returncode, inside.stdout, inside.stderr) == (outside.returncode, outside.stdout, outside.stderr)
+
+
+def test_a_cli_call_in_process_leaves_the_process_as_it_found_it(tmp_path: Path) -> None:
+    """The module a command imported from its working folder (as `python -m` finds it there) is
+    forgotten after it: the next test's folder may hold another file of the same name."""
+    (tmp_path / "local_agent_module.py").write_text("X = 1\n")
+    (tmp_path / "t.jsonl").write_text('{"id": "a", "question": "q?", "answer_variants": [["x"]], "evidence": []}\n')
+    before = (os.getcwd(), dict(os.environ), list(sys.path))
+    proc = run_cli("run", "--agent", "local_agent_module:X", "--tasks", "t.jsonl", "--out", "run",
+                   cwd=tmp_path, env={"DESKBENCH_SOMETHING": "1"})
+    assert proc.returncode == 2 and "'local_agent_module:X'" in proc.stderr and "is not a class" in proc.stderr
+    assert (os.getcwd(), dict(os.environ), list(sys.path)) == before
+    assert "local_agent_module" not in sys.modules
