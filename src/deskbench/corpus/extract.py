@@ -125,7 +125,7 @@ def _text_layer(page: pdfium.PdfPage) -> str:
     textpage = page.get_textpage()
     try:
         # get_text_range keeps word boundaries that get_text_bounded merges in tables ("2,839" + "5").
-        return textpage.get_text_range().replace("\r\n", "\n").replace("\r", "\n")
+        return str(textpage.get_text_range()).replace("\r\n", "\n").replace("\r", "\n")
     finally:
         textpage.close()
 

@@ -65,7 +65,7 @@ class RapidOcr:
 
     def __init__(self, lang: str = "eng") -> None:
         try:
-            from rapidocr_onnxruntime import RapidOCR  # type: ignore[import-not-found]
+            from rapidocr_onnxruntime import RapidOCR
         except ImportError as exc:
             raise OcrUnavailable(
                 "rapidocr not installed; install it with: pip install 'deskbench[rapidocr]'"

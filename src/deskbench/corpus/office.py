@@ -16,7 +16,7 @@ import zipfile
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal, TypeVar
+from typing import Literal, TypeVar, cast
 
 from deskbench.corpus.csvread import read_csv
 from deskbench.corpus.sheets import Sheet, Spreadsheet, read_xlsx, to_tsv
@@ -48,7 +48,7 @@ def guarded(path: Path, kind: str, read: Callable[[Path], T]) -> T:
     if not path.is_file():
         raise UnreadableFile(f"{path}: no such file")
     try:
-        return call_limited(_checked_read, path, kind, read, subject=str(path))
+        return cast(T, call_limited(_checked_read, path, kind, read, subject=str(path)))
     except FileTooLarge:
         raise
     except FileLimitError as exc:

@@ -57,7 +57,8 @@ class Sheet:
         col = range_boundaries(m.group(1).upper() + "1")[0] - 1
         row = int(m.group(2)) - 1
         if row < len(self.rows) and col < len(self.rows[row]):
-            return self.rows[row][col]
+            value: CellValue = self.rows[row][col]
+            return value
         return None
 
     def cells(self) -> Iterator[tuple[str, CellValue]]:

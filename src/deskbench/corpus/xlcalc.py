@@ -192,9 +192,10 @@ def _unary(op: Callable[[float], Any]) -> Function:
 
 def _mod(ev: Evaluator, args: list[Node]) -> Any:
     x, y = (to_number(ev.scalar(a)) for a in args[:2])
-    for v in (x, y):
-        if isinstance(v, ExcelError):
-            return v
+    if isinstance(x, ExcelError):
+        return x
+    if isinstance(y, ExcelError):
+        return y
     return DIV0 if y == 0 else x - y * math.floor(x / y)
 
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from datetime import date, datetime, time, timedelta
-from typing import Any
+from typing import Any, cast
 
 from openpyxl.utils.datetime import to_excel
 
@@ -47,7 +47,7 @@ def to_number(value: Any) -> float | int | ExcelError:
     if isinstance(value, int | float):
         return value
     if isinstance(value, datetime | date | time):
-        return to_excel(value)
+        return cast(float, to_excel(value))
     if isinstance(value, timedelta):
         return value.total_seconds() / 86400
     try:

@@ -59,7 +59,7 @@ class WorkbookCalc:
         return {key: self.compute(*key) for key in self.pending}
 
     def max_row(self, sheet: str) -> int:
-        return self.values[self.titles[sheet.casefold()]].max_row
+        return int(self.values[self.titles[sheet.casefold()]].max_row)
 
     def lookup(self, sheet: str, row: int, col: int) -> Any:
         title = self.titles.get(sheet.casefold())

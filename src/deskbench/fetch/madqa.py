@@ -197,9 +197,10 @@ def fetch_madqa(options: FetchOptions, progress: Progress | None = None) -> Fetc
         _write_atomic(path, "".join(json.dumps(r, ensure_ascii=False, default=str) + "\n" for r in rows))
         summary.tasks[split] = str(path)
         summary.task_counts[split] = len(rows)
-        cited += [e.get("document") for r in rows for e in (r.get("evidence") or []) if isinstance(e, dict)]
+        cited += [str(e["document"]) for r in rows for e in (r.get("evidence") or [])
+                  if isinstance(e, dict) and isinstance(e.get("document"), str)]
     links = _links(root, files)
-    summary.no_url = sorted({d for d in cited if isinstance(d, str) and d not in links})
+    summary.no_url = sorted({d for d in cited if d not in links})
     names = sorted({d for d in cited if d in links}) if options.limit is not None else sorted(links)
     summary.documents = len(names)
 

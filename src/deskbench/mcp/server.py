@@ -18,10 +18,11 @@ import contextlib
 import contextvars
 import functools
 import hmac
+import importlib
 import secrets
 import socket
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, MutableMapping, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from typing import Any, Generic, Protocol, TypeVar
@@ -38,6 +39,13 @@ GRACE_SECONDS = 2  # how long a stopping server waits for its connections, then 
 SECRET_BYTES = 32  # random bytes of a server's secret (secrets.token_urlsafe: 43 URL-safe characters)
 MCP_PATH = "/mcp"  # FastMCP's streamable_http_path, behind /<secret>
 STDIO_CALLER = "stdio"  # the one client of a stdio server
+
+
+# ASGI, as Starlette types it (the SDK's app is a Starlette app)
+Scope = MutableMapping[str, Any]
+Receive = Callable[[], Awaitable[MutableMapping[str, Any]]]
+Send = Callable[[MutableMapping[str, Any]], Awaitable[None]]
+ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
 
 
 @dataclass(frozen=True)
@@ -68,9 +76,7 @@ def caller() -> str:
     stdio (one client), or the server-side session object's id when neither is known."""
     ctx = _REQUEST.get()
     if ctx is None and mcp_major() == 1:  # mcp 1.x keeps the request in its own context variable
-        from mcp.server.lowlevel.server import request_ctx
-
-        ctx = request_ctx.get(None)
+        ctx = importlib.import_module("mcp.server.lowlevel.server").request_ctx.get(None)
     if ctx is None:  # not inside an MCP request (a tool function called directly)
         return STDIO_CALLER
     headers = getattr(ctx.request, "headers", None)
@@ -159,10 +165,10 @@ def build_server(name: str, tools: Sequence[McpTool], instructions: str | None =
     (FastMCP renamed), which keeps an unexpected exception's text on the server, so the agent's
     errors are raised as its ToolError."""
     if mcp_major() == 1:
-        from mcp.server.fastmcp import FastMCP
-        from mcp.server.fastmcp.exceptions import ToolError as V1ToolError
+        fastmcp = importlib.import_module("mcp.server.fastmcp")  # 1.x only: mypy reads the installed 2.x
+        V1ToolError = importlib.import_module("mcp.server.fastmcp.exceptions").ToolError
 
-        v1 = FastMCP(name, instructions=instructions, log_level="WARNING", streamable_http_path=MCP_PATH)
+        v1 = fastmcp.FastMCP(name, instructions=instructions, log_level="WARNING", streamable_http_path=MCP_PATH)
         for tool in tools:
             v1.add_tool(_reported(tool.fn, V1ToolError), description=tool.description, structured_output=False)
         return BuiltServer(v1, v1.streamable_http_app)
@@ -202,8 +208,7 @@ class HandshakeOnly:
         self.app = app
         self.versions = {v.encode() for v in HANDSHAKE_PROTOCOL_VERSIONS}
 
-    async def __call__(self, scope: dict[str, Any], receive: Callable[[], Awaitable[dict[str, Any]]],
-                       send: Callable[[dict[str, Any]], Awaitable[None]]) -> None:
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         version = next((bytes(v) for k, v in scope.get("headers", []) if k.lower() == b"mcp-protocol-version"), None)
         if scope["type"] == "http" and version is not None and version not in self.versions:
             body = (b"this MCP server speaks the protocol versions with sessions (initialize, up to 2025-11-25); "
@@ -242,8 +247,6 @@ def _uvicorn_server() -> type:
     return QuietServer
 
 
-ASGIApp = Callable[[dict[str, Any], Callable[[], Awaitable[dict[str, Any]]],
-                    Callable[[dict[str, Any]], Awaitable[None]]], Awaitable[None]]
 
 
 class SecretGate:
@@ -257,7 +260,7 @@ class SecretGate:
         self.secret = secret.encode()
         self.prefixed = f"/{secret}{MCP_PATH}".encode()
 
-    def _allowed(self, scope: dict[str, Any]) -> bool | None:
+    def _allowed(self, scope: Scope) -> bool | None:
         """True: the secret is carried; False: /mcp without it; None: another path."""
         path = str(scope.get("path", "")).encode("utf-8", "surrogateescape")
         if hmac.compare_digest(path, self.prefixed):
@@ -270,8 +273,7 @@ class SecretGate:
                 return scheme.lower() == b"bearer" and hmac.compare_digest(token.strip(), self.secret)
         return False
 
-    async def __call__(self, scope: dict[str, Any], receive: Callable[[], Awaitable[dict[str, Any]]],
-                       send: Callable[[dict[str, Any]], Awaitable[None]]) -> None:
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "lifespan":
             await self.app(scope, receive, send)
             return

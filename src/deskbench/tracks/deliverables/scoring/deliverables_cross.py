@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable
 from itertools import combinations
 
@@ -11,9 +12,7 @@ from deskbench.analysis.stats import (
     holm,
     mcnemar_exact,
     pearson_test,
-    sole_cause_summary,
     spearman,
-    weight_sensitivity,
 )
 from deskbench.tracks.deliverables.scoring.deliverables import DeliverableItemScore
 from deskbench.tracks.deliverables.scoring.deliverables_numbers import TIE, corr, num, reviewed_rate
@@ -28,7 +27,16 @@ from deskbench.tracks.deliverables.scoring.deliverables_report import (
     SoleCause,
 )
 from deskbench.tracks.deliverables.scoring.vrs import GradedRow
+from deskbench.tracks.deliverables.scoring.vrs_diagnostics import (
+    sole_cause_summary,
+    weight_sensitivity,
+)
 from deskbench.tracks.deliverables.tasks import RUBRIC_CODES
+
+
+def _or_nan(value: float | None) -> float:
+    """A missing mean as NaN (what numpy made of None): the correlation is then NaN, as before."""
+    return math.nan if value is None else value
 
 
 def _sensitivity(rows: list[GradedRow], strict: bool) -> list[Sensitivity]:
@@ -95,9 +103,9 @@ def cross_system(systems: list[str], task_ids: list[str],
         systems=systems, tasks=common, excluded_tasks=excluded, accept_counts=accept_counts, argmax=argmax,
         mcnemar=mcnemar,
         criterion_pearson={a: {b: num(r) for b, r in row.items()} for a, row in matrix.items()},
-        v_rbar={s: corr(pearson_test([i.v for i in items[s]], [i.reasoning_mean for i in items[s]]))
+        v_rbar={s: corr(pearson_test([i.v for i in items[s]], [_or_nan(i.reasoning_mean) for i in items[s]]))
                 for s in systems},
-        v_rbar_pooled=corr(pearson_test([i.v for i in pooled], [i.reasoning_mean for i in pooled])),
+        v_rbar_pooled=corr(pearson_test([i.v for i in pooled], [_or_nan(i.reasoning_mean) for i in pooled])),
         accept_spearman=accept_rows,
         sole_cause=SoleCause(cleared_v=sc.cleared_v, all_at_least_2=sc.all_at_least_2,
                              accepted_all_at_least_2=sc.accepted_all_at_least_2, counts=sc.sole_cause,
