@@ -22,10 +22,7 @@ from deskbench.analysis.stats import (
     jaccard,
     mcnemar_exact,
     pearson_test,
-    sole_cause,
-    sole_cause_summary,
     spearman,
-    weight_sensitivity,
 )
 from deskbench.tracks.deliverables.scoring.vrs import (
     PAPER_WEIGHTINGS,
@@ -37,6 +34,11 @@ from deskbench.tracks.deliverables.scoring.vrs import (
     vrs_relaxed,
     vrs_strict,
     vrs_weighted,
+)
+from deskbench.tracks.deliverables.scoring.vrs_diagnostics import (
+    sole_cause,
+    sole_cause_summary,
+    weight_sensitivity,
 )
 from deskbench.tracks.deliverables.tasks import RUBRIC_CODES
 

@@ -31,6 +31,10 @@ from deskbench.tracks.deliverables.scoring.vrs_diagnostics import (
     sole_cause_summary,
     weight_sensitivity,
 )
+from deskbench.tracks.deliverables.scoring.vrs_diagnostics import (
+    sole_cause_summary,
+    weight_sensitivity,
+)
 from deskbench.tracks.deliverables.tasks import RUBRIC_CODES
 
 

@@ -157,7 +157,7 @@ class AcceptCorrelation(BaseModel):
 
 
 class SoleCause(BaseModel):
-    """Table 15 and the funnel §4.10.2 quotes (see `stats.SoleCauseSummary`)."""
+    """Table 15 and the funnel §4.10.2 quotes (see `vrs_diagnostics.SoleCauseSummary`)."""
 
     cleared_v: int
     all_at_least_2: int
@@ -183,7 +183,7 @@ class SmeBest(BaseModel):
 
 
 class Sensitivity(BaseModel):
-    """One Table 18 row (see `stats.SensitivityRow`); threshold None when no rule ACCEPT."""
+    """One Table 18 row (see `vrs_diagnostics.SensitivityRow`); threshold None when no rule ACCEPT."""
 
     weighting: str
     mean_vrs: dict[str, float | None]
