@@ -29,7 +29,7 @@ SILENT = logging.CRITICAL + 1
 class _Stderr(logging.StreamHandler):  # type: ignore[type-arg]
     """Writes to the sys.stderr of the moment (a test runner may swap it), not the one at setup."""
 
-    @property  # type: ignore[override]
+    @property
     def stream(self) -> object:
         return sys.stderr
 

@@ -135,7 +135,7 @@ def scan_image(pdf: bytes | Path, index: int = 0, dpi: int = 200, noise_seed: in
     doc = pdfium.PdfDocument(pdf)
     try:
         page = doc[index]
-        image = page.render(scale=dpi / 72, grayscale=True).to_pil().convert("L")
+        image: Image.Image = page.render(scale=dpi / 72, grayscale=True).to_pil().convert("L")
         page.close()
     finally:
         doc.close()

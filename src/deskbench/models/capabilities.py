@@ -31,6 +31,7 @@ BUILTIN_FILE = Path(__file__).with_name("capabilities.toml")
 ENV_FILE = "DESKBENCH_CAPABILITIES"
 
 ToolChoiceForm = Literal["auto", "none", "required", "named"]
+TOOL_CHOICE_FORMS: tuple[ToolChoiceForm, ...] = ("auto", "none", "required", "named")
 
 
 class Capabilities(BaseModel):
@@ -47,11 +48,11 @@ class Capabilities(BaseModel):
     temperature_max: float = 2.0
     top_p: bool = True
     temperature_with_top_p: bool = True  # both in one request
-    reasoning_effort: list[str] = Field(default_factory=list)  # accepted values; empty = not accepted
+    reasoning_effort: list[str] = Field(default_factory=list[str])  # accepted values; empty = not accepted
     seed: bool = True
     vision: bool = True
     structured: Literal["json_schema", "json_object", "tool", "none"] = "json_schema"
-    tool_choice: list[ToolChoiceForm] = Field(default_factory=lambda: ["auto", "none", "required", "named"])
+    tool_choice: list[ToolChoiceForm] = Field(default_factory=lambda: list(TOOL_CHOICE_FORMS))
     max_images: int | None = None  # per request
     max_image_bytes: int | None = None  # per image, as sent (decoded bytes)
     max_image_side: int | None = None  # pixels, the longer side

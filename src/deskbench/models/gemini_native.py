@@ -295,12 +295,12 @@ def parse_reply(raw: object, model: str) -> ChatResponse:
             reasoning.append(Reasoning(text=str(part.get("text") or ""), signature=signature))
         elif isinstance(call := part.get("functionCall"), dict) and isinstance(call.get("name"), str):
             args = call.get("args")
-            call_id = call.get("id") if isinstance(call.get("id"), str) else f"call_{len(calls)}"
+            call_id = str(call["id"]) if isinstance(call.get("id"), str) else f"call_{len(calls)}"
             calls.append(ToolCall(id=call_id, name=call["name"], arguments=json.dumps(args if args is not None else {}),
                                   signature=signature))
         elif isinstance(part.get("text"), str):
             texts.append(TextPart(text=part["text"]))
-    text: str | list[TextPart] = texts[0].text if len(texts) == 1 else texts if texts else ""
+    text: str | list[TextPart | ImagePart] = texts[0].text if len(texts) == 1 else list(texts) if texts else ""
     return ChatResponse(message=Message(role="assistant", content=text, tool_calls=calls, reasoning=reasoning),
                         usage=usage, finish_reason=_enum_name(candidate.get("finishReason"), FINISH_NAMES),
                         model=reply_model)

@@ -134,7 +134,8 @@ def options_kwargs(request: ChatRequest, caps: Capabilities, model_id: str = "th
         if caps.structured == "json_object":  # llama.cpp's form: grammar-constrained JSON for a schema
             kwargs["response_format"] = {"type": "json_object", "schema": request.response_schema}
         elif caps.structured == "json_schema":
-            json_schema = {"schema": request.response_schema, "name": request.response_name or "response"}
+            json_schema: dict[str, object] = {"schema": request.response_schema,
+                                              "name": request.response_name or "response"}
             if request.response_strict is not None:
                 json_schema["strict"] = request.response_strict
             kwargs["response_format"] = {"type": "json_schema", "json_schema": json_schema}

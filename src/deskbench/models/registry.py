@@ -22,6 +22,7 @@ from deskbench.models.capabilities import capabilities
 from deskbench.models.settings import ResolvedSettings, Role, Sampling, asked_for, resolve
 
 if TYPE_CHECKING:  # the adapters (and their SDKs) are imported when a model is opened, not when the CLI starts
+    from deskbench.models.resilient import ResilientModel
     from deskbench.models.types import ChatModel
 
 GEMINI_URL = "https://generativelanguage.googleapis.com/v1beta/openai/"
@@ -173,7 +174,7 @@ def plugin_provider(name: str) -> Callable[[ModelSpec, float], ChatModel] | None
     if not callable(found.value):
         raise UserError(f"model provider plugin {name!r} ({found.origin}) is not callable; "
                         "point it at a function (ModelSpec, timeout) -> ChatModel")
-    return found.value  # type: ignore[return-value]
+    return found.value
 
 
 def provider(name: str) -> Callable[[ModelSpec, float], ChatModel]:
@@ -219,7 +220,7 @@ def make_model(spec: str, *, timeout: float = 120.0) -> ChatModel:
 
 
 def open_model(spec: str, *, role: Role = "agent", sampling: Sampling | None = None, concurrency: int = 16,
-               cache: bool | Path = False, prices: Path | None = None, timeout: float = 120.0):  # -> ResilientModel
+               cache: bool | Path = False, prices: Path | None = None, timeout: float = 120.0) -> ResilientModel:
     """The model an agent or a judge talks to: the adapter inside retries, a concurrency limit,
     usage accounting, the response cache (on for judges by the caller's choice; a path names the
     cache file), and the user's settings (given, else the command line's for the role) resolved

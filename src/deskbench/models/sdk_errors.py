@@ -101,9 +101,9 @@ def _detail(exc: Exception) -> str:
     if isinstance(body, dict):
         inner = body.get("error", body)
         if isinstance(inner, dict) and isinstance(inner.get("message"), str):
-            return inner["message"]
+            return str(inner["message"])
         if isinstance(body.get("message"), str):
-            return body["message"]
+            return str(body["message"])
         if (found := _validation_detail(body)) is not None:
             return found
     return str(getattr(exc, "message", "") or exc)
@@ -136,5 +136,5 @@ def _param(exc: Exception) -> str | None:
     if isinstance(body, dict):
         inner = body.get("error", body)
         if isinstance(inner, dict) and isinstance(inner.get("param"), str):
-            return inner["param"]
+            return str(inner["param"])
     return None

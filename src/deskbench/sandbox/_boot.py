@@ -20,11 +20,12 @@ import signal
 import stat
 import sys
 import types
+from typing import Any
 
 SKIP_RECORDS = 100
 
 
-def _drop_and_limit(cfg: dict) -> None:
+def _drop_and_limit(cfg: dict[str, Any]) -> None:
     """In the child: own process group, no inherited fds, unprivileged uid, rlimits."""
     if os.getpgid(0) != os.getpid():  # a session leader (spawned with a new session) leads its group already
         os.setpgid(0, 0)
@@ -51,7 +52,7 @@ def _drop_and_limit(cfg: dict) -> None:
     os.chdir(cfg["cwd"])
 
 
-def _prepare(cfg: dict) -> None:
+def _prepare(cfg: dict[str, Any]) -> None:
     """Give the code's uid its writable places and a prebuilt matplotlib font cache."""
     uid = cfg.get("uid")
     mpl = os.environ.get("MPLCONFIGDIR")
@@ -75,7 +76,7 @@ def _prepare(cfg: dict) -> None:
                     os.chown(os.path.join(root, n), uid, uid)
 
 
-def _run_code(cfg: dict, source: str) -> None:
+def _run_code(cfg: dict[str, Any], source: str) -> None:
     """In the child: run the model's code as __main__, traceback without our own frame."""
     path = cfg["code"]
     main = types.ModuleType("__main__")
@@ -103,7 +104,7 @@ def _run_code(cfg: dict, source: str) -> None:
         raise SystemExit(1) from None
 
 
-def _send(fd: int, record: dict, payload_fd: int | None = None, size: int = 0) -> None:
+def _send(fd: int, record: dict[str, Any], payload_fd: int | None = None, size: int = 0) -> None:
     os.write(fd, (json.dumps(record) + "\n").encode())
     if payload_fd is None:
         return
@@ -119,7 +120,7 @@ def _send(fd: int, record: dict, payload_fd: int | None = None, size: int = 0) -
         left -= len(chunk)
 
 
-def _collect(cfg: dict, fd: int) -> None:
+def _collect(cfg: dict[str, Any], fd: int) -> None:
     """Send the regular files under the result dir; never follow a symlink."""
     top = cfg["result"]
     max_files, max_bytes = cfg["max_files"], cfg["max_bytes"]

@@ -147,7 +147,7 @@ def field_of(node: Node) -> FieldName | None:
 
 
 def with_boost(node: Node, boost: float) -> Node:
-    return node if node.boost == boost else replace(node, boost=boost)  # type: ignore[arg-type]
+    return node if node.boost == boost else replace(node, boost=boost)
 
 
 def normalize(node: Node) -> Node:
@@ -177,7 +177,7 @@ def _normalize_compound(node: And | Or) -> Node:
     for child in node.must if isinstance(node, And) else node.should:
         child = normalize(child)
         if type(child) is type(node):  # And inside And: its clauses join this one's
-            inner = child.must if isinstance(child, And) else child.should  # type: ignore[union-attr]
+            inner = child.must if isinstance(child, And) else child.should
             children += [with_boost(c, c.boost * child.boost) for c in inner]
         else:
             children.append(child)

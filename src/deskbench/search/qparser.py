@@ -374,7 +374,7 @@ class _Parse:
             return FieldTerm("file", item.text, boost=item.boost)
         if name in ("page_number", "total_pages"):
             try:
-                return FieldTerm(name, int(item.text), boost=item.boost)  # type: ignore[arg-type]
+                return FieldTerm(name, int(item.text), boost=item.boost)
             except ValueError:
                 return Empty()
         if item.kind == "phrase":

@@ -41,7 +41,7 @@ import re
 from bisect import bisect_left, bisect_right
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Union
+from typing import cast
 
 import numpy as np
 import numpy.typing as npt
@@ -118,7 +118,7 @@ def _member(docs: DocArray, among: DocArray, n_pages: int) -> BoolArray:
     if _searching_pays(docs, among):
         at = np.searchsorted(among, docs)
         at[at == len(among)] = 0
-        return among[at] == docs
+        return cast(BoolArray, among[at] == docs)
     table = np.zeros(n_pages, dtype=bool)
     table[among] = True
     return table[docs]
@@ -188,7 +188,7 @@ def _positive(node: Node) -> bool:
 # -- Whoosh's matcher tree shapes -----------------------------------------------------------------
 
 
-_Tree = Union[int, tuple["_Tree", "_Tree"]]
+_Tree = int | tuple["_Tree", "_Tree"]
 """A matcher tree's shape: a leaf's index, or (left, right)."""
 
 
@@ -441,7 +441,7 @@ class Searcher:
                     values[i][_member(docs, ix.post_doc[ix.term_ptr[t]:ix.term_ptr[t + 1]], self.n)] = np.nan  # type: ignore[index]
                 continue
             known = [j for j, v in enumerate(values) if v is not None]
-            ok = ~np.isnan(sum(values[j] for j in known))  # type: ignore[arg-type]
+            ok = ~np.isnan(sum(cast(FloatArray, values[j]) for j in known))
             if not ok.all():
                 docs = docs[ok]
                 for j in known:
@@ -501,20 +501,20 @@ class Searcher:
         if array_union and not scored:
             assert count is not None
             return _constant(universe[count > 0], 1.0)  # a[i] = 1: no scores
-        acc = np.bincount(rows, weights=weights, minlength=len(universe))  # added one by one
+        acc = cast(FloatArray, np.bincount(rows, weights=weights, minlength=len(universe)))  # added one by one
         if leaf_of is not None:
             assert count is not None and tree is not None
             many = count >= 3  # only pages in 3 or more leaves can depend on the order of adding
             if many.any():
                 picked = many[rows]
-                at, sums = _tree_sums(tree, n, rows[picked], leaf_of[picked], weights[picked])
-                acc[at] = sums
+                summed, sums = _tree_sums(tree, n, rows[picked], leaf_of[picked], weights[picked])
+                acc[summed] = sums
         if boost != 1.0 and not array_union:
             acc *= boost
         if dense and positive and within is None:
             return Hits(universe, acc)
-        found = np.flatnonzero(acc > 0 if count is None or array_union else count > 0)
-        return Hits(universe[found], acc[found])
+        kept = np.flatnonzero(acc > 0 if count is None or array_union else count > 0)
+        return Hits(universe[kept], acc[kept])
 
     @staticmethod
     def _sparse_union(rows: DocArray, weights: FloatArray, leaf_of: npt.NDArray[np.intp] | None, tree: _Tree | None,

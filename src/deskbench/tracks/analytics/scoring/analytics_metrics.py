@@ -89,7 +89,9 @@ def _failed(item: AnalyticsItemScore) -> bool:
 
 def pass_metrics(items: Sequence[AnalyticsItemScore], k: int) -> PassMetrics:
     m = attempt_metrics(((it.task_id, it.attempt, it.score) for it in items), k)  # pass@k's one home
-    mean = lambda xs: sum(xs) / len(xs) if xs else None  # noqa: E731
+    def mean(xs: list[float]) -> float | None:
+        return sum(xs) / len(xs) if xs else None
+
     return PassMetrics(
         n_tasks=m.n_tasks, pass1=m.pass1, pass1_ci=m.pass1_ci, passk=m.passk, avgk=m.avgk, k=k, complete=m.complete,
         mean_tokens=mean([float(it.tokens) for it in items]),
@@ -152,6 +154,11 @@ def full_setting_twin(system: str) -> str | None:
     return m["agent"] + (f"[{','.join(rest)}]" if rest else "") + m["rest"]
 
 
+def _minus(a: float | None, b: float | None) -> float | None:
+    """a - b, None when either is missing."""
+    return None if a is None or b is None else a - b
+
+
 def summary_ablation(without: AnalyticsScoreReport, with_: AnalyticsScoreReport) -> SummaryAblation:
     """Table 2's row: avg@k of the full setting and Δ = avg@k(w/o) − avg@k(w/), per group."""
     def groups(r: AnalyticsScoreReport) -> dict[str, PassMetrics]:
@@ -159,7 +166,7 @@ def summary_ablation(without: AnalyticsScoreReport, with_: AnalyticsScoreReport)
 
     w, wo = groups(with_), groups(without)
     names = [g for g in w if g in wo]
-    delta = {g: (None if w[g].avgk is None or wo[g].avgk is None else wo[g].avgk - w[g].avgk) for g in names}
+    delta = {g: _minus(wo[g].avgk, w[g].avgk) for g in names}
     return SummaryAblation(with_summary=with_.system, without_summary=without.system, k_with=with_.k,
                            k_without=without.k, avg_with={g: w[g].avgk for g in names}, delta=delta)
 

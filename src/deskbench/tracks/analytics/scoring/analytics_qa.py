@@ -49,6 +49,7 @@ import re
 import unicodedata
 from dataclasses import dataclass, replace
 from decimal import ROUND_HALF_UP, Decimal, InvalidOperation
+from functools import partial
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
@@ -167,7 +168,7 @@ def conclusion(answer: str, *, numeric: bool) -> str:
     """The final conclusion of an answer that may reason first (rule in the module docstring),
     markdown bold ("**", "__") removed."""
     answer = re.sub(r"\*\*|__", "", answer)
-    boxed = _BOXED.findall(answer)
+    boxed: list[str] = _BOXED.findall(answer)
     markers = list(_MARKER.finditer(answer))
     if markers:
         rest = answer[markers[-1].end():].strip("\n")
@@ -387,35 +388,35 @@ def deterministic_check(task: AnalyticsTask, answer: str) -> _Check:
         ref_percent = True
     figures = _figures(final, unit_scale, ref_percent)
     values = [float(f.value) for f in figures]
-    base = {"conclusion": final, "reference_value": task.answer_value, "answer_values": values}
+    check = partial(_Check, conclusion=final, reference_value=task.answer_value, answer_values=values)
     if not figures:
-        return _Check(result="inconclusive", source="none", reason="no figure in the final conclusion", **base)
+        return check(result="inconclusive", source="none", reason="no figure in the final conclusion")
     need = min(2, ref_sig)
     matches = [f for f in figures if f.significant >= need and rounding_equivalent(ref, ref_decimals, f.value, f.decimals)]
     if not matches:
-        return _Check(result="fail", source="numeric",
-                      reason=f"no figure in the conclusion rounds to the reference {_show(ref)}", **base)
+        return check(result="fail", source="numeric",
+                     reason=f"no figure in the conclusion rounds to the reference {_show(ref)}")
     affirmed = [f for f in matches if not f.negated]
     if not affirmed:
-        return _Check(result="fail", source="numeric",
-                      reason=f"the conclusion denies the reference value ({_show(ref)})", **base)
+        return check(result="fail", source="numeric",
+                     reason=f"the conclusion denies the reference value ({_show(ref)})")
     final_at = max(f.start for f in figures if not f.negated)  # the final value the answer states
     match = next((f for f in affirmed if f.start == final_at), None)
     if match is None:
-        return _Check(result="inconclusive", source="none",
-                      reason=f"the conclusion states another value after {_show(affirmed[0].value)}", **base)
-    base["matched_value"] = float(match.value)
+        return check(result="inconclusive", source="none",
+                     reason=f"the conclusion states another value after {_show(affirmed[0].value)}")
+    check = partial(check, matched_value=float(match.value))
     words = reference_words(task)
     missing = [w for w in words if not contains_words(final, w)]
     if not missing:
-        return _Check(result="pass", source="numeric",
-                      reason=f"{_show(match.value)} is rounding-equivalent to {_show(ref)}", **base)
+        return check(result="pass", source="numeric",
+                     reason=f"{_show(match.value)} is rounding-equivalent to {_show(ref)}")
     nowhere = [w for w in missing if not contains_words(answer, w)]
     if nowhere:
-        return _Check(result="fail", source="numeric",
-                      reason=f"the figure matches but the answer never names {', '.join(nowhere)}", **base)
-    return _Check(result="inconclusive", source="none",
-                  reason=f"the figure matches but the conclusion does not name {', '.join(missing)}", **base)
+        return check(result="fail", source="numeric",
+                     reason=f"the figure matches but the answer never names {', '.join(nowhere)}")
+    return check(result="inconclusive", source="none",
+                 reason=f"the figure matches but the conclusion does not name {', '.join(missing)}")
 
 
 def _text_check(task: AnalyticsTask, answer: str) -> _Check:
@@ -460,16 +461,16 @@ async def score_qa(task: AnalyticsTask, answer: str, judge: ChatModel | None) ->
 
     Wrap `judge` in ResilientModel for retries and a cache; a failed judge call is unscored."""
     check = deterministic_check(task, answer)
-    common = {"deterministic": check.result, "conclusion": check.conclusion,
-              "reference_value": check.reference_value, "answer_values": check.answer_values,
-              "matched_value": check.matched_value}
+    verdict = partial(QAVerdict, deterministic=check.result, conclusion=check.conclusion,
+                      reference_value=check.reference_value, answer_values=check.answer_values,
+                      matched_value=check.matched_value)
     if judge is None:  # deskbench's fallback; the paper sends every answer to the judge
         if check.result == "pass":
-            return QAVerdict(status="scored", score=1, source=check.source, reason=check.reason, **common)
+            return verdict(status="scored", score=1, source=check.source, reason=check.reason)
         if check.result == "fail":
-            return QAVerdict(status="scored", score=0, source="numeric", reason=check.reason, **common)
-        return QAVerdict(status="unscored", score=None, source="none",
-                         reason=f"no judge: {check.reason}", **common)
+            return verdict(status="scored", score=0, source="numeric", reason=check.reason)
+        return verdict(status="unscored", score=None, source="none",
+                         reason=f"no judge: {check.reason}")
     messages = [
         Message(role="system", content=DATA_NOTE),
         Message(role="user", content=qa_prompt(task.instruction, _reference_text(task), task.key_points, answer)),
@@ -477,7 +478,7 @@ async def score_qa(task: AnalyticsTask, answer: str, judge: ChatModel | None) ->
     reply = await ask_json(judge, messages, QAJudgeReply, response_schema=QA_SCHEMA,
                            shape='{"score": 0 or 1, "reason": "..."}')
     if reply.value is None:
-        return QAVerdict(status="unscored", score=None, source="judge", reason=f"{check.reason}; judge gave no score",
-                         judge_error=reply.error, judge_calls=reply.calls, **common)
-    return QAVerdict(status="scored", score=reply.value.score, source="judge", reason=reply.value.reason,
-                     judge_calls=reply.calls, **common)
+        return verdict(status="unscored", score=None, source="judge", reason=f"{check.reason}; judge gave no score",
+                         judge_error=reply.error, judge_calls=reply.calls)
+    return verdict(status="scored", score=reply.value.score, source="judge", reason=reply.value.reason,
+                     judge_calls=reply.calls)

@@ -34,6 +34,7 @@ import json
 import re
 import unicodedata
 from collections.abc import Sequence
+from functools import partial
 from pathlib import Path
 from typing import Annotated, Literal
 
@@ -354,18 +355,16 @@ async def score_chart(
         raise ValueError(f"weight must be in [0, 1], got {weight}")
     glyphs = missing_glyphs(task, stderr_logs)
     total = len(task.key_points)
-    base = {"total_items": total, "weight": weight, "glyph_check": glyphs.status,
-            "missing_glyphs": glyphs.missing,
-            "flags": ["garbled_text"] if glyphs.status == "fail" else []}
+    flags = ["garbled_text"] if glyphs.status == "fail" else []
+    unscored = partial(ChartVerdict, status="unscored", score=None, correctness=None, readability=None,
+                       total_items=total, weight=weight, glyph_check=glyphs.status, missing_glyphs=glyphs.missing,
+                       flags=flags)
     data = image.read_bytes() if isinstance(image, Path) else image
     mime = image_mime(data)
     if mime is None:
-        return ChartVerdict(status="unscored", score=None, correctness=None, readability=None,
-                            judge_error="the chart is not a PNG or JPEG image",
-                            reason="unsupported image format", **base)
+        return unscored(judge_error="the chart is not a PNG or JPEG image", reason="unsupported image format")
     if judge is None:
-        return ChartVerdict(status="unscored", score=None, correctness=None, readability=None,
-                            reason="no chart judge", **base)
+        return unscored(reason="no chart judge")
     part = ImagePart.of(data, mime)
 
     def within_rubric(reply: CorrectnessReply) -> None:
@@ -380,7 +379,8 @@ async def score_chart(
         judge, _messages(LISTING_4, part), ReadabilityReply, response_schema=READABILITY_SCHEMA,
         shape="with the 8 dimensions (0/1) and a <dimension>_reason string for each")
     corr, read = await asyncio.gather(correctness_call, readability_call)
-    return combine(corr, read, **base)
+    return combine(corr, read, total_items=total, weight=weight, glyph_check=glyphs.status,
+                   missing_glyphs=glyphs.missing, flags=flags)
 
 
 def combine(corr: JsonReply[CorrectnessReply], read: JsonReply[ReadabilityReply], *,

@@ -60,7 +60,7 @@ class SheetComparison(BaseModel):
     """The verdict. JSON uses `pass` for `passed` (dump with by_alias=True)."""
 
     model_config = ConfigDict(populate_by_name=True, serialize_by_alias=True)
-    passed: bool = Field(alias="pass")
+    passed: bool = Field(validation_alias="pass", serialization_alias="pass")
     stage: Stage  # where it failed; "done" when it passed
     reason: str
     mode: Literal["strict", "tolerant"]
@@ -113,10 +113,10 @@ def _content(pair: Pair, ordered: str | None) -> str | None:
             bucket = index.get(tuple(map(key, a)), deque())
             while bucket and used[bucket[0]]:
                 bucket.popleft()
-            j = bucket.popleft() if bucket else next(
+            found: int | None = bucket.popleft() if bucket else next(
                 (j for j in range(m) if not used[j] and all(cells_equal(x, y) for x, y in zip(a, pred_rows[j], strict=True))), None)
-            if j is not None:
-                used[j] = True
+            if found is not None:
+                used[found] = True
                 continue
             if not m:
                 return f"sheet '{s}': the prediction has no data rows, expected {n}"
@@ -155,7 +155,7 @@ def _fail(stage: Stage, reason: str, mode: Literal["strict", "tolerant"], checke
 
 def _targets(c: Constraint, pairs: list[Pair]) -> list[tuple[Pair, list[str], list[str]]]:
     """(pair, reference columns, prediction columns) a constraint applies to."""
-    out = []
+    out: list[tuple[Pair, list[str], list[str]]] = []
     for pair in pairs:
         if c.kind == "top_k":
             if pair.ref.n_rows == c.k:

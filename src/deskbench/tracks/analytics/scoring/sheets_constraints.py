@@ -190,8 +190,8 @@ def order_phrase(texts: Sequence[str]) -> str | None:
                 end = m.end("col") + len(tail)
                 masked = masked[:m.start()] + " " * (end - m.start()) + masked[end:]
         for rx in ORDER_RES:
-            if m := rx.search(masked):
-                return m.group(0)
+            if asked := rx.search(masked):
+                return asked.group(0)
     return None
 
 

@@ -15,7 +15,7 @@ from collections import Counter
 from dataclasses import dataclass
 from datetime import date, datetime, time, timedelta
 from numbers import Real
-from typing import Any, Literal
+from typing import Any, Literal, cast
 
 from deskbench.scoring.numbers import parse_number
 
@@ -163,7 +163,7 @@ def normalise(value: Any, kind: Kind, order: DateOrder = "mdy") -> Norm:
         value = float(value)
         if kind == "date" and 1 <= value < 2958466:  # an Excel serial date written without its format
             return _iso(_EXCEL_EPOCH + timedelta(days=float(value)))
-        return value + 0.0
+        return cast(float, value) + 0.0
     if isinstance(value, timedelta):
         return str(value)
     s = " ".join(str(value).split())

@@ -199,9 +199,9 @@ def _print_cross(cross: CrossSystem, console: Console, pairs: bool) -> None:
     _show(console, t)
     t = _table("Table 14: Spearman with ACCEPT (p raw and Bonferroni-corrected for the six tests)", "Predictor",
                "rho (pooled)", "p", "p (Bonferroni)", *(f"rho ({s})" for s in systems))
-    for row in cross.accept_spearman:
-        t.add_row(row.predictor, fmt(row.pooled.rho, 3), fmt_p(row.pooled.p), fmt_p(row.p_bonferroni),
-                  *(fmt(row.by_system[s].rho, 3) for s in systems))
+    for spear in cross.accept_spearman:
+        t.add_row(spear.predictor, fmt(spear.pooled.rho, 3), fmt_p(spear.pooled.p), fmt_p(spear.p_bonferroni),
+                  *(fmt(spear.by_system[s].rho, 3) for s in systems))
     _show(console, t)
     sc = cross.sole_cause
     t = _table(f"Table 15: sole-cause rejections ({sc.total}; {sc.cleared_v} cleared V >= 80, "

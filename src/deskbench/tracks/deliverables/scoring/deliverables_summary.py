@@ -62,7 +62,7 @@ NO_GRADES_NOTE = "no rubric grades: run `deskbench rubric grade` or `deskbench r
 
 
 def _criteria(graded: Sequence[DeliverableItemScore]) -> dict[str, CriterionStats]:
-    out = {}
+    out: dict[str, CriterionStats] = {}
     for code in RUBRIC_CODES:
         vals = [i.scores[code] for i in graded if i.scores is not None]
         out[code] = CriterionStats(

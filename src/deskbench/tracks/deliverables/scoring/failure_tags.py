@@ -135,7 +135,7 @@ def tag_counts(final_grades: Mapping[object, FinalGrade], tagger: Tagger, *, nam
     for (task, system, _attempt, _code), tags in cells.items():
         pairs[(system, task)].update(tags)
     systems = sorted({s for s, _ in pairs})
-    counts = {s: {t: sum(t in tags for (s2, _), tags in pairs.items() if s2 == s) for t in TAGS} for s in systems}
+    counts: dict[str, dict[str, int]] = {s: {t: sum(t in tags for (s2, _), tags in pairs.items() if s2 == s) for t in TAGS} for s in systems}
     return TagCounts(
         tagger=name or ("regex" if tagger is regex_tags else "custom"),
         systems=systems,

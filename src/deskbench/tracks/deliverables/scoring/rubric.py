@@ -211,7 +211,7 @@ def rubric_text(criteria: Sequence[RubricCriterion]) -> str:
 
 
 def _criteria(task: DeliverableTask) -> dict[str, RubricCriterion]:
-    by_code = {c.code: c for c in task.rubric}
+    by_code: dict[str, RubricCriterion] = {c.code: c for c in task.rubric}
     for code in RUBRIC_CODES:  # a task always has all five; Table 19 is only a fallback
         if code not in by_code:
             name, anchors = TABLE_19[code]
@@ -264,15 +264,15 @@ def output_texts(submission: DeliverableSubmission, outputs: Path | None) -> lis
 def evidence_text(task: DeliverableTask, submission: DeliverableSubmission, outputs: Path | None,
                   verifier_results: Sequence[VerifierResult] | None = None) -> str:
     """The SME's evidence: task, golden, logic, tests, traps, verifiers, response, files."""
-    outputs = "\n".join(f"- {o.name} ({o.format})" + (f": sections {', '.join(o.sections)}" if o.sections else "")
-                        for o in task.required_outputs) or "(none: the response text is the deliverable)"
+    required = "\n".join(f"- {o.name} ({o.format})" + (f": sections {', '.join(o.sections)}" if o.sections else "")
+                         for o in task.required_outputs) or "(none: the response text is the deliverable)"
     traps = "\n".join(f"- {t.id} ({t.kind}): {t.description}" + (f" Lure: {t.lure}." if t.lure else "")
                       + f" Caught by: {', '.join(t.verifiers)}." for t in task.traps) or "(none)"
     logic = "\n".join(f"{i}. {s}" for i, s in enumerate(task.solution_logic, 1))
     files = output_texts(submission, outputs)
     return P.EVIDENCE.format(
         prompt=cap(task.full_prompt, CAPS["prompt"]),
-        outputs=outputs,
+        outputs=required,
         golden=cap(_golden(task), CAPS["golden"]),
         logic=cap(logic, CAPS["logic"]),
         lazy=cap(task.lazy_ai_test, CAPS["tests"]),
@@ -349,11 +349,13 @@ async def grade_with_model(
 
     evidence = evidence_text(task, submission, outputs_folder(run_dir, system, task.id, attempt, submission.files_dir),
                              verifier_results)
-    ident = {"task_id": task.id, "system": system or "?", "attempt": attempt, "grader": model.id}
+    who = system or "?"
 
     def fail(error: str) -> GradeFailure:
-        return GradeFailure(**ident, error=error, episode_stamp=episode_stamp)
+        return GradeFailure(task_id=task.id, system=who, attempt=attempt, grader=model.id, error=error,
+                            episode_stamp=episode_stamp)
 
+    cells: dict[str, _Cell]
     if mode == "all":
         request = "\n\n".join([evidence, P.RUBRIC_HEADER, rubric_text([criteria[c] for c in RUBRIC_CODES]),
                                P.ALL_REQUEST.format(codes=", ".join(RUBRIC_CODES))])
@@ -381,7 +383,8 @@ async def grade_with_model(
         cells = {code: cell for code, cell, _ in results if cell is not None}
         comment = ""
     return RubricGrade(
-        **ident, source="llm", comment=comment, episode_stamp=episode_stamp or "?",
+        task_id=task.id, system=who, attempt=attempt, grader=model.id, source="llm", comment=comment,
+        episode_stamp=episode_stamp or "?",
         criteria={c: CriterionGrade(code=c, score=cells[c].score, justification=cells[c].justification)
                   for c in RUBRIC_CODES},
     )

@@ -170,6 +170,7 @@ def read_grades_csv(path: Path, episodes: Mapping[Key, Episode]) -> list[RubricG
             criteria = {}
             for code in RUBRIC_CODES:
                 score = _score(row, code, (0, 1, 2, 3), empty_ok=False)
+                assert score is not None  # empty_ok=False: an empty cell raised
                 text = row[f"{code}_justification"].strip()
                 if not text:
                     raise _Bad(f"{code}_justification", "empty justification",

@@ -163,7 +163,7 @@ def apply_qc(
         else:
             latest[a.target] = a  # R1: the latest action per target wins
     scores = dict(grade.scores)
-    justifications = {c: grade.criteria[c].justification for c in RUBRIC_CODES}
+    justifications: dict[str, str] = {c: grade.criteria[c].justification for c in RUBRIC_CODES}
     edits = [a for a in latest.values() if a.action == "edit"]
     flags: list[str] = []
     if stale:
@@ -215,7 +215,7 @@ def apply_qc(
         flags.append(f"pending: score-0 cells without an explicit QC confirm or edit: {', '.join(uncovered)}")
     else:
         status = "reviewed"
-    final_zeros = [c for c in RUBRIC_CODES if scores[c] == 0]
+    final_zeros: list[str] = [c for c in RUBRIC_CODES if scores[c] == 0]
     if final_zeros:
         flags.append(f"auto-reject under ACCEPT: score 0 on {', '.join(final_zeros)}")
 

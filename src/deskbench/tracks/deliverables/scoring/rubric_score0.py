@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
+from typing import cast
 
 from pydantic import BaseModel
 
 from deskbench.tracks.deliverables.scoring.rubric import RubricGrade, unnegated
 from deskbench.tracks.deliverables.scoring.rubric_qc_final import FinalGrade
-from deskbench.tracks.deliverables.tasks import RUBRIC_CODES, TABLE_19, RubricCriterion
+from deskbench.tracks.deliverables.tasks import RUBRIC_CODES, TABLE_19, RubricCode, RubricCriterion
 
 __all__ = ["Score0Mismatch", "score0_mismatches"]
 
@@ -75,12 +76,12 @@ def score0_mismatches(grade: RubricGrade | FinalGrade,
     score-1 anchor; score-0 wording is the common list plus the short clauses of the score-0
     anchor. A 0 is a mismatch when its justification has (un-negated) score-1 wording and no
     (un-negated) score-0 wording. Deterministic; it advises, the QC reviewer decides."""
-    anchors = {c.code: c.anchors for c in rubric} if rubric else {}
+    anchors: dict[str, dict[int, str]] = {c.code: c.anchors for c in rubric} if rubric else {}
     out = []
     for code, (score, text) in _cells(grade).items():
         if score != 0:
             continue
-        cells = anchors.get(code) or dict(enumerate(TABLE_19[code][1]))  # type: ignore[index]
+        cells = anchors.get(code) or dict(enumerate(TABLE_19[cast(RubricCode, code)][1]))
         one = _rx(_SCORE1[code] + _anchor_clauses(cells[1]))
         zero = _rx(_SCORE0_COMMON + _anchor_clauses(cells[0]))
         found = unnegated(one, text)

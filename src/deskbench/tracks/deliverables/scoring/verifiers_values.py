@@ -123,8 +123,7 @@ def verify_numeric(spec: NumericSpec, ctx: VerifierContext) -> VerifierResult:
         want = f"{expected:g}{unit} ± {tol:g}"
     candidates = _readings(number, spec.unit)
     value = next((v for v in candidates if ok(v)), candidates[0])
-    status = "pass" if ok(value) else "fail"
-    return _res(status, f"read {value:g}{unit} (want {want}) at: {context}")
+    return _res("pass" if ok(value) else "fail", f"read {value:g}{unit} (want {want}) at: {context}")
 
 
 def _readings(number: ParsedNumber, unit: str | None) -> list[float]:

@@ -106,8 +106,8 @@ def score_item(
         accuracy_source=source,  # type: ignore[arg-type]
         anls=anls,
         exact=anls == 1.0,  # ANLS* = 1 exactly when the normalised multisets are equal
-        page_f1=page_f1(cited, gold),  # type: ignore[arg-type]  # str/None pages only in official mode
-        doc_f1=doc_f1(cited, gold),  # type: ignore[arg-type]
+        page_f1=page_f1(cited, gold),  # str/None pages only in official mode
+        doc_f1=doc_f1(cited, gold),
         effort=sub.effort(opts.effort, official=opts.official),
         judge_verdict=judgement.verdict if judgement and source in ("judge", "judge_error") else None,
         judge_error=judgement.error if judgement and source == "judge_error" else None,
@@ -170,14 +170,15 @@ def score_all(
     subs = list(submissions)
     if opts.official and errors:
         by_id = {t.id: t for t in tasks}
-        subs += [DocQASubmission(id=e, question=by_id[e].question, answer=None, error="episode failed")
-                 for e in errors if e in by_id]
+        # answer None: the absent answer (answer_form "absent") the validator makes of it
+        subs += [DocQASubmission.model_validate({"id": e, "question": by_id[e].question, "answer": None,
+                                                 "error": "episode failed"}) for e in errors if e in by_id]
     matched = match(tasks, subs, official=opts.official)
     verdicts: dict[int, Judgement] = {}
     if opts.judge is not None:
-        to_judge = [(i, t, s) for i, (t, s) in enumerate(matched.pairs) if _needs_judge(t, s, opts)]
+        to_judge = [(i, t, s) for i, (t, s) in enumerate(matched.pairs) if s is not None and _needs_judge(t, s, opts)]
         asks = [(judge_question(t, s, opts.official), s.submitted_answer, t.answer_variants)
-                for _, t, s in to_judge]  # type: ignore[union-attr]
+                for _, t, s in to_judge]
         judged = asyncio.run(judge_many(opts.judge, asks, [t.id for _, t, _ in to_judge]))
         verdicts = {i: j for (i, _, _), j in zip(to_judge, judged, strict=True)}
     items = [score_item(t, s, opts, verdicts.get(i)) for i, (t, s) in enumerate(matched.pairs)]
