@@ -31,10 +31,6 @@ from deskbench.tracks.deliverables.scoring.vrs_diagnostics import (
     sole_cause_summary,
     weight_sensitivity,
 )
-from deskbench.tracks.deliverables.scoring.vrs_diagnostics import (
-    sole_cause_summary,
-    weight_sensitivity,
-)
 from deskbench.tracks.deliverables.tasks import RUBRIC_CODES
 
 
