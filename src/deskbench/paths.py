@@ -14,7 +14,17 @@ from collections.abc import Callable
 from pathlib import Path
 
 from deskbench.errors import UserError
-from deskbench.nearby import CORPUS_FILE, RUN_FILE, first_line, hint, is_corpus, is_run, is_tasks, nearby, what_is
+from deskbench.nearby import (
+    CORPUS_FILE,
+    RUN_FILE,
+    first_line,
+    hint,
+    is_corpus,
+    is_run,
+    is_tasks,
+    nearby,
+    what_is,
+)
 
 _SHOWN = 4  # runs named in a message
 

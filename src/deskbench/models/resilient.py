@@ -117,7 +117,9 @@ class ResilientModel:
         caps = getattr(self.inner, "caps", None)
         if not isinstance(caps, Capabilities) or not request.has_images():
             return request
-        from deskbench.models.image_limits import fit_request  # Pillow: imported only when there are images
+        from deskbench.models.image_limits import (
+            fit_request,  # Pillow: imported only when there are images
+        )
 
         return await asyncio.to_thread(fit_request, request, caps)
 

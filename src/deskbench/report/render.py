@@ -33,9 +33,9 @@ def _missing(x: float | None) -> bool:
 
 def pct(x: float | None, ci: tuple[float, float] | None = None) -> str:
     """A share as a percentage, with the half-width of its interval when given."""
-    if _missing(x):
+    if x is None or _missing(x):
         return "–"
-    text = f"{100 * x:.1f}"  # type: ignore[operator]
+    text = f"{100 * x:.1f}"
     if ci is not None:
         text += f" ± {100 * (ci[1] - ci[0]) / 2:.1f}"
     return text
@@ -62,16 +62,16 @@ def interval(ci: tuple[float, float] | None, digits: int = 1, scale: float = 1.0
 
 def pvalue(p: float | None) -> str:
     """A p-value: 4 decimals, scientific below 0.001."""
-    if _missing(p):
+    if p is None or _missing(p):
         return "–"
-    return f"{p:.2e}" if p < 1e-3 else f"{p:.4f}"  # type: ignore[operator]
+    return f"{p:.2e}" if p < 1e-3 else f"{p:.4f}"
 
 
 def points(x: float | None, ci: tuple[float, float] | None = None) -> str:
     """A difference of shares in percentage points, signed, with its interval."""
-    if _missing(x):
+    if x is None or _missing(x):
         return "–"
-    text = f"{100 * x:+.1f}"  # type: ignore[operator]
+    text = f"{100 * x:+.1f}"
     return text + (f" [{100 * ci[0]:+.1f}, {100 * ci[1]:+.1f}]" if ci is not None else "")
 
 

@@ -61,9 +61,13 @@ def too_long(sub: DocQASubmission) -> bool:
     return len(json.dumps(sub.submitted_answer)) > MAX_JUDGED_CHARS
 
 
+# where an item's accuracy came from: ItemScore.accuracy_source's values that scoring gives
+AccuracySource = Literal["anls", "exact", "judge", "empty", "too_long", "judge_error"]
+
+
 def _accuracy(
     sub: DocQASubmission, anls: float, opts: ScoreOptions, judgement: Judgement | None
-) -> tuple[float | None, str]:
+) -> tuple[float | None, AccuracySource]:
     """The item's accuracy and where it came from (see ItemScore.accuracy_source), in the official
     evaluator's order: empty, too long (official), ANLS* = 1, the judge (official: only for a
     row with question text, else the ANLS* value itself, as eval/metrics.py `anls_star_llm`)."""
@@ -103,7 +107,7 @@ def score_item(
         domain=task.domain,
         category=task.document_category,
         accuracy=accuracy,
-        accuracy_source=source,  # type: ignore[arg-type]
+        accuracy_source=source,
         anls=anls,
         exact=anls == 1.0,  # ANLS* = 1 exactly when the normalised multisets are equal
         page_f1=page_f1(cited, gold),  # str/None pages only in official mode
