@@ -14,13 +14,16 @@ Bad input is one line on stderr and exit code 2.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from deskbench.cli.settings import CacheOpt, JudgeCacheOpt, JudgeConcurrencyOpt
 from deskbench.console import out as _out
 from deskbench.errors import UserError
+
+if TYPE_CHECKING:
+    from deskbench.scoring.judge_calibration import Calibration
 
 
 def _pct(x: float | None) -> str:
@@ -31,7 +34,7 @@ def _ci(ci: tuple[float, float] | None) -> str:
     return f" [{ci[0]:.3f}, {ci[1]:.3f}]" if ci else ""
 
 
-def _print_q(cal, indent: str = "") -> None:  # cal: Calibration
+def _print_q(cal: Calibration, indent: str = "") -> None:
     _out.print(f"{indent}agreement {_pct(cal.agreement)}{_ci(cal.agreement_ci)} = (tp + tn) {cal.tp + cal.tn:g} / "
                f"{cal.n_labelled} labelled")
     _out.print(f"{indent}q1 (sensitivity) {_pct(cal.q1)}{_ci(cal.q1_ci)} = tp {cal.tp:g} / m1 {cal.m1} human-correct "

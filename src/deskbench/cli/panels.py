@@ -140,7 +140,7 @@ def _without_prefix(text: str, prefixes: tuple[str, ...]) -> str:
 
 def _long(param: Any) -> str:
     longs = [o for o in param.opts if o.startswith("--")]
-    return longs[0] if longs else param.opts[0]
+    return str(longs[0] if longs else param.opts[0])
 
 
 def _is_option(param: Any) -> bool:

@@ -43,8 +43,8 @@ class RootGroup(GrammarGroup):
         self._built: dict[str, Any] = {}
         super().__init__(*args, **kwargs)
 
-    @property
-    def commands(self) -> dict[str, Any]:  # type: ignore[override]
+    @property  # type: ignore[override]  # a click Group's attribute, here built on first use
+    def commands(self) -> dict[str, Any]:
         """Every command, built (for code that walks the tree)."""
         names = self.list_commands(None)
         for name in names:
@@ -80,7 +80,7 @@ class RootGroup(GrammarGroup):
                     holder = track_holder(command.name, name) if command.group == name else None
                     if holder is not None:
                         subs[command.name] = _built_from(holder, command.name)
-                built.commands = {**subs, **built.commands}  # type: ignore[attr-defined]
+                built.commands = {**subs, **built.commands}
             self._built[name] = built
         return self._built[name]
 

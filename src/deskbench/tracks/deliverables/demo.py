@@ -7,11 +7,15 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from rich.markup import escape
 
 from deskbench.console import err, out
 from deskbench.contract.cli import DemoContext
+
+if TYPE_CHECKING:
+    from deskbench.tracks.deliverables.scoring.rubric_run import GradingCounts
 
 TASKS = 5
 
@@ -66,7 +70,7 @@ class DeliverablesDemo:
                             sampling=Sampling(max_tokens=768) if local else None)
         todo, _ = episodes_to_grade(grades, grader.id)
 
-        async def go():  # -> GradingCounts
+        async def go() -> GradingCounts:
             try:
                 return await grade_run(grades, grader, todo, concurrency=1 if local else 4)
             finally:

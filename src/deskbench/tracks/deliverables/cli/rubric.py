@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 from rich.console import Console
@@ -23,11 +23,16 @@ from rich.table import Table
 from deskbench.console import out as _out
 from deskbench.errors import UserError
 
+if TYPE_CHECKING:
+    from deskbench.tracks.deliverables.grades import GradeStore
+    from deskbench.tracks.deliverables.scoring.failure_tags import LlmTagging
+    from deskbench.tracks.deliverables.scoring.rubric_run import GradingCounts
+
 RunDirArg = Annotated[Path, typer.Argument(help="The run directory (the --out of a deliverables run).")]
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print machine-readable JSON on stdout.")]
 
 
-def _store(run_dir: Path):  # -> GradeStore
+def _store(run_dir: Path) -> GradeStore:
     from deskbench.tracks.deliverables.grades import GradeStore
 
     store = GradeStore(run_dir)
@@ -79,7 +84,7 @@ def register(app: typer.Typer) -> None:
                                                            reasoning_effort=reasoning_effort, max_tokens=max_tokens))
         todo, skipped = episodes_to_grade(store, grader.id, system=system, regrade=regrade)
 
-        async def go():  # -> GradingCounts
+        async def go() -> GradingCounts:
             with progress_bars(quiet) as progress:
                 bar = progress.add_task("grading", total=len(todo), current="")
                 try:
@@ -217,7 +222,7 @@ def register(app: typer.Typer) -> None:
 
             tagger = open_model(model, role="judge", concurrency=concurrency, cache=True)
 
-            async def go():  # -> LlmTagging
+            async def go() -> LlmTagging:
                 try:
                     return await llm_tag_cells(tagger, finals, concurrency=concurrency)
                 finally:

@@ -9,11 +9,15 @@ from __future__ import annotations
 
 import math
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from deskbench.errors import UserError
+
+if TYPE_CHECKING:  # matplotlib is imported when a plot is drawn
+    from matplotlib.axes import Axes
+    from matplotlib.figure import Figure
 from deskbench.tracks.docqa.cli.analyse_more import write_report as _write
 
 analyse_app = typer.Typer(no_args_is_help=True, help="Analyses over stored runs (MADQA §2.4, §5, App. B, D, E, H): items, splits, agreement, drift, guessability, multihop, lexical, effort, failures, trajectories, cost, human-time, corpus-stats.")
@@ -24,7 +28,7 @@ PlotOpt = Annotated[Path | None, typer.Option("--plot", help="Also write a PNG p
 PoolOpt = Annotated[bool, typer.Option("--pool-humans", help="One Human row (and one Human-oracle row) from every annotator's human:NAME episodes; an item answered by several annotators counts their earliest answer.")]
 
 
-def _figure():  # -> tuple[Figure, Axes]
+def _figure() -> tuple[Figure, Axes]:
     import matplotlib
 
     matplotlib.use("Agg")
@@ -33,7 +37,7 @@ def _figure():  # -> tuple[Figure, Axes]
     return plt.subplots(figsize=(7, 5))
 
 
-def _save(fig, path: Path) -> None:  # fig: matplotlib Figure
+def _save(fig: Figure, path: Path) -> None:
     import matplotlib.pyplot as plt
 
     try:

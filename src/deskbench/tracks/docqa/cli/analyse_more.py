@@ -92,8 +92,10 @@ def lexical(tasks: TasksOpt, corpus: CorpusOpt, output: OutOpt) -> None:
 
     report = load_lexical(tasks, corpus)
     write_report(output, report)
+    def pct(x: float | None) -> str:
+        return "-" if x is None else f"{100 * x:.1f}%"
+
     for s in report.summary:
-        pct = lambda x: "-" if x is None else f"{100 * x:.1f}%"  # noqa: E731
         _say(f"{s.n}-grams: overlap {pct(s.mean_overlap)}, median pages {s.median_pages}, "
              f"precision {pct(s.precision)}, recall {pct(s.recall)}")
     _say(f"wrote {output}")

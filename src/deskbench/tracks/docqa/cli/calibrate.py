@@ -20,7 +20,7 @@ class DocqaCalibration:
 
     def sample_items(self, run_dirs: Sequence[Path],
                      params: Mapping[str, object]) -> tuple[Sequence[CalibrationItem], Mapping[str, int]]:
-        from deskbench.scoring.judge_calibration import collect_items, judge_items
+        from deskbench.tracks.docqa.scoring.docqa_calibration import collect_items, judge_items
 
         for flag, given in (("--category", params.get("category")), ("--chart-judge", params.get("chart_judge")),
                             ("--file-judge", params.get("file_judge")),
@@ -28,14 +28,17 @@ class DocqaCalibration:
                             ("--unsafe-local", params.get("unsafe_local"))):
             if given:  # a flag of analytics' calibration
                 raise UserError(f"{flag} is for analytics runs; {run_dirs[0]} is a docqa run: drop {flag}")
-        system, judge = params.get("system"), params.get("judge")
+        system, judge, judge_cache = params.get("system"), params.get("judge"), params.get("judge_cache")
+        concurrency = params.get("concurrency")
         assert system is None or isinstance(system, str)
+        assert judge is None or isinstance(judge, str)
+        assert judge_cache is None or isinstance(judge_cache, Path)
+        assert isinstance(concurrency, int)
         items = collect_items(run_dirs, system)
         if judge:
             from deskbench.tracks.docqa.scoring.llm_judge import make_judge
 
-            items = judge_items(items, make_judge(judge, params.get("judge_cache"), not params.get("cache", True),
-                                                  params.get("concurrency")))
+            items = judge_items(items, make_judge(judge, judge_cache, not params.get("cache", True), concurrency))
         return items, {}
 
     def note(self, items: Sequence[CalibrationItem]) -> str | None:
