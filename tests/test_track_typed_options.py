@@ -26,7 +26,7 @@ from deskbench.contract.options import TrackOptions, flag_specs
 from deskbench.contract.registry import get_track, register_track, unregister_track
 from deskbench.errors import UserError
 from deskbench.runs.store import RunStore
-from deskbench.runs.track import RunRequest
+from deskbench.runs.track import RunRequest, execute_run, ready
 from deskbench.runs.track_options import own_options, track_options
 from deskbench.tracks.analytics.options import AnalyticsRunOptions
 from deskbench.tracks.docqa.options import DocQARunOptions
@@ -158,3 +158,21 @@ def test_the_built_in_flag_table_is_what_the_models_say() -> None:
     written from the models; regenerate it with `python -m deskbench.cli.track_flags`."""
     written = (REPO / "src" / "deskbench" / "cli" / "track_flags_builtin.py").read_text(encoding="utf-8")
     assert written == builtin_source(), "run `python -m deskbench.cli.track_flags` to rewrite it"
+
+
+def test_the_runner_does_the_bookkeeping_a_prepare_no_longer_repeats(echo: None, tmp_path: Path) -> None:
+    """echo's prepare opens its store and says each system's identity (PreparedSystem.config); the
+    runner (runs/track.py ready) files the tasks, records the identity and counts what is done."""
+    tasks, out = _tasks(tmp_path), tmp_path / "run"
+    request = RunRequest(tasks=tasks, out=out, agents=["echo-upper"], options=EchoRunOptions(suffix="!"))
+    prep = TRACK.prepare(request)
+    assert RunStore(out, create=False).all_tasks() == []  # prepare filed nothing
+    ready(prep)
+    assert RunStore(out, create=False).all_tasks() == TASKS and prep.systems[0].already_done == 0
+    execute_run(prep)
+    again = ready(TRACK.prepare(request))
+    assert again.systems[0].already_done == 2 and ready(again) is again
+    other = CliRunner().invoke(app, ["run", "--tasks", str(tasks), "--agent", "echo-upper", "--out", str(out),
+                                     "--suffix", "?"])  # another configuration of the same system: refused
+    assert isinstance(other.exception, UserError) and "already holds a echo-upper run with another configuration" in str(
+        other.exception)

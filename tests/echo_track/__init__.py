@@ -18,13 +18,12 @@ from pydantic import BaseModel, ConfigDict
 
 from deskbench.agents.base import AgentResult
 from deskbench.contract.track import Track
-from deskbench.contract.viewer import ViewerViews
 from deskbench.errors import UserError
-from deskbench.runs.identity import SystemConfig, remember_config
+from deskbench.runs.identity import SystemConfig
 from deskbench.runs.outcomes import ItemOutcome, OutcomeOptions
 from deskbench.runs.runner import EpisodeFn, HasId
 from deskbench.runs.store import Episode, RunStore
-from deskbench.runs.track import PreparedRun, PreparedSystem, RunRequest, wanted
+from deskbench.runs.track import PreparedRun, PreparedSystem, RunRequest
 from echo_track.options import EchoRunOptions
 
 
@@ -73,9 +72,6 @@ class EchoTrack(Track):
         options = request.options_as(EchoRunOptions)
         tasks = tasks[:options.limit]
         store = RunStore(request.out)
-        store.save_tasks(tasks)
-        warnings = [w for a in request.agents  # the shared run identity: a fourth track uses it as is
-                    if (w := remember_config(store, a, SystemConfig(track=self.name, agent=a)))]
 
         @asynccontextmanager
         async def start() -> AsyncIterator[dict[str, EpisodeFn]]:
@@ -87,17 +83,10 @@ class EchoTrack(Track):
 
             yield {agent: episode_of(agent) for agent in request.agents}
 
-        prep = PreparedRun(track=self.name, store=store, tasks=tasks, systems=[], start=start,
-                           attempts=request.attempts, concurrency=request.concurrency, warnings=warnings[:1])
-        prep.systems += [PreparedSystem(name=a, model=None, already_done=prep.done_before(a, wanted(tasks, request.attempts)))
-                         for a in request.agents]
-        return prep
-
-    def viewer_views(self) -> ViewerViews:
-        """Its own view in `deskbench view` (echo_track/viewer.py)."""
-        from echo_track.viewer import VIEWS
-
-        return VIEWS
+        # the runner files the tasks, records each system's identity (the shared one, as is) and counts what is done
+        systems = [PreparedSystem(name=a, model=None, config=SystemConfig(track=self.name, agent=a, settings={"suffix": options.suffix})) for a in request.agents]
+        return PreparedRun(track=self.name, store=store, tasks=tasks, systems=systems, start=start,
+                           attempts=request.attempts, concurrency=request.concurrency)
 
     def diagnose_output(self, episode: Episode, task: BaseModel | None) -> tuple[str, str]:
         sub = episode.submission

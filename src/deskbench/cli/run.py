@@ -61,7 +61,7 @@ def run(
 ) -> None:
     """Run an agent over tasks, storing every episode; resumes an interrupted run; then scores it."""
     from deskbench.contract.registry import track_for
-    from deskbench.runs.track import RunRequest
+    from deskbench.runs.track import RunRequest, ready
     from deskbench.runs.track_options import (
         check_options,
         given_flags,
@@ -89,7 +89,7 @@ def run(
         raise UserError("--ray-address is for --executor ray; add --executor ray or drop --ray-address")
 
     with run_lock(out_dir):  # one writer per run directory: a second run on this --out stops in one line
-        prep = track.prepare(request)
+        prep = ready(track.prepare(request))  # the runner files the tasks, records each system, counts what is done
         if retry_errors:
             prep.retrying_errors()
         systems = execute_with_progress(prep, quiet, request, executor)

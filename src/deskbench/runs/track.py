@@ -21,6 +21,7 @@ from pydantic import BaseModel
 
 from deskbench.models.resilient import ResilientModel, UsageLedger
 from deskbench.models.settings import Sampling
+from deskbench.runs.identity import SystemConfig, remember_config
 from deskbench.runs.runner import EpisodeFn, HasId, RunCounts, run_attempts
 from deskbench.runs.store import RunStore
 
@@ -76,7 +77,8 @@ class RunRequest:
 class PreparedSystem:
     name: str
     model: ResilientModel | None  # None: an agent that calls no model
-    already_done: int = 0
+    already_done: int = 0  # counted by the runner (`ready`)
+    config: SystemConfig | None = None  # its identity, recorded by the runner; None: the track recorded it
 
 
 @dataclass
@@ -93,6 +95,7 @@ class PreparedRun:
     replace: bool = False  # run every (task, attempt) again, replacing the stored episode
     warnings: list[str] = field(default_factory=list)
     retry_errors: bool = False  # run the errored episodes again, each as a new try (`retrying_errors`)
+    booked: bool = False  # `ready` did the bookkeeping
 
     @property
     def per_system(self) -> int:
@@ -141,9 +144,30 @@ def wanted(tasks: Sequence[HasId], attempts: int) -> set[tuple[str, int]]:
     return {(t.id, a) for t in tasks for a in range(attempts)}
 
 
+def ready(prep: PreparedRun) -> PreparedRun:
+    """The bookkeeping every track's run needs, done here once instead of in each `prepare`: the
+    tasks filed in the store (the run is scored over them, as `score RUN` scores it), each
+    system's identity recorded (`PreparedSystem.config`: a resume with another configuration is
+    refused in one line, another deskbench build is a warning), and what each system has done
+    counted. Called before the first episode; a second call does nothing."""
+    if prep.booked:
+        return prep
+    prep.store.save_tasks(list(prep.tasks))  # type: ignore[arg-type]  # a track's tasks are its task models
+    for s in prep.systems:
+        warning = remember_config(prep.store, s.name, s.config) if s.config is not None else None
+        if warning and warning not in prep.warnings:
+            prep.warnings.append(warning)
+    asked = wanted(prep.tasks, prep.attempts)
+    for s in prep.systems:
+        s.already_done = prep.done_before(s.name, asked)
+    prep.booked = True
+    return prep
+
+
 def execute_run(prep: PreparedRun, on_episode: Callable[[str, RunCounts], None] | None = None) -> list[Outcome]:
     """Every system of the run at once, each `concurrency` episodes at a time; every model is
     closed at the end, whatever happened."""
+    ready(prep)
 
     async def go() -> list[RunCounts]:
         try:
