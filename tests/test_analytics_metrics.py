@@ -88,9 +88,9 @@ def test_store_keeps_analytics_and_docqa_submissions_apart(tmp_path: Path) -> No
     store.record(Episode(task_id="an-1", system="s", attempt=1, status="ok", submission=sub))
     (ep,) = store.episodes("s")
     assert isinstance(ep.submission, AnalyticsSubmission) and ep.submission == sub and ep.attempt == 1
-    assert store.analytics_tasks() == [task]
+    assert store.tasks_of(AnalyticsTask) == [task]
     with pytest.raises(Exception, match="analytics run, not a docqa run"):
-        store.tasks()
+        store.tasks_of(DocQATask)
     # a docqa run's submissions stay docqa submissions, and its tasks cannot be mixed in
     other = RunStore(tmp_path / "docqa")
     other.save_tasks([DocQATask(id="d1", question="q?", answer_variants=[["a"]])])

@@ -21,6 +21,7 @@ from deskbench.tracks.deliverables.scoring.rubric_qc_actions import QCAction
 from deskbench.tracks.deliverables.tasks import (
     RUBRIC_CODES,
     DeliverableSubmission,
+    DeliverableTask,
     dump_task,
     load_packages,
     parse_task,
@@ -189,7 +190,7 @@ def test_judge_qc_edit_and_no_deliverable(run: RunStore) -> None:
         from deskbench.tracks.deliverables.scoring.deliverables import score_episodes
         from deskbench.tracks.deliverables.scoring.deliverables_run import grade_inputs
 
-        tasks = {t.id: t for t in run.deliverable_tasks()}
+        tasks = {t.id: t for t in run.tasks_of(DeliverableTask)}
         got = await score_episodes(tasks, run.episodes(), run.dir, grades=grade_inputs(run), judge=judge)
         return {(i.system, i.task_id): i for i in got}
 

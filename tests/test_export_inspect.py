@@ -27,6 +27,7 @@ from deskbench.corpus.images import ImageSpec
 from deskbench.runs.outcomes import OutcomeOptions
 from deskbench.runs.store import RunStore
 from deskbench.runs.track import execute_run
+from deskbench.tracks.deliverables.tasks import DeliverableTask
 from deskbench.tracks.docqa.run import RunSpec, prepare
 from deskbench.tracks.docqa.tasks import DocQATask
 
@@ -383,7 +384,7 @@ def test_a_deliverables_run_exports_prompt_response_and_grading_calls(bwrap: str
     assert offline == [] and log.eval.task == "deliverables" and log.samples is not None
     (sample,) = log.samples
     store = RunStore(run.out, create=False)
-    (task,) = store.deliverable_tasks()
+    (task,) = store.tasks_of(DeliverableTask)
     outcomes = get_track("deliverables").outcomes(store, run.system, OutcomeOptions())
     store.close()
     assert sample.input == task.prompt and sample.target == [task.golden.answer]

@@ -29,7 +29,6 @@ from deskbench.agents.base import (
     Recorder,
     parse_answer,
     stamped,
-    submission_of,
 )
 from deskbench.agents.code_loop import AnalystContext
 from deskbench.agents.plugin_calls import agent_factory
@@ -43,6 +42,7 @@ from deskbench.runs.transcript import ModelCallEvent, ToolEvent, TranscriptDoc
 from deskbench.tasks.trajectory import ModelCallStep, ToolCallStep
 from deskbench.tracks.analytics.tasks import AnalyticsSubmission, AnalyticsTask
 from deskbench.tracks.deliverables.tasks import DeliverableSubmission, DeliverableTask
+from deskbench.tracks.docqa.agents.protocol import submission_of
 from deskbench.tracks.docqa.run import RunSpec, prepare
 from deskbench.tracks.docqa.tasks import DocQATask
 from deskbench.web.store import WebStore

@@ -16,6 +16,7 @@ from fake_openai import FakeOpenAI
 from deskbench.generate.demo import bundled_dir
 from deskbench.runs.store import RunStore
 from deskbench.tasks.trajectory import ToolCallStep
+from deskbench.tracks.deliverables.tasks import DeliverableTask
 
 TASK = {"id": "sum-1", "category": "qa", "instruction": "What is the total amount in sales.csv?",
         "inputs": ["sales.csv"], "difficulty_steps": 1, "answer": "60", "answer_value": 60}
@@ -76,7 +77,7 @@ def test_a_deliverables_plugin_agent_gets_the_context_and_options(bwrap: str, tm
     assert ep.status == "ok", ep.error
     sub = ep.submission
     assert sub is not None
-    inputs = ", ".join(sorted(Path(p).name for p in store.deliverable_tasks()[0].inputs))
+    inputs = ", ".join(sorted(Path(p).name for p in store.tasks_of(DeliverableTask)[0].inputs))
     assert sub.response == f"Inputs read: {inputs}. Options seen: inline_chars, trap_hints, web."  # type: ignore[attr-defined]
     assert [f.name for f in sub.files] == ["notes.md"]  # type: ignore[attr-defined]
     assert store.latest_scoring() is not None

@@ -95,7 +95,7 @@ def run(tmp_path: Path) -> Path:
 
 
 def task_of(run_dir: Path, tid: str) -> DeliverableTask:
-    return next(t for t in RunStore(run_dir).deliverable_tasks() if t.id == tid)
+    return next(t for t in RunStore(run_dir).tasks_of(DeliverableTask) if t.id == tid)
 
 
 def episode_of(run_dir: Path, tid: str, system: str) -> Episode:

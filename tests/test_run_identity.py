@@ -113,7 +113,7 @@ def test_edited_tasks_are_refused_and_new_tasks_are_run(operator_corpus: Corpus,
     assert more.returncode == 0, more.stderr
     assert "1 episodes run (0 errors), 1 already done" in more.stderr
     store = RunStore(out, create=False)
-    assert [t.id for t in store.tasks()] == ["q1", "q2", "q3"]
+    assert [t.id for t in store.tasks_of(DocQATask)] == ["q1", "q2", "q3"]
     assert sorted(e.task_id for e in store.episodes()) == ["q1", "q2", "q3"]
     assert store.episode_task_hashes()[("q3", "lexical", 0)] == task_hash(q3.model_dump_json())
     # another setting on the no-model agent is refused too, on the command line: exit 2, one line

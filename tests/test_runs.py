@@ -43,7 +43,7 @@ def test_episodes_round_trip_and_are_never_duplicated(tmp_path: Path) -> None:
     assert got[0].trajectory[0].name == "search_documents"  # type: ignore[union-attr]
     assert got[0].usage.input_tokens == 10 and got[1].error == "ValueError: unparseable answer"
     assert store.done("bm25-agent:local") == {("t0", 0), ("t1", 0)}
-    assert [t.id for t in RunStore(tmp_path / "run").tasks()] == [t.id for t in TASKS]
+    assert [t.id for t in RunStore(tmp_path / "run").tasks_of(DocQATask)] == [t.id for t in TASKS]
 
 
 def test_several_systems_merge_into_one_run(tmp_path: Path) -> None:
@@ -61,7 +61,7 @@ def test_a_run_takes_new_tasks_but_not_other_ones_under_the_same_ids(tmp_path: P
     with pytest.raises(UserError, match="already holds a run over other tasks"):  # what an import asks for
         store.save_tasks([other], allow_new=False)
     store.save_tasks([other])  # new ids are added after the others
-    assert [t.id for t in store.tasks()] == [*(t.id for t in TASKS), "other"]
+    assert [t.id for t in store.tasks_of(DocQATask)] == [*(t.id for t in TASKS), "other"]
     store.record(episode("t0"))
     with pytest.raises(UserError, match="t0"):  # t0 ran: its content may not change under its id
         store.save_tasks([TASKS[0].model_copy(update={"question": "Something else?"})])

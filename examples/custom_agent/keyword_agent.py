@@ -3,10 +3,11 @@ holds, the top pages' text to the model, its JSON answer citing those pages."""
 
 import re
 
-from deskbench.agents.base import AgentContext, AgentResult, parse_answer, stamped, submission_of
+from deskbench.agents.base import AgentContext, AgentResult, parse_answer, stamped
 from deskbench.models.types import ChatRequest, Message
-from deskbench.tasks.docqa import DocQATask
 from deskbench.tasks.trajectory import ToolCallStep
+from deskbench.tracks.docqa.agents.protocol import submission_of
+from deskbench.tracks.docqa.tasks import DocQATask
 
 PROMPT = ('Answer from these pages. Reply with JSON only: {{"answer": ["..."], '
           '"citations": [{{"file": "...", "page": 1}}]}}\n\n{pages}\n\nQuestion: {question}')

@@ -15,7 +15,7 @@ import sys
 from pathlib import Path
 
 from deskbench.generate.demo import bundled_dir
-from deskbench.tasks.docqa import read_tasks
+from deskbench.tracks.docqa.tasks import read_tasks
 
 HERE = Path(__file__).resolve().parent
 HEADER = ("# the scripted model's replies to the bundled demo's questions, from make_demo_answers.py: "

@@ -5,7 +5,7 @@ from pydantic import BaseModel
 
 from deskbench.runs.outcomes import ItemOutcome
 from deskbench.runs.store import Episode
-from deskbench.tasks.docqa import DocQASubmission, DocQATask
+from deskbench.tracks.docqa.tasks import DocQASubmission, DocQATask
 
 
 def _norm(values: list[str]) -> list[str]:

@@ -1,5 +1,8 @@
-"""What every docqa agent shares: the protocol, its result, the answer schema and its parser,
-and how retrieved pages are shown to a model (as images, or as text with --view text)."""
+"""What the agents share: an episode's result (its submission is the track's submission type: the
+core names no track), the Recorder every model call goes through, the docqa agents' context,
+answer schema and parser, and how retrieved pages are shown to a model (as images, or as text with
+--view text). docqa's agent protocol and its submission from an answer are the track's
+(tracks/docqa/agents/protocol.py)."""
 
 from __future__ import annotations
 
@@ -10,7 +13,7 @@ import re
 import time
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 from pydantic import BaseModel, Field, ValidationError
 
@@ -30,9 +33,6 @@ from deskbench.models.types import (
 from deskbench.runs.store import now
 from deskbench.runs.transcript import Transcript
 from deskbench.tasks.trajectory import Citation, ModelCallStep, Step, ToolCallStep, TrajectoryStep
-from deskbench.tracks.analytics.tasks import AnalyticsSubmission
-from deskbench.tracks.deliverables.tasks import DeliverableSubmission
-from deskbench.tracks.docqa.tasks import DocQASubmission, DocQATask
 from deskbench.untrusted.limits import FileLimitError
 
 if TYPE_CHECKING:  # only the rlm agent runs code: the others never import the sandbox
@@ -75,17 +75,11 @@ class AgentContext:
 @dataclass
 class AgentResult:
     status: Literal["ok", "error", "limit"]
-    submission: DocQASubmission | AnalyticsSubmission | DeliverableSubmission | None = None
+    submission: BaseModel | None = None  # of the run's track's submission type (Track.submission_type)
     error: str | None = None
     trajectory: list[TrajectoryStep] = field(default_factory=list)
     usage: Usage = field(default_factory=Usage)
     transcript: Transcript | None = None  # every call's full text (runs/transcript.py)
-
-
-class Agent(Protocol):
-    name: str
-
-    async def run(self, task: DocQATask, ctx: AgentContext) -> AgentResult: ...
 
 
 class AnswerArgs(BaseModel):
@@ -139,14 +133,16 @@ def describe_problem(exc: Exception) -> str:
 class Recorder:
     """Calls the model, and keeps the trajectory and usage of the episode as it goes."""
 
-    def __init__(self, model: ChatModel) -> None:
-        self.model = model
+    def __init__(self, model: ChatModel | None) -> None:
+        self.model = model  # None: a context without a model (a plugin agent's record of no calls)
         self.trajectory: list[TrajectoryStep] = []
         self.usage = Usage()
         self.transcript = Transcript()
         self._digest = ConversationDigest()
 
     async def complete(self, request: ChatRequest) -> ChatResponse:
+        if self.model is None:
+            raise RuntimeError("this episode's context has no model to call")
         started = time.monotonic()
         at = self.transcript.elapsed()
         try:
@@ -175,7 +171,7 @@ class Recorder:
             self.transcript.tool(step.name, step.arguments, {**step.result, **(detail or {})})
 
     def result(self, status: Literal["ok", "error", "limit"],
-               submission: DocQASubmission | AnalyticsSubmission | DeliverableSubmission | None = None,
+               submission: BaseModel | None = None,
                error: str | None = None) -> AgentResult:
         return AgentResult(status=status, submission=submission, error=error,
                            trajectory=self.trajectory, usage=self.usage, transcript=self.transcript)
@@ -269,8 +265,3 @@ async def recorded(ctx: AgentContext, body: EpisodeBody) -> AgentResult:
         return await body(rec)
     except ModelError as exc:
         return rec.result("error", error=f"model call failed: {exc}")
-
-
-def submission_of(task: DocQATask, args: AnswerArgs, **effort: Any) -> DocQASubmission:
-    return DocQASubmission(id=task.id, question=task.question, answer=args.answer,
-                           citations=args.citations, **effort)

@@ -30,7 +30,7 @@ as it is (as any agent's: the runner records it, with no transcript). A provider
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
 from deskbench.agents.base import AgentResult, Recorder
@@ -69,7 +69,7 @@ def _model_calls(transcript: Transcript) -> int:
     return sum(isinstance(e, ModelCallEvent) for e in transcript.events)
 
 
-def _merge_steps(own: list[TrajectoryStep], calls: list[TrajectoryStep]) -> list[TrajectoryStep]:
+def _merge_steps(own: Sequence[TrajectoryStep], calls: Sequence[TrajectoryStep]) -> list[TrajectoryStep]:
     """The plugin's steps with the harness's model-call steps put where they happened (by `at`,
     ISO times to the millisecond, each a step's end; a step without one keeps its place). At a
     tie the call goes first: a step that ended in the millisecond a call ended began after it."""

@@ -106,6 +106,11 @@ def named(name: str) -> TrackFormat:
     return found
 
 
+def of_task_type(kind: type[BaseModel]) -> TrackFormat | None:
+    """The track whose task type is `kind`, if any."""
+    return next((t for t in loaded().values() if t.task_type is kind), None)
+
+
 def of_task(task: BaseModel) -> TrackFormat:
     """The track whose task type `task` is (the store files a run's tasks under it)."""
     for track in loaded().values():

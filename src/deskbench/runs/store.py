@@ -19,7 +19,7 @@ from datetime import UTC, datetime
 from functools import lru_cache
 from importlib import metadata
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
 from pydantic import BaseModel, Field, SerializeAsAny, TypeAdapter, ValidationError, model_validator
 
@@ -31,11 +31,9 @@ from deskbench.runs.scorings import Headline, Scoring, ScoringSettings, StoredIt
 from deskbench.runs.transcript import CODEC, Blob, Transcript, TranscriptDoc, decode, encode
 from deskbench.sqlite import ThreadLocalDB
 from deskbench.tasks.trajectory import ModelCallStep, TrajectoryStep
-from deskbench.tracks.analytics.tasks import AnalyticsTask
-from deskbench.tracks.deliverables.tasks import DeliverableTask
-from deskbench.tracks.docqa.tasks import DocQATask
 
 EpisodeStatus = Literal["ok", "error", "limit"]
+TaskT = TypeVar("TaskT", bound=BaseModel)
 Track = str  # a registered track's name (contract/formats.py)
 
 _SCHEMA = """
@@ -436,22 +434,15 @@ class RunStore:
         """The run's tasks, of its track's task type (any track)."""
         return self._load_tasks()
 
-    def tasks(self) -> list[DocQATask]:
-        """The tasks of a docqa run (what the docqa scorers and analyses read)."""
-        if self.track() != "docqa":
-            raise UserError(f"{self.dir} is an {self.track()} run, not a docqa run")
-        return [t for t in self._load_tasks() if isinstance(t, DocQATask)]
-
-    def analytics_tasks(self) -> list[AnalyticsTask]:
-        if self.track() != "analytics":
-            raise UserError(f"{self.dir} is a {self.track()} run, not an analytics run")
-        return [t for t in self._load_tasks() if isinstance(t, AnalyticsTask)]
-
-    def deliverable_tasks(self) -> list[DeliverableTask]:
-        """The packages of a deliverables run, each with the folder its input files are in."""
-        if self.track() != "deliverables":
-            raise UserError(f"{self.dir} is a {self.track()} run, not a deliverables run")
-        return [t for t in self._load_tasks() if isinstance(t, DeliverableTask)]
+    def tasks_of(self, kind: type[TaskT]) -> list[TaskT]:
+        """The run's tasks, read as `kind`: the task type of the track whose scorers and analyses
+        ask (docqa's `DocQATask`, ...). A run of another track is one line naming both tracks."""
+        track = self.track()
+        wanted = formats.of_task_type(kind)
+        if wanted is None or wanted.name != track:
+            name = wanted.name if wanted is not None else kind.__name__
+            raise UserError(f"{self.dir} is {_a(track)} run, not {_a(name)} run")
+        return [t for t in self._load_tasks() if isinstance(t, kind)]
 
     def set_meta(self, key: str, value: object) -> None:
         with self._db.write() as con:
@@ -737,3 +728,7 @@ def _keep_errored_try(con: sqlite3.Connection, key: tuple[str, str, int], *, unr
         " WHERE e.task_id = ? AND e.system = ? AND e.attempt = ?", (n + 1, *key))
     con.execute("DELETE FROM episodes WHERE task_id = ? AND system = ? AND attempt = ?", key)
     con.execute("DELETE FROM transcripts WHERE task_id = ? AND system = ? AND attempt = ?", key)
+
+
+def _a(name: str) -> str:
+    return f"an {name}" if name[:1].lower() in "aeiou" else f"a {name}"

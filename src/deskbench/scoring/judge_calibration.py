@@ -19,23 +19,24 @@ Labels: one JSON object a line, {"item_id", "labeller", "label": "correct" | "in
 "timestamp"}. A labeller's latest label of an item replaces their earlier ones; an item whose
 labellers disagree is left out and counted (n_disagreed).
 
-Sampling: from the ok attempt-0 episodes of docqa run directories, with `random.Random(seed)`.
-With verdicts, the sample is stratified by verdict class (exact, correct, partial, incorrect)
-with proportional allocation (largest remainder, at least one item from every non-empty class),
-so the sample is self-weighting: q0 and q1 need no reweighting. Items the judge left unscored
-are not sampled.
+Sampling: from the items a track collects from its runs (the track's JudgeCalibration,
+contract/cli.py: docqa's from tracks/docqa/scoring/docqa_calibration.py, analytics' from
+tracks/analytics/scoring/analytics_calibration.py), with `random.Random(seed)`. With verdicts, the
+sample is stratified by verdict class (exact, correct, partial, incorrect; for items with a
+category: category x evaluator x verdict) with proportional allocation (largest remainder, at
+least one item from every non-empty class), so the sample is self-weighting: q0 and q1 need no
+reweighting. Items the judge left unscored are not sampled.
 
-Analytics runs (AIDABench §3.3.4: its evaluators against expert annotations): the items come
-from tracks/analytics/scoring/analytics_calibration.py; an item carries track "analytics", its category and what a
-person needs to label it (instruction, reference, key points, answer; the chart image; the output
-and reference files); the strata are category x evaluator x verdict. Besides q0 and q1 the
-calibration reports the raw agreement rate (tp + tn) / (m0 + m1), the number §3.3.4 reports, with
-its Wilson interval, and for analytics items all of it again per category (by_category).
+Items with a category (analytics, AIDABench §3.3.4: its evaluators against expert annotations)
+carry what a person needs to label them (instruction, reference, key points, answer; the chart
+image; the output and reference files). Besides q0 and q1 the calibration reports the raw
+agreement rate (tp + tn) / (m0 + m1), the number §3.3.4 reports, with its Wilson interval, and
+for items with a category all of it again per category (by_category). This module names no
+track: an item says its own.
 """
 
 from __future__ import annotations
 
-import asyncio
 import json
 import math
 import random
@@ -49,7 +50,6 @@ from pydantic import BaseModel, Field, ValidationError, field_validator
 from deskbench.analysis.stats import wilson_interval
 from deskbench.errors import UserError
 from deskbench.tasks.jsonl import _describe
-from deskbench.tracks.analytics.tasks import Category
 
 if TYPE_CHECKING:
     from deskbench.runs.store import RunStore
@@ -66,20 +66,21 @@ VerdictSource = Literal["exact", "judge", "numeric", "chart_judge", "file_judge"
 class CalibrationItem(BaseModel):
     """One item to label: a system's answer to a question, and the judge's verdict when known.
 
-    docqa items (track "docqa", the default: items files written before analytics load as they
-    are) carry answer_variants and prediction; analytics items carry category, reference,
-    key_points, answer and, for charts, chart_path (rubric = key_points), for files output_file
-    and reference_file (absolute paths as of sampling)."""
+    `track` names the track whose runs the item comes from ("docqa", the default: items files
+    written before there was another load as they are). docqa items carry answer_variants and
+    prediction; analytics items carry category, reference, key_points, answer and, for charts,
+    chart_path (rubric = key_points), for files output_file and reference_file (absolute paths
+    as of sampling)."""
 
     id: str  # "<run dir name>/<system>/<task id>"
     task_id: str
     run: str
     system: str
     question: str  # docqa: the question; analytics: the task instruction
-    track: Literal["docqa", "analytics"] = "docqa"
+    track: str = "docqa"
     answer_variants: list[list[str]] = Field(default_factory=list)
     prediction: list[str] = Field(default_factory=list)
-    category: Category | None = None  # analytics
+    category: str | None = None  # the item's group, each with its own evaluator (analytics: qa, visualization, file_generation)
     reference: str | None = None  # analytics qa: the reference answer as the judge sees it
     key_points: list[str] = Field(default_factory=list)  # analytics: key points / chart rubric
     answer: str | None = None  # analytics: the model's final reply
@@ -134,13 +135,16 @@ class Calibration(BaseModel):
     # raw agreement with the humans, (tp + tn) / (m0 + m1): what AIDABench §3.3.4 reports
     agreement: float | None = None
     agreement_ci: tuple[float, float] | None = None
-    by_category: dict[str, Calibration] = Field(default_factory=dict)  # analytics: the same per category
+    by_category: dict[str, Calibration] = Field(default_factory=dict)  # items with a category: the same per category
+    track: str | None = None  # the track of the items, when they are one track's
 
     def for_score(self, source: str = "the calibration") -> tuple[float, float, int, int]:
         """(q0, q1, m0, m1) for Rogan-Gladen, or a UserError saying what is missing."""
         if self.by_category:
-            raise UserError(f"{source} calibrates analytics evaluators ({', '.join(self.by_category)}); the "
-                            "Rogan-Gladen correction of docqa scores needs a calibration of the docqa judge")
+            whose = f"{self.track} " if self.track else ""
+            raise UserError(f"{source} calibrates {whose}evaluators ({', '.join(self.by_category)}), one per "
+                            "category; the Rogan-Gladen correction needs a calibration of one judge over "
+                            "uncategorised items (deskbench calibrate sample on the runs the score is of)")
         if self.q0 is None or self.q1 is None:
             missing = "incorrect" if self.q0 is None else "correct"
             raise UserError(f"{source} has no item a human labelled {missing}; label more items "
@@ -275,15 +279,16 @@ def calibration(
 
 
 def calibration_of(items: Sequence[CalibrationItem], labels: Sequence[HumanLabel]) -> Calibration:
-    """The calibration over all items; for analytics items also per category (by_category), as
-    each category has its own evaluator."""
+    """The calibration over all items; for items with a category also per category (by_category),
+    as each category has its own evaluator."""
 
     def of(chosen: Sequence[CalibrationItem], chosen_labels: Sequence[HumanLabel]) -> Calibration:
         judges = sorted({i.judge for i in chosen if i.judge})
         return calibration(chosen_labels, {i.id: i.judge_verdict for i in chosen}, judge=", ".join(judges) or None)
 
-    whole = of(items, labels)
-    categories = sorted({i.category for i in items if i.track == "analytics" and i.category})
+    tracks = {i.track for i in items}
+    whole = of(items, labels).model_copy(update={"track": tracks.pop() if len(tracks) == 1 else None})
+    categories = sorted({i.category for i in items if i.category})
     if not categories:
         return whole
     per = {}
@@ -312,60 +317,9 @@ def open_named_runs(run_dirs: Sequence[Path]) -> list[tuple[Path, RunStore]]:
     return out
 
 
-def collect_items(run_dirs: Sequence[Path], system: str | None = None) -> list[CalibrationItem]:
-    """Every ok attempt-0 docqa answer of the runs (no verdicts), in a stable order."""
-    from deskbench.tracks.docqa.episodes import run_submissions
-
-    items: list[CalibrationItem] = []
-    for run_dir, store in open_named_runs(run_dirs):
-        if store.track() != "docqa":
-            raise UserError(f"{run_dir} is a {store.track()} run; judge calibration needs docqa runs")
-        tasks = {t.id: t for t in store.tasks()}
-        for name in sorted(store.systems()):
-            if system is not None and name != system:
-                continue
-            subs, _ = run_submissions(store, name)
-            for sub in sorted(subs, key=lambda s: s.id):
-                task = tasks.get(sub.id)
-                if task is None:
-                    continue
-                items.append(CalibrationItem(
-                    id=f"{run_dir.name}/{name}/{task.id}", task_id=task.id, run=run_dir.name, system=name,
-                    question=task.question, answer_variants=task.answer_variants, prediction=list(sub.answer)))
-    if not items:
-        raise UserError(f"no answered docqa items in {', '.join(str(d) for d in run_dirs)}"
-                        f"{f' for system {system!r}' if system else ''}; run 'deskbench run' first")
-    return items
-
-
-def judge_items(items: Sequence[CalibrationItem], judge: object) -> list[CalibrationItem]:
-    """The items with the scorer's verdict: exact under ANLS* -> 1 ("exact", the judge is not
-    asked, as in `deskbench score --judge`), else the judge's 1 / 0.5 / 0 (None if unscored)."""
-    from deskbench.tracks.docqa.scoring.answer import anls_star
-    from deskbench.tracks.docqa.scoring.docqa import judge_many
-
-    name = getattr(judge, "name", None)
-    exact = [anls_star(i.prediction, i.answer_variants) == 1.0 for i in items]
-    to_judge = [i for i, e in zip(items, exact, strict=True) if not e]
-
-    asks = [(i.question, i.prediction, i.answer_variants) for i in to_judge]
-    judged = asyncio.run(judge_many(judge, asks)) if asks else []
-    by_id = {i.id: j for i, j in zip(to_judge, judged, strict=True)}
-    out = []
-    for item, is_exact in zip(items, exact, strict=True):
-        if is_exact:
-            out.append(item.model_copy(update={"judge_verdict": 1.0, "verdict_source": "exact", "judge": name,
-                                               "judge_reason": "exact match (ANLS* = 1): the judge is not asked"}))
-            continue
-        j = by_id[item.id]
-        out.append(item.model_copy(update={"judge_verdict": j.score, "verdict_source": "judge", "judge": name,
-                                           "judge_reason": j.reasoning or j.error}))
-    return out
-
-
 def _stratum(item: CalibrationItem) -> str:
     verdict = {1.0: "correct", 0.5: "partial", 0.0: "incorrect"}[item.judge_verdict]  # type: ignore[index]
-    if item.track == "analytics":  # each category has its own evaluator: category x evaluator x verdict
+    if item.category is not None:  # each category has its own evaluator: category x evaluator x verdict
         return f"{item.category}/{item.verdict_source}/{verdict}"
     if item.verdict_source == "exact":
         return "exact"

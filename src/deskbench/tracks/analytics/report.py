@@ -29,6 +29,7 @@ from deskbench.tracks.analytics.scoring.analytics_metrics import (
     attach_summary_ablations,
     summarize_analytics,
 )
+from deskbench.tracks.analytics.tasks import AnalyticsTask
 
 TEMPLATE = "deskbench.tracks.analytics:report.html.j2"
 
@@ -55,7 +56,7 @@ def score_analytics_runs(store: RunStore, systems: Sequence[str], judges: Analyt
     """AIDABench's metrics for every system of an analytics run (k = the most attempts stored);
     `items_out` receives each system's scored items (the report's Comparison section); judge calls
     `concurrency` at a time."""
-    tasks = store.analytics_tasks()
+    tasks = store.tasks_of(AnalyticsTask)
     task_ids = [t.id for t in tasks]
     scoring = analytics_score_protocol(judges, tasks)
     out = []

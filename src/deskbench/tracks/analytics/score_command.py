@@ -34,6 +34,7 @@ from deskbench.tracks.analytics.scoring.analytics_metrics import (
     attach_summary_ablations,
     summarize_analytics,
 )
+from deskbench.tracks.analytics.tasks import AnalyticsTask
 
 if TYPE_CHECKING:
     from deskbench.tracks.analytics.scoring.file_judge import FileJudge
@@ -98,7 +99,7 @@ def score_analytics(store: RunStore, *, system: str | None, judge: str | None, c
     if concurrency < 1:
         raise UserError(f"--concurrency {concurrency} is not valid; use 1 or more")
     every_file = file_judge_mode(file_judge, file_judge_all)
-    tasks = store.analytics_tasks()
+    tasks = store.tasks_of(AnalyticsTask)
     task_ids = [t.id for t in tasks]
     files = file_judge_for(file_judge, concurrency, unsafe_local=unsafe_local)
     judges = AnalyticsJudges(qa=open_judge(judge, concurrency), chart=open_judge(chart_judge, concurrency),

@@ -154,7 +154,7 @@ class GradeStore:
     # -- episodes and tasks ------------------------------------------------------------------
 
     def tasks(self) -> dict[str, DeliverableTask]:
-        return {t.id: t for t in self.runs.deliverable_tasks()}
+        return {t.id: t for t in self.runs.tasks_of(DeliverableTask)}
 
     def episodes(self, system: str | None = None) -> dict[Key, Episode]:
         return {(e.task_id, e.system, e.attempt): e for e in self.runs.episodes(system)}

@@ -99,7 +99,7 @@ def deliverables_report_section(stores: Sequence[RunStore], options: OutcomeOpti
     scorer = options.scorer if isinstance(options.scorer, DeliverablesScorer) else DeliverablesScorer()
     reviewed_only = scorer.reviewed_only or bool(params.get("reviewed_only"))
     runs = [DeliverablesRun(store.dir, score_deliverables_run(store, scorer, options.concurrency),
-                            store.deliverable_tasks(), stored_protocol(store)) for store in stores]
+                            store.tasks_of(DeliverableTask), stored_protocol(store)) for store in stores]
     report = deliverables_report(runs, reviewed_only=reviewed_only)
     assert report is not None  # a section is asked for only with runs
     systems = by_system([(r.run_dir, deliverables_outcomes(r.items, reviewed_only=reviewed_only)) for r in runs])

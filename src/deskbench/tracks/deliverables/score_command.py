@@ -8,6 +8,7 @@ from pathlib import Path
 from deskbench.console import out
 from deskbench.errors import UserError
 from deskbench.runs.store import RunStore
+from deskbench.tracks.deliverables.tasks import DeliverableTask
 
 
 def score_deliverables(store: RunStore, *, systems: list[str] | None, judge: str | None, concurrency: int,
@@ -43,7 +44,7 @@ def score_deliverables(store: RunStore, *, systems: list[str] | None, judge: str
         write_rows(items_out, rows)
     from deskbench.runs.protocol import stored_protocol
 
-    report = summarize(items, store.deliverable_tasks(), reviewed_only=reviewed_only)
+    report = summarize(items, store.tasks_of(DeliverableTask), reviewed_only=reviewed_only)
     run_side = stored_protocol(store)
     report.run_protocol = {s: run_side[s] for s in report.systems if s in run_side}
     chosen = {k: f for k, f in finals.items() if systems is None or f.system in systems}

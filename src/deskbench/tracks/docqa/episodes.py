@@ -5,9 +5,10 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
-from deskbench.agents.base import Agent, AgentContext, AgentResult
+from deskbench.agents.base import AgentContext, AgentResult
 from deskbench.runs.runner import HasId, RunCounts, run_attempts
 from deskbench.runs.store import RunStore
+from deskbench.tracks.docqa.agents.protocol import Agent
 from deskbench.tracks.docqa.humans import episodes_of
 from deskbench.tracks.docqa.tasks import DocQASubmission, DocQATask
 

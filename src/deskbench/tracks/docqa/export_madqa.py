@@ -54,7 +54,7 @@ from deskbench.runs.identity import stored_identities
 from deskbench.runs.store import Episode, RunStore, UnreadableTranscript
 from deskbench.runs.transcript import ModelCallEvent, ToolEvent, TranscriptDoc
 from deskbench.tasks.trajectory import ModelCallStep, ToolCallStep
-from deskbench.tracks.docqa.tasks import DocQASubmission
+from deskbench.tracks.docqa.tasks import DocQASubmission, DocQATask
 
 SEARCH = "search_documents"
 
@@ -377,7 +377,7 @@ class MadqaExporter:
             if not systems:
                 raise UserError(f"the run in {run_dir} has no episodes yet; run 'deskbench run' first, then export")
             identities = stored_identities(store)
-            questions = {t.id: t.question for t in store.tasks()}
+            questions = {t.id: t.question for t in store.tasks_of(DocQATask)}
             stems = file_names(systems)
             attempts = {s: sorted({a for (_, _, a) in store.episode_task_hashes(s)}) for s in systems}
             files = [_file(out, stems[s], a) for s in systems for a in attempts[s]]

@@ -23,12 +23,12 @@ from deskbench.agents.base import (
     Recorder,
     describe_problem,
     load_page_parts,
-    submission_of,
 )
 from deskbench.corpus.corpus import SearchHit
 from deskbench.errors import QuerySyntaxError, UserError
 from deskbench.models.types import ChatModel, Part
 from deskbench.tasks.trajectory import ToolCallStep
+from deskbench.tracks.docqa.agents.protocol import submission_of
 from deskbench.tracks.docqa.tasks import DocQATask
 
 SEARCH_DESCRIPTION = ("Search the document collection (BM25 over page text). Returns the top pages as "

@@ -13,6 +13,7 @@ from contextlib import contextmanager
 from typing import TYPE_CHECKING
 
 from deskbench.runs.outcomes import ItemOutcome, OutcomeOptions
+from deskbench.tracks.docqa.tasks import DocQATask
 
 if TYPE_CHECKING:
     from deskbench.runs.store import RunStore
@@ -43,7 +44,7 @@ def docqa_run_outcomes(store: RunStore, system: str, options: OutcomeOptions) ->
 
     subs, failed = run_submissions(store, system)  # attempt 0, as `deskbench score`
     ran = {s.id for s in subs if s.id is not None} | set(failed)
-    tasks = [t for t in tasks_scored(system, store.tasks(), ran) if t.id in ran]
+    tasks = [t for t in tasks_scored(system, store.tasks_of(DocQATask), ran) if t.id in ran]
     scorer = options.scorer if isinstance(options.scorer, ScoreOptions) else ScoreOptions()
     items, _ = score_all(tasks, subs, scorer, errors=failed)
     return docqa_outcomes(items, system)

@@ -80,7 +80,7 @@ def episode_steps(ep: Episode) -> int | None:
 
 
 def _score(store: RunStore, system: str, opts: ScoreOptions) -> _Scored:
-    tasks = store.tasks()
+    tasks = store.tasks_of(DocQATask)
     if not tasks:
         raise UserError(f"the run in {store.dir} holds no tasks; give the --out of a 'deskbench run'")
     subs, failed = run_submissions(store, system)

@@ -18,6 +18,7 @@ from deskbench.runs.scorings import ScoringSettings, StoredItem
 from deskbench.runs.store import RunStore
 from deskbench.tracks.docqa.scoring.docqa import ScoreOptions
 from deskbench.tracks.docqa.scoring.llm_judge import make_judge
+from deskbench.tracks.docqa.tasks import DocQATask
 
 
 @dataclass(frozen=True)
@@ -93,7 +94,7 @@ def score_run(store: RunStore, systems: Sequence[str], a: DocQAScoreArgs, *, as_
     from deskbench.tracks.docqa.tasks import read_tasks
 
     opts = score_options(a)
-    task_items = read_tasks(a.tasks, skip_invalid=a.skip_invalid).items if a.tasks else store.tasks()
+    task_items = read_tasks(a.tasks, skip_invalid=a.skip_invalid).items if a.tasks else store.tasks_of(DocQATask)
     systems = list(systems)
     if a.pool_humans:
         systems = pooled_systems(systems)

@@ -277,7 +277,7 @@ def analytics_score_protocol(judges: AnalyticsJudges, tasks: Sequence[AnalyticsT
 async def score_run(store: RunStore, system: str, judges: AnalyticsJudges, *,
                     concurrency: int = 8) -> list[AnalyticsItemScore]:
     """Every episode of `system` in an analytics run, scored (judge calls `concurrency` at a time)."""
-    tasks = {t.id: t for t in store.analytics_tasks()}
+    tasks = {t.id: t for t in store.tasks_of(AnalyticsTask)}
     tasks_file = store.meta("tasks_file")
     if not isinstance(tasks_file, str):
         raise UserError(f"{store.dir} does not record its tasks file; run 'deskbench run' on it again")

@@ -101,7 +101,7 @@ def analytics_items(run_dirs: Sequence[Path], judges: AnalyticsJudges, *, system
     anything to judge)."""
     jobs: list[tuple[AnalyticsTask, Episode, Path, Path]] = []
     for run_dir, store in open_named_runs(run_dirs):
-        tasks = {t.id: t for t in store.analytics_tasks()}
+        tasks = {t.id: t for t in store.tasks_of(AnalyticsTask)}
         tasks_file = store.meta("tasks_file")
         if not isinstance(tasks_file, str):
             raise UserError(f"{run_dir} does not record its tasks file; run 'deskbench run' on it again")

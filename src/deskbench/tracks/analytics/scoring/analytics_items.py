@@ -50,7 +50,7 @@ def item_rows(tasks: Mapping[str, AnalyticsTask], submissions: Mapping[tuple[str
 
 def store_rows(store: RunStore, items: Sequence[AnalyticsItemScore]) -> list[dict[str, Any]]:
     """The rows of a run's scored items, with the run's tasks and submissions."""
-    tasks = {t.id: t for t in store.analytics_tasks()}
+    tasks = {t.id: t for t in store.tasks_of(AnalyticsTask)}
     subs = {(e.task_id, e.system, e.attempt): e.submission for e in store.episodes()
             if isinstance(e.submission, AnalyticsSubmission)}
     return item_rows(tasks, subs, items)

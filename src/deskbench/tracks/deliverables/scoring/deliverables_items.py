@@ -56,7 +56,7 @@ def item_rows(tasks: Mapping[str, DeliverableTask], submissions: Mapping[Key, De
 
 def store_rows(store: RunStore, items: Sequence[DeliverableItemScore], grades: Mapping[Key, FinalGrade]) -> list[dict[str, Any]]:
     """The rows of a run's scored items, with the run's packages, submissions and final grades."""
-    tasks = {t.id: t for t in store.deliverable_tasks()}
+    tasks = {t.id: t for t in store.tasks_of(DeliverableTask)}
     subs = {(e.task_id, e.system, e.attempt): e.submission for e in store.episodes()
             if isinstance(e.submission, DeliverableSubmission)}
     return item_rows(tasks, subs, grades, items)

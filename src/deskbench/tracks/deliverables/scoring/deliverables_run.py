@@ -14,6 +14,7 @@ from deskbench.tracks.deliverables.scoring.deliverables import (
     score_episodes,
 )
 from deskbench.tracks.deliverables.scoring.verifiers import llm_check_judge
+from deskbench.tracks.deliverables.tasks import DeliverableTask
 
 
 def grade_inputs(store: RunStore, system: str | None = None) -> dict[tuple[str, str, int], GradeInput]:
@@ -31,7 +32,7 @@ def grade_inputs(store: RunStore, system: str | None = None) -> dict[tuple[str, 
 
 async def score_run(store: RunStore, *, systems: list[str] | None = None, judge_model: ChatModel | None = None,
                     concurrency: int = 8) -> list[DeliverableItemScore]:
-    tasks = {t.id: t for t in store.deliverable_tasks()}
+    tasks = {t.id: t for t in store.tasks_of(DeliverableTask)}
     episodes = [ep for ep in store.episodes() if systems is None or ep.system in systems]
     judge = llm_check_judge(recorded(judge_model, LLM_CHECK)) if judge_model is not None else None
     items = await score_episodes(tasks, episodes, store.dir, grades=grade_inputs(store), judge=judge,

@@ -15,9 +15,10 @@ import math
 import re
 from collections.abc import Sequence
 
-from deskbench.agents.base import AgentContext, AgentResult, AnswerArgs, stamped, submission_of
+from deskbench.agents.base import AgentContext, AgentResult, AnswerArgs, stamped
 from deskbench.errors import QuerySyntaxError
 from deskbench.tasks.trajectory import Citation, ToolCallStep
+from deskbench.tracks.docqa.agents.protocol import submission_of
 from deskbench.tracks.docqa.agents.single_call import question_query
 from deskbench.tracks.docqa.tasks import DocQATask
 

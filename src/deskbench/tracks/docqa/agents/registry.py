@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from deskbench.agents.base import Agent
 from deskbench.errors import UserError
 from deskbench.tracks.docqa.agents.bm25 import Bm25Agent
 from deskbench.tracks.docqa.agents.external import ExternalAgent
 from deskbench.tracks.docqa.agents.lexical import LexicalAgent
+from deskbench.tracks.docqa.agents.protocol import Agent
 from deskbench.tracks.docqa.agents.rlm import RlmAgent
 from deskbench.tracks.docqa.agents.single_call import GuessAgent, OracleAgent, RagAgent
 

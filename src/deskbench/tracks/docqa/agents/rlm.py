@@ -43,10 +43,10 @@ from deskbench.agents.base import (
     Recorder,
     answer_once,
     recorded,
-    submission_of,
 )
 from deskbench.models.types import ChatRequest, Message, ModelError
 from deskbench.tasks.trajectory import ToolCallStep
+from deskbench.tracks.docqa.agents.protocol import submission_of
 from deskbench.tracks.docqa.agents.rlm_context import ContextStats, CorpusContext
 from deskbench.tracks.docqa.agents.rlm_prompts import (
     CONTEXT_NOTE,

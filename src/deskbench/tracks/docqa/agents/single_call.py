@@ -13,12 +13,12 @@ from deskbench.agents.base import (
     answer_once,
     page_parts,
     recorded,
-    submission_of,
 )
 from deskbench.errors import QuerySyntaxError
 from deskbench.models.types import Message, Part, TextPart
 from deskbench.tasks.trajectory import ToolCallStep
 from deskbench.tracks.docqa.agents.prompts import GUESS_SYSTEM, RAG_SYSTEM
+from deskbench.tracks.docqa.agents.protocol import submission_of
 from deskbench.tracks.docqa.tasks import DocQATask
 
 _WORD = re.compile(r"[^\W_]+")

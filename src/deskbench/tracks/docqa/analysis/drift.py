@@ -24,6 +24,7 @@ from deskbench.tracks.docqa.analysis.textsim import (
     pearson_r,
     tfidf_matrix,
 )
+from deskbench.tracks.docqa.tasks import DocQATask
 
 SEARCH_TOOL = "search_documents"
 
@@ -140,7 +141,7 @@ def run_accuracies(store: RunStore, system: str) -> dict[str, float | None]:
     from deskbench.tracks.docqa.scoring.docqa import ScoreOptions, score_all
 
     subs, _failed = run_submissions(store, system)
-    items, _ = score_all(store.tasks(), subs, ScoreOptions())
+    items, _ = score_all(store.tasks_of(DocQATask), subs, ScoreOptions())
     return {i.id: i.accuracy for i in items}
 
 

@@ -91,7 +91,7 @@ def load_guessability(run_dir: Path, model: ChatModel | None = None) -> Guessabi
     systems = [s for s in store.systems() if is_guess_system(s)]
     if not systems:
         raise UserError(f"the run in {run_dir} has no guess-agent episodes; run 'deskbench run --agent guess' into it")
-    tasks = store.tasks()
+    tasks = store.tasks_of(DocQATask)
     fallback: list[str] = []
     if model is not None:
         import asyncio

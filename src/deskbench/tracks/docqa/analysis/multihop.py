@@ -175,7 +175,7 @@ def load_multihop(run_dir: Path, corpus_dir: Path) -> MultihopReport:
     if not store.systems():
         raise UserError(f"the run in {run_dir} has no episodes yet; run 'deskbench run' first")
     corpus = Corpus.open(corpus_dir)
-    items = multihop_items(store.tasks(), corpus.page_texts)
+    items = multihop_items(store.tasks_of(DocQATask), corpus.page_texts)
     if not items:
         raise UserError(f"the run in {run_dir} has no multi-hop task (evidence on two or more pages)")
     accs = {s: run_accuracies(store, s) for s in store.systems()}

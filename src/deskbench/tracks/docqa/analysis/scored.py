@@ -82,7 +82,7 @@ def load_scored(run_dirs: Sequence[Path], pool_humans: bool = False) -> list[Sco
         require_run(run_dir)  # a typo names the runs nearby
         store = RunStore(run_dir, create=False)
         try:
-            tasks = store.tasks()
+            tasks = store.tasks_of(DocQATask)
             systems = pooled_systems(store.systems()) if pool_humans else store.systems()
             if not systems:
                 raise UserError(f"the run in {run_dir} has no episodes yet; run 'deskbench run' first")

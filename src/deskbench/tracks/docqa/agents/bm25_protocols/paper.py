@@ -19,11 +19,11 @@ from deskbench.agents.base import (
     AnswerArgs,
     Recorder,
     describe_problem,
-    submission_of,
 )
 from deskbench.models.types import ChatRequest, Message, TextPart, ToolCall, ToolSpec
 from deskbench.tracks.docqa.agents.bm25_protocols.base import Found, PageSearch
 from deskbench.tracks.docqa.agents.prompts import BM25_SYSTEM, SEARCH_DESCRIPTION
+from deskbench.tracks.docqa.agents.protocol import submission_of
 from deskbench.tracks.docqa.tasks import DocQATask
 
 SEARCH_TOOL = ToolSpec(
