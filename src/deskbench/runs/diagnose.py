@@ -126,7 +126,7 @@ def error_detail(error: str) -> str:
     return f"{lines[-1].strip()[:DETAIL_CHARS]}\n{error.strip()[-TAIL_CHARS:]}"
 
 
-def diagnose_episode(episode: Episode, task: object | None, track: str = "docqa") -> EpisodeDiagnosis:
+def diagnose_episode(episode: Episode, task: BaseModel | None, track: str) -> EpisodeDiagnosis:
     """An episode's one category: a failed episode by its error (the same for every track), an
     ok one by what its track says it had to produce (`Track.diagnose_output`)."""
     from deskbench.contract.registry import get_track
@@ -179,8 +179,8 @@ def code_output(episode: Episode, text: str, files: Sequence[str], missing: Sequ
     return "ok", ""
 
 
-def diagnose(episodes: Sequence[Episode], tasks: Mapping[str, object] | None = None, *,
-             track: str = "docqa") -> Diagnosis:
+def diagnose(episodes: Sequence[Episode], tasks: Mapping[str, BaseModel] | None = None, *,
+             track: str) -> Diagnosis:
     """Every episode's category and each system's totals; `tasks`: the run's tasks by id (what
     each episode had to produce); `track`: the run's (it says what an ok episode must produce)."""
     tasks = tasks or {}
