@@ -25,12 +25,20 @@ from typer.main import get_command
 
 from deskbench.cli import panels
 from deskbench.cli.app import app
-from deskbench.contract.cli import Scaffolded, Scaffolder, TrackCommand
+from deskbench.contract.cli import (
+    DemoContext,
+    JudgeCalibration,
+    Scaffolded,
+    Scaffolder,
+    TrackCommand,
+)
 from deskbench.contract.registry import BUILTIN, register_track, tracks, unregister_track
 from deskbench.contract.track import Track
+from deskbench.errors import UserError
 from deskbench.runs.outcomes import ItemOutcome, OutcomeOptions
 from deskbench.runs.store import RunStore
 from deskbench.runs.track import PreparedRun, RunRequest
+from deskbench.scoring.judge_calibration import CalibrationItem
 
 SRC = Path(__file__).resolve().parent.parent / "src" / "deskbench"
 
@@ -97,6 +105,26 @@ class HookTrack(Track):
     def scaffolder(self) -> Scaffolder:
         return scaffold_clihook
 
+    def judge_calibration(self) -> JudgeCalibration:
+        return HookCalibration()
+
+
+class HookCalibration:
+    """The test track's judge: every run holds two items, one the judge called correct."""
+
+    def sample_items(self, run_dirs: Sequence[Path],
+                     params: Mapping[str, object]) -> tuple[Sequence[CalibrationItem], Mapping[str, int]]:
+        if params.get("category") is not None:
+            raise UserError("--category is not the clihook track's; drop it")
+        items = [CalibrationItem(id=f"{d.name}/sys/t{i}", task_id=f"t{i}", run=d.name, system="sys",
+                                 question=f"q{i}", prediction=[f"a{i}"], judge_verdict=float(i),
+                                 verdict_source="judge", judge=str(params.get("judge")))
+                 for d in run_dirs for i in (0, 1)]
+        return items, {"no prediction": 3}
+
+    def note(self, items: Sequence[CalibrationItem]) -> str | None:
+        return "clihook: a verdict is the test judge's"
+
 
 @pytest.fixture
 def hook_track() -> Iterator[HookTrack]:
@@ -143,6 +171,55 @@ def test_init_scaffolds_through_the_track_and_names_the_tracks_that_do(hook_trac
     assert refused.returncode == 2 and len(refused.stderr.strip().splitlines()) == 1
     assert "init scaffolds docqa or analytics or clihook" in refused.stderr
     assert not (tmp_path / "d").exists()
+
+
+class HookDemo:
+    """The test track's leg of the bundled demo: one task a seed."""
+
+    def build(self, out: Path, seed: int) -> None:
+        out.mkdir(parents=True)
+        (out / "tasks.jsonl").write_text(HookTask(id=f"demo{seed}", text="hi").model_dump_json() + "\n")
+
+    def run(self, context: DemoContext) -> Sequence[Path]:
+        return []
+
+    def show(self, section: object) -> None:
+        pass
+
+
+def test_the_demo_bundle_is_built_from_every_track_s_leg(hook_track: HookTrack, tmp_path: Path,
+                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    """`generate demo` builds each track's part of the bundle through `Track.demo`, in a folder
+    named after it (the built-in legs left out here: their generators take a while)."""
+    from deskbench.generate.demo import build_demo, checksums
+
+    for name in BUILTIN:
+        monkeypatch.setattr(type(tracks()[name]), "demo", lambda self: None)
+    monkeypatch.setattr(HookTrack, "demo", lambda self: HookDemo(), raising=False)
+    sums = build_demo(tmp_path / "demo")
+    assert list(sums) == ["clihook/tasks.jsonl"] and sums == checksums(tmp_path / "demo")
+    assert json.loads((tmp_path / "demo" / "clihook" / "tasks.jsonl").read_text())["id"] == "demo2026"
+
+
+def _run_of(track: str, run_dir: Path) -> Path:
+    store = RunStore(run_dir)
+    store.set_meta("track", track)
+    store.close()
+    return run_dir
+
+
+def test_calibrate_samples_a_track_s_items_through_its_hook(hook_track: HookTrack, tmp_path: Path) -> None:
+    run = _run_of("clihook", tmp_path / "run")
+    items = tmp_path / "items.jsonl"
+    made = _invoke("calibrate", "sample", str(run), "--output", str(items), "--num-items", "5", "--judge", "j")
+    assert made.returncode == 0, made.stderr
+    assert made.stdout.strip() == f"wrote 2 of 2 items to {items} (0.0: 1, 1.0: 1); 3 left out (no prediction)"
+    assert [json.loads(line)["judge"] for line in items.read_text().splitlines()] == ["j", "j"]
+    refused = _invoke("calibrate", "sample", str(run), "--output", str(items), "--category", "qa")
+    assert refused.returncode == 2 and refused.stderr.strip().endswith("--category is not the clihook track's; drop it")
+    other = _invoke("calibrate", "sample", str(_run_of("deliverables", tmp_path / "d")), "--output", str(items))
+    assert other.returncode == 2 and len(other.stderr.strip().splitlines()) == 1
+    assert "judge calibration needs docqa or analytics or clihook runs" in other.stderr
 
 
 def test_without_the_track_its_command_is_unknown() -> None:
