@@ -95,11 +95,13 @@ def bwrap() -> str:
 def local_model_server() -> Iterator[str]:
     """One llama.cpp server with SmolLM2 for the whole session (one per xdist worker), its /v1 URL:
     `--model local` in a test, in-process or in a CLI subprocess (which inherits the environment),
-    talks to it instead of starting its own. One thread: two workers, two servers, two cores."""
+    talks to it instead of starting its own. The CPUs shared out between the workers' servers
+    (llama.cpp's threads spin: two servers of two threads on two cores slow each other down)."""
     require_local_model()
     from deskbench.models.local_llama import URL_ENV, LlamaServer, gguf_path
 
-    server = LlamaServer(gguf_path(), threads=1)
+    workers = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1"))
+    server = LlamaServer(gguf_path(), threads=max(1, (os.cpu_count() or 1) // workers))
     server.start()
     before = os.environ.get(URL_ENV)
     os.environ[URL_ENV] = server.base_url
