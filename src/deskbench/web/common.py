@@ -113,7 +113,7 @@ def install_basics(app: FastAPI, web: WebStore, render: Render) -> Access:
     """Add the headers middleware, /static, /favicon.ico, /login and /logout to `app`."""
 
     @app.middleware("http")
-    async def headers(request: Request, call_next):  # noqa: ANN001, ANN202
+    async def headers(request: Request, call_next: Callable[[Request], Awaitable[Response]]) -> Response:
         response = await call_next(request)
         response.headers["Content-Security-Policy"] = CSP
         response.headers["X-Content-Type-Options"] = "nosniff"

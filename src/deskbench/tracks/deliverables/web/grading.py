@@ -148,16 +148,16 @@ def create_grading_app(run_dir: Path | str) -> FastAPI:
         rows = []
         for key in gradable():
             status = "graded" if key in mine else "todo"
-            g = primary.get(key)
-            if g is None:
+            grade = primary.get(key)
+            if grade is None:
                 qc_state = "no grade yet"
-            elif any(a.reviews(g) for a in qc.get(key, [])):
+            elif any(a.reviews(grade) for a in qc.get(key, [])):
                 qc_state = "QC started"
             else:
                 qc_state = "awaiting QC" + (" (earlier QC is stale: regraded)" if key in qc else "")
             rows.append({"key": key, "q": query(key), "status": status, "qc": qc_state,
-                         "grader": g.grader if g else "",
-                         "qc_ok": g is not None and self_review(s.user, g.grader) is None})
+                         "grader": grade.grader if grade else "",
+                         "qc_ok": grade is not None and self_review(s.user, grade.grader) is None})
         return render("grading_list.html", user=s.user, csrf=s.csrf, rows=rows,
                       done=sum(r["status"] == "graded" for r in rows))
 
@@ -202,7 +202,7 @@ def create_grading_app(run_dir: Path | str) -> FastAPI:
                 errors.append(f"{c}: a score of {raw} needs a justification"
                               + (" (Score-0 rule: say what was fabricated, ignored or unusable)" if raw == "0" else ""))
                 continue
-            cells.append(CriterionGrade(code=c, score=int(raw), justification=just))  # type: ignore[arg-type]
+            cells.append(CriterionGrade(code=c, score=int(raw), justification=just))
         if errors:
             return grade_screen(s, key, ep, sub, task, values=data, errors=errors, status=400)
         grades.save_grade(RubricGrade(task_id=key[0], system=key[1], attempt=key[2], grader=s.user,

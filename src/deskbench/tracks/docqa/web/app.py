@@ -122,9 +122,9 @@ def create_app(corpus_dir: Path | str, tasks_file: Path | str, run_dir: Path | s
         s = session(request)
         system = human_system(s.user, oracle)
         done = submitted(system)
-        groups = []
+        groups: list[dict[str, Any]] = []
         for name, numbers in my_batches(s.user):
-            rows = []
+            rows: list[dict[str, Any]] = []
             for n in numbers:
                 t = tasks[n - 1]
                 status = "done" if t.id in done else ("started" if web.state(system, t.id) else "todo")
