@@ -21,7 +21,7 @@ from pathlib import Path
 from pydantic import BaseModel
 
 from deskbench.contract import formats
-from deskbench.contract.formats import BUILTIN
+from deskbench.contract.formats import BUILTIN as BUILTIN  # the built-in tracks, in their order
 from deskbench.contract.track import Track
 from deskbench.errors import UserError
 

@@ -663,7 +663,8 @@ class RunStore:
 
     def _decoded(self, system: str | None) -> Iterator[Episode | UnreadableEpisode]:
         """Every stored episode (of `system`) in the order stored, one row decoded at a time."""
-        sql, params = _ROW_SQL, ()
+        sql = _ROW_SQL
+        params: tuple[str, ...] = ()
         if system is not None:
             sql, params = sql + " WHERE system = ?", (system,)
         kind = formats.named(self.track()).submission_type
