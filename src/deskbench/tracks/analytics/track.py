@@ -16,14 +16,13 @@ from deskbench.tracks.analytics.options import (
     AnalyticsRunOptions,
     AnalyticsScoreOptions,
 )
-
-from deskbench.tracks.analytics.tasks import AnalyticsSubmission, AnalyticsTask
 from deskbench.tracks.analytics.outcomes import DEFINITION as ANALYTICS_DEFINITION
+from deskbench.tracks.analytics.tasks import AnalyticsSubmission, AnalyticsTask
 
 if TYPE_CHECKING:
-    from deskbench.contract.viewer import ViewerViews
     from deskbench.contract.export import TaskText
     from deskbench.contract.mcp import McpTools
+    from deskbench.contract.viewer import ViewerViews
     from deskbench.report.models import ReportSection
     from deskbench.runs.outcomes import ItemOutcome, OutcomeOptions
     from deskbench.runs.store import Episode, RunStore
@@ -33,9 +32,9 @@ if TYPE_CHECKING:
 class AnalyticsTrack(Track):
     name = "analytics"
     title = "analytics (AIDABench)"
-    task_type: type[BaseModel] = AnalyticsTask
+    task_type = AnalyticsTask
     outcome_definition = ANALYTICS_DEFINITION
-    submission_type: type[BaseModel] = AnalyticsSubmission
+    submission_type = AnalyticsSubmission
 
     agents = ("analyst-agent", "external")  # tracks/analytics/agent.py ANALYTICS_AGENTS (not imported here: it loads the sandbox)
     limit_category = "round_limit"
@@ -90,9 +89,9 @@ class AnalyticsTrack(Track):
     def prepare(self, request: RunRequest) -> PreparedRun:
         from deskbench.errors import UserError
         from deskbench.mcp.external import external_options
-        from deskbench.tracks.analytics.tasks import read_tasks
         from deskbench.tracks.analytics.run import AnalyticsRunSpec, prepare_analytics
         from deskbench.tracks.analytics.score_command import file_judge_mode
+        from deskbench.tracks.analytics.tasks import read_tasks
 
         if len(request.agents) > 1 or len(request.models) > 1:
             raise UserError("several --agent/--model pairs are for deliverables packages; run analytics systems one at a time")

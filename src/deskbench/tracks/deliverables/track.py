@@ -17,15 +17,14 @@ from deskbench.tracks.deliverables.options import (
     DeliverablesRunOptions,
     DeliverablesScoreOptions,
 )
-
-from deskbench.tracks.deliverables.tasks import DeliverableSubmission, DeliverableTask
 from deskbench.tracks.deliverables.outcomes import DEFINITION as DELIVERABLES_DEFINITION
+from deskbench.tracks.deliverables.tasks import DeliverableSubmission, DeliverableTask
 
 if TYPE_CHECKING:
-    from deskbench.contract.viewer import ViewerViews
-    from deskbench.contract.web import WebScreens
     from deskbench.contract.export import TaskText
     from deskbench.contract.mcp import McpTools
+    from deskbench.contract.viewer import ViewerViews
+    from deskbench.contract.web import WebScreens
     from deskbench.report.models import ReportSection
     from deskbench.runs.outcomes import ItemOutcome, OutcomeOptions
     from deskbench.runs.store import Episode, RunStore
@@ -35,9 +34,9 @@ if TYPE_CHECKING:
 class DeliverablesTrack(Track):
     name = "deliverables"
     title = "deliverables (consulting DRA)"
-    task_type: type[BaseModel] = DeliverableTask
+    task_type = DeliverableTask
     outcome_definition = DELIVERABLES_DEFINITION
-    submission_type: type[BaseModel] = DeliverableSubmission
+    submission_type = DeliverableSubmission
 
     agents = ("deliverable-agent", "external")  # tracks/deliverables/agent.py DELIVERABLE_AGENTS
     limit_category = "round_limit"

@@ -12,15 +12,14 @@ from pydantic import BaseModel
 from deskbench.contract.cli import DemoLeg, JudgeCalibration, Scaffolder, TrackCommand
 from deskbench.contract.track import Track
 from deskbench.tracks.docqa.options import DocQACompareOptions, DocQARunOptions, DocQAScoreOptions
-
-from deskbench.tracks.docqa.tasks import DocQASubmission, DocQATask
 from deskbench.tracks.docqa.outcomes import DEFINITION as DOCQA_DEFINITION
+from deskbench.tracks.docqa.tasks import DocQASubmission, DocQATask
 
 if TYPE_CHECKING:
-    from deskbench.contract.viewer import ViewerViews
-    from deskbench.contract.web import WebScreens
     from deskbench.contract.export import Exporter, TaskText
     from deskbench.contract.mcp import McpTools
+    from deskbench.contract.viewer import ViewerViews
+    from deskbench.contract.web import WebScreens
     from deskbench.report.models import ReportSection
     from deskbench.runs.outcomes import ItemOutcome, OutcomeOptions
     from deskbench.runs.store import Episode, RunStore
@@ -31,9 +30,9 @@ if TYPE_CHECKING:
 class DocQATrack(Track):
     name = "docqa"
     title = "docqa (MADQA)"
-    task_type: type[BaseModel] = DocQATask
+    task_type = DocQATask
     outcome_definition = DOCQA_DEFINITION
-    submission_type: type[BaseModel] = DocQASubmission
+    submission_type = DocQASubmission
 
     agents = ("bm25-agent", "rag", "oracle", "guess", "lexical", "rlm", "external")  # tracks/docqa/agents/registry.py AGENTS
     limit_category = "step_limit"
@@ -170,8 +169,8 @@ def _score_args(request: RunRequest) -> DocQAScoreArgs:
 def _prepare(request: RunRequest) -> PreparedRun:
     from deskbench.errors import UserError
     from deskbench.mcp.external import external_options
-    from deskbench.tracks.docqa.tasks import read_tasks
     from deskbench.tracks.docqa.run import RunSpec, prepare
+    from deskbench.tracks.docqa.tasks import read_tasks
 
     if len(request.agents) > 1 or len(request.models) > 1:
         raise UserError("several --agent/--model pairs are for deliverables packages; run docqa systems one at a time")
