@@ -92,7 +92,7 @@ def _record_scorings(run_dirs: list[Path]) -> None:
     from deskbench.contract.registry import get_track
     from deskbench.runs.store import RunStore
     from deskbench.runs.track import RunRequest
-    from deskbench.runs.outcomes import show_scores
+    from deskbench.runs.track_outcomes import show_scores
 
     for run_dir in run_dirs:
         store = RunStore(run_dir, create=False)
