@@ -40,7 +40,7 @@ from typer.testing import CliRunner
 
 from deskbench.cli.app import app
 from deskbench.fetch import download as dl
-from deskbench.fetch.madqa import FetchOptions, fetch_madqa
+from deskbench.tracks.docqa.fetch import FetchOptions, fetch_madqa
 
 REPO = "OxRML/MADQA"
 CARD = """---

@@ -132,6 +132,7 @@ class DocQATrack(Track):
             TrackCommand("analyse", "deskbench.tracks.docqa.cli.analyse:register"),
             TrackCommand("import", "deskbench.tracks.docqa.cli.imports:register"),
             TrackCommand("docqa", "deskbench.tracks.docqa.cli.generate:register", group="generate"),
+            TrackCommand("madqa", "deskbench.tracks.docqa.cli.fetch:register", group="fetch"),
         )
 
     def scaffolder(self) -> Scaffolder:
