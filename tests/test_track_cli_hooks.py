@@ -222,6 +222,13 @@ def test_calibrate_samples_a_track_s_items_through_its_hook(hook_track: HookTrac
     assert "judge calibration needs docqa or analytics or clihook runs" in other.stderr
 
 
+def test_a_command_whose_module_is_missing_is_one_line(hook_track: HookTrack, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(HookTrack, "cli_commands", lambda self: (TrackCommand("hello", "no_such_module:register"),))
+    result = _invoke("hello")
+    assert result.returncode == 2 and len(result.stderr.strip().splitlines()) == 1
+    assert "deskbench hello: its track declares no_such_module:register, which cannot be loaded" in result.stderr
+
+
 def test_without_the_track_its_command_is_unknown() -> None:
     result = _invoke("hello")
     assert result.returncode == 2 and "No such command" in result.stderr

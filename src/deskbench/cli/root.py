@@ -121,7 +121,15 @@ def track_holder(name: str, group: str | None) -> typer.Typer | None:
         if command.name == name and command.group == group:
             module, _, function = command.register.partition(":")
             holder = typer.Typer(add_completion=False)
-            getattr(importlib.import_module(module), function)(holder)
+            try:
+                register = getattr(importlib.import_module(module), function)
+            except (ImportError, AttributeError) as exc:  # a plugin track's broken declaration: one line
+                from deskbench.errors import UserError
+
+                raise UserError(f"deskbench {' '.join(filter(None, (group, name)))}: its track declares "
+                                f"{command.register}, which cannot be loaded ({exc}); reinstall the package "
+                                "that provides the track") from None
+            register(holder)
             give_classes(holder)
             return holder
     return None
