@@ -18,7 +18,6 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
@@ -53,7 +52,7 @@ class OpenEpisode(Generic[S]):
     task_id: str
     attempt: int
     session: S
-    started: datetime
+    started: str  # ISO 8601 UTC (runs/store.py now)
 
 
 class Episodes(Generic[S]):

@@ -49,7 +49,8 @@ def docqa_tools(source: SessionSource[DocqaSession]) -> list[McpTool]:
             if isinstance(part, TextPart):
                 blocks.append(TextContent(type="text", text=part.text))
             elif isinstance(part, ImagePart):
-                blocks.append(ImageContent(type="image", data=part.data_b64, mimeType=part.mime))
+                # by its wire name: the field is mimeType in the SDK 1.x, mime_type (alias mimeType) in 2.x
+                blocks.append(ImageContent.model_validate({"type": "image", "data": part.data_b64, "mimeType": part.mime}))
         return blocks
 
     async def provide_answer(answer: list[str], citations: list[CitationArg]) -> str:

@@ -42,7 +42,7 @@ def sole_cause(rows: Iterable[GradedRow]) -> dict[str, int]:
     §4.10.2 defines a sole-cause failure as a response "that would have ACCEPTed except that R
     alone scored below 2" and counts "sole-cause rejections": an accepted response is no failure,
     so one 1 with four 3s (rbar 2.6, V 90, accepted by Eq. 3) is not counted."""
-    counts = dict.fromkeys(RUBRIC_CODES, 0)
+    counts: dict[str, int] = dict.fromkeys(RUBRIC_CODES, 0)
     for row in rows:
         code = _sole_cause_code(row)
         if code is not None:

@@ -10,6 +10,7 @@ from pathlib import Path
 
 from deskbench.errors import UserError
 from deskbench.scoring.judge_calibration import CalibrationItem, open_named_runs
+from deskbench.tracks.docqa.scoring.judge import AnswerJudge
 from deskbench.tracks.docqa.tasks import DocQATask
 
 
@@ -26,8 +27,8 @@ def collect_items(run_dirs: Sequence[Path], system: str | None = None) -> list[C
             if system is not None and name != system:
                 continue
             subs, _ = run_submissions(store, name)
-            for sub in sorted(subs, key=lambda s: s.id):
-                task = tasks.get(sub.id)
+            for sub in sorted(subs, key=lambda s: s.id or ""):
+                task = tasks.get(sub.id) if sub.id is not None else None
                 if task is None:
                     continue
                 items.append(CalibrationItem(
@@ -39,7 +40,7 @@ def collect_items(run_dirs: Sequence[Path], system: str | None = None) -> list[C
     return items
 
 
-def judge_items(items: Sequence[CalibrationItem], judge: object) -> list[CalibrationItem]:
+def judge_items(items: Sequence[CalibrationItem], judge: AnswerJudge) -> list[CalibrationItem]:
     """The items with the scorer's verdict: exact under ANLS* -> 1 ("exact", the judge is not
     asked, as in `deskbench score --judge`), else the judge's 1 / 0.5 / 0 (None if unscored)."""
     from deskbench.tracks.docqa.scoring.answer import anls_star
