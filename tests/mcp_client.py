@@ -1,6 +1,6 @@
 """The official MCP client's few calls the tests and their agents make, the same under mcp 1.x and
-2.x: 2.x renamed `streamablehttp_client` (to `streamable_http_client`, which yields two streams and
-takes its headers through an httpx2 client) and snake-cased the results' fields (`isError` is
+2.x: 2.x keeps only `streamable_http_client` (late 1.x has it too, yielding a third item), which
+takes its headers through an HTTP client and snake-cased the results' fields (`isError` is
 `is_error`). No deskbench import: the external agents use it as a user's agent uses the SDK.
 Scripts outside tests/ put tests/ on sys.path and import it as `mcp_client`."""
 
@@ -24,8 +24,8 @@ async def streamablehttp_client(url: str, headers: dict[str, str] | None = None)
             yield read, write, None
         return
     async with create_mcp_http_client(headers=headers) as http, \
-            streamable_http_client(url, http_client=http) as (read, write):
-        yield read, write, None
+            streamable_http_client(url, http_client=http) as streams:  # 2.x: two; late 1.x: three
+        yield streams[0], streams[1], None
 
 
 def is_error(result: Any) -> bool:
