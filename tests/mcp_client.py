@@ -1,6 +1,6 @@
 """The official MCP client's few calls the tests and their agents make, the same under mcp 1.x and
 2.x: 2.x keeps only `streamable_http_client` (late 1.x has it too, yielding a third item), which
-takes its headers through an HTTP client and snake-cased the results' fields (`isError` is
+takes its headers through an HTTP client, and 2.x snake-cased the results' fields (`isError` is
 `is_error`). No deskbench import: the external agents use it as a user's agent uses the SDK.
 Scripts outside tests/ put tests/ on sys.path and import it as `mcp_client`."""
 
