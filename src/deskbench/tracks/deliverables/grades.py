@@ -134,9 +134,9 @@ def bind_legacy(actions: Iterable[QCAction], current: Sequence[RubricGrade]) -> 
     out = []
     for a in actions:
         if not a.bound:
-            g = primary_of(x for x in by_key.get(a.key, []) if x.created_at <= a.created_at)
-            if g is not None:
-                a = a.bind(g)
+            bound = primary_of(x for x in by_key.get(a.key, []) if x.created_at <= a.created_at)
+            if bound is not None:
+                a = a.bind(bound)
         out.append(a)
     return out
 
@@ -194,7 +194,8 @@ class GradeStore:
     def grades(self, system: str | None = None, grader: str | None = None, *, key: Key | None = None
                ) -> list[RubricGrade]:
         """Stored grades, oldest first; `key` keeps one episode's."""
-        sql, params = "SELECT grade FROM rubric_grades WHERE 1=1", []
+        sql = "SELECT grade FROM rubric_grades WHERE 1=1"
+        params: list[str | int] = []
         if system is not None:
             sql, params = sql + " AND system = ?", [*params, system]
         if grader is not None:
@@ -205,7 +206,8 @@ class GradeStore:
         return [RubricGrade.model_validate_json(r[0]) for r in rows]
 
     def failures(self, system: str | None = None) -> list[GradeFailure]:
-        sql, params = "SELECT failure FROM rubric_failures", ()
+        sql = "SELECT failure FROM rubric_failures"
+        params: tuple[str, ...] = ()
         if system is not None:
             sql, params = sql + " WHERE system = ?", (system,)
         return [GradeFailure.model_validate_json(r[0])
@@ -220,7 +222,8 @@ class GradeStore:
             stamps = {key: stamp} if stamp is not None else {}
         else:
             stamps = {k: e.finished_at for k, e in self.episodes(system).items() if e.status == "ok"}
-        current, stale = [], []
+        current: list[RubricGrade] = []
+        stale: list[RubricGrade] = []
         for g in self.grades(system, grader, key=key):
             (current if stamps.get(g.key) == g.episode_stamp else stale).append(g)
         return current, stale
@@ -263,7 +266,8 @@ class GradeStore:
 
     def qc_actions(self, system: str | None = None, *, key: Key | None = None) -> list[QCAction]:
         """The QC log as stored, oldest first (legacy rows unbound; see `resolved_qc`)."""
-        sql, params = "SELECT id, action FROM rubric_qc WHERE 1=1", []
+        sql = "SELECT id, action FROM rubric_qc WHERE 1=1"
+        params: list[str | int] = []
         if system is not None:
             sql, params = sql + " AND system = ?", [*params, system]
         if key is not None:
