@@ -23,7 +23,7 @@ from deskbench.runs.identity import (
     stored_identities,
 )
 from deskbench.runs.store import RunStore, deskbench_version, task_hash
-from deskbench.runs.track import execute_run
+from deskbench.runs.track import execute_run, ready
 from deskbench.tracks.docqa.run import RunSpec, prepare
 from deskbench.tracks.docqa.tasks import DocQATask
 
@@ -56,13 +56,13 @@ def test_a_resume_with_another_setting_is_refused_naming_it(operator_corpus: Cor
                                  ({"max_steps": 5}, "max_steps: 10 -> 5"),
                                  ({"top_k": 3, "view": "text"}, "top_k: 5 -> 3, view: image -> text")):
             with pytest.raises(UserError) as refused:
-                prepare(_spec(operator_corpus, out, **changes), TASKS)
+                ready(prepare(_spec(operator_corpus, out, **changes), TASKS))  # the runner records the identity
             line = str(refused.value)
             assert "\n" not in line and differs in line and "a new --out" in line and SYSTEM in line
         sent = len(fake.requests)
         # --concurrency, --limit and --attempts are not configuration: a resume may change them;
         # the explicit --max-steps 10 is the agent's own default, the same configuration
-        again = prepare(_spec(operator_corpus, out, concurrency=4, attempts=2, max_steps=10), TASKS[:1])
+        again = ready(prepare(_spec(operator_corpus, out, concurrency=4, attempts=2, max_steps=10), TASKS[:1]))
         assert again.already_done == 1
         assert execute_run(again)[0].counts.done == 1 and len(fake.requests) == sent + 1
     config = stored_identities(RunStore(out, create=False))[SYSTEM].config

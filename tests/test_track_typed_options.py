@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import sqlite3
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -24,6 +25,7 @@ from deskbench.cli import app
 from deskbench.cli.track_flags import builtin_source, merged
 from deskbench.contract.options import TrackOptions, flag_specs
 from deskbench.contract.registry import get_track, register_track, unregister_track
+from deskbench.corpus import Corpus
 from deskbench.errors import UserError
 from deskbench.runs.store import RunStore
 from deskbench.runs.track import RunRequest, execute_run, ready
@@ -176,3 +178,26 @@ def test_the_runner_does_the_bookkeeping_a_prepare_no_longer_repeats(echo: None,
                                      "--suffix", "?"])  # another configuration of the same system: refused
     assert isinstance(other.exception, UserError) and "already holds a echo-upper run with another configuration" in str(
         other.exception)
+
+
+def test_a_run_of_another_track_is_refused_before_prepare_writes_into_it(echo: None, operator_corpus: Corpus,
+                                                                         tmp_path: Path) -> None:
+    """docqa's prepare writes its system's corpus and settings into the run; the runner files the
+    tasks after it, so a run of another track is refused before prepare touches it."""
+    out = tmp_path / "run"
+    ran = CliRunner().invoke(app, ["run", "--tasks", str(_tasks(tmp_path)), "--agent", "echo-upper", "--out", str(out),
+                                   "--quiet"])
+    assert ran.exit_code == 0, ran.output
+    before = _meta(out)
+    docqa = tmp_path / "docqa.jsonl"
+    docqa.write_text(json.dumps({"id": "t1", "question": "Which year?", "answer_variants": ["2020"]}) + "\n")
+    result = CliRunner().invoke(app, ["run", "--tasks", str(docqa), "--agent", "lexical", "--corpus",
+                                      str(operator_corpus.root), "--out", str(out)])
+    assert isinstance(result.exception, UserError), result.output
+    assert str(result.exception) == f"{out} holds a echo run; use a new --out directory for docqa tasks"
+    assert _meta(out) == before  # nothing written into it (docqa's corpus and settings of its system)
+
+
+def _meta(run: Path) -> list[tuple[str, str]]:
+    with sqlite3.connect(run / "run.sqlite") as conn:
+        return sorted(conn.execute("SELECT key, value FROM meta").fetchall())

@@ -49,7 +49,9 @@ def execute_with_progress(prep, quiet: bool, request=None, executor: str = "loca
     each (done / errors / cost); report each system's counts; return the systems' names."""
     from deskbench.models.prices import cost_summary, format_cost
     from deskbench.runs.executors import get_executor
+    from deskbench.runs.track import ready
 
+    ready(prep)  # the runner's bookkeeping (tasks filed, identities recorded, what is done counted), once
     for warning in prep.warnings:
         err.print(f"[yellow]warning:[/yellow] {escape(warning)}")
     for model in {id(s.model): s.model for s in prep.systems if s.model is not None}.values():

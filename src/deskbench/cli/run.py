@@ -89,11 +89,30 @@ def run(
         raise UserError("--ray-address is for --executor ray; add --executor ray or drop --ray-address")
 
     with run_lock(out_dir):  # one writer per run directory: a second run on this --out stops in one line
+        _holds_no_other_track(out_dir, track.name)  # before the track writes anything into it
         prep = ready(track.prepare(request))  # the runner files the tasks, records each system, counts what is done
         if retry_errors:
             prep.retrying_errors()
         systems = execute_with_progress(prep, quiet, request, executor)
         show_scores(track, prep.store, systems, request, as_json=as_json)
+
+
+def _holds_no_other_track(out_dir: Path, name: str) -> None:
+    """A run directory that holds another track's tasks is refused before the track's `prepare`
+    writes its systems' settings into it (the runner files the tasks after `prepare`)."""
+    from deskbench.nearby import is_run
+
+    if not is_run(out_dir):
+        return
+    from deskbench.runs.store import RunStore
+
+    store = RunStore(out_dir, create=False)
+    try:
+        held = store.track() if store.task_hashes() else name
+    finally:
+        store.close()
+    if held != name:
+        raise UserError(f"{out_dir} holds a {held} run; use a new --out directory for {name} tasks")
 
 
 def _external_flags_need_an_external_agent(agents: list[str], built_in: tuple[str, ...], options: BaseModel) -> None:

@@ -96,6 +96,7 @@ class PreparedRun:
     warnings: list[str] = field(default_factory=list)
     retry_errors: bool = False  # run the errored episodes again, each as a new try (`retrying_errors`)
     booked: bool = False  # `ready` did the bookkeeping
+    meta: dict[str, str] = field(default_factory=dict)  # the run's meta `ready` writes once the tasks are filed
 
     @property
     def per_system(self) -> int:
@@ -153,6 +154,8 @@ def ready(prep: PreparedRun) -> PreparedRun:
     if prep.booked:
         return prep
     prep.store.save_tasks(list(prep.tasks))  # type: ignore[arg-type]  # a track's tasks are its task models
+    for key, value in prep.meta.items():  # where the tasks came from
+        prep.store.set_meta(key, value)
     for s in prep.systems:
         warning = remember_config(prep.store, s.name, s.config) if s.config is not None else None
         if warning and warning not in prep.warnings:

@@ -23,13 +23,12 @@ from deskbench.runs.identity import (
     model_settings,
     model_source,
     prompt_hash,
-    remember_config,
 )
 from deskbench.runs.protocol import ProtocolNote, deskbench, paper, remember_protocol
 from deskbench.runs.runner import EpisodeFn, HasId, episode_dir, system_name
 from deskbench.runs.settings import remember_settings
 from deskbench.runs.store import RunStore
-from deskbench.runs.track import PreparedRun, PreparedSystem, wanted
+from deskbench.runs.track import PreparedRun, PreparedSystem
 from deskbench.sandbox import Limits, Sandbox
 from deskbench.tracks.analytics.agent import AnalyticsAgent, make_agent, needs_model
 from deskbench.tracks.analytics.tasks import AnalyticsTask, check_inputs
@@ -112,9 +111,7 @@ def prepare_analytics(spec: AnalyticsRunSpec, tasks: Sequence[AnalyticsTask]) ->
     sandbox = Sandbox(spec.limits, unsafe_local=spec.unsafe_local)  # refuses early without bubblewrap
     model = open_model(spec.model, sampling=spec.sampling, concurrency=spec.concurrency, cache=spec.cache,
                        prices=spec.prices) if needs_model(agent) else None  # the key and settings before anything is created
-    store = RunStore(spec.out)
-    store.save_tasks(list(tasks))
-    store.set_meta("tasks_file", str(spec.tasks_file.resolve()))
+    store = RunStore(spec.out)  # the runner files the tasks, records the system's identity, counts what is done
     system = analytics_system(spec, model.id if model else None)
     if model is not None:
         remember_settings(store, system, model)
@@ -125,7 +122,6 @@ def prepare_analytics(spec: AnalyticsRunSpec, tasks: Sequence[AnalyticsTask]) ->
                                     "last_round_note": spec.last_round_note, "cjk_font_hint": spec.cjk_font_hint,
                                     **spec.agent_options},  # external: the command is part of what the system is
                           prompt_hash=prompt_hash(*PROMPT_MODULES))
-    warning = remember_config(store, system, config)
 
     @asynccontextmanager
     async def start() -> AsyncIterator[dict[str, EpisodeFn]]:
@@ -142,7 +138,7 @@ def prepare_analytics(spec: AnalyticsRunSpec, tasks: Sequence[AnalyticsTask]) ->
         yield {system: episode}
 
     prep = PreparedRun(track="analytics", store=store, tasks=list(tasks), systems=[], start=start,
-                       attempts=spec.attempts, concurrency=spec.concurrency, warnings=[warning] if warning else [])
-    prep.systems.append(PreparedSystem(name=system, model=model,
-                                       already_done=prep.done_before(system, wanted(tasks, spec.attempts))))
+                       attempts=spec.attempts, concurrency=spec.concurrency,
+                       meta={"tasks_file": str(spec.tasks_file.resolve())})
+    prep.systems.append(PreparedSystem(name=system, model=model, config=config))
     return prep

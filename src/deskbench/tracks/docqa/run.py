@@ -23,12 +23,11 @@ from deskbench.runs.identity import (
     model_settings,
     model_source,
     prompt_hash,
-    remember_config,
 )
 from deskbench.runs.runner import EpisodeFn, HasId, system_name
 from deskbench.runs.settings import remember_settings
 from deskbench.runs.store import RunStore
-from deskbench.runs.track import PreparedRun, PreparedSystem, wanted
+from deskbench.runs.track import PreparedRun, PreparedSystem
 from deskbench.runs.transcript import remember_corpus
 from deskbench.tracks.docqa.agents.bm25_protocols.registry import Bm25Choice, choose
 from deskbench.tracks.docqa.agents.registry import NEEDS_CORPUS, NEEDS_SANDBOX, NO_MODEL, make_agent
@@ -125,10 +124,7 @@ def prepare(spec: RunSpec, tasks: Sequence[DocQATask], *, tasks_file: str | None
                            prices=spec.prices)
     view, warnings = choose_view(spec, model.settings if model else None)
     sandbox = rlm_sandbox(spec.unsafe_local) if spec.agent in NEEDS_SANDBOX else None  # no bubblewrap: stop here
-    store = RunStore(spec.out)
-    store.save_tasks(tasks)
-    if tasks_file is not None:
-        store.set_meta("tasks_file", tasks_file)
+    store = RunStore(spec.out)  # the runner files the tasks, records the system's identity, counts what is done
     system = system_name(spec.agent, model.id) if model else spec.agent
     if model is not None:
         remember_settings(store, system, model)
@@ -141,11 +137,8 @@ def prepare(spec: RunSpec, tasks: Sequence[DocQATask], *, tasks_file: str | None
         settings = replace(settings, max_steps=choice.max_steps, top_k=choice.top_k, protocol=choice.protocol)
         if choice.warning:
             warnings.append(choice.warning)
-    warning = remember_config(store, system, docqa_config(spec.agent, model.id if model else None, settings,
-                                                          model_settings(model), spec.agent_options,
-                                                          source=model_source(model), choice=choice))
-    if warning:
-        warnings.append(warning)
+    config = docqa_config(spec.agent, model.id if model else None, settings, model_settings(model), spec.agent_options,
+                          source=model_source(model), choice=choice)
 
     @asynccontextmanager
     async def start() -> AsyncIterator[dict[str, EpisodeFn]]:
@@ -166,9 +159,9 @@ def prepare(spec: RunSpec, tasks: Sequence[DocQATask], *, tasks_file: str | None
         yield {system: episode}
 
     prep = PreparedRun(track="docqa", store=store, tasks=list(tasks), systems=[], start=start, attempts=spec.attempts,
-                       concurrency=spec.concurrency, warnings=warnings)
-    prep.systems.append(PreparedSystem(name=system, model=model,
-                                       already_done=prep.done_before(system, wanted(tasks, spec.attempts))))
+                       concurrency=spec.concurrency, warnings=warnings,
+                       meta={"tasks_file": tasks_file} if tasks_file is not None else {})
+    prep.systems.append(PreparedSystem(name=system, model=model, config=config))
     return prep
 
 
