@@ -65,7 +65,7 @@ def list_plugins(
     if kind not in KINDS:
         raise UserError(f"deskbench list {kind}: choose one of {', '.join(KINDS)}")
     rows = BUILTINS[kind]() + [(name if kind != "models" else f"{name}/...", origin)
-                                for name, origin in listing(kind)]  # type: ignore[arg-type]
+                                for name, origin in listing(kind)]
     if as_json:
         print(json.dumps([{"name": n, "origin": o} for n, o in rows]))
         return

@@ -153,7 +153,7 @@ class FileSectionsSpec(_Spec):
     xlsx sheet names, pptx slide titles, JSON top-level keys, markdown headings."""
 
     kind: Literal["file_sections"] = "file_sections"
-    file: str  # type: ignore[assignment]
+    file: str
     sections: list[str] = Field(default_factory=list)
 
 

@@ -42,6 +42,7 @@ from deskbench.runs.imported import META_KEY, ImportRecord, imported_systems
 from deskbench.runs.store import Episode, RunStore, now
 from deskbench.tasks.jsonl import PREDICTIONS, LineError, iter_jsonl, open_capped
 from deskbench.tasks.trajectory import ModelCallStep, ToolCallStep, TrajectoryStep
+from deskbench.tracks.docqa.scoring.docqa_match import Matched, match
 from deskbench.tracks.docqa.tasks import (
     DocQASubmission,
     DocQATask,
@@ -143,9 +144,7 @@ def episode_of(task: DocQATask, sub: DocQASubmission, system: str, at: str) -> E
                    usage=usage_of(sub, steps), started_at=at, finished_at=at)
 
 
-def _match(tasks: list[DocQATask], subs: list[DocQASubmission], pred: Path):  # -> Matched
-    from deskbench.tracks.docqa.scoring.docqa_match import match
-
+def _match(tasks: list[DocQATask], subs: list[DocQASubmission], pred: Path) -> Matched:
     try:
         return match(tasks, subs)
     except UserError:

@@ -24,7 +24,6 @@ from deskbench.tracks.docqa.humans import episodes_of, pooled_systems, tasks_sco
 from deskbench.tracks.docqa.report_curves import BudgetCurve, ErrorBreakdown, KuiperCurve
 from deskbench.tracks.docqa.report_madqa import build_madqa
 from deskbench.tracks.docqa.report_models import (
-    ERROR_CLASSES,
     DocqaSection,
     LeaderboardRow,
     SystemReport,
@@ -33,8 +32,8 @@ from deskbench.tracks.docqa.report_models import (
 from deskbench.tracks.docqa.scoring.calibration import kuiper
 from deskbench.tracks.docqa.scoring.docqa import ScoreOptions, score_all
 from deskbench.tracks.docqa.scoring.docqa_summary import ScoreReport, summarize
-from deskbench.tracks.docqa.tasks import DocQATask, ItemScore
-from deskbench.tracks.docqa.taxonomy import budget_curve, decompose, not_found_ids
+from deskbench.tracks.docqa.tasks import DocQASubmission, DocQATask, ItemScore
+from deskbench.tracks.docqa.taxonomy import ERROR_CLASSES, budget_curve, decompose, not_found_ids
 
 TEMPLATE = "deskbench.tracks.docqa:report.html.j2"
 
@@ -70,8 +69,8 @@ class _Scored:
 
 def episode_steps(ep: Episode) -> int | None:
     """Steps of an episode: the submission's own count (steps, iterations or searches), else the
-    tool calls in its trajectory. None for an episode without a submission."""
-    if ep.submission is None:
+    tool calls in its trajectory. None for an episode without a (docqa) submission."""
+    if not isinstance(ep.submission, DocQASubmission):
         return None
     effort = ep.submission.effort("steps")
     if effort is not None:
@@ -84,12 +83,13 @@ def _score(store: RunStore, system: str, opts: ScoreOptions) -> _Scored:
     if not tasks:
         raise UserError(f"the run in {store.dir} holds no tasks; give the --out of a 'deskbench run'")
     subs, failed = run_submissions(store, system)
-    scored_tasks = tasks_scored(system, tasks, {s.id for s in subs} | set(failed))
+    # an id-less submission answers no task: it is left out of the answered ids and the answers
+    scored_tasks = tasks_scored(system, tasks, {s.id for s in subs if s.id is not None} | set(failed))
     items, matched = score_all(scored_tasks, subs, opts)
     report = summarize(items, matched, opts, by=("domain", "category"), errors=failed)
     episodes = episodes_of(store, system)
     steps = {ep.task_id: s for ep in episodes if ep.status == "ok" and (s := episode_steps(ep)) is not None}
-    answers = {s.id: list(s.answer) for s in subs}
+    answers = {s.id: list(s.answer) for s in subs if s.id is not None}
     return _Scored(store.dir, system, scored_tasks, items, report, episodes, steps, answers)
 
 

@@ -131,7 +131,7 @@ class Repl:
         interactive interpreter does, so `context[:500]` shows something."""
         out, err = CappedBuffer(OUTPUT_CAP), CappedBuffer(OUTPUT_CAP)
         saved = sys.stdout, sys.stderr, sys.stdin
-        sys.stdout, sys.stderr, sys.stdin = out, err, io.StringIO("")  # type: ignore[assignment]
+        sys.stdout, sys.stderr, sys.stdin = out, err, io.StringIO("")
         failed = False
         try:
             tree = ast.parse(code, "<repl>", "exec")

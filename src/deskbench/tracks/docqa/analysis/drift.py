@@ -24,7 +24,7 @@ from deskbench.tracks.docqa.analysis.textsim import (
     pearson_r,
     tfidf_matrix,
 )
-from deskbench.tracks.docqa.tasks import DocQATask
+from deskbench.tracks.docqa.tasks import DocQASubmission, DocQATask
 
 SEARCH_TOOL = "search_documents"
 
@@ -68,8 +68,9 @@ def episode_queries(episode: Episode) -> list[str]:
         for step in episode.trajectory
         if isinstance(step, ToolCallStep) and step.name == SEARCH_TOOL and "query" in step.arguments
     ]
-    if not queries and episode.submission is not None and episode.submission.search_history:
-        queries = list(episode.submission.search_history)
+    sub = episode.submission
+    if not queries and isinstance(sub, DocQASubmission) and sub.search_history:
+        queries = list(sub.search_history)
     return queries
 
 

@@ -64,12 +64,15 @@ def layer_norm(x: F32, weight: F32, bias: F32, eps: float) -> F32:
     """LayerNorm over the last axis (biased variance, as torch)."""
     mean = x.mean(axis=-1, keepdims=True)
     var = ((x - mean) ** 2).mean(axis=-1, keepdims=True)
-    return ((x - mean) / np.sqrt(var + np.float32(eps)) * weight + bias).astype(np.float32)
+    # numpy's stubs type mean() as Any, so the result is named with its type
+    out: F32 = ((x - mean) / np.sqrt(var + np.float32(eps)) * weight + bias).astype(np.float32)
+    return out
 
 
 def gelu(x: F32) -> F32:
     """BERT's exact GELU, x * Phi(x) with the erf (not the tanh approximation)."""
-    return (np.float32(0.5) * x * (np.float32(1.0) + erf(x / np.float32(math.sqrt(2.0))))).astype(np.float32)
+    out: F32 = (np.float32(0.5) * x * (np.float32(1.0) + erf(x / np.float32(math.sqrt(2.0))))).astype(np.float32)
+    return out
 
 
 def attention(q: F32, k: F32, v: F32, mask: npt.NDArray[np.int64], heads: int) -> F32:
@@ -87,18 +90,21 @@ def attention(q: F32, k: F32, v: F32, mask: npt.NDArray[np.int64], heads: int) -
     weights = np.exp(scores)
     weights /= weights.sum(axis=-1, keepdims=True)
     out = weights @ split(v)  # (b, heads, t, d)
-    return out.transpose(0, 2, 1, 3).reshape(b, t, h).astype(np.float32)
+    joined: F32 = out.transpose(0, 2, 1, 3).reshape(b, t, h).astype(np.float32)
+    return joined
 
 
 def mean_pool(tokens: F32, mask: npt.NDArray[np.int64]) -> F32:
     """Mean of the token vectors over the real (unmasked) tokens, as sentence-transformers pools."""
     m = mask[:, :, None].astype(np.float32)
-    return ((tokens * m).sum(axis=1) / np.clip(m.sum(axis=1), 1e-9, None)).astype(np.float32)
+    pooled: F32 = ((tokens * m).sum(axis=1) / np.clip(m.sum(axis=1), 1e-9, None)).astype(np.float32)
+    return pooled
 
 
 def l2_normalize(x: F32) -> F32:
     """Unit rows (the Normalize module; torch's F.normalize with eps 1e-12)."""
-    return (x / np.clip(np.linalg.norm(x, axis=-1, keepdims=True), 1e-12, None)).astype(np.float32)
+    unit: F32 = (x / np.clip(np.linalg.norm(x, axis=-1, keepdims=True), 1e-12, None)).astype(np.float32)
+    return unit
 
 
 # -- the model -----------------------------------------------------------------------------

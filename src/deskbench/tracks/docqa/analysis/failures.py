@@ -85,7 +85,7 @@ def _counted(system: ScoredSystem) -> list[tuple[ItemScore, str]]:
 
 
 def _breakdown(labels: Iterable[str]) -> Breakdown:
-    counts = dict.fromkeys(ERROR_CLASSES, 0)
+    counts: dict[str, int] = dict.fromkeys(ERROR_CLASSES, 0)
     n = correct = 0
     for label in labels:
         n += 1

@@ -66,7 +66,7 @@ def guessability(
         questions[cls[t.id]] += 1
         correct[cls[t.id]] += accuracy.get(t.id) or 0.0
     total = sum(correct.values())
-    by_class = {
+    by_class: dict[str, ClassCounts] = {
         c: ClassCounts(questions=questions[c], correct=correct[c],
                        accuracy=correct[c] / questions[c] if questions[c] else None,
                        share_of_correct=correct[c] / total if total else None)

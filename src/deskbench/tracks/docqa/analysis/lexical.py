@@ -123,7 +123,7 @@ def lexical_analysis(
             for g in ngrams(text, n) & owners.keys():
                 for tid in owners[g]:
                     matched[(tid, n)].add((doc, page))
-    rows = []
+    rows: list[QuestionOverlap] = []
     for t in tasks:
         ev_text = "\n".join(evidence.get((e.document, e.page), "") for e in t.evidence)
         rows.extend(question_overlap(t, n, ev_text, matched[(t.id, n)]) for n in ns)

@@ -22,7 +22,9 @@ from reportlab.pdfgen import canvas
 
 from deskbench.generate.pdfs import scan_image
 
-WIDTH, HEIGHT = LETTER
+WIDTH: float
+HEIGHT: float
+WIDTH, HEIGHT = LETTER  # reportlab is untyped: its page size reads as Any
 MARGIN = 60.0
 TOP = HEIGHT - MARGIN
 BOTTOM = MARGIN + 20.0  # room for the footer

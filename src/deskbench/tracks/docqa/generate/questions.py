@@ -184,14 +184,14 @@ def _food(g: _Gen) -> None:
         for v, f in i.violations.items():
             g.lookup(f'In the {y} health inspection of {r}, is "{v}" ticked Yes or No?', f)
         same = [j for j in g.world.inspections if j.year == y and j.score.number == i.score.number]
-        m = by_name.get(r)
-        if len(same) == 1 and m is not None:
+        menu = by_name.get(r)
+        if len(same) == 1 and menu is not None:
             key = f"the restaurant that scored {int(i.score.number or 0)} in its {y} health inspection"
-            dish, f = list(m.mains.items())[-1]
+            dish, f = list(menu.mains.items())[-1]
             g.add("cross_doc_bridge", f"How much does the {dish.lower()} cost at {key}?", _alts(f), [i.score, f],
                   {"op": "bridge", "operands": [i.score.id, f.id]})
-            g.add("cross_doc_bridge", f"Who is the head chef at {key}?", _alts(m.chef), [i.score, m.chef],
-                  {"op": "bridge", "operands": [i.score.id, m.chef.id]})
+            g.add("cross_doc_bridge", f"Who is the head chef at {key}?", _alts(menu.chef), [i.score, menu.chef],
+                  {"op": "bridge", "operands": [i.score.id, menu.chef.id]})
 
 
 def _permits(g: _Gen) -> None:
@@ -210,9 +210,9 @@ def _permits(g: _Gen) -> None:
         g.lookup(f"Within how many months must the work under building permit {n} be completed?", p.months)
         for stage, f in p.stages.items():
             g.lookup(f"On what date did the {stage.lower()} inspection for building permit {n} take place?", f)
-        reg = regs.get(p.county)
-        if reg is not None and p.contractor in reg.licences:
-            lic = reg.licences[p.contractor]
+        county_reg = regs.get(p.county)
+        if county_reg is not None and p.contractor in county_reg.licences:
+            lic = county_reg.licences[p.contractor]
             g.add("cross_doc_bridge", f"What is the {p.county} licence number of the contractor named on building "
                   f"permit {n}?", _alts(lic), [p.fields["contractor"], lic],
                   {"op": "bridge", "operands": [p.fields["contractor"].id, lic.id]})

@@ -113,10 +113,10 @@ def _check_answer(task: DocQATask, rec: ManifestRecord) -> str | None:
         ok = got is not None and abs(got - value) < 1e-6 and (op == "sum" or value > 0)
         return None if ok else f"{op} of {nums} is {value}, answer says {gold}"
     if op in ("argmax", "argmin"):
-        nums = [facts[i].number or 0 for i in comp["operands"]]
-        best = (max if op == "argmax" else min)(range(len(nums)), key=lambda i: nums[i])
-        if len(set(nums)) != len(nums) or gold != [comp["labels"][best]]:
-            return f"{op} over {nums} is {comp['labels'][best]}, answer says {gold}"
+        ranked = [facts[i].number or 0 for i in comp["operands"]]
+        best = (max if op == "argmax" else min)(range(len(ranked)), key=lambda i: ranked[i])
+        if len(set(ranked)) != len(ranked) or gold != [comp["labels"][best]]:
+            return f"{op} over {ranked} is {comp['labels'][best]}, answer says {gold}"
         return None
     if op == "intersection":
         sets = [[facts[i].value for i in ids] for ids in comp["sets"]]

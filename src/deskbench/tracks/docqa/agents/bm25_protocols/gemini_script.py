@@ -120,7 +120,7 @@ def parse_final_answer(text: str) -> dict[str, Any]:
     if match:
         try:
             parsed = json.loads(match.group(0))
-            if "answer" in parsed and "citations" in parsed:
+            if isinstance(parsed, dict) and "answer" in parsed and "citations" in parsed:
                 return parsed
         except json.JSONDecodeError:
             pass
@@ -139,9 +139,8 @@ def kept(response: ChatResponse) -> bool:
     reason = response.finish_reason
     if reason in KEPT:
         return True
-    if reason in RAISED or (reason or "").startswith("PROMPT_BLOCKED") or (reason or "").isdigit():
-        return False
-    return True  # another provider's finish reason (this protocol named explicitly): a normal reply
+    raised = reason in RAISED or (reason or "").startswith("PROMPT_BLOCKED") or (reason or "").isdigit()
+    return not raised  # another provider's finish reason (this protocol named explicitly): a normal reply
 
 
 def as_sent_back(reply: Message) -> Message:
