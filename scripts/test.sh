@@ -3,7 +3,9 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh test
+# pytest-xdist: one worker per CPU this process may use (2 on the project's machines; not the host's
+# count a container reports; DESKBENCH_TEST_WORKERS to change it), the Ray tests kept on one worker
+# (--dist loadgroup); the 25 slowest tests listed at the end.
+workers="${DESKBENCH_TEST_WORKERS:-$(.venv/bin/python -c 'import os; print(len(os.sched_getaffinity(0)))')}"
 export OMP_THREAD_LIMIT=1
-# pytest-xdist: one worker per CPU (2 on the project's machines; DESKBENCH_TEST_WORKERS to change it),
-# the Ray tests kept on one worker (--dist loadgroup); the 25 slowest tests listed at the end.
-exec .venv/bin/python -m pytest -q -n "${DESKBENCH_TEST_WORKERS:-logical}" --dist loadgroup --durations=25 "$@"
+exec .venv/bin/python -m pytest -q -n "$workers" --dist loadgroup --durations=25 "$@"
