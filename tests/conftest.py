@@ -37,7 +37,6 @@ def needs(*marks: str) -> Callable[[F], F]:
     return carry
 
 
-@pytest.hookimpl(tryfirst=True)  # before xdist's own hook reads the xdist_group markers
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     for item in items:
         info = getattr(item, "_fixtureinfo", None)
@@ -47,10 +46,6 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
                  for m in getattr(fixture.func, "test_marks", ())}
         for mark in sorted(marks):
             item.add_marker(mark)
-        if item.get_closest_marker("ray"):
-            # One worker runs every Ray test: a Ray test kills Ray worker processes by name, and two
-            # clusters at once would take each other's memory and cores.
-            item.add_marker(pytest.mark.xdist_group("ray"))
 
 
 def shared_dir() -> Path | None:

@@ -70,7 +70,7 @@ def test_the_test_command_runs_in_parallel_and_shows_durations() -> None:
     words = shlex.split(next(x for x in script.splitlines() if x.startswith("exec ")))
     assert words[words.index("-n") + 1] == "$workers"
     assert 'workers="${DESKBENCH_TEST_WORKERS:-' in script and "sched_getaffinity" in script  # the CPUs it may use
-    assert words[words.index("--dist") + 1] == "loadgroup"  # the Ray tests on one worker
+    assert words[words.index("--dist") + 1] == "loadfile"  # a file's module fixtures built once
     assert "--durations=25" in words
 
 
