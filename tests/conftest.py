@@ -250,8 +250,8 @@ def _run_in_process(args: tuple[str, ...], *, cwd: Path | None,
             else:
                 print(exc.code, file=sys.stderr)
                 code = 1
-        except BaseException:  # what a fresh interpreter would print before exiting with 1
-            traceback.print_exc()
+        except Exception:  # what a fresh interpreter would print before exiting with 1 (pytest's
+            traceback.print_exc()  # outcomes, a timeout among them, are BaseExceptions: they go on)
             code = 1
         finally:
             sys.stdout.flush()
