@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.markup import escape
@@ -13,6 +13,9 @@ from rich.table import Table
 from deskbench.cli.common import CorpusOpt, JsonOpt, QuietOpt, progress_bars
 from deskbench.console import err, out
 from deskbench.errors import UserError
+
+if TYPE_CHECKING:  # the corpus module loads only when a command runs (the CLI starts fast)
+    from deskbench.corpus.corpus import SearchHit
 
 
 def register(app: typer.Typer) -> None:
@@ -124,7 +127,7 @@ def search(
     _print_hits(query, hits)
 
 
-def _print_hits(query: str, hits: list) -> None:  # list[SearchHit]
+def _print_hits(query: str, hits: list[SearchHit]) -> None:
     out.print(f"[bold]{escape(query)}[/bold]  ({len(hits)} pages)")
     for rank, h in enumerate(hits, 1):
         out.print(f"  {rank}. [cyan]{escape(h.document)}[/cyan] p.{h.page}  "

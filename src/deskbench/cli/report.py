@@ -71,6 +71,6 @@ def report(
         from deskbench.paths import require_corpus
 
         require_corpus(corpus, "--corpus")
-    data = build_report(run_dirs, **params)
+    data = build_report(run_dirs, None, **params)  # no per-track options: the scorer is built from the flags
     write_report(data, output, viewer_url)
     out.print(f"wrote {output} ({', '.join(f'{s.n_systems} {s.track}' for s in data.sections)} system(s))")

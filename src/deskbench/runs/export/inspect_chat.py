@@ -183,8 +183,8 @@ def _usage(usage: dict[str, Any] | None) -> ModelUsage | None:
 
 
 def _tool_choice(value: object) -> Literal["auto", "any", "none"] | ToolFunction:
-    if value in ("auto", "none"):
-        return cast(Literal["auto", "none"], value)
+    if value in ("auto", "none"):  # narrowed to the two literals
+        return value
     if value == "required":
         return "any"
     if isinstance(value, str) and value:

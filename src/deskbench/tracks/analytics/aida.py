@@ -130,7 +130,10 @@ def convert(rows: list[tuple[int, AidaRow]], split_dir: Path, out_dir: Path, *, 
             difficulty_steps: int | None) -> AidaImport:
     """Each row as an AnalyticsTask whose paths are relative to `out_dir` (the tasks file's folder)."""
     result = AidaImport()
-    rel = lambda p: Path(os.path.relpath(p, out_dir)).as_posix()  # noqa: E731
+
+    def rel(p: Path) -> str:
+        return Path(os.path.relpath(p, out_dir)).as_posix()
+
     for number, row in rows:
         category = CATEGORY_OF_PREFIX.get(row.id.split("_", 1)[0].upper())
         if category is None:

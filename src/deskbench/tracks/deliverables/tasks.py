@@ -263,7 +263,8 @@ def load_package(directory: Path) -> DeliverableTask:
 def dump_task(task: DeliverableTask) -> str:
     """task.yaml text: field order as declared, keys unsorted, stable across runs."""
     data = task.model_dump(mode="json", by_alias=True, exclude_none=True)
-    return yaml.safe_dump(data, sort_keys=False, allow_unicode=True, width=100)
+    text: str = yaml.safe_dump(data, sort_keys=False, allow_unicode=True, width=100)  # yaml is untyped here
+    return text
 
 
 def load_packages(path: Path) -> list[DeliverableTask]:

@@ -280,11 +280,11 @@ SUMMARY_COLUMNS = ["Region", "Total Units", "Total Revenue (INR lakh)", "Target 
 
 def file_region_summary(job: _Job) -> AnalyticsTask:
     book, rel = _sales(job)
-    rows = []
+    rows: list[tuple[str, int, float, float, float]] = []  # region, units, revenue lakh, target, attainment
     for r in book.regions:
         lakh = round(sum(book.revenue_k[r]) / 100, 2)
         target = book.targets_lakh[r]
-        rows.append([r, sum(book.units[r]), lakh, target, round(lakh / target * 100, 1)])
+        rows.append((r, sum(book.units[r]), lakh, target, round(lakh / target * 100, 1)))
     rows.sort(key=lambda row: (-row[2], row[0]))
     wb = Workbook()
     ws = wb.active

@@ -12,7 +12,14 @@ from openpyxl import Workbook
 
 from deskbench.generate.office import add_table, new_docx, save_docx, save_workbook, write_csv
 from deskbench.tracks.deliverables.generate.common import Package, lure_pattern, money
-from deskbench.tracks.deliverables.tasks import DeliverableTask, Golden, GoldenValue, table19_rubric
+from deskbench.tracks.deliverables.tasks import (
+    AuthorizedSource,
+    DeliverableTask,
+    Golden,
+    GoldenValue,
+    table19_rubric,
+)
+from deskbench.tracks.deliverables.verifier_specs import Unit
 
 PORTS = ("Shenzhen", "Shanghai", "Ningbo", "Busan", "Singapore", "Chennai", "Mundra")
 EU_PORTS = ("Rotterdam", "Hamburg", "Antwerp", "Felixstowe", "Valencia")
@@ -118,9 +125,9 @@ def fsp_freight(rng: random.Random, task_id: str, pkg: Path) -> DeliverableTask:
         "CONTRACT` or `DECISION: USE SPOT MARKET`.",
         inputs=["lane_volumes.csv", "carrier_rates.xlsx", "fuel_policy_draft_v1.xlsx",
                 "fuel_policy_final_v2.docx"],
-        authorized_sources=[{"name": n} for n in ("lane_volumes.csv", "carrier_rates.xlsx",
-                                                  "fuel_policy_draft_v1.xlsx",
-                                                  "fuel_policy_final_v2.docx")],
+        authorized_sources=[AuthorizedSource(name=n) for n in ("lane_volumes.csv", "carrier_rates.xlsx",
+                                                               "fuel_policy_draft_v1.xlsx",
+                                                               "fuel_policy_final_v2.docx")],
         required_outputs=p.outputs,
         golden=Golden(answer=f"Spot all-in USD {money(spot)} {'>' if sign_fixed else '<'} fixed "
                       f"USD {money(fixed)}: {verdict}.", decision=decision,
@@ -297,7 +304,7 @@ def ldp_portfolio(rng: random.Random, task_id: str, pkg: Path) -> DeliverableTas
     shortfall rule, so an agent that reads the decision off the unit is right half the time."""
     deflate = rng.random() < 0.5  # asked in lakh: the lure's total is too small
     shortfall = rng.random() < 0.5
-    unit = "lakh" if deflate else "crore"
+    unit: Unit = "lakh" if deflate else "crore"
     per_cr = 100 if deflate else 1  # the asked unit per crore
     for _attempt in range(10_000):  # redraw until the lure falls short of a bar the total clears
         segs = rng.sample(SEGMENTS, 6)
@@ -316,6 +323,7 @@ def ldp_portfolio(rng: random.Random, task_id: str, pkg: Path) -> DeliverableTas
             break
     else:
         raise RuntimeError("could not draw segments whose lakh-as-is total is below the true total")
+    threshold: float  # whole in lakh, one decimal in crore
     if deflate:  # the bar sits between the deflated lure and the true total
         threshold = round(max(total / rng.uniform(1.1, 1.4), lazy * 1.05))
         assert lazy < threshold <= total

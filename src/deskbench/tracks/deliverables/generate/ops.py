@@ -12,7 +12,13 @@ from openpyxl import Workbook
 
 from deskbench.generate.office import add_table, new_docx, save_docx, save_workbook, write_csv
 from deskbench.tracks.deliverables.generate.common import Package, lure_pattern
-from deskbench.tracks.deliverables.tasks import DeliverableTask, Golden, GoldenValue, table19_rubric
+from deskbench.tracks.deliverables.tasks import (
+    AuthorizedSource,
+    DeliverableTask,
+    Golden,
+    GoldenValue,
+    table19_rubric,
+)
 
 TOP_PRIORITY = ("Top Priority: Implement AI-powered call routing and real-time coaching to "
                 "address AHT and FCR gaps, driving cost efficiency and NPS improvement.")
@@ -225,9 +231,9 @@ def crp_market_entry(rng: random.Random, task_id: str, pkg: Path) -> Deliverable
         "State your assumptions. Produce gtm_onepager.pptx with slides " + ", ".join(slides)
         + ". End with `DECISION: GO` or `DECISION: NO GO`.",
         inputs=["channel_economics.xlsx", "client_brief.docx", "mordor_extract.docx"],
-        authorized_sources=[{"name": "channel_economics.xlsx"}, {"name": "client_brief.docx"},
-                            {"name": "Mordor Intelligence", "kind": "external",
-                             "note": "the only market report allowed (extract provided)"}],
+        authorized_sources=[AuthorizedSource(name="channel_economics.xlsx"), AuthorizedSource(name="client_brief.docx"),
+                            AuthorizedSource(name="Mordor Intelligence", kind="external",
+                                             note="the only market report allowed (extract provided)")],
         required_outputs=p.outputs,
         golden=Golden(answer=f"Blended margin {weighted}% {'>=' if go else '<'} hurdle "
                       f"{hurdle}%: {verdict}.", decision=decision,

@@ -34,7 +34,7 @@ import json
 import re
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Literal, TypeVar
 
 from pydantic import BaseModel
 from rich.markup import escape
@@ -46,6 +46,9 @@ from deskbench.tracks.deliverables.scoring import rubric_prompts as P
 from deskbench.tracks.deliverables.scoring.rubric import unnegated
 from deskbench.tracks.deliverables.scoring.rubric_qc_final import FinalGrade
 from deskbench.tracks.deliverables.tasks import RUBRIC_CODES
+
+# the grades' keys (task, system, attempt or any other) are not read: only their values
+_K = TypeVar("_K")
 
 __all__ = ["PATTERNS", "TAGS", "CellKey", "LlmTagging", "Tag", "TagCounts", "cell_texts", "jaccard",
            "llm_tag_cells", "regex_tags", "tag_cells", "tag_counts"]
@@ -97,7 +100,7 @@ def regex_tags(text: str) -> frozenset[Tag]:
     return frozenset(t for t in TAGS if unnegated(PATTERNS[t], text))
 
 
-def cell_texts(final_grades: Mapping[object, FinalGrade]) -> dict[CellKey, str]:
+def cell_texts(final_grades: Mapping[_K, FinalGrade]) -> dict[CellKey, str]:
     """Every criterion justification of every row, keyed (task_id, system, attempt, code)."""
     return {(g.task_id, g.system, g.attempt, c): g.justifications[c]
             for g in final_grades.values() for c in RUBRIC_CODES}
@@ -106,7 +109,7 @@ def cell_texts(final_grades: Mapping[object, FinalGrade]) -> dict[CellKey, str]:
 Tagger = Callable[[str], Iterable[str]] | Mapping[CellKey, Iterable[str]]
 
 
-def tag_cells(final_grades: Mapping[object, FinalGrade], tagger: Tagger) -> dict[CellKey, frozenset[str]]:
+def tag_cells(final_grades: Mapping[_K, FinalGrade], tagger: Tagger) -> dict[CellKey, frozenset[str]]:
     """Each cell's tags: `tagger` called on the justification, or looked up when it is a
     mapping of precomputed cell tags (a cell it lacks is untagged)."""
     texts = cell_texts(final_grades)
@@ -127,7 +130,7 @@ class TagCounts(BaseModel):
     tagged_cells: int  # ... with at least one tag
 
 
-def tag_counts(final_grades: Mapping[object, FinalGrade], tagger: Tagger, *, name: str = "") -> TagCounts:
+def tag_counts(final_grades: Mapping[_K, FinalGrade], tagger: Tagger, *, name: str = "") -> TagCounts:
     cells = tag_cells(final_grades, tagger)
     pairs: dict[tuple[str, str], set[str]] = {}
     for g in final_grades.values():
@@ -180,7 +183,7 @@ class LlmTagging:
     failed: dict[CellKey, str] = field(default_factory=dict)
 
 
-async def llm_tag_cells(model: ChatModel, final_grades: Mapping[object, FinalGrade], *,
+async def llm_tag_cells(model: ChatModel, final_grades: Mapping[_K, FinalGrade], *,
                         concurrency: int = 4) -> LlmTagging:
     """One ask_json call per distinct (criterion, justification); temperature 0."""
     texts = cell_texts(final_grades)
