@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from deskbench.models.resilient import ResilientModel
+    from deskbench.models.types import ChatModel
 
 
 def open_judge(name: str | None, concurrency: int, *, cache: bool | Path = True) -> ResilientModel | None:
@@ -23,7 +24,7 @@ def open_judge(name: str | None, concurrency: int, *, cache: bool | Path = True)
     return open_model(name, role="judge", concurrency=concurrency, cache=cache)
 
 
-def close_models(*models: ResilientModel | None) -> None:
+def close_models(*models: ChatModel | None) -> None:
     """Close each distinct judge model once (one model often judges twice: the chart judge is
     the QA judge)."""
     distinct = {id(m): m for m in models if m is not None}.values()
