@@ -15,6 +15,8 @@ from deskbench.errors import UserError
 if TYPE_CHECKING:  # rich.progress is imported when a command shows progress, not at start-up
     from rich.progress import Progress
 
+    from deskbench.runs.track import PreparedRun, RunRequest
+
 CorpusOpt = Annotated[Path, typer.Option("--corpus", "-c", help="Corpus directory.")]
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print machine-readable JSON on stdout.")]
 QuietOpt = Annotated[bool, typer.Option("--quiet", "-q", help="No progress bars.")]
@@ -44,7 +46,8 @@ def describe(report: object) -> str:
     return "\n".join(f"{k}: {v}" for k, v in fields.items())
 
 
-def execute_with_progress(prep, quiet: bool, request=None, executor: str = "local") -> list[str]:  # prep: runs.track.PreparedRun; request: its RunRequest
+def execute_with_progress(prep: PreparedRun, quiet: bool, request: RunRequest | None = None,
+                          executor: str = "local") -> list[str]:
     """Run every system of a prepared run at once (runs/track.py execute_run), one progress bar
     each (done / errors / cost); report each system's counts; return the systems' names."""
     from deskbench.models.prices import cost_summary, format_cost

@@ -54,7 +54,7 @@ def demo(
                           flags={"--local-limit": local_limit, "--analytics-limit": analytics_limit,
                                  "--deliverables-limit": deliverables_limit, "--max-steps": max_steps,
                                  "--workers": workers},
-                          quiet=quiet, execute=execute_with_progress)
+                          quiet=quiet, execute=_execute)
     run_dirs = [run_dir for _, leg in legs for run_dir in leg.run(context)]  # each track's leg in turn
     out.print("[bold]3. scores[/bold]")
     _record_scorings(run_dirs)
@@ -138,3 +138,12 @@ def next_command(deskbench: str, tasks: Path, out_dir: Path) -> str:
         prefix, agent, model = "", "your_module:YourAgent", "local"
     return (f"{prefix}{deskbench} run --agent {agent} --model {q(model)} --tasks {q(_shown(tasks))} "
             f"--corpus {q(_shown(out_dir / 'corpus'))} --out {q(_shown(out_dir / 'runs' / 'keyword-agent'))}")
+
+
+def _execute(prep: object, quiet: bool) -> list[str]:
+    """A track's demo leg runs its prepared run with the progress bars (contract/cli.py DemoContext
+    types it loosely: the contract imports nothing of the runs)."""
+    from deskbench.runs.track import PreparedRun
+
+    assert isinstance(prep, PreparedRun), prep
+    return execute_with_progress(prep, quiet)

@@ -49,8 +49,9 @@ def file_judge_for(name: str | None, concurrency: int, *, unsafe_local: bool = F
     from deskbench.sandbox import Sandbox
     from deskbench.tracks.analytics.scoring.file_judge import FileJudge
 
-    sandbox = Sandbox(unsafe_local=unsafe_local)
-    return FileJudge(model=open_judge(name, concurrency), sandbox=sandbox)
+    model = open_judge(name, concurrency)
+    assert model is not None  # a name was given
+    return FileJudge(model=model, sandbox=Sandbox(unsafe_local=unsafe_local))
 
 
 def file_judge_mode(file_judge: str | None, file_judge_all: bool | None) -> bool:

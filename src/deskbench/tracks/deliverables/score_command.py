@@ -4,11 +4,15 @@ printed (the command itself is cli/score.py)."""
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from deskbench.console import out
 from deskbench.errors import UserError
 from deskbench.runs.store import RunStore
 from deskbench.tracks.deliverables.tasks import DeliverableTask
+
+if TYPE_CHECKING:
+    from deskbench.tracks.deliverables.scoring.deliverables import DeliverableItemScore
 
 
 def score_deliverables(store: RunStore, *, systems: list[str] | None, judge: str | None, concurrency: int,
@@ -57,13 +61,13 @@ def score_deliverables(store: RunStore, *, systems: list[str] | None, judge: str
 
 
 def _record(store: RunStore, judge: str | None, reviewed_only: bool, report: dict[str, object],
-            items: list, rows: list[dict[str, object]]) -> None:  # items: DeliverableItemScore
+            items: list[DeliverableItemScore], rows: list[dict[str, object]]) -> None:
     """Keep the scoring in the run store (runs/scorings.py): the tables over every system under
     "*" (deliverables' --json is one report), each item's outcome and row."""
     from deskbench.runs.scorings import ScoringSettings, StoredItem
     from deskbench.tracks.deliverables.outcomes import deliverables_outcomes
 
-    def why(item) -> str:  # noqa: ANN001
+    def why(item: DeliverableItemScore) -> str:
         if reviewed_only and item.graded and item.grade_status != "reviewed":
             return f"the rubric grade is not QC-reviewed ({item.grade_status}; --reviewed-only)"
         return "not graded yet (grade it with 'deskbench serve --out RUNDIR' or 'deskbench rubric grade')"

@@ -7,6 +7,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from rich.markup import escape
 from rich.table import Table
@@ -17,8 +18,13 @@ from deskbench.errors import UserError
 from deskbench.runs.scorings import ScoringSettings, StoredItem
 from deskbench.runs.store import RunStore
 from deskbench.tracks.docqa.scoring.docqa import ScoreOptions
+from deskbench.tracks.docqa.scoring.docqa_summary import GroupBy
 from deskbench.tracks.docqa.scoring.llm_judge import make_judge
-from deskbench.tracks.docqa.tasks import DocQATask
+from deskbench.tracks.docqa.tasks import DocQASubmission, DocQATask
+
+if TYPE_CHECKING:
+    from deskbench.scoring.attempts import AttemptMetrics
+    from deskbench.tracks.docqa.scoring.docqa_summary import ScoreReport
 
 
 @dataclass(frozen=True)
@@ -52,11 +58,18 @@ class DocQAScoreArgs:
         return cls(**known)  # type: ignore[arg-type]
 
 
+def _groups(by: Sequence[str]) -> list[GroupBy]:
+    """--by's values, checked: what the summary breaks the scores down by."""
+    known: dict[str, GroupBy] = {"domain": "domain", "category": "category"}
+    for g in by:
+        if g not in known:
+            raise UserError(f"--by {g!r} is not valid; use domain or category")
+    return [known[g] for g in by]
+
+
 def score_options(a: DocQAScoreArgs) -> ScoreOptions:
     """The scorer's options, checked (one line for each bad value), with the judge opened."""
-    for g in a.by:
-        if g not in ("domain", "category"):
-            raise UserError(f"--by {g!r} is not valid; use domain or category")
+    _groups(a.by)
     if a.kuiper_ties not in ("robust", "stable"):
         raise UserError(f"--kuiper-ties {a.kuiper_ties!r} is not valid; use robust or stable")
     if a.effort not in ("steps", "tokens", "seconds"):
@@ -105,19 +118,20 @@ def score_run(store: RunStore, systems: Sequence[str], a: DocQAScoreArgs, *, as_
     stored: list[StoredItem] = []  # every item of every attempt, kept in the run store
     for name in systems:
         subs, failed = run_submissions(store, name)
-        answered = {s.id for s in subs} | set(failed)
+        answered = {s.id for s in subs if s.id is not None} | set(failed)
         # a task whose episode could not be read is left out, not scored missing (a zero): only over what ran
         unread = sorted({u.task_id for u in store.skipped.values() if u.system == name
                          and (u.attempt == "0" or not u.attempt.isdigit())} - answered)
         scored_tasks = [t for t in tasks_scored(name, task_items, answered) if t.id not in unread]
         with recording(store, name, 0):  # the judge's calls, kept with each episode (judge_transcripts)
-            reports[name] = _score_and_show(scored_tasks, subs, opts, list(a.by), name=name, errors=failed,
+            reports[name] = _score_and_show(scored_tasks, subs, opts, _groups(a.by), name=name, errors=failed,
                                             as_json=as_json, items_out=None, collect=collected, stored=stored,
                                             unreadable=unread)
         reports[name].attempts = docqa_attempts(store, name, task_items, opts, record=True,  # --attempts K > 1
                                                 stored=stored)
-        if reports[name].attempts is not None and not as_json:
-            _print_attempts(reports[name].attempts)
+        attempts = reports[name].attempts
+        if attempts is not None and not as_json:
+            _print_attempts(attempts)
     if a.items_out is not None:  # every system's items in one file, each line naming its system
         from deskbench.tracks.docqa.scoring.docqa_items import write_rows
 
@@ -145,7 +159,7 @@ def score_predictions(submissions: Path, a: DocQAScoreArgs, *, as_json: bool) ->
     if read.citations_dropped:
         err.print(f"[yellow]warning:[/yellow] {len(read.citations_dropped)} citations could not be read and were "
                   f"dropped from their predictions (the answers are kept), e.g. {escape(read.citations_dropped[0])}")
-    report = _score_and_show(task_rows.items, read.rows.items, opts, list(a.by), name=submissions.name,
+    report = _score_and_show(task_rows.items, read.rows.items, opts, _groups(a.by), name=submissions.name,
                              as_json=as_json, items_out=a.items_out, pages_coerced=read.pages_coerced,
                              citations_dropped=len(read.citations_dropped),
                              skipped_lines=len(task_rows.skipped) + len(read.rows.skipped))
@@ -175,10 +189,11 @@ def _some(ids: list[str]) -> str:
 
 
 
-def _score_and_show(task_items, subs, opts, groups, *, name: str, as_json: bool, items_out: Path | None,
-                    errors=(), pages_coerced: int = 0, citations_dropped: int = 0,
-                    skipped_lines: int = 0, collect: list | None = None,
-                    stored: list[StoredItem] | None = None, unreadable: Sequence[str] = ()):  # -> ScoreReport
+def _score_and_show(task_items: Sequence[DocQATask], subs: Sequence[DocQASubmission], opts: ScoreOptions,
+                    groups: Sequence[GroupBy], *, name: str, as_json: bool, items_out: Path | None,
+                    errors: Sequence[str] = (), pages_coerced: int = 0, citations_dropped: int = 0,
+                    skipped_lines: int = 0, collect: list[dict[str, object]] | None = None,
+                    stored: list[StoredItem] | None = None, unreadable: Sequence[str] = ()) -> ScoreReport:
     """Score, warn, print; the items go to `items_out`, or are appended to `collect` as
     (system, item) for a caller that writes several systems' items to one file; `stored` gets
     them as the run store keeps them (attempt 0)."""
@@ -215,7 +230,7 @@ def _score_and_show(task_items, subs, opts, groups, *, name: str, as_json: bool,
 
 
 
-def _print_attempts(m) -> None:  # m: deskbench.scoring.attempts.AttemptMetrics
+def _print_attempts(m: AttemptMetrics) -> None:
     spread = "–" if m.spread is None else f"{100 * m.spread:.1f}"
     out.print(f"attempts (k={m.k}, {m.n_tasks} tasks): pass@1 {_pct(m.pass1, m.pass1_ci)}, "
               f"pass@{m.k} {_pct(m.passk)}{'' if m.complete else '*'}, avg@{m.k} {_pct(m.avgk)}; spread across "
@@ -225,7 +240,7 @@ def _print_attempts(m) -> None:  # m: deskbench.scoring.attempts.AttemptMetrics
 
 
 
-def print_report(report, name: str) -> None:  # report: ScoreReport
+def print_report(report: ScoreReport, name: str) -> None:
     judged = report.bias_corrected is not None
     table = Table(title=f"docqa score: {name}")
     cols = ("system", "Accuracy", "X-Page", "X-Doc", "Page F1", "Doc F1", "Kuiper ↓")
@@ -256,8 +271,8 @@ def print_report(report, name: str) -> None:  # report: ScoreReport
         wasted = "–" if report.wasted_effort_ratio is None else f"{report.wasted_effort_ratio:.3f}"
         out.print(f"wasted effort ratio {wasted} (mean effort of incorrect / correct items); "
                   f"share of effort on incorrect items {_pct(report.effort_share_incorrect)}")
-    if judged:
-        bc = report.bias_corrected
+    bc = report.bias_corrected
+    if bc is not None:
         rule = ("a failed judge call scores 0 (--official)" if report.judge_failures == "zero" else
                 "a failed judge call leaves its item unscored (out of the denominator), never wrong; "
                 "--official scores it 0")
