@@ -16,7 +16,15 @@ from pathlib import Path
 from typing import Any
 
 from deskbench.models.registry import ModelSpec
-from deskbench.models.types import ChatModel, ChatRequest, ChatResponse, Message, ModelError, ToolCall, Usage
+from deskbench.models.types import (
+    ChatModel,
+    ChatRequest,
+    ChatResponse,
+    Message,
+    ModelError,
+    ToolCall,
+    Usage,
+)
 
 PARITY_GENERATOR = Path(__file__).parent / "data" / "madqa_parity" / "generate.py"
 

@@ -342,10 +342,10 @@ def function_call_turn_follows_user(ctx: Ctx) -> Refusal | None:
     # function response turn." (real 400s: google-gemini/gemini-cli#11814, a history starting with
     # a function call; continuedev/continue#11164).
     for i, c in enumerate(ctx.contents):
-        if c.get("role") == "model" and _call_counts(c)[0]:
-            if i == 0 or ctx.contents[i - 1].get("role") != "user":
-                return bad("Please ensure that function call turn comes immediately after a user turn or "
-                           "after a function response turn.")
+        if c.get("role") == "model" and _call_counts(c)[0] and (
+                i == 0 or ctx.contents[i - 1].get("role") != "user"):
+            return bad("Please ensure that function call turn comes immediately after a user turn or "
+                       "after a function response turn.")
     return None
 
 

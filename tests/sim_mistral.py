@@ -436,7 +436,7 @@ def message_content(req: Req) -> Refusal | None:
             if not TOOL_ID.match(str(call_id)):
                 return 400, error_body(f"Tool call id was {call_id} but must be a-z, A-Z, 0-9, with a length of 9.",
                                        "invalid_function_call", "3280", status=400)
-    for k, tool in enumerate(req.body.get("tools") or []):
+    for tool in req.body.get("tools") or []:
         name = str(tool["function"]["name"])
         if not NAME.match(name):
             return 400, error_body(f"Function name was {name} but must be a-z, A-Z, 0-9, or contain underscores and "

@@ -11,7 +11,6 @@ import typer
 from conftest import run_cli
 from typer.testing import CliRunner
 
-from deskbench.tracks.docqa.cli.analyse_madqa import register
 from deskbench.models.types import Usage
 from deskbench.runs.store import Episode, RunStore
 from deskbench.tasks.trajectory import Citation, PageViewStep, ToolCallStep
@@ -22,6 +21,7 @@ from deskbench.tracks.docqa.analysis.failures import failures_report
 from deskbench.tracks.docqa.analysis.human_time import human_time_report, time_bin
 from deskbench.tracks.docqa.analysis.scored import ScoredSystem, load_scored
 from deskbench.tracks.docqa.analysis.trajectories import trajectory_report
+from deskbench.tracks.docqa.cli.analyse_madqa import register
 from deskbench.tracks.docqa.tasks import DocQASubmission, DocQATask, Evidence, ItemScore
 
 

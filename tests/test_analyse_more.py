@@ -15,7 +15,6 @@ import pytest
 import typer
 from typer.testing import CliRunner
 
-from deskbench.tracks.docqa.cli.analyse_more import register
 from deskbench.corpus import Corpus
 from deskbench.errors import UserError
 from deskbench.runs.store import Episode, RunStore
@@ -37,6 +36,7 @@ from deskbench.tracks.docqa.analysis.multihop import (
     page_gap,
 )
 from deskbench.tracks.docqa.analysis.textsim import cosine_distance, pearson_r, tfidf_matrix
+from deskbench.tracks.docqa.cli.analyse_more import register
 from deskbench.tracks.docqa.tasks import DocQASubmission, DocQATask, Evidence
 
 ln = math.log

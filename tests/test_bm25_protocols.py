@@ -10,7 +10,11 @@ import pytest
 from conftest import run_cli
 
 from deskbench.errors import UserError
-from deskbench.tracks.docqa.agents.bm25_protocols.registry import OFFICIAL_FOR_PROVIDER, PROTOCOLS, choose
+from deskbench.tracks.docqa.agents.bm25_protocols.registry import (
+    OFFICIAL_FOR_PROVIDER,
+    PROTOCOLS,
+    choose,
+)
 
 
 def test_the_default_is_the_official_preset_with_the_providers_script() -> None:

@@ -21,8 +21,8 @@ from typer.testing import CliRunner
 
 from deskbench.cli import panels
 from deskbench.cli.app import app
-from deskbench.runs.track_options import COMMON, own_options
 from deskbench.contract.registry import BUILTIN
+from deskbench.runs.track_options import COMMON, own_options
 
 # Modules a `--version` or a `--help` must not import: each is imported when a command needs it.
 NOT_AT_START = ("openai", "anthropic", "pandas", "numpy", "matplotlib", "pydantic", "asyncio",

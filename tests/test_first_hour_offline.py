@@ -18,7 +18,7 @@ from deskbench.corpus import Corpus
 from deskbench.errors import UserError
 from deskbench.models.registry import open_model, parse_spec, preflight
 from deskbench.models.scripted import ScriptedChat, read_script
-from deskbench.models.types import ChatRequest, Message, ModelError, ToolCall
+from deskbench.models.types import ChatRequest, Message, ModelError
 from deskbench.runs.store import RunStore
 from deskbench.tracks.docqa.tasks import DocQATask
 

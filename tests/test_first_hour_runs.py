@@ -207,8 +207,8 @@ def test_a_retried_episode_keeps_its_earlier_try_with_its_transcript(tmp_path: P
 
 
 def test_retry_errors_is_a_flag_of_every_track() -> None:
-    from deskbench.runs.track_options import takes
     from deskbench.contract.registry import tracks
+    from deskbench.runs.track_options import takes
 
     assert all("--retry-errors" in takes("run", name) for name in tracks())
 

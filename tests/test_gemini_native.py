@@ -129,9 +129,8 @@ def test_an_unanswered_call_is_refused_by_the_api_and_ends_the_episode_not_the_r
     request = ChatRequest(messages=[Message(role="user", content="q"),
                                     Message(role="assistant", tool_calls=[call]),
                                     Message(role="user", content="Please continue.")], tools=[SEARCH])
-    with SimGeminiNative() as sim:
-        with pytest.raises(ModelError) as caught:
-            complete(sim, request)
+    with SimGeminiNative() as sim, pytest.raises(ModelError) as caught:
+        complete(sim, request)
     assert sim.refused[0]["rule"] == "function_responses_match_calls"
     error = caught.value
     assert error.status == 400 and not error.fatal and not error.retryable

@@ -3,10 +3,10 @@ the names must be exactly its registry's, or `deskbench run --agent` would go to
 
 from __future__ import annotations
 
+from deskbench.contract.registry import get_track
 from deskbench.tracks.analytics.agent import ANALYTICS_AGENTS
 from deskbench.tracks.deliverables.agent import DELIVERABLE_AGENTS
 from deskbench.tracks.docqa.agents.registry import AGENTS
-from deskbench.contract.registry import get_track
 
 
 def test_track_agent_names_match_their_registries() -> None:

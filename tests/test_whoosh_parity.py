@@ -42,32 +42,13 @@ from deskbench.search.postings import LENGTH_BYTES, quantised_lengths
 
 Pages = dict[str, list[tuple[int, str]]]
 
-EN_WORDS = """revenue quarter report board budget contract policy committee agreement audit annual financial
-statement operating costs capital investment assets liabilities equity cash dividend shareholder director management
-review risk compliance procurement supplier customer service delivery project programme schedule milestone payment
-invoice tender award evaluation criteria performance indicator target forecast variance expenditure income growth
-margin profit loss depreciation provision reserve fund grant council authority department ministry regulation licence
-permit inspection incident safety environment emissions energy water waste transport infrastructure maintenance
-facility equipment property lease rental valuation insurance claim settlement dispute litigation counsel legal clause
-harbour helicopter mountain carriage bridge river company's long-term e-mail year-end U.S. e.g. Inc. Ltd.
-total_amount NASA Apple Q3 FY2019 3.5% 1,234 2019 2020 2021 No. vs. etc. co-operation re-evaluation""".split()
+EN_WORDS = ["revenue", "quarter", "report", "board", "budget", "contract", "policy", "committee", "agreement", "audit", "annual", "financial", "statement", "operating", "costs", "capital", "investment", "assets", "liabilities", "equity", "cash", "dividend", "shareholder", "director", "management", "review", "risk", "compliance", "procurement", "supplier", "customer", "service", "delivery", "project", "programme", "schedule", "milestone", "payment", "invoice", "tender", "award", "evaluation", "criteria", "performance", "indicator", "target", "forecast", "variance", "expenditure", "income", "growth", "margin", "profit", "loss", "depreciation", "provision", "reserve", "fund", "grant", "council", "authority", "department", "ministry", "regulation", "licence", "permit", "inspection", "incident", "safety", "environment", "emissions", "energy", "water", "waste", "transport", "infrastructure", "maintenance", "facility", "equipment", "property", "lease", "rental", "valuation", "insurance", "claim", "settlement", "dispute", "litigation", "counsel", "legal", "clause", "harbour", "helicopter", "mountain", "carriage", "bridge", "river", "company's", "long-term", "e-mail", "year-end", "U.S.", "e.g.", "Inc.", "Ltd.", "total_amount", "NASA", "Apple", "Q3", "FY2019", "3.5%", "1,234", "2019", "2020", "2021", "No.", "vs.", "etc.", "co-operation", "re-evaluation"]
 EN_STOP = ["the", "of", "and", "to", "in", "a", "is", "for", "that", "on", "with", "as", "by", "be", "this", "from",
            "or", "at", "an", "it", "not", "are", "we", "us", "will", "was", "has", "its"]
-FR_WORDS = """société entreprise l'entreprise d'administration conseil procès-verbal séance délibération président
-directeur générale assemblée actionnaires exercice comptable bilan résultat chiffre d'affaires été élève cœur naïve
-Noël français française réunion décision approuvé qu'il aujourd'hui c'est-à-dire l'exercice d'un d'une l'assemblée
-article alinéa règlement commissaire rémunération trésorerie dettes créances fournisseurs clients immobilisations
-bénéfice perte dividende l'État collectivité région commune marché appel d'offres prestataire délai exécution
-pénalités résiliation avenant annexe échéance montant TVA 1 234,56 12,5 % n° M. Mme S.A. Île-de-France
-Côte d'Azur l’entreprise d’un qu’elle ÉTÉ""".split()
+FR_WORDS = ["société", "entreprise", "l'entreprise", "d'administration", "conseil", "procès-verbal", "séance", "délibération", "président", "directeur", "générale", "assemblée", "actionnaires", "exercice", "comptable", "bilan", "résultat", "chiffre", "d'affaires", "été", "élève", "cœur", "naïve", "Noël", "français", "française", "réunion", "décision", "approuvé", "qu'il", "aujourd'hui", "c'est-à-dire", "l'exercice", "d'un", "d'une", "l'assemblée", "article", "alinéa", "règlement", "commissaire", "rémunération", "trésorerie", "dettes", "créances", "fournisseurs", "clients", "immobilisations", "bénéfice", "perte", "dividende", "l'État", "collectivité", "région", "commune", "marché", "appel", "d'offres", "prestataire", "délai", "exécution", "pénalités", "résiliation", "avenant", "annexe", "échéance", "montant", "TVA", "1", "234,56", "12,5", "%", "n°", "M.", "Mme", "S.A.", "Île-de-France", "Côte", "d'Azur", "l’entreprise", "d’un", "qu’elle", "ÉTÉ"]
 FR_STOP = ["le", "la", "les", "de", "des", "du", "et", "à", "en", "un", "une", "pour", "par", "sur", "au", "dans",
            "que", "qui", "est", "a", "ne", "pas"]
-DE_WORDS = """Geschäftsführung Gesellschaft Aufsichtsrat Vorstand Hauptversammlung Jahresabschluss Lagebericht Bilanz
-Umsatzerlöse Jahresüberschuss Rückstellungen Verbindlichkeiten Forderungen Eigenkapital Gewinn Verlust Straße STRASSE
-Größe größer Übersicht Änderung Öffentlichkeit Rhein-Main-Gebiet Baden-Württemberg z.B. u.a. Nr. bzw. d.h. 01.02.2020
-31.12.2019 1.234,56 EUR Mio. Prüfung Wirtschaftsprüfer Bestätigungsvermerk Konzern Beteiligung Vergütung Mitarbeiter
-Ausschreibung Vergabe Auftragnehmer Frist Kündigung Vertrag Nachtrag Anlage Gemeinde Stadtrat Beschluss Sitzung
-Niederschrift Tagesordnung Bürgermeister Haushalt Steuer Zuschuss Förderung Energie Wärme Abwasser Brücke Schule""".split()
+DE_WORDS = ["Geschäftsführung", "Gesellschaft", "Aufsichtsrat", "Vorstand", "Hauptversammlung", "Jahresabschluss", "Lagebericht", "Bilanz", "Umsatzerlöse", "Jahresüberschuss", "Rückstellungen", "Verbindlichkeiten", "Forderungen", "Eigenkapital", "Gewinn", "Verlust", "Straße", "STRASSE", "Größe", "größer", "Übersicht", "Änderung", "Öffentlichkeit", "Rhein-Main-Gebiet", "Baden-Württemberg", "z.B.", "u.a.", "Nr.", "bzw.", "d.h.", "01.02.2020", "31.12.2019", "1.234,56", "EUR", "Mio.", "Prüfung", "Wirtschaftsprüfer", "Bestätigungsvermerk", "Konzern", "Beteiligung", "Vergütung", "Mitarbeiter", "Ausschreibung", "Vergabe", "Auftragnehmer", "Frist", "Kündigung", "Vertrag", "Nachtrag", "Anlage", "Gemeinde", "Stadtrat", "Beschluss", "Sitzung", "Niederschrift", "Tagesordnung", "Bürgermeister", "Haushalt", "Steuer", "Zuschuss", "Förderung", "Energie", "Wärme", "Abwasser", "Brücke", "Schule"]
 DE_STOP = ["der", "die", "das", "und", "in", "zu", "den", "von", "mit", "für", "auf", "ist", "im", "dem", "des", "ein",
            "eine", "nicht", "als", "auch", "an", "bei"]
 
@@ -249,7 +230,7 @@ def test_the_analyzer_is_whooshs_standard_analyzer() -> None:
     analyzer = StandardAnalyzer()
     for text in texts:
         assert index_terms(text) == [t.text for t in analyzer(text)], text
-    assert STOP_WORDS == frozenset(WHOOSH_STOP_WORDS)
+    assert frozenset(WHOOSH_STOP_WORDS) == STOP_WORDS
 
 
 def test_field_lengths_are_quantised_as_whoosh_stores_them() -> None:

@@ -18,6 +18,7 @@ from pydantic import BaseModel, ConfigDict
 
 from deskbench.agents.base import AgentResult
 from deskbench.contract.track import Track
+from deskbench.contract.viewer import ViewerViews
 from deskbench.errors import UserError
 from deskbench.runs.identity import SystemConfig
 from deskbench.runs.outcomes import ItemOutcome, OutcomeOptions
@@ -87,6 +88,12 @@ class EchoTrack(Track):
         systems = [PreparedSystem(name=a, model=None, config=SystemConfig(track=self.name, agent=a, settings={"suffix": options.suffix})) for a in request.agents]
         return PreparedRun(track=self.name, store=store, tasks=tasks, systems=systems, start=start,
                            attempts=request.attempts, concurrency=request.concurrency)
+
+    def viewer_views(self) -> ViewerViews:
+        """Its own view in `deskbench view` (echo_track/viewer.py)."""
+        from echo_track.viewer import VIEWS
+
+        return VIEWS
 
     def diagnose_output(self, episode: Episode, task: BaseModel | None) -> tuple[str, str]:
         sub = episode.submission

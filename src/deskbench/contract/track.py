@@ -22,11 +22,11 @@ from typing import TYPE_CHECKING, ClassVar
 from pydantic import BaseModel, ConfigDict
 
 if TYPE_CHECKING:
-    from deskbench.contract.viewer import ViewerViews
-    from deskbench.contract.web import WebScreens
     from deskbench.contract.cli import DemoLeg, JudgeCalibration, Scaffolder, TrackCommand
     from deskbench.contract.export import Exporter, TaskText
     from deskbench.contract.mcp import McpTools
+    from deskbench.contract.viewer import ViewerViews
+    from deskbench.contract.web import WebScreens
     from deskbench.report.models import ReportSection
     from deskbench.runs.outcomes import ItemOutcome, OutcomeOptions
     from deskbench.runs.store import Episode, RunStore
@@ -116,15 +116,15 @@ class Track(ABC):
         """A submission's answer as text in an export; "" (the default) when none or unsaid."""
         return ""
 
-    def mcp_tools(self) -> McpTools | None:
-        """This track's tools for `deskbench mcp` outside a run, over a corpus or for one task of
-        its tasks (contract/mcp.py); None (the default): the track serves none over MCP."""
-        return None
-
     def export_formats(self) -> Sequence[Exporter]:
         """The formats of `deskbench export --format` this track adds, each writing one of its runs
         (runs/export/__init__.py Exporter; docqa: the official MADQA predictions). Default: none."""
         return ()
+
+    def mcp_tools(self) -> McpTools | None:
+        """This track's tools for `deskbench mcp` outside a run, over a corpus or for one task of
+        its tasks (contract/mcp.py); None (the default): the track serves none over MCP."""
+        return None
 
     def show_scores(self, store: RunStore, systems: Sequence[str], request: RunRequest, *, as_json: bool) -> bool:
         """Print what `deskbench run` shows once the episodes are done and say True; False (the
@@ -144,6 +144,12 @@ class Track(ABC):
         the core: a leaderboard and the pairwise tests from its outcomes (report/sections.py)."""
         return None
 
+    def scoring_change_times(self, store: RunStore, system: str) -> Mapping[tuple[str, int], str]:
+        """When each (task id, attempt) of `system` last changed in a way its scoring reads besides
+        its episode (deliverables: a rubric grade, a QC action), as ISO 8601 UTC: a verdict stored
+        before that no longer holds (runs/current_scorings.py). Default: nothing else is read."""
+        return {}
+
     def viewer_views(self) -> ViewerViews | None:
         """How the episode viewer (`deskbench view`) shows this track's tasks, submissions and
         scores (contract/viewer.py); None (the default): the core's views (the task's question or
@@ -155,12 +161,6 @@ class Track(ABC):
         grading) and what `serve batches` needs of them (contract/web.py); None (the default):
         none, the core serves what it has (judge calibration) or says what is missing."""
         return None
-
-    def scoring_change_times(self, store: RunStore, system: str) -> Mapping[tuple[str, int], str]:
-        """When each (task id, attempt) of `system` last changed in a way its scoring reads besides
-        its episode (deliverables: a rubric grade, a QC action), as ISO 8601 UTC: a verdict stored
-        before that no longer holds (runs/current_scorings.py). Default: nothing else is read."""
-        return {}
 
     def cli_commands(self) -> Sequence[TrackCommand]:
         """The commands this track adds to `deskbench` (contract/cli.py): its own top-level commands

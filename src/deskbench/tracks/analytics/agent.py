@@ -12,8 +12,8 @@ from typing import Protocol
 from deskbench.agents.base import AgentResult, Recorder
 from deskbench.agents.code_loop import AnalystContext, Deliverables, code_loop
 from deskbench.errors import UserError
-from deskbench.tracks.analytics.tasks import AnalyticsSubmission, AnalyticsTask, check_inputs
 from deskbench.tracks.analytics.prompts import ANALYST_PROMPT, task_prompt
+from deskbench.tracks.analytics.tasks import AnalyticsSubmission, AnalyticsTask, check_inputs
 
 
 class AnalyticsAgent(Protocol):

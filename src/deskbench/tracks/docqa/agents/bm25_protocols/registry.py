@@ -35,7 +35,9 @@ def _gemini() -> Bm25Protocol:
 
 
 def _anthropic() -> Bm25Protocol:
-    from deskbench.tracks.docqa.agents.bm25_protocols.anthropic_script import AnthropicScriptProtocol
+    from deskbench.tracks.docqa.agents.bm25_protocols.anthropic_script import (
+        AnthropicScriptProtocol,
+    )
 
     return AnthropicScriptProtocol()
 
