@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 import shutil
 import time
 from pathlib import Path
@@ -50,12 +51,16 @@ def test_the_worker_turns_memory_and_time_into_verdicts() -> None:
 
 
 def test_the_time_limit_counts_from_the_last_progress() -> None:
-    """A PDF OCR'd page by page reports each page: 6 steps of 0.5 s pass a 1.5 s limit; a step of
-    2.5 s does not."""
-    assert run_limited(bombs.slow_steps, 6, 0.5, limits=FileLimits(seconds=1.5)) == 6
-    verdict = run_limited(bombs.slow_steps, 2, 2.5, limits=FileLimits(seconds=1.5))
+    """A PDF OCR'd page by page reports each page: 12 steps of 0.5 s (6 s) pass a 5 s limit; a
+    step that never ends does not. 5 s, not 1.5 s: a loaded machine may delay a step's report by
+    a second, and the verdict must not depend on that."""
+    assert run_limited(bombs.slow_steps, 12, 0.5, limits=FileLimits(seconds=5)) == 12
+    verdict = run_limited(bombs.slow_steps, 1, 3600, limits=FileLimits(seconds=5))
     assert isinstance(verdict, LimitExceeded) and verdict.what == "time", verdict
-    assert verdict.message.startswith("the file exceeds the 1.5 s time limit (stopped after 1.5 s without progress")
+    # stopped at the limit or a moment after it (how late depends on the load)
+    said = r"the file exceeds the 5 s time limit \(stopped after \d+\.\d s without progress"
+    assert re.match(said, verdict.message), verdict.message
+    assert 5 <= verdict.observed < 60
 
 
 def test_limits_come_from_one_place_and_a_bad_value_is_one_line() -> None:
@@ -234,9 +239,9 @@ def test_grading_page_with_a_40k_paragraph_docx(tmp_path: Path) -> None:
         for _ in range(2):  # every load, not only the first
             status, html, seconds = server.get(client, f"/grade?{q}")
             assert status == 200
-            # the suite's bound for a hostile file (10 s failed at 11.2 s on a loaded machine);
-            # the cut below is what keeps the page small
-            assert seconds < SECONDS, f"the grading page took {seconds:.1f} s"
+            # the suite's bound for a hostile file, in CPU time of the server (wall time failed
+            # on a loaded machine); the cut below is what keeps the page small
+            assert server.cpu_seconds < SECONDS, f"the grading page used {server.cpu_seconds:.1f} s of CPU"
             assert "memo.docx" in html and "cut at 20000 characters" in html
     finally:
         server.stop()
@@ -308,7 +313,7 @@ def test_web_page_image_with_a_huge_media_box(huge_pages: Path, app: str) -> Non
                                 ("big.pdf", "thumb", 200), ("plain.pdf", "view", 200)]:
             status, body, seconds = server.get(client, f"/page-image?doc={doc}&page=1&size={size}{which}")
             assert status == want, (doc, size, status, body)
-            assert seconds < SECONDS
+            assert server.cpu_seconds < SECONDS, (doc, size, server.cpu_seconds, seconds)
             if want == 413:
                 assert f"page 1 of {doc} exceeds the 200-megapixel page-image limit" in body, body
         assert server.proc.poll() is None  # the server goes on

@@ -54,6 +54,22 @@ def _cluster_processes(temp_dir: str) -> list[Any]:
     return found
 
 
+TEMP_DIRS: dict[str, str] = {}  # a cluster's address -> its temp folder, to find its own processes
+
+
+def _workers_of(address: str) -> list[Any]:
+    """The EpisodeWorker processes of this cluster only (descendants of the processes started with
+    its temp folder): another test's Ray cluster may run on the other xdist worker."""
+    found = {}
+    for root in _cluster_processes(TEMP_DIRS[address]):
+        with contextlib.suppress(psutil.NoSuchProcess):
+            for p in root.children(recursive=True):
+                with contextlib.suppress(psutil.NoSuchProcess, psutil.AccessDenied):
+                    if (p.cmdline() or [""])[0].startswith("ray::EpisodeWorker"):  # Ray titles it by its class
+                        found[p.pid] = p
+    return list(found.values())
+
+
 @pytest.fixture(scope="module")
 @needs("ray", "slow")
 def cluster() -> Iterator[str]:
@@ -68,6 +84,7 @@ def cluster() -> Iterator[str]:
         capture_output=True, text=True, env={**os.environ, **ENV}, timeout=120)
     try:
         assert proc.returncode == 0, proc.stderr[-2000:]
+        TEMP_DIRS[f"127.0.0.1:{port}"] = temp_dir
         yield f"127.0.0.1:{port}"
     finally:
         for p in _cluster_processes(temp_dir):
@@ -250,9 +267,9 @@ def test_a_worker_killed_mid_episode_is_run_again_and_stored_once(cluster: str, 
         # While the 4th request waits here, its episode is mid-way on its worker: kill every worker
         # (which one sends it is not known here, and an earlier test's worker may still be going
         # away: killing only the first one found once hit an idle process, and nothing ran again).
+        # Only this cluster's: another test's Ray cluster may run on the other xdist worker.
         if n == 4 and not killed:
-            workers = [p for p in psutil.process_iter(["cmdline"])  # Ray titles an actor's process by its class
-                       if (p.info["cmdline"] or [""])[0].startswith("ray::EpisodeWorker")]
+            workers = _workers_of(cluster)
             assert workers
             for worker in workers:
                 killed.append(worker.pid)

@@ -137,14 +137,37 @@ def test_a_run_file_from_before_task_hashes_is_migrated(tmp_path: Path) -> None:
     RunStore(run)  # opened again: the column is there, nothing to do
 
 
+def _head() -> str | None:
+    sha = subprocess.run(["git", "-C", str(REPO), "rev-parse", "HEAD"], capture_output=True, text=True).stdout.strip()
+    return sha or None
+
+
+def _was_head_during_the_run(sha: str | None, before: str | None) -> None:
+    """`sha` is the checkout's HEAD at some moment of the run: HEAD before it, HEAD after it, or a
+    commit between them (others may commit to this checkout while the suite runs, so HEAD read
+    after the run need not be the one the run read)."""
+    if before is None:  # not a git checkout
+        assert sha is None
+        return
+    assert sha is not None and len(sha) == 40, sha
+    after = _head()
+
+    def ancestor(a: str, b: str | None) -> bool:
+        return subprocess.run(["git", "-C", str(REPO), "merge-base", "--is-ancestor", a, str(b)],
+                              capture_output=True).returncode == 0
+
+    assert ancestor(before, sha) and ancestor(sha, after), (before, sha, after)
+
+
 def test_the_build_is_recorded_and_info_shows_the_run(operator_corpus: Corpus, tmp_path: Path) -> None:
     out = tmp_path / "run"
     tasks = _write_tasks(tmp_path / "tasks.jsonl", TASKS)
+    before = _head()
     assert _run(tasks, out, operator_corpus, "--max-steps", "4").returncode == 0
     identity = stored_identities(RunStore(out, create=False))["lexical"]
     assert identity.first is not None and identity.first.deskbench == deskbench_version() is not None
-    sha = subprocess.run(["git", "-C", str(REPO), "rev-parse", "HEAD"], capture_output=True, text=True).stdout.strip()
-    assert identity.first.git_sha == (sha or None)  # this checkout's commit
+    sha = identity.first.git_sha
+    _was_head_during_the_run(sha, before)  # this checkout's commit
     assert identity.config.prompt_hash is None and identity.config.settings["max_steps"] == 4
     # another deskbench resuming the system: recorded as its latest, warned about once, not refused
     store = RunStore(out, create=False)
@@ -165,7 +188,7 @@ def test_the_build_is_recorded_and_info_shows_the_run(operator_corpus: Corpus, t
     data = json.loads(run_cli("info", str(out), "--json").stdout)
     assert data["track"] == "docqa" and data["tasks"] == 2
     assert data["systems"]["lexical"]["episodes"] == 2 and data["systems"]["lexical"]["config"]["agent"] == "lexical"
-    assert data["systems"]["lexical"]["first"]["git_sha"] == (sha or None)
+    assert data["systems"]["lexical"]["first"]["git_sha"] == sha
     neither = run_cli("info")
     assert neither.returncode == 2 and "--corpus" in neither.stderr
     assert run_cli("info", "--corpus", str(operator_corpus.root), "--json").returncode == 0  # a corpus, as before
