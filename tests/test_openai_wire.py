@@ -32,7 +32,7 @@ CASES: dict[str, dict[str, Any]] = {
     "html page": {"kind": "raw", "body": "<html>proxy</html>", "content_type": "text/html"},
     "html error": {"kind": "raw", "status": 502, "body": "<html>bad gateway</html>", "content_type": "text/html"},
     "wrong shape": {"kind": "raw", "body": json.dumps({"choices": []})},
-    "too slow": {"kind": "slow", "seconds": 1.0},
+    "too slow": {"kind": "slow", "seconds": 3600.0},  # past any timeout: never answers in time
     "reasoning_content": {"kind": "text", "text": "42", "reasoning_content": "6 × 7 ñ✓\nso 42", "reasoning_tokens": 9},
     "reasoning": {"kind": "tool", "name": "search_documents", "arguments": "{}", "reasoning": "search first"},
 }
@@ -49,7 +49,8 @@ def _outcome(behaviour: dict[str, Any], direct: bool) -> tuple[object, dict[str,
 
 def _run(fake: FakeOpenAI, direct: bool) -> tuple[object, dict[str, Any], dict[str, str]]:
     async def go() -> object:
-        model = OpenAIChat("gpt-4.1", base_url=fake.base_url, api_key="sk-test", timeout=0.4)
+        # 5 s, not 0.4 s: every other case must answer within it on a loaded machine too
+        model = OpenAIChat("gpt-4.1", base_url=fake.base_url, api_key="sk-test", timeout=5.0)
         assert (model._direct is not None) is True  # the client deskbench builds is in the plain configuration
         if not direct:
             model._direct = None
