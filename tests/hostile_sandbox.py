@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import resource
 import signal
 import subprocess
 import sys
@@ -112,8 +113,9 @@ class Watched:
     returncode: int | None   # None: killed at the time bound
     stdout: str
     stderr: str
-    seconds: float
+    seconds: float           # wall time: reported by the benchmark, never a test's verdict
     peak_bytes: int | None   # the watch group's peak memory; None without a memory cgroup
+    cpu_seconds: float = 0.0  # user + system CPU of the command and every descendant reaped
 
     @property
     def peak_mb(self) -> float | None:
@@ -163,7 +165,9 @@ def _rm_group(d: Path) -> None:
 
 def run_watched(argv: list[str], *, env: dict[str, str] | None = None, timeout: float = 120.0,
                 stdin: str | None = None) -> Watched:
-    """Run argv in a fresh memory cgroup (capped at WATCH_CAP); time it and read its peak."""
+    """Run argv in a fresh memory cgroup (capped at WATCH_CAP); time it (wall and the CPU of its
+    tree: RUSAGE_CHILDREN around the wait, which counts reaped grandchildren too) and read its
+    peak. `timeout` is a hang guard: a loaded machine stretches wall time, not CPU time."""
     parent = _own_memory_group()
     group = parent / f"hostile-watch-{os.getpid()}-{time.monotonic_ns()}" if parent else None
     prefix: list[str] = []
@@ -172,6 +176,7 @@ def run_watched(argv: list[str], *, env: dict[str, str] | None = None, timeout: 
         (group / "memory.limit_in_bytes").write_text(str(WATCH_CAP))
         prefix = ["/bin/sh", "-c", 'echo $$ > "$0/cgroup.procs" && exec "$@"', str(group)]
     started = time.perf_counter()
+    cpu_before = children_cpu()
     proc = subprocess.Popen([*prefix, *argv], env={**os.environ, **(env or {})}, text=True,
                             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     try:
@@ -182,11 +187,18 @@ def run_watched(argv: list[str], *, env: dict[str, str] | None = None, timeout: 
         out, err = proc.communicate()
         code = None
     seconds = time.perf_counter() - started
+    cpu = children_cpu() - cpu_before
     peak = None
     if group is not None:
         peak = int((group / "memory.max_usage_in_bytes").read_text())
         _rm_tree(group)
-    return Watched(code, out, err, seconds, peak)
+    return Watched(code, out, err, seconds, peak, cpu)
+
+
+def children_cpu() -> float:
+    """User + system CPU seconds of every child this process reaped (with the ones they reaped)."""
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
 
 
 def cli(*args: str) -> list[str]:

@@ -27,6 +27,7 @@ from hostile_sandbox import (
     REPL_1GB,
     REPL_DRIVER,
     can_watch,
+    children_cpu,
     cli,
     run_watched,
 )
@@ -57,13 +58,15 @@ def need_cgroups() -> cgroups.Mode:
 
 
 def sandbox_json(tmp_path: Path, code: str, *args: str, env: dict[str, str] | None = None,
-                 timeout: float = 120.0) -> tuple[dict, float, float | None]:
+                 timeout: float = 300.0) -> tuple[dict, float, float | None]:
+    """The sandbox's --json, the CPU seconds of the CLI's tree (not wall time: the verdict must
+    not depend on the machine's load) and its memory peak; `timeout` is only a hang guard."""
     script = tmp_path / "probe.py"
     script.write_text(code)
     w = run_watched(cli("sandbox", "run", str(script), "--json", "--timeout", "60", *args),
                     env=env, timeout=timeout)
     assert w.returncode in (0, 1), w.stderr[-2000:]
-    return json.loads(w.stdout), w.seconds, w.peak_bytes
+    return json.loads(w.stdout), w.cpu_seconds, w.peak_bytes
 
 
 # -- memory: the whole sandbox, whatever holds it ---------------------------------------------------
@@ -116,14 +119,14 @@ def test_repl_result_folder_is_capped_and_host_tmpdir_untouched(tmp_path: Path) 
     host_tmp = tmp_path / "host-tmp"
     host_tmp.mkdir()
     w = run_watched([sys.executable, "-c", REPL_DRIVER, str(host_tmp)], env={"TMPDIR": str(host_tmp)},
-                    stdin=REPL_1GB, timeout=120)
+                    stdin=REPL_1GB, timeout=300)
     assert w.returncode == 0, w.stderr[-2000:]
     out = json.loads(w.stdout)
     assert out["error"] and "wrote 1 GB" not in out["stdout"], out
     assert "No space left on device" in out["stderr"] or "File too large" in out["stderr"], out
     assert "[sandbox] a write failed: /mnt/result holds at most 256 MB" in out["stderr"]
     assert out["tmp_bytes"] < 1 * MB, out["tmp_bytes"]       # nothing of it on the host's disk
-    assert w.seconds < 60, w.seconds
+    assert w.cpu_seconds < 60, (w.cpu_seconds, w.seconds)
     assert w.peak_bytes is None or w.peak_bytes < SANDBOX_LIMIT + HOST_SLACK
     assert not [p.name for p in host_tmp.iterdir() if p.name.startswith("deskbench-")]
 
@@ -156,13 +159,13 @@ def test_a_run_leaves_no_deskbench_temp_folders(tmp_path: Path) -> None:
         return {"kind": "text", "text": replies[min(turn, 1)]}
 
     with FakeOpenAI(script=script) as fake:
-        started = time.perf_counter()
+        cpu = children_cpu()  # CPU time, not wall time: a loaded machine is slower, not costlier
         proc = subprocess.run(cli("run", "--tasks", str(tasks), "--corpus", str(tmp_path / "corpus"),
                                   "--agent", "rlm", "--model", f"openai-compat/fake@{fake.base_url}",
                                   "--out", str(tmp_path / "run"), "--json", "--quiet"),
-                              capture_output=True, text=True, env=env, timeout=180)
+                              capture_output=True, text=True, env=env, timeout=300)  # a hang guard
     assert proc.returncode == 0, proc.stderr[-2000:]
-    assert time.perf_counter() - started < 120
+    assert children_cpu() - cpu < 120
     (report,) = json.loads(proc.stdout).values()
     assert report["accuracy"] == 1.0
     (tmp_path / "hello.py").write_text("open('/mnt/result/a.txt', 'w').write('a')\nprint('hi')\n")
@@ -178,7 +181,7 @@ def test_kill_9_mid_call_leaves_folders_the_next_use_removes(tmp_path: Path) -> 
     host_tmp = tmp_path / "host-tmp"
     host_tmp.mkdir()
     env = {**os.environ, "TMPDIR": str(host_tmp)}
-    (tmp_path / "sleep.py").write_text("import time\nprint('up', flush=True)\ntime.sleep(60)\n")
+    (tmp_path / "sleep.py").write_text("import time\nprint('up', flush=True)\ntime.sleep(3600)\n")
     proc = subprocess.Popen(cli("sandbox", "run", str(tmp_path / "sleep.py")), env=env,
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     mode = cgroups.detect()
@@ -189,7 +192,7 @@ def test_kill_9_mid_call_leaves_folders_the_next_use_removes(tmp_path: Path) -> 
 
     # Killed once the call is under way (its folder and, with cgroups, its groups made): polled
     # for, with a generous deadline, not guessed with a sleep.
-    deadline = time.monotonic() + 60
+    deadline = time.monotonic() + 300
     while not (list(host_tmp.glob("deskbench-call-*")) and len(call_groups()) == len(parents)):
         assert proc.poll() is None and time.monotonic() < deadline, "the call did not start"
         time.sleep(0.05)
@@ -199,11 +202,11 @@ def test_kill_9_mid_call_leaves_folders_the_next_use_removes(tmp_path: Path) -> 
     assert any(n.startswith("deskbench-call-") for n in left), left
     groups = call_groups()
     assert len(groups) == len(parents), groups  # left by the kill
-    started = time.perf_counter()
+    cpu = children_cpu()
     check = subprocess.run(cli("sandbox", "check", "--json"), capture_output=True, text=True,
-                           env=env, timeout=120)
+                           env=env, timeout=300)  # a hang guard
     assert check.returncode == 0, check.stderr
-    assert time.perf_counter() - started < 120
+    assert children_cpu() - cpu < 120
     assert [p.name for p in host_tmp.iterdir()] == []
     assert not [g for g in groups if g.exists()]
 
@@ -247,12 +250,12 @@ def test_stale_cgroup_of_a_dead_owner_is_killed_and_removed() -> None:
     dirs = mode.hierarchy.make(f"deskbench-sandbox-{gone.pid}.1.{pid_namespace()}-stale", Limits())
     sleeper = subprocess.Popen(["/bin/sh", "-c", 'for f in "$@"; do echo $$ > "$f"; done; exec sleep 600',
                                 "sh", *(str(d / "cgroup.procs") for d in dirs)])
-    deadline = time.monotonic() + 30  # the shell is in its group once it wrote its pid there
+    deadline = time.monotonic() + 300  # the shell is in its group once it wrote its pid there
     while str(sleeper.pid) not in (dirs[0] / "cgroup.procs").read_text():
         assert time.monotonic() < deadline, "the sleeper never joined its group"
         time.sleep(0.05)
     Sandbox(Limits())
-    assert sleeper.wait(timeout=60) == -signal.SIGKILL
+    assert sleeper.wait(timeout=300) == -signal.SIGKILL
     assert not any(d.exists() for d in dirs)
 
 
@@ -265,7 +268,7 @@ def test_rlimit_fallback_when_cgroups_are_off(tmp_path: Path) -> None:
     assert data["limit_hits"] == ["memory"] and "MemoryError" in data["stderr"], data
     assert data["enforcement"] == "rlimit" and seconds < 30
     check = subprocess.run(cli("sandbox", "check", "--json"), capture_output=True, text=True,
-                           env={**os.environ, **env}, timeout=60)
+                           env={**os.environ, **env}, timeout=300)  # a hang guard
     info = json.loads(check.stdout)
     assert info["enforcement"] == "rlimit" and "DESKBENCH_SANDBOX_CGROUPS=off" in info["detail"]
     bomb, _, _ = sandbox_json(tmp_path, "import os\nwhile True:\n    os.fork()\n", env=env)

@@ -310,7 +310,7 @@ def test_bad_access_options_are_one_line(corpus_root: Path, tmp_path: Path) -> N
                        ((("--ssl-certfile", str(tmp_path / "c.pem")),), "both --ssl-keyfile and --ssl-certfile"), \
                        ((("--ssl-certfile", str(tmp_path / "c.pem"), "--ssl-keyfile", str(tmp_path / "k.pem")),),
                         "cannot load --ssl-certfile"):
-        proc = run_cli(*base, *[a for pair in extra for a in pair], timeout=60)
+        proc = run_cli(*base, *[a for pair in extra for a in pair], timeout=300)  # a hang guard
         assert proc.returncode == 2 and says in proc.stderr and "Traceback" not in proc.stderr, proc.stderr
 
 
@@ -348,7 +348,7 @@ def deskbench_server(*args: str, https: bool = False,
         return http.client.HTTPConnection("127.0.0.1", port, timeout=30)
 
     try:
-        deadline = time.monotonic() + 60
+        deadline = time.monotonic() + 300  # a hang guard: a loaded machine starts it late
         while True:
             try:
                 conn = connect()
@@ -413,7 +413,7 @@ def test_probe_500_wrong_tokens_are_throttled(corpus_root: Path, tmp_path: Path)
         # 7, 15, 31 ... s): measured, not assumed, as a loaded machine takes longer than the 10 s.
         allowed = 5 + sum(1 for k in range(1, 20) if 2**k - 1 <= got["seconds"])
         assert got["other"] == 0 and 6 <= got["checked"] <= allowed, got  # >= 6: the back-off does end
-        assert got["throttled"] >= 500 - allowed and got["seconds"] < 120, got
+        assert got["throttled"] >= 500 - allowed and got["seconds"] < 300, got  # 300 s: a hang guard
         status, headers = try_token(connect(), token)  # the right token waits too
         assert status == 429 and 1 <= int(headers["retry-after"]) <= 2 ** (got["checked"] - 5)
         assert peak_rss_mb(server.pid) < 400

@@ -28,7 +28,7 @@ def sandbox(bwrap: str) -> Sandbox:
 def test_print_and_exit_status(sandbox: Sandbox) -> None:
     r = sandbox.run("print(1)")
     assert (r.stdout, r.stderr, r.exit_code, r.signal, r.limit_hits) == ("1\n", "", 0, None, [])
-    assert r.ok and r.files == [] and r.seconds < 5
+    assert r.ok and r.files == []  # no bound on its wall time: a loaded machine is slow, not wrong
     text = r.for_model()
     assert "exit status 0" in text and "1" in text
     bad = sandbox.run("import sys\nprint('before')\nsys.exit(3)")
@@ -199,8 +199,8 @@ def test_unsafe_local_substitutes_paths(tmp_path: Path, capsys: pytest.CaptureFi
     assert r.ok, r.stderr
     assert r.stdout == "hi\nTrue\n" and [f.name for f in r.files] == ["o.txt"]
     assert "unsafe-local" in r.for_model()
-    hog = Sandbox(Limits(wall_seconds=1, cpu_seconds=5), unsafe_local=True).run("import time; time.sleep(30)")
-    assert hog.limit_hits == ["wall_time"] and hog.seconds < 25  # killed at 1 s, not after the 30 s sleep
+    hog = Sandbox(Limits(wall_seconds=1, cpu_seconds=5), unsafe_local=True).run("import time; time.sleep(3600)")
+    assert hog.limit_hits == ["wall_time"] and hog.seconds < 600  # killed at 1 s, not after the hour's sleep
 
 
 def test_cli_run_text_json_and_exit_codes(sandbox: Sandbox, tmp_path: Path) -> None:
