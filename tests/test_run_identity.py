@@ -18,6 +18,7 @@ from deskbench.corpus import Corpus
 from deskbench.errors import UserError
 from deskbench.runs.identity import (
     SystemConfig,
+    git_sha,
     prompt_hash,
     remember_config,
     stored_identities,
@@ -162,6 +163,7 @@ def _was_head_during_the_run(sha: str | None, before: str | None) -> None:
 def test_the_build_is_recorded_and_info_shows_the_run(operator_corpus: Corpus, tmp_path: Path) -> None:
     out = tmp_path / "run"
     tasks = _write_tasks(tmp_path / "tasks.jsonl", TASKS)
+    git_sha.cache_clear()  # in-process CLI: read during this run, not when an earlier test ran
     before = _head()
     assert _run(tasks, out, operator_corpus, "--max-steps", "4").returncode == 0
     identity = stored_identities(RunStore(out, create=False))["lexical"]
