@@ -67,11 +67,24 @@ def test_the_markers_are_registered_and_strict() -> None:
 
 def test_the_test_command_runs_in_parallel_and_shows_durations() -> None:
     script = (REPO / "scripts" / "test.sh").read_text()
-    words = shlex.split(next(x for x in script.splitlines() if x.startswith("exec ")))
+    line = next(x for x in script.splitlines() if x.startswith(".venv/bin/python -m pytest "))
+    words = shlex.split(line.split("||")[0])
     assert words[words.index("-n") + 1] == "$workers"
     assert 'workers="${DESKBENCH_TEST_WORKERS:-' in script and "sched_getaffinity" in script  # the CPUs it may use
     assert words[words.index("--dist") + 1] == "loadfile"  # a file's module fixtures built once
     assert "--durations=25" in words
+
+
+def test_the_test_command_runs_the_guard_rails_and_fails_on_any() -> None:
+    """ruff and mypy --strict run before pytest; a finding in either fails the command even when
+    pytest passes, and pytest's own exit code (5: no tests) is the command's when it fails."""
+    script = (REPO / "scripts" / "test.sh").read_text()
+    lines = [x.strip() for x in script.splitlines()]
+    assert ".venv/bin/ruff check --no-cache src tests || status=1" in lines
+    assert ".venv/bin/mypy src/deskbench || status=1" in lines
+    assert any(x.startswith(".venv/bin/python -m pytest ") and x.endswith("|| status=$?") for x in lines)
+    assert lines[-1] == 'exit "$status"'
+    assert PYPROJECT["tool"]["mypy"]["strict"] is True
 
 
 def test_the_new_tools_are_in_the_test_extra() -> None:
