@@ -83,7 +83,7 @@ def track_for(tasks: Path, agents: Sequence[str]) -> Track:
     """The track a `deskbench run` is for. The tasks decide first: a tasks file whose first line
     is one track's task (or a folder a track claims) is that track's, and an agent of another
     track is one line naming both. Tasks no track recognises (a bad first line) go to the first
-    track that claims them, other tracks before the built-in docqa, which claims any tasks file;
+    track that claims them, a track that claims any tasks file (`claims_any_file`, docqa) after the others;
     a plugin agent no track names runs on the track it declares (deskbench/plugins.py), and the
     track's reader names the bad field."""
     from deskbench.paths import check_tasks_path
@@ -99,7 +99,7 @@ def track_for(tasks: Path, agents: Sequence[str]) -> Track:
         declared_track = agent_track(agent)
         if declared_track is not None:
             return get_track(declared_track)
-    ordered = [t for t in tracks().values() if t.name != "docqa"] + [tracks()["docqa"]]
+    ordered = sorted(tracks().values(), key=lambda t: t.claims_any_file)  # a catch-all last (stable)
     for track in ordered:
         if track.claims(tasks, agents):
             return track

@@ -73,6 +73,8 @@ class Track(ABC):
 
     # --- hooks with defaults --------------------------------------------------------------
     limit_category: ClassVar[str] = "step_limit"  # what `diagnose` calls an episode out of its budget
+    # a track whose `claims` takes any tasks file (docqa's): asked after every other track
+    claims_any_file: ClassVar[bool] = False
 
     def claims(self, tasks: Path, agents: Sequence[str]) -> bool:
         """Whether `deskbench run --tasks TASKS --agent ...` is this track's when its tasks alone

@@ -40,6 +40,8 @@ class DocQATrack(Track):
     score_options = DocQAScoreOptions
     compare_options = DocQACompareOptions
 
+    claims_any_file = True
+
     def claims(self, tasks: Path, agents: Sequence[str]) -> bool:
         """The default track: any tasks file another track does not claim."""
         return not tasks.is_dir()
