@@ -26,9 +26,8 @@ from deskbench.errors import UserError
 from deskbench.models.prices import format_cost
 from deskbench.runs.store import Episode, UnreadableTranscript
 from deskbench.runs.transcript import TranscriptDoc, expand, recorded_corpus
-from deskbench.untrusted import FileLimitError
 from deskbench.web.common import install_basics, templates
-from deskbench.web.images import SIZES, image_type, safe_doc_id
+from deskbench.web.images import image_type, page_png
 from deskbench.web.params import parse_number, whole_number
 from deskbench.web.store import WebStore
 from deskbench.web.viewer_data import (
@@ -194,23 +193,7 @@ def create_viewer_app(run_dirs: Sequence[Path | str], corpus_dir: Path | str | N
         opened = corpora.by_key(corpus)
         if opened is None:
             raise HTTPException(404, "no such corpus: start the viewer with --corpus DIR")
-        if size not in SIZES or not safe_doc_id(doc):
-            raise HTTPException(400, "bad image request")
-        record = opened.store.document(doc)
-        if record is None:
-            raise HTTPException(404, "no such document")
-        try:  # the corpus's own containment (symlinks resolved), as every reader of a page
-            if not opened.stored_file(record).is_file():
-                raise HTTPException(404, "no such document")
-        except UserError as exc:
-            raise HTTPException(404, "no such document") from exc
-        try:
-            data = opened.page_image(doc, number, SIZES[size])
-        except FileLimitError as exc:  # a page too big to draw: say so, never a 500
-            raise HTTPException(413, exc.verdict.message) from None
-        except UserError as exc:
-            raise HTTPException(404, "no such page") from exc
-        return Response(data, media_type="image/png", headers={"Cache-Control": "private, max-age=3600"})
+        return page_png(opened, doc, number, size)
 
     @app.get("/output")
     def output(request: Request, run: str = "", system: str = "", task: str = "", attempt: str = "0",

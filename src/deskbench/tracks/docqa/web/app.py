@@ -27,9 +27,8 @@ from deskbench.runs.store import Episode, RunStore, now
 from deskbench.tasks.trajectory import AnswerStep, Citation, TrajectoryStep, Usage
 from deskbench.tracks.docqa.humans import human_system
 from deskbench.tracks.docqa.tasks import DocQASubmission, DocQATask, read_tasks
-from deskbench.untrusted import FileLimitError
 from deskbench.web.common import install_basics, templates
-from deskbench.web.images import SIZES, safe_doc_id
+from deskbench.web.images import page_png, safe_doc_id
 from deskbench.web.params import Position, whole_number
 from deskbench.web.store import Session, WebStore
 
@@ -255,23 +254,7 @@ def create_app(corpus_dir: Path | str, tasks_file: Path | str, run_dir: Path | s
     def page_image(request: Request, doc: str = "", page: str = "1", size: str = "thumb") -> Response:
         session(request)
         number = whole_number(page, "page", low=1)
-        if size not in SIZES or not safe_doc_id(doc):
-            raise HTTPException(400, "bad image request")
-        record = corpus.store.document(doc)
-        if record is None:
-            raise HTTPException(404, "no such document")
-        try:  # the stored copy must resolve inside the corpus, symlinks included: the corpus's own check
-            if not corpus.stored_file(record).is_file():
-                raise HTTPException(404, "no such document")
-        except UserError as exc:
-            raise HTTPException(404, "no such document") from exc
-        try:
-            data = corpus.page_image(doc, number, SIZES[size])
-        except FileLimitError as exc:  # a page too big to draw: say so, never a 500
-            raise HTTPException(413, exc.verdict.message) from None
-        except UserError as exc:
-            raise HTTPException(404, "no such page") from exc
-        return Response(data, media_type="image/png", headers={"Cache-Control": "private, max-age=3600"})
+        return page_png(corpus, doc, number, size)
 
     if calibration is not None:  # judge calibration screens: web/calibration.py
         from deskbench.web.calibration import mount
