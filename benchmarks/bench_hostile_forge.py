@@ -770,7 +770,7 @@ def probe_url_password(tmp: Path, env: Env) -> dict[str, Any]:
 
 
 QUESTIONS, CITES = 1_000, 500  # the 18 MB file: 1,000 predictions of 500 citations (500k citations)
-IMPORT_MB, EXPORT_MB, SIZE_SECONDS = 200.0, 150.0, 60.0  # tests/test_bounded_inputs.py's bounds
+IMPORT_MB, EXPORT_MB, SIZE_SECONDS = 200.0, 150.0, 60.0  # tests/runs/test_bounded_inputs.py's bounds
 
 
 def big_predictions(tmp: Path) -> tuple[Path, Path]:

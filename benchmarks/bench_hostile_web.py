@@ -2,7 +2,7 @@
 """Hostile inputs, web rows (issue 22 item 4 and its 'login' probe): each probe before and after
 login throttling, session expiry and the user commands.
 
-Every probe runs the real `deskbench serve` in a subprocess (tests/test_hostile_web.py
+Every probe runs the real `deskbench serve` in a subprocess (tests/web/test_hostile_web.py
 deskbench_server) on a small corpus made here, and records the wall time and the server's peak RSS
 (VmHWM). "before" runs the same probes against another checkout's src/ (--before-src, e.g. a
 `git worktree` of the commit before the fix), "after" against this one.

@@ -2,7 +2,7 @@
 
 Office bombs are written part by part with zipfile (deflate shrinks millions of identical rows
 or paragraphs to a few hundred KB); PDFs are written object by object with a correct xref so
-pdfium opens them without repair. tests/test_hostile_files.py and
+pdfium opens them without repair. tests/runs/test_hostile_files.py and
 benchmarks/bench_hostile_files.py share these.
 """
 

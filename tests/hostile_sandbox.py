@@ -4,7 +4,7 @@ The memory of a sandbox is not all in any process's RSS (a memfd or a tmpfs file
 no process), so a probe's command runs inside a memory cgroup of its own, made here and not by
 deskbench, and its peak is the cgroup's (everything the CLI and its sandbox charged). The watch
 group is capped (WATCH_CAP) so that a probe run against code without the fix cannot take the
-machine down. tests/test_hostile_sandbox.py and benchmarks/bench_hostile_sandbox.py share these.
+machine down. tests/sandbox/test_hostile_sandbox.py and benchmarks/bench_hostile_sandbox.py share these.
 """
 
 from __future__ import annotations

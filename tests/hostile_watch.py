@@ -2,7 +2,7 @@
 and on the peak RSS of every process of the tree (psutil samples every 20 ms). The verdict never
 depends on wall time (issue 34: under xdist on a loaded 2-core machine a 20 s probe took 40 s of
 wall time): wall time is only a hang guard (`kill_after`, 300 s) that fails with its own message,
-and is still reported for the benchmarks. tests/test_hostile_files.py and
+and is still reported for the benchmarks. tests/runs/test_hostile_files.py and
 benchmarks/bench_hostile_files.py (which also runs the code before the limits, from a tree given
 with PYTHONPATH) share it."""
 
@@ -156,7 +156,7 @@ class Server:
     cpu_seconds = 0.0
 
     def __init__(self, *args: str, env: dict[str, str] | None = None) -> None:
-        from test_web import Client
+        from tests.web.test_web import Client
 
         self.port = _free_port()
         self.proc = subprocess.Popen([sys.executable, "-m", "deskbench.cli", *args, "--port", str(self.port)],

@@ -1,4 +1,4 @@
-"""The docqa run that tests/test_export_madqa.py exports, built offline the same way by
+"""The docqa run that tests/tracks/docqa/test_export_madqa.py exports, built offline the same way by
 tests/data/madqa_export/generate.py (so the official evaluator's numbers stored there are for the
 file the test writes): the operator corpus, tasks.jsonl, and two scripted models over it with the
 bm25 agent, in one run directory:

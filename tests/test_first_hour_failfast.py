@@ -21,7 +21,7 @@ import pytest
 
 from deskbench.runs.store import RunStore
 from tests.conftest import run_cli
-from tests.test_mcp_external import AGENT, corpus_and_tasks
+from tests.mcp.test_mcp_external import AGENT, corpus_and_tasks
 
 DEMO = Path(__file__).resolve().parents[1] / "src" / "deskbench" / "data" / "demo"
 BLOCKER = """

@@ -1,7 +1,7 @@
 """The replies of a vLLM server to vllm_agent.py, from the official-requests scenario's abstract
 replies (tests/data/official_requests/scenario.json and vllm_questions.json), as SimOpenAI
 behaviours. The recorder (scripts/official_requests/record_vllm.py) and the test
-(tests/test_official_requests_vllm.py) answer from the same function, so both sides see the same
+(tests/tracks/docqa/test_official_requests_vllm.py) answer from the same function, so both sides see the same
 replies. Standard library only: the recorder runs in the official scripts' venv.
 
 Abstract reply keys: `text` (the content), `search` (one search_documents call per query),

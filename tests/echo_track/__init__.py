@@ -101,7 +101,7 @@ class EchoTrack(Track):
 
     def ray_resources(self, request: RunRequest) -> Mapping[str, float]:
         """Its own Ray resource, no sandbox (it runs no code): on a cluster each worker holds one
-        `echo_lane` (tests/test_fourth_track_ray.py)."""
+        `echo_lane` (tests/contract/test_fourth_track_ray.py)."""
         return {RAY_RESOURCE: 1}
 
     def outcomes(self, store: RunStore, system: str, options: OutcomeOptions) -> list[ItemOutcome]:

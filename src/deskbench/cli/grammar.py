@@ -1,6 +1,6 @@
 """One CLI grammar: every flag name means one thing in every command that has it.
 
-`FLAGS` is the table (docs/cli.md prints it; tests/test_cli_grammar.py walks every command's
+`FLAGS` is the table (docs/cli.md prints it; tests/cli/test_cli_grammar.py walks every command's
 `--help` against it): a flag's short form, whether it takes a value and what it means are the
 same wherever it appears. `RENAMED` lists the names an earlier release used; for one release they
 still work, hidden from `--help`, and say once on stderr what to write instead. The rewriting

@@ -5,7 +5,7 @@ in panels (every track's, one per track, execution, model settings).
 shown, and its one-line summary (the details stay in the command's own `--help`); cli/root.py
 lists the commands from it without building them. It names the built-in tracks' commands too
 (each track adds them through Track.cli_commands), so `--help` loads no track;
-tests/test_track_cli_hooks.py keeps it equal to the hooks. `OPTIONS` puts a command's options in panels
+tests/contract/test_track_cli_hooks.py keeps it equal to the hooks. `OPTIONS` puts a command's options in panels
 by their long flag; an option it does not name stays in the first panel ("Options"), so a new
 flag is shown, just not grouped. Options are arranged when help is rendered (cli/grammar.py), so
 it costs nothing on any other invocation.

@@ -124,7 +124,7 @@ def builtin_source() -> str:
 
     shipped = [name for name, track in tracks().items() if type(track).__module__.startswith("deskbench.")]
     lines = ['"""The built-in tracks\' flags of run, score and compare, written from their option models by',
-             "`python -m deskbench.cli.track_flags` (do not edit: tests/test_track_typed_options.py checks it).",
+             "`python -m deskbench.cli.track_flags` (do not edit: tests/contract/test_track_typed_options.py checks it).",
              "Read by cli/track_flags.py when no track is loaded, so `run --help` needs neither pydantic nor a track.",
              '"""', "", "from __future__ import annotations", "", "from deskbench.contract.flags import FlagSpec", "",
              "FLAGS: dict[str, dict[str, tuple[FlagSpec, ...]]] = {"]

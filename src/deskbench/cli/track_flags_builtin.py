@@ -1,5 +1,5 @@
 """The built-in tracks' flags of run, score and compare, written from their option models by
-`python -m deskbench.cli.track_flags` (do not edit: tests/test_track_typed_options.py checks it).
+`python -m deskbench.cli.track_flags` (do not edit: tests/contract/test_track_typed_options.py checks it).
 Read by cli/track_flags.py when no track is loaded, so `run --help` needs neither pydantic nor a track.
 """
 

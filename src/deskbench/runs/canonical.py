@@ -3,7 +3,7 @@
 Two runs never give byte-identical run.sqlite files, even on one executor: each episode stores
 when it started and ended, each model call and tool call how long it took, and the file's pages
 hold rows in the order episodes ended. `canonical_dump` is what "the same store" means for
-deskbench (tests/test_ray_executor.py compares local against local and local against ray with it):
+deskbench (tests/runs/test_ray_executor.py compares local against local and local against ray with it):
 every table's rows, each column's value decoded (JSON text parsed, transcript bodies
 decompressed), the wall-clock columns and keys named below left out, the rows sorted. Everything
 else, every byte of every submission, trajectory count, transcript message and output file,

@@ -32,7 +32,7 @@ lose pages (an IntersectionMatcher or UnionMatcher skips one side's blocks judge
 other side's *current* block only; an AndMaybeMatcher made from a UnionMatcher is moved with
 skip_to and leaves its second side behind, missing its score; a phrase matcher that skips lands
 on pages without the phrase). deskbench returns the true top k of Whoosh's own scores, which is
-what Whoosh returns when none of these fire (most queries; see tests/test_whoosh_parity.py).
+what Whoosh returns when none of these fire (most queries; see tests/search/test_whoosh_parity.py).
 """
 
 from __future__ import annotations

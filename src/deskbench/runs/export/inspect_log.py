@@ -25,7 +25,7 @@ telemetry and key-override hooks (INSPECT_TELEMETRY, INSPECT_API_KEY_OVERRIDE), 
 loads only for model calls. Nothing here reaches them; the export also drops those two variables
 for its own process, so a user's environment cannot turn one on through some later code path.
 `inspect view` serves its bundled viewer offline too (checked the same way).
-`tests/test_export_inspect.py` writes and reads back with every non-loopback connect refused.
+`tests/runs/test_export_inspect.py` writes and reads back with every non-loopback connect refused.
 """
 
 from __future__ import annotations

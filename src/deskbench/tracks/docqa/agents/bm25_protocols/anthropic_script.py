@@ -26,7 +26,7 @@ Where the script would crash, the request shape is kept up to that point and the
 with an error naming why (the script raises, process_dataset.py writes an error row):
 a search call without a string "query" (the script's `tool_use.input["query"]`).
 
-Known differences, none in the recorded scenario (tests/test_official_requests_anthropic.py):
+Known differences, none in the recorded scenario (tests/tracks/docqa/test_official_requests_anthropic.py):
 - retries are the adapter's (deskbench's ResilientModel: 5 attempts, backoff with jitter on 429,
   5xx, timeouts); the script makes 3 attempts on 5xx and 429 (waits 2 s, 3 s), each through the
   SDK's own 2 retries;

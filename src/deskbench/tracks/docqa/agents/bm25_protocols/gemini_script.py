@@ -37,7 +37,7 @@ request shape is kept up to that point and the episode ends with an error naming
 an empty reply (no parts, finishReason STOP) would be kept as a model turn without parts, which
 the API refuses in every later request ("contents.parts must not be empty").
 
-Checked against the script's recorded requests (tests/test_official_requests_gemini.py). Known
+Checked against the script's recorded requests (tests/tracks/docqa/test_official_requests_gemini.py). Known
 differences: retries are deskbench's (ResilientModel), not the SDK's REST defaults; the SDK's
 user-agent and x-goog-api-client headers are not sent (the body, path, key and routing headers
 are); thought summaries (only returned when asked for, which the script never does) would come

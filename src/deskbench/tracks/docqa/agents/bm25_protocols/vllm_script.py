@@ -48,7 +48,7 @@ text stands where its image would be (the script shows images only).
 MISTRAL: no official mistral_agent.py is published (process_dataset.py imports it optionally and
 the repository lacks it). "vllm_agent.py@mistral" is this protocol unchanged, sent through
 Mistral's chat API by the mistral/ adapter, which makes these differences on the wire
-(tests/test_official_requests_vllm.py checks that they are the only ones):
+(tests/tracks/docqa/test_official_requests_vllm.py checks that they are the only ones):
 1. the role order Mistral enforces: an assistant turn's tool results go right after it, together,
    in the order of the calls, and an assistant turn "OK." (models/message_order.py) comes
    between the last result and the following user message (page messages, the forcing message);
