@@ -7,8 +7,9 @@ Two ways in, both consulted only after the built-ins and only when a name is loo
   agent under evaluation needs no install (`--agent my_agent:KeywordAgent`).
 
 A plugin that fails to import or is not what its group needs is one line naming it (UserError,
-exit 2), never a traceback. The per-track agent registries, `models/registry.py` PROVIDERS and
-`contract/formats.py` call `lookup`; this module imports nothing of deskbench but its errors
+exit 2), never a traceback. deskbench's own tracks are entry points of `deskbench.tracks` too
+(`builtin_entry_points`), loaded the same way. The per-track agent registries, `models/registry.py`
+PROVIDERS and `contract/formats.py` call `lookup`; this module imports nothing of deskbench but its errors
 (the run store loads plugin tracks through it, so it sits below the store: no import cycles).
 
 What each group's object is:
@@ -34,9 +35,11 @@ from typing import Literal
 
 from deskbench.errors import UserError
 
-Kind = Literal["agents", "scorers", "tracks", "models"]
-KINDS: tuple[Kind, ...] = ("agents", "scorers", "tracks", "models")
-GROUP: dict[Kind, str] = {kind: f"deskbench.{kind}" for kind in KINDS}
+Kind = Literal["agents", "scorers", "tracks", "models", "cli"]
+KINDS: tuple[Kind, ...] = ("agents", "scorers", "tracks", "models")  # what `deskbench list` lists
+# "cli": a track's top-level commands for `deskbench --help`, a tuple of contract/cli.py
+# TrackCommand in a light module, by track name (cli/root.py), so the help loads no track
+GROUP: dict[Kind, str] = {kind: f"deskbench.{kind}" for kind in (*KINDS, "cli")}
 
 
 @dataclass(frozen=True)
@@ -65,6 +68,13 @@ def declared(kind: Kind) -> dict[str, EntryPoint]:
     if kind not in _entry_points:
         _entry_points[kind] = {ep.name: ep for ep in entry_points(group=GROUP[kind])}
     return _entry_points[kind]
+
+
+def builtin_entry_points(kind: Kind) -> dict[str, EntryPoint]:
+    """The entry points of `kind` deskbench itself declares (its pyproject.toml: the built-in
+    tracks are found as any plugin's are), told by the module they point into."""
+    package = __name__.partition(".")[0]
+    return {name: ep for name, ep in declared(kind).items() if ep.module.partition(".")[0] == package}
 
 
 def _origin(ep: EntryPoint) -> str:
@@ -98,7 +108,7 @@ def lookup(kind: Kind, name: str) -> Plugin | None:
     key = (kind, name)
     if key in _loaded:
         return _loaded[key]
-    what = kind[:-1]
+    what = kind[:-1] if kind != "cli" else "track commands"
     if name in declared(kind):
         ep = declared(kind)[name]
         try:
@@ -137,5 +147,7 @@ def agent_track(name: str) -> str | None:
 
 
 def listing(kind: Kind) -> list[tuple[str, str]]:
-    """(name, origin) of every installed plugin of `kind`, without importing any."""
-    return [(name, _origin(ep)) for name, ep in sorted(declared(kind).items())]
+    """(name, origin) of every installed plugin of `kind` (deskbench's own entry points are its
+    built-ins, not plugins), without importing any."""
+    own = builtin_entry_points(kind)
+    return [(name, _origin(ep)) for name, ep in sorted(declared(kind).items()) if name not in own]

@@ -1,14 +1,15 @@
 """What `--help` shows first: the commands in panels, one line each, and each command's options
 in panels (every track's, one per track, execution, model settings).
 
-`COMMANDS` is the one table of the top-level commands: the panel each is listed in, in the order
-shown, and its one-line summary (the details stay in the command's own `--help`); cli/root.py
-lists the commands from it without building them. It names the built-in tracks' commands too
-(each track adds them through Track.cli_commands), so `--help` loads no track;
-tests/contract/test_track_cli_hooks.py keeps it equal to the hooks. `OPTIONS` puts a command's options in panels
-by their long flag; an option it does not name stays in the first panel ("Options"), so a new
-flag is shown, just not grouped. Options are arranged when help is rendered (cli/grammar.py), so
-it costs nothing on any other invocation.
+`COMMANDS` is the table of the core's top-level commands: the panel each is listed in, in the
+order shown, and its one-line summary (the details stay in the command's own `--help`); cli/root.py
+lists the commands from it without building them. A track's commands are not in it: each track
+declares them, with their panel, summary and place (contract/cli.py TrackCommand), through
+Track.cli_commands, and `layout` puts them among the core's. `OPTIONS` puts a command's options in
+the core's panels by their long flag; a flag one track alone declares (its option model, read by
+cli/track_flags.py) or whose help starts with a track's name and a colon is in that track's panel;
+any other stays in the first panel ("Options"), so a new flag is shown, just not grouped. Options
+are arranged when help is rendered (cli/grammar.py), so it costs nothing on any other invocation.
 
 Help texts are escaped for Rich once, when a command is built (`escape_help`): a square bracket in
 a docstring or an option's help (`pip install 'deskbench[ray]'`) is shown as written, never taken
@@ -18,6 +19,7 @@ for markup.
 from __future__ import annotations
 
 import inspect
+from collections.abc import Sequence
 from typing import Any
 
 from rich.markup import escape
@@ -29,7 +31,8 @@ DATA = "Data and benchmarks"
 PEOPLE = "People: annotators and graders"
 TOOLS = "Tools"
 
-# panel -> (command, one-line summary), in the order `deskbench --help` lists them.
+# panel -> (command, one-line summary), in the order `deskbench --help` lists them: the core's
+# commands (a track's own come from its Track.cli_commands, placed by `layout`).
 COMMANDS: tuple[tuple[str, tuple[tuple[str, str], ...]], ...] = (
     (START, (
         ("demo", "The bundled demo end to end, offline, no key needed"),
@@ -46,7 +49,6 @@ COMMANDS: tuple[tuple[str, tuple[tuple[str, str], ...]], ...] = (
         ("report", "Write a self-contained HTML report over runs"),
         ("diagnose", "Why episodes failed, and what they cost"),
         ("info", "What a corpus or a run holds"),
-        ("analyse", "Item, agreement, effort and cost analyses"),
         ("export", "Write a run for another tool (Inspect AI)"),
     )),
     (DATA, (
@@ -55,81 +57,107 @@ COMMANDS: tuple[tuple[str, tuple[tuple[str, str], ...]], ...] = (
         ("page", "Render one page of a corpus as an image"),
         ("generate", "Generate a fresh benchmark with exact answers"),
         ("fetch", "Download a released benchmark (MADQA) as tasks and a corpus"),
-        ("import-tasks", "Convert a released benchmark's tasks"),
-        ("import", "Make a run from a predictions file"),
         ("schema", "The JSON Schema of a track's tasks or answers"),
     )),
     (PEOPLE, (
         ("serve", "The web app: human baseline, grading, labels"),
-        ("rubric", "Rubric grades of deliverables runs, QC"),
         ("calibrate", "Calibrate an LLM judge on human labels"),
     )),
     (TOOLS, (
         ("mcp", "Serve a track's tools over MCP to any agent"),
         ("sandbox", "Run Python in the sandbox"),
-        ("compare-sheets", "Judge a spreadsheet against a reference"),
-        ("verify", "Check one deliverables response"),
     )),
 )
-PANEL_OF: dict[str, tuple[int, str, str]] = {  # command -> (rank, panel, summary)
+PANEL_OF: dict[str, tuple[int, str, str]] = {  # core command -> (rank, panel, summary)
     name: (rank, panel, summary)
     for rank, (panel, name, summary) in enumerate((p, n, s) for p, rows in COMMANDS for n, s in rows)
 }
 
+
+def layout(track_commands: Sequence[Any] = ()) -> list[tuple[str, list[tuple[str, str]]]]:
+    """The top-level commands by panel, in the order `--help` lists them: the core's (`COMMANDS`)
+    and the tracks' top-level commands (contract/cli.py TrackCommand: its panel, summary, and its
+    place: `before` or `after` a command of that panel, else last), in the tracks' order. A panel
+    no core command has comes after the core's, by title."""
+    rows = {title: list(listed) for title, listed in COMMANDS}
+    for command in track_commands:
+        listed = rows.setdefault(command.panel, [])
+        names = [name for name, _ in listed]
+        at = (names.index(command.before) if command.before in names else
+              names.index(command.after) + 1 if command.after in names else len(listed))
+        listed.insert(at, (command.name, command.summary))
+    titles = [title for title, _ in COMMANDS]
+    return [(title, rows[title]) for title in titles + sorted(set(rows) - set(titles))]
+
+
 OPTIONS_PANEL = "Options"  # Typer's first panel: what every track takes
-DOCQA = "docqa track"
-ANALYTICS = "analytics track"
-DELIVERABLES = "deliverables track"
-TASK_TRACKS = "analytics and deliverables tracks"
+TASK_TRACKS = "analytics and deliverables tracks"  # `deskbench mcp --tasks`: one task of a tasks file or package
 EXTERNAL = "Your agent (--agent external)"
 EXECUTION = "Execution"
 MODEL_SETTINGS = "Model settings"  # cli/settings.py puts the model-settings flags there
-TRACK_PANELS = {DOCQA: "docqa", ANALYTICS: "analytics", DELIVERABLES: "deliverables"}
-PANEL_ORDER = (OPTIONS_PANEL, DOCQA, ANALYTICS, DELIVERABLES, TASK_TRACKS, EXTERNAL, EXECUTION, MODEL_SETTINGS)
+TRACK_PANEL = " track"  # a track's panel: its name and this ("docqa track")
+TRACK_COMMANDS = ("run", "score", "compare")  # the commands whose track flags come from the tracks' option models
+# the other commands whose options are grouped by the track their help names first ("docqa: ...")
+BY_HELP = ("report", "mcp", "calibrate sample")
 
-_FILE_JUDGE = ("--chart-judge", "--file-judge", "--file-judge-all")
-# command path -> panel -> long flags. A flag one track takes is in that track's panel; a flag
-# every track (or several) takes stays in "Options" (runs/track_options.py is the table of which
-# track takes what; tests/test_first_hour_cli.py keeps the two in agreement).
+# command path -> core panel -> long flags (a track's flags find their panel themselves: `_panel_of`).
 OPTIONS: dict[str, dict[str, tuple[str, ...]]] = {
     "run": {
-        DOCQA: ("--corpus", "--top-k", "--view", "--max-steps", "--max-sub-calls", "--protocol", "--preset"),
-        ANALYTICS: ("--no-summary", "--last-round-note", "--cjk-font-hint", *_FILE_JUDGE),
-        DELIVERABLES: ("--task", "--system", "--rerun", "--inline-chars", "--trap-hints", "--web", "--web-record"),
         EXTERNAL: ("--command", "--url", "--timeout"),
         EXECUTION: ("--concurrency", "--executor", "--ray-address", "--unsafe-local", "--cache", "--prices"),
     },
-    "score": {
-        DOCQA: ("--tasks", "--pool-humans", "--by", "--official", "--kuiper-ties", "--effort", "--skip-invalid",
-                "--judge-cache", "--cache", "--q0", "--q1", "--m0", "--m1", "--judge-calibration"),
-        ANALYTICS: _FILE_JUDGE,
-        DELIVERABLES: ("--reviewed-only",),
-    },
-    "compare": {
-        DOCQA: ("--judge-cache", "--cache"),
-        ANALYTICS: _FILE_JUDGE,
-        DELIVERABLES: ("--reviewed-only",),
-    },
-    "report": {
-        DOCQA: ("--pool-humans", "--corpus"),
-        ANALYTICS: _FILE_JUDGE,
-        DELIVERABLES: ("--reviewed-only",),
-    },
-    "calibrate sample": {
-        ANALYTICS: ("--category", *_FILE_JUDGE, "--unsafe-local"),
-    },
     "mcp": {
-        DOCQA: ("--corpus", "--question", "--top-k"),
         TASK_TRACKS: ("--tasks", "--task", "--max-rounds"),
     },
 }
-
-
-# What an option's help starts with to say where it applies, redundant under its panel's title.
-PREFIXES: dict[str, tuple[str, ...]] = {
-    **{panel: (f"{track} runs: ", f"{track} run: ", f"{track}: ") for panel, track in TRACK_PANELS.items()},
+PREFIXES: dict[str, tuple[str, ...]] = {  # a core panel -> what an option's help starts with to say so
     EXTERNAL: ("--agent external (every track): ",),
 }
+
+
+def track_names() -> list[str]:
+    """The tracks' names in their order, as `run --help` knows them (cli/track_flags.py: from the
+    option models once the tracks are loaded, else as written from them), without loading any."""
+    from deskbench.cli.track_flags import track_specs
+
+    return list(track_specs("run"))
+
+
+def track_of_panel(panel: str) -> str | None:
+    """The track whose panel `panel` is ("docqa track" -> docqa), None for a core panel."""
+    name = panel.removesuffix(TRACK_PANEL)
+    return name if panel.endswith(TRACK_PANEL) and name in track_names() else None
+
+
+def _track_prefixes(track: str) -> tuple[str, ...]:
+    """What an option's help starts with to say it is `track`'s, redundant under its panel's title."""
+    return (f"{track} runs: ", f"{track} run: ", f"{track}: ")
+
+
+def _panel_of(path: str, options: list[Any]) -> dict[str, str]:
+    """Each long flag of `path`'s options -> its panel: the core's (`OPTIONS`), else the panel of
+    the one track declaring it (run, score, compare: cli/track_flags.py), else of the track its
+    help names first ("docqa: ...", the commands of `BY_HELP`); a flag of none of them is not in
+    the result (Options)."""
+    found = {flag: panel for panel, flags in OPTIONS.get(path, {}).items() for flag in flags}
+    names = track_names()
+    if path in TRACK_COMMANDS:
+        from deskbench.cli.track_flags import track_specs
+
+        takers: dict[str, list[str]] = {}
+        for name, specs in track_specs(path).items():
+            for spec in specs:
+                takers.setdefault(spec.flag, []).append(name)
+        for flag, by in takers.items():
+            if len(by) == 1:
+                found.setdefault(flag, by[0] + TRACK_PANEL)
+        return found
+    for param in options if path in BY_HELP else ():
+        help_text = param.help or ""
+        named = next((t for t in names if help_text.startswith(_track_prefixes(t))), None)
+        if named is not None:
+            found.setdefault(_long(param), named + TRACK_PANEL)
+    return found
 
 
 def _without_prefix(text: str, prefixes: tuple[str, ...]) -> str:
@@ -150,19 +178,25 @@ def _is_option(param: Any) -> bool:
 
 
 def arrange_options(command: Any, path: str) -> None:
-    """Put `command`'s options in the panels `OPTIONS` names for `path` ("run", "serve batches"),
-    and the panels in `PANEL_ORDER` (others after, as declared). Arguments keep their order."""
-    panel_of = {flag: panel for panel, flags in OPTIONS.get(path, {}).items() for flag in flags}
-    for param in command.params:
-        if _is_option(param) and _long(param) in panel_of:
+    """Put `command`'s options in their panels for `path` ("run", "serve batches": `_panel_of`),
+    and the panels in order: Options, the tracks' (in the tracks' order), the core's, then
+    others as declared. Arguments keep their order."""
+    options = [param for param in command.params if _is_option(param)]
+    panel_of = _panel_of(path, options)
+    for param in options:
+        if _long(param) in panel_of:
             param.rich_help_panel = panel_of[_long(param)]
-            param.help = _without_prefix(param.help or "", PREFIXES.get(param.rich_help_panel, ()))
+            track = track_of_panel(param.rich_help_panel)
+            prefixes = _track_prefixes(track) if track is not None else PREFIXES.get(param.rich_help_panel, ())
+            param.help = _without_prefix(param.help or "", prefixes)
+    order = (OPTIONS_PANEL, *(name + TRACK_PANEL for name in track_names()), TASK_TRACKS, EXTERNAL, EXECUTION,
+             MODEL_SETTINGS)
 
     def rank(param: Any) -> int:
         if not _is_option(param):
             return -1
         panel = getattr(param, "rich_help_panel", None) or OPTIONS_PANEL
-        return PANEL_ORDER.index(panel) if panel in PANEL_ORDER else len(PANEL_ORDER)
+        return order.index(panel) if panel in order else len(order)
 
     command.params.sort(key=rank)  # stable: the declared order within a panel
 
@@ -175,13 +209,12 @@ def check_commands(names: Any) -> None:
         raise RuntimeError(f"deskbench {', '.join(missing)}: not in cli/panels.py COMMANDS; give each a panel and a summary")
 
 
-def print_root_help(group: Any, ctx: Any, names: list[str],
-                    extra: dict[str, tuple[str, str]] | None = None) -> None:
+def print_root_help(group: Any, ctx: Any, names: list[str], track_commands: Sequence[Any] = ()) -> None:
     """`deskbench --help`: the usage, the description, the app's options, then the command panels
-    of `COMMANDS` (only `names`), one line each; `extra`: commands of a plugin track, not in the
-    table, by name -> (panel, summary) as the track declares them. Drawn as Typer draws a help
-    page, with Rich's Panel and Table alone: Typer's help module also imports Markdown and
-    Traceback support, most of this page's start-up."""
+    of `layout` (only `names`: the core's and the tracks' top-level commands, `track_commands`
+    as the tracks declare them), one line each. Drawn as Typer draws a help page, with Rich's
+    Panel and Table alone: Typer's help module also imports Markdown and Traceback support, most
+    of this page's start-up."""
     from rich import box
     from rich.console import Console
     from rich.padding import Padding
@@ -189,8 +222,7 @@ def print_root_help(group: Any, ctx: Any, names: list[str],
     from rich.table import Table
     from rich.text import Text
 
-    extra = extra or {}
-    check_commands([name for name in names if name not in extra])
+    check_commands([name for name in names if name not in {c.name for c in track_commands}])
     console = Console(highlight=False)
 
     def panel(title: str, rows: list[tuple[str, str]], name_width: int) -> None:
@@ -208,12 +240,8 @@ def print_root_help(group: Any, ctx: Any, names: list[str],
                 p.help or "") for p in group.get_params(ctx) if _is_option(p) and not getattr(p, "hidden", False)]
     panel(OPTIONS_PANEL, options, max(len(name) for name, _ in options))
     width = max((len(name) for name in names), default=0)
-    titles = [title for title, _ in COMMANDS]
-    added = [(p, name, s) for name, (p, s) in extra.items() if name in names]
-    for title in titles + sorted({p for p, _, _ in added} - set(titles)):
-        rows = dict(COMMANDS).get(title, ())
+    for title, rows in layout(track_commands):
         listed = [(name, escape(summary)) for name, summary in rows if name in names]
-        listed += [(name, escape(summary)) for p, name, summary in added if p == title]
         if listed:
             panel(title, listed, width)
 

@@ -23,9 +23,11 @@ def register(app: typer.Typer) -> None:
 
 
 def _builtin_agents() -> list[tuple[str, str]]:
-    from deskbench.contract.registry import BUILTIN, tracks
+    from deskbench.contract.formats import shipped
+    from deskbench.contract.registry import tracks
 
-    return [(a, f"built-in ({t.name})" if t.name in BUILTIN else f"track {t.name}")
+    builtin = shipped()
+    return [(a, f"built-in ({t.name})" if t.name in builtin else f"track {t.name}")
             for t in tracks().values() for a in t.agents]
 
 
@@ -36,11 +38,13 @@ def _builtin_scorers() -> list[tuple[str, str]]:
 
 
 def _builtin_tracks() -> list[tuple[str, str]]:
-    from deskbench.contract.registry import BUILTIN, tracks
+    from deskbench.contract.formats import shipped
+    from deskbench.contract.registry import tracks
     from deskbench.plugins import declared
 
-    plugged = declared("tracks")
-    return [(name, "built-in" if name in BUILTIN else "registered") for name in tracks() if name not in plugged]
+    builtin = shipped()
+    plugged = set(declared("tracks")) - set(builtin)  # deskbench's own entry points are its built-ins
+    return [(name, "built-in" if name in builtin else "registered") for name in tracks() if name not in plugged]
 
 
 def _builtin_models() -> list[tuple[str, str]]:

@@ -11,9 +11,10 @@ every command, built.
 
 A track adds its commands through `Track.cli_commands` (contract/cli.py): a command the core does
 not hold is looked up there when it is built (the tracks are loaded then, not before), and a core
-group open to the tracks (`generate`) gets their subcommands when it is built. `--help` lists the
-built-in tracks' commands from cli/panels.py's table, so it imports no track; a plugin track's
-commands are listed once the tracks are loaded in the process.
+group open to the tracks (`generate`) gets their subcommands when it is built. `--help` lists
+every track's top-level commands, the plugins' too: from the light `deskbench.cli` entry points
+the tracks declare beside their `deskbench.tracks` one, so it imports no track, or from the hook
+itself when a track declares none (its track loaded then: `listed_track_commands`).
 """
 
 from __future__ import annotations
@@ -56,11 +57,11 @@ class RootGroup(GrammarGroup):
         self._built.update(value)
 
     def list_commands(self, ctx: Any) -> list[str]:
-        """The core's commands, the built-in tracks' (named in cli/panels.py's table: listed without
-        loading a track) and those of the tracks this process has loaded already."""
-        names = {**dict.fromkeys(self.builders), **dict.fromkeys(panels.PANEL_OF), **dict.fromkeys(self._built),
-                 **dict.fromkeys(c.name for c in loaded_track_commands() if c.group is None)}
-        return [n for n in panels.PANEL_OF if n in names] + [n for n in names if n not in panels.PANEL_OF]
+        """The core's commands and the tracks' top-level ones (`listed_track_commands`), in the
+        order `--help` lists them (cli/panels.py layout), then any other built one."""
+        names = {**dict.fromkeys(self.builders), **dict.fromkeys(self._built)}
+        shown = [name for _, rows in panels.layout(listed_track_commands()) for name, _ in rows]
+        return shown + [n for n in names if n not in shown]
 
     def add_command(self, cmd: Any, name: str | None = None) -> None:
         self._built[name or cmd.name] = cmd
@@ -86,9 +87,7 @@ class RootGroup(GrammarGroup):
 
     def format_help(self, ctx: Any, formatter: Any) -> None:
         """The commands in their panels, one line each (cli/panels.py), none of them built."""
-        extra = {c.name: (c.panel, c.summary) for c in loaded_track_commands()
-                 if c.group is None and c.name not in panels.PANEL_OF}
-        panels.print_root_help(self, ctx, self.list_commands(ctx), extra)
+        panels.print_root_help(self, ctx, self.list_commands(ctx), listed_track_commands())
 
 
 def _built_from(holder: typer.Typer, name: str) -> Any:
@@ -107,11 +106,27 @@ def track_commands() -> list[TrackCommand]:
     return [command for track in tracks().values() for command in track.cli_commands()]
 
 
-def loaded_track_commands() -> list[TrackCommand]:
-    """The tracks' commands when this process has the registry already: `--help` imports none (its
-    start-up imports no track nor pydantic), so a plugin track's commands are listed once
-    something in the process asked the registry (the built-in tracks' are in cli/panels.py)."""
-    return track_commands() if "deskbench.contract.registry" in sys.modules else []
+def listed_track_commands() -> list[TrackCommand]:
+    """Every track's top-level commands, as `--help` lists them: from the hooks when this process
+    has the registry already; else from the light `deskbench.cli` entry points (a tuple of
+    TrackCommand each, contract/cli.py), so `--help` imports no track nor pydantic, unless an
+    installed track declares none: then the tracks are loaded and their hooks asked."""
+    from deskbench.plugins import declared, lookup
+
+    if "deskbench.contract.registry" in sys.modules or set(declared("tracks")) - set(declared("cli")):
+        return [command for command in track_commands() if command.group is None]
+    found: list[TrackCommand] = []
+    for name in declared("tracks"):
+        plugin = lookup("cli", name)
+        assert plugin is not None
+        commands = plugin.value
+        if not isinstance(commands, (tuple, list)):
+            from deskbench.errors import UserError
+
+            raise UserError(f"the {name} track's deskbench.cli entry point ({plugin.origin}) is not a tuple of "
+                            "TrackCommand (contract/cli.py); fix or reinstall that package")
+        found += [command for command in commands if command.group is None]
+    return found
 
 
 def track_holder(name: str, group: str | None) -> typer.Typer | None:

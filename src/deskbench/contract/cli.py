@@ -3,7 +3,11 @@
 A track lists its commands in `Track.cli_commands` (contract/track.py): each names the command,
 the group it joins (None: top level; "generate": `deskbench generate <name>`) and the function
 that registers it on a Typer app, as "package.module:function", so the module is imported only
-when a command line names the command (cli/root.py builds commands lazily). `deskbench init` asks
+when a command line names the command (cli/root.py builds commands lazily). So that `deskbench
+--help` lists them without loading the tracks, a track may also declare the same commands in a
+light module (no pydantic, no track code: contract/cli.py is all it needs) as a `deskbench.cli`
+entry point (`docqa = "deskbench.tracks.docqa.cli:COMMANDS"`); a track that declares none is
+loaded for `--help` (cli/root.py listed_track_commands). `deskbench init` asks
 `Track.scaffolder` for a `Scaffolder`; `deskbench demo` and `generate demo` ask `Track.demo` for a
 `DemoLeg`; `deskbench calibrate` asks `Track.judge_calibration` for a `JudgeCalibration`. So the
 core's command line names no track, and a fourth track adds a command, an init, a demo leg or the
@@ -33,8 +37,10 @@ class TrackCommand:
     name: str  # the command's name as typed: "rubric", "compare-sheets", or "docqa" under group "generate"
     register: str  # "package.module:function"; the function takes a typer.Typer and adds `name` to it
     group: str | None = None  # a core group the command joins ("generate"); None: a top-level command
-    summary: str = ""  # its line in `deskbench --help` (cli/panels.py's table gives the built-in tracks')
+    summary: str = ""  # its line in `deskbench --help`
     panel: str = "Tools"  # the `deskbench --help` panel it is listed in, by title (cli/panels.py)
+    after: str | None = None  # its place in that panel: after this command (else last) ...
+    before: str | None = None  # ... or before this one (cli/panels.py layout)
 
 
 @dataclass

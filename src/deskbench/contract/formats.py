@@ -3,22 +3,23 @@ uses to write and read a run (its task and submission types, `task_json`, `load_
 
 Why a module of its own: the contract (contract/track.py) names the run store in its hooks, so
 the store sits below the contract and the registry (contract/registry.py) and may not import
-them. It asks this module instead, which imports nothing above the store: it loads the built-in
-tracks by module name and the installed `deskbench.tracks` entry points (deskbench/plugins.py)
-on first use; the registry adds the others (`register_track`) and hands every one out typed as
-`Track`. The objects kept here are the registry's tracks: one table, two views of it.
+them. It asks this module instead, which imports nothing above the store: it loads every
+installed `deskbench.tracks` entry point (deskbench/plugins.py) on first use, the built-in tracks
+too (deskbench's pyproject.toml declares them as any plugin does: no list of their names here);
+the registry adds the others (`register_track`) and hands every one out typed as `Track`. The
+objects kept here are the registry's tracks: one table, two views of it, in the order each track
+declares (`Track.order`, then the name).
 """
 
 from __future__ import annotations
 
-import importlib
 from typing import Protocol, runtime_checkable
 
 from pydantic import BaseModel
 
 from deskbench.errors import UserError
 
-BUILTIN = ("docqa", "analytics", "deliverables")  # modules deskbench.tracks.<name>.track, each with TRACK
+DEFAULT_ORDER = 100  # Track.order of a track that says none: after the built-ins (10, 20, 30), by name
 
 
 @runtime_checkable
@@ -60,24 +61,41 @@ def registered(name: str) -> TrackFormat | None:
     return _TRACKS.get(name)
 
 
+def order_of(track: TrackFormat) -> tuple[int, str]:
+    """Where a track is listed: its declared `order` (contract/track.py), then its name."""
+    order = getattr(track, "order", DEFAULT_ORDER)
+    return (order if isinstance(order, int) else DEFAULT_ORDER, track.name)
+
+
 def loaded() -> dict[str, TrackFormat]:
-    """Every track by name, the built-ins first (in BUILTIN's order), then the others by name;
-    the built-ins and the installed plugin tracks are loaded on the first call."""
+    """Every track by name, in the order the tracks declare (`order_of`); the installed tracks
+    (the built-ins among them) are loaded on the first call."""
     global _loaded
     if not _loaded:
-        for name in BUILTIN:
-            _TRACKS.setdefault(name, importlib.import_module(f"deskbench.tracks.{name}.track").TRACK)
         _loaded = True
-        _load_plugin_tracks()
-    return dict(sorted(_TRACKS.items(), key=lambda kv: (kv[0] not in BUILTIN, BUILTIN.index(kv[0])
-                                                         if kv[0] in BUILTIN else 0, kv[0])))
+        _load_installed_tracks()
+    return dict(sorted(_TRACKS.items(), key=lambda kv: order_of(kv[1])))
 
 
-def _load_plugin_tracks() -> None:
-    """The installed `deskbench.tracks` entry points, kept after the built-ins (a broken one is
-    one line naming it: deskbench/plugins.py)."""
-    from deskbench.plugins import declared, instance, lookup
+def shipped() -> tuple[str, ...]:
+    """The names of the tracks deskbench itself ships (its own `deskbench.tracks` entry points),
+    in their order: what `deskbench list` calls built-in and what cannot be unregistered."""
+    from deskbench.plugins import builtin_entry_points
 
+    own = set(builtin_entry_points("tracks"))
+    return tuple(name for name, track in loaded().items() if name in own)
+
+
+def _load_installed_tracks() -> None:
+    """The installed `deskbench.tracks` entry points, deskbench's own and the plugins' (a broken
+    one is one line naming it: deskbench/plugins.py). Without deskbench's own the install is
+    stale (its metadata predates them): one line saying how to refresh it."""
+    from deskbench.plugins import builtin_entry_points, declared, instance, lookup
+
+    if not builtin_entry_points("tracks"):
+        raise UserError("deskbench's installed metadata declares none of its tracks (entry points "
+                        "`deskbench.tracks`, read from pyproject.toml at install time); reinstall it: "
+                        "pip install -e . (from the checkout) or pip install --force-reinstall deskbench")
     for name in declared("tracks"):
         plugin = lookup("tracks", name)
         assert plugin is not None

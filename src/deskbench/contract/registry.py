@@ -3,7 +3,8 @@
 A track is what the harness needs to know about one benchmark system: its task and submission
 types (how the run store writes and reads them), which `--tasks` it claims, and how one item of
 a system scores as a track-independent `ItemOutcome` (what `compare` reads), and its section of
-the report. The built-in tracks (docqa, analytics, deliverables) are registered on first use;
+the report. The built-in tracks are found on first use as a plugin's are (the `deskbench.tracks`
+entry points of deskbench's own pyproject.toml);
 another track registers itself with `register_track` and needs no edit anywhere else: the store
 keeps its tasks and episodes, the runner runs its `PreparedRun`, `compare` compares its systems,
 `report` shows its section.
@@ -21,9 +22,16 @@ from pathlib import Path
 from pydantic import BaseModel
 
 from deskbench.contract import formats
-from deskbench.contract.formats import BUILTIN as BUILTIN  # the built-in tracks, in their order
 from deskbench.contract.track import Track
 from deskbench.errors import UserError
+
+
+def __getattr__(name: str) -> tuple[str, ...]:
+    """`BUILTIN`: the names of the tracks deskbench ships, in their order, read from its installed
+    entry points when first asked (contract/formats.py shipped): no list of names in the core."""
+    if name == "BUILTIN":
+        return formats.shipped()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def register_track(track: Track) -> None:
@@ -38,7 +46,7 @@ def register_track(track: Track) -> None:
 
 def unregister_track(name: str) -> None:
     """Remove a registered track (tests that register their own clean up with this)."""
-    if name in BUILTIN:
+    if name in formats.shipped():
         raise ValueError(f"{name} is a built-in track")
     formats.remove(name)
 

@@ -72,6 +72,9 @@ class Track(ABC):
         opens are closed when the context exits."""
 
     # --- hooks with defaults --------------------------------------------------------------
+    # where the track is listed (registry, `--help` panels, `list`, the demo): lower first, then
+    # by name; the built-ins say 10, 20, 30 (contract/formats.py DEFAULT_ORDER for one that says none)
+    order: ClassVar[int] = 100
     limit_category: ClassVar[str] = "step_limit"  # what `diagnose` calls an episode out of its budget
     # a track whose `claims` takes any tasks file (docqa's): asked after every other track
     claims_any_file: ClassVar[bool] = False

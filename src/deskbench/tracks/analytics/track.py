@@ -31,6 +31,7 @@ if TYPE_CHECKING:
 
 class AnalyticsTrack(Track):
     name = "analytics"
+    order = 20  # where it is listed among the tracks (contract/track.py)
     title = "analytics (AIDABench)"
     task_type = AnalyticsTask
     outcome_definition = ANALYTICS_DEFINITION
@@ -143,11 +144,10 @@ class AnalyticsTrack(Track):
         return analytics_report_section(stores, options, params)
 
     def cli_commands(self) -> Sequence[TrackCommand]:
-        return (
-            TrackCommand("import-tasks", "deskbench.tracks.analytics.cli.import_tasks:register"),
-            TrackCommand("compare-sheets", "deskbench.tracks.analytics.cli.compare_sheets:register"),
-            TrackCommand("analytics", "deskbench.tracks.analytics.cli.generate:register", group="generate"),
-        )
+        # light: `deskbench --help` reads it too (its `deskbench.cli` entry point)
+        from deskbench.tracks.analytics.cli import COMMANDS
+
+        return COMMANDS
 
     def scaffolder(self) -> Scaffolder:
         from deskbench.tracks.analytics.scaffold import scaffold_analytics

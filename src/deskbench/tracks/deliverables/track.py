@@ -33,6 +33,7 @@ if TYPE_CHECKING:
 
 class DeliverablesTrack(Track):
     name = "deliverables"
+    order = 30  # where it is listed among the tracks (contract/track.py)
     title = "deliverables (consulting DRA)"
     task_type = DeliverableTask
     outcome_definition = DELIVERABLES_DEFINITION
@@ -153,11 +154,10 @@ class DeliverablesTrack(Track):
         return change_times(store, system)
 
     def cli_commands(self) -> Sequence[TrackCommand]:
-        return (
-            TrackCommand("rubric", "deskbench.tracks.deliverables.cli.rubric:register"),
-            TrackCommand("verify", "deskbench.tracks.deliverables.cli.verify:register"),
-            TrackCommand("deliverables", "deskbench.tracks.deliverables.cli.generate:register", group="generate"),
-        )
+        # light: `deskbench --help` reads it too (its `deskbench.cli` entry point)
+        from deskbench.tracks.deliverables.cli import COMMANDS
+
+        return COMMANDS
 
     def demo(self) -> DemoLeg:
         from deskbench.tracks.deliverables.demo import LEG

@@ -29,6 +29,7 @@ if TYPE_CHECKING:
 
 class DocQATrack(Track):
     name = "docqa"
+    order = 10  # where it is listed among the tracks (contract/track.py)
     title = "docqa (MADQA)"
     task_type = DocQATask
     outcome_definition = DOCQA_DEFINITION
@@ -130,12 +131,10 @@ class DocQATrack(Track):
         return docqa_report_section(stores, options, params)
 
     def cli_commands(self) -> Sequence[TrackCommand]:
-        return (
-            TrackCommand("analyse", "deskbench.tracks.docqa.cli.analyse:register"),
-            TrackCommand("import", "deskbench.tracks.docqa.cli.imports:register"),
-            TrackCommand("docqa", "deskbench.tracks.docqa.cli.generate:register", group="generate"),
-            TrackCommand("madqa", "deskbench.tracks.docqa.cli.fetch:register", group="fetch"),
-        )
+        # light: `deskbench --help` reads it too (its `deskbench.cli` entry point)
+        from deskbench.tracks.docqa.cli import COMMANDS
+
+        return COMMANDS
 
     def scaffolder(self) -> Scaffolder:
         from deskbench.tracks.docqa.scaffold import scaffold_docqa

@@ -1,1 +1,17 @@
-"""The docqa track's commands of `deskbench` (reached through Track.cli_commands in track.py)."""
+"""The docqa track's commands of `deskbench`, with their line and place in `deskbench --help`:
+`COMMANDS` is what Track.cli_commands returns (track.py) and the `deskbench.cli` entry point
+(pyproject.toml), read by `--help` without loading the track: this module imports nothing heavy."""
+
+from __future__ import annotations
+
+from deskbench.cli.panels import DATA, RESULTS
+from deskbench.contract.cli import TrackCommand
+
+COMMANDS: tuple[TrackCommand, ...] = (
+    TrackCommand("analyse", "deskbench.tracks.docqa.cli.analyse:register", panel=RESULTS, after="info",
+                 summary="Item, agreement, effort and cost analyses"),
+    TrackCommand("import", "deskbench.tracks.docqa.cli.imports:register", panel=DATA, before="schema",
+                 summary="Make a run from a predictions file"),
+    TrackCommand("docqa", "deskbench.tracks.docqa.cli.generate:register", group="generate"),
+    TrackCommand("madqa", "deskbench.tracks.docqa.cli.fetch:register", group="fetch"),
+)
