@@ -7,28 +7,69 @@ import shlex
 import shutil
 import sys
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.markup import escape
 
 from deskbench.cli.common import QuietOpt, at_least_one, execute_with_progress
+from deskbench.cli.track_flags import with_track_flags
 from deskbench.console import out
+from deskbench.contract.flags import FlagSpec
 from deskbench.errors import UserError
+
+if TYPE_CHECKING:
+    from deskbench.contract.cli import DemoFlag, DemoLeg
 
 
 def register(app: typer.Typer) -> None:
-    """Add `demo`."""
-    for command in (demo,):
-        app.command()(command)
+    """Add `demo`, with each track's leg's flags (`DemoLeg.flags`) after --model."""
+    app.command("demo")(with_track_flags(demo, "demo", after="model", specs=leg_flag_specs))
+
+
+def legs() -> list[tuple[str, DemoLeg]]:
+    """Every track's leg of the demo, in the tracks' order (a track without one is left out)."""
+    from deskbench.contract.registry import tracks
+
+    return [(name, leg) for name, track in tracks().items() if (leg := track.demo()) is not None]
+
+
+def leg_flags() -> list[DemoFlag]:
+    """The legs' flags of `demo`, one per name (the first leg declaring it), in the tracks' order."""
+    found: dict[str, DemoFlag] = {}
+    for _, leg in legs():
+        for flag in getattr(leg, "flags", ()):  # a leg written without the member adds none
+            found.setdefault(flag.flag, flag)
+    return list(found.values())
+
+
+def _param(flag: str) -> str:
+    return flag.removeprefix("--").replace("-", "_")
+
+
+def leg_flag_specs() -> list[FlagSpec]:
+    """The legs' flags as the command builds them (cli/track_flags.py parameter)."""
+    return [FlagSpec(param=_param(f.flag), flag=f.flag, kind="int", default=f.default, help=f.help)
+            for f in leg_flags()]
+
+
+def _leg_values(given: dict[str, Any]) -> dict[str, object]:
+    """The legs' flags as given (the command's parameters by name; else their defaults), checked
+    before any leg runs: a value below its `at_least` is one line naming the flag."""
+    values: dict[str, object] = {}
+    for flag in leg_flags():
+        value = given.get(_param(flag.flag), flag.default)
+        assert isinstance(value, int)
+        if value < flag.at_least:
+            raise UserError(f"{flag.flag} {value} is not valid; use {flag.at_least} or more")
+        values[flag.flag] = value
+    return values
 
 
 def demo(
+    ctx: typer.Context,
     out_dir: Annotated[Path, typer.Option("--out", "-o", help="Where to write the corpus and the run.")] = Path(".demo"),
     model: Annotated[str | None, typer.Option("--model", "-m", help="Model for the agent (default: openai/gpt-5-mini with OPENAI_API_KEY, else local).")] = None,
-    local_limit: Annotated[int, typer.Option(help="With the local model: only the first N questions (SmolLM2 on 2 CPU cores takes 20-70 s a call).")] = 5,
-    analytics_limit: Annotated[int, typer.Option(help="With the local model: only the first N analytics tasks.")] = 2,
-    deliverables_limit: Annotated[int, typer.Option(help="With the local model: only the first N deliverables packages.")] = 1,
     max_steps: Annotated[int | None, typer.Option(help="Agent iterations (default 10; 3 with the local model).")] = None,
     workers: Annotated[int, typer.Option(help="Extraction processes.")] = 2,
     quiet: QuietOpt = False,
@@ -37,32 +78,27 @@ def demo(
     the no-model lexical baseline and a model agent (the local SmolLM2 unless a model is given),
     scores both and prints the leaderboard."""
     from deskbench.contract.cli import DemoContext
-    from deskbench.contract.registry import tracks
     from deskbench.generate.demo import bundled_dir
 
-    at_least_one("--local-limit", local_limit)
-    at_least_one("--analytics-limit", analytics_limit)
-    at_least_one("--deliverables-limit", deliverables_limit)
+    leg_values = _leg_values(ctx.params)  # the legs' flags (WithTrackFlags: in the context, not the signature)
     if max_steps is not None:
         at_least_one("--max-steps", max_steps)
     bundle = bundled_dir()
-    legs = [(name, leg) for name, track in tracks().items() if (leg := track.demo()) is not None]
-    if any(not (bundle / name).is_dir() for name, _ in legs):
+    shown = legs()
+    if any(not (bundle / name).is_dir() for name, _ in shown):
         raise UserError(f"the bundled demo is missing from {bundle}; rebuild it with 'deskbench generate demo'")
     chosen = model or ("openai/gpt-5-mini" if os.environ.get("OPENAI_API_KEY") else "local")
     context = DemoContext(bundle=bundle, out_dir=out_dir, model=chosen, local=chosen.split("/", 1)[0] == "local",
-                          flags={"--local-limit": local_limit, "--analytics-limit": analytics_limit,
-                                 "--deliverables-limit": deliverables_limit, "--max-steps": max_steps,
-                                 "--workers": workers},
+                          flags={**leg_values, "--max-steps": max_steps, "--workers": workers},
                           quiet=quiet, execute=_execute)
-    run_dirs = [run_dir for _, leg in legs for run_dir in leg.run(context)]  # each track's leg in turn
+    run_dirs = [run_dir for _, leg in shown for run_dir in leg.run(context)]  # each track's leg in turn
     out.print("[bold]3. scores[/bold]")
     _record_scorings(run_dirs)
     from deskbench.report.data import build_report
     from deskbench.report.render import write_report
 
     data = build_report(run_dirs)  # the tables and the page, from the same default scorers as the stored scorings
-    for name, leg in legs:
+    for name, leg in shown:
         if data.has_section(name):
             leg.show(data.section(name).data)
     write_report(data, out_dir / "report.html")

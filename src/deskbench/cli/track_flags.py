@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import inspect
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -82,13 +82,16 @@ def parameter(spec: FlagSpec) -> inspect.Parameter:
 
 class WithTrackFlags:
     """A command function whose signature, as typer reads it, also has every track's flags of
-    `command` (inserted after its parameter `after`); called, it passes the function its own
-    parameters (a track's values are in the click context's `params`)."""
+    `command` (inserted after its parameter `after`; `specs`: they, when not the tracks' option
+    models': `deskbench demo`'s legs); called, it passes the function its own parameters (a
+    track's values are in the click context's `params`)."""
 
-    def __init__(self, fn: Callable[..., Any], command: str, after: str) -> None:
+    def __init__(self, fn: Callable[..., Any], command: str, after: str,
+                 specs: Callable[[], Sequence[FlagSpec]] | None = None) -> None:
         self.fn = fn
         self.command = command
         self.after = after
+        self.specs = specs
         self.__name__ = fn.__name__
         self.__qualname__ = fn.__qualname__
         self.__doc__ = fn.__doc__
@@ -99,7 +102,7 @@ class WithTrackFlags:
     def __signature__(self) -> inspect.Signature:
         own = list(inspect.signature(self.fn, eval_str=True).parameters.values())
         names = {p.name for p in own}
-        extra = [parameter(s) for s in merged(self.command)]
+        extra = [parameter(s) for s in (self.specs() if self.specs is not None else merged(self.command))]
         taken = [p.name for p in extra if p.name in names]
         if taken:
             raise TypeError(f"{self.command}: a track's option {taken[0]!r} is one every track takes "
@@ -113,9 +116,10 @@ class WithTrackFlags:
         return self.fn(**{k: v for k, v in kwargs.items() if k in own})
 
 
-def with_track_flags(fn: Callable[..., Any], command: str, after: str) -> Callable[..., Any]:
+def with_track_flags(fn: Callable[..., Any], command: str, after: str,
+                     specs: Callable[[], Sequence[FlagSpec]] | None = None) -> Callable[..., Any]:
     """`fn` as a command that also takes the tracks' flags of `command` (see WithTrackFlags)."""
-    return WithTrackFlags(fn, command, after)
+    return WithTrackFlags(fn, command, after, specs)
 
 
 def builtin_source() -> str:

@@ -9,7 +9,7 @@ light module (no pydantic, no track code: contract/cli.py is all it needs) as a 
 entry point (`docqa = "deskbench.tracks.docqa.cli:COMMANDS"`); a track that declares none is
 loaded for `--help` (cli/root.py listed_track_commands). `deskbench init` asks
 `Track.scaffolder` for a `Scaffolder`; `deskbench demo` and `generate demo` ask `Track.demo` for a
-`DemoLeg`; `deskbench calibrate` asks `Track.judge_calibration` for a `JudgeCalibration`. So the
+`DemoLeg` (and its flags of `demo`); `deskbench calibrate` asks `Track.judge_calibration` for a `JudgeCalibration`. So the
 core's command line names no track, and a fourth track adds a command, an init, a demo leg or the
 items of its judge to calibrate from its one folder.
 
@@ -66,9 +66,23 @@ class Scaffolder(Protocol):
 
 
 @dataclass(frozen=True)
+class DemoFlag:
+    """A flag of `deskbench demo` a track's leg takes (`DemoLeg.flags`), a whole number like the
+    legs' limits: the core adds it to the command (cli/demo.py, as cli/track_flags.py adds the
+    tracks' run flags), refuses a value below `at_least` before any leg runs, and hands the value
+    to every leg in `DemoContext.flags` under `flag`."""
+
+    flag: str  # "--analytics-limit"
+    default: int
+    help: str
+    at_least: int = 1
+
+
+@dataclass(frozen=True)
 class DemoContext:
     """What `deskbench demo` hands each track's leg: the bundle, where to write, the model, the
-    command's flags by name ("--local-limit": 5, "--max-steps": None, "--workers": 2) and how to
+    command's flags by name, the core's and every leg's `DemoFlag` ("--local-limit": 5,
+    "--max-steps": None, "--workers": 2) and how to
     execute a prepared run with progress bars (cli/common.py execute_with_progress)."""
 
     bundle: Path  # the bundled demo benchmark; a track's part is bundle / its name
@@ -81,7 +95,11 @@ class DemoContext:
 
 
 class DemoLeg(Protocol):
-    """A track's part of the bundled demo: what `generate demo` builds and `demo` runs and shows."""
+    """A track's part of the bundled demo: what `generate demo` builds and `demo` runs and shows.
+    Its `flags` are the `deskbench demo` flags it adds (a leg without the member adds none)."""
+
+    @property
+    def flags(self) -> Sequence[DemoFlag]: ...
 
     def build(self, out: Path, seed: int) -> None:
         """Generate this track's part of the bundle into `out` (byte-identical for a seed)."""

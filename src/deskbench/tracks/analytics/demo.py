@@ -10,13 +10,17 @@ from pathlib import Path
 from rich.markup import escape
 
 from deskbench.console import err, out
-from deskbench.contract.cli import DemoContext
+from deskbench.contract.cli import DemoContext, DemoFlag
 
 TASKS = 11  # every template once, the Chinese-label chart included
 
 
 class AnalyticsDemo:
     """The analytics leg of the demo (contract/cli.py DemoLeg)."""
+
+    # its flag of `deskbench demo` (the core adds it: cli/demo.py)
+    flags = (DemoFlag("--analytics-limit", 2,
+                      "With the local model: only the first N analytics tasks."),)
 
     def build(self, out: Path, seed: int) -> None:
         from deskbench.tracks.analytics.generate.tasks import generate_analytics

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 from rich.markup import escape
 
 from deskbench.console import err, out
-from deskbench.contract.cli import DemoContext
+from deskbench.contract.cli import DemoContext, DemoFlag
 
 if TYPE_CHECKING:
     from deskbench.tracks.deliverables.scoring.rubric_run import GradingCounts
@@ -22,6 +22,10 @@ TASKS = 5
 
 class DeliverablesDemo:
     """The deliverables leg of the demo (contract/cli.py DemoLeg)."""
+
+    # its flag of `deskbench demo` (the core adds it: cli/demo.py)
+    flags = (DemoFlag("--deliverables-limit", 1,
+                      "With the local model: only the first N deliverables packages."),)
 
     def build(self, out: Path, seed: int) -> None:
         from deskbench.tracks.deliverables.generate.packages import generate_deliverables

@@ -14,7 +14,7 @@ from rich.table import Table
 
 from deskbench.console import out
 from deskbench.console import pct as _pct
-from deskbench.contract.cli import DemoContext
+from deskbench.contract.cli import DemoContext, DemoFlag
 
 DOCS = 40
 QUESTIONS = 60
@@ -23,6 +23,10 @@ INJECTIONS = 0.1
 
 class DocqaDemo:
     """The docqa leg of the demo (contract/cli.py DemoLeg)."""
+
+    # its flag of `deskbench demo` (the core adds it: cli/demo.py)
+    flags = (DemoFlag("--local-limit", 5,
+                      "With the local model: only the first N questions (SmolLM2 on 2 CPU cores takes 20-70 s a call)."),)
 
     def build(self, out: Path, seed: int) -> None:
         from deskbench.tracks.docqa.generate import generate_docqa
