@@ -35,7 +35,7 @@ from deskbench.contract.cli import (
 from deskbench.contract.registry import BUILTIN, register_track, tracks, unregister_track
 from deskbench.contract.track import Track
 from deskbench.errors import UserError
-from deskbench.runs.outcomes import ItemOutcome, OutcomeOptions
+from deskbench.runs.outcomes import ItemOutcome, OutcomeOptions, ScorerRequest
 from deskbench.runs.store import RunStore
 from deskbench.runs.track import PreparedRun, RunRequest
 from deskbench.scoring.judge_calibration import CalibrationItem
@@ -94,7 +94,7 @@ class HookTrack(Track):
     def outcomes(self, store: RunStore, system: str, options: OutcomeOptions) -> list[ItemOutcome]:
         raise NotImplementedError
 
-    def scorer_options(self, params: Mapping[str, object]) -> AbstractContextManager[OutcomeOptions]:
+    def scorer_options(self, request: ScorerRequest) -> AbstractContextManager[OutcomeOptions]:
         raise NotImplementedError
 
     def cli_commands(self) -> Sequence[TrackCommand]:

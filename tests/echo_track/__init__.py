@@ -21,7 +21,7 @@ from deskbench.contract.track import Track
 from deskbench.contract.viewer import ViewerViews
 from deskbench.errors import UserError
 from deskbench.runs.identity import SystemConfig
-from deskbench.runs.outcomes import ItemOutcome, OutcomeOptions
+from deskbench.runs.outcomes import ItemOutcome, OutcomeOptions, ScorerRequest
 from deskbench.runs.runner import EpisodeFn, HasId
 from deskbench.runs.store import Episode, RunStore
 from deskbench.runs.track import PreparedRun, PreparedSystem, RunRequest
@@ -115,8 +115,8 @@ class EchoTrack(Track):
         return out
 
     @contextmanager
-    def scorer_options(self, params: Mapping[str, object]) -> Iterator[OutcomeOptions]:
-        yield OutcomeOptions(concurrency=int(params.get("concurrency") or 1))  # type: ignore[call-overload]
+    def scorer_options(self, request: ScorerRequest) -> Iterator[OutcomeOptions]:
+        yield OutcomeOptions(concurrency=request.concurrency)
 
 
 TRACK = EchoTrack()

@@ -18,7 +18,6 @@ from deskbench.cli.settings import (
     JudgeReasoningEffortOpt,
     JudgeTemperatureOpt,
     JudgeTopPOpt,
-    scorer_params,
     use_model_flags,
 )
 from deskbench.cli.track_flags import with_track_flags
@@ -127,6 +126,7 @@ def register(app: typer.Typer) -> None:
             preflight_judges,
             track_options,
         )
+        from deskbench.runs.track_outcomes import scorer_request
 
         if not run_dirs:
             raise UserError("give the run directories to compare")
@@ -150,8 +150,10 @@ def register(app: typer.Typer) -> None:
                 raise UserError(f"compare needs at least two systems; these runs hold {len(chosen)}: give more runs")
             use_model_flags(capabilities, judge_temperature=judge_temperature, judge_top_p=judge_top_p,
                             judge_reasoning_effort=judge_reasoning_effort, judge_max_tokens=judge_max_tokens)
-            preflight_judges(judge, track_options("compare", get_track(track), ctx.params))
-            with get_track(track).scorer_options(scorer_params(ctx.params)) as options:
+            own = track_options("compare", get_track(track), ctx.params)
+            preflight_judges(judge, own)
+            scoring = scorer_request(get_track(track), dict(own), judge=judge, concurrency=concurrency)  # its score options, from these
+            with get_track(track).scorer_options(scoring) as options:
                 by_dir = {st.dir: st for st in stores}
                 systems = [SystemOutcomes(label=label, system=s, run_dir=str(d),
                                           outcomes=get_track(track).outcomes(by_dir[d], s, options))

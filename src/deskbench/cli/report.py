@@ -16,7 +16,6 @@ from deskbench.cli.settings import (
     JudgeReasoningEffortOpt,
     JudgeTemperatureOpt,
     JudgeTopPOpt,
-    scorer_params,
     use_model_flags,
 )
 from deskbench.console import out
@@ -66,11 +65,12 @@ def report(
     if viewer_url is not None and not viewer_url.startswith(("http://", "https://")):
         raise UserError(f"--viewer-url {viewer_url!r} is not an http(s) address; give the one 'deskbench view' prints, "
                         "e.g. http://127.0.0.1:8770")
-    params = {name: value for name, value in scorer_params(ctx.params).items() if name not in ("run_dirs", "viewer_url")}
+    params = {name: value for name, value in ctx.params.items()
+              if name not in ("run_dirs", "viewer_url", "judge", "concurrency")}
     if corpus is not None:  # a typo is named, with the corpora nearby, whatever the runs hold
         from deskbench.paths import require_corpus
 
         require_corpus(corpus, "--corpus")
-    data = build_report(run_dirs, None, **params)  # no per-track options: the scorer is built from the flags
+    data = build_report(run_dirs, None, judge=judge, concurrency=concurrency, **params)  # each track's scorer: from the flags
     write_report(data, output, viewer_url)
     out.print(f"wrote {output} ({', '.join(f'{s.n_systems} {s.track}' for s in data.sections)} system(s))")

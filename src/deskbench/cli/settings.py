@@ -72,11 +72,3 @@ CacheOpt = Annotated[bool, typer.Option(
     "--cache/--no-cache", help="Reuse and store judge responses in the judge cache.")]
 JudgeConcurrencyOpt = Annotated[int, typer.Option("--judge-concurrency", help="Judge calls in flight at once.")]
 
-
-def scorer_params(params: dict[str, object]) -> dict[str, object]:
-    """A judging command's parameters as the scorers read them: the `--cache/--no-cache` pair is
-    their `no_cache`."""
-    out = dict(params)
-    if "cache" in out:
-        out["no_cache"] = not out.pop("cache")
-    return out

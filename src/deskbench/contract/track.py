@@ -28,7 +28,7 @@ if TYPE_CHECKING:
     from deskbench.contract.viewer import ViewerViews
     from deskbench.contract.web import WebScreens
     from deskbench.report.models import ReportSection
-    from deskbench.runs.outcomes import ItemOutcome, OutcomeOptions
+    from deskbench.runs.outcomes import ItemOutcome, OutcomeOptions, ScorerRequest
     from deskbench.runs.store import Episode, RunStore
     from deskbench.runs.track import PreparedRun, RunRequest
 
@@ -66,10 +66,11 @@ class Track(ABC):
         """Every scored (task, attempt) of `system`, unscored kept apart from wrong."""
 
     @abstractmethod
-    def scorer_options(self, params: Mapping[str, object]) -> AbstractContextManager[OutcomeOptions]:
-        """The scorer `outcomes` takes, built from a command's flags (`params`: its parameters by
-        name: judge, concurrency and the track's own) as `deskbench score` builds it; the judges it
-        opens are closed when the context exits."""
+    def scorer_options(self, request: ScorerRequest) -> AbstractContextManager[OutcomeOptions]:
+        """The scorer `outcomes` takes, built as `deskbench score` builds it from a command's flags:
+        --judge, the judge calls in flight, and the track's own in `request.options_as(<its
+        score_options model>)`, validated by the core; the judges it opens are closed when the
+        context exits."""
 
     # --- hooks with defaults --------------------------------------------------------------
     # where the track is listed (registry, `--help` panels, `list`, the demo): lower first, then

@@ -24,18 +24,20 @@ def _open(run_dir: Path) -> RunStore:
     return RunStore(run_dir, create=False)
 
 
-def build_report(run_dirs: Sequence[Path], options: Mapping[str, OutcomeOptions] | None = None,
-                 **params: object) -> Report:
+def build_report(run_dirs: Sequence[Path], options: Mapping[str, OutcomeOptions] | None = None, *,
+                 judge: str | None = None, concurrency: int = 8, **params: object) -> Report:
     """The report over `run_dirs` (a directory given twice is one run): one section per track
     among them, in the registry's order of tracks (built-ins first), whatever the order of the
     directories, so the same runs make the same page.
 
-    `params`: the `report` command's parameters by name (judge, concurrency, pool_humans, corpus,
-    reviewed_only, ...): each track builds its scorer from them (`Track.scorer_options`, judges
-    closed when its section is done) and reads the ones it takes; others are unused. `options`:
+    `judge`, `concurrency` and `params`, the `report` command's other parameters by name
+    (pool_humans, corpus, reviewed_only, ...): each track builds its scorer from --judge and its
+    score options among them, validated (runs/track_outcomes.py scorer_request; judges closed
+    when its section is done), and its section reads the ones it takes; others are unused. `options`:
     a track's scorer already built, by track name (a caller holding its own judges, a test's fake),
     used instead of building one."""
     from deskbench.contract.registry import get_track, tracks
+    from deskbench.runs.track_outcomes import scorer_request
 
     if not run_dirs:
         raise UserError("give at least one run directory")
@@ -52,7 +54,10 @@ def build_report(run_dirs: Sequence[Path], options: Mapping[str, OutcomeOptions]
             if not store.systems():
                 raise UserError(f"the run in {run_dir} has no episodes yet; run 'deskbench run' first")
             get_track(store.track())  # a run of a track that is not registered: the user's to fix
+        params = {"judge": judge, "concurrency": concurrency, **params}  # what a track's section reads
         present = {store.track() for store in stores}
+        scoring = {name: scorer_request(track, params, judge=judge, concurrency=concurrency)  # a bad value: before any judging
+                   for name, track in tracks().items() if name in present and (options is None or name not in options)}
         for name, track in tracks().items():
             if name not in present:
                 continue
@@ -61,7 +66,7 @@ def build_report(run_dirs: Sequence[Path], options: Mapping[str, OutcomeOptions]
                 sections.append(track.report_section(of_track, options[name], params)
                                 or outcomes_section(track, of_track, options[name]))
                 continue
-            with track.scorer_options(params) as built:
+            with track.scorer_options(scoring[name]) as built:
                 sections.append(track.report_section(of_track, built, params) or outcomes_section(track, of_track, built))
     finally:
         for store in stores:

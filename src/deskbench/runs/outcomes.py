@@ -12,9 +12,11 @@ asks a run's track for them. This module imports nothing of deskbench: the contr
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Literal
+from typing import Literal, TypeVar
 
 from pydantic import BaseModel, Field, model_validator
+
+OptionsT = TypeVar("OptionsT", bound=BaseModel)
 
 
 class ItemOutcome(BaseModel):
@@ -44,3 +46,29 @@ class OutcomeOptions:
 
     scorer: object | None = None
     concurrency: int = 8
+
+
+def options_as(options: BaseModel | None, model: type[OptionsT]) -> OptionsT:
+    """A command's track options as the track's model (`RunRequest.options_as`,
+    `ScorerRequest.options_as`): the model's defaults when none were given."""
+    if options is None:
+        return model()
+    if isinstance(options, model):
+        return options
+    raise TypeError(f"this request carries {type(options).__name__}, not {model.__name__}")
+
+
+@dataclass(frozen=True)
+class ScorerRequest:
+    """What a track builds its scorer from (`Track.scorer_options`), as `prepare` gets a RunRequest:
+    --judge, the judge calls in flight, and in `options` the track's own options of `deskbench
+    score`, a validated instance of its `score_options` model (built once by the core from a
+    command's flags, runs/track_outcomes.py scorer_request); None: the model's defaults."""
+
+    judge: str | None = None
+    concurrency: int = 8
+    options: BaseModel | None = None
+
+    def options_as(self, model: type[OptionsT]) -> OptionsT:
+        """The track's score options as its model (the track that declared `model` asks)."""
+        return options_as(self.options, model)

@@ -15,17 +15,16 @@ from collections.abc import Callable, Mapping, Sequence
 from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
 from pydantic import BaseModel
 
 from deskbench.models.resilient import ResilientModel, UsageLedger
 from deskbench.models.settings import Sampling
 from deskbench.runs.identity import SystemConfig, remember_config
+from deskbench.runs.outcomes import OptionsT, options_as
 from deskbench.runs.runner import EpisodeFn, HasId, RunCounts, run_attempts
 from deskbench.runs.store import RunStore
-
-OptionsT = TypeVar("OptionsT", bound=BaseModel)
 
 
 @dataclass(frozen=True)
@@ -53,11 +52,7 @@ class RunRequest:
     def options_as(self, model: type[OptionsT]) -> OptionsT:
         """The track's options as its model (`prepare` of the track that declared `model`); the
         model's defaults when the request carries none of it (scoring a run from `run`)."""
-        if self.options is None:
-            return model()
-        if isinstance(self.options, model):
-            return self.options
-        raise TypeError(f"this request carries {type(self.options).__name__}, not {model.__name__}")
+        return options_as(self.options, model)
 
     def shippable(self) -> RunRequest:
         """The request with every path made absolute (options' too): a Ray worker does not run in

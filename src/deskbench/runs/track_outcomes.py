@@ -1,5 +1,6 @@
-"""A run's outcomes through its track: `outcomes_of` (the store's track's scorer) and
-`show_scores` (what `run` and `score RUN` print, the track's table or the core's default).
+"""A run's outcomes through its track: `outcomes_of` (the store's track's scorer), `scorer_request`
+(what a track's scorer is built from, its score options validated once) and `show_scores` (what
+`run` and `score RUN` print, the track's table or the core's default).
 
 Why apart from runs/outcomes.py: `ItemOutcome` is named by the contract (contract/track.py), so
 its module sits below the contract; asking a run's track needs the registry, above it."""
@@ -7,11 +8,11 @@ its module sits below the contract; asking a run's track needs the registry, abo
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
 
 from deskbench.contract.registry import get_track
-from deskbench.runs.outcomes import ItemOutcome, OutcomeOptions
+from deskbench.runs.outcomes import ItemOutcome, OutcomeOptions, ScorerRequest
 from deskbench.runs.store import RunStore
 
 if TYPE_CHECKING:
@@ -24,6 +25,17 @@ def outcomes_of(store: RunStore, system: str, options: OutcomeOptions | None = N
     return get_track(store.track()).outcomes(store, system, options or OutcomeOptions())
 
 
+def scorer_request(track: Track, params: Mapping[str, object], *, judge: str | None = None,
+                   concurrency: int = 8) -> ScorerRequest:
+    """What a judging command (`compare`, `report`) builds `track`'s scorer from: --judge, the judge
+    calls in flight, and the track's score options validated once from the command's parameters
+    by name (runs/track_options.py: a value its `score_options` model refuses is one line naming
+    the flag, exit 2; a parameter the model does not declare is not the track's, and left out)."""
+    from deskbench.runs.track_options import track_options
+
+    return ScorerRequest(judge=judge, concurrency=concurrency, options=track_options("score", track, params))
+
+
 def show_scores(track: Track, store: RunStore, systems: Sequence[str], request: RunRequest, *,
                 as_json: bool) -> None:
     """What `deskbench run` (and `score RUN`) print: the track's own table (its `show_scores`
@@ -34,7 +46,8 @@ def show_scores(track: Track, store: RunStore, systems: Sequence[str], request: 
 
     from deskbench.console import out
 
-    with track.scorer_options({"judge": request.judge, "concurrency": request.concurrency}) as options:
+    given = request.options if isinstance(request.options, track.score_options) else None  # from `run`: its run options
+    with track.scorer_options(ScorerRequest(judge=request.judge, concurrency=request.concurrency, options=given)) as options:
         rows: dict[str, dict[str, float | int | None]] = {}
         for system in systems:
             items = track.outcomes(store, system, options)

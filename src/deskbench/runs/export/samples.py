@@ -20,7 +20,7 @@ from deskbench.contract.export import TaskText
 from deskbench.contract.registry import get_track
 from deskbench.contract.track import Track
 from deskbench.runs.identity import SystemIdentity, stored_identities
-from deskbench.runs.outcomes import ItemOutcome
+from deskbench.runs.outcomes import ItemOutcome, ScorerRequest
 from deskbench.runs.protocol import ProtocolNote, stored_protocol
 from deskbench.runs.store import Episode, RunStore, UnreadableTranscript
 from deskbench.runs.transcript import ModelCallEvent, TranscriptDoc, expand, open_recorded_corpus
@@ -131,7 +131,7 @@ def _outcomes(track: Track, store: RunStore, system: str) -> dict[tuple[str, int
            for key, (scoring, item) in held.items()}
     if set(out) >= store.done(system):
         return out
-    with track.scorer_options({}) as options:
+    with track.scorer_options(ScorerRequest()) as options:
         offline = track.outcomes(store, system, options)
     for o in offline:
         key = (o.task_id, o.attempt)

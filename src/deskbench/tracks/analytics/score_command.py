@@ -5,7 +5,7 @@ analytics_metrics (pass@k), the AIDABench tables printed (the command itself is 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -16,11 +16,12 @@ from rich.table import Table
 
 from deskbench.console import out, print_system_reports
 from deskbench.errors import UserError
-from deskbench.runs.outcomes import OutcomeOptions
+from deskbench.runs.outcomes import OutcomeOptions, ScorerRequest
 from deskbench.runs.protocol import describe, system_protocol
 from deskbench.runs.scorings import ScoringSettings, StoredItem
 from deskbench.runs.store import RunStore
 from deskbench.scoring.judges import close_models, open_judge
+from deskbench.tracks.analytics.options import AnalyticsScoreOptions
 from deskbench.tracks.analytics.scoring.analytics import (
     ERROR_CATEGORIES,
     AnalyticsItemScore,
@@ -66,17 +67,15 @@ def file_judge_mode(file_judge: str | None, file_judge_all: bool | None) -> bool
 
 
 @contextmanager
-def analytics_scorer_options(params: Mapping[str, object]) -> Iterator[OutcomeOptions]:
+def analytics_scorer_options(request: ScorerRequest) -> Iterator[OutcomeOptions]:
     """analytics' judges from a command's flags, as `deskbench score` builds them: `--judge` for QA
     (and charts without `--chart-judge`), `--file-judge` with `--file-judge-all/--file-judge-deferred`;
     closed on exit (`Track.scorer_options`)."""
-    concurrency = int(params.get("concurrency") or 8)  # type: ignore[call-overload]
-    judge = params.get("judge")
-    chart = params.get("chart_judge") or judge
-    file_judge = params.get("file_judge")
-    judges = AnalyticsJudges(qa=open_judge(judge, concurrency), chart=open_judge(chart, concurrency),  # type: ignore[arg-type]
-                             file=file_judge_for(file_judge, concurrency),  # type: ignore[arg-type]
-                             file_all=file_judge_mode(file_judge, params.get("file_judge_all")))  # type: ignore[arg-type]
+    o = request.options_as(AnalyticsScoreOptions)
+    concurrency, judge = request.concurrency, request.judge
+    judges = AnalyticsJudges(qa=open_judge(judge, concurrency), chart=open_judge(o.chart_judge or judge, concurrency),
+                             file=file_judge_for(o.file_judge, concurrency),
+                             file_all=file_judge_mode(o.file_judge, o.file_judge_all))
     try:
         yield OutcomeOptions(scorer=judges, concurrency=concurrency)
     finally:

@@ -24,7 +24,7 @@ if TYPE_CHECKING:
     from deskbench.contract.mcp import McpTools
     from deskbench.contract.viewer import ViewerViews
     from deskbench.report.models import ReportSection
-    from deskbench.runs.outcomes import ItemOutcome, OutcomeOptions
+    from deskbench.runs.outcomes import ItemOutcome, OutcomeOptions, ScorerRequest
     from deskbench.runs.store import Episode, RunStore
     from deskbench.runs.track import PreparedRun, RunRequest
 
@@ -127,10 +127,10 @@ class AnalyticsTrack(Track):
                         unsafe_local=isinstance(o, AnalyticsRunOptions) and o.unsafe_local)
         return True
 
-    def scorer_options(self, params: Mapping[str, object]) -> AbstractContextManager[OutcomeOptions]:
+    def scorer_options(self, request: ScorerRequest) -> AbstractContextManager[OutcomeOptions]:
         from deskbench.tracks.analytics.score_command import analytics_scorer_options
 
-        return analytics_scorer_options(params)
+        return analytics_scorer_options(request)
 
     def outcomes(self, store: RunStore, system: str, options: OutcomeOptions) -> list[ItemOutcome]:
         from deskbench.tracks.analytics.outcomes import analytics_run_outcomes

@@ -9,12 +9,12 @@ ACCEPT (Eq. 3). Unscored when ungraded; with `reviewed_only`, also when the grad
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from deskbench.runs.outcomes import ItemOutcome, OutcomeOptions
+from deskbench.runs.outcomes import ItemOutcome, OutcomeOptions, ScorerRequest
 
 if TYPE_CHECKING:
     from deskbench.models.types import ChatModel
@@ -58,13 +58,14 @@ class DeliverablesScorer:
 
 
 @contextmanager
-def deliverables_scorer_options(params: Mapping[str, object]) -> Iterator[OutcomeOptions]:
+def deliverables_scorer_options(request: ScorerRequest) -> Iterator[OutcomeOptions]:
     """deliverables' scorer from a command's flags (`--judge`, `--reviewed-only`); the model is closed on exit."""
     from deskbench.scoring.judges import close_models, open_judge
+    from deskbench.tracks.deliverables.options import DeliverablesScoreOptions
 
-    concurrency = int(params.get("concurrency") or 8)  # type: ignore[call-overload]
-    model = open_judge(params.get("judge"), concurrency)  # type: ignore[arg-type]
+    reviewed_only = request.options_as(DeliverablesScoreOptions).reviewed_only
+    model = open_judge(request.judge, request.concurrency)
     try:
-        yield OutcomeOptions(scorer=DeliverablesScorer(model, bool(params.get("reviewed_only"))), concurrency=concurrency)
+        yield OutcomeOptions(scorer=DeliverablesScorer(model, reviewed_only), concurrency=request.concurrency)
     finally:
         close_models(model)

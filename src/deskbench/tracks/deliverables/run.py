@@ -30,13 +30,12 @@ from deskbench.runs.identity import (
     model_settings,
     model_source,
     prompt_hash,
-    remember_config,
 )
 from deskbench.runs.protocol import remember_protocol
 from deskbench.runs.runner import EpisodeFn, HasId, episode_dir, system_name
 from deskbench.runs.settings import remember_settings
 from deskbench.runs.store import RunStore
-from deskbench.runs.track import PreparedRun, PreparedSystem, wanted
+from deskbench.runs.track import PreparedRun, PreparedSystem
 from deskbench.sandbox import Limits, Sandbox
 from deskbench.tracks.deliverables.agent import (
     DELIVERABLE_AGENTS,
@@ -158,13 +157,11 @@ def prepare_deliverables(spec: DeliverablesRunSpec) -> PreparedRun:
     for s in spec.systems:  # every model's key and settings before anything is created
         if s.agent not in NO_MODEL:
             preflight(s.model, spec.sampling)
-    store = RunStore(spec.out)
-    store.save_tasks(tasks)  # the packages run (--task): the run is scored over them, as `score RUN` scores it
-    store.set_meta("packages", str(spec.packages.resolve()))
+    store = RunStore(spec.out)  # the runner files the packages run (--task), records identities, counts what is done
     models: dict[str, ResilientModel] = {}
     by_name: dict[str, ResilientModel | None] = {}  # system name -> its model (None: an agent calling none of ours)
     agents: dict[str, str] = {}  # system name -> agent
-    warnings: list[str] = []
+    configs: dict[str, SystemConfig] = {}  # system name -> its identity, recorded by the runner (runs/track.py ready)
     for s in spec.systems:
         if s.model not in models and s.agent not in NO_MODEL:
             models[s.model] = open_model(s.model, sampling=spec.sampling, concurrency=spec.concurrency * len(spec.systems),
@@ -175,11 +172,9 @@ def prepare_deliverables(spec: DeliverablesRunSpec) -> PreparedRun:
         if model is not None:
             remember_settings(store, name, model)
         remember_protocol(store, name, protocol_notes(spec.options, external=model is None))
-        warning = remember_config(store, name, deliverables_config(spec, s.agent, model))
-        if warning and warning not in warnings:
-            warnings.append(warning)
         if not spec.only_systems or name in spec.only_systems:
             agents[name] = s.agent
+            configs[name] = deliverables_config(spec, s.agent, model)
     if spec.only_systems and not agents:
         raise UserError(f"--system {spec.only_systems[0]!r} matches none of the systems given "
                         f"({', '.join(by_name)})")
@@ -198,10 +193,9 @@ def prepare_deliverables(spec: DeliverablesRunSpec) -> PreparedRun:
                 await web.aclose()
 
     prep = PreparedRun(track="deliverables", store=store, tasks=tasks, systems=[], start=start,
-                       attempts=spec.attempts, concurrency=spec.concurrency, replace=spec.rerun, warnings=warnings)
-    prep.systems += [PreparedSystem(name=name, model=by_name[name],
-                                    already_done=prep.done_before(name, wanted(tasks, spec.attempts)))
-                     for name in agents]
+                       attempts=spec.attempts, concurrency=spec.concurrency, replace=spec.rerun,
+                       meta={"packages": str(spec.packages.resolve())})
+    prep.systems += [PreparedSystem(name=name, model=by_name[name], config=configs[name]) for name in agents]
     return prep
 
 

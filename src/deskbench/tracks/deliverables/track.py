@@ -26,7 +26,7 @@ if TYPE_CHECKING:
     from deskbench.contract.viewer import ViewerViews
     from deskbench.contract.web import WebScreens
     from deskbench.report.models import ReportSection
-    from deskbench.runs.outcomes import ItemOutcome, OutcomeOptions
+    from deskbench.runs.outcomes import ItemOutcome, OutcomeOptions, ScorerRequest
     from deskbench.runs.store import Episode, RunStore
     from deskbench.runs.track import PreparedRun, RunRequest
 
@@ -132,10 +132,10 @@ class DeliverablesTrack(Track):
                            reviewed_only=isinstance(o, DeliverablesScoreOptions) and o.reviewed_only)
         return True
 
-    def scorer_options(self, params: Mapping[str, object]) -> AbstractContextManager[OutcomeOptions]:
+    def scorer_options(self, request: ScorerRequest) -> AbstractContextManager[OutcomeOptions]:
         from deskbench.tracks.deliverables.outcomes import deliverables_scorer_options
 
-        return deliverables_scorer_options(params)
+        return deliverables_scorer_options(request)
 
     def outcomes(self, store: RunStore, system: str, options: OutcomeOptions) -> list[ItemOutcome]:
         from deskbench.tracks.deliverables.outcomes import deliverables_run_outcomes

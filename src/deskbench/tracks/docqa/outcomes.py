@@ -8,11 +8,11 @@ for are its tasks (a task it never ran is not wrong, it is not its task).
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from typing import TYPE_CHECKING
 
-from deskbench.runs.outcomes import ItemOutcome, OutcomeOptions
+from deskbench.runs.outcomes import ItemOutcome, OutcomeOptions, ScorerRequest
 from deskbench.tracks.docqa.tasks import DocQATask
 
 if TYPE_CHECKING:
@@ -51,14 +51,14 @@ def docqa_run_outcomes(store: RunStore, system: str, options: OutcomeOptions) ->
 
 
 @contextmanager
-def docqa_scorer_options(params: Mapping[str, object]) -> Iterator[OutcomeOptions]:
+def docqa_scorer_options(request: ScorerRequest) -> Iterator[OutcomeOptions]:
     """docqa's scorer from a command's flags: `--judge` (with `--judge-cache`, `--no-cache`) as
     `deskbench score` builds it, else ANLS* >= 0.5."""
+    from deskbench.tracks.docqa.options import DocQAScoreOptions
     from deskbench.tracks.docqa.scoring.docqa import ScoreOptions
     from deskbench.tracks.docqa.scoring.llm_judge import make_judge
 
-    concurrency = int(params.get("concurrency") or 8)  # type: ignore[call-overload]
-    judge = params.get("judge")
-    answer_judge = (make_judge(str(judge), params.get("judge_cache"), bool(params.get("no_cache")), concurrency)  # type: ignore[arg-type]
-                    if judge else None)
-    yield OutcomeOptions(scorer=ScoreOptions(judge=answer_judge), concurrency=concurrency)
+    o = request.options_as(DocQAScoreOptions)
+    answer_judge = (make_judge(request.judge, o.judge_cache, not o.cache, request.concurrency)
+                    if request.judge else None)
+    yield OutcomeOptions(scorer=ScoreOptions(judge=answer_judge), concurrency=request.concurrency)

@@ -21,7 +21,7 @@ if TYPE_CHECKING:
     from deskbench.contract.viewer import ViewerViews
     from deskbench.contract.web import WebScreens
     from deskbench.report.models import ReportSection
-    from deskbench.runs.outcomes import ItemOutcome, OutcomeOptions
+    from deskbench.runs.outcomes import ItemOutcome, OutcomeOptions, ScorerRequest
     from deskbench.runs.store import Episode, RunStore
     from deskbench.runs.track import PreparedRun, RunRequest
     from deskbench.tracks.docqa.score_command import DocQAScoreArgs
@@ -114,10 +114,10 @@ class DocQATrack(Track):
 
         score_predictions(path, _score_args(request), as_json=as_json)
 
-    def scorer_options(self, params: Mapping[str, object]) -> AbstractContextManager[OutcomeOptions]:
+    def scorer_options(self, request: ScorerRequest) -> AbstractContextManager[OutcomeOptions]:
         from deskbench.tracks.docqa.outcomes import docqa_scorer_options
 
-        return docqa_scorer_options(params)
+        return docqa_scorer_options(request)
 
     def outcomes(self, store: RunStore, system: str, options: OutcomeOptions) -> list[ItemOutcome]:
         from deskbench.tracks.docqa.outcomes import docqa_run_outcomes
