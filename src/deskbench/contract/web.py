@@ -4,7 +4,8 @@
 `ServeRequest`; the track that serves them (docqa: the human baseline, with --corpus and --tasks;
 deliverables: rubric grading of a deliverables run given alone) answers with a `ServedApp`, the
 others with None. `serve batches` asks them for the tasks to batch and the systems a person's
-work is stored as. So the command names no track, and a fourth track's screens live in its folder.
+work is stored as; the judge calibration screens (web/calibration.py) ask a track how one item
+of its runs is shown to a labeller (analytics: its instruction, key points, chart or files). So the command names no track, and a fourth track's screens live in its folder.
 
 Nothing of deskbench at run time: every core module and track may import it.
 """
@@ -19,6 +20,8 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from fastapi import FastAPI
     from pydantic import BaseModel
+
+    from deskbench.scoring.judge_calibration import CalibrationItem
 
 
 @dataclass(frozen=True)
@@ -61,3 +64,11 @@ class WebScreens:
     def people_systems(self, user: str) -> Sequence[str]:
         """The systems a person's answers are stored as (their batches' progress)."""
         return ()
+
+    def calibration_item(self, item: CalibrationItem, n: int) -> str | None:
+        """How `serve --calibration` shows item `n` (1-based) of this track's runs to a labeller:
+        HTML, escaped, with only what a labeller may see (never the judge's verdict, score, reason
+        or name, nor the system); the item's chart and files are served at /calibration/{n}/chart
+        and /calibration/{n}/file/output|reference (web/calibration.py). None (the default): the
+        core's view, the question, the gold answer variants and the prediction."""
+        return None

@@ -3,10 +3,10 @@
 ITEMS is the --output file of `deskbench calibrate sample --judge MODEL`. A logged-in person sees one
 item at a time: the question, the gold answer variants and the prediction (escaped), never the
 judge's verdict, reason or name, nor the system (a labeller must not be anchored), and labels it
-correct or incorrect: one click is one POST with the session's CSRF token. An analytics item
-shows its instruction, the reference answer (qa), the key points (for a chart: its rubric), the
-model's answer, and the chart image or links to the output and reference files; a chart is
-labelled correct when it satisfies every rubric item (tracks/analytics/scoring/analytics_calibration.py).
+correct or incorrect: one click is one POST with the session's CSRF token. An item of a track
+with its own view is shown as its track says (WebScreens.calibration_item: analytics' instruction,
+reference answer, key points or chart rubric, the chart image or links to the output and
+reference files, in tracks/analytics/web); the chart and files are served here for any track.
 
 Storage: every click appends one HumanLabel line (item_id, labeller = the user name, label,
 timestamp) to RUNDIR/calibration-labels.jsonl at once (flushed and fsynced), so the file is
@@ -15,8 +15,8 @@ relabel appends a newer line; the latest label of a labeller wins (resolve_label
 
 GET /calibration                 progress and the list of items (labelled or not, by this user)
 GET /calibration/{n}             item n (1-based) with the two buttons
-GET /calibration/{n}/chart       analytics visualization items: the chart image the judge saw
-GET /calibration/{n}/file/{which}  analytics file items: the output or the reference file, as a download
+GET /calibration/{n}/chart       an item with a chart (analytics visualization): the image the judge saw
+GET /calibration/{n}/file/{which}  an item with files (analytics file generation): the output or the reference file
 POST /calibration/{n}/label      label=correct|incorrect, csrf; then the next unlabelled item
 GET /calibration/results         q1, q0, m1, m0, tp, fn, tn, fp via calibration_of (?scope=mine|all)
 GET /calibration/results.json    the calibration JSON, byte-for-byte what
@@ -34,6 +34,7 @@ from typing import Any
 
 from fastapi import FastAPI, HTTPException, Request
 from fastapi.responses import FileResponse, HTMLResponse, RedirectResponse, Response
+from markupsafe import Markup
 
 from deskbench.errors import UserError
 from deskbench.scoring.judge_calibration import (
@@ -140,15 +141,10 @@ def mount(app: FastAPI, items_path: Path, run_dir: Path, *, render: Callable[...
         item = item_at(n)
         mine = labels.latest(s.user)
         # only what a labeller may see: never judge_verdict, verdict_source, judge, judge_reason, system,
-        # judge_score, chart_correctness
-        shown = {"question": item.question, "answer_variants": item.answer_variants,
-                 "prediction": item.prediction, "track": item.track, "category": item.category,
-                 "reference": item.reference, "key_points": item.key_points, "answer": item.answer or "",
-                 "chart": item.chart_path is not None,
-                 "files": [w for w, path in (("output", item.output_file), ("reference", item.reference_file))
-                           if path is not None]}
+        # judge_score, chart_correctness (the track's view says the same: contract/web.py)
+        shown = {"question": item.question, "answer_variants": item.answer_variants, "prediction": item.prediction}
         return render("calibration_item.html", user=s.user, csrf=s.csrf, n=n, total=len(items), item=shown,
-                      current=mine.get(item.id), done=len(mine),
+                      body=track_view(item, n), current=mine.get(item.id), done=len(mine),
                       prev_n=n - 1 if n > 1 else None, next_n=n + 1 if n < len(items) else None)
 
     @app.get("/calibration/{n}/chart")
@@ -186,6 +182,17 @@ def mount(app: FastAPI, items_path: Path, run_dir: Path, *, render: Callable[...
         order = list(range(n + 1, len(items) + 1)) + list(range(1, n))
         nxt = next((k for k in order if items[k - 1].id not in mine), None)
         return RedirectResponse(f"/calibration/{nxt}" if nxt else "/calibration/results", status_code=303)
+
+
+def track_view(item: CalibrationItem, n: int) -> Markup | None:
+    """Item `n` as its track shows it to a labeller (WebScreens.calibration_item: analytics' in its
+    folder), None for the core's view: the question, the gold answer variants, the prediction."""
+    from deskbench.contract.registry import tracks
+
+    track = tracks().get(item.track)
+    screens = track.web_screens() if track is not None else None
+    html = screens.calibration_item(item, n) if screens is not None else None
+    return Markup(html) if html is not None else None  # rendered by the track's autoescaped template
 
 
 def create_calibration_app(run_dir: Path | str, items_path: Path | str) -> FastAPI:

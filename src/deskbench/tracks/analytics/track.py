@@ -23,6 +23,7 @@ if TYPE_CHECKING:
     from deskbench.contract.export import TaskText
     from deskbench.contract.mcp import McpTools
     from deskbench.contract.viewer import ViewerViews
+    from deskbench.contract.web import WebScreens
     from deskbench.report.models import ReportSection
     from deskbench.runs.outcomes import ItemOutcome, OutcomeOptions, ScorerRequest
     from deskbench.runs.store import Episode, RunStore
@@ -54,6 +55,12 @@ class AnalyticsTrack(Track):
         from deskbench.tracks.analytics.viewer import VIEWS
 
         return VIEWS
+
+    def web_screens(self) -> WebScreens:
+        """How its judge calibration items are shown to labellers (tracks/analytics/web)."""
+        from deskbench.tracks.analytics.web import SCREENS
+
+        return SCREENS
 
     def task_json(self, task: BaseModel) -> str:
         return task.model_dump_json()
