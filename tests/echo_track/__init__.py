@@ -17,6 +17,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict
 
 from deskbench.agents.base import AgentResult
+from deskbench.contract.cli import DemoLeg, TrackCommand
 from deskbench.contract.track import Track
 from deskbench.contract.viewer import ViewerViews
 from deskbench.errors import UserError
@@ -88,6 +89,18 @@ class EchoTrack(Track):
         systems = [PreparedSystem(name=a, model=None, config=SystemConfig(track=self.name, agent=a, settings={"suffix": options.suffix})) for a in request.agents]
         return PreparedRun(track=self.name, store=store, tasks=tasks, systems=systems, start=start,
                            attempts=request.attempts, concurrency=request.concurrency)
+
+    def cli_commands(self) -> Sequence[TrackCommand]:
+        """Its own command, `deskbench echo-say` (echo_track/cli.py)."""
+        from echo_track.cli import COMMANDS
+
+        return COMMANDS
+
+    def demo(self) -> DemoLeg:
+        """Its leg of `deskbench demo`, with its own flag --echo-limit (echo_track/demo.py)."""
+        from echo_track.demo import LEG
+
+        return LEG
 
     def viewer_views(self) -> ViewerViews:
         """Its own view in `deskbench view` (echo_track/viewer.py)."""

@@ -77,14 +77,23 @@ PANEL_OF: dict[str, tuple[int, str, str]] = {  # core command -> (rank, panel, s
 def layout(track_commands: Sequence[Any] = ()) -> list[tuple[str, list[tuple[str, str]]]]:
     """The top-level commands by panel, in the order `--help` lists them: the core's (`COMMANDS`)
     and the tracks' top-level commands (contract/cli.py TrackCommand: its panel, summary, and its
-    place: `before` or `after` a command of that panel, else last), in the tracks' order. A panel
-    no core command has comes after the core's, by title."""
+    place: `before` or `after` a command of that panel, else last), in the tracks' order: of two
+    placed after the same command, the first track's comes first. A panel no core command has
+    comes after the core's, by title."""
     rows = {title: list(listed) for title, listed in COMMANDS}
+    placed_after: dict[str, set[str]] = {}  # a command -> the track commands placed right after it
     for command in track_commands:
         listed = rows.setdefault(command.panel, [])
         names = [name for name, _ in listed]
-        at = (names.index(command.before) if command.before in names else
-              names.index(command.after) + 1 if command.after in names else len(listed))
+        if command.before in names:
+            at = names.index(command.before)
+        elif command.after in names:
+            at = names.index(command.after) + 1
+            while at < len(names) and names[at] in placed_after.get(command.after, set()):
+                at += 1
+            placed_after.setdefault(command.after, set()).add(command.name)
+        else:
+            at = len(listed)
         listed.insert(at, (command.name, command.summary))
     titles = [title for title, _ in COMMANDS]
     return [(title, rows[title]) for title in titles + sorted(set(rows) - set(titles))]

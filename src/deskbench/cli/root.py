@@ -110,13 +110,16 @@ def listed_track_commands() -> list[TrackCommand]:
     """Every track's top-level commands, as `--help` lists them: from the hooks when this process
     has the registry already; else from the light `deskbench.cli` entry points (a tuple of
     TrackCommand each, contract/cli.py), so `--help` imports no track nor pydantic, unless an
-    installed track declares none: then the tracks are loaded and their hooks asked."""
-    from deskbench.plugins import declared, lookup
+    installed track declares none: then the tracks are loaded and their hooks asked. Without the
+    tracks, their order (Track.order) is not known: deskbench's own come first, then the plugins',
+    each by name (it only tells apart two commands a panel lists at the same place)."""
+    from deskbench.plugins import builtin_entry_points, declared, lookup
 
     if "deskbench.contract.registry" in sys.modules or set(declared("tracks")) - set(declared("cli")):
         return [command for command in track_commands() if command.group is None]
     found: list[TrackCommand] = []
-    for name in declared("tracks"):
+    own = builtin_entry_points("cli")
+    for name in sorted(declared("tracks"), key=lambda n: (n not in own, n)):
         plugin = lookup("cli", name)
         assert plugin is not None
         commands = plugin.value
