@@ -87,16 +87,25 @@ def bwrap() -> str:
 
 @pytest.fixture(scope="session")
 @needs("model", "slow")
-def local_model_server() -> Iterator[str]:
-    """One llama.cpp server with SmolLM2 for the whole session (one per xdist worker), its /v1 URL:
-    `--model local` in a test, in-process or in a CLI subprocess (which inherits the environment),
-    talks to it instead of starting its own. The CPUs shared out between the workers' servers
-    (llama.cpp's threads spin: two servers of two threads on two cores slow each other down)."""
+def local_model_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """One llama.cpp server for the whole session (one per xdist worker), its /v1 URL: `--model
+    local` in a test, in-process or in a CLI subprocess (which inherits the environment), talks to
+    it instead of starting its own. It serves the small random-weight model of tests/tiny_gguf.py
+    (SmolLM2's tokenizer and chat template, several times faster to read a prompt);
+    `DESKBENCH_TEST_LOCAL_GGUF=smollm2` serves SmolLM2 itself. The CPUs shared out between the
+    workers' servers (llama.cpp's threads spin: two servers of two threads on two cores slow each
+    other down)."""
     require_local_model()
+    from tiny_gguf import write_tiny_gguf
+
     from deskbench.models.local_llama import URL_ENV, LlamaServer, gguf_path
 
+    choice = os.environ.get("DESKBENCH_TEST_LOCAL_GGUF", "tiny")
+    if choice not in ("tiny", "smollm2"):
+        pytest.fail(f"DESKBENCH_TEST_LOCAL_GGUF={choice!r}: use tiny (the default) or smollm2")
+    model = gguf_path() if choice == "smollm2" else write_tiny_gguf(gguf_path(), tmp_path_factory.mktemp("gguf") / "tiny.gguf")
     workers = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1"))
-    server = LlamaServer(gguf_path(), threads=max(1, (os.cpu_count() or 1) // workers))
+    server = LlamaServer(model, threads=max(1, (os.cpu_count() or 1) // workers))
     server.start()
     before = os.environ.get(URL_ENV)
     os.environ[URL_ENV] = server.base_url

