@@ -1,6 +1,8 @@
-"""Every agent end to end against the real local llama.cpp server (SmolLM2-135M).
+"""Every agent end to end against a real local llama.cpp server: the first test starts its own with
+SmolLM2-135M, as `--model local` does; the agents run on the session's server (the small model of
+tests/tiny_gguf.py; SmolLM2 with DESKBENCH_TEST_LOCAL_GGUF=smollm2).
 
-Answers from a 135M model are poor; these tests check the pipeline on the wire: the server starts
+Answers from either model are poor; these tests check the pipeline on the wire: the server starts
 and stops, every episode is stored as ok or as an error with its reason, trajectories and usage
 are real, and the run scores.
 """
