@@ -181,3 +181,15 @@ def test_a_track_s_demo_flag_is_built_shown_checked_and_handed_to_its_leg(
     ECHO_LEG.seen.clear()
     CliRunner().invoke(app, ["demo", "--out", str(tmp_path / "out"), "--echo-limit", "2", "--quiet"])
     assert ECHO_LEG.seen == [2]
+
+
+def test_an_install_whose_metadata_predates_the_entry_points_is_one_line(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The built-in tracks come from the installed metadata: an install made before they were entry
+    points (an old editable install) says how to refresh it, never "no track takes --tasks"."""
+    import deskbench.plugins as plugins
+
+    monkeypatch.setattr(plugins, "_entry_points", {"tracks": {}})
+    monkeypatch.setattr(formats, "_TRACKS", {})
+    monkeypatch.setattr(formats, "_loaded", False)
+    with pytest.raises(UserError, match=r"declares none of its tracks .* reinstall it: pip install -e \."):
+        formats.loaded()
