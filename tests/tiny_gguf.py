@@ -19,6 +19,8 @@ import numpy as np
 
 WIDTH, LAYERS, FFN, HEADS = 64, 2, 128, 4
 SEED = 20261128
+EOS_SCALE = 10.0
+CLOSERS = {'"', '"}', "}", "]", '"]', '"},', "},", "}]", '"}]'}
 TOKENIZER_KEYS = ("tokenizer.ggml.model", "tokenizer.ggml.pre", "tokenizer.ggml.tokens", "tokenizer.ggml.token_type",
                   "tokenizer.ggml.merges", "tokenizer.ggml.bos_token_id", "tokenizer.ggml.eos_token_id",
                   "tokenizer.ggml.unknown_token_id", "tokenizer.ggml.padding_token_id", "tokenizer.chat_template",
@@ -77,7 +79,19 @@ def write_tiny_gguf(source: Path, out: Path) -> Path:
 
     tensor("token_embd.weight", vocab, WIDTH)
     tensor("output_norm.weight", WIDTH, ones=True)
-    tensor("output.weight", vocab, WIDTH)
+    # The end-of-turn token's row scaled up: random weights would otherwise never end a reply and
+    # every free-text call would run to the server's 512-token default; with it a reply ends after
+    # some 10-150 tokens (measured over a dozen prompts), as short replies of a real model do.
+    output = (rng.standard_normal((vocab, WIDTH)) * 0.05).astype(np.float32)
+    output[int(_value(fields["tokenizer.ggml.eos_token_id"]))] *= EOS_SCALE
+    # Likewise the tokens that close a JSON string, object or array: under a JSON grammar (tool
+    # calls, structured answers) a reply then ends in a few dozen tokens, parseable, instead of a
+    # string that runs to the output limit.
+    tokens = _value(fields["tokenizer.ggml.tokens"])
+    for i, token in enumerate(tokens):
+        if token in CLOSERS:
+            output[i] *= EOS_SCALE
+    writer.add_tensor("output.weight", output)
     for i in range(LAYERS):
         block = f"blk.{i}."
         tensor(block + "attn_norm.weight", WIDTH, ones=True)
