@@ -9,7 +9,7 @@ another track registers itself with `register_track` and needs no edit anywhere 
 keeps its tasks and episodes, the runner runs its `PreparedRun`, `compare` compares its systems,
 `report` shows its section.
 
-This module imports no track: the built-ins are imported by name only when first asked for.
+This module imports no track: every track is loaded from its entry point only when first asked for.
 The table of tracks is contract/formats.py's, which the run store reads (the store sits below
 the contract, whose hooks name it); this module hands the same tracks out typed as `Track`.
 """
