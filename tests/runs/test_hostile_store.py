@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 import threading
@@ -170,11 +171,22 @@ def test_a_half_made_corpus_from_before_is_rebuilt(tmp_path: Path, size: int) ->
     _ingest_ok(_pdfs(tmp_path), corpus)
 
 
+@pytest.fixture(scope="module")
+def good_corpus(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+    """(pdfs, corpus): a corpus ingested and searched once by the CLI within the bounds; each
+    damage is done to a copy of it."""
+    root = tmp_path_factory.mktemp("good-corpus")
+    pdfs = _pdfs(root)
+    _ingest_ok(pdfs, root / "c")
+    return pdfs, root / "c"
+
+
 @pytest.mark.parametrize("damage", ["garbage", "truncated"])
-def test_a_corrupt_page_store_is_one_line_and_exit_2(tmp_path: Path, damage: str) -> None:
-    pdfs = _pdfs(tmp_path)
+def test_a_corrupt_page_store_is_one_line_and_exit_2(tmp_path: Path, damage: str,
+                                                     good_corpus: tuple[Path, Path]) -> None:
+    pdfs, good = good_corpus
     corpus = tmp_path / "c"
-    _ingest_ok(pdfs, corpus)
+    shutil.copytree(good, corpus)
     db = corpus / "pages.sqlite"
     data = db.read_bytes()
     db.write_bytes(b"this is not a database, " * 200 if damage == "garbage" else data[: len(data) // 2])
@@ -216,11 +228,21 @@ def test_a_bom_is_accepted_and_a_duplicate_id_is_named(tmp_path: Path) -> None:
         assert len(fake.requests) == 2  # nothing ran for the refused file
 
 
-@pytest.mark.parametrize("damage", ["garbage", "truncated"])
-def test_a_corrupt_run_store_is_one_line_and_exit_2(tmp_path: Path, damage: str) -> None:
-    tasks = _tasks(tmp_path / "tasks.jsonl", [f"q{i}" for i in range(30)])
+@pytest.fixture(scope="module")
+def good_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+    """(tasks, run): a run of 30 tasks stored by the CLI; each damage is done to a copy of it."""
+    root = tmp_path_factory.mktemp("good-run")
+    tasks = _tasks(root / "tasks.jsonl", [f"q{i}" for i in range(30)])
     with FakeOpenAI(script=lambda b, n: {"kind": "text", "text": json.dumps({"answer": ["x" * 2000 + str(n)]})}) as fake:
-        assert bounded_cli(*_run_argv(tasks, tmp_path / "run"), env=_env(fake, tmp_path)).returncode == 0
+        assert bounded_cli(*_run_argv(tasks, root / "run"), env=_env(fake, root)).returncode == 0
+    return tasks, root / "run"
+
+
+@pytest.mark.parametrize("damage", ["garbage", "truncated"])
+def test_a_corrupt_run_store_is_one_line_and_exit_2(tmp_path: Path, damage: str, good_run: tuple[Path, Path]) -> None:
+    tasks, good = good_run
+    shutil.copytree(good, tmp_path / "run")
+    with FakeOpenAI(script=lambda b, n: {"kind": "text", "text": "no call is expected"}) as fake:
         db = tmp_path / "run" / "run.sqlite"
         data = db.read_bytes()
         assert len(data) > 50_000
@@ -230,6 +252,7 @@ def test_a_corrupt_run_store_is_one_line_and_exit_2(tmp_path: Path, damage: str)
             run.held(seconds=20)
             assert _one_line(run).startswith(f"error: {db} is not a readable run store ("), run
             assert "Traceback" not in run.stderr
+        assert not fake.requests  # the run refused before any episode
 
 
 @pytest.fixture
