@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import needs
+from conftest import needs, run_cli
 from fake_openai import FakeOpenAI
 
 pytest.importorskip("ray", reason="the ray extra is not installed (pip install 'deskbench[ray]')")
@@ -329,9 +329,7 @@ def test_unknown_executor_and_a_stray_ray_address_are_one_line(tmp_path: Path) -
     tasks.write_text((bundled_dir() / "docqa" / "tasks.jsonl").read_text().splitlines()[0] + "\n")
     for extra, words in ((["--executor", "spark"], "--executor 'spark' is not known"),
                          (["--ray-address", "127.0.0.1:1"], "--ray-address is for --executor ray")):
-        proc = subprocess.run([sys.executable, "-m", "deskbench.cli", "run", "--agent", "guess", "--tasks",
-                               str(tasks), "--out", str(tmp_path / "run"), *extra],
-                              capture_output=True, text=True, timeout=120)
+        proc = run_cli("run", "--agent", "guess", "--tasks", str(tasks), "--out", str(tmp_path / "run"), *extra)
         assert proc.returncode == 2 and words in proc.stderr and "Traceback" not in proc.stderr
         assert not (tmp_path / "run").exists()
 
