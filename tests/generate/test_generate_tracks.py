@@ -331,6 +331,7 @@ def test_each_trap_is_caught_by_its_verifiers(deliverables: Path, tmp_path: Path
 
 DECISION_SEEDS = (11, 12, 13, 14)
 DECISION_TASKS = 50  # 10 per class per seed: 40 per class
+VARIANT_SAMPLES = 3  # packages of each variant whose responses and traps are verified
 # per decision: what the expert test says, and what the lazy test says when the lure gives it
 EXPERT_SAYS = {"SIGN FIXED CONTRACT": "recommends to sign the fixed contract",
                "USE SPOT MARKET": "recommends to use the spot market",
@@ -430,16 +431,32 @@ def test_lure_gives_the_other_decision_and_texts_agree(
 def test_both_directions_recomputed_verified_and_trapped(
     many_deliverables: list[tuple[DeliverableTask, Path]], tmp_path: Path
 ) -> None:
-    """The golden figures follow from the inputs, the correct response passes, and each trap is
-    caught, in packages of either direction."""
+    """The golden figures follow from the inputs in every package; the correct response passes and
+    each trap is caught in packages of either direction, of every variant the generator makes.
+    The responses and verifiers (each output file read in a limited worker process) run on
+    VARIANT_SAMPLES packages of each variant (class, decision, traps, LDP unit and rule: 11 in
+    the 200), not on all 200: a package of a variant already verified repeats the same response
+    and verifier code on other numbers, which the golden recomputation checks in all 200."""
     seen: set[tuple[str, str]] = set()
+    verified: dict[tuple[object, ...], int] = {}
     for t, d in many_deliverables:
         v = _check_golden(t, d)
         seen.add((t.prompt_class, v.get("decision", "")))
+        variant = (t.prompt_class, v.get("decision", ""), tuple(sorted(trap.kind for trap in t.traps)),
+                   v.get("unit"), bool(v.get("shortfall")))
+        if verified.get(variant, 0) >= VARIANT_SAMPLES:
+            continue
+        verified[variant] = verified.get(variant, 0) + 1
         out = tmp_path / d.parent.name / t.id
         _check_correct_response(t, v, out / "right")
         _check_traps(t, v, out / "traps")
     assert len(seen) == 2 * 4 + 1  # two decisions for four classes, RCP without one
+    # every variant verified: both LDP rules under both units, as the generator draws them
+    assert {(cls, decision, unit) for cls, decision, _, unit, _ in verified} >= {
+        ("LDP", d, u) for d in ("INVEST", "DO NOT INVEST") for u in ("lakh", "crore")}
+    assert {rule for cls, *_, rule in verified if cls == "LDP"} == {True, False}
+    assert {(cls, decision) for cls, decision, *_ in verified} == seen  # both directions of each class verified
+    assert set(verified.values()) == {VARIANT_SAMPLES}
 
 
 def test_missing_outputs_are_failed_or_unobservable(deliverables: Path, tmp_path: Path) -> None:
