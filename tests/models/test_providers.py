@@ -11,17 +11,18 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import functools
 import io
 import json
 import os
 import subprocess
-import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 import pytest
+from conftest import run_cli
 from PIL import Image
 from sim_anthropic import SimAnthropic
 from sim_openai import SimOpenAI
@@ -67,6 +68,12 @@ def run(coro: Any) -> Any:
 
 
 def png(side: int, seed: int = 0, noise: bool = False) -> bytes:
+    """A square PNG: grey, or random noise (which does not compress) from `seed`."""
+    return _png(side, seed if noise else 0, noise)  # a grey one is the same whatever the seed
+
+
+@functools.cache
+def _png(side: int, seed: int, noise: bool) -> bytes:
     rng = np.random.default_rng(seed)
     pixels = rng.integers(0, 256, (side, side, 3), dtype=np.uint8) if noise else np.full((side, side, 3), 200, np.uint8)
     buf = io.BytesIO()
@@ -123,11 +130,12 @@ def _tasks_file(tmp_path: Path) -> Path:
     return path
 
 
-def deskbench(*args: str, env: dict[str, str], timeout: float = 300) -> subprocess.CompletedProcess[str]:
-    clean = {k: v for k, v in os.environ.items()
-             if not k.startswith(("OPENAI_", "ANTHROPIC_", "GEMINI_", "DESKBENCH_CAPABILITIES"))}
-    return subprocess.run([sys.executable, "-m", "deskbench.cli", *args], capture_output=True, text=True,
-                          env={**clean, **env}, timeout=timeout)
+def deskbench(*args: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    """`deskbench ARGS` (conftest.run_cli: in this process, as `python -m deskbench.cli` would run
+    it) with `env` added and this environment's provider keys, URLs and capability file removed."""
+    unset: dict[str, str | None] = {k: None for k in os.environ
+                                    if k.startswith(("OPENAI_", "ANTHROPIC_", "GEMINI_", "DESKBENCH_CAPABILITIES"))}
+    return run_cli(*args, env=cast("dict[str, str]", {**unset, **env}))  # None: unset (click's isolation)
 
 
 # --- acceptance: a run and a judged score, end to end --------------------------------------------
