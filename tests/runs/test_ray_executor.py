@@ -34,7 +34,10 @@ from deskbench.runs.canonical import canonical_dump  # noqa: E402
 from deskbench.tracks.docqa.tasks import DocQATask  # noqa: E402
 
 RAY = str(Path(sys.executable).with_name("ray"))
-ENV = {"RAY_USAGE_STATS_ENABLED": "0"}
+# GIT_DIR to no repository: a run stores the checkout's commit (runs/identity.py git_sha), and a
+# commit made while this module runs (a working tree that is being worked in) would make a later
+# run's store differ from the module's local run in that alone; every run here stores none.
+ENV = {"RAY_USAGE_STATS_ENABLED": "0", "GIT_DIR": "/nonexistent/deskbench-no-git"}
 
 
 def _free_port() -> int:
