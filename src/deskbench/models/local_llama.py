@@ -80,18 +80,11 @@ class LlamaServer:
     def base_url(self) -> str:
         return f"http://127.0.0.1:{self.port}/v1"
 
-    def environment(self) -> dict[str, str]:
-        """The server's environment: this one's, with OpenMP allowed `threads` threads. llama.cpp
-        runs its --n_threads on OpenMP, which OMP_THREAD_LIMIT caps; scripts/demo.sh and
-        scripts/test.sh set it to 1 for tesseract, which would leave the server one core whatever
-        --n_threads says."""
-        return {**os.environ, "OMP_THREAD_LIMIT": str(self.threads)}
-
     def start(self, timeout: float = 180.0) -> None:
         cmd = [sys.executable, "-m", "deskbench.models.llama_server", "--model", str(self.model), "--host", "127.0.0.1",
                "--port", str(self.port), "--chat_format", "chatml-function-calling", "--n_ctx", str(self.n_ctx),
                "--n_threads", str(self.threads), "--verbose", "False"]
-        self.proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=self.environment(),
+        self.proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
                                      preexec_fn=_die_with_parent)
         atexit.register(self.stop)
         deadline = time.monotonic() + timeout
