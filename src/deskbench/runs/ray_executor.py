@@ -113,14 +113,22 @@ def execute_run_ray(prep: PreparedRun, request: RunRequest,
     from deskbench.contract.registry import get_track
 
     needs = worker_resources(get_track(prep.track), request)
-    ray = connect(request.ray_address, needs)
-    from deskbench.runs.ray_worker import EpisodeWorker, ModelLimiter, limiter_name
-
     counts = {s.name: RunCounts() for s in prep.systems}
     pending = [(s.name, t, a) for s in prep.systems
                for t, a in pending_episodes(prep.tasks, prep.store, s.name, prep.attempts, prep.replace, counts[s.name],
                                             retry_errors=prep.retry_errors)]
     models = {s.model.id: s.model for s in prep.systems if s.model is not None}
+    if not pending:  # a finished run resumed: nothing for a cluster to do, so none is started or joined
+        async def close() -> None:
+            for model in models.values():
+                await model.aclose()
+
+        asyncio.run(close())
+        return [Outcome(system=s.name, counts=counts[s.name], ledger=s.model.ledger if s.model else None)
+                for s in prep.systems]
+    ray = connect(request.ray_address, needs)
+    from deskbench.runs.ray_worker import EpisodeWorker, ModelLimiter, limiter_name
+
     limit = ModelLimiter.options  # type: ignore[attr-defined]  # a ray.remote class
     limiters = {mid: limit(name=limiter_name(mid), get_if_exists=True).remote(m.concurrency) for mid, m in models.items()}
     in_flight = max(1, prep.concurrency) * max(1, len({s for s, _, _ in pending}))  # the local executor's bound
