@@ -10,14 +10,13 @@ import json
 import os
 import re
 import shlex
-import subprocess
 import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 import typer
-from conftest import ingest
+from conftest import ingest, run_cli
 
 from deskbench.cli.app import app
 
@@ -242,15 +241,15 @@ def after_demo(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def run_block(root: Path, block: str) -> list[str]:
     """Every `deskbench` line of a README code block as printed, from `root`, with this Python's
     folder first on PATH (as after `source .venv/bin/activate`); servers (view, serve) are left
-    out. Returns the commands run."""
+    out. Through conftest.run_cli: in this process unless the line sets a variable only a fresh
+    interpreter reads (PYTHONPATH=...). Returns the commands run."""
     ran = []
     for line in code_lines(block, only_first=True):
         for env, args in deskbench_calls(line):
             if args[0] == "view" or args[0] == "serve" and args[1].startswith("-"):
                 continue
             path = f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"
-            proc = subprocess.run([sys.executable, "-m", "deskbench.cli", *args], cwd=root, capture_output=True,
-                                  text=True, timeout=300, env={**os.environ, **env, "PATH": path})
+            proc = run_cli(*args, cwd=root, env={**env, "PATH": path})
             assert proc.returncode == 0, f"{line}\n{proc.stdout[-2000:]}\n{proc.stderr[-2000:]}"
             ran.append(" ".join(args[:2]))
     return ran
@@ -272,8 +271,7 @@ def test_own_agent_quick_starts_run_as_printed(after_demo: Path) -> None:
     assert "scripted:" in plugin and "--agent external" in mcp
     for block, run_dir in ((plugin, "keyword-agent"), (mcp, "my-external")):
         assert run_block(after_demo, f"```bash\n{block}```\n")[0] == "run --agent"
-        scores = json.loads(subprocess.run([sys.executable, "-m", "deskbench.cli", "score", f".demo/runs/{run_dir}", "--json"],
-                                           cwd=after_demo, capture_output=True, text=True, timeout=300).stdout)
+        scores = json.loads(run_cli("score", f".demo/runs/{run_dir}", "--json", cwd=after_demo).stdout)
         report = next(iter(scores.values()))
         assert report["n"] == (60 if run_dir == "keyword-agent" else 5)
         if run_dir == "keyword-agent":
