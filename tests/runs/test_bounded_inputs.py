@@ -7,7 +7,9 @@ every refusal and every decoding error is one line naming file:line, exit 2.
 Before: `/dev/zero` read until MemoryError (a traceback), a FIFO blocked forever, the 18 MB file
 peaked at 0.37-1.2 GB in `import` and `export` (here: 368 MB and 470 MB), an index.jsonl that is
 not UTF-8 was a 49-line UnicodeDecodeError traceback, and nothing capped a line or a prediction.
-Every command runs in a subprocess, with a wall-time bound and its peak RSS measured.
+What could hang or grab memory (a device, a pipe, an oversized file, the 18 MB file) runs in a
+subprocess, with a wall-time bound and its CPU time and peak RSS measured; a refusal whose point is
+its one line runs in this process (conftest.run_cli), as the user's command would.
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from conftest import REPO
+from conftest import REPO, run_cli
 
 from deskbench.tasks.jsonl import PREDICTIONS
 from deskbench.tracks.docqa.tasks import MAX_CITATIONS, MAX_TEXT_CHARS
@@ -53,8 +55,8 @@ class Ran:
     code: int
     out: str
     err: str
-    seconds: float  # CPU time (user + system) of the command and its reaped descendants
-    rss_mb: float
+    seconds: float  # CPU time (user + system) of the command and its reaped descendants (nan: not measured)
+    rss_mb: float  # peak RSS (nan: not measured)
 
     def one_line(self) -> str:
         """The command's only stderr line (exit 2), without the 'error: ' prefix."""
@@ -73,6 +75,13 @@ def cli(*args: str, timeout: float = HANG_SECONDS, env: dict[str, str] | None = 
                           env={**os.environ, "PYTHONWARNINGS": "ignore", **(env or {})})
     got = json.loads(proc.stdout)
     return Ran(got["code"], got["out"], got["err"], got["cpu"], got["rss_kb"] / 1024)
+
+
+def here(*args: str) -> Ran:
+    """`deskbench ARGS` through conftest.run_cli, in this process: its exit code and output (its
+    time and memory are not measured: the tests that bound them use `cli`)."""
+    proc = run_cli(*args)
+    return Ran(proc.returncode, proc.stdout, proc.stderr, float("nan"), float("nan"))
 
 
 def _tasks(path: Path, n: int) -> Path:
@@ -158,17 +167,17 @@ def test_an_18_mb_predictions_file_imports_and_exports_in_bounded_memory(tmp_pat
 
 def test_a_prediction_over_the_citation_cap_is_one_line(tmp_path: Path, tasks: Path) -> None:
     pred = _predictions(tmp_path / "p.jsonl", [_prediction(0, 3), _prediction(1, MAX_CITATIONS + 1)])
-    ran = cli("score", str(pred), "--tasks", str(tasks))
+    ran = here("score", str(pred), "--tasks", str(tasks))
     assert ran.one_line() == (f"{pred}:2: field 'citations': 1,001 citations, over the cap of 1,000 per prediction; "
                               "keep at most 1,000; fix the line, or pass --skip-invalid to skip bad lines")
-    ran = cli("score", str(pred), "--tasks", str(tasks), "--skip-invalid", "--json")
+    ran = here("score", str(pred), "--tasks", str(tasks), "--skip-invalid", "--json")
     assert ran.code == 0, ran.err
     assert f"{pred}:2: field 'citations': 1,001 citations" in ran.err
 
 
 def test_an_answer_over_the_text_cap_is_one_line(tmp_path: Path, tasks: Path) -> None:
     pred = _predictions(tmp_path / "p.jsonl", [_prediction(0, 1, answer=["x" * (MAX_TEXT_CHARS + 1)])])
-    ran = cli("import", str(pred), "--tasks", str(tasks), "--system", "s", "--out", str(tmp_path / "run"))
+    ran = here("import", str(pred), "--tasks", str(tasks), "--system", "s", "--out", str(tmp_path / "run"))
     assert ran.one_line() == (f"{pred}:1: a question, answer or error of 100,001 characters, over the cap of "
                               "100,000; shorten it; fix the line, or pass --skip-invalid to skip bad lines")
 
@@ -179,10 +188,10 @@ def test_a_line_over_the_line_cap_is_refused_before_it_is_parsed(tmp_path: Path,
         fh.write(json.dumps(_prediction(0, 1)) + "\n")
         fh.write(json.dumps(_prediction(1, 1, raw_response="x" * PREDICTIONS.max_line)) + "\n")
         fh.write(json.dumps(_prediction(2, 1)) + "\n")
-    ran = cli("score", str(pred), "--tasks", str(tasks))
+    ran = here("score", str(pred), "--tasks", str(tasks))
     assert ran.one_line() == (f"{pred}:2: the line is over the 8 MB line cap of the predictions file; shorten or "
                               "split it, or pass --skip-invalid to skip bad lines")
-    ran = cli("score", str(pred), "--tasks", str(tasks), "--skip-invalid", "--json")
+    ran = here("score", str(pred), "--tasks", str(tasks), "--skip-invalid", "--json")
     assert ran.code == 0, ran.err
     assert json.loads(ran.out)["n"] == 3  # the two other lines are scored; the third task is missing
     assert f"{pred}:2: the line is over the 8 MB line cap" in ran.err
@@ -201,7 +210,7 @@ def test_a_file_over_the_size_cap_is_refused_before_it_is_read(tmp_path: Path, t
 def test_predictions_that_are_not_utf8_name_the_line_and_byte(tmp_path: Path, tasks: Path) -> None:
     pred = tmp_path / "p.jsonl"
     pred.write_bytes(json.dumps(_prediction(0, 1)).encode() + b'\n{"question": "caf\xe9", "answer": ["a"]}\n')
-    ran = cli("import", str(pred), "--tasks", str(tasks), "--system", "s", "--out", str(tmp_path / "run"))
+    ran = here("import", str(pred), "--tasks", str(tasks), "--system", "s", "--out", str(tmp_path / "run"))
     assert ran.one_line() == (f"{pred}:2: not UTF-8 (byte 0xe9 at column 18); save the file as UTF-8, or pass "
                               "--skip-invalid to skip bad lines")
 
@@ -212,7 +221,7 @@ def test_a_task_over_the_evidence_cap_is_one_line(tmp_path: Path) -> None:
                                  "evidence": [{"document": "d.pdf", "page": p} for p in range(1, 1_002)]}) + "\n",
                      encoding="utf-8")
     pred = _predictions(tmp_path / "p.jsonl", [_prediction(0, 1)])
-    ran = cli("score", str(pred), "--tasks", str(tasks))
+    ran = here("score", str(pred), "--tasks", str(tasks))
     assert ran.one_line() == (f"{tasks}:1: 1,001 evidence pages, over the cap of 1,000 per task; keep at most 1,000; "
                               "fix the line, or pass --skip-invalid to skip bad lines")
 
@@ -230,7 +239,7 @@ def _recording(folder: Path, search: bytes) -> Path:
 
 def _run_deliverables(tmp_path: Path, web: Path) -> Ran:
     # the index is read when the options are, before any model is called (none answers on port 9)
-    return cli("run", "--tasks", str(DEMO_DELIVERABLES), "--out", str(tmp_path / "run"), "--quiet",
+    return here("run", "--tasks", str(DEMO_DELIVERABLES), "--out", str(tmp_path / "run"), "--quiet",
                "--web", f"recorded:{web}", "--model", "openai-compat/m@http://127.0.0.1:9")
 
 
