@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -47,10 +48,19 @@ def _run(agent: str, corpus: Corpus, tmp_path: Path, fake: FakeOpenAI, *, python
                           cwd=tmp_path)
 
 
+def _run_from(folder: Path, agent: str, corpus: Corpus, tmp_path: Path, fake: FakeOpenAI,
+              ) -> subprocess.CompletedProcess[str]:
+    """`deskbench run --agent MODULE:CLASS` from `folder` (the module is found there, as `python -m`
+    puts the working folder first), through conftest.run_cli: in this process. The README's
+    PYTHONPATH= form runs in a fresh interpreter in tests/test_first_hour_readme.py."""
+    return run_cli("run", "--tasks", str(_tasks(tmp_path)), "--corpus", str(corpus.root), "--agent", agent,
+                   "--model", f"openai-compat/fake@{fake.base_url}", "--out", str(tmp_path / "run"), "--json",
+                   "--quiet", cwd=folder)
+
+
 def test_example_agent_by_module_path(operator_corpus: Corpus, tmp_path: Path) -> None:
     with FakeOpenAI(script=_answer_from_pages) as fake:
-        proc = _run("keyword_agent:KeywordAgent", operator_corpus, tmp_path, fake,
-                    env={"PYTHONPATH": str(EXAMPLES / "custom_agent")})
+        proc = _run_from(EXAMPLES / "custom_agent", "keyword_agent:KeywordAgent", operator_corpus, tmp_path, fake)
     assert proc.returncode == 0, proc.stderr
     (system, report), = json.loads(proc.stdout).items()
     assert system == "keyword_agent:KeywordAgent:openai-compat/fake"
@@ -68,7 +78,7 @@ def test_example_agent_by_module_path(operator_corpus: Corpus, tmp_path: Path) -
 ])
 def test_module_path_mistakes_are_one_line(agent: str, says: str, operator_corpus: Corpus, tmp_path: Path) -> None:
     with FakeOpenAI() as fake:
-        proc = _run(agent, operator_corpus, tmp_path, fake, env={"PYTHONPATH": str(EXAMPLES / "custom_agent")})
+        proc = _run_from(EXAMPLES / "custom_agent", agent, operator_corpus, tmp_path, fake)
     assert proc.returncode == 2, proc.stderr
     assert says in proc.stderr and "Traceback" not in proc.stderr and len(proc.stderr.strip().splitlines()) == 1
 
@@ -96,10 +106,10 @@ def plugin_venv(tmp_path_factory: pytest.TempPathFactory) -> Path:
     # addsitedir, not a plain path line: deskbench's own editable install is a .pth there too
     Path(purelib, "deskbench-env.pth").write_text(
         "".join(f"import site; site.addsitedir({p!r})\n" for p in dict.fromkeys(ours)))
-    for example in ("custom_agent", "custom_scorer"):
-        proc = subprocess.run([str(python), "-m", "pip", "install", "--no-index", "--no-deps", "--no-build-isolation",
-                               "-q", "-e", str(EXAMPLES / example)], capture_output=True, text=True, timeout=600)
-        assert proc.returncode == 0, proc.stderr
+    proc = subprocess.run([str(python), "-m", "pip", "install", "--no-index", "--no-deps", "--no-build-isolation",
+                           "-q", *(a for example in ("custom_agent", "custom_scorer") for a in ("-e", str(EXAMPLES / example)))],
+                          capture_output=True, text=True, timeout=600)  # one pip for both: it takes seconds to start
+    assert proc.returncode == 0, proc.stderr
     return venv
 
 
@@ -134,27 +144,27 @@ def test_installed_examples_are_listed_run_and_score(plugin_venv: Path, operator
 
 def test_scorer_by_module_path_counts_wrong_answers(operator_corpus: Corpus, tmp_path: Path) -> None:
     with FakeOpenAI(script=lambda b, n: {"kind": "text", "text": '{"answer": ["Bicycle"], "citations": []}'}) as fake:
-        assert _run("keyword_agent:KeywordAgent", operator_corpus, tmp_path, fake,
-                    env={"PYTHONPATH": str(EXAMPLES / "custom_agent")}).returncode == 0
+        done = _run_from(EXAMPLES / "custom_agent", "keyword_agent:KeywordAgent", operator_corpus, tmp_path, fake)
+        assert done.returncode == 0, done.stderr
     proc = run_cli("score", str(tmp_path / "run"), "--scorer", "exact_scorer:ExactMatchScorer", "--json",
-                   env={"PYTHONPATH": str(EXAMPLES / "custom_scorer")})
+                   cwd=EXAMPLES / "custom_scorer")
     assert proc.returncode == 0, proc.stderr
     (report,) = json.loads(proc.stdout).values()
     assert report["n_scored"] == 1 and report["accuracy"] == 0.0
 
 
 def test_broken_entry_point_is_one_line(plugin_venv: Path, tmp_path: Path) -> None:
-    """An installed plugin whose module raises on import: named in one line, exit 2."""
-    dist = tmp_path / "broken"
-    dist.mkdir()
-    (dist / "broken_agent.py").write_text("raise RuntimeError('needs a GPU')\n")
-    (dist / "pyproject.toml").write_text(
-        (EXAMPLES / "custom_agent" / "pyproject.toml").read_text()
-        .replace("deskbench-keyword-agent", "deskbench-broken-agent").replace("keyword-agent =", "broken-agent =")
-        .replace("keyword_agent", "broken_agent").replace("KeywordAgent", "BrokenAgent"))
-    proc = subprocess.run([str(plugin_venv / "bin" / "python"), "-m", "pip", "install", "--no-index", "--no-deps",
-                           "--no-build-isolation", "-q", "-e", str(dist)], capture_output=True, text=True, timeout=600)
-    assert proc.returncode == 0, proc.stderr
+    """An installed plugin whose module raises on import: named in one line, exit 2. Installed
+    as an install leaves it (its module and a .dist-info declaring the entry point, in the venv's
+    site-packages), without a pip run of its own: the fixture's pip installs the examples."""
+    purelib = Path(subprocess.run([str(plugin_venv / "bin" / "python"), "-c",
+                                   "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+                                  capture_output=True, text=True, check=True).stdout.strip())
+    module, info = purelib / "broken_agent.py", purelib / "deskbench_broken_agent-0.1.0.dist-info"
+    module.write_text("raise RuntimeError('needs a GPU')\n")
+    info.mkdir()
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: deskbench-broken-agent\nVersion: 0.1.0\n")
+    (info / "entry_points.txt").write_text("[deskbench.agents]\nbroken-agent = broken_agent:BrokenAgent\n")
     try:
         run = _venv_cli(plugin_venv, "run", "--tasks", str(_tasks(tmp_path)), "--agent", "broken-agent", "--model",
                         "openai-compat/x@http://127.0.0.1:9/v1", "--out", str(tmp_path / "run"), cwd=tmp_path)
@@ -164,9 +174,9 @@ def test_broken_entry_point_is_one_line(plugin_venv: Path, tmp_path: Path) -> No
                                       "fix or uninstall that package")
         listed = _venv_cli(plugin_venv, "list", "agents", cwd=tmp_path)  # listing imports no plugin
         assert listed.returncode == 0 and "broken-agent" in listed.stdout
-    finally:
-        subprocess.run([str(plugin_venv / "bin" / "python"), "-m", "pip", "uninstall", "-y", "-q",
-                        "deskbench-broken-agent"], capture_output=True, timeout=300)
+    finally:  # uninstalled: the other tests of this venv list its agents
+        module.unlink()
+        shutil.rmtree(info)
 
 
 def test_an_installed_track_plugin_runs_and_scores(tmp_path: Path) -> None:
