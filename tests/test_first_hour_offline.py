@@ -146,10 +146,12 @@ def test_a_bad_file_is_one_line_and_exit_2_before_the_run(tmp_path: Path, lines:
 
 
 def _run(corpus: Corpus, tmp_path: Path, agent: str, script: Path, out: str = "run") -> subprocess.CompletedProcess[str]:
+    """`deskbench run` from the example's folder, where `keyword_agent:KeywordAgent` is found (as
+    `python -m` puts the working folder first): in this process (PYTHONPATH= would need a fresh
+    interpreter; the demo's next command below runs that form as printed)."""
     tasks = _write(tmp_path / "tasks.jsonl", TASK.model_dump_json())
     return run_cli("run", "--tasks", str(tasks), "--corpus", str(corpus.root), "--agent", agent, "--model",
-                   f"scripted:{script}", "--out", str(tmp_path / out), "--json", "--quiet", cwd=tmp_path,
-                   env={"PYTHONPATH": str(EXAMPLE)})
+                   f"scripted:{script}", "--out", str(tmp_path / out), "--json", "--quiet", cwd=EXAMPLE)
 
 
 def test_a_looping_agent_searches_then_answers_from_the_turns(operator_corpus: Corpus, tmp_path: Path) -> None:
