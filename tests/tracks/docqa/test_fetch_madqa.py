@@ -446,12 +446,16 @@ def test_a_download_killed_with_sigkill_resumes_from_its_part_file(tmp_path: Pat
         proc = subprocess.Popen([sys.executable, "-m", "deskbench.cli", "fetch", "madqa", "--from", str(snap),
                                  "--out", str(out), "--workers", "2", "-q"],
                                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        try:  # wait for the first half to be on disk (the server sends no more until it stops)
+        # wait for the first half to be on disk (the server sends no more until it stops) and for
+        # ok.pdf to be whole (in the manifest, then renamed into place; downloaded beside slow.pdf,
+        # it may finish after that half on a loaded machine)
+        done = out / "pdfs" / "ok.pdf"
+        try:
             deadline = time.monotonic() + 120
-            while not (part.exists() and part.stat().st_size == half) and time.monotonic() < deadline:
+            while not (done.exists() and part.exists() and part.stat().st_size == half) and time.monotonic() < deadline:
                 assert proc.poll() is None, "the fetch ended before it was killed"
                 time.sleep(0.05)
-            assert part.exists() and part.stat().st_size == half
+            assert done.exists() and part.exists() and part.stat().st_size == half
         finally:
             proc.send_signal(signal.SIGKILL)
             proc.wait()
