@@ -27,14 +27,20 @@ SUMMARY = re.compile(r"^=*\s*(?P<body>(?:\d+ \w+(?:, )?)+) in (?P<secs>[\d.]+)s"
 DURATION = re.compile(r"^(?P<secs>[\d.]+)s (?P<phase>setup|call|teardown)\s+(?P<test>\S+)")
 
 
+class BadLog(Exception):
+    """A log this script cannot read: one line, exit 2, nothing written."""
+
+
 def read_log(path: Path) -> dict[str, Any]:
     """One test command's output: pytest's summary line, its durations and the guard rails."""
+    if not path.is_file():
+        raise BadLog(f"error: {path} is not a file; pass the saved output of `CI=true bash .ci/run > LOG 2>&1`")
     text = path.read_text(encoding="utf-8", errors="replace")
     run: dict[str, Any] = {"log": path.name}
     summaries = [m for line in text.splitlines() if (m := SUMMARY.match(line.strip()))]
     if not summaries:
-        raise SystemExit(f"error: {path} holds no pytest summary line (did the command reach pytest?); "
-                         "pass the whole output of `bash .ci/run`")
+        raise BadLog(f"error: {path} holds no pytest summary line (did the command reach pytest?); "
+                     "pass the whole output of `bash .ci/run`")
     last = summaries[-1]
     counts = {word: int(n) for n, word in re.findall(r"(\d+) (\w+)", last.group("body"))}
     run.update(passed=counts.get("passed", 0), skipped=counts.get("skipped", 0),
@@ -53,7 +59,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--commit", required=True)
     ap.add_argument("--workers", type=int, default=2, help="xdist workers the command used (its CPUs)")
     args = ap.parse_args(argv)
-    runs = [read_log(p) for p in args.logs]
+    try:
+        runs = [read_log(p) for p in args.logs]
+    except BadLog as exc:
+        print(exc, file=sys.stderr)
+        return 2
     previous = json.loads(RESULT.read_text()) if RESULT.exists() else None
     worst = max(r["pytest_seconds"] for r in runs)  # the headline is the slower run
     result = {

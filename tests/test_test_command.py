@@ -8,6 +8,7 @@ a fresh interpreter would; the new test tools pinned.
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import shlex
 import sys
@@ -114,3 +115,44 @@ def test_a_cli_call_in_process_leaves_the_process_as_it_found_it(tmp_path: Path)
     assert proc.returncode == 2 and "'local_agent_module:X'" in proc.stderr and "is not a class" in proc.stderr
     assert (os.getcwd(), dict(os.environ), list(sys.path)) == before
     assert "local_agent_module" not in sys.modules
+
+
+def _bench_test_suite():  # noqa: ANN202 -> the benchmarks/bench_test_suite module
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("bench_test_suite", REPO / "benchmarks" / "bench_test_suite.py")
+    assert spec and spec.loader
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_the_suite_timing_is_read_from_the_commands_own_output(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                               capsys: pytest.CaptureFixture[str]) -> None:
+    bench = _bench_test_suite()
+    result = tmp_path / "test_suite.json"
+    monkeypatch.setattr(bench, "RESULT", result)
+    log = tmp_path / "run1.log"
+    log.write_text("ruff check src tests\nAll checks passed!\nmypy src/deskbench (strict)\n"
+                   "Success: no issues found in 3 source files\n....\n"
+                   "=== slowest 25 durations ===\n30.22s call     tests/cli/test_demo.py::test_demo\n"
+                   "2.10s setup    tests/web/test_web.py::test_x\n"
+                   "1863 passed, 5 skipped, 64 warnings in 757.47s (0:12:37)\n")
+    slower = tmp_path / "run2.log"
+    slower.write_text(log.read_text().replace("757.47s", "801.00s"))
+    assert bench.main([str(log), str(slower), "--commit", "abc"]) == 0
+    written = json.loads(result.read_text())
+    first = written["runs"][0]
+    assert (first["passed"], first["skipped"], first["failed"], first["pytest_seconds"]) == (1863, 5, 0, 757.47)
+    assert first["slowest"][0] == {"seconds": 30.22, "phase": "call", "test": "tests/cli/test_demo.py::test_demo"}
+    assert first["guard_rails"] == {"ruff": True, "mypy_strict": True}
+    assert written["pytest_seconds"] == 801.0 and written["ratio_vs_anchor"] == round(2520 / 801.0, 2)
+    assert written["all_green"] and written["same_tests_each_run"] and not written["target_met"]
+    # a log that never reached pytest: one line, exit 2, the result left as it was
+    before = result.read_text()
+    (tmp_path / "setup_only.log").write_text("setup: building llama-cpp-python\n")
+    assert bench.main([str(tmp_path / "setup_only.log"), "--commit", "abc"]) == 2
+    assert bench.main([str(tmp_path / "missing.log"), "--commit", "abc"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 2 and "no pytest summary line" in err[0] and "is not a file" in err[1]
+    assert result.read_text() == before
