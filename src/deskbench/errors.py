@@ -3,7 +3,12 @@
 import os
 import stat
 from pathlib import Path
-from typing import BinaryIO
+from typing import TYPE_CHECKING, BinaryIO, TypeVar
+
+if TYPE_CHECKING:  # typing.TypeIs is Python 3.13's; only mypy reads it here
+    from typing_extensions import TypeIs
+
+Choice = TypeVar("Choice", bound=str)
 
 
 class UserError(Exception):
@@ -15,6 +20,26 @@ class UserError(Exception):
 
 class QuerySyntaxError(UserError):
     """A search query that cannot be parsed. Agents receive the message as a tool result."""
+
+
+def is_one_of(value: str, allowed: tuple[Choice, ...]) -> "TypeIs[Choice]":
+    """Whether `value` is one of `allowed`, narrowing it to their type: `allowed` is a Literal
+    alias's values (`VIEWS: tuple[View, ...] = get_args(View)`), so a `str` from a flag, a form or
+    a file meets a `Literal` field checked, not cast."""
+    return value in allowed
+
+
+def one_of(value: str, allowed: tuple[Choice, ...], what: str) -> Choice:
+    """`value` narrowed to one of `allowed` (see `is_one_of`), or one line naming it and what is
+    allowed: `--ocr 'x' is not valid; use never, auto or always` (`what` is the flag or field)."""
+    if is_one_of(value, allowed):
+        return value
+    raise UserError(f"{what} {value!r} is not valid; use {spoken_list(allowed)}")
+
+
+def spoken_list(words: tuple[str, ...]) -> str:
+    """`a, b or c` (`a or b`, `a`): the values a message offers."""
+    return " or ".join(w for w in (", ".join(words[:-1]), words[-1] if words else "") if w)
 
 
 def _not_regular(mode: int) -> str:

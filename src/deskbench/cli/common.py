@@ -15,6 +15,7 @@ from deskbench.errors import UserError
 if TYPE_CHECKING:  # rich.progress is imported when a command shows progress, not at start-up
     from rich.progress import Progress
 
+    from deskbench.runs.runner import RunCounts
     from deskbench.runs.track import PreparedRun, RunRequest
 
 CorpusOpt = Annotated[Path, typer.Option("--corpus", "-c", help="Corpus directory.")]
@@ -64,7 +65,7 @@ def execute_with_progress(prep: PreparedRun, quiet: bool, request: RunRequest | 
         bars = {s.name: progress.add_task(s.name, total=prep.per_system, current="", completed=s.already_done)
                 for s in prep.systems}
 
-        def on_episode(system: str, counts) -> None:  # type: ignore[no-untyped-def]
+        def on_episode(system: str, counts: RunCounts) -> None:
             progress.update(bars[system], advance=1,
                             current=f"errors {counts.errors}  cost {format_cost(counts.cost_usd)}")
 

@@ -12,7 +12,7 @@ from rich.table import Table
 
 from deskbench.cli.common import CorpusOpt, JsonOpt, QuietOpt, progress_bars
 from deskbench.console import err, out
-from deskbench.errors import UserError
+from deskbench.errors import UserError, one_of
 
 if TYPE_CHECKING:  # the corpus module loads only when a command runs (the CLI starts fast)
     from deskbench.corpus.corpus import SearchHit
@@ -36,7 +36,7 @@ def ingest(
     quiet: QuietOpt = False,
 ) -> None:
     """Ingest PDFs into a corpus: page store, search index, stored copies. Re-running is cheap."""
-    from deskbench.corpus.extract import OcrSettings
+    from deskbench.corpus.extract import OCR_MODES, OcrSettings
     from deskbench.corpus.ingest import open_or_create, plan_ingest, run_ingest
     from deskbench.corpus.page_text import apply_page_text, read_page_text
 
@@ -48,13 +48,12 @@ def ingest(
 
             raise missing(path, lambda p: p.suffix.lower() == ".pdf" or (p.is_dir() and any(p.glob("*.pdf"))),
                           "PDFs", "give PDF files or folders that exist")
-    if ocr not in ("never", "auto", "always"):
-        raise UserError(f"--ocr {ocr!r} is not valid; use never, auto or always")
+    mode = one_of(ocr, OCR_MODES, "--ocr")
     if ocr_engine not in ("auto", "tesseract", "rapidocr"):
         raise UserError(f"--ocr-engine {ocr_engine!r} is not valid; use auto, tesseract or rapidocr")
     if workers < 1:
         raise UserError(f"--workers {workers} is not valid; use 1 or more")
-    settings = OcrSettings(mode=ocr, engine=ocr_engine, lang=ocr_lang)  # type: ignore[arg-type]
+    settings = OcrSettings(mode=mode, engine=ocr_engine, lang=ocr_lang)
     supplied = read_page_text(page_text) if page_text is not None else None  # its own errors before any work
     if not paths and not (corpus / "pages.sqlite").exists():
         raise UserError(f"{corpus} is not a deskbench corpus yet; give the PDFs too: "
@@ -155,10 +154,10 @@ def page(
 ) -> None:
     """Render one page to an image (cached in the corpus)."""
     from deskbench.corpus import Corpus
-    from deskbench.corpus.images import ImageSpec
+    from deskbench.corpus.images import FORMATS, ImageSpec
 
     c = Corpus.open(corpus)
-    spec = ImageSpec(dpi=dpi, format=fmt, max_pixels=max_pixels, max_bytes=max_bytes)  # type: ignore[arg-type]
+    spec = ImageSpec(dpi=dpi, format=one_of(fmt, FORMATS, "--format"), max_pixels=max_pixels, max_bytes=max_bytes)
     data = c.page_image(document, page_number, spec)
     try:
         output.parent.mkdir(parents=True, exist_ok=True)
@@ -240,26 +239,29 @@ def _run_info(run_dir: Path, as_json: bool) -> None:
         identities = stored_identities(store)
         counts = store.episode_counts()
         tries = store.try_counts()  # earlier tries of episodes run again (--retry-errors)
+        systems: dict[str, dict[str, Any]] = {
+            system: {
+                "episodes": sum(counts.get(system, {}).values()),
+                "episodes_by_status": counts.get(system, {}),
+                "earlier_tries": sum(n for (_, s, _), n in tries.items() if s == system),
+                **({"first": i.first.model_dump() if i.first else None, "latest": i.latest.model_dump(),
+                    "config": i.config.model_dump()} if (i := identities.get(system)) else
+                   {"first": None, "latest": None, "config": None}),
+            }
+            for system in sorted(set(counts) | set(identities))
+        }
+        scorings: list[dict[str, Any]] = [
+            {"id": sc.id, "created": sc.created, "track": sc.track, "deskbench": sc.deskbench,
+             "settings": sc.settings.model_dump(), "label": sc.label(),
+             "systems": {name: h.model_dump() for name, h in store.scoring_headlines(sc.id).items()}}
+            for sc in store.scorings()]
         data = {
             "run": str(run_dir),
             "track": store.track(),
             "tasks": len(store.task_hashes()),
             "tasks_file": store.meta("tasks_file") or store.meta("packages"),
-            "systems": {
-                system: {
-                    "episodes": sum(counts.get(system, {}).values()),
-                    "episodes_by_status": counts.get(system, {}),
-                    "earlier_tries": sum(n for (_, s, _), n in tries.items() if s == system),
-                    **({"first": i.first.model_dump() if i.first else None, "latest": i.latest.model_dump(),
-                        "config": i.config.model_dump()} if (i := identities.get(system)) else
-                       {"first": None, "latest": None, "config": None}),
-                }
-                for system in sorted(set(counts) | set(identities))
-            },
-            "scorings": [{"id": sc.id, "created": sc.created, "track": sc.track, "deskbench": sc.deskbench,
-                          "settings": sc.settings.model_dump(), "label": sc.label(),
-                          "systems": {name: h.model_dump() for name, h in store.scoring_headlines(sc.id).items()}}
-                         for sc in store.scorings()],
+            "systems": systems,
+            "scorings": scorings,
         }
     finally:
         store.close()
@@ -268,7 +270,7 @@ def _run_info(run_dir: Path, as_json: bool) -> None:
         return
     out.print(f"run {escape(str(run_dir))}: {data['track']} track, {data['tasks']} tasks"
               + (f" (from {escape(str(data['tasks_file']))})" if data["tasks_file"] else ""))
-    for system, row in data["systems"].items():  # type: ignore[attr-defined]
+    for system, row in systems.items():
         by_status = ", ".join(f"{n} {s}" for s, n in sorted(row["episodes_by_status"].items()))
         out.print(f"[bold]{escape(system)}[/bold]: {row['episodes']} episodes" + (f" ({by_status})" if by_status else "")
                   + (f"; {row['earlier_tries']} earlier tries kept (errored, run again)" if row["earlier_tries"] else ""))
@@ -282,7 +284,7 @@ def _run_info(run_dir: Path, as_json: bool) -> None:
         c = identity.config
         out.print(f"  agent {escape(c.agent)}" + (f", model {escape(c.model)}" if c.model else "")
                   + f": {escape(c.describe())}")
-    _print_scorings(data["scorings"])  # type: ignore[arg-type]
+    _print_scorings(scorings)
 
 
 def _print_scorings(scorings: list[dict[str, Any]]) -> None:

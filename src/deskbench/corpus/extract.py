@@ -11,7 +11,7 @@ import re
 from dataclasses import dataclass, field
 from itertools import islice
 from pathlib import Path
-from typing import Literal
+from typing import Literal, get_args
 
 import pypdfium2 as pdfium
 import pypdfium2.raw as pdfium_c
@@ -21,6 +21,7 @@ from deskbench.search.analyzer import normalize_text
 from deskbench.untrusted.worker import progress
 
 OcrMode = Literal["never", "auto", "always"]
+OCR_MODES: tuple[OcrMode, ...] = get_args(OcrMode)
 
 MIN_PRINTABLE_CHARS = 20
 """A text layer with fewer printable characters than this is treated as missing."""

@@ -4,13 +4,18 @@ the core's `fetch` group takes it through Track.cli_commands."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 from rich.markup import escape
 
 from deskbench.cli.common import JsonOpt, QuietOpt, progress_bars
 from deskbench.console import err, out
+
+if TYPE_CHECKING:  # rich.progress and the fetch code load when the command runs
+    from rich.progress import Progress, TaskID
+
+    from deskbench.tracks.docqa.fetch import FetchSummary
 
 
 def register(app: typer.Typer) -> None:
@@ -33,15 +38,14 @@ def fetch_madqa_cmd(
 
     Exit code 1 when some PDFs could not be downloaded (listed, and written to
     failed_downloads.jsonl; the others are kept and ingested): run it again to retry them."""
-    from deskbench.corpus.extract import OcrSettings
-    from deskbench.errors import UserError
+    from deskbench.corpus.extract import OCR_MODES, OcrSettings
+    from deskbench.errors import one_of
     from deskbench.tracks.docqa.fetch import SPLITS, FetchOptions, fetch_madqa
 
-    if ocr not in ("never", "auto", "always"):
-        raise UserError(f"--ocr {ocr!r} is not valid; use never, auto or always")
+    mode = one_of(ocr, OCR_MODES, "--ocr")
     options = FetchOptions(out=out_dir, source=source, splits=tuple(dict.fromkeys(split or SPLITS)),
                            limit=limit, workers=workers, page_text=page_text,
-                           ocr=OcrSettings(mode=ocr))  # type: ignore[arg-type]
+                           ocr=OcrSettings(mode=mode))
     with progress_bars(quiet) as bars:
         summary = fetch_madqa(options, _Bars(bars))
     if as_json:
@@ -55,9 +59,9 @@ def fetch_madqa_cmd(
 class _Bars:
     """One rich bar per stage (tracks/docqa/fetch.py Progress)."""
 
-    def __init__(self, progress) -> None:  # type: ignore[no-untyped-def]  # rich.progress.Progress
+    def __init__(self, progress: Progress) -> None:
         self.progress = progress
-        self.task = None
+        self.task: TaskID | None = None
 
     def stage(self, name: str, total: int) -> None:
         if self.task is not None:
@@ -69,7 +73,7 @@ class _Bars:
             self.progress.update(self.task, advance=1, current=escape(current))
 
 
-def _print(s) -> None:  # type: ignore[no-untyped-def]  # FetchSummary
+def _print(s: FetchSummary) -> None:
     rev = f" at {s.revision[:12]}" if s.revision else ""
     out.print(f"MADQA from {escape(s.source)}{rev}")
     for split, path in s.tasks.items():
@@ -88,8 +92,8 @@ def _print(s) -> None:  # type: ignore[no-untyped-def]  # FetchSummary
                                  if s.page_text_skipped else ""))
     for doc in s.no_url[:10]:
         err.print(f"[yellow]warning:[/yellow] {escape(doc)} is cited as evidence but has no URL in documents/links")
-    for f in s.failed:
-        err.print(f"[red]failed[/red] {escape(f.document)} ({escape(f.url)}): {escape(f.reason)}")
+    for d in s.failed:
+        err.print(f"[red]failed[/red] {escape(d.document)} ({escape(d.url)}): {escape(d.reason)}")
     if s.failed:
         err.print(f"{len(s.failed)} of {s.documents} PDFs failed (listed in {escape(str(s.failed_file))}); "
                   "the others are kept: run the same command again to retry them")
