@@ -159,10 +159,17 @@ def _first_attempts(s: SystemOutcomes) -> dict[str, ItemOutcome]:
     return first
 
 
+def _score(o: ItemOutcome) -> float:
+    """A scored item's score (ItemOutcome's validator gives every scored item one)."""
+    if o.score is None:
+        raise ValueError(f"{o.system} / {o.task_id}: a scored item without a score")
+    return float(o.score)
+
+
 def _row(label: str, items: list[ItemOutcome], n_common: int, resamples: int, seed: int) -> LeaderboardRow:
     scored = [o for o in items if o.status == "scored"]
     correct = sum(bool(o.correct) for o in scored)
-    scores = [float(o.score) for o in scored]  # type: ignore[arg-type]
+    scores = [_score(o) for o in scored]
     return LeaderboardRow(
         rank=0, system=label, n_common=n_common, n_scored=len(scored), n_unscored=len(items) - len(scored),
         n_correct=correct, accuracy=correct / len(scored) if scored else None,
@@ -175,8 +182,8 @@ def _row(label: str, items: list[ItemOutcome], n_common: int, resamples: int, se
 def _pair(a: str, b: str, xa: list[ItemOutcome], xb: list[ItemOutcome], resamples: int, seed: int) -> PairRow:
     paired = [(x, y) for x, y in zip(xa, xb, strict=True) if x.status == "scored" and y.status == "scored"]
     m = mcnemar_exact([bool(x.correct) for x, _ in paired], [bool(y.correct) for _, y in paired])
-    sa = [float(x.score) for x, _ in paired]  # type: ignore[arg-type]
-    sb = [float(y.score) for _, y in paired]  # type: ignore[arg-type]
+    sa = [_score(x) for x, _ in paired]
+    sb = [_score(y) for _, y in paired]
     diffs = [p - q for p, q in zip(sa, sb, strict=True)]
     return PairRow(
         a=a, b=b, n_common=len(xa), n_paired=len(paired), n_unpaired=len(xa) - len(paired),
@@ -215,8 +222,8 @@ def compare(systems: Sequence[SystemOutcomes], *, track: str, method: str = "", 
     pairs = [_pair(systems[i].label, systems[j].label, [firsts[i][t] for t in common],
                    [firsts[j][t] for t in common], resamples, seed)
              for i, j in combinations(range(len(systems)), 2)]
-    tested = [k for k, p in enumerate(pairs) if p.mcnemar_p is not None]
-    for k, q in zip(tested, holm([pairs[k].mcnemar_p for k in tested]), strict=True):  # type: ignore[misc]
+    tested = [(k, p.mcnemar_p) for k, p in enumerate(pairs) if p.mcnemar_p is not None]
+    for (k, _), q in zip(tested, holm([p for _, p in tested]), strict=True):
         pairs[k].p_holm = q
     notes = []
     if not common:

@@ -29,14 +29,14 @@ def register(app: typer.Typer) -> None:
         from deskbench.models.prices import UNKNOWN, format_cost
         from deskbench.runs.diagnose import categories
         from deskbench.runs.diagnose import diagnose as run_diagnose
-        from deskbench.runs.store import RunStore
+        from deskbench.runs.store import RunStore, task_id
 
         store = RunStore(run_dir, create=False)
         eps = store.episodes()
         if not eps:
             raise UserError(f"the run in {run_dir} has no episodes yet; run 'deskbench run' first")
         track = store.track()
-        tasks = {t.id: t for t in store.all_tasks()}  # type: ignore[attr-defined]
+        tasks = {task_id(t): t for t in store.all_tasks()}
         result = run_diagnose(eps, tasks, track=track)
         if as_json:
             print(json.dumps(result.model_dump(mode="json", exclude={} if episodes else {"episodes"}), indent=2))

@@ -23,6 +23,7 @@ if TYPE_CHECKING:
 Page = tuple[str, int]  # (document, page)
 Key = tuple[str, int]  # (task id, attempt)
 
+Outcome = Literal["correct", "wrong", "unscored"]  # an episode's outcome in the viewer's table
 OFFLINE = "the track's default scorer, offline (no judge): no stored scoring covers it (run 'deskbench score')"
 
 
@@ -72,7 +73,7 @@ class EpisodeScore(BaseModel):
     rubric: dict[str, int] | None = None  # criterion -> grade, when graded
 
     @property
-    def outcome(self) -> str:
+    def outcome(self) -> Outcome:
         """correct / wrong / unscored: the table's filter."""
         if self.status != "scored":
             return "unscored"

@@ -294,6 +294,14 @@ def _unreadable_part(task_id: str, system: str, attempt: int, part: str, exc: Ba
                                                   problem=f"{part}: {_problem(exc)}"))
 
 
+def task_id(task: BaseModel) -> str:
+    """A track's task's id (every track's task type has `id: str`): what the store files it under."""
+    found = getattr(task, "id", None)
+    if not isinstance(found, str):
+        raise TypeError(f"a {type(task).__name__} has no str `id`; a track's task type needs one")
+    return found
+
+
 def task_hash(task_json: str) -> str:
     """A task's content hash: sha256 of its track's task_json."""
     return hashlib.sha256(task_json.encode()).hexdigest()
@@ -375,9 +383,9 @@ class RunStore:
         if rows and self.track() != track:
             raise UserError(f"{self.dir} holds a {self.track()} run; use a new --out directory for {track} tasks")
         stored = {r[0]: r[2] for r in rows}
-        given = {task.id: t.task_json(task) for task in tasks}  # type: ignore[attr-defined]
+        given = {task_id(task): t.task_json(task) for task in tasks}
         if len(given) < len(tasks):  # the readers name the file and line; this catches any other source
-            ids = [task.id for task in tasks]  # type: ignore[attr-defined]
+            ids = [task_id(task) for task in tasks]
             twice = next(i for n, i in enumerate(ids) if i in ids[:n])
             raise UserError(f"task id {twice!r} is given twice; give each task its own id")
         new = [i for i in given if i not in stored]

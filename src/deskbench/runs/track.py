@@ -140,6 +140,15 @@ def wanted(tasks: Sequence[HasId], attempts: int) -> set[tuple[str, int]]:
     return {(t.id, a) for t in tasks for a in range(attempts)}
 
 
+def _task_models(tasks: Sequence[HasId]) -> list[BaseModel]:
+    """A run's tasks as the store files them: the track's task models (pydantic), checked."""
+    models: list[BaseModel] = [t for t in tasks if isinstance(t, BaseModel)]
+    if len(models) < len(tasks):
+        kind = next(type(t).__name__ for t in tasks if not isinstance(t, BaseModel))
+        raise TypeError(f"a PreparedRun's tasks are the track's task models (pydantic), not {kind}")
+    return models
+
+
 def ready(prep: PreparedRun) -> PreparedRun:
     """The bookkeeping every track's run needs, done here once instead of in each `prepare`: the
     tasks filed in the store (the run is scored over them, as `score RUN` scores it), each
@@ -148,7 +157,7 @@ def ready(prep: PreparedRun) -> PreparedRun:
     counted. Called before the first episode; a second call does nothing."""
     if prep.booked:
         return prep
-    prep.store.save_tasks(list(prep.tasks))  # type: ignore[arg-type]  # a track's tasks are its task models
+    prep.store.save_tasks(_task_models(prep.tasks))
     for key, value in prep.meta.items():  # where the tasks came from
         prep.store.set_meta(key, value)
     for s in prep.systems:

@@ -43,7 +43,7 @@ import random
 from collections.abc import Iterable, Mapping, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Literal, TypeVar
+from typing import TYPE_CHECKING, Literal, TypeVar, get_args
 
 from pydantic import BaseModel, Field, ValidationError, field_validator
 
@@ -61,6 +61,9 @@ PARTIAL_RULE = ("a partial verdict (0.5) counts half as a correct call and half 
 # (AnalyticsItemScore.source): "judge" / "numeric" / "exact" (qa), "chart_judge", "file_judge",
 # "file_judge_deferred", "comparator"
 VerdictSource = Literal["exact", "judge", "numeric", "chart_judge", "file_judge", "file_judge_deferred", "comparator"]
+VERDICT_SOURCES: tuple[VerdictSource, ...] = get_args(VerdictSource)
+Label = Literal["correct", "incorrect"]
+LABELS: tuple[Label, ...] = get_args(Label)
 
 
 class CalibrationItem(BaseModel):
@@ -105,7 +108,7 @@ class CalibrationItem(BaseModel):
 class HumanLabel(BaseModel):
     item_id: str
     labeller: str = Field(min_length=1)
-    label: Literal["correct", "incorrect"]
+    label: Label
     timestamp: datetime = Field(default_factory=lambda: datetime.now(UTC))
 
 
@@ -317,8 +320,8 @@ def open_named_runs(run_dirs: Sequence[Path]) -> list[tuple[Path, RunStore]]:
     return out
 
 
-def _stratum(item: CalibrationItem) -> str:
-    verdict = {1.0: "correct", 0.5: "partial", 0.0: "incorrect"}[item.judge_verdict]  # type: ignore[index]
+def _stratum(item: CalibrationItem, judge_verdict: float) -> str:
+    verdict = {1.0: "correct", 0.5: "partial", 0.0: "incorrect"}[judge_verdict]
     if item.category is not None:  # each category has its own evaluator: category x evaluator x verdict
         return f"{item.category}/{item.verdict_source}/{verdict}"
     if item.verdict_source == "exact":
@@ -359,10 +362,10 @@ def sample_items(items: Sequence[CalibrationItem], n: int = 200, seed: int = 0) 
     judged = [i for i in pool if i.verdict_source is not None]
     if not judged:
         return sorted(rng.sample(pool, min(n, len(pool))), key=lambda i: i.id)
-    usable = [i for i in judged if i.judge_verdict is not None]
     strata: dict[str, list[CalibrationItem]] = {}
-    for item in usable:
-        strata.setdefault(_stratum(item), []).append(item)
+    for item in judged:
+        if item.judge_verdict is not None:
+            strata.setdefault(_stratum(item, item.judge_verdict), []).append(item)
     alloc = _allocate({k: len(v) for k, v in sorted(strata.items())}, n)
     chosen: list[CalibrationItem] = []
     for k in sorted(strata):

@@ -36,8 +36,9 @@ from fastapi import FastAPI, HTTPException, Request
 from fastapi.responses import FileResponse, HTMLResponse, RedirectResponse, Response
 from markupsafe import Markup
 
-from deskbench.errors import UserError
+from deskbench.errors import UserError, is_one_of
 from deskbench.scoring.judge_calibration import (
+    LABELS,
     CalibrationItem,
     HumanLabel,
     calibration_json,
@@ -175,9 +176,9 @@ def mount(app: FastAPI, items_path: Path, run_dir: Path, *, render: Callable[...
         s, data = await posted(request)
         item = item_at(n)
         label = data.get("label", "")
-        if label not in ("correct", "incorrect"):
+        if not is_one_of(label, LABELS):
             raise HTTPException(400, "label is correct or incorrect")
-        labels.add(HumanLabel(item_id=item.id, labeller=s.user, label=label))  # type: ignore[arg-type]
+        labels.add(HumanLabel(item_id=item.id, labeller=s.user, label=label))
         mine = labels.latest(s.user)
         order = list(range(n + 1, len(items) + 1)) + list(range(1, n))
         nxt = next((k for k in order if items[k - 1].id not in mine), None)

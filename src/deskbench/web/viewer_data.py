@@ -14,11 +14,11 @@ import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 from pydantic import BaseModel
 
-from deskbench.contract.viewer import AnswerView, FileView, Page, TaskView, ViewerViews
+from deskbench.contract.viewer import AnswerView, FileView, Outcome, Page, TaskView, ViewerViews
 from deskbench.errors import UserError
 from deskbench.paths import require_run
 from deskbench.runs.diagnose import diagnose_episode
@@ -125,7 +125,7 @@ class EpisodeRow(BaseModel):
     attempt: int
     status: str  # the episode's: ok / error / limit
     question: str
-    outcome: Literal["correct", "wrong", "unscored"]
+    outcome: Outcome
     score: float | None
     steps: int  # model calls
     tool_calls: int
@@ -252,7 +252,7 @@ class Catalog:
         task = task_view(run.tasks.get(episode.task_id), run.views)
         return EpisodeRow(
             run=run.key, track=run.track, system=episode.system, task_id=episode.task_id, attempt=episode.attempt,
-            status=episode.status, question=task.question, outcome=score.outcome, score=score.score,  # type: ignore[arg-type]
+            status=episode.status, question=task.question, outcome=score.outcome, score=score.score,
             steps=sum(isinstance(s, ModelCallStep) for s in episode.trajectory),
             tool_calls=sum(isinstance(s, ToolCallStep) for s in episode.trajectory),
             cost_usd=episode.usage.cost_usd, hop_type=task.hop_type, error_class=error_class(episode, score, run),

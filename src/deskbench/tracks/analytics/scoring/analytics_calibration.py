@@ -30,9 +30,9 @@ from collections import Counter
 from collections.abc import Sequence
 from pathlib import Path
 
-from deskbench.errors import UserError
+from deskbench.errors import UserError, is_one_of
 from deskbench.runs.store import Episode
-from deskbench.scoring.judge_calibration import CalibrationItem, open_named_runs
+from deskbench.scoring.judge_calibration import VERDICT_SOURCES, CalibrationItem, open_named_runs
 from deskbench.tracks.analytics.scoring.analytics import (
     AnalyticsItemScore,
     AnalyticsJudges,
@@ -75,6 +75,8 @@ def to_item(task: AnalyticsTask, ep: Episode, score: AnalyticsItemScore, run_dir
     sub = ep.submission
     if score.source == "episode" or not isinstance(sub, AnalyticsSubmission):
         return None
+    if not is_one_of(score.source, VERDICT_SOURCES):
+        raise ValueError(f"{task.id}: {score.source!r} is not an evaluator a calibration item names")
     paths = _output_paths(ep, run_dir)
     chart = output = reference_file = None
     if task.category == "visualization":
@@ -90,7 +92,7 @@ def to_item(task: AnalyticsTask, ep: Episode, score: AnalyticsItemScore, run_dir
         reference=_reference_text(task) if task.category == "qa" else None, key_points=list(task.key_points),
         answer=sub.answer, chart_path=chart, output_file=output, reference_file=reference_file,
         judge_score=score.score, chart_correctness=score.correctness,
-        judge_verdict=_verdict(score), verdict_source=score.source,  # type: ignore[arg-type]
+        judge_verdict=_verdict(score), verdict_source=score.source,
         judge=_judge_name(score, judges), judge_reason=score.reason or None)
 
 
