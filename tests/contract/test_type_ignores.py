@@ -75,3 +75,36 @@ def test_spoken_list() -> None:
     assert spoken_list(("a", "b")) == "a or b"
     assert spoken_list(("a",)) == "a"
     assert spoken_list(()) == ""
+
+
+class RunOnly:
+    """A plugin agent without `name`: the tracks refuse it in one line (it was returned unchecked)."""
+
+    track = "docqa"
+
+    async def run(self, task: object, ctx: object) -> None: ...
+
+
+class AnalyticsNoRun:
+    track = "analytics"
+    name = "no-run"
+
+
+class DeliverablesNoRun:
+    track = "deliverables"
+    name = "no-run"
+
+
+def test_a_plugin_agent_without_name_or_run_is_refused_by_each_track() -> None:
+    from deskbench.tracks.analytics.agent import make_agent as analytics_agent
+    from deskbench.tracks.deliverables.agent import make_agent as deliverables_agent
+    from deskbench.tracks.deliverables.agent_inputs import DeliverableOptions
+    from deskbench.tracks.docqa.agents.registry import make_agent as docqa_agent
+
+    with pytest.raises(UserError, match=r"^agent plugin 'test_type_ignores:RunOnly' has no `name` or no `run`: "
+                                        r"a docqa agent is a class with `name` and `async run\(task, ctx\)`"):
+        docqa_agent(f"{__name__}:RunOnly")
+    with pytest.raises(UserError, match=r"an analytics agent is a class with `name`"):
+        analytics_agent(f"{__name__}:AnalyticsNoRun", {})
+    with pytest.raises(UserError, match=r"a deliverables agent is a class with `name`"):
+        deliverables_agent(f"{__name__}:DeliverablesNoRun", DeliverableOptions(), None)

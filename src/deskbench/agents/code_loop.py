@@ -78,7 +78,7 @@ class AnalystSettings:
 
 @dataclass
 class AnalystContext:
-    model: ChatModel
+    model: ChatModel | None  # None: an external agent's episode (it brings its own model)
     sandbox: Sandbox
     tasks_dir: Path  # task input paths are relative to it
     run_dir: Path  # submissions name their files relative to it

@@ -7,7 +7,7 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Protocol
+from typing import Protocol, runtime_checkable
 
 from deskbench.agents.base import AgentResult, Recorder
 from deskbench.agents.code_loop import AnalystContext, Deliverables, code_loop
@@ -16,6 +16,7 @@ from deskbench.tracks.analytics.prompts import ANALYST_PROMPT, task_prompt
 from deskbench.tracks.analytics.tasks import AnalyticsSubmission, AnalyticsTask, check_inputs
 
 
+@runtime_checkable  # a plugin's agent is checked against it (make_agent)
 class AnalyticsAgent(Protocol):
     name: str
 
@@ -62,13 +63,19 @@ def make_agent(name: str, options: Mapping[str, object]) -> AnalyticsAgent:
     """A built-in agent, else a plugin's (`agents.plugin_calls.agent_factory`), given the run's agent options
     when it takes them (`configure`: external's --command); an unknown name is one line."""
     factory = ANALYTICS_AGENTS.get(name)
-    if factory is None:
+    if factory is not None:
+        agent = factory()
+    else:
         from deskbench.agents.plugin_calls import agent_factory
 
-        factory = agent_factory("analytics", name)  # type: ignore[assignment]
-    if factory is None:
-        raise UserError(f"unknown analytics agent {name!r}; choose one of: {', '.join(ANALYTICS_AGENTS)}")
-    agent = factory()
+        plugin = agent_factory("analytics", name)
+        if plugin is None:
+            raise UserError(f"unknown analytics agent {name!r}; choose one of: {', '.join(ANALYTICS_AGENTS)}")
+        built = plugin()
+        if not isinstance(built, AnalyticsAgent):
+            raise UserError(f"agent plugin {name!r} has no `name` or no `run`: an analytics agent is a class with "
+                            "`name`, `track = \"analytics\"` and `async run(task, ctx, workdir)` (docs/plugins.md)")
+        agent = built
     configure = getattr(agent, "configure", None)
     if callable(configure):
         configure(options)

@@ -81,7 +81,7 @@ def served(tasks: Path, store: RunStore, wanted: str | None, max_rounds: int = 2
     task = {t.id: t for t in items}[pick([t.id for t in items], wanted, tasks)]
     from deskbench.agents.code_loop import AnalystSettings
 
-    ctx = AnalystContext(model=None, sandbox=Sandbox(Limits()), tasks_dir=tasks.resolve().parent,  # type: ignore[arg-type]
+    ctx = AnalystContext(model=None, sandbox=Sandbox(Limits()), tasks_dir=tasks.resolve().parent,
                          run_dir=store.dir, settings=AnalystSettings(max_rounds=max_rounds))
     try:
         inputs = check_inputs(task, ctx.tasks_dir)

@@ -126,7 +126,7 @@ def prepare_analytics(spec: AnalyticsRunSpec, tasks: Sequence[AnalyticsTask]) ->
     @asynccontextmanager
     async def start() -> AsyncIterator[dict[str, EpisodeFn]]:
         ctx = AnalystContext(
-            model=model, sandbox=sandbox, tasks_dir=tasks_dir, run_dir=store.dir,  # type: ignore[arg-type]  # None: external
+            model=model, sandbox=sandbox, tasks_dir=tasks_dir, run_dir=store.dir,  # None: external
             settings=AnalystSettings(max_rounds=spec.max_rounds, summary=spec.summary,
                                      last_round_note=spec.last_round_note, cjk_font_hint=spec.cjk_font_hint),
         )

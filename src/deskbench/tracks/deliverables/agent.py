@@ -12,7 +12,7 @@ from __future__ import annotations
 import os
 from collections.abc import Callable
 from pathlib import Path
-from typing import Protocol
+from typing import Protocol, runtime_checkable
 
 from deskbench.agents.base import AgentResult, Recorder
 from deskbench.agents.code_loop import AnalystContext, Deliverables, code_loop
@@ -35,6 +35,7 @@ from deskbench.tracks.deliverables.web_access import web_tools
 from deskbench.tracks.deliverables.web_backend import WebBackend, WebUnavailable
 
 
+@runtime_checkable  # a plugin's agent is checked against it (make_agent)
 class DeliverablesAgent(Protocol):
     name: str
 
@@ -155,7 +156,10 @@ def make_agent(name: str, options: DeliverableOptions, web: WebBackend | None) -
     if factory is None:
         raise UserError(f"unknown deliverables agent {name!r}; choose one of: {agent_names()}")
     agent = factory()
+    if not isinstance(agent, DeliverablesAgent):
+        raise UserError(f"agent plugin {name!r} has no `name` or no `run`: a deliverables agent is a class with "
+                        "`name`, `track = \"deliverables\"` and `async run(task, ctx, workdir)` (docs/plugins.md)")
     configure = getattr(agent, "configure", None)
     if callable(configure):
         configure({"inline_chars": options.inline_chars, "trap_hints": options.trap_hints, "web": web})
-    return agent  # type: ignore[return-value]
+    return agent

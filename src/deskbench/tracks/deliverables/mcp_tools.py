@@ -120,7 +120,7 @@ def served(packages: Path, store: RunStore, wanted: str | None, max_rounds: int 
     missing = [str(p) for p in task.input_paths() if not p.is_file()]
     if missing:
         raise UserError(f"package {task.id}: input file not found: {missing[0]}")
-    ctx = AnalystContext(model=None, sandbox=Sandbox(Limits()), tasks_dir=packages.resolve(),  # type: ignore[arg-type]
+    ctx = AnalystContext(model=None, sandbox=Sandbox(Limits()), tasks_dir=packages.resolve(),
                          run_dir=store.dir, settings=AnalystSettings(summary=False, max_rounds=max_rounds))
     store.save_tasks(items)
     store.set_meta("packages", str(packages.resolve()))

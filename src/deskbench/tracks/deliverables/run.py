@@ -185,7 +185,7 @@ def prepare_deliverables(spec: DeliverablesRunSpec) -> PreparedRun:
         web = open_web(spec.web) if spec.web is not None else None
         try:
             yield {name: _episodes(make_agent(agent, spec.options, web), name, prep,
-                                   AnalystContext(model=by_name[name], sandbox=sandbox, tasks_dir=spec.packages.resolve(),  # type: ignore[arg-type]
+                                   AnalystContext(model=by_name[name], sandbox=sandbox, tasks_dir=spec.packages.resolve(),
                                                   run_dir=store.dir, settings=settings))
                    for name, agent in agents.items()}
         finally:

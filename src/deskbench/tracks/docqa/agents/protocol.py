@@ -5,12 +5,13 @@ holds what every track's agents share and names no track."""
 
 from __future__ import annotations
 
-from typing import Any, Protocol
+from typing import Any, Protocol, runtime_checkable
 
 from deskbench.agents.base import AgentContext, AgentResult, AnswerArgs
 from deskbench.tracks.docqa.tasks import DocQASubmission, DocQATask
 
 
+@runtime_checkable  # a plugin's agent is checked against it (agents/registry.py make_agent)
 class Agent(Protocol):
     name: str
 

@@ -33,7 +33,11 @@ def make_agent(name: str) -> Agent:
 
         factory = agent_factory("docqa", name)
         if factory is not None:
-            return factory()  # type: ignore[return-value]
+            agent = factory()
+            if not isinstance(agent, Agent):
+                raise UserError(f"agent plugin {name!r} has no `name` or no `run`: a docqa agent is a class with "
+                                "`name` and `async run(task, ctx)` (docs/plugins.md)")
+            return agent
         from deskbench.contract.registry import tracks
 
         known = dict.fromkeys(a for t in tracks().values() for a in t.agents)  # external is every track's
