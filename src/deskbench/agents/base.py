@@ -13,7 +13,7 @@ import re
 import time
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Literal, TypeVar
+from typing import TYPE_CHECKING, Any, Literal, TypeVar, get_args
 
 from pydantic import BaseModel, Field, ValidationError
 
@@ -39,6 +39,8 @@ if TYPE_CHECKING:  # only the rlm agent runs code: the others never import the s
     from deskbench.sandbox import Sandbox
 
 View = Literal["image", "text"]
+VIEWS: tuple[View, ...] = get_args(View)
+EpisodeStatus = Literal["ok", "error", "limit"]
 S = TypeVar("S", bound=Step)
 
 
@@ -74,7 +76,7 @@ class AgentContext:
 
 @dataclass
 class AgentResult:
-    status: Literal["ok", "error", "limit"]
+    status: EpisodeStatus
     submission: BaseModel | None = None  # of the run's track's submission type (Track.submission_type)
     error: str | None = None
     trajectory: list[TrajectoryStep] = field(default_factory=list)
@@ -170,7 +172,7 @@ class Recorder:
         if isinstance(step, ToolCallStep):
             self.transcript.tool(step.name, step.arguments, {**step.result, **(detail or {})})
 
-    def result(self, status: Literal["ok", "error", "limit"],
+    def result(self, status: EpisodeStatus,
                submission: BaseModel | None = None,
                error: str | None = None) -> AgentResult:
         return AgentResult(status=status, submission=submission, error=error,

@@ -17,15 +17,17 @@ from typing import Any, cast
 from pydantic import ValidationError
 
 from deskbench.agents.base import (
+    VIEWS,
     AgentContext,
     AgentResult,
     AnswerArgs,
+    EpisodeStatus,
     Recorder,
     describe_problem,
     load_page_parts,
 )
 from deskbench.corpus.corpus import SearchHit
-from deskbench.errors import QuerySyntaxError, UserError
+from deskbench.errors import QuerySyntaxError, UserError, is_one_of
 from deskbench.models.types import ChatModel, Part
 from deskbench.tasks.trajectory import ToolCallStep
 from deskbench.tracks.docqa.agents.protocol import submission_of
@@ -94,10 +96,10 @@ class DocqaSession:
         """The page as the built-in agents show it to a model (load_page_parts): a label, then
         the image or the text."""
         self._open()
-        if view not in ("image", "text"):
+        if not is_one_of(view, VIEWS):
             raise ToolError(f"view {view!r} is not valid; use image or text")
         started = time.monotonic()
-        ctx = AgentContext(model=None, corpus=self.ctx.corpus, settings=replace(self.ctx.settings, view=view))  # type: ignore[arg-type]
+        ctx = AgentContext(model=None, corpus=self.ctx.corpus, settings=replace(self.ctx.settings, view=view))
         try:
             parts = await asyncio.to_thread(load_page_parts, ctx, [(file, page)])
         except (UserError, KeyError, IndexError, ValueError) as exc:
@@ -119,11 +121,11 @@ class DocqaSession:
         self.answered.set()
         return "answer recorded"
 
-    def result(self, status: str = "ok", error: str | None = None) -> AgentResult:
+    def result(self, status: EpisodeStatus = "ok", error: str | None = None) -> AgentResult:
         """The episode as the runner stores it: the answer with effort = tool calls, or the
         trajectory so far with why there is no answer."""
         if self.answer is None:
-            return self.rec.result("error" if status == "ok" else status,  # type: ignore[arg-type]
+            return self.rec.result("error" if status == "ok" else status,
                                    error=error or "the agent gave no provide_answer")
         submission = submission_of(self.task, self.answer, steps=self.tool_calls, search_history=self.queries)
         return self.rec.result("ok", submission)

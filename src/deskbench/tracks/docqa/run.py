@@ -11,9 +11,9 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
-from deskbench.agents.base import AgentContext, AgentResult, AgentSettings
+from deskbench.agents.base import VIEWS, AgentContext, AgentResult, AgentSettings, View
 from deskbench.corpus import Corpus
-from deskbench.errors import UserError
+from deskbench.errors import UserError, one_of
 from deskbench.models.registry import open_model
 from deskbench.models.settings import ResolvedSettings, Sampling
 from deskbench.paths import require_corpus
@@ -65,8 +65,8 @@ class RunSpec:
     preset: str | None = None  # bm25-agent: official | paper; None: official (bm25_protocols/registry.py)
 
     def check(self) -> None:
-        if self.view not in (None, "image", "text"):
-            raise UserError(f"--view {self.view!r} is not valid; use image or text")
+        if self.view is not None:
+            one_of(self.view, VIEWS, "--view")
         for flag, value in (("--attempts", self.attempts), ("--concurrency", self.concurrency),
                             ("--max-steps", self.max_steps),
                             ("--top-k", self.top_k), ("--max-sub-calls", self.max_sub_calls)):
@@ -100,17 +100,18 @@ class RunSpec:
 SHOWS_PAGES = {"bm25-agent", "rag", "oracle"}  # the docqa agents that put pages in front of the model
 
 
-def choose_view(spec: RunSpec, settings: ResolvedSettings | None) -> tuple[str, list[str]]:
+def choose_view(spec: RunSpec, settings: ResolvedSettings | None) -> tuple[View, list[str]]:
     """The view the agent uses, and a warning when it is not the one asked for by default: page
     images to a model that reads text only would be dropped (or refused) on every call."""
+    asked = None if spec.view is None else one_of(spec.view, VIEWS, "--view")
     if spec.agent not in SHOWS_PAGES or settings is None or settings.vision:
-        return spec.view or "image", []
-    if spec.view == "image":
+        return asked or "image", []
+    if asked == "image":
         raise UserError(f"--view image: {settings.model} reads text only (no vision, per deskbench's capability "
                         "table); use --view text, or give --capabilities FILE if the model does take images")
-    if spec.view is None:
+    if asked is None:
         return "text", [f"{settings.model} reads text only: pages are shown as text (--view text)"]
-    return spec.view, []
+    return asked, []
 
 
 def prepare(spec: RunSpec, tasks: Sequence[DocQATask], *, tasks_file: str | None = None) -> PreparedRun:
@@ -129,7 +130,7 @@ def prepare(spec: RunSpec, tasks: Sequence[DocQATask], *, tasks_file: str | None
     if model is not None:
         remember_settings(store, system, model)
     remember_corpus(store, system, spec.corpus)  # page texts in transcripts are stored by reference to it
-    settings = AgentSettings(max_steps=spec.max_steps, top_k=spec.top_k or 5, view=view,  # type: ignore[arg-type]
+    settings = AgentSettings(max_steps=spec.max_steps, top_k=spec.top_k or 5, view=view,
                              max_sub_calls=spec.max_sub_calls)
     choice = None
     if spec.agent == "bm25-agent":

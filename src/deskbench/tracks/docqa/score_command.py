@@ -5,7 +5,7 @@ The docqa Track's `show_scores` and `deskbench score FILE --tasks` both come her
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -14,13 +14,13 @@ from rich.table import Table
 
 from deskbench.console import err, out, print_system_reports
 from deskbench.console import pct as _pct
-from deskbench.errors import UserError
+from deskbench.errors import UserError, one_of
 from deskbench.runs.scorings import ScoringSettings, StoredItem
 from deskbench.runs.store import RunStore
-from deskbench.tracks.docqa.scoring.docqa import ScoreOptions
-from deskbench.tracks.docqa.scoring.docqa_summary import GroupBy
+from deskbench.tracks.docqa.scoring.docqa import KUIPER_TIES, ScoreOptions
+from deskbench.tracks.docqa.scoring.docqa_summary import GROUP_BYS, GroupBy
 from deskbench.tracks.docqa.scoring.llm_judge import make_judge
-from deskbench.tracks.docqa.tasks import DocQASubmission, DocQATask
+from deskbench.tracks.docqa.tasks import EFFORT_MEASURES, DocQASubmission, DocQATask
 
 if TYPE_CHECKING:
     from deskbench.scoring.attempts import AttemptMetrics
@@ -51,29 +51,25 @@ class DocQAScoreArgs:
 
     @classmethod
     def of(cls, params: dict[str, object]) -> DocQAScoreArgs:
-        """From a command's parameters (its click context's `params`): the fields it has."""
+        """From a command's parameters (its click context's `params`): the fields it has,
+        validated as their types (pydantic; the flags' values already are)."""
+        from pydantic import TypeAdapter
+
         known = {k: v for k, v in params.items() if k in cls.__dataclass_fields__ and v is not None}
-        if "by" in known:
-            known["by"] = tuple(known["by"])  # type: ignore[arg-type]
-        return cls(**known)  # type: ignore[arg-type]
+        args = TypeAdapter(cls).validate_python(known)
+        return replace(args, by=tuple(args.by))
 
 
 def _groups(by: Sequence[str]) -> list[GroupBy]:
     """--by's values, checked: what the summary breaks the scores down by."""
-    known: dict[str, GroupBy] = {"domain": "domain", "category": "category"}
-    for g in by:
-        if g not in known:
-            raise UserError(f"--by {g!r} is not valid; use domain or category")
-    return [known[g] for g in by]
+    return [one_of(g, GROUP_BYS, "--by") for g in by]
 
 
 def score_options(a: DocQAScoreArgs) -> ScoreOptions:
     """The scorer's options, checked (one line for each bad value), with the judge opened."""
     _groups(a.by)
-    if a.kuiper_ties not in ("robust", "stable"):
-        raise UserError(f"--kuiper-ties {a.kuiper_ties!r} is not valid; use robust or stable")
-    if a.effort not in ("steps", "tokens", "seconds"):
-        raise UserError(f"--effort {a.effort!r} is not valid; use steps, tokens or seconds")
+    ties = one_of(a.kuiper_ties, KUIPER_TIES, "--kuiper-ties")
+    effort = one_of(a.effort, EFFORT_MEASURES, "--effort")
     if a.official and a.effort != "steps":
         raise UserError(f"--official reads effort as the official evaluator does (len(search_history), else "
                         f"iterations): drop --effort {a.effort} or --official")
@@ -94,7 +90,7 @@ def score_options(a: DocQAScoreArgs) -> ScoreOptions:
     answer_judge = make_judge(a.judge, a.judge_cache, a.no_cache, a.concurrency) if a.judge else None
     if a.judge and a.judge_calibration is None and (q0, q1, m0, m1) == (Q0, Q1, M0, M1):
         warn_paper_q(a.judge)
-    return ScoreOptions(official=a.official, ties=a.kuiper_ties, effort=a.effort, judge=answer_judge,  # type: ignore[arg-type]
+    return ScoreOptions(official=a.official, ties=ties, effort=effort, judge=answer_judge,
                         q0=q0, q1=q1, m0=m0, m1=m1)
 
 

@@ -20,7 +20,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, get_args
 
 from pydantic import (
     AliasChoices,
@@ -47,6 +47,7 @@ from deskbench.tasks.trajectory import (
 
 HopType = Literal["single", "cross_page", "cross_doc"]
 EffortMeasure = Literal["steps", "tokens", "seconds"]
+EFFORT_MEASURES: tuple[EffortMeasure, ...] = get_args(EffortMeasure)
 HOP_TYPES: tuple[HopType, ...] = ("single", "cross_page", "cross_doc")
 
 

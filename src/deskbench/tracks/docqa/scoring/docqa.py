@@ -20,7 +20,7 @@ import asyncio
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Literal
+from typing import Literal, get_args
 
 from deskbench.models.types import ProviderRefused
 from deskbench.scoring.judge_log import episode
@@ -31,13 +31,15 @@ from deskbench.tracks.docqa.scoring.docqa_match import Matched, match
 from deskbench.tracks.docqa.scoring.judge import AnswerJudge, Judgement
 from deskbench.tracks.docqa.tasks import DocQASubmission, DocQATask, EffortMeasure, ItemScore
 
+KuiperTies = Literal["robust", "stable"]
+KUIPER_TIES: tuple[KuiperTies, ...] = get_args(KuiperTies)
 MAX_JUDGED_CHARS = 2000  # the official evaluator scores longer answers 0 without asking the judge
 
 
 @dataclass(frozen=True)
 class ScoreOptions:
     official: bool = False  # the official script's conventions (see the module docstring)
-    ties: Literal["robust", "stable"] = "robust"
+    ties: KuiperTies = "robust"
     effort: EffortMeasure = "steps"
     judge: AnswerJudge | None = None
     q0: float = Q0
@@ -48,7 +50,7 @@ class ScoreOptions:
     seed: int = 0
 
     @property
-    def kuiper_ties(self) -> Literal["robust", "stable"]:
+    def kuiper_ties(self) -> KuiperTies:
         return "stable" if self.official else self.ties
 
 

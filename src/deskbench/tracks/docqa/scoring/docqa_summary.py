@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Literal
+from typing import Literal, get_args
 
 import numpy as np
 from pydantic import BaseModel, Field
@@ -24,6 +24,7 @@ from deskbench.tracks.docqa.scoring.docqa_official import OfficialReport, offici
 from deskbench.tracks.docqa.tasks import HOP_TYPES, EffortMeasure, ItemScore
 
 GroupBy = Literal["domain", "category"]
+GROUP_BYS: tuple[GroupBy, ...] = get_args(GroupBy)
 
 
 class BiasCorrection(BaseModel):
