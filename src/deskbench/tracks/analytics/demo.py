@@ -56,9 +56,12 @@ class AnalyticsDemo:
         return [spec.out]
 
     def show(self, section: object) -> None:
+        from deskbench.tracks.analytics.report import AnalyticsSection
         from deskbench.tracks.analytics.score_command import print_analytics_report
 
-        for analytics_report in section.systems:  # type: ignore[attr-defined]
+        if not isinstance(section, AnalyticsSection):
+            raise TypeError(f"the analytics demo shows an AnalyticsSection, not a {type(section).__name__}")
+        for analytics_report in section.systems:
             print_analytics_report(analytics_report)
 
 

@@ -87,9 +87,12 @@ class DeliverablesDemo:
         return [spec.out]
 
     def show(self, section: object) -> None:
+        from deskbench.tracks.deliverables.report import DeliverablesSection
         from deskbench.tracks.deliverables.scoring.deliverables_print import print_summary
 
-        print_summary(section.report, out)  # type: ignore[attr-defined]
+        if not isinstance(section, DeliverablesSection):
+            raise TypeError(f"the deliverables demo shows a DeliverablesSection, not a {type(section).__name__}")
+        print_summary(section.report, out)
 
 
 LEG = DeliverablesDemo()

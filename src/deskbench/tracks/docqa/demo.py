@@ -80,11 +80,14 @@ class DocqaDemo:
     def show(self, section: object) -> None:
         """The report's docqa leaderboard rows as a terminal table."""
         from deskbench.models.prices import PRICES_AS_OF, UNKNOWN, format_cost
+        from deskbench.tracks.docqa.report_models import DocqaSection
 
+        if not isinstance(section, DocqaSection):
+            raise TypeError(f"the docqa demo shows a DocqaSection, not a {type(section).__name__}")
         table = Table(title="docqa leaderboard (bundled demo)")
         for col in ("system", "n", "Accuracy", "X-Page", "X-Doc", "Page F1", "Doc F1", "Kuiper ↓", "Injection ↓", "cost"):
             table.add_column(col, justify="left" if col == "system" else "right", no_wrap=True)
-        for r in (s.row for s in section.systems):  # type: ignore[attr-defined]  # report_models.DocqaSection
+        for r in (s.row for s in section.systems):
             table.add_row(escape(r.label), str(r.n), _pct(r.accuracy, r.accuracy_ci), _pct(r.cross_page),
                           _pct(r.cross_doc), _pct(r.page_f1), _pct(r.doc_f1),
                           "–" if r.kuiper is None else f"{r.kuiper:.1f}",

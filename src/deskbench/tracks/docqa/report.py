@@ -126,10 +126,11 @@ def _row(label: str, s: _Scored) -> LeaderboardRow:
 
 def _kuiper_curve(label: str, s: _Scored, opts: ScoreOptions) -> KuiperCurve:
     """The curve Kuiper is read from, over the same items as the leaderboard's value."""
-    timed = [i for i in s.items if i.status == "scored" and i.effort is not None and i.accuracy is not None]
-    if len({i.effort for i in timed}) < 2:
+    timed = [(effort, accuracy) for i in s.items
+             if i.status == "scored" and (effort := i.effort) is not None and (accuracy := i.accuracy) is not None]
+    if len({effort for effort, _ in timed}) < 2:
         return KuiperCurve(label=label, share=[], curve=[], effort=[], kuiper=None)
-    k = kuiper([i.effort for i in timed], [float(i.accuracy >= 0.5) for i in timed],  # type: ignore[operator]
+    k = kuiper([effort for effort, _ in timed], [float(accuracy >= 0.5) for _, accuracy in timed],
                ties=opts.kuiper_ties)
     n = len(timed)
     return KuiperCurve(label=label, share=[r / n for r in k.ranks], curve=list(k.curve),

@@ -68,11 +68,14 @@ ItemId = Annotated[str, BeforeValidator(_id_as_text)]
 """Task ids are strings ("dev/0"); a bare number in a file is read as its text."""
 
 
+InjectionKind = Literal["visible_text", "hidden_text", "table_cell"]
+
+
 class Injection(BaseModel):
     """A planted prompt injection on one of a generated task's pages (deskbench's injection
     track): the answer it tries to force, so a run can be checked for following it."""
 
-    kind: Literal["visible_text", "hidden_text", "table_cell"]
+    kind: InjectionKind
     document: str
     page: int = Field(ge=1)
     instruction: str

@@ -9,6 +9,7 @@ import asyncio
 import json
 from collections.abc import Sequence
 
+from deskbench.errors import is_one_of
 from deskbench.models.types import ChatModel, ChatRequest, Message, ModelError, ToolSpec
 from deskbench.tracks.docqa.analysis.question_class import CLASSES, QuestionClass, classify_question
 from deskbench.tracks.docqa.tasks import DocQATask
@@ -66,8 +67,8 @@ async def classify_one(model: ChatModel, task: DocQATask) -> QuestionClass | Non
             category = call.parsed().get("category")
         except ValueError:
             continue
-        if call.name == SUBMIT_CLASS.name and category in CLASSES:
-            return category  # type: ignore[no-any-return]
+        if call.name == SUBMIT_CLASS.name and isinstance(category, str) and is_one_of(category, CLASSES):
+            return category
     return None
 
 

@@ -60,9 +60,9 @@ def time_bin(minutes: float) -> str:
 
 
 def human_time(system: ScoredSystem) -> HumanTime:
-    answered = [i for i in system.items if i.status == "scored" and i.accuracy is not None]
-    timed = [(s / 60, float(i.accuracy)) for i in answered  # type: ignore[arg-type]
-             if (ep := system.episodes.get(i.id)) is not None and (s := episode_seconds(ep)) is not None]
+    answered = [(i.id, acc) for i in system.items if i.status == "scored" and (acc := i.accuracy) is not None]
+    timed = [(s / 60, float(acc)) for item_id, acc in answered
+             if (ep := system.episodes.get(item_id)) is not None and (s := episode_seconds(ep)) is not None]
     bins = [TimeBin(bin=label, n=len(accs), accuracy=sum(accs) / len(accs) if accs else None)
             for label, *_ in BINS
             for accs in [[a for m, a in timed if time_bin(m) == label]]]

@@ -64,7 +64,7 @@ def generate_docqa(out: Path, *, docs: int, questions: int, seed: int, injection
         tasks.append(DocQATask(id=tid, question=c.question, answer_variants=c.variants, evidence=c.evidence,
                                domain=c.domain, document_category=c.category, injection=inj))
         manifest.append(ManifestRecord(id=tid, kind=c.kind, hop_type=c.hop, facts=[_fact_record(f) for f in c.facts],
-                                       needs_vision=bool(c.vision), vision=c.vision,  # type: ignore[arg-type]
+                                       needs_vision=bool(c.vision), vision=c.vision,
                                        computation=c.computation, injection_kind=inj.kind if inj else None))
     (out / "tasks.jsonl").write_text("".join(t.model_dump_json(exclude_none=True) + "\n" for t in tasks))
     (out / "manifest.jsonl").write_text("".join(m.model_dump_json(exclude_none=True) + "\n" for m in manifest))

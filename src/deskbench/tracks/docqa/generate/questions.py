@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from deskbench.tracks.docqa.generate.facts import Fact, World, num_text
+from deskbench.tracks.docqa.generate.manifest import Vision
 from deskbench.tracks.docqa.tasks import Evidence, HopType, hop_type
 
 MULTI_HOP_SHARE = 0.20
@@ -48,8 +49,9 @@ class Candidate:
         return hop_type(self.evidence)
 
     @property
-    def vision(self) -> list[str]:
-        kinds = {f.layout for f in self.facts if f.layout != "text"} | {"scanned" for f in self.facts if f.scanned}
+    def vision(self) -> list[Vision]:
+        kinds: set[Vision] = {f.layout for f in self.facts if f.layout != "text"}
+        kinds |= {"scanned" for f in self.facts if f.scanned}
         return sorted(kinds)
 
 

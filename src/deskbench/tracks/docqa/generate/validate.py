@@ -105,10 +105,11 @@ def _check_answer(task: DocQATask, rec: ManifestRecord) -> str | None:
         return None
     op = comp["op"]
     if op in ("sum", "difference"):
-        nums = [facts[i].number for i in comp["operands"]]
-        if any(n is None for n in nums):
+        given = [facts[i].number for i in comp["operands"]]
+        nums = [n for n in given if n is not None]
+        if len(nums) < len(given):
             return "numeric computation over a non-numeric fact"
-        value = sum(nums) if op == "sum" else nums[0] - nums[1]  # type: ignore[operator,arg-type]
+        value = sum(nums) if op == "sum" else nums[0] - nums[1]
         got = _number(gold[0])
         ok = got is not None and abs(got - value) < 1e-6 and (op == "sum" or value > 0)
         return None if ok else f"{op} of {nums} is {value}, answer says {gold}"
