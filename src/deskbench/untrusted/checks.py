@@ -13,7 +13,7 @@ import zlib
 from collections.abc import Callable
 from pathlib import Path
 
-from deskbench.untrusted.limits import MB, FileLimitError, FileLimits, LimitExceeded, current_limits
+from deskbench.untrusted.limits import MB, FileLimitError, FileLimits, LimitExceeded, LimitName, current_limits
 
 RATIO_FLOOR = 8 * MB
 """A member is judged by its compression ratio only when it inflates past this: small parts of
@@ -25,8 +25,8 @@ _TABLE_ROW = re.compile(rb"<(?:\w+:)?tr[\s>/]")
 _SLIDE = re.compile(r"ppt/slides/slide\d+\.xml$")
 
 
-def _over(what: str, limit: float, observed: float, subject: str, detail: str = "") -> FileLimitError:
-    return FileLimitError(LimitExceeded(what=what, limit=limit, observed=observed,  # type: ignore[arg-type]
+def _over(what: LimitName, limit: float, observed: float, subject: str, detail: str = "") -> FileLimitError:
+    return FileLimitError(LimitExceeded(what=what, limit=limit, observed=observed,
                                         subject=subject, detail=detail))
 
 

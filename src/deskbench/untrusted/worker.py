@@ -127,7 +127,8 @@ def run_limited(fn: Callable[..., T], *args: Any, limits: FileLimits | None = No
         proc.join(5)
     last_stats = RunStats(round(time.monotonic() - started, 3), round(peak, 1))
     if kind == "ok":
-        return pickle.loads(payload)  # type: ignore[no-any-return]
+        result: T = pickle.loads(payload)  # what fn returned in the worker, pickled there: a T
+        return result
     if kind == "raise":
         raise pickle.loads(payload)
     if kind == "limit":

@@ -17,7 +17,7 @@ columns the output must have.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Literal
+from typing import Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
@@ -25,6 +25,7 @@ from deskbench.tasks.jsonl import TASKS, ReadResult, read_jsonl, write_jsonl
 from deskbench.tasks.outputs import OutputFileRecord, StopReason
 
 Category = Literal["qa", "visualization", "file_generation"]
+CATEGORIES: tuple[Category, ...] = get_args(Category)
 Difficulty = Literal["easy", "medium", "hard"]
 ChartType = Literal["bar", "line", "pie", "scatter", "table"]
 MAX_INPUTS = 14

@@ -8,10 +8,18 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from deskbench.errors import UserError
+from deskbench.errors import UserError, one_of
 
 if TYPE_CHECKING:
     from deskbench.scoring.judge_calibration import CalibrationItem
+
+
+def _text(params: Mapping[str, object], name: str) -> str | None:
+    """A str flag's value from the command's parameters (None: not given)."""
+    value = params.get(name)
+    if value is not None and not isinstance(value, str):
+        raise TypeError(f"the calibrate command's {name} is a {type(value).__name__}, not a str")
+    return value
 
 
 class AnalyticsCalibration:
@@ -29,30 +37,29 @@ class AnalyticsCalibration:
         )
         from deskbench.tracks.analytics.scoring.analytics import AnalyticsJudges
         from deskbench.tracks.analytics.scoring.analytics_calibration import analytics_items
+        from deskbench.tracks.analytics.tasks import CATEGORIES
 
-        category, judge, system = params.get("category"), params.get("judge"), params.get("system")
-        chart_judge, file_judge = params.get("chart_judge"), params.get("file_judge")
+        asked, judge, system = _text(params, "category"), _text(params, "judge"), _text(params, "system")
+        chart_judge, file_judge = _text(params, "chart_judge"), _text(params, "file_judge")
         file_judge_all, unsafe_local = params.get("file_judge_all"), bool(params.get("unsafe_local"))
         concurrency = params.get("concurrency")
         assert isinstance(concurrency, int)
-        assert all(v is None or isinstance(v, str) for v in (category, judge, system, chart_judge, file_judge))
         assert file_judge_all is None or isinstance(file_judge_all, bool)
-        if category is not None and category not in ("qa", "visualization", "file_generation"):
-            raise UserError(f"--category {category!r} is not valid; use qa, visualization or file_generation")
+        category = None if asked is None else one_of(asked, CATEGORIES, "--category")
         if params.get("judge_cache") is not None or not params.get("cache", True):
             raise UserError("--judge-cache and --no-cache are for docqa runs; analytics judges always use the "
                             "response cache, as 'deskbench score' does (DESKBENCH_CACHE_DIR moves it)")
         chart_judge = chart_judge or judge
-        every_file = file_judge_mode(file_judge, file_judge_all)  # type: ignore[arg-type]
+        every_file = file_judge_mode(file_judge, file_judge_all)
         for name in (judge, chart_judge, file_judge):
             if name:
-                preflight(name, role="judge")  # type: ignore[arg-type]
-        judges = AnalyticsJudges(qa=open_judge(judge, concurrency),  # type: ignore[arg-type]
-                                 chart=open_judge(chart_judge, concurrency),  # type: ignore[arg-type]
-                                 file=file_judge_for(file_judge, concurrency, unsafe_local=unsafe_local),  # type: ignore[arg-type]
+                preflight(name, role="judge")
+        judges = AnalyticsJudges(qa=open_judge(judge, concurrency),
+                                 chart=open_judge(chart_judge, concurrency),
+                                 file=file_judge_for(file_judge, concurrency, unsafe_local=unsafe_local),
                                  file_all=every_file)
         try:
-            return analytics_items(run_dirs, judges, system=system, category=category,  # type: ignore[arg-type]
+            return analytics_items(run_dirs, judges, system=system, category=category,
                                    concurrency=concurrency)
         finally:
             close_judges(judges)
