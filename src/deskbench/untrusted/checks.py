@@ -13,7 +13,14 @@ import zlib
 from collections.abc import Callable
 from pathlib import Path
 
-from deskbench.untrusted.limits import MB, FileLimitError, FileLimits, LimitExceeded, LimitName, current_limits
+from deskbench.untrusted.limits import (
+    MB,
+    FileLimitError,
+    FileLimits,
+    LimitExceeded,
+    LimitName,
+    current_limits,
+)
 
 RATIO_FLOOR = 8 * MB
 """A member is judged by its compression ratio only when it inflates past this: small parts of
