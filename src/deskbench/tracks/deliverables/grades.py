@@ -346,21 +346,17 @@ class GradeStore:
         from deskbench.tracks.deliverables.scoring.verifiers import run_verifiers
 
         sub = ep.submission if isinstance(ep.submission, DeliverableSubmission) else None
+        if task is None or sub is None:
+            return apply_qc(g, actions, None)
+        outputs = episode_outputs(self.dir, ep)  # the episode's own folder only
         results: list[VerifierResult] | None = None
-        extra: dict[str, object] = {}
-        if task is not None and sub is not None:
-            outputs = episode_outputs(self.dir, ep)  # the episode's own folder only
-            if verifiers:
-                results = (list(verifier_results) if verifier_results is not None
-                           else run_verifiers(task.verifiers, sub.response, outputs))
-            extra = {
-                "rubric": task.rubric,
-                "verifier_ids": [v.id for v in task.verifiers] if verifiers else None,
-                "required_outputs": [o.name for o in task.required_outputs],
-                "produced_files": sub.files,
-                "placeholder_files": placeholder_outputs(task, sub, outputs),
-            }
-        return apply_qc(g, actions, results, **extra)  # type: ignore[arg-type]
+        if verifiers:
+            results = (list(verifier_results) if verifier_results is not None
+                       else run_verifiers(task.verifiers, sub.response, outputs))
+        return apply_qc(g, actions, results, rubric=task.rubric,
+                        verifier_ids=[v.id for v in task.verifiers] if verifiers else None,
+                        required_outputs=[o.name for o in task.required_outputs], produced_files=sub.files,
+                        placeholder_files=placeholder_outputs(task, sub, outputs))
 
     def close(self) -> None:
         self._db.close()

@@ -29,14 +29,12 @@ DEFINITION = ("score = VRS_0 / 100 (Eq. 1, relaxed); correct = ACCEPT (Eq. 3); u
 def deliverables_outcomes(items: Sequence[DeliverableItemScore], *, reviewed_only: bool = False) -> list[ItemOutcome]:
     out = []
     for i in items:
-        counted = i.graded and i.vrs_relaxed is not None and i.accept is not None
-        if reviewed_only and i.grade_status != "reviewed":
-            counted = False
-        if not counted:
+        relaxed, accept = i.vrs_relaxed, i.accept
+        if not i.graded or relaxed is None or accept is None or (reviewed_only and i.grade_status != "reviewed"):
             out.append(ItemOutcome(task_id=i.task_id, attempt=i.attempt, system=i.system, status="unscored"))
             continue
         out.append(ItemOutcome(task_id=i.task_id, attempt=i.attempt, system=i.system, status="scored",
-                               score=float(i.vrs_relaxed) / 100.0, correct=bool(i.accept)))  # type: ignore[arg-type]
+                               score=float(relaxed) / 100.0, correct=bool(accept)))
     return out
 
 

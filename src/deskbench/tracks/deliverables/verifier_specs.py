@@ -9,7 +9,7 @@ task.yaml with an unknown kind or a missing field fails on load with the field n
 from __future__ import annotations
 
 import re
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
@@ -117,7 +117,7 @@ class JsonStrictSpec(_Spec):
     @field_validator("json_schema")
     @classmethod
     def _types(cls, v: dict[str, Any]) -> dict[str, Any]:
-        allowed = set(JsonType.__args__)  # type: ignore[attr-defined]
+        allowed = set(get_args(JsonType))
 
         def walk(node: dict[str, Any], path: str) -> None:
             for key, sub in node.items():
@@ -230,5 +230,5 @@ VerifierSpec = Annotated[
 ]
 
 VERIFIER_KINDS: frozenset[str] = frozenset(
-    m.model_fields["kind"].default for m in VerifierSpec.__origin__.__args__  # type: ignore[attr-defined]
+    m.model_fields["kind"].default for m in get_args(get_args(VerifierSpec)[0])  # Annotated[Union[...], Field]
 )

@@ -21,7 +21,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from deskbench.console import out as _out
-from deskbench.errors import UserError
+from deskbench.errors import UserError, is_one_of
 
 if TYPE_CHECKING:
     from deskbench.tracks.deliverables.grades import GradeStore
@@ -69,9 +69,10 @@ def register(app: typer.Typer) -> None:
         from deskbench.cli.common import progress_bars
         from deskbench.models.registry import open_model
         from deskbench.models.settings import Sampling
+        from deskbench.tracks.deliverables.scoring.rubric import GRADE_MODES
         from deskbench.tracks.deliverables.scoring.rubric_run import episodes_to_grade, grade_run
 
-        if mode not in ("all", "per-criterion"):
+        if not is_one_of(mode, GRADE_MODES):
             raise UserError(f"--mode {mode} is not valid; use all or per-criterion")
         if concurrency < 1:
             raise UserError(f"--concurrency {concurrency} is not valid; use 1 or more")
@@ -89,7 +90,7 @@ def register(app: typer.Typer) -> None:
                 bar = progress.add_task("grading", total=len(todo), current="")
                 try:
                     return await grade_run(
-                        store, grader, todo, mode=mode, concurrency=concurrency,  # type: ignore[arg-type]
+                        store, grader, todo, mode=mode, concurrency=concurrency,
                         on_graded=lambda ep: progress.update(bar, advance=1, current=f"{ep.system} {ep.task_id}"))
                 finally:
                     await grader.aclose()

@@ -9,7 +9,7 @@ from typing import Any
 
 from pydantic import TypeAdapter
 
-from deskbench.tracks.deliverables.tasks import RequiredOutput, Trap
+from deskbench.tracks.deliverables.tasks import OutputFormat, RequiredOutput, Trap, TrapKind
 from deskbench.tracks.deliverables.verifier_specs import VerifierSpec
 
 _SPECS = TypeAdapter(list[VerifierSpec])
@@ -52,14 +52,14 @@ class Package:
         self.verifiers.append({"kind": kind, "id": vid, "description": description, **fields})
         return vid
 
-    def output(self, name: str, fmt: str, sections: list[str]) -> None:
-        self.outputs.append(RequiredOutput(name=name, format=fmt, sections=sections))  # type: ignore[arg-type]
+    def output(self, name: str, fmt: OutputFormat, sections: list[str]) -> None:
+        self.outputs.append(RequiredOutput(name=name, format=fmt, sections=sections))
         self.verify("file_sections", f"file_{name.rsplit('.', 1)[0]}",
                     f"{name} exists, opens and has its sections", file=name, sections=sections)
 
-    def trap(self, tid: str, kind: str, description: str, lure: str, location: str,
+    def trap(self, tid: str, kind: TrapKind, description: str, lure: str, location: str,
              verifiers: list[str]) -> None:
-        self.traps.append(Trap(id=tid, kind=kind, description=description, lure=lure,  # type: ignore[arg-type]
+        self.traps.append(Trap(id=tid, kind=kind, description=description, lure=lure,
                                location=location, verifiers=verifiers))
 
     def specs(self) -> list[VerifierSpec]:

@@ -15,7 +15,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Literal
+from typing import Literal, NamedTuple
 
 from pydantic import BaseModel, Field
 
@@ -59,6 +59,14 @@ class GradeInput(BaseModel):
     declared_best: bool = False  # the grader's declared best response of the task (§4.4)
 
 
+class GradedFigures(NamedTuple):
+    """A graded item's reasoning mean (R̄, 0..3) and VRS (0..100)."""
+
+    rbar: float
+    vrs_strict: float
+    vrs_relaxed: float
+
+
 class DeliverableItemScore(BaseModel):
     task_id: str
     system: str
@@ -96,6 +104,18 @@ class DeliverableItemScore(BaseModel):
     @property
     def graded(self) -> bool:
         return self.scores is not None
+
+    def graded_scores(self) -> dict[str, int]:
+        """A graded item's criterion scores (a ValueError for an ungraded one: check `graded`)."""
+        if self.scores is None:
+            raise ValueError(f"{self.system} / {self.task_id}: not graded, no criterion scores")
+        return self.scores
+
+    def figures(self) -> GradedFigures:
+        """A graded item's R̄ and VRS, set with its scores (a ValueError for an ungraded one)."""
+        if self.reasoning_mean is None or self.vrs_strict is None or self.vrs_relaxed is None:
+            raise ValueError(f"{self.system} / {self.task_id}: not graded, no R̄ or VRS")
+        return GradedFigures(self.reasoning_mean, self.vrs_strict, self.vrs_relaxed)
 
     @property
     def files_ok(self) -> bool | None:

@@ -83,7 +83,7 @@ def cross_system(systems: list[str], task_ids: list[str],
     def column(its: Iterable[DeliverableItemScore], key: str) -> list[float]:
         if key == "V":
             return [i.v for i in its]
-        return [float(i.scores[key]) for i in its]  # type: ignore[index]
+        return [float(i.graded_scores()[key]) for i in its]
 
     matrix = correlation_matrix({c: column(pooled, c) for c in RUBRIC_CODES}, method="pearson")
     accept_rows = []

@@ -82,10 +82,11 @@ def _stars(graded: Sequence[DeliverableItemScore]) -> dict[str, StarMean]:
 def _system_row(system: str, items: list[DeliverableItemScore], task_ids: list[str],
                 resamples: int, seed: int, reviewed: Rate | None = None) -> SystemRow:
     graded = [i for i in items if i.graded]
+    figures = [i.figures() for i in graded]
     cols: dict[str, list[float]] = {
-        "rbar": [i.reasoning_mean for i in graded],  # type: ignore[misc]
-        "vrs_strict": [i.vrs_strict for i in graded],  # type: ignore[misc]
-        "vrs_relaxed": [i.vrs_relaxed for i in graded],  # type: ignore[misc]
+        "rbar": [f.rbar for f in figures],
+        "vrs_strict": [f.vrs_strict for f in figures],
+        "vrs_relaxed": [f.vrs_relaxed for f in figures],
     }
     v_all = [i.v for i in items]
     if len(graded) == len(items):  # V on the same items: one paired bootstrap for all four
@@ -126,8 +127,9 @@ def _by_class(systems: list[str], first: dict[tuple[str, str], DeliverableItemSc
         rbars: dict[str, list[float]] = {}
         for s in systems:
             graded = [it for (sys_, tid), it in first.items() if sys_ == s and classes[tid] == cls and it.graded]
-            rbars[s] = [it.reasoning_mean for it in graded]  # type: ignore[misc]
-            cells[s] = ClassCell(n=len(graded), vrs_strict=mean([it.vrs_strict for it in graded]),  # type: ignore[misc]
+            figures = [it.figures() for it in graded]
+            rbars[s] = [f.rbar for f in figures]
+            cells[s] = ClassCell(n=len(graded), vrs_strict=mean([f.vrs_strict for f in figures]),
                                  rbar=mean(rbars[s]))
         values = {s: c.vrs_strict for s, c in cells.items() if c.vrs_strict is not None}
         best = max(values.values()) if len(values) > 1 else None

@@ -19,7 +19,7 @@ import json
 import re
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
@@ -33,6 +33,7 @@ from deskbench.tracks.deliverables.tasks import (
     TABLE_19,
     DeliverableSubmission,
     DeliverableTask,
+    GoldenValue,
     RubricCode,
     RubricCriterion,
 )
@@ -41,6 +42,7 @@ __all__ = [
     "CAPS",
     "CriterionGrade",
     "GradeFailure",
+    "GRADE_MODES",
     "GradeMode",
     "RubricGrade",
     "Source",
@@ -53,6 +55,7 @@ __all__ = [
 
 Source = Literal["llm", "human"]
 GradeMode = Literal["all", "per-criterion"]
+GRADE_MODES: tuple[GradeMode, ...] = get_args(GradeMode)
 
 CAPS: dict[str, int] = {
     "prompt": 6000,
@@ -225,9 +228,17 @@ def _golden(task: DeliverableTask) -> str:
     if g.decision:
         lines.append(f"Decision: {g.decision}")
     for v in g.values:
-        figure = f"{v.value:g}" if v.value is not None else f"{v.range[0]:g} to {v.range[1]:g}"  # type: ignore[index]
-        lines.append(f"- {v.name}: {figure}" + (f" {v.unit}" if v.unit else ""))
+        lines.append(f"- {v.name}: {_figure(v)}" + (f" {v.unit}" if v.unit else ""))
     return "\n".join(lines)
+
+
+def _figure(v: GoldenValue) -> str:
+    """A golden figure as the grader reads it: its value, or its range (it has exactly one)."""
+    if v.value is not None:
+        return f"{v.value:g}"
+    if v.range is None:
+        raise ValueError(f"golden value {v.name!r} has neither a value nor a range")
+    return f"{v.range[0]:g} to {v.range[1]:g}"
 
 
 def _verifier_lines(results: Sequence[VerifierResult] | None) -> str:

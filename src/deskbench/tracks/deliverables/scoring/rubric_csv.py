@@ -230,7 +230,7 @@ def read_qc_csv(path: Path, episodes: Mapping[Key, Episode], tasks: Mapping[str,
                 raise _Bad("reviewer", own, "have a second person review it, under their own name")
             try:
                 actions.append(QCAction(task_id=key[0], system=key[1], attempt=key[2], target=target,
-                                        action=action, score=score,  # type: ignore[arg-type]
+                                        action=action, score=score,
                                         justification=row["justification"].strip(), reason=row["reason"].strip(),
                                         reviewer=reviewer, grader=reviewed.grader, graded_at=reviewed.created_at))
             except ValidationError as exc:  # qc_problem above catches what the model checks

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from deskbench.errors import is_one_of
 from deskbench.runs.store import now
 from deskbench.tracks.deliverables.scoring.rubric import RubricGrade
 from deskbench.tracks.deliverables.tasks import RUBRIC_CODES
@@ -14,14 +15,17 @@ __all__ = [
     "ACTION_ALIASES",
     "QCAction",
     "QCActionKind",
+    "QC_ACTIONS",
     "STAR_TARGETS",
+    "qc_action",
     "qc_problem",
     "self_review",
     "target_kind",
 ]
 
 QCActionKind = Literal["confirm", "edit", "reject", "rate"]
-ACTION_ALIASES = {"confirm": "confirm", "ok": "confirm", "edit": "edit", "reject": "reject", "return": "reject",
+QC_ACTIONS: tuple[QCActionKind, ...] = get_args(QCActionKind)
+ACTION_ALIASES: dict[str, QCActionKind] = {"confirm": "confirm", "ok": "confirm", "edit": "edit", "reject": "reject", "return": "reject",
                   "rate": "rate", "star": "rate", "stars": "rate"}
 STAR_TARGETS = ("verifiers", *RUBRIC_CODES)  # C.6: one combined rating across verifiers, one per criterion
 STARS = (1, 2, 3, 4, 5)  # the paper does not give the scale; deskbench uses the usual 1-5 stars
@@ -48,6 +52,13 @@ def self_review(reviewer: str, grader: str) -> str | None:
     return None
 
 
+def qc_action(action: str) -> QCActionKind:
+    """An action `qc_problem` accepted, as its kind (a ValueError for one it refuses)."""
+    if not is_one_of(action, QC_ACTIONS):
+        raise ValueError(f"'{action}' is not an action; use confirm, edit, reject or rate")
+    return action
+
+
 def qc_problem(target: str, action: str, score: int | None, justification: str,
                reason: str) -> tuple[str, str, str] | None:
     """The first problem of an action as (column, problem, fix), or None when it is valid."""
@@ -55,7 +66,7 @@ def qc_problem(target: str, action: str, score: int | None, justification: str,
     if kind is None:
         return ("target", f"'{target}' is not a target",
                 "use DI, AR, RF, EP, FD, verifier:<id>, row, or stars:verifiers / stars:DI .. stars:FD")
-    if action not in ("confirm", "edit", "reject", "rate"):
+    if not is_one_of(action, QC_ACTIONS):
         return ("action", f"'{action}' is not an action", "use confirm, edit, reject (return) or rate")
     if "\n" in reason or "\r" in reason:
         return ("reason", "the reason spans several lines", "write a one-line reason")

@@ -34,6 +34,7 @@ from deskbench.tracks.deliverables.scoring.rubric import CriterionGrade, RubricG
 from deskbench.tracks.deliverables.scoring.rubric_qc_actions import (
     STAR_TARGETS,
     QCAction,
+    qc_action,
     qc_problem,
     self_review,
 )
@@ -206,7 +207,7 @@ def create_grading_app(run_dir: Path | str) -> FastAPI:
         if errors:
             return grade_screen(s, key, ep, sub, task, values=data, errors=errors, status=400)
         grades.save_grade(RubricGrade(task_id=key[0], system=key[1], attempt=key[2], grader=s.user,
-                                      source="human", criteria=cells,  # type: ignore[arg-type]
+                                      source="human", criteria={cell.code: cell for cell in cells},
                                       comment=data.get("comment", "").strip()[:5000],
                                       declared_best=data.get("best", "") == "yes", episode_stamp=ep.finished_at))
         return RedirectResponse(f"/grade?{query(key)}&saved=1", status_code=303)
@@ -291,7 +292,7 @@ def create_grading_app(run_dir: Path | str) -> FastAPI:
             return qc_screen(s, key, ep, sub, task, error=f"{target} {column}: {what}; {fix}", status=400)
         try:  # the grade is checked again in the write transaction (a regrade in between: refused)
             grades.add_qc([QCAction(task_id=key[0], system=key[1], attempt=key[2], target=target,
-                                    action=action, score=score, justification=justification,  # type: ignore[arg-type]
+                                    action=qc_action(action), score=score, justification=justification,
                                     reason=reason, reviewer=s.user, grader=grade.grader,
                                     graded_at=grade.created_at)])
         except StaleQC as exc:
