@@ -37,7 +37,9 @@ from __future__ import annotations
 import fnmatch
 import re
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Literal
 
+from deskbench.errors import is_one_of
 from deskbench.search.analyzer import analyze
 from deskbench.search.nodes import (
     FIELDS,
@@ -59,6 +61,9 @@ from deskbench.search.nodes import (
     Wildcard,
     normalize,
 )
+
+if TYPE_CHECKING:  # typing.TypeIs is Python 3.13's; only mypy reads it here
+    from typing_extensions import TypeIs
 
 
 @dataclass(frozen=True)
@@ -223,11 +228,14 @@ class _Parse:
         while i < len(nodes):
             item = nodes[i]
             if isinstance(item, _Text) and item.kind == "wild":
-                if i < len(nodes) - 1 and isinstance(nodes[i + 1], _Text):
-                    item.text += nodes.pop(i + 1).text  # type: ignore[union-attr]
-                if i > 0 and isinstance(nodes[i - 1], _Text):
-                    before = nodes.pop(i - 1)
-                    item.text = before.text + item.text  # type: ignore[union-attr]
+                after = nodes[i + 1] if i < len(nodes) - 1 else None
+                if isinstance(after, _Text):
+                    item.text += after.text
+                    del nodes[i + 1]
+                before = nodes[i - 1] if i > 0 else None
+                if isinstance(before, _Text):
+                    del nodes[i - 1]
+                    item.text = before.text + item.text
                     item.pos = before.pos
                 else:
                     i += 1
@@ -269,8 +277,9 @@ class _Parse:
             elif isinstance(item, _Group):
                 item = self.fieldnames(item)
             before = kept[i - 1] if i > 0 else None
-            if isinstance(before, _Mark) and before.kind == "FIELD" and not (isinstance(item, _Mark) and item.kind == "WS"):
-                _set_field(item, before.name)  # type: ignore[arg-type]
+            if (isinstance(before, _Mark) and before.kind == "FIELD" and is_one_of(before.name, FIELDS)
+                    and not (isinstance(item, _Mark) and item.kind == "WS")):  # (the other names were read as text above)
+                _set_field(item, before.name)
                 i -= 1
             out.append(item)
         out.reverse()
@@ -289,8 +298,8 @@ class _Parse:
             if isinstance(item, _Group):
                 self.boosts(item)
             elif isinstance(item, _Mark) and item.kind == "BOOST":
-                if kept and _boostable(kept[-1]):
-                    kept[-1].boost = item.value  # type: ignore[union-attr]
+                if kept and _boostable(last := kept[-1]):
+                    last.boost = item.value
                     continue
                 item = _Text("word", item.original, item.pos)
             kept.append(item)
@@ -387,7 +396,7 @@ class _Parse:
         return And(tuple(Term(t, item.boost) for t in terms))  # Whoosh's multi-token word
 
 
-def _boostable(item: _Item) -> bool:
+def _boostable(item: _Item) -> TypeIs[_Text | _Group]:
     return isinstance(item, _Text | _Group) and not (isinstance(item, _Group) and item.kind in ("andnot", "andmaybe", "require"))
 
 
@@ -432,17 +441,17 @@ def text_pattern(text: str, boost: float = 1.0, *, prefix: bool = False) -> Node
     return Wildcard(text, fnmatch.translate(text), boost, literal=text[:cut])
 
 
-def _pattern(item: _Text, name: str) -> Node | None:
+def _pattern(item: _Text, name: FieldName) -> Node | None:
     text = item.text + ("*" if item.kind == "prefix" else "")
     if text == "*":
-        return Every(name, item.boost)  # type: ignore[arg-type]
+        return Every(name, item.boost)
     if name == "file":
         parts = [p for p in _WILD_SPLIT.split(text) if p]
         names = "".join(".*" if p == "*" else "." if p in _QMARKS else re.escape(p) for p in parts)
         return FieldTerm("file", names, regex=True, boost=item.boost)
     if name != "text":  # a number field parses the text before the `*` as the number
         try:
-            return FieldTerm(name, int(item.text), boost=item.boost) if item.kind == "prefix" else Empty()  # type: ignore[arg-type]
+            return FieldTerm(name, int(item.text), boost=item.boost) if item.kind == "prefix" else Empty()
         except ValueError:
             return Empty()
     # not analysed: lower-cased only (Whoosh's analyzer with tokenize=False, which keeps the word)
@@ -462,7 +471,11 @@ _FAST_TOKEN = re.compile(
     rf"|(?P<word>[^\s{_QUOTES}'()*:^~{_QMARKS}]+)(?P<star>\*?)(?=\s|$)"
     r"|(?P<other>\S+)"
 )
-_FastItem = tuple[str, object]  # ("node", Node | None), ("op", name), ("not" | "and" | "or", [items])
+_FastNode = tuple[Literal["node"], Node | None]
+_FastOp = tuple[Literal["op"], str]  # AND, OR, NOT
+_FastGroup = tuple[Literal["not", "and", "or"], list["_FastItem"]]
+_FastItem = _FastNode | _FastOp | _FastGroup
+_JOINS: tuple[tuple[str, Literal["and", "or"]], ...] = (("AND", "and"), ("OR", "or"))
 
 
 def _fast(query: str) -> Node | None:
@@ -501,7 +514,7 @@ def _fast(query: str) -> Node | None:
                 return None
             items[i:i + 2] = [("not", [items[i + 1]])]
         i += 1
-    for op, kind in (("AND", "and"), ("OR", "or")):
+    for op, kind in _JOINS:
         i = 0
         while i < len(items):
             if items[i] != ("op", op):
@@ -511,7 +524,7 @@ def _fast(query: str) -> Node | None:
                 return None
             left, right = items[i - 1], items[i + 1]
             if left[0] == kind:
-                left[1].append(right)  # type: ignore[attr-defined]
+                left[1].append(right)
                 del items[i:i + 2]
             else:
                 items[i - 1:i + 2] = [(kind, [left, right])]
@@ -519,10 +532,12 @@ def _fast(query: str) -> Node | None:
         return None
 
     def node_of(item: _FastItem) -> Node | None:
-        kind, value = item
-        if kind == "node":
-            return value  # type: ignore[return-value]
-        subs = [n for n in (node_of(it) for it in value) if n is not None]  # type: ignore[attr-defined]
+        if item[0] == "node":
+            return item[1]
+        if item[0] == "op":  # none is left by here (checked above)
+            return None
+        kind = item[0]
+        subs = [n for n in (node_of(it) for it in item[1]) if n is not None]
         if kind == "not":
             return None if not subs or isinstance(subs[0], Null) else Not(subs[0])
         return Or(tuple(subs)) if kind == "or" else And(tuple(subs))

@@ -254,11 +254,14 @@ def _chain(tree: _Tree) -> list[int] | None:
         left, right = node
         if isinstance(left, int) and isinstance(right, int):
             return [left, right, *reversed(top_down)]
-        if not isinstance(left, int) and not isinstance(right, int):
+        if isinstance(right, int):
+            top_down.append(right)
+            node = left
+        elif isinstance(left, int):
+            top_down.append(left)
+            node = right
+        else:
             return None
-        inner, leaf = (left, right) if isinstance(right, int) else (right, left)
-        top_down.append(leaf)  # type: ignore[arg-type]
-        node = inner
     return [node]
 
 
@@ -420,8 +423,7 @@ class Searcher:
         order = sorted(range(len(children)), key=lambda i: (isinstance(children[i], Not), sizes[i]))
         first = self._eval(children[order[0]], scored, within=within)
         docs = first.docs
-        values: list[FloatArray | None] = [None] * len(children)
-        values[order[0]] = first.scores
+        values: dict[int, FloatArray] = {order[0]: first.scores}  # by child, once it is read
         for i in order[1:]:
             if not len(docs):
                 return EMPTY
@@ -436,24 +438,25 @@ class Searcher:
                 continue
             if isinstance(c, Not) and isinstance(c.child, Term):  # NOT word: 1 where the word is not
                 t = ix.term(c.child.text)
-                values[i] = np.ones(len(docs))
+                absent = np.ones(len(docs))
                 if t >= 0:
-                    values[i][_member(docs, ix.post_doc[ix.term_ptr[t]:ix.term_ptr[t + 1]], self.n)] = np.nan  # type: ignore[index]
+                    absent[_member(docs, ix.post_doc[ix.term_ptr[t]:ix.term_ptr[t + 1]], self.n)] = np.nan
+                values[i] = absent
                 continue
-            known = [j for j, v in enumerate(values) if v is not None]
-            ok = ~np.isnan(sum(cast(FloatArray, values[j]) for j in known))
+            known = sorted(values)
+            ok = ~np.isnan(sum(values[j] for j in known))
             if not ok.all():
                 docs = docs[ok]
                 for j in known:
-                    values[j] = values[j][ok]  # type: ignore[index]
+                    values[j] = values[j][ok]
             h = self._eval(c, scored, within=docs)
             if len(h) != len(docs):
                 keep = _member(docs, h.docs, self.n)
                 docs = h.docs
                 for j in known:
-                    values[j] = values[j][keep]  # type: ignore[index]
+                    values[j] = values[j][keep]
             values[i] = h.scores
-        scores = _sum(weighted_tree([-n for n in sizes]), values)  # type: ignore[arg-type]
+        scores = _sum(weighted_tree([-n for n in sizes]), [values[i] for i in range(len(children))])
         ok = ~np.isnan(scores)
         if not ok.all():
             docs, scores = docs[ok], scores[ok]
