@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import logging
 import sys
+from typing import TextIO
 
 OWN = "deskbench"
 HANDLER = "deskbench-stderr"
@@ -26,15 +27,15 @@ LIBRARIES = ("mcp", "uvicorn", "starlette", "sse_starlette", "fastapi", "httpx",
 SILENT = logging.CRITICAL + 1
 
 
-class _Stderr(logging.StreamHandler):  # type: ignore[type-arg]
+class _Stderr(logging.StreamHandler[TextIO]):
     """Writes to the sys.stderr of the moment (a test runner may swap it), not the one at setup."""
 
     @property
-    def stream(self) -> object:
+    def stream(self) -> TextIO:
         return sys.stderr
 
     @stream.setter
-    def stream(self, value: object) -> None:
+    def stream(self, value: TextIO) -> None:
         pass
 
 

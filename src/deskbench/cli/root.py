@@ -21,9 +21,11 @@ from __future__ import annotations
 
 import importlib
 import sys
+from collections.abc import MutableMapping
 from typing import TYPE_CHECKING, Any, ClassVar
 
 import typer
+from typer.core import TyperGroup
 from typer.main import get_command
 
 import deskbench.cli.panels as panels
@@ -44,8 +46,8 @@ class RootGroup(GrammarGroup):
         self._built: dict[str, Any] = {}
         super().__init__(*args, **kwargs)
 
-    @property  # type: ignore[override]  # a click Group's attribute, here built on first use
-    def commands(self) -> dict[str, Any]:
+    @property  # a click Group's attribute, here built on first use
+    def commands(self) -> MutableMapping[str, Any]:
         """Every command, built (for code that walks the tree)."""
         names = self.list_commands(None)
         for name in names:
@@ -53,7 +55,7 @@ class RootGroup(GrammarGroup):
         return {name: self._built[name] for name in names if name in self._built}
 
     @commands.setter
-    def commands(self, value: Any) -> None:  # the group's constructor sets it (to no command)
+    def commands(self, value: MutableMapping[str, Any]) -> None:  # the constructor sets it (to no command)
         self._built.update(value)
 
     def list_commands(self, ctx: Any) -> list[str]:
@@ -94,7 +96,9 @@ def _built_from(holder: typer.Typer, name: str) -> Any:
     """The command (or group) `name` of a holder, built as typer builds it."""
     built = get_command(holder)
     if holder.registered_groups or len(holder.registered_commands) > 1:  # the holder's subcommand `name`
-        built = built.commands[name]  # type: ignore[attr-defined]
+        if not isinstance(built, TyperGroup):
+            raise TypeError(f"the holder of {name!r} has several commands but typer built no group of them")
+        built = built.commands[name]
     built.name = name
     return built
 

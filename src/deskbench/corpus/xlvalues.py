@@ -56,9 +56,9 @@ def to_number(value: Any) -> float | int | ExcelError:
         return VALUE
 
 
-def _tidy(x: float) -> float | int:
+def _tidy(x: float) -> float | int | ExcelError:
     if isinstance(x, float) and not math.isfinite(x):
-        return NUM  # type: ignore[return-value]
+        return NUM
     return int(x) if isinstance(x, float) and x.is_integer() and abs(x) < 1e15 else x
 
 

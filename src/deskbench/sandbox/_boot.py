@@ -13,6 +13,7 @@ Protocol on the status fd: JSON lines; a `file` line is followed by exactly `siz
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import resource
@@ -84,7 +85,8 @@ def _run_code(cfg: dict[str, Any], source: str) -> None:
     sys.modules["__main__"] = main
     sys.argv = [path]
     sys.path[0] = cfg["cwd"]
-    sys.stdout.reconfigure(line_buffering=True)  # type: ignore[union-attr]
+    if isinstance(sys.stdout, io.TextIOWrapper):  # the interpreter's own stdout: it is
+        sys.stdout.reconfigure(line_buffering=True)
     try:
         exec(compile(source, path, "exec"), main.__dict__)
     except SystemExit:

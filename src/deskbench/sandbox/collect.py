@@ -3,6 +3,7 @@ files (written under the collection folder with the host's own caps, whatever th
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import threading
@@ -27,8 +28,10 @@ class Capped(threading.Thread):
         self.total = 0
 
     def run(self) -> None:
+        # a pipe of Popen is buffered: read1 returns what is there (read waits for all 64 KB)
+        read = self.stream.read1 if isinstance(self.stream, io.BufferedIOBase) else self.stream.read
         try:
-            while chunk := self.stream.read1(65536):  # type: ignore[attr-defined]
+            while chunk := read(65536):
                 room = self.cap - len(self.kept)
                 if room > 0:
                     self.kept += chunk[:room]
