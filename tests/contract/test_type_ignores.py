@@ -1,9 +1,10 @@
 """How many `# type: ignore` the package keeps, and the helper that removed most of them.
 
 mypy runs strict on src/deskbench (pyproject [tool.mypy]); a `# type: ignore` switches it off for
-one line. Issue 34 brought them from 91 to the number below: each one left says why in its comment
-(a third-party stub that is wrong or missing, ...). A new one is a decision: fix the types, or raise
-MAX_IGNORES here in the same change and say why there.
+one line. Issue 34 brought them from 91 to the 3 below, each saying why in its comment: llama_cpp's
+unannotated registry and server main (models/llama_server.py), and a @ray.remote class's `options`
+(mypy does not apply class decorators; runs/ray_executor.py). A new one is a decision: fix the
+types, or raise MAX_IGNORES here in the same change and say why there.
 
 A `str` from a flag, a form or a file meets a `Literal` field through `errors.one_of` /
 `errors.is_one_of` (checked, not cast); the tests below pin what they do.
@@ -20,7 +21,7 @@ import pytest
 from deskbench.errors import UserError, is_one_of, one_of, spoken_list
 
 PACKAGE = Path(__file__).resolve().parents[2] / "src" / "deskbench"
-MAX_IGNORES = 91
+MAX_IGNORES = 3
 _IGNORE = re.compile(r"#\s*type:\s*ignore")
 
 
@@ -39,9 +40,10 @@ def test_type_ignores_do_not_grow() -> None:
         + "\n".join(found))
 
 
-def test_every_type_ignore_names_its_error_code() -> None:
-    bare = [line for line in _ignores() if not re.search(r"#\s*type:\s*ignore\[[a-z-]+(,[a-z-]+)*\]", line)]
-    assert bare == [], "a `# type: ignore` without [code] hides every error of its line:\n" + "\n".join(bare)
+def test_every_type_ignore_names_its_error_code_and_says_why() -> None:
+    bare = [line for line in _ignores() if not re.search(r"#\s*type:\s*ignore\[[a-z-]+(,[a-z-]+)*\]\s*#\s*\S", line)]
+    assert bare == [], ("a `# type: ignore` names its error code (without it, every error of its line is hidden) "
+                        "and says why in a comment after it:\n" + "\n".join(bare))
 
 
 Mode = Literal["never", "auto", "always"]

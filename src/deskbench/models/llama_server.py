@@ -40,11 +40,11 @@ def bounded(handler: Any) -> Any:
 
 def main() -> None:
     original = llama_chat_format.get_chat_completion_handler(HANDLER)
-    llama_chat_format.LlamaChatCompletionHandlerRegistry().register_chat_completion_handler(  # type: ignore[no-untyped-call]
+    llama_chat_format.LlamaChatCompletionHandlerRegistry().register_chat_completion_handler(  # type: ignore[no-untyped-call]  # llama_cpp leaves it unannotated
         HANDLER, bounded(original), overwrite=True)
     from llama_cpp.server.__main__ import main as serve
 
-    serve()  # type: ignore[no-untyped-call]
+    serve()  # type: ignore[no-untyped-call]  # llama_cpp's server main is unannotated
 
 
 if __name__ == "__main__":

@@ -12,7 +12,7 @@ import asyncio
 import functools
 import json
 from collections import deque
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import openai
 from openai import AsyncOpenAI, DefaultAioHttpClient
@@ -34,6 +34,9 @@ from deskbench.models.types import (
     ToolCall,
     Usage,
 )
+
+if TYPE_CHECKING:  # the SDK's own type of it (see _sdk_platform)
+    from openai._base_client import Platform
 
 # where OpenAI-compatible servers put a reply's reasoning text: DeepSeek, vLLM and llama.cpp's
 # server `message.reasoning_content`; OpenRouter (and others) `message.reasoning`. OpenAI's own
@@ -162,7 +165,7 @@ def options_kwargs(request: ChatRequest, caps: Capabilities, model_id: str = "th
 
 
 @functools.cache
-def _sdk_platform() -> object | None:
+def _sdk_platform() -> Platform | None:
     """The SDK's platform description (its X-Stainless-OS header), worked out once per process.
 
     The SDK otherwise works it out on a client's first request, in a worker thread; 64 episodes
@@ -248,7 +251,7 @@ class OpenAIChat:
 
             raise UserError(f"cannot use {self.id}: {exc}") from exc
         if getattr(client, "_platform", False) is None and (known := _sdk_platform()) is not None:
-            client._platform = known  # type: ignore[assignment]  # see _sdk_platform
+            client._platform = known  # see _sdk_platform
         # the POST itself without the SDK's per-call layers, for a client in the plain configuration
         self._direct = direct_post(client, "/chat/completions", self._settings["timeout"])
         return client

@@ -129,7 +129,7 @@ def execute_run_ray(prep: PreparedRun, request: RunRequest,
     ray = connect(request.ray_address, needs)
     from deskbench.runs.ray_worker import EpisodeWorker, ModelLimiter, limiter_name
 
-    limit = ModelLimiter.options  # type: ignore[attr-defined]  # a ray.remote class
+    limit = ModelLimiter.options  # type: ignore[attr-defined]  # @ray.remote makes an ActorClass; mypy ignores class decorators
     limiters = {mid: limit(name=limiter_name(mid), get_if_exists=True).remote(m.concurrency) for mid, m in models.items()}
     in_flight = max(1, prep.concurrency) * max(1, len({s for s, _, _ in pending}))  # the local executor's bound
     n = pool_size(ray.cluster_resources(), needs, min(len(pending), in_flight)) if pending else 0
