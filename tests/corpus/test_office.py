@@ -261,3 +261,13 @@ def test_deliverable_reader_sees_computed_formulas(tmp_path: Path) -> None:
     assert xlsx_cell(doc.workbook, "Data!F5") == ("#DIV/0!", "Data!F5")
     assert "item 2 | 2 | 1.5 | 3" in doc.text
     assert "#UNEVALUATED =XLOOKUP(1,B2:B4,C2:C4)" in doc.text
+
+
+def test_text_of_an_infinite_or_nan_float_is_num_not_a_crash() -> None:
+    """`&` and CONCATENATE of a number Excel cannot hold: its #NUM!, as arithmetic gives (text_of
+    once raised TypeError formatting the error value as a number)."""
+    from deskbench.corpus.xlvalues import binary, text_of
+
+    assert [text_of(x) for x in (float("inf"), float("-inf"), float("nan"))] == ["#NUM!"] * 3
+    assert text_of(2.5) == "2.5" and text_of(3.0) == "3" and text_of(0.1 + 0.2) == "0.3"
+    assert binary("&", "x", float("inf")) == "x#NUM!"

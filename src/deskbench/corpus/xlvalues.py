@@ -89,7 +89,10 @@ def text_of(value: Any) -> str:
     if isinstance(value, bool):
         return "TRUE" if value else "FALSE"
     if isinstance(value, float):
-        return format(_tidy(value), ".15g") if not value.is_integer() else str(int(value))
+        tidy = _tidy(value)  # an infinity or NaN is Excel's #NUM!: a sheet holds no such number
+        if isinstance(tidy, ExcelError):
+            return str(tidy)
+        return format(tidy, ".15g") if not value.is_integer() else str(int(value))
     return str(value)
 
 
