@@ -46,6 +46,24 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
                  for m in getattr(fixture.func, "test_marks", ())}
         for mark in sorted(marks):
             item.add_marker(mark)
+    if config.pluginmanager.hasplugin("xdist") and getattr(config.option, "dist", "no") == "loadfile":
+        items[:] = longest_files_first(items)
+
+
+def longest_files_first(items: list[pytest.Item]) -> list[pytest.Item]:
+    """The order the test command's workers take files in (scripts/test.sh passes
+    --no-loadscope-reorder, so xdist keeps it): the files that start a Ray cluster first (each of
+    their runs starts a driver and worker processes, minutes in all on one worker: begun last, the
+    other workers wait for them at the end), then as xdist would order them, most tests first."""
+    by_file: dict[str, list[pytest.Item]] = {}
+    for item in items:
+        by_file.setdefault(item.nodeid.split("::", 1)[0], []).append(item)
+
+    def weight(tests: list[pytest.Item]) -> tuple[int, int]:
+        return sum(t.get_closest_marker("ray") is not None for t in tests), len(tests)
+
+    ordered = sorted(by_file.values(), key=weight, reverse=True)  # stable: ties keep collection order
+    return [item for tests in ordered for item in tests]
 
 
 def shared_dir() -> Path | None:

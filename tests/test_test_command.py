@@ -73,7 +73,35 @@ def test_the_test_command_runs_in_parallel_and_shows_durations() -> None:
     assert words[words.index("-n") + 1] == "$workers"
     assert 'workers="${DESKBENCH_TEST_WORKERS:-' in script and "sched_getaffinity" in script  # the CPUs it may use
     assert words[words.index("--dist") + 1] == "loadfile"  # a file's module fixtures built once
+    assert "--no-loadscope-reorder" in words  # the files in conftest's order (longest_files_first)
     assert "--durations=25" in words
+    assert "len(os.sched_getaffinity(0)) + 1" in script  # a worker more than CPUs: tests wait on processes
+    assert "\nunset PYTHONDONTWRITEBYTECODE\n" in script  # cached bytecode for every interpreter the suite starts
+
+
+class _Item:
+    """What longest_files_first reads of a pytest item."""
+
+    def __init__(self, nodeid: str, *marks: str) -> None:
+        self.nodeid, self.marks = nodeid, marks
+
+    def get_closest_marker(self, name: str) -> object | None:
+        return name if name in self.marks else None
+
+
+def test_the_files_that_start_ray_go_first_then_the_files_with_most_tests() -> None:
+    from conftest import longest_files_first
+
+    items = [_Item("tests/a.py::t1"), _Item("tests/a.py::t2"),
+             _Item("tests/b.py::t1"), _Item("tests/b.py::t2"), _Item("tests/b.py::t3"),
+             _Item("tests/ray_one.py::t1", "ray"), _Item("tests/ray_one.py::t2"),
+             _Item("tests/c.py::t1"),
+             _Item("tests/ray_two.py::t1", "ray", "slow"), _Item("tests/ray_two.py::t2", "ray"),
+             _Item("tests/d.py::t1"), _Item("tests/d.py::t2")]
+    got = [i.nodeid for i in longest_files_first(items)]  # type: ignore[arg-type]
+    assert got == ["tests/ray_two.py::t1", "tests/ray_two.py::t2", "tests/ray_one.py::t1", "tests/ray_one.py::t2",
+                   "tests/b.py::t1", "tests/b.py::t2", "tests/b.py::t3",
+                   "tests/a.py::t1", "tests/a.py::t2", "tests/d.py::t1", "tests/d.py::t2", "tests/c.py::t1"]
 
 
 def test_the_test_command_runs_the_guard_rails_and_fails_on_any() -> None:
