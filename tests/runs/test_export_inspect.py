@@ -13,7 +13,7 @@ import socket
 import subprocess
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 from conftest import run_cli, write_operator_corpus
@@ -31,19 +31,37 @@ from deskbench.tracks.deliverables.tasks import DeliverableTask
 from deskbench.tracks.docqa.run import RunSpec, prepare
 from deskbench.tracks.docqa.tasks import DocQATask
 
-try:  # the test extra installs deskbench[inspect]: missing in CI is a failure, elsewhere a skip
+if TYPE_CHECKING:
     import inspect_ai.log as inspect_log
-except ImportError:
-    if os.environ.get("CI"):
-        raise
-    pytest.skip("inspect_ai is not installed: pip install 'deskbench[inspect]'", allow_module_level=True)
-from inspect_ai.model import (  # noqa: E402
-    ChatMessageAssistant,
-    ChatMessageTool,
-    ChatMessageUser,
-    ContentImage,
-    ContentText,
-)
+    from inspect_ai.model import (
+        ChatMessageAssistant,
+        ChatMessageTool,
+        ChatMessageUser,
+        ContentImage,
+        ContentText,
+    )
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _inspect_ai() -> None:
+    """inspect_ai takes about 3 s to import: loaded when this module's tests run, not when every
+    xdist worker collects the suite. The test extra installs deskbench[inspect]: missing in CI is a
+    failure, elsewhere a skip."""
+    global inspect_log, ChatMessageAssistant, ChatMessageTool, ChatMessageUser, ContentImage, ContentText
+    try:
+        import inspect_ai.log as inspect_log
+    except ImportError:
+        if os.environ.get("CI"):
+            raise
+        pytest.skip("inspect_ai is not installed: pip install 'deskbench[inspect]'")
+    from inspect_ai.model import (
+        ChatMessageAssistant,
+        ChatMessageTool,
+        ChatMessageUser,
+        ContentImage,
+        ContentText,
+    )
+
 
 QUESTION = "Which vehicle rental rates are given for the winter season (quetzal-7)?"
 GOOD = DocQATask(id="q1", question=QUESTION, answer_variants=[["Mountain car"]],
