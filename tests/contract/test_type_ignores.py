@@ -21,7 +21,7 @@ import pytest
 from deskbench.errors import UserError, is_one_of, one_of, spoken_list
 
 PACKAGE = Path(__file__).resolve().parents[2] / "src" / "deskbench"
-MAX_IGNORES = 3
+MAX_IGNORES = 2  # llama_cpp is unannotated (models/llama_server.py)
 _IGNORE = re.compile(r"#\s*type:\s*ignore")
 
 

@@ -194,8 +194,8 @@ LIMIT_PROBE = """
 import asyncio, json, os, sys, time
 from deskbench.runs.ray_executor import connect
 ray = connect(sys.argv[1])
-from deskbench.runs.ray_worker import ModelLimiter, RemoteSlots
-limiter = ModelLimiter.options(name="test-limit").remote(1)
+from deskbench.runs.ray_limits import RemoteSlots, limiter_actor
+limiter = limiter_actor().options(name="test-limit").remote(1)
 
 @ray.remote(num_cpus=1)
 def hold(holder):

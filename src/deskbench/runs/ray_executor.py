@@ -27,10 +27,10 @@ from typing import Any
 from deskbench.contract.track import Track
 from deskbench.errors import UserError
 from deskbench.models.types import ProviderRefused
+from deskbench.runs.ray_limits import NAMESPACE, limiter_actor, limiter_name
 from deskbench.runs.runner import RunCounts, commit_episode, episode_dir, pending_episodes
 from deskbench.runs.track import Outcome, PreparedRun, RunRequest
 
-NAMESPACE = "deskbench"  # runs/ray_worker.py NAMESPACE: the limiters are found by name in it
 TASK_RETRIES = 3  # an episode whose worker died is run again this many times
 RESTARTS = 8  # a worker process that died is restarted this many times
 SANDBOX = "sandbox"  # the custom resource of a node's bubblewrap sandboxes (ray start --resources)
@@ -127,10 +127,10 @@ def execute_run_ray(prep: PreparedRun, request: RunRequest,
         return [Outcome(system=s.name, counts=counts[s.name], ledger=s.model.ledger if s.model else None)
                 for s in prep.systems]
     ray = connect(request.ray_address, needs)
-    from deskbench.runs.ray_worker import EpisodeWorker, ModelLimiter, limiter_name
+    from deskbench.runs.ray_worker import EpisodeWorker
 
-    limit = ModelLimiter.options  # type: ignore[attr-defined]  # @ray.remote makes an ActorClass; mypy ignores class decorators
-    limiters = {mid: limit(name=limiter_name(mid), get_if_exists=True).remote(m.concurrency) for mid, m in models.items()}
+    limiters = {mid: limiter_actor().options(name=limiter_name(mid), get_if_exists=True).remote(m.concurrency)
+                for mid, m in models.items()}
     in_flight = max(1, prep.concurrency) * max(1, len({s for s, _, _ in pending}))  # the local executor's bound
     n = pool_size(ray.cluster_resources(), needs, min(len(pending), in_flight)) if pending else 0
     per_worker = -(-in_flight // max(n, 1))  # ceil: the least busy worker takes the next episode

@@ -8,10 +8,9 @@ connections, the sandbox, the corpus (opened read-only from the path the request
 process, never per episode). An episode comes back as what the store keeps (`EndedEpisode`) with
 the bytes of its output files; the driver commits it through the same code as the local executor.
 
-A model's concurrency limit holds cluster-wide: one `ModelLimiter` actor per model endpoint
-holds the slots, and each worker's ResilientModel takes its slots there (`RemoteSlots`) instead
-of its own semaphore. Slots are leased per worker actor: a worker restarted after its process died
-gives back what its dead incarnation held (its actor id survives the restart).
+A model's concurrency limit holds cluster-wide (runs/ray_limits.py): each worker's
+ResilientModel takes its slots from the model's `ModelLimiter` actor; a worker restarted after its
+process died gives back what its dead incarnation held (its actor id survives the restart).
 """
 
 from __future__ import annotations
@@ -20,65 +19,16 @@ import asyncio
 import os
 import shutil
 import tempfile
-from collections import Counter
 from contextlib import AsyncExitStack
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from types import TracebackType
-from typing import Any
 
 import ray
 
 from deskbench.models.types import ProviderRefused
+from deskbench.runs.ray_limits import NAMESPACE, RemoteSlots, limiter_name
 from deskbench.runs.runner import EndedEpisode, EpisodeFn, HasId, episode_dir, run_one
 from deskbench.runs.track import PreparedRun, RunRequest
-
-NAMESPACE = "deskbench"
-
-
-@ray.remote(num_cpus=0)
-class ModelLimiter:
-    """The per-model concurrency limit of the whole cluster (an async actor: a waiting acquire
-    does not block the others)."""
-
-    def __init__(self, limit: int) -> None:
-        self._slots = asyncio.Semaphore(limit)
-        self._held: Counter[str] = Counter()
-
-    async def acquire(self, holder: str) -> None:
-        await self._slots.acquire()
-        self._held[holder] += 1
-
-    async def release(self, holder: str) -> None:
-        if self._held[holder] > 0:
-            self._held[holder] -= 1
-            self._slots.release()
-
-    async def forget(self, holder: str) -> int:
-        """Give back every slot `holder` holds (its process died mid-call); how many."""
-        n = self._held.pop(holder, 0)
-        for _ in range(n):
-            self._slots.release()
-        return n
-
-
-def limiter_name(model_id: str) -> str:
-    return f"deskbench-model-limit:{model_id}"
-
-
-class RemoteSlots:
-    """`async with` a slot of a ModelLimiter: what ResilientModel.limit_with takes."""
-
-    def __init__(self, limiter: Any, holder: str) -> None:
-        self._limiter = limiter
-        self._holder = holder
-
-    async def __aenter__(self) -> None:
-        await self._limiter.acquire.remote(self._holder)
-
-    async def __aexit__(self, kind: type[BaseException] | None, exc: BaseException | None,
-                        tb: TracebackType | None) -> None:
-        await self._limiter.release.remote(self._holder)
 
 
 @dataclass
