@@ -9,7 +9,6 @@ from pathlib import Path
 
 import pytest
 from conftest import run_cli
-from scipy.stats import binomtest
 
 from deskbench.analysis.compare import Comparison, SystemOutcomes, compare
 from deskbench.contract.registry import tracks
@@ -67,6 +66,7 @@ def test_docqa_outcomes_reuse_the_scorer(tmp_path: Path) -> None:
 
 
 def test_two_docqa_runs_mcnemar_is_scipys_exact_binomial(tmp_path: Path) -> None:
+    from scipy.stats import binomtest
     a = docqa_run(tmp_path / "runA", "bm25-agent:m", CORRECT["A"])
     b = docqa_run(tmp_path / "runB", "bm25-agent:m", CORRECT["B"])
     data = _json(str(a), str(b))
@@ -87,6 +87,7 @@ def test_two_docqa_runs_mcnemar_is_scipys_exact_binomial(tmp_path: Path) -> None
 
 
 def test_holm_over_three_systems_by_hand(tmp_path: Path) -> None:
+    from scipy.stats import binomtest
     runs = [docqa_run(tmp_path / name, f"sys-{name}", CORRECT[name]) for name in "ABC"]
     data = _json(*map(str, runs))
     pairs = {(p["a"], p["b"]): p for p in data["pairs"]}
@@ -198,6 +199,7 @@ def analytics_run(run_dir: Path) -> Path:
 
 
 def test_an_analytics_pair(tmp_path: Path) -> None:
+    from scipy.stats import binomtest
     data = _json(str(analytics_run(tmp_path / "an")))
     assert data["track"] == "analytics" and data["common_tasks"] == ["a", "b", "c"]
     (pair,) = data["pairs"]
@@ -285,6 +287,7 @@ def test_mixed_tracks_exit_2_with_one_line(tmp_path: Path) -> None:
 
 
 def test_html_page(tmp_path: Path) -> None:
+    from scipy.stats import binomtest
     runs = [docqa_run(tmp_path / name, f"sys-{name}", CORRECT[name]) for name in "AB"]
     page = tmp_path / "compare.html"
     proc = run_cli("compare", *map(str, runs), "--output", str(page), "--resamples", "50")

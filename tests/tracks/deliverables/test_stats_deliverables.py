@@ -8,7 +8,6 @@ import math
 
 import numpy as np
 import pytest
-from scipy import stats as sps
 
 from deskbench.analysis.stats import (
     Correlation,
@@ -168,6 +167,7 @@ def _samples() -> list[tuple[np.ndarray, np.ndarray]]:
 
 
 def test_spearman_and_pearson_match_scipy() -> None:
+    from scipy import stats as sps
     samples = _samples()
     assert len(samples) >= 12
     for x, y in samples:
@@ -183,6 +183,7 @@ def test_spearman_and_pearson_match_scipy() -> None:
 
 
 def test_ranks_and_degenerate_correlations() -> None:
+    from scipy import stats as sps
     data = [3, 1, 2, 2, 3, 0, 2]
     assert average_ranks(data).tolist() == sps.rankdata(data).tolist()
     assert average_ranks(data).tolist() == [6.5, 2.0, 4.0, 4.0, 6.5, 1.0, 4.0]
@@ -201,6 +202,7 @@ def test_ranks_and_degenerate_correlations() -> None:
 
 
 def test_correlation_matrix() -> None:
+    from scipy import stats as sps
     rng = np.random.default_rng(3)
     cols = {c: rng.integers(0, 4, 40).astype(float) for c in CODES}
     cols["const"] = np.ones(40)
@@ -239,6 +241,7 @@ def test_cohens_d_matches_numpy_formula() -> None:
 
 
 def test_mcnemar_matches_scipy_binomtest() -> None:
+    from scipy import stats as sps
     rng = np.random.default_rng(5)
     for n in (1, 5, 20, 42, 200):
         for pa, pb in [(0.1, 0.3), (0.5, 0.5), (0.2, 0.2), (0.9, 0.4)]:
