@@ -46,7 +46,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
                  for m in getattr(fixture.func, "test_marks", ())}
         for mark in sorted(marks):
             item.add_marker(mark)
-    if config.pluginmanager.hasplugin("xdist") and getattr(config.option, "dist", "no") == "loadfile":
+    if hasattr(config, "workerinput"):  # an xdist worker (whose options say dist "no"): its order is the schedule's
         items[:] = longest_files_first(items)
 
 

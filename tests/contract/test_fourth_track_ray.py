@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from conftest import needs
 from echo_track import RAY_RESOURCE, TRACK, EchoTask
 
 from deskbench.contract.registry import get_track
@@ -92,6 +93,7 @@ def plugin_env(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
 
 
 @pytest.fixture(scope="module")
+@needs("ray", "slow")
 def echo_cluster(plugin_env: dict[str, str]) -> Iterator[str]:
     """A Ray head on 127.0.0.1 with 2 CPUs, one `echo_lane` and no `sandbox`, the echo track
     installed (its workers start with the plugin environment); its address. Its processes (found
