@@ -21,7 +21,6 @@ from PIL import Image
 from sim_anthropic import SimAnthropic
 
 from deskbench.models import image_limits
-from deskbench.models.anthropic_chat import AnthropicChat
 from deskbench.models.capabilities import use_capabilities
 from deskbench.models.resilient import ResilientModel, RetryPolicy
 from deskbench.models.settings import Sampling, resolve
@@ -62,6 +61,7 @@ def _count_downscales(monkeypatch: pytest.MonkeyPatch) -> list[int]:
 
 def test_images_are_fitted_once_off_the_event_loop_even_when_the_call_is_retried(
         monkeypatch: pytest.MonkeyPatch) -> None:
+    from deskbench.models.anthropic_chat import AnthropicChat
     downscales = _count_downscales(monkeypatch)
     images = [ImagePart.of(_wide_png(i)) for i in range(21)]
     request = ChatRequest(messages=[Message(role="user", content=[TextPart(text="look"), *images])])
@@ -93,6 +93,7 @@ def test_images_are_fitted_once_off_the_event_loop_even_when_the_call_is_retried
 
 
 def test_a_request_without_images_is_sent_as_it_is() -> None:
+    from deskbench.models.anthropic_chat import AnthropicChat
     request = ChatRequest(messages=[Message(role="user", content="no pictures here")])
     assert not request.has_images()
     with_image = ChatRequest(messages=[Message(role="user", content=[ImagePart.of(_wide_png(0))])])

@@ -29,7 +29,6 @@ from sim_openai import SimOpenAI
 
 from deskbench.corpus import Corpus
 from deskbench.errors import UserError
-from deskbench.models.anthropic_chat import AnthropicChat
 from deskbench.models.capabilities import CapabilityRegistry, capabilities, use_capabilities
 from deskbench.models.openai_chat import OpenAIChat
 from deskbench.models.registry import make_model, open_model, preflight
@@ -220,6 +219,9 @@ def test_claude_run_and_judged_score_pass_the_messages_api_rules(operator_corpus
 # --- Anthropic Messages rules, adapter by adapter --------------------------------------------------
 
 def claude(sim: SimAnthropic, name: str = "claude-sonnet-4-5", **settings: Any) -> ResilientModel:
+    # imported here: the SDK takes 2-3 s, paid only by the tests that call it, not by every collection
+    from deskbench.models.anthropic_chat import AnthropicChat
+
     return ResilientModel(AnthropicChat(name, base_url=sim.base_url, api_key="sk-ant-test"), policy=FAST,
                           settings=resolve(f"anthropic/{name}", Sampling(**settings)))
 

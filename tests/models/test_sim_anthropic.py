@@ -11,7 +11,6 @@ import json
 import time
 from typing import Any
 
-import anthropic
 import pytest
 from PIL import Image
 from sim_anthropic import (
@@ -462,6 +461,7 @@ def test_rules_are_a_named_registry() -> None:
 
 # --- the official SDK parses the bodies ---------------------------------------------------------
 def test_sdk_errors_and_reply(sim: SimAnthropic) -> None:
+    import anthropic
     client = anthropic.Anthropic(base_url=sim.base_url, api_key="sk-ant-test", max_retries=0)
     with pytest.raises(anthropic.BadRequestError) as bad_request:
         client.post("/v1/messages", cast_to=anthropic.types.Message,
@@ -480,6 +480,7 @@ def test_sdk_errors_and_reply(sim: SimAnthropic) -> None:
 
 
 def test_sdk_tool_use_and_stream() -> None:
+    import anthropic
     with SimAnthropic(script=lambda body, n: {"kind": "tool", "name": "search", "arguments": '{"q": "x"}'}) as sim:
         client = anthropic.Anthropic(base_url=sim.base_url, api_key="sk-ant-test", max_retries=0)
         kwargs: dict[str, Any] = {"model": SDK_MODEL, "max_tokens": 100, "tools": [TOOL],

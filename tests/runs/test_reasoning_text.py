@@ -14,14 +14,12 @@ import re
 from pathlib import Path
 from typing import Any
 
-import anthropic
 import pytest
 from conftest import write_operator_corpus
 from fake_openai import FakeOpenAI
 from fastapi.testclient import TestClient
 from sim_anthropic import SimAnthropic
 
-from deskbench.models.anthropic_chat import AnthropicChat, to_anthropic
 from deskbench.models.capabilities import capabilities
 from deskbench.models.types import ChatRequest, Message, Reasoning, ToolSpec, Usage
 from deskbench.runs.store import RunStore
@@ -154,6 +152,7 @@ THINK_ON = {"type": "enabled", "budget_tokens": 1024}
 
 def _claude_loop(sim: SimAnthropic) -> tuple[ChatRequest, Message]:
     """A first call that thinks and calls a tool, and the request that continues after the tool."""
+    from deskbench.models.anthropic_chat import AnthropicChat
     model = AnthropicChat(CLAUDE, base_url=sim.base_url, api_key="sk-ant-test")
     first = ChatRequest(messages=[Message(role="user", content="Which car in winter?")], tools=[SEARCH], tool_choice="auto")
 
@@ -172,12 +171,16 @@ def _claude_loop(sim: SimAnthropic) -> tuple[ChatRequest, Message]:
 def _post_with_thinking(sim: SimAnthropic, request: ChatRequest) -> Any:
     """The adapter's body for `request`, sent with extended thinking on (deskbench itself never
     turns it on): the strict simulator decides whether the thinking blocks came back as required."""
+    import anthropic
+
+    from deskbench.models.anthropic_chat import to_anthropic
     body = to_anthropic(request, capabilities(f"anthropic/{CLAUDE}"))
     client = anthropic.Anthropic(base_url=sim.base_url, api_key="sk-ant-test", max_retries=0)
     return client.messages.create(model=CLAUDE, **{**body, "thinking": THINK_ON})
 
 
 def test_anthropic_thinking_blocks_are_read_and_sent_back_unchanged() -> None:
+    from deskbench.models.anthropic_chat import AnthropicChat
     script = lambda b, n: ({"kind": "tool", "name": "search_documents", "arguments": '{"query": "winter"}',  # noqa: E731
                             "thinking": THINKING, "redacted_thinking": REDACTED} if n == 1 else {"kind": "text", "text": "ok"})
     with SimAnthropic(script=script) as sim:
@@ -208,6 +211,7 @@ def test_anthropic_thinking_blocks_are_read_and_sent_back_unchanged() -> None:
 
 def test_the_simulator_refuses_a_tool_loop_that_drops_or_changes_thinking() -> None:
     """The strict double enforces the documented rules, so the test above can fail."""
+    import anthropic
     script = lambda b, n: ({"kind": "tool", "name": "search_documents", "arguments": "{}", "thinking": THINKING}  # noqa: E731
                            if n == 1 else {"kind": "text", "text": "ok"})
     with SimAnthropic(script=script) as sim:
@@ -228,6 +232,7 @@ def test_the_simulator_refuses_a_tool_loop_that_drops_or_changes_thinking() -> N
 def test_anthropic_thinking_alone_or_in_a_prefill_is_not_sent() -> None:
     """A turn of thinking alone (cut off while thinking) and a final (prefilled) assistant turn send
     no thinking: the API refuses both."""
+    from deskbench.models.anthropic_chat import to_anthropic
     signed = [Reasoning(text="t", signature="sig")]
     caps = capabilities(f"anthropic/{CLAUDE}")
     body = to_anthropic(ChatRequest(messages=[Message(role="user", content="q"),

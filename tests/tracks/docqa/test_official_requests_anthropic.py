@@ -30,7 +30,6 @@ from deskbench.agents.base import AgentContext, AgentSettings
 from deskbench.corpus import Corpus
 from deskbench.corpus.images import ImageSpec
 from deskbench.corpus.page_text import apply_page_text, read_page_text
-from deskbench.models.anthropic_chat import AnthropicChat, to_anthropic
 from deskbench.models.capabilities import capabilities
 from deskbench.models.types import ChatRequest, Message, ToolCall
 from deskbench.tracks.docqa.agents.bm25 import Bm25Agent
@@ -47,6 +46,7 @@ LIMIT = 5 * 1024 * 1024  # the script's max_base64_size
 def _run(corpus: Corpus, question: str, replies: list[dict[str, Any]], *, max_steps: int = 5, top_k: int = 4,
          model: str = CLAUDE) -> tuple[Any, SimAnthropic]:
     """One episode of bm25-agent (the anthropic_agent.py protocol) against the simulator."""
+    from deskbench.models.anthropic_chat import AnthropicChat
     script = lambda body, n: replies[n - 1]  # noqa: E731
     with SimAnthropic(script=script) as sim:
         chat = AnthropicChat(model, base_url=sim.base_url, api_key="sk-ant-test")
@@ -239,6 +239,7 @@ def test_a_page_over_5_mb_is_shrunk_as_the_official_loop_shrinks_it(tmp_path: Pa
 # --- the adapter: what the script's requests need -------------------------------------------------
 
 def test_tool_results_carry_is_error_and_a_plain_question_goes_as_a_string() -> None:
+    from deskbench.models.anthropic_chat import to_anthropic
     calls = [ToolCall(id="toolu_a", name="search_documents", arguments='{"query": "x"}'),
              ToolCall(id="toolu_b", name="provide_answer", arguments='{"answer": [], "citations": []}')]
     body = to_anthropic(ChatRequest(messages=[
