@@ -28,7 +28,13 @@ from deskbench.tasks.trajectory import ToolCallStep
 from tests.conftest import run_cli
 from tests.mcp.test_mcp_external import corpus_and_tasks
 
-pytest.importorskip("mcp")
+
+@pytest.fixture(scope="module", autouse=True)
+def _mcp_sdk() -> None:
+    """Skipped without the MCP SDK, checked when these tests run: importing it (with starlette and
+    uvicorn, about 1-2 s) at module level made every xdist worker pay at collection."""
+    pytest.importorskip("mcp")
+
 
 TESTS = Path(__file__).parents[1]
 AGENT = TESTS / "external_agent.py"

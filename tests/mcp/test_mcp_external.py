@@ -15,7 +15,13 @@ from deskbench.runs.store import RunStore
 from deskbench.tasks.trajectory import ToolCallStep
 from tests.conftest import ingest, run_cli, write_text_pdf
 
-pytest.importorskip("mcp")
+
+@pytest.fixture(scope="module", autouse=True)
+def _mcp_sdk() -> None:
+    """Skipped without the MCP SDK, checked when these tests run: importing it (with starlette and
+    uvicorn, about 1-2 s) at module level made every xdist worker pay at collection."""
+    pytest.importorskip("mcp")
+
 
 AGENT = Path(__file__).parents[1] / "external_agent.py"
 DOCS = {

@@ -23,7 +23,12 @@ from deskbench.requirements import MCP, McpSdk, mcp_major
 if TYPE_CHECKING:
     from deskbench.mcp.server import McpTool
 
-pytest.importorskip("mcp")
+
+@pytest.fixture(scope="module", autouse=True)
+def _mcp_sdk() -> None:
+    """Skipped without the MCP SDK, checked when these tests run: importing it (with starlette and
+    uvicorn, about 1-2 s) at module level made every xdist worker pay at collection."""
+    pytest.importorskip("mcp")
 
 
 @pytest.mark.parametrize(("version", "said"), [

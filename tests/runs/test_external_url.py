@@ -18,9 +18,12 @@ from deskbench.tasks.trajectory import ToolCallStep
 from tests.conftest import run_cli
 from tests.mcp.test_mcp_external import TASKS, corpus_and_tasks
 
-pytest.importorskip("mcp")
 
-from tests.external_service import FAIL_BODY, service  # noqa: E402  (needs mcp)
+@pytest.fixture(scope="module", autouse=True)
+def _mcp_sdk() -> None:
+    """Skipped without the MCP SDK, checked when these tests run; tests/external_service.py needs
+    it and is imported by the tests that start a service, not at every worker's collection."""
+    pytest.importorskip("mcp")
 
 
 @pytest.fixture(scope="module")
@@ -38,6 +41,7 @@ def _run(setup: tuple[Path, Path], out: Path, *flags: str) -> tuple[int, str, st
 @pytest.mark.parametrize("mode", ["answer", "ack"])  # answers before its 200, or after its 202
 def test_a_service_answering_over_mcp_is_stored_and_scored(setup: tuple[Path, Path], tmp_path: Path,
                                                             mode: str) -> None:
+    from tests.external_service import service
     out = tmp_path / "run"
     with service(mode) as svc:
         code, stdout, stderr = _run(setup, out, "--url", svc.url)
@@ -64,6 +68,7 @@ def test_a_service_answering_over_mcp_is_stored_and_scored(setup: tuple[Path, Pa
 
 
 def test_a_service_answering_500_is_the_episode_error(setup: tuple[Path, Path], tmp_path: Path) -> None:
+    from tests.external_service import FAIL_BODY, service
     out = tmp_path / "run"
     with service("fail") as svc:
         code, _, stderr = _run(setup, out, "--url", svc.url, "--limit", "1")
