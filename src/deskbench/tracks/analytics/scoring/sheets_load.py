@@ -15,11 +15,12 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import date, datetime
 from pathlib import Path
-from typing import Any
-
-import pandas as pd
+from typing import TYPE_CHECKING, Any
 
 from deskbench.corpus.xlvalues import ExcelError, Unevaluated
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 EXCEL_SUFFIXES = (".xlsx", ".xlsm")
 CSV_SUFFIXES = (".csv", ".tsv")
@@ -113,6 +114,8 @@ def _header_index(rows: list[list[Any]], hint: set[str] | None) -> int | None:
 
 def build_table(name: str, rows: list[list[Any]], hint: set[str] | None = None) -> Table:
     """Header detection, blank-row and blank-column removal, unique column labels."""
+    import pandas as pd  # about 0.8 s: paid when a sheet is compared, not by whoever imports the scorer
+
     head = _header_index(rows, hint)
     if head is None:
         return Table(name=name, frame=pd.DataFrame(), rownums=[], header_row=0)
