@@ -311,6 +311,7 @@ def test_docqa_on_ray_equals_local(cluster: str, operator_corpus: Corpus, tmp_pa
             _finish(_deskbench("run", "--agent", "bm25-agent", "--tasks", str(tasks), "--corpus",
                                str(operator_corpus.root), "--view", "text", "--out", str(out), "--model",
                                f"openai-compat/agent@{fake.base_url}", "--executor", executor, *extra,
+                               "--concurrency", "1",  # one worker process opens the corpus (two Ray workers: the analytics tests)
                                cache=tmp_path / executor / "cache"))
         outs[executor] = canonical_dump(out)
     assert outs["ray"] == outs["local"]
