@@ -16,14 +16,16 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
-from mcp import ClientSession
-
-from tests.mcp_client import streamablehttp_client
-
 FAIL_BODY = "internal trouble: " + "x" * 1000  # longer than the 300 characters an error keeps
 
 
 async def answer(question: str, mcp_url: str) -> None:
+    # the SDK imported here, when a service answers: importing this module (for its Handler) costs
+    # a test module nothing at collection
+    from mcp import ClientSession
+
+    from tests.mcp_client import streamablehttp_client
+
     async with streamablehttp_client(mcp_url) as (read, write, _), ClientSession(read, write) as session:
         await session.initialize()
         words = " OR ".join(w for w in re.findall(r"\w+", question) if len(w) > 3)

@@ -18,11 +18,16 @@ import pytest
 from deskbench.runs.identity import SystemConfig, stored_identities
 from deskbench.runs.store import RunStore
 from tests.conftest import run_cli
+from tests.external_service import Handler, Service, service
 from tests.mcp.test_mcp_external import corpus_and_tasks
 
-pytest.importorskip("mcp")
 
-from tests.external_service import Handler, Service, service  # noqa: E402  (needs mcp)
+@pytest.fixture(scope="module", autouse=True)
+def _mcp_sdk() -> None:
+    """Skipped without the MCP SDK, checked when these tests run (the service answers with it), not
+    imported at every worker's collection."""
+    pytest.importorskip("mcp")
+
 
 PASSWORD = "pa55-SECRET-x7q"
 TOKEN = "tok-SECRET-q9z"
