@@ -7,14 +7,13 @@ import json
 import threading
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 from fake_openai import FakeOpenAI
 
 from deskbench.errors import UserError
 from deskbench.models.cache import ResponseCache
-from deskbench.models.openai_chat import OpenAIChat
 from deskbench.models.prices import PriceTable
 from deskbench.models.registry import make_model
 from deskbench.models.resilient import ResilientModel, RetryPolicy
@@ -28,6 +27,9 @@ from deskbench.models.types import (
     TextPart,
     ToolSpec,
 )
+
+if TYPE_CHECKING:
+    from deskbench.models.openai_chat import OpenAIChat
 
 ANSWER_TOOL = ToolSpec(
     name="provide_answer",
@@ -52,6 +54,7 @@ async def sequence(model: Any, *requests: ChatRequest) -> list[Any]:
 
 
 def compat(fake: FakeOpenAI, name: str = "fake-model") -> OpenAIChat:
+    from deskbench.models.openai_chat import OpenAIChat
     return OpenAIChat(name, base_url=fake.base_url, api_key="sk-test-secret", id=f"openai-compat/{name}")
 
 

@@ -10,9 +10,7 @@ from typing import Any
 
 import pytest
 from fake_openai import FakeOpenAI
-from openai import AsyncOpenAI
 
-from deskbench.models.openai_chat import OpenAIChat
 from deskbench.models.openai_wire import direct_post
 from deskbench.models.types import ChatRequest, Message, ModelError, Reasoning, TextPart, ToolSpec
 
@@ -48,6 +46,7 @@ def _outcome(behaviour: dict[str, Any], direct: bool) -> tuple[object, dict[str,
 
 
 def _run(fake: FakeOpenAI, direct: bool) -> tuple[object, dict[str, Any], dict[str, str]]:
+    from deskbench.models.openai_chat import OpenAIChat
     async def go() -> object:
         # 5 s, not 0.4 s: every other case must answer within it on a loaded machine too
         model = OpenAIChat("gpt-4.1", base_url=fake.base_url, api_key="sk-test", timeout=5.0)
@@ -82,6 +81,7 @@ def test_the_direct_post_sends_and_reads_as_the_sdk_does(case: str) -> None:
 
 
 def test_a_client_the_sdk_must_handle_itself_keeps_the_sdk_path() -> None:
+    from openai import AsyncOpenAI
     plain = AsyncOpenAI(api_key="sk-test", base_url="http://127.0.0.1:9/v1")
     with_query = AsyncOpenAI(api_key="sk-test", base_url="http://127.0.0.1:9/v1", default_query={"api-version": "1"})
     assert direct_post(plain, "/chat/completions", 1.0) is not None
@@ -90,6 +90,7 @@ def test_a_client_the_sdk_must_handle_itself_keeps_the_sdk_path() -> None:
 
 def test_a_proxy_from_the_environment_is_used(monkeypatch: pytest.MonkeyPatch) -> None:
     """HTTP_PROXY is honoured as the SDK's client honours it (looked up once, not per request)."""
+    from deskbench.models.openai_chat import OpenAIChat
     with FakeOpenAI(script=lambda body, n: CASES["text"]) as proxy:
         monkeypatch.setenv("HTTP_PROXY", proxy.base_url.removesuffix("/v1"))
         monkeypatch.delenv("NO_PROXY", raising=False)
@@ -127,6 +128,7 @@ def test_a_body_with_messages_encoded_once_is_the_sdk_encoding_byte_for_byte() -
 def test_reasoning_is_read_the_same_both_ways_and_never_sent_back() -> None:
     """DeepSeek refuses a request carrying reasoning_content: an assistant turn's reasoning stays out
     of the body on both paths, and the reply's reasoning is read into the message, not its text."""
+    from deskbench.models.openai_chat import OpenAIChat
     earlier = Message(role="assistant", content="before", reasoning=[Reasoning(text="old thoughts")])
     request = REQUEST.model_copy(update={"messages": [*REQUEST.messages, earlier, Message(role="user", content="more")]})
     behaviour = {"kind": "text", "text": "42", "reasoning_content": "a", "reasoning": "b", "reasoning_tokens": 3}

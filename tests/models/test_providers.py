@@ -30,7 +30,6 @@ from sim_openai import SimOpenAI
 from deskbench.corpus import Corpus
 from deskbench.errors import UserError
 from deskbench.models.capabilities import CapabilityRegistry, capabilities, use_capabilities
-from deskbench.models.openai_chat import OpenAIChat
 from deskbench.models.registry import make_model, open_model, preflight
 from deskbench.models.resilient import ResilientModel, RetryPolicy
 from deskbench.models.settings import Sampling, resolve
@@ -178,6 +177,7 @@ def test_gpt5_mini_run_and_judged_score_pass_the_reasoning_model_rules(operator_
 
 
 def test_gpt5_mini_settings_go_out_under_the_fields_it_takes(tmp_path: Path) -> None:
+    from deskbench.models.openai_chat import OpenAIChat
     with SimOpenAI(profile="openai") as sim:
         model = ResilientModel(OpenAIChat("gpt-5-mini", base_url=sim.base_url, api_key="sk-test"), policy=FAST,
                                settings=resolve("openai/gpt-5-mini", Sampling(max_tokens=300, reasoning_effort="low")))
@@ -301,6 +301,7 @@ def test_anthropic_sampling_and_structured_output() -> None:
 # --- OpenAI Chat Completions rules ------------------------------------------------------------------
 
 def gpt(sim: SimOpenAI, name: str, **settings: Any) -> ResilientModel:
+    from deskbench.models.openai_chat import OpenAIChat
     return ResilientModel(OpenAIChat(name, base_url=sim.base_url, api_key="sk-test"), policy=FAST,
                           settings=resolve(f"openai/{name}", Sampling(**settings)))
 

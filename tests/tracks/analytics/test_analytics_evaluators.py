@@ -18,7 +18,6 @@ from typing import Any, TypeVar
 import pytest
 from fake_openai import FakeOpenAI
 
-from deskbench.models.openai_chat import OpenAIChat
 from deskbench.models.resilient import ResilientModel, RetryPolicy
 from deskbench.models.settings import Sampling, resolve
 from deskbench.scoring.json_reply import json_objects, parse_reply
@@ -44,6 +43,7 @@ FAST = RetryPolicy(attempts=2, base_delay=0.01, max_delay=0.02, timeout=300.0)  
 
 
 def judge_for(fake: FakeOpenAI) -> ResilientModel:
+    from deskbench.models.openai_chat import OpenAIChat
     model = OpenAIChat("judge-model", base_url=fake.base_url, api_key="k", id="openai-compat/judge-model")
     return ResilientModel(model, policy=FAST, settings=resolve(model.id, Sampling(), "judge"))
 

@@ -16,7 +16,6 @@ import pytest
 from conftest import run_cli
 from fake_openai import FakeOpenAI
 
-from deskbench.models.openai_chat import OpenAIChat
 from deskbench.models.resilient import ResilientModel
 from deskbench.models.settings import Sampling, resolve
 from deskbench.runs.protocol import all_paper, describe
@@ -55,6 +54,7 @@ def is_judge(body: dict[str, Any]) -> bool:
 
 
 def model(name: str, url: str = "http://127.0.0.1:9") -> ResilientModel:
+    from deskbench.models.openai_chat import OpenAIChat
     return ResilientModel(OpenAIChat(name, base_url=url, api_key="k", id=f"openai-compat/{name}"),
                           settings=resolve(f"openai-compat/{name}", Sampling(), "judge"))
 

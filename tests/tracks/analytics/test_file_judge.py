@@ -12,13 +12,11 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-import pandas as pd
 import pytest
 from conftest import require_tool, run_cli
 from fake_openai import FakeOpenAI
 
 from deskbench.errors import UserError
-from deskbench.models.openai_chat import OpenAIChat
 from deskbench.models.resilient import ResilientModel, RetryPolicy
 from deskbench.models.settings import Sampling, resolve
 from deskbench.runs.store import Episode
@@ -84,6 +82,7 @@ def generated(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 def json_task(tasks_dir: Path) -> AnalyticsTask:
     """The region-summary file task, asking for JSON: a reference the comparator cannot read."""
+    import pandas as pd
     task = next(t for t in read_tasks(tasks_dir / "tasks.jsonl").items if t.template == "file_region_summary")
     assert task.reference_file is not None
     xlsx = tasks_dir / task.reference_file.path
@@ -96,6 +95,7 @@ def json_task(tasks_dir: Path) -> AnalyticsTask:
 
 
 def judge_model(fake: FakeOpenAI) -> ResilientModel:
+    from deskbench.models.openai_chat import OpenAIChat
     return ResilientModel(OpenAIChat("judge", base_url=fake.base_url, api_key="k", id="openai-compat/judge"),
                           policy=FAST, settings=resolve("openai-compat/judge", Sampling(), "judge"))
 

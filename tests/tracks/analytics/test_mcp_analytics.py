@@ -17,7 +17,13 @@ from deskbench.tasks.trajectory import ToolCallStep
 from deskbench.tracks.analytics.tasks import AnalyticsSubmission
 from tests.conftest import run_cli
 
-pytest.importorskip("mcp")
+
+@pytest.fixture(scope="module", autouse=True)
+def _mcp_sdk() -> None:
+    """Skipped without the MCP SDK, checked when these tests run, not imported (about 1 s) at every
+    worker's collection."""
+    pytest.importorskip("mcp")
+
 
 AGENT = Path(__file__).parents[2] / "external_code_agent.py"
 TASKS = [

@@ -16,7 +16,6 @@ from deliverable_responses import recompute, respond
 from fake_openai import FakeOpenAI
 
 from deskbench.errors import UserError
-from deskbench.models.openai_chat import OpenAIChat
 from deskbench.models.resilient import ResilientModel, RetryPolicy
 from deskbench.models.settings import Sampling, resolve
 from deskbench.runs.store import Episode, RunStore
@@ -103,6 +102,7 @@ def episode_of(run_dir: Path, tid: str, system: str) -> Episode:
 
 
 def judge_for(fake: FakeOpenAI) -> ResilientModel:
+    from deskbench.models.openai_chat import OpenAIChat
     return ResilientModel(OpenAIChat("grader", base_url=fake.base_url, api_key="k", id="openai-compat/grader"),
                           policy=FAST, settings=resolve("openai-compat/grader", Sampling(), "judge"))
 
@@ -249,6 +249,7 @@ def test_long_evidence_is_capped(run: Path) -> None:
 
 
 def test_grade_of_a_failed_episode_is_a_failure(run: Path) -> None:
+    from deskbench.models.openai_chat import OpenAIChat
     ep = next(e for e in RunStore(run).episodes("sys-broken"))
 
     async def go() -> RubricGrade | GradeFailure:

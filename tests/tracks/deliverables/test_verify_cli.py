@@ -18,7 +18,6 @@ from pydantic import TypeAdapter
 from typer.testing import CliRunner
 
 from deskbench.cli import app
-from deskbench.models.openai_chat import OpenAIChat
 from deskbench.models.resilient import ResilientModel, RetryPolicy
 from deskbench.models.settings import Sampling, resolve
 from deskbench.tracks.deliverables.scoring.verifiers import (
@@ -47,6 +46,7 @@ def verdict(satisfied: bool, reason: str = "the response says so in Section A") 
 
 def judged(fake: FakeOpenAI, specs: list[dict[str, Any]], response: str) -> list[VerifierResult]:
     """arun_verifiers with the fake server as the judge, its connections closed after."""
+    from deskbench.models.openai_chat import OpenAIChat
 
     async def go() -> list[VerifierResult]:
         model = ResilientModel(OpenAIChat("judge-model", base_url=fake.base_url, api_key="k",

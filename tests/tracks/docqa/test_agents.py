@@ -21,7 +21,6 @@ from fake_openai import FakeOpenAI
 
 from deskbench.agents.base import AgentContext, AgentSettings
 from deskbench.corpus import Corpus
-from deskbench.models.openai_chat import OpenAIChat
 from deskbench.models.resilient import ResilientModel, RetryPolicy
 from deskbench.runs.store import RunStore
 from deskbench.tasks.trajectory import ModelCallStep, ToolCallStep
@@ -41,6 +40,7 @@ ANSWER = tool("provide_answer", {"answer": ["Mountain car"], "citations": [{"fil
 
 
 def context(fake: FakeOpenAI, corpus: Corpus | None, **settings: Any) -> AgentContext:
+    from deskbench.models.openai_chat import OpenAIChat
     model = OpenAIChat("fake", base_url=fake.base_url, api_key="k", id="openai-compat/fake")
     return AgentContext(model=ResilientModel(model, policy=FAST), corpus=corpus, settings=AgentSettings(**settings))
 

@@ -11,7 +11,6 @@ import pytest
 from fake_openai import FakeOpenAI
 from test_score import SUBMISSIONS, TASKS, _write
 
-from deskbench.models.openai_chat import OpenAIChat
 from deskbench.models.resilient import ResilientModel, RetryPolicy
 from deskbench.models.settings import Sampling, resolve
 from deskbench.tracks.docqa.scoring.llm_judge import LLMJudge, judge_prompt
@@ -25,6 +24,7 @@ def verdict(judgment: str, reasoning: str = "compared with the gold variants", i
 
 
 def judge_for(fake: FakeOpenAI) -> LLMJudge:
+    from deskbench.models.openai_chat import OpenAIChat
     model = OpenAIChat("judge-model", base_url=fake.base_url, api_key="k", id="openai-compat/judge-model")
     return LLMJudge(ResilientModel(model, policy=FAST, settings=resolve(model.id, Sampling(), "judge")))
 

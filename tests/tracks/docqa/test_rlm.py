@@ -16,7 +16,6 @@ from fake_openai import FakeOpenAI
 
 from deskbench.agents.base import AgentContext, AgentSettings
 from deskbench.corpus import Corpus
-from deskbench.models.openai_chat import OpenAIChat
 from deskbench.models.resilient import ResilientModel, RetryPolicy
 from deskbench.models.settings import Sampling
 from deskbench.runs.store import RunStore
@@ -221,6 +220,7 @@ def scripted(root_replies: list[str], sub_reply: str = "Mountain car"):  # -> sc
 
 def context(fake: FakeOpenAI, corpus: Corpus, max_steps: int | None = 4, with_sandbox: bool = True,
             max_sub_calls: int | None = None) -> AgentContext:
+    from deskbench.models.openai_chat import OpenAIChat
     model = OpenAIChat("fake", base_url=fake.base_url, api_key="k", id="openai-compat/fake")
     return AgentContext(model=ResilientModel(model, policy=FAST), corpus=corpus,
                         settings=AgentSettings(max_steps=max_steps, max_sub_calls=max_sub_calls),

@@ -17,7 +17,6 @@ from fake_openai import FakeOpenAI
 
 from deskbench.agents.base import AgentContext, AgentResult, AgentSettings
 from deskbench.corpus import Corpus
-from deskbench.models.openai_chat import OpenAIChat
 from deskbench.models.resilient import ResilientModel, RetryPolicy
 from deskbench.runs.runner import run_attempts
 from deskbench.runs.store import RunStore
@@ -101,6 +100,7 @@ def _search_threads(monkeypatch: pytest.MonkeyPatch, corpus: Corpus, view: str,
     """Run bm25-agent for `searches` searches; the thread of the event loop and of each search.
     The agent's CPU clock is a fake one on which a search costs nothing: what is tested is where
     searches go given their cost, not what a search costs on a loaded machine."""
+    from deskbench.models.openai_chat import OpenAIChat
     threads: list[int] = []
     search = PageSearch._search
     clock = types.SimpleNamespace(thread_time=lambda: 0.0)
