@@ -19,10 +19,13 @@ import time
 import urllib.request
 from importlib import metadata
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from deskbench.errors import UserError
-from deskbench.models.openai_chat import OpenAIChat
 from deskbench.models.types import ChatRequest, ChatResponse, ImagePart, Message, TextPart
+
+if TYPE_CHECKING:
+    from deskbench.models.openai_chat import OpenAIChat
 
 MODEL_ID = "local/smollm2-135m-instruct"
 URL_ENV = "DESKBENCH_LOCAL_MODEL_URL"
@@ -142,6 +145,9 @@ class LocalChat:
                 if self._server is not None:
                     await asyncio.to_thread(self._server.start)
                 url = self._server.base_url if self._server is not None else str(self._url)
+                # the openai SDK (about 1 s) loads when the model is first called, not with this module
+                from deskbench.models.openai_chat import OpenAIChat
+
                 self._client = OpenAIChat("smollm2", base_url=url, api_key="not-needed", timeout=600.0, id=self.id)
         return self._client
 
