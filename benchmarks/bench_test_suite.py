@@ -57,7 +57,7 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("logs", nargs="+", type=Path)
     ap.add_argument("--commit", required=True)
-    ap.add_argument("--workers", type=int, default=2, help="xdist workers the command used (its CPUs)")
+    ap.add_argument("--workers", type=int, default=3, help="xdist workers the command used (scripts/test.sh: one more than its CPUs)")
     args = ap.parse_args(argv)
     try:
         runs = [read_log(p) for p in args.logs]
