@@ -1,6 +1,7 @@
 """Running a command or a server in a subprocess with a bound on the CPU time of its process tree
 and on the peak RSS of every process of the tree (each process's own high-water mark, VmHWM, read
-every 100 ms, and the reaped ones' from wait4: a peak between two samples is not missed). The verdict never
+every 100 ms: a peak between two samples is not missed; wait4's ru_maxrss is not used, as a child
+started by fork or vfork inherits the test process's high-water mark). The verdict never
 depends on wall time (issue 34: under xdist on a loaded 2-core machine a 20 s probe took 40 s of
 wall time): wall time is only a hang guard (`kill_after`, 300 s) that fails with its own message,
 and is still reported for the benchmarks. tests/runs/test_hostile_files.py and
@@ -154,9 +155,8 @@ def bounded(argv: list[str], *, kill_after: float = HANG_SECONDS, env: dict[str,
         os.close(ended_fd)
     for r in readers:
         r.join(30)
-    peak = max(watch.peak, ended[1] if ended else 0.0)  # the reaped processes' high-water mark too
     return Bounded(proc.returncode, out.get("stdout", ""), out.get("stderr", ""), time.monotonic() - started,
-                   peak, watch.tree, bool(why), ended[0] if ended else 0.0, why)
+                   watch.peak, watch.tree, bool(why), ended[0] if ended else 0.0, why)
 
 
 def _exit_fd(pid: int) -> int | None:
@@ -175,15 +175,14 @@ def _wait_exit(fd: int | None, seconds: float) -> None:
         select.select([fd], [], [], seconds)
 
 
-def _reap(proc: subprocess.Popen[str], flags: int) -> tuple[float, float] | None:
-    """(CPU seconds, peak RSS MB) of `proc` and its reaped descendants once it has ended (then
-    reaped, its returncode set), None while it runs. os.wait4 rather than Popen.poll, which drops
-    the rusage; ru_maxrss (KiB) is the largest RSS of them."""
+def _reap(proc: subprocess.Popen[str], flags: int) -> tuple[float] | None:
+    """(CPU seconds,) of `proc` and its reaped descendants once it has ended (then reaped, its
+    returncode set), None while it runs. os.wait4 rather than Popen.poll, which drops the rusage."""
     pid, status, usage = os.wait4(proc.pid, flags)
     if pid == 0:
         return None
     proc.returncode = os.waitstatus_to_exitcode(status)
-    return (usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024)
+    return (usage.ru_utime + usage.ru_stime,)
 
 
 def _free_port() -> int:

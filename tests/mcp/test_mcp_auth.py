@@ -385,7 +385,9 @@ def test_stdio_is_one_client_and_its_episodes_follow_each_other(setup: tuple[Pat
         "-m", "deskbench.cli", "mcp", "--corpus", str(corpus), "--out", str(out)], env=dict(os.environ))
 
     async def client() -> None:
-        async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
+        # errlog now: stdio_client's default is the sys.stderr of when mcp.client.stdio was first imported,
+        # which may be a CliRunner's stream (an in-process CLI call), with no file descriptor
+        async with stdio_client(params, errlog=sys.stderr) as (read, write), ClientSession(read, write) as session:
             await session.initialize()
             await session.call_tool("search_documents", {"query": "harbour"})
             await session.call_tool("provide_answer", {"answer": ["first"], "citations": CITE})

@@ -122,7 +122,9 @@ def test_deskbench_mcp_over_stdio_serves_the_tools_and_records_the_episode(setup
         "--question", "Who is the harbour master?"])
 
     async def client() -> set[str]:
-        async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
+        # errlog now: stdio_client's default is the sys.stderr of when mcp.client.stdio was first imported,
+        # which may be a CliRunner's stream (an in-process CLI call), with no file descriptor
+        async with stdio_client(params, errlog=sys.stderr) as (read, write), ClientSession(read, write) as session:
             await session.initialize()
             names = {t.name for t in (await session.list_tools()).tools}
             page = await session.call_tool("get_page", {"file": "harbour.pdf", "page": 2})

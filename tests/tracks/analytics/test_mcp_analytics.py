@@ -146,7 +146,9 @@ def test_deskbench_mcp_serves_an_analytics_task_over_stdio(bwrap: str, tasks: Pa
         "-m", "deskbench.cli", "mcp", "--tasks", str(tasks), "--task", "sum-2", "--out", str(out)])
 
     async def client() -> tuple[set[str], str]:
-        async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
+        # errlog now: stdio_client's default is the sys.stderr of when mcp.client.stdio was first imported,
+        # which may be a CliRunner's stream (an in-process CLI call), with no file descriptor
+        async with stdio_client(params, errlog=sys.stderr) as (read, write), ClientSession(read, write) as session:
             hello = await session.initialize()
             names = {t.name for t in (await session.list_tools()).tools}
             ran = await session.call_tool("execute_code", {"code": SUM_CODE})
@@ -183,7 +185,9 @@ def test_deskbench_mcp_max_rounds_ends_an_episode_past_it(bwrap: str, tasks: Pat
         "-m", "deskbench.cli", "mcp", "--tasks", str(tasks), "--task", "sum-2", "--out", str(out), "--max-rounds", "1"])
 
     async def client() -> None:
-        async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
+        # errlog now: stdio_client's default is the sys.stderr of when mcp.client.stdio was first imported,
+        # which may be a CliRunner's stream (an in-process CLI call), with no file descriptor
+        async with stdio_client(params, errlog=sys.stderr) as (read, write), ClientSession(read, write) as session:
             await session.initialize()
             assert not is_error(await session.call_tool("execute_code", {"code": SUM_CODE}))
             await session.call_tool("execute_code", {"code": SUM_CODE})  # past the budget: the episode ends
