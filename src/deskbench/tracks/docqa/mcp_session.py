@@ -27,7 +27,7 @@ from deskbench.agents.base import (
     load_page_parts,
 )
 from deskbench.corpus.corpus import SearchHit
-from deskbench.errors import QuerySyntaxError, UserError, is_one_of
+from deskbench.errors import QuerySyntaxError, UserError, is_one_of, spoken_list
 from deskbench.models.types import ChatModel, Part
 from deskbench.tasks.trajectory import ToolCallStep
 from deskbench.tracks.docqa.agents.protocol import submission_of
@@ -97,7 +97,7 @@ class DocqaSession:
         the image or the text."""
         self._open()
         if not is_one_of(view, VIEWS):
-            raise ToolError(f"view {view!r} is not valid; use image or text")
+            raise ToolError(f"view {view!r} is not valid; use {spoken_list(VIEWS)}")
         started = time.monotonic()
         ctx = AgentContext(model=None, corpus=self.ctx.corpus, settings=replace(self.ctx.settings, view=view))
         try:
