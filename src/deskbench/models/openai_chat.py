@@ -1,5 +1,7 @@
-"""Any OpenAI-compatible chat endpoint through the `openai` SDK (OpenAI, vLLM, Ollama, llama.cpp,
-OpenRouter, a LiteLLM proxy, ...).
+"""Any OpenAI-compatible chat endpoint as the `openai` SDK calls it (OpenAI, vLLM, Ollama,
+llama.cpp, OpenRouter, a LiteLLM proxy, ...). In the plain configuration (a key, a base URL) the
+SDK's request is sent without importing the SDK (models/openai_wire.py); otherwise the SDK is the
+client.
 
 The SDK's own retries are switched off (max_retries=0): deskbench's retry wrapper treats every
 provider alike and honours Retry-After. API keys come from the environment only and are never
@@ -14,13 +16,10 @@ import json
 from collections import deque
 from typing import TYPE_CHECKING, Any
 
-import openai
-from openai import AsyncOpenAI, DefaultAioHttpClient
-
 from deskbench.models.capabilities import Capabilities, capabilities
 from deskbench.models.image_limits import fit_images
 from deskbench.models.message_order import tool_results_first
-from deskbench.models.openai_wire import DirectPost, WireMessages, direct_post
+from deskbench.models.openai_wire import DirectPost, WireMessages, direct_post, plain_post
 from deskbench.models.sdk_errors import sdk_error
 from deskbench.models.types import (
     ChatRequest,
@@ -35,7 +34,8 @@ from deskbench.models.types import (
     Usage,
 )
 
-if TYPE_CHECKING:  # the SDK's own type of it (see _sdk_platform)
+if TYPE_CHECKING:  # the SDK is imported only when it is the client (see OpenAIChat)
+    from openai import AsyncOpenAI
     from openai._base_client import Platform
 
 # where OpenAI-compatible servers put a reply's reasoning text: DeepSeek, vLLM and llama.cpp's
@@ -218,6 +218,8 @@ class _NewConnectionRamp:
 
 
 def _error(exc: Exception) -> ModelError:
+    import openai
+
     return sdk_error(exc, openai.APIStatusError, openai.APITimeoutError, openai.APIConnectionError)
 
 
@@ -234,62 +236,74 @@ class OpenAIChat:
         self.id = id or f"openai/{model}"
         self.caps = caps or capabilities(self.id)
         self._settings: dict[str, Any] = {"base_url": base_url, "api_key": api_key, "timeout": timeout}
-        self._direct: DirectPost | None = None
-        self._client: AsyncOpenAI | None = self._new_client()  # checks the key now, not at the first call
+        self._client: AsyncOpenAI | None = None  # the SDK's, made when it is the client
+        # the plain configuration needs no SDK (models/openai_wire.py plain_post); otherwise the
+        # SDK's client, made now: it checks the key now, not at the first call
+        self._direct: DirectPost | None = plain_post(api_key, base_url, "/chat/completions", timeout)
+        if self._direct is None:
+            self._client = self._new_client()
+            self._direct = direct_post(self._client, "/chat/completions", timeout)
         self._loop: asyncio.AbstractEventLoop | None = None
         self._ramp = _NewConnectionRamp()
         null_content = self.caps.null_content
         self._wire = WireMessages(lambda m: to_openai_messages([m], null_content=null_content)[0])
 
     def _new_client(self) -> AsyncOpenAI:
+        import openai
+
         try:
             # aiohttp as the SDK's transport (its documented option "for improved concurrency"):
             # httpx's pool walks every connection on every request, which cost ~3 ms a call at 64.
-            client = AsyncOpenAI(**self._settings, max_retries=0, http_client=DefaultAioHttpClient())
+            client = openai.AsyncOpenAI(**self._settings, max_retries=0, http_client=openai.DefaultAioHttpClient())
         except openai.OpenAIError as exc:  # e.g. no OPENAI_API_KEY in the environment
             from deskbench.errors import UserError
 
             raise UserError(f"cannot use {self.id}: {exc}") from exc
         if getattr(client, "_platform", False) is None and (known := _sdk_platform()) is not None:
             client._platform = known  # see _sdk_platform
-        # the POST itself without the SDK's per-call layers, for a client in the plain configuration
-        self._direct = direct_post(client, "/chat/completions", self._settings["timeout"])
         return client
 
-    def _client_here(self) -> AsyncOpenAI:
-        """The client of the running event loop: connections belong to one loop, and the same
-        model may serve several `asyncio.run`s (a run, then its judge)."""
+    def _loop_here(self) -> None:
+        """Connections belong to one event loop, and the same model may serve several
+        `asyncio.run`s (a run, then its judge): a new loop gets new ones."""
         loop = asyncio.get_running_loop()
-        if self._client is None or (self._loop is not None and self._loop is not loop):
+        if self._loop is not None and self._loop is not loop:
             if self._direct is not None:
                 self._direct.discard()  # its session belongs to the loop that is gone
-            self._client = self._new_client()
-            self._ramp = _NewConnectionRamp()  # the new client's pool is empty
+            self._client = None
+            self._ramp = _NewConnectionRamp()  # the new pool is empty
         self._loop = loop
-        return self._client
 
     async def complete(self, request: ChatRequest) -> ChatResponse:
-        client = self._client_here()
+        self._loop_here()
         ramp = self._ramp
         await ramp.turn()
         ramp.in_flight += 1
         ramp.peak = max(ramp.peak, ramp.in_flight)
         try:
-            # The SDK's generic POST: same auth, errors and transport as chat.completions.create,
-            # without its per-call walk of the request through typed-dict transforms (~18 ms of
-            # CPU per call on long conversations) or the response model's construction (cast_to
-            # object keeps the parsed JSON); `parse_completion` reads what deskbench needs.
             if self._direct is not None:  # models/openai_wire.py: the same bytes and headers, ~0.5 ms less CPU
                 messages = wire_order(fit_images(request.messages, self.caps), self.caps)
                 raw = await self._direct.post(self._wire.body(self.model, messages, options_kwargs(request, self.caps, self.id)))
             else:
-                body = {"model": self.model, **request_kwargs(request, self.caps, self.id)}
-                raw = await client.post("/chat/completions", body=body, cast_to=object)
-        except openai.OpenAIError as exc:
-            raise _error(exc) from exc
+                raw = await self._sdk_post(request)
         finally:
             ramp.in_flight -= 1
         return parse_completion(raw, self.model)
+
+    async def _sdk_post(self, request: ChatRequest) -> object:
+        """The SDK's generic POST: same auth, errors and transport as chat.completions.create,
+        without its per-call walk of the request through typed-dict transforms (~18 ms of CPU per
+        call on long conversations) or the response model's construction (cast_to object keeps
+        the parsed JSON); `parse_completion` reads what deskbench needs."""
+        import openai
+
+        if self._client is None:
+            self._client = self._new_client()
+        body = {"model": self.model, **request_kwargs(request, self.caps, self.id)}
+        try:
+            return await self._client.post("/chat/completions", body=body, cast_to=object)
+        except openai.OpenAIError as exc:
+            raise _error(exc) from exc
 
     async def aclose(self) -> None:
         if self._direct is not None:

@@ -12,14 +12,28 @@ the same rules as the SDK's exceptions (models/sdk_errors.py).
 It is used only for a client in the plain configuration deskbench builds: an API key as text,
 no provider runtime (e.g. Azure), no workload identity, no key provider, no default query
 parameters. Anything else (or an SDK without these attributes) keeps the SDK's own path.
+
+`plain_post` goes one step further for that configuration: it works out the SDK's URL and
+headers without importing the SDK at all (importing it builds ~1,000 pydantic response models:
+1.5 s of CPU in every process that calls a model: each `deskbench run`, each Ray worker). It
+mirrors the installed SDK's AsyncOpenAI (openai/lib/_client_auth.py, _base_client.py) for the
+environment it understands and says None for anything else (an admin key, custom headers from
+the environment, an unusual URL or platform), when the SDK is the client again.
+tests/models/test_openai_plain.py holds it to the installed SDK's own headers.
 """
 
 from __future__ import annotations
 
 import contextlib
+import functools
+import importlib.util
 import json
+import os
+import platform
+import re
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
+from pathlib import Path
 from typing import Any
 
 import aiohttp
@@ -48,7 +62,119 @@ def direct_post(client: Any, path: str, timeout: float) -> DirectPost | None:
     if not any(k.lower() == "authorization" for k in headers):
         return None  # the SDK refuses such a request with its own message: let it
     headers |= {"x-stainless-retry-count": "0", "x-stainless-read-timeout": str(timeout)}
+    if "X-Stainless-Async" in headers:  # the SDK says it per request, from the running task
+        headers["X-Stainless-Async"] = _ASYNC_PENDING
     return DirectPost(f"{str(client.base_url).rstrip('/')}/{path.lstrip('/')}", headers, timeout)
+
+
+# a base URL the SDK's URL normalisation (httpx) leaves as it is: lower-case host, no default
+# port, user info, query, fragment, escapes or dot segments
+_PLAIN_URL = re.compile(r"(?P<scheme>https?)://(?P<host>[a-z0-9][a-z0-9.-]*|\[[0-9a-f:.]+\])(?::(?P<port>[1-9]\d{0,4}))?"
+                        r"(?P<path>(?:/[A-Za-z0-9_~-][A-Za-z0-9._~-]*)*/?)")
+_DEFAULT_PORT = {"http": "80", "https": "443"}
+# the environment the SDK reads beyond key, base URL, organisation and project: each changes what it sends
+_NOT_PLAIN_ENV = ("OPENAI_ADMIN_KEY", "OPENAI_CUSTOM_HEADERS")
+
+
+def plain_post(api_key: str | None, base_url: str | None, path: str, timeout: float) -> DirectPost | None:
+    """The DirectPost an `openai.AsyncOpenAI(api_key=..., base_url=...)` client would give
+    (`direct_post`), worked out without importing the SDK; None when the settings or the
+    environment are not the plain configuration mirrored here (the SDK is then the client: it
+    also words a missing key's refusal)."""
+    if api_key is None:
+        api_key = os.environ.get("OPENAI_API_KEY")
+    if not api_key or any(name in os.environ for name in _NOT_PLAIN_ENV):
+        return None
+    if base_url is None:
+        base_url = os.environ.get("OPENAI_BASE_URL")
+    url = _plain_url("https://api.openai.com/v1" if base_url is None else base_url)
+    known = _sdk_identity()
+    if url is None or known is None:
+        return None
+    version, os_name, arch = known
+    organization, project = os.environ.get("OPENAI_ORG_ID"), os.environ.get("OPENAI_PROJECT_ID")
+    headers = {"Authorization": f"Bearer {api_key}", "Accept": "application/json",
+               "Content-Type": "application/json", "User-Agent": f"AsyncOpenAI/Python {version}",
+               "X-Stainless-Lang": "python", "X-Stainless-Package-Version": version, "X-Stainless-OS": os_name,
+               "X-Stainless-Arch": arch, "X-Stainless-Runtime": platform.python_implementation(),
+               "X-Stainless-Runtime-Version": platform.python_version(),
+               "X-Stainless-Async": _ASYNC_PENDING,  # known in the event loop (DirectPost._session_here)
+               **({} if organization is None else {"OpenAI-Organization": organization}),
+               **({} if project is None else {"OpenAI-Project": project}),
+               "x-stainless-retry-count": "0", "x-stainless-read-timeout": str(timeout)}
+    return DirectPost(f"{url.rstrip('/')}/{path.lstrip('/')}", headers, timeout)
+
+
+def _plain_url(url: str) -> str | None:
+    m = _PLAIN_URL.fullmatch(url)
+    if m is None or m["port"] == _DEFAULT_PORT[m["scheme"]] or len(m["port"] or "") == 5 and int(m["port"]) > 65535:
+        return None
+    return url
+
+
+@functools.cache
+def _sdk_identity() -> tuple[str, str, str] | None:
+    """(SDK version, X-Stainless-OS, X-Stainless-Arch) as the installed SDK says them, read from
+    its files and the platform without importing it; None when it is not installed or its
+    version is not where this looks, or the platform is one the SDK names in ways not mirrored."""
+    spec = importlib.util.find_spec("openai")
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    try:
+        text = (Path(next(iter(spec.submodule_search_locations))) / "_version.py").read_text(encoding="utf-8")
+    except OSError:
+        return None
+    found = re.search(r'^__version__ = "([^"]+)"', text, re.M)
+    os_name, arch = _sdk_os(), _sdk_arch()
+    if found is None or os_name is None or arch is None:
+        return None
+    return found[1], os_name, arch
+
+
+def _sdk_os() -> str | None:
+    """openai._base_client.get_platform for Linux, macOS and Windows; None elsewhere."""
+    try:
+        system, name = platform.system().lower(), platform.platform().lower()
+    except Exception:  # noqa: BLE001 - the SDK says "Unknown" then: not mirrored
+        return None
+    if "iphone" in name or "ipad" in name or "android" in name:
+        return None
+    if system == "darwin":
+        return "MacOS"
+    if system == "windows":
+        return "Windows"
+    if system == "linux":
+        try:
+            distro = platform.freedesktop_os_release().get("ID", "").lower()
+        except OSError:
+            distro = ""
+        return None if distro in ("freebsd", "openbsd") else "Linux"
+    return None
+
+
+def _sdk_arch() -> str | None:
+    """openai._base_client.get_architecture for the machines it names; None elsewhere."""
+    machine = platform.machine().lower()
+    if machine in ("arm64", "aarch64"):
+        return "arm64"
+    if machine == "arm":
+        return "arm"
+    if machine == "x86_64":
+        return "x64"
+    return None
+
+
+_ASYNC_PENDING = "async:pending"
+
+
+def _async_library() -> str:
+    """openai._utils.get_async_library: what runs the current task ("asyncio"), or "false"."""
+    try:
+        import sniffio
+
+        return str(sniffio.current_async_library())
+    except Exception:  # noqa: BLE001 - the SDK's own fallback
+        return "false"
 
 
 class DirectPost:
@@ -68,6 +194,8 @@ class DirectPost:
             self.proxy, self.proxy_auth = get_env_proxy_for_url(URL(url))
 
     def _session_here(self) -> aiohttp.ClientSession:
+        if self.headers.get("X-Stainless-Async") == _ASYNC_PENDING:
+            self.headers["X-Stainless-Async"] = f"async:{_async_library()}"
         if self._session is None or self._session.closed:
             self._session = aiohttp.ClientSession(
                 connector=aiohttp.TCPConnector(limit=_MAX_CONNECTIONS), timeout=self.timeout)
