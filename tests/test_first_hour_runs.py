@@ -32,9 +32,12 @@ ENV = {"PYTHONPATH": os.pathsep.join(p for p in (TESTS, os.environ.get("PYTHONPA
 
 @pytest.fixture(scope="module")
 def demo_corpus(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The bundled demo's PDFs, ingested (what `deskbench demo` searches)."""
+    """The bundled demo's PDFs, ingested (what `deskbench demo` searches) without OCR: these tests
+    are about what a run stores and prints, whatever its agents find; reading the scans (10 s of
+    CPU) is tested with `deskbench demo` itself (tests/cli/test_demo.py, test_first_hour_offline)."""
     corpus = tmp_path_factory.mktemp("demo") / "corpus"
-    proc = run_cli("ingest", str(bundled_dir() / "docqa" / "pdfs"), "--corpus", str(corpus), "--quiet")
+    proc = run_cli("ingest", str(bundled_dir() / "docqa" / "pdfs"), "--corpus", str(corpus), "--ocr", "never",
+                   "--quiet")
     assert proc.returncode == 0, proc.stderr
     return corpus
 
