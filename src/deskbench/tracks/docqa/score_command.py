@@ -20,6 +20,7 @@ from deskbench.runs.store import RunStore
 from deskbench.tracks.docqa.scoring.docqa import KUIPER_TIES, ScoreOptions
 from deskbench.tracks.docqa.scoring.docqa_summary import GROUP_BYS, GroupBy
 from deskbench.tracks.docqa.scoring.llm_judge import make_judge
+from deskbench.tracks.docqa.scoring.retrieval import RetrievalGroup, RetrievalReport
 from deskbench.tracks.docqa.tasks import EFFORT_MEASURES, DocQASubmission, DocQATask
 
 if TYPE_CHECKING:
@@ -263,6 +264,8 @@ def print_report(report: ScoreReport, name: str) -> None:
                  if report.n_errors else "")
               + (f"; unreadable episodes {len(report.unreadable_ids)} (not counted: named on stderr)"
                  if report.unreadable_ids else ""))
+    if report.retrieval is not None:
+        out.print(retrieval_line(report.retrieval))
     if report.wasted_effort_ratio is not None or report.effort_share_incorrect is not None:
         wasted = "–" if report.wasted_effort_ratio is None else f"{report.wasted_effort_ratio:.3f}"
         out.print(f"wasted effort ratio {wasted} (mean effort of incorrect / correct items); "
@@ -296,4 +299,28 @@ def print_report(report: ScoreReport, name: str) -> None:
     out.print(f"CIs: accuracy {'as the bias correction above' if judged else 'Wilson 95%'}; "
               "Page/Doc F1 bootstrap 95% (1000 resamples, seed 0, whole set only)")
 
+
+def retrieval_line(r: RetrievalReport) -> str:
+    """The searches' retrieval metrics in one line (deskbench's diagnostics, not MADQA's)."""
+    def group(g: RetrievalGroup) -> str:
+        if not g.searches:
+            return "no search scored"
+        recall = ", ".join(f"@{k} {_share(g.recall_at.get(k))}" for k in r.k)
+        return (f"evidence recall {recall}; MRR {'–' if g.mrr is None else f'{g.mrr:.3f}'}; every gold page "
+                f"returned in {_share(g.evidence_reached)} of episodes")
+
+    o = r.overall
+    hops = "; ".join(f"{HOP_LABELS[h]}: {group(g)}" for h, g in r.by_hop_type.items() if h != "single" and g.searches)
+    left = [f"{n} {what}" for n, what in ((r.episodes_without_search, "episodes without a search"),
+                                          (r.searches_without_pages, "searches without returned pages"),
+                                          (r.tasks_without_evidence, "tasks without gold pages")) if n]
+    return (f"retrieval (deskbench's, {o.searches} searches in {o.episodes} episodes): {group(o)}"
+            + (f" [{hops}]" if hops else "") + (f"; not scored: {', '.join(left)}" if left else ""))
+
+
+def _share(value: float | None) -> str:
+    return "–" if value is None else f"{_pct(value)}%"
+
+
+HOP_LABELS = {"single": "single-hop", "cross_page": "X-Page", "cross_doc": "X-Doc"}
 

@@ -21,6 +21,7 @@ from deskbench.tracks.docqa.scoring.calibration import (
 from deskbench.tracks.docqa.scoring.docqa import ScoreOptions
 from deskbench.tracks.docqa.scoring.docqa_match import Matched
 from deskbench.tracks.docqa.scoring.docqa_official import OfficialReport, official_report
+from deskbench.tracks.docqa.scoring.retrieval import RetrievalReport, retrieval_report
 from deskbench.tracks.docqa.tasks import HOP_TYPES, EffortMeasure, ItemScore
 
 GroupBy = Literal["domain", "category"]
@@ -122,6 +123,9 @@ class ScoreReport(GroupSummary):
     injection: InjectionSummary | None = None  # only when some task carries an injection
     official_metrics: OfficialReport | None = None  # --official: the official evaluator's keys
     attempts: AttemptMetrics | None = None  # a run with --attempts K > 1: pass@k, avg@k, spread (docqa_attempts)
+    # deskbench's diagnostics of every search against the gold pages (scoring/retrieval.py), not
+    # MADQA's metrics; None when no submission made a search
+    retrieval: RetrievalReport | None = None
 
 
 LEE_INTERVAL = "Rogan-Gladen; interval of Lee et al. (2026)"
@@ -311,6 +315,7 @@ def summarize(
         by_category=_groups(cols, [i.category for i in items], opts, with_f1_ci=False) if "category" in by else None,
     )
     report.injection = summarize_injections(items)
+    report.retrieval = retrieval_report(matched.pairs)
     if opts.official:
         report.official_metrics = official_report(items, judged=opts.judge is not None, q0=opts.q0, q1=opts.q1,
                                                   m0=opts.m0, m1=opts.m1)
