@@ -20,6 +20,7 @@ from deskbench.runs.store import RunStore
 from deskbench.tracks.docqa.scoring.docqa import KUIPER_TIES, ScoreOptions
 from deskbench.tracks.docqa.scoring.docqa_summary import GROUP_BYS, GroupBy
 from deskbench.tracks.docqa.scoring.llm_judge import make_judge
+from deskbench.tracks.docqa.scoring.oracle_gap import GapGroup, OracleGap
 from deskbench.tracks.docqa.scoring.retrieval import RetrievalGroup, RetrievalReport
 from deskbench.tracks.docqa.tasks import EFFORT_MEASURES, DocQASubmission, DocQATask
 
@@ -113,9 +114,11 @@ def score_run(store: RunStore, systems: Sequence[str], a: DocQAScoreArgs, *, as_
     reports = {}
     collected: list[dict[str, object]] = []  # every system's item rows, for --items-out
     stored: list[StoredItem] = []  # every item of every attempt, kept in the run store
+    ran: dict[str, set[str]] = {}  # the tasks each system has an episode for (the oracle gap's pairs)
     for name in systems:
         subs, failed = run_submissions(store, name)
         answered = {s.id for s in subs if s.id is not None} | set(failed)
+        ran[name] = answered
         # a task whose episode could not be read is left out, not scored missing (a zero): only over what ran
         unread = sorted({u.task_id for u in store.skipped.values() if u.system == name
                          and (u.attempt == "0" or not u.attempt.isdigit())} - answered)
@@ -129,6 +132,14 @@ def score_run(store: RunStore, systems: Sequence[str], a: DocQAScoreArgs, *, as_
         attempts = reports[name].attempts
         if attempts is not None and not as_json:
             _print_attempts(attempts)
+    from deskbench.runs.identity import stored_identities
+    from deskbench.tracks.docqa.scoring.oracle_gap import oracle_gaps
+
+    for name, gap in oracle_gaps(stored, task_items, stored_identities(store), ran).items():
+        if name in reports:
+            reports[name].oracle_gap = gap
+            if not as_json:
+                out.print(oracle_gap_line(name, gap))
     if a.items_out is not None:  # every system's items in one file, each line naming its system
         from deskbench.tracks.docqa.scoring.docqa_items import write_rows
 
@@ -316,6 +327,17 @@ def retrieval_line(r: RetrievalReport) -> str:
                                           (r.tasks_without_evidence, "tasks without gold pages")) if n]
     return (f"retrieval (deskbench's, {o.searches} searches in {o.episodes} episodes): {group(o)}"
             + (f" [{hops}]" if hops else "") + (f"; not scored: {', '.join(left)}" if left else ""))
+
+
+def oracle_gap_line(name: str, g: OracleGap) -> str:
+    """A system's gap to the oracle on its model, overall and by hop type, in points."""
+    def points(x: GapGroup) -> str:
+        return "–" if x.gap is None else f"{100 * x.gap:+.1f}"
+
+    hops = ", ".join(f"{HOP_LABELS[h]} {points(x)} (n={x.n})" for h, x in g.by_hop_type.items() if x.n)
+    return (f"gap to the oracle ({escape(g.oracle)}, the same model given the gold pages) of {escape(name)}: "
+            f"{points(g)} points of accuracy over the {g.n} tasks both scored ({_share(g.oracle_accuracy)} "
+            f"against {_share(g.accuracy)}, raw item scores){'; ' + hops if hops else ''}")
 
 
 def _share(value: float | None) -> str:

@@ -21,6 +21,7 @@ from deskbench.tracks.docqa.scoring.calibration import (
 from deskbench.tracks.docqa.scoring.docqa import ScoreOptions
 from deskbench.tracks.docqa.scoring.docqa_match import Matched
 from deskbench.tracks.docqa.scoring.docqa_official import OfficialReport, official_report
+from deskbench.tracks.docqa.scoring.oracle_gap import OracleGap
 from deskbench.tracks.docqa.scoring.retrieval import RetrievalReport, retrieval_report
 from deskbench.tracks.docqa.tasks import HOP_TYPES, EffortMeasure, ItemScore
 
@@ -126,6 +127,9 @@ class ScoreReport(GroupSummary):
     # deskbench's diagnostics of every search against the gold pages (scoring/retrieval.py), not
     # MADQA's metrics; None when no submission made a search
     retrieval: RetrievalReport | None = None
+    # a run with an oracle on this system's model: the oracle's accuracy minus this system's over the
+    # tasks both scored (scoring/oracle_gap.py)
+    oracle_gap: OracleGap | None = None
 
 
 LEE_INTERVAL = "Rogan-Gladen; interval of Lee et al. (2026)"
