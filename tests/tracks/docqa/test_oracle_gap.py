@@ -11,6 +11,7 @@ from conftest import run_cli
 
 from deskbench.runs.identity import Build, SystemConfig, SystemIdentity, remember_config
 from deskbench.runs.store import Episode, RunStore
+from deskbench.tasks.trajectory import ToolCallStep
 from deskbench.tracks.docqa.scoring.oracle_gap import oracle_of
 from deskbench.tracks.docqa.tasks import DocQASubmission, DocQATask
 
@@ -21,6 +22,8 @@ ANSWERS = {  # system -> task -> answer ("x" is right)
     "bm25-agent:openai/gpt-4.1": {"t1": "x", "t2": "wrong", "t3": "wrong", "t4": "x"},
     "rag:openai/gpt-5": {"t1": "x", "t2": "x"},  # no oracle on its model
 }
+SEARCHES = {  # bm25-agent's searches (a stored episode keeps them in its trajectory); none for t3
+    "t1": [("a.pdf", 1)], "t2": [("a.pdf", 3), ("c.pdf", 1)], "t4": [("a.pdf", 9)]}
 
 
 def _run(root: Path) -> Path:
@@ -32,8 +35,12 @@ def _run(root: Path) -> Path:
         agent, model = system.split(":", 1)
         remember_config(store, system, SystemConfig(track="docqa", agent=agent, model=model, settings={"view": "image"}))
         for task, answer in answers.items():
+            found = SEARCHES.get(task) if agent == "bm25-agent" else None
             store.record(Episode(task_id=task, system=system, status="ok",
-                                 submission=DocQASubmission(id=task, question=f"question {task}?", answer=[answer])))
+                                 submission=DocQASubmission(id=task, question=f"question {task}?", answer=[answer]),
+                                 trajectory=[] if found is None else [ToolCallStep(
+                                     name="search_documents", arguments={"query": "q"},
+                                     result={"pages": [list(p) for p in found]})]))
     return root / "run"
 
 
@@ -48,6 +55,15 @@ def test_score_gives_the_gap_over_the_tasks_both_scored(tmp_path: Path) -> None:
     assert (gap["oracle_accuracy"], round(gap["accuracy"], 6), round(gap["gap"], 6)) == (1.0, round(1 / 3, 6), round(2 / 3, 6))
     hops = gap["by_hop_type"]
     assert [(hops[h]["n"], hops[h]["gap"]) for h in ("single", "cross_page", "cross_doc")] == [(1, 0.0), (1, 1.0), (1, 1.0)]
+    # bm25-agent's searches, read from its stored episodes: t1, t2, t4 (t3 made none)
+    # recall@1 and @5 [1, 1/2, 0] -> 1/2; reciprocal ranks [1, 1, 0] -> 2/3; all gold pages returned: t1 only
+    retrieval = reports["bm25-agent:openai/gpt-4.1"]["retrieval"]
+    assert (retrieval["overall"]["searches"], retrieval["overall"]["recall_at"]["1"],
+            retrieval["overall"]["recall_at"]["5"]) == (3, 0.5, 0.5)
+    assert round(retrieval["overall"]["mrr"], 6) == round(2 / 3, 6)
+    assert round(retrieval["overall"]["evidence_reached"], 6) == round(1 / 3, 6)
+    assert retrieval["episodes_without_search"] == 1
+    assert reports["oracle:openai/gpt-4.1"]["retrieval"] is None  # it searched for nothing
     assert reports["oracle:openai/gpt-4.1"]["oracle_gap"] is None  # an oracle has no gap to itself
     assert reports["rag:openai/gpt-5"]["oracle_gap"] is None  # no oracle on its model
     text = run_cli("score", str(run))
@@ -69,3 +85,18 @@ def test_pairing_by_model_then_by_view() -> None:
     assert oracle_of("rag:m-text", ids) == "oracle:m-text"  # two oracles on m: the one shown the same view
     ids |= {"rag:m-both": ident("rag", "m", "both")}
     assert oracle_of("rag:m-both", ids) is None  # neither was shown its view: no pairing is made up
+
+
+def test_the_report_shows_both(tmp_path: Path) -> None:
+    run = _run(tmp_path)
+    html_path = tmp_path / "report.html"
+    made = run_cli("report", str(run), "--output", str(html_path))
+    assert made.returncode == 0, made.stderr
+    html = html_path.read_text(encoding="utf-8")
+    table = html[html.index('<table id="retrieval-table">'):]
+    table = table[:table.index("</table>")]
+    row = next(r for r in table.split("<tr>") if "bm25-agent" in r)
+    assert "<td>3</td><td>3</td><td>50.0</td><td>50.0</td><td>50.0</td><td>0.667</td><td>33.3</td>" in row
+    assert "+66.7 <small>(vs oracle:openai/gpt-4.1, n=3)</small>" in row
+    assert "no search scored" in next(r for r in table.split("<tr>") if "rag:" in r or "rag</td>" in r)
+

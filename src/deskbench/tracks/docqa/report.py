@@ -32,6 +32,7 @@ from deskbench.tracks.docqa.report_models import (
 from deskbench.tracks.docqa.scoring.calibration import kuiper
 from deskbench.tracks.docqa.scoring.docqa import ScoreOptions, score_all
 from deskbench.tracks.docqa.scoring.docqa_summary import ScoreReport, summarize
+from deskbench.tracks.docqa.scoring.oracle_gap import OracleGap
 from deskbench.tracks.docqa.tasks import DocQASubmission, DocQATask, ItemScore
 from deskbench.tracks.docqa.taxonomy import ERROR_CLASSES, budget_curve, decompose, not_found_ids
 
@@ -86,8 +87,9 @@ def _score(store: RunStore, system: str, opts: ScoreOptions) -> _Scored:
     # an id-less submission answers no task: it is left out of the answered ids and the answers
     scored_tasks = tasks_scored(system, tasks, {s.id for s in subs if s.id is not None} | set(failed))
     items, matched = score_all(scored_tasks, subs, opts)
-    report = summarize(items, matched, opts, by=("domain", "category"), errors=failed)
     episodes = episodes_of(store, system)
+    report = summarize(items, matched, opts, by=("domain", "category"), errors=failed,
+                       trajectories={ep.task_id: ep.trajectory for ep in episodes if ep.attempt == 0})
     steps = {ep.task_id: s for ep in episodes if ep.status == "ok" and (s := episode_steps(ep)) is not None}
     answers = {s.id: list(s.answer) for s in subs if s.id is not None}
     return _Scored(store.dir, system, scored_tasks, items, report, episodes, steps, answers)
@@ -169,6 +171,18 @@ def task_sets(scored: Sequence[_Scored], labels: dict[int, str]) -> list[TaskSet
     return list(groups.values())
 
 
+def _oracle_gaps(store: RunStore, scored: Sequence[_Scored]) -> dict[str, OracleGap]:
+    """Each system's gap to the oracle on its model in one run, as `deskbench score` gives it."""
+    from deskbench.runs.identity import stored_identities
+    from deskbench.runs.scorings import StoredItem
+    from deskbench.tracks.docqa.outcomes import docqa_outcomes
+    from deskbench.tracks.docqa.scoring.oracle_gap import oracle_gaps
+
+    items = [StoredItem.of(o, {}) for s in scored for o in docqa_outcomes(s.items, s.system)]
+    ran = {s.system: {e.task_id for e in s.episodes if e.attempt == 0} for s in scored}
+    return oracle_gaps(items, store.tasks_of(DocQATask), stored_identities(store), ran)
+
+
 def docqa_report_section(stores: Sequence[RunStore], options: OutcomeOptions,
                          params: Mapping[str, object]) -> ReportSection:
     """Score every system of every docqa run (with a judge in `options`, every non-exact answer is
@@ -203,7 +217,14 @@ def docqa_report_section(stores: Sequence[RunStore], options: OutcomeOptions,
             errors=_errors(label, s),
             by_domain=s.report.by_domain or {},
             by_category=s.report.by_category or {},
+            retrieval=s.report.retrieval,
         ))
+    for store in stores:  # an oracle is paired with the systems of its own run
+        mine = [(s, r) for s, r in zip(scored, out, strict=True) if s.run_dir == store.dir]
+        for system, gap in _oracle_gaps(store, [s for s, _ in mine]).items():
+            for s, r in mine:
+                if s.system == system:
+                    r.oracle_gap = gap
     sets = task_sets(scored, labels)
     for s, system_report in zip(scored, out, strict=True):
         system_report.row.task_set = next(t.index for t in sets if labels[id(s)] in t.systems)

@@ -10,6 +10,8 @@ from deskbench.report.models import SectionData
 from deskbench.tracks.docqa.report_curves import BudgetCurve, ErrorBreakdown, KuiperCurve
 from deskbench.tracks.docqa.report_madqa import MadqaAnalyses
 from deskbench.tracks.docqa.scoring.docqa_summary import GroupSummary
+from deskbench.tracks.docqa.scoring.oracle_gap import OracleGap
+from deskbench.tracks.docqa.scoring.retrieval import RetrievalReport
 from deskbench.tracks.docqa.taxonomy import ERROR_CLASSES
 
 
@@ -65,6 +67,8 @@ class SystemReport(BaseModel):
     errors: ErrorBreakdown
     by_domain: dict[str, GroupSummary]
     by_category: dict[str, GroupSummary]
+    retrieval: RetrievalReport | None = None  # deskbench's search diagnostics (scoring/retrieval.py)
+    oracle_gap: OracleGap | None = None  # with an oracle on its model in its run (scoring/oracle_gap.py)
 
 
 # Leaderboard columns marked when best (MADQA Table 3 bolds the best system): higher is better,

@@ -4,7 +4,7 @@ The docqa Track's `show_scores` and `deskbench score FILE --tasks` both come her
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -17,6 +17,7 @@ from deskbench.console import pct as _pct
 from deskbench.errors import UserError, one_of
 from deskbench.runs.scorings import ScoringSettings, StoredItem
 from deskbench.runs.store import RunStore
+from deskbench.tasks.trajectory import TrajectoryStep
 from deskbench.tracks.docqa.scoring.docqa import KUIPER_TIES, ScoreOptions
 from deskbench.tracks.docqa.scoring.docqa_summary import GROUP_BYS, GroupBy
 from deskbench.tracks.docqa.scoring.llm_judge import make_judge
@@ -100,7 +101,7 @@ def score_run(store: RunStore, systems: Sequence[str], a: DocQAScoreArgs, *, as_
     """A docqa run's systems (attempt 0 for the MADQA numbers; pass@k when attempts were run)."""
     from deskbench.scoring.judge_log import recording
     from deskbench.tracks.docqa.episodes import run_submissions
-    from deskbench.tracks.docqa.humans import pooled_systems, tasks_scored
+    from deskbench.tracks.docqa.humans import episodes_of, pooled_systems, tasks_scored
     from deskbench.tracks.docqa.scoring.docqa_attempts import docqa_attempts
     from deskbench.tracks.docqa.tasks import read_tasks
 
@@ -123,10 +124,11 @@ def score_run(store: RunStore, systems: Sequence[str], a: DocQAScoreArgs, *, as_
         unread = sorted({u.task_id for u in store.skipped.values() if u.system == name
                          and (u.attempt == "0" or not u.attempt.isdigit())} - answered)
         scored_tasks = [t for t in tasks_scored(name, task_items, answered) if t.id not in unread]
+        steps = {ep.task_id: ep.trajectory for ep in episodes_of(store, name) if ep.attempt == 0}
         with recording(store, name, 0):  # the judge's calls, kept with each episode (judge_transcripts)
             reports[name] = _score_and_show(scored_tasks, subs, opts, _groups(a.by), name=name, errors=failed,
                                             as_json=as_json, items_out=None, collect=collected, stored=stored,
-                                            unreadable=unread)
+                                            unreadable=unread, trajectories=steps)
         reports[name].attempts = docqa_attempts(store, name, task_items, opts, record=True,  # --attempts K > 1
                                                 stored=stored)
         attempts = reports[name].attempts
@@ -201,7 +203,8 @@ def _score_and_show(task_items: Sequence[DocQATask], subs: Sequence[DocQASubmiss
                     groups: Sequence[GroupBy], *, name: str, as_json: bool, items_out: Path | None,
                     errors: Sequence[str] = (), pages_coerced: int = 0, citations_dropped: int = 0,
                     skipped_lines: int = 0, collect: list[dict[str, object]] | None = None,
-                    stored: list[StoredItem] | None = None, unreadable: Sequence[str] = ()) -> ScoreReport:
+                    stored: list[StoredItem] | None = None, unreadable: Sequence[str] = (),
+                    trajectories: Mapping[str, Sequence[TrajectoryStep]] | None = None) -> ScoreReport:
     """Score, warn, print; the items go to `items_out`, or are appended to `collect` as
     (system, item) for a caller that writes several systems' items to one file; `stored` gets
     them as the run store keeps them (attempt 0)."""
@@ -211,7 +214,8 @@ def _score_and_show(task_items: Sequence[DocQATask], subs: Sequence[DocQASubmiss
 
     items, matched = score_all(task_items, subs, opts, errors=errors)
     report = summarize(items, matched, opts, by=groups, pages_coerced=pages_coerced,
-                       citations_dropped=citations_dropped, skipped_lines=skipped_lines, errors=errors)
+                       citations_dropped=citations_dropped, skipped_lines=skipped_lines, errors=errors,
+                       trajectories=trajectories)
     report.unreadable_ids = list(unreadable)
     if items_out is not None:
         write_rows(items_out, item_rows(matched.pairs, items))

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Literal, get_args
 
@@ -12,6 +12,7 @@ from pydantic import BaseModel, Field
 
 from deskbench.analysis.stats import bootstrap_means_ci, wilson_interval
 from deskbench.scoring.attempts import AttemptMetrics
+from deskbench.tasks.trajectory import TrajectoryStep
 from deskbench.tracks.docqa.scoring.bias import rg_interval_lee, rg_interval_official, rogan_gladen
 from deskbench.tracks.docqa.scoring.calibration import (
     effort_share_incorrect,
@@ -284,7 +285,10 @@ def summarize(
     citations_dropped: int = 0,
     skipped_lines: int = 0,
     errors: Sequence[str] = (),
+    trajectories: Mapping[str, Sequence[TrajectoryStep]] | None = None,
 ) -> ScoreReport:
+    """`trajectories`: a run's attempt-0 episodes' steps by task id, for the retrieval metrics
+    (a predictions file's submissions carry their own)."""
     cols = _Columns.of(items)
     overall = summarize_group(cols, np.arange(len(items)), opts)
     hops = np.array([i.hop_type for i in items])
@@ -319,7 +323,7 @@ def summarize(
         by_category=_groups(cols, [i.category for i in items], opts, with_f1_ci=False) if "category" in by else None,
     )
     report.injection = summarize_injections(items)
-    report.retrieval = retrieval_report(matched.pairs)
+    report.retrieval = retrieval_report(matched.pairs, trajectories)
     if opts.official:
         report.official_metrics = official_report(items, judged=opts.judge is not None, q0=opts.q0, q1=opts.q1,
                                                   m0=opts.m0, m1=opts.m1)

@@ -21,7 +21,7 @@ search are left out and counted. Overall and by hop type (single, cross-page, cr
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 
 from pydantic import BaseModel, Field
 
@@ -107,16 +107,20 @@ class _Tally:
                               evidence_reached=self.reached / self.episodes if self.episodes else None)
 
 
-def retrieval_report(pairs: Iterable[tuple[DocQATask, DocQASubmission | None]]) -> RetrievalReport | None:
+def retrieval_report(pairs: Iterable[tuple[DocQATask, DocQASubmission | None]],
+                     trajectories: Mapping[str, Sequence[TrajectoryStep]] | None = None) -> RetrievalReport | None:
     """The retrieval metrics of the answered tasks' searches; None when no submission made a search
-    (a one-shot system, a predictions file without search logs): there is nothing to report."""
+    (a one-shot system, a predictions file without search logs): there is nothing to report.
+    `trajectories`: a run's episodes' steps by task id (a stored episode keeps its trajectory
+    beside its submission); else each submission's own (a predictions file's)."""
     overall, by_hop = _Tally(), {hop: _Tally() for hop in HOP_TYPES}
     without_search = without_pages = without_evidence = 0
     any_search = False
     for task, sub in pairs:
         if sub is None:
             continue
-        searches, unknown = search_results(trajectory_of(sub))
+        steps = trajectory_of(sub) if trajectories is None else trajectories.get(task.id, ())
+        searches, unknown = search_results(steps)
         any_search = any_search or bool(searches) or unknown > 0
         without_pages += unknown
         gold = {(e.document, e.page) for e in task.evidence}
