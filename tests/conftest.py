@@ -222,6 +222,55 @@ def run_cli_process(*args: str, cwd: Path | None = None, timeout: float = 300,
     )
 
 
+# A terminal's Ctrl-C reaches a process whose SIGINT is neither ignored nor blocked. A process a
+# test starts inherits the test worker's disposition and signal mask (only SIG_IGN and the mask
+# survive exec), which something run in the worker may have changed; the CLI a Ctrl-C test
+# interrupts is started with both reset first (the exec keeps them), and with faulthandler on so
+# that a process that does not end is made to say where each thread is (ctrl_c).
+_CTRL_C_READY = ("import os, signal, sys; signal.signal(signal.SIGINT, signal.SIG_DFL); "
+                 "signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT}); "
+                 "os.execv(sys.executable, [sys.executable, '-m', 'deskbench.cli', *sys.argv[1:]])")
+
+
+def interruptible_cli(*args: str, env: dict[str, str] | None = None,
+                      start_new_session: bool = False) -> subprocess.Popen[str]:
+    """`python -m deskbench.cli ARGS` as a terminal starts it, ready for a Ctrl-C (see above)."""
+    return subprocess.Popen([sys.executable, "-c", _CTRL_C_READY, *args], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, start_new_session=start_new_session,
+                            env={**(os.environ if env is None else env), "PYTHONFAULTHANDLER": "1"})
+
+
+def ctrl_c(proc: subprocess.Popen[str], *, group: bool = False, timeout: float = 120) -> tuple[str, str]:
+    """Press Ctrl-C (SIGINT to the process, or to its process group as a terminal does) and wait
+    for it to end: (stdout, stderr). One that has not ended after `timeout` is made to dump every
+    thread's stack (SIGABRT under faulthandler) and the test fails with that and the process's
+    signal masks, rather than with a bare timeout."""
+    import signal
+
+    os.killpg(proc.pid, signal.SIGINT) if group else proc.send_signal(signal.SIGINT)
+    try:
+        return proc.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        state = _signal_state(proc.pid)
+        proc.send_signal(signal.SIGABRT)
+        try:
+            _, err = proc.communicate(timeout=30)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            _, err = proc.communicate()
+        raise AssertionError(f"still running {timeout:.0f} s after Ctrl-C ({state}); its stacks and stderr:\n"
+                             f"{err[-8000:]}") from None
+
+
+def _signal_state(pid: int) -> str:
+    try:
+        lines = Path(f"/proc/{pid}/status").read_text().splitlines()
+    except OSError as exc:
+        return f"no /proc status: {exc}"
+    keep = ("State", "Threads", "SigPnd", "ShdPnd", "SigBlk", "SigIgn", "SigCgt")
+    return ", ".join(line.replace("\t", " ") for line in lines if line.split(":")[0] in keep)
+
+
 # Variables read when the interpreter or a console starts, not when a command runs.
 _STARTUP_ENV = ("PYTHON", "COLUMNS", "LINES", "TERM", "NO_COLOR", "FORCE_COLOR")
 

@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 
 from deskbench.runs.store import RunStore
-from tests.conftest import run_cli
+from tests.conftest import ctrl_c, interruptible_cli, run_cli
 from tests.mcp.test_mcp_external import AGENT, corpus_and_tasks
 
 DEMO = Path(__file__).resolve().parents[1] / "src" / "deskbench" / "data" / "demo"
@@ -199,16 +199,14 @@ def test_ctrl_c_with_external_agents_in_flight_is_quiet(docqa: tuple[Path, Path]
     flags.mkdir()
     out = tmp_path / "run"
     # its own process group, as a terminal's foreground job: Ctrl-C reaches deskbench and the agents alike
-    proc = subprocess.Popen([sys.executable, "-m", "deskbench.cli", *_external(corpus, tasks, out,
-                             f"{sys.executable} {agent} {flags}", "--quiet")],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
+    proc = interruptible_cli(*_external(corpus, tasks, out, f"{sys.executable} {agent} {flags}", "--quiet"),
+                             start_new_session=True)
     try:
         deadline = time.monotonic() + 240
         while len(list(flags.iterdir())) < 2:  # both episodes' agents are connected to their servers
             assert proc.poll() is None and time.monotonic() < deadline, proc.communicate()
             time.sleep(0.1)
-        os.killpg(proc.pid, signal.SIGINT)
-        _, stderr = proc.communicate(timeout=120)
+        _, stderr = ctrl_c(proc, group=True)
     finally:
         if proc.poll() is None:
             os.killpg(proc.pid, signal.SIGKILL)

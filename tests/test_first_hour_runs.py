@@ -9,15 +9,13 @@ import json
 import os
 import re
 import shutil
-import signal
 import sqlite3
 import subprocess
-import sys
 import time
 from pathlib import Path
 
 import pytest
-from conftest import REPO, run_cli
+from conftest import REPO, ctrl_c, interruptible_cli, run_cli
 from fake_openai import FakeOpenAI
 
 from deskbench.generate.demo import bundled_dir
@@ -239,17 +237,14 @@ def test_ctrl_c_ends_with_what_is_stored_and_how_to_resume(demo_corpus: Path, tm
     run = tmp_path / "run"
     args = ["run", "--tasks", str(DEMO_TASKS), "--corpus", str(demo_corpus), "--agent",
             "first_hour_agents:WaitingLexical", "--model", MODEL, "--limit", "4", "--out", str(run)]
-    proc = subprocess.Popen([sys.executable, "-m", "deskbench.cli", *args], stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True,
-                            env={**os.environ, **ENV, "FIRST_HOUR_QUICK": str(quick)})
+    proc = interruptible_cli(*args, env={**os.environ, **ENV, "FIRST_HOUR_QUICK": str(quick)})
     try:
         deadline = time.monotonic() + 240
         while _stored(run) < 2:  # the two quick episodes are stored; the others are waiting
             assert proc.poll() is None, proc.communicate()
             assert time.monotonic() < deadline, "the quick episodes were not stored"
             time.sleep(0.05)
-        proc.send_signal(signal.SIGINT)
-        out, err = proc.communicate(timeout=120)
+        out, err = ctrl_c(proc)
     finally:
         if proc.poll() is None:
             proc.kill()

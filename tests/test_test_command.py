@@ -184,3 +184,26 @@ def test_the_suite_timing_is_read_from_the_commands_own_output(tmp_path: Path, m
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 2 and "no pytest summary line" in err[0] and "is not a file" in err[1]
     assert result.read_text() == before
+
+
+def test_a_ctrl_c_left_unanswered_fails_with_the_stacks_and_signal_masks() -> None:
+    """conftest.ctrl_c: a process that ignores SIGINT is not waited on forever: the test fails
+    saying its signal masks and where its threads were (faulthandler's dump on SIGABRT)."""
+    import re
+    import subprocess
+
+    from conftest import ctrl_c
+
+    ignoring = subprocess.Popen(
+        [sys.executable, "-c", "import signal, time\nsignal.signal(signal.SIGINT, signal.SIG_IGN)\n"
+         "print('ready', flush=True)\ndef waiting_here():\n    time.sleep(300)\nwaiting_here()"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env={**os.environ, "PYTHONFAULTHANDLER": "1"})
+    assert ignoring.stdout is not None and ignoring.stdout.readline() == "ready\n"
+    with pytest.raises(AssertionError) as failed:
+        ctrl_c(ignoring, timeout=1)
+    message = str(failed.value)
+    assert message.startswith("still running 1 s after Ctrl-C (State: ")
+    ignored = int(re.search(r"SigIgn: ([0-9a-f]+)", message).group(1), 16)  # type: ignore[union-attr]
+    assert ignored & (1 << (2 - 1))  # SIGINT (2) is in the ignored mask
+    assert "waiting_here" in message  # the stack faulthandler dumped
+    assert ignoring.poll() is not None

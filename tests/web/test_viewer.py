@@ -187,6 +187,8 @@ def test_episode_page_shows_task_gold_answer_score_and_transcript(client: TestCl
     assert 'id="gold-pages"' in page and "cross_doc" in page
     assert re.search(r'id="score"><h2>Score: <span class="outcome">correct</span> \(1\.000\)', page)
     assert "Page F1" in page and "ANLS*" in page
+    # its one search returned both gold pages (marked below): the retrieval figures, read off the episode
+    assert all(name in page for name in ("searches scored", "evidence recall@5", "MRR", "every gold page returned"))
     # the exact question the server was sent, and the exact reply it returned (the answer's arguments as sent)
     first = runs["sent"][0]
     user = next(m for m in first["messages"] if m["role"] == "user" and TASKS[0]["question"] in _text(m["content"]))

@@ -122,3 +122,8 @@ class ViewerViews:
         """Why an episode of this track has no model calls when the track knows (a person answered
         it, it was imported from a predictions file), in words; None: the core's reasons."""
         return None
+
+    def episode_metrics(self, task: BaseModel | None, episode: Episode) -> dict[str, Any]:
+        """Figures read off the episode itself rather than a scoring (docqa: its searches against
+        the gold pages), shown beside its score's metrics whichever scoring is shown; none by default."""
+        return {}

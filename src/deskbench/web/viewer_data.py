@@ -245,7 +245,9 @@ class Catalog:
     def score(self, run: ViewerRun, episode: Episode, stamp: tuple[object, ...] | None = None) -> EpisodeScore:
         scores, problem = self.scores(run, episode.system, stamp)
         found = scores.get((episode.task_id, episode.attempt))
-        return found if found is not None else EpisodeScore(why_unscored=problem or "the scorer did not score it")
+        shown = found if found is not None else EpisodeScore(why_unscored=problem or "the scorer did not score it")
+        extra = run.views.episode_metrics(run.tasks.get(episode.task_id), episode)
+        return shown.model_copy(update={"metrics": {**shown.metrics, **extra}}) if extra else shown
 
     def row(self, run: ViewerRun, episode: Episode, stamp: tuple[object, ...] | None = None) -> EpisodeRow:
         score = self.score(run, episode, stamp)

@@ -91,6 +91,14 @@ class DocQAViews(ViewerViews):
         prediction = row.get("prediction")
         return docqa_shown(item, prediction.get("answer") if isinstance(prediction, dict) else None)
 
+    def episode_metrics(self, task: BaseModel | None, episode: Episode) -> dict[str, Any]:
+        """The episode's searches against the task's gold pages (scoring/retrieval.py)."""
+        from deskbench.tracks.docqa.scoring.retrieval import episode_retrieval
+
+        if not isinstance(task, DocQATask):
+            return {}
+        return episode_retrieval(episode.trajectory, {(e.document, e.page) for e in task.evidence})
+
     def no_model_calls(self, store: RunStore, episode: Episode) -> str | None:
         """A person (the human baseline app) or an import (a predictions file) made no model call."""
         from deskbench.runs.imported import imported_systems

@@ -22,6 +22,7 @@ search are left out and counted. Overall and by hop type (single, cross-page, cr
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
 
 from pydantic import BaseModel, Field
 
@@ -137,3 +138,18 @@ def retrieval_report(pairs: Iterable[tuple[DocQATask, DocQASubmission | None]],
     return RetrievalReport(overall=overall.group(), by_hop_type={h: t.group() for h, t in by_hop.items()},
                            episodes_without_search=without_search, searches_without_pages=without_pages,
                            tasks_without_evidence=without_evidence)
+
+
+def episode_retrieval(steps: Iterable[TrajectoryStep], gold: set[Page]) -> dict[str, Any]:
+    """One episode's searches as the viewer shows them (figures as above, over its searches);
+    nothing when it made no scored search or its task has no gold pages."""
+    searches, _ = search_results(steps)
+    if not searches or not gold:
+        return {}
+    tally = _Tally()
+    tally.add(searches, gold)
+    g = tally.group()
+    return {"searches scored": g.searches, **{f"evidence recall@{k}": round(v, 4) for k, v in g.recall_at.items()
+                                              if v is not None},
+            "MRR": round(g.mrr or 0.0, 4), "every gold page returned": bool(g.evidence_reached)}
+
