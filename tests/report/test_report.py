@@ -373,7 +373,11 @@ def test_judged_accuracy_is_bias_corrected_and_unscored_items_are_left_out(run: 
     assert agent.row.bias_corrected == pytest.approx(0.7 / 0.98)  # (p + q0 - 1) / (q0 + q1 - 1)
     assert agent.budget.accuracy == pytest.approx([1 / 5, 3 / 5, 3.5 / 5, 3.5 / 5, 3.5 / 5])
     assert agent.errors.ids == {"retrieval": ["t4"], "navigation": [], "comprehension": [], "refusal": []}
+    # MADQA Figure 8's split of the correct ones: t0 t1 t5 exact (1), t2 verbose (the judge's 0.5)
+    assert (agent.errors.n_correct, agent.errors.n_exact, agent.errors.n_verbose) == (3.5, 3, 1)
     judged = render_html(report)
+    errors = judged[judged.index('<table id="errors-table">'):]
+    assert f"<td>{agent.errors.label}</td><td>6</td><td>3.5</td><td>3</td><td>1</td>" in errors[:errors.index("</table>")]
     assert "<th>Bias-corrected</th>" in judged and "71.4 ± " in judged
     assert "<th>Bias-corrected</th>" not in page  # the same run without a judge
 

@@ -18,7 +18,7 @@ from deskbench.runs.imported import imported_label, imported_systems
 from deskbench.runs.outcomes import OutcomeOptions
 from deskbench.runs.store import Episode, RunStore
 from deskbench.tasks.trajectory import ToolCallStep
-from deskbench.tracks.docqa.analysis.scored import ScoredSystem, first_attempts
+from deskbench.tracks.docqa.analysis.scored import CORRECT_AT, ScoredSystem, first_attempts
 from deskbench.tracks.docqa.episodes import run_submissions
 from deskbench.tracks.docqa.humans import episodes_of, pooled_systems, tasks_scored
 from deskbench.tracks.docqa.report_curves import BudgetCurve, ErrorBreakdown, KuiperCurve
@@ -143,6 +143,8 @@ def _errors(label: str, s: _Scored) -> ErrorBreakdown:
     classes = decompose(s.items, s.answers)
     return ErrorBreakdown(
         label=label, n=len(s.items), n_correct=sum(i.accuracy or 0.0 for i in s.items),
+        n_exact=sum(i.accuracy is not None and i.accuracy >= 1.0 for i in s.items),
+        n_verbose=sum(i.accuracy is not None and CORRECT_AT <= i.accuracy < 1.0 for i in s.items),
         counts={c: len(classes[c]) for c in ERROR_CLASSES}, ids={c: classes[c] for c in ERROR_CLASSES},
         says_not_found=not_found_ids(s.items, s.answers),
     )

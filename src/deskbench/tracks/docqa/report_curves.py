@@ -32,6 +32,10 @@ class ErrorBreakdown(BaseModel):
     label: str
     n: int
     n_correct: float
+    # correct items split as MADQA's Figure 8 splits them: exact (accuracy 1) and verbose (a judge's
+    # 0.5, semantically right but over-verbose); without a judge every correct item is exact
+    n_exact: int = 0
+    n_verbose: int = 0
     counts: dict[str, int]
     ids: dict[str, list[str]]
     # incorrect items whose non-empty answer says nothing was found (taxonomy.says_not_found): a
