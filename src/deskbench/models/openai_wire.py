@@ -61,10 +61,15 @@ def direct_post(client: Any, path: str, timeout: float) -> DirectPost | None:
     headers = {k: str(v) for k, v in merged.items() if not isinstance(v, Omit)}
     if not any(k.lower() == "authorization" for k in headers):
         return None  # the SDK refuses such a request with its own message: let it
-    headers |= {"x-stainless-retry-count": "0", "x-stainless-read-timeout": str(timeout)}
     if "X-Stainless-Async" in headers:  # the SDK says it per request, from the running task
         headers["X-Stainless-Async"] = _ASYNC_PENDING
-    return DirectPost(f"{str(client.base_url).rstrip('/')}/{path.lstrip('/')}", headers, timeout)
+    return _post(str(client.base_url), path, headers, timeout)
+
+
+def _post(base_url: str, path: str, headers: dict[str, str], timeout: float) -> DirectPost:
+    """The DirectPost of `path` under `base_url`, with the headers the SDK adds to each request."""
+    headers |= {"x-stainless-retry-count": "0", "x-stainless-read-timeout": str(timeout)}
+    return DirectPost(f"{base_url.rstrip('/')}/{path.lstrip('/')}", headers, timeout)
 
 
 # a base URL the SDK's URL normalisation (httpx) leaves as it is: lower-case host, no default
@@ -100,9 +105,8 @@ def plain_post(api_key: str | None, base_url: str | None, path: str, timeout: fl
                "X-Stainless-Runtime-Version": platform.python_version(),
                "X-Stainless-Async": _ASYNC_PENDING,  # known in the event loop (DirectPost._session_here)
                **({} if organization is None else {"OpenAI-Organization": organization}),
-               **({} if project is None else {"OpenAI-Project": project}),
-               "x-stainless-retry-count": "0", "x-stainless-read-timeout": str(timeout)}
-    return DirectPost(f"{url.rstrip('/')}/{path.lstrip('/')}", headers, timeout)
+               **({} if project is None else {"OpenAI-Project": project})}
+    return _post(url, path, headers, timeout)
 
 
 def _plain_url(url: str) -> str | None:

@@ -144,7 +144,7 @@ def create_viewer_app(run_dirs: Sequence[Path | str], corpus_dir: Path | str | N
         others = [(r, e) for r, e in catalog.episodes_of_task(episode.task_id)
                   if (r.key, e.system, e.attempt) != (run.key, episode.system, episode.attempt)]
         return {"run": run, "ep": episode, "task": task, "answer": answer, "marks": marks,
-                "score": catalog.score(run, episode), "row": catalog.row(run, episode), "steps": shown,
+                "score": catalog.episode_score(run, episode), "row": catalog.row(run, episode), "steps": shown,
                 "judges": judges, "others": others, "corpus": corpus is not None,
                 "failure": failure(episode, run), "no_calls": no_calls}
 

@@ -245,7 +245,12 @@ class Catalog:
     def score(self, run: ViewerRun, episode: Episode, stamp: tuple[object, ...] | None = None) -> EpisodeScore:
         scores, problem = self.scores(run, episode.system, stamp)
         found = scores.get((episode.task_id, episode.attempt))
-        shown = found if found is not None else EpisodeScore(why_unscored=problem or "the scorer did not score it")
+        return found if found is not None else EpisodeScore(why_unscored=problem or "the scorer did not score it")
+
+    def episode_score(self, run: ViewerRun, episode: Episode) -> EpisodeScore:
+        """The score an episode's page shows: with the figures its track reads off the episode
+        itself (ViewerViews.episode_metrics), which the table does not need."""
+        shown = self.score(run, episode)
         extra = run.views.episode_metrics(run.tasks.get(episode.task_id), episode)
         return shown.model_copy(update={"metrics": {**shown.metrics, **extra}}) if extra else shown
 

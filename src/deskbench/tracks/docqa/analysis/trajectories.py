@@ -30,22 +30,11 @@ from pydantic import BaseModel
 from deskbench.runs.store import Episode
 from deskbench.tasks.trajectory import ToolCallStep
 from deskbench.tracks.docqa.analysis.scored import ScoredSystem
+from deskbench.tracks.docqa.scoring.retrieval import page_of
 from deskbench.tracks.docqa.tasks import DocQATask
 
 PageKey = tuple[str, int]
 
-
-def _page(ref: Any) -> PageKey | None:
-    if isinstance(ref, list | tuple) and len(ref) == 2:
-        doc, page = ref
-    elif isinstance(ref, dict):
-        doc, page = ref.get("document", ref.get("file")), ref.get("page")
-    else:
-        return None
-    try:
-        return (str(doc), int(page))
-    except (TypeError, ValueError):
-        return None
 
 
 def searches(ep: Episode | None) -> list[set[PageKey]]:
@@ -55,7 +44,7 @@ def searches(ep: Episode | None) -> list[set[PageKey]]:
     out = []
     for step in ep.trajectory:
         if isinstance(step, ToolCallStep) and isinstance(step.result.get("pages"), list):
-            out.append({p for ref in step.result["pages"] if (p := _page(ref)) is not None})
+            out.append({p for ref in step.result["pages"] if (p := page_of(ref)) is not None})
     return out
 
 

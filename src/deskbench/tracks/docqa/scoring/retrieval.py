@@ -67,10 +67,23 @@ def search_results(steps: Iterable[TrajectoryStep]) -> tuple[list[list[Page]], i
         if not isinstance(pages, list):
             unknown += 1
             continue
-        found.append([(str(p[0]), int(p[1])) for p in pages
-                      if isinstance(p, list | tuple) and len(p) == 2 and isinstance(p[1], int)
-                      and not isinstance(p[1], bool)])
+        found.append([p for ref in pages if (p := page_of(ref)) is not None])
     return found, unknown
+
+
+def page_of(ref: Any) -> Page | None:
+    """A returned page as a trajectory step records it ([document, page], or {"document"|"file",
+    "page"}); None for anything else."""
+    if isinstance(ref, list | tuple) and len(ref) == 2:
+        doc, page = ref
+    elif isinstance(ref, dict):
+        doc, page = ref.get("document", ref.get("file")), ref.get("page")
+    else:
+        return None
+    try:
+        return (str(doc), int(page))
+    except (TypeError, ValueError):
+        return None
 
 
 def recall_at(returned: Sequence[Page], gold: set[Page], k: int) -> float:
