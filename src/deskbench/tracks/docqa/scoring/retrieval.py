@@ -31,8 +31,10 @@ from deskbench.tracks.docqa.imported import trajectory_of
 from deskbench.tracks.docqa.tasks import HOP_TYPES, DocQASubmission, DocQATask
 
 K = (1, 5, 10)
-"""The cut-offs of evidence recall@k: MADQA's BM25 agent returns 5 pages a search by default, 10 is
-the common retrieval cut-off, 1 says whether the best page is gold."""
+"""The cut-offs of evidence recall@k: 1 says whether the best page is gold, 5 and 10 are the common
+retrieval cut-offs. MADQA's BM25 agent is shown 3 pages a search by default (4 in
+process_dataset.py, which made the leaderboard's files), so for its searches recall@5 and @10 are
+the recall of everything a search returned."""
 
 Page = tuple[str, int]
 
