@@ -51,7 +51,9 @@ def render(pins: dict[str, str], python: Path) -> str:
     version, system, machine = subprocess.run([str(python), "-c", code], check=True, capture_output=True,
                                               text=True).stdout.split()
     header = HEADER.format(python=f"CPython {'.'.join(version.split('.')[:2])}", platform=f"{system} {machine}")
-    return header + "".join(f"{name}=={pins[name]}\n" for name in sorted(pins))
+    # pinned without a local label (2.13.0+cpu -> 2.13.0): pip matches the pin to the build the
+    # machine holds, where PyPI has the release under its plain version only
+    return header + "".join(f"{name}=={pins[name].partition('+')[0]}\n" for name in sorted(pins))
 
 
 def from_venv(venv_dir: Path) -> dict[str, str]:

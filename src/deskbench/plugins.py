@@ -2,7 +2,7 @@
 
 Two ways in, both consulted only after the built-ins and only when a name is looked up:
 - an entry point in the groups `deskbench.agents`, `deskbench.scorers`, `deskbench.tracks`,
-  `deskbench.models` of an installed distribution (`deskbench list KIND` shows them);
+  `deskbench.models`, `deskbench.retrievers` of an installed distribution (`deskbench list KIND` shows them);
 - a module path `package.module:Name`, imported from sys.path and the current directory, so an
   agent under evaluation needs no install (`--agent my_agent:KeywordAgent`).
 
@@ -22,6 +22,8 @@ What each group's object is:
 - tracks: an instance of `deskbench.contract.track.Track` (a subclass built with no arguments).
 - models: a callable `(ModelSpec, timeout) -> ChatModel`, addressed by its provider prefix
   (`--model NAME/model-id`).
+- retrievers: a `deskbench.search.retriever.RetrieverKind` (an object, or a class built with no
+  arguments), addressed by name in `--retriever NAME[=MODEL]`.
 """
 
 from __future__ import annotations
@@ -35,8 +37,8 @@ from typing import Literal
 
 from deskbench.errors import UserError
 
-Kind = Literal["agents", "scorers", "tracks", "models", "cli"]
-KINDS: tuple[Kind, ...] = ("agents", "scorers", "tracks", "models")  # what `deskbench list` lists
+Kind = Literal["agents", "scorers", "tracks", "models", "retrievers", "cli"]
+KINDS: tuple[Kind, ...] = ("agents", "scorers", "tracks", "models", "retrievers")  # what `deskbench list` lists
 # "cli": a track's top-level commands for `deskbench --help`, a tuple of contract/cli.py
 # TrackCommand in a light module, by track name (cli/root.py), so the help loads no track
 GROUP: dict[Kind, str] = {kind: f"deskbench.{kind}" for kind in (*KINDS, "cli")}

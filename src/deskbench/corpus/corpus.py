@@ -20,6 +20,8 @@ from deskbench.corpus.images import ImageSpec, PageImageCache, render_page
 from deskbench.corpus.store import DocumentRecord, PageRecord, PageStore
 from deskbench.errors import UserError
 from deskbench.search.index import PageIndex
+from deskbench.search.query import highlights, parse_query
+from deskbench.search.retriever import Retriever, RetrieverSpec, open_retriever, parse_spec
 from deskbench.search.snippet import make_snippet
 from deskbench.untrusted.limits import FileLimitError
 
@@ -49,6 +51,7 @@ class Corpus:
         self.index = index
         self.images = PageImageCache(root / "cache" / "pages")
         self._render_lock = threading.Lock()
+        self.retriever: Retriever | None = None  # None: the page index (BM25), as MADQA's tool ranks
 
     @classmethod
     def open(cls, root: Path | str) -> Corpus:
@@ -86,23 +89,42 @@ class Corpus:
 
     # -- search --------------------------------------------------------------------------
 
+    def use_retriever(self, spec: RetrieverSpec | str, *, allow_download: bool = False) -> Retriever:
+        """Search with `spec` (search/retriever.py) from now on, building its index over this corpus
+        first when it has none yet (stored in the corpus folder); `bm25` is the page index itself."""
+        spec = parse_spec(spec) if isinstance(spec, str) else spec
+        self.retriever = open_retriever(spec, self, allow_download=allow_download)
+        return self.retriever
+
     def search(self, query: str, k: int = 5, *, snippets: bool = True, strict: bool = False) -> list[SearchHit]:
-        """Top-k pages by BM25 for a Whoosh-syntax query, parsed as MADQA's Whoosh tool parses it
-        (a malformed query is repaired, never refused); strict=True raises QuerySyntaxError
-        instead. Agents that read whole pages pass snippets=False (the snippet is then "")."""
-        result = self.index.search(query, k, strict=strict)
+        """Top-k pages for a query: by BM25 for a Whoosh-syntax query, parsed as MADQA's Whoosh tool
+        parses it (a malformed query is repaired, never refused; strict=True raises QuerySyntaxError
+        instead), or by the retriever `use_retriever` chose. Agents that read whole pages pass
+        snippets=False (the snippet is then ""); a snippet marks the query's terms whatever ranked."""
+        if self.retriever is None:
+            result = self.index.search(query, k, strict=strict)
+            pages, marks = result.pages, result.highlights
+        else:
+            marks = highlights(parse_query(query, strict=strict))
+            pages = self.retriever.search(query, k) if k >= 1 else []
         if not snippets:
-            return [SearchHit(document=p.document, page=p.page, score=p.score, snippet="") for p in result.pages]
-        texts = self.store.texts([(p.document, p.page) for p in result.pages])
+            return [SearchHit(document=p.document, page=p.page, score=p.score, snippet="") for p in pages]
+        texts = self.store.texts([(p.document, p.page) for p in pages])
         return [
             SearchHit(
                 document=p.document,
                 page=p.page,
                 score=p.score,
-                snippet=make_snippet(texts.get((p.document, p.page), ""), result.highlights),
+                snippet=make_snippet(texts.get((p.document, p.page), ""), marks),
             )
-            for p in result.pages
+            for p in pages
         ]
+
+    def page_keys(self) -> list[tuple[str, int, str]]:
+        """Every page as (document, page, the document's content hash), documents in id order: what
+        an embedding retriever indexes, and how it knows a page's vector is stale."""
+        return [(d.doc_id, n, d.content_hash) for d in sorted(self.documents(), key=lambda d: d.doc_id)
+                for n in range(1, d.page_count + 1)]
 
     # -- documents and pages -------------------------------------------------------------
 
