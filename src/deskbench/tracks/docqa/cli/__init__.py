@@ -10,6 +10,8 @@ from deskbench.contract.cli import TrackCommand
 COMMANDS: tuple[TrackCommand, ...] = (
     TrackCommand("analyse", "deskbench.tracks.docqa.cli.analyse:register", panel=RESULTS, after="info",
                  summary="Item, agreement, effort and cost analyses"),
+    TrackCommand("retrieve", "deskbench.tracks.docqa.cli.retrieve:register", panel=RESULTS, after="analyse",
+                 summary="Retrieval alone: recall@k and MRR of retrievers over tasks"),
     TrackCommand("import", "deskbench.tracks.docqa.cli.imports:register", panel=DATA, before="schema",
                  summary="Make a run from a predictions file"),
     TrackCommand("docqa", "deskbench.tracks.docqa.cli.generate:register", group="generate"),

@@ -99,7 +99,9 @@ def reciprocal_rank(returned: Sequence[Page], gold: set[Page]) -> float:
     return 0.0
 
 
-class _Tally:
+class Tally:
+    """Searches against gold pages, tallied for one group (an episode's searches added at once)."""
+
     def __init__(self) -> None:
         self.episodes = 0
         self.reached = 0
@@ -129,7 +131,7 @@ def retrieval_report(pairs: Iterable[tuple[DocQATask, DocQASubmission | None]],
     (a one-shot system, a predictions file without search logs): there is nothing to report.
     `trajectories`: a run's episodes' steps by task id (a stored episode keeps its trajectory
     beside its submission); else each submission's own (a predictions file's)."""
-    overall, by_hop = _Tally(), {hop: _Tally() for hop in HOP_TYPES}
+    overall, by_hop = Tally(), {hop: Tally() for hop in HOP_TYPES}
     without_search = without_pages = without_evidence = 0
     any_search = False
     for task, sub in pairs:
@@ -161,7 +163,7 @@ def episode_retrieval(steps: Iterable[TrajectoryStep], gold: set[Page]) -> dict[
     searches, _ = search_results(steps)
     if not searches or not gold:
         return {}
-    tally = _Tally()
+    tally = Tally()
     tally.add(searches, gold)
     g = tally.group()
     return {"searches scored": g.searches, **{f"evidence recall@{k}": round(v, 4) for k, v in g.recall_at.items()
