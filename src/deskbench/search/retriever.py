@@ -131,6 +131,7 @@ def parse_spec(text: str, flag: str = "--retriever") -> RetrieverSpec:
 # torch, which no other command should pay for).
 BUILTIN: dict[str, str] = {
     "bm25": "deskbench.search.retriever:BM25",
+    "dense": "deskbench.search.embedded.dense:DENSE",
 }
 
 
