@@ -10,7 +10,14 @@ import typer
 from rich.markup import escape
 from rich.table import Table
 
-from deskbench.cli.common import CorpusOpt, JsonOpt, QuietOpt, progress_bars
+from deskbench.cli.common import (
+    CorpusOpt,
+    JsonOpt,
+    QuietOpt,
+    RetrieverDownloadOpt,
+    RetrieverOpt,
+    progress_bars,
+)
 from deskbench.console import err, out
 from deskbench.errors import UserError, one_of
 
@@ -107,18 +114,25 @@ def search(
     query: Annotated[str, typer.Argument(help='Whoosh syntax: words, AND, OR, NOT, "phrases", wild*, file:NAME, word^2')],
     corpus: CorpusOpt,
     k: Annotated[int, typer.Option("--top-k", "-k", help="Number of pages to return.")] = 5,
+    retriever: RetrieverOpt = "bm25",
+    retriever_download: RetrieverDownloadOpt = False,
     as_json: JsonOpt = False,
 ) -> None:
     """Search the corpus page by page (BM25, Whoosh's analyzer: its stop words and single
-    characters are not searchable).
+    characters are not searchable), or with --retriever (docs/retrievers.md).
 
     Strict: a query Whoosh would repair or cut silently (an unbalanced quote or parenthesis, an
     operator without a term, a wildcard with no letters, stop words only) is refused with one
     line and exit 2. The agents' search tool parses the same query leniently, as MADQA's
     official Whoosh tool does."""
     from deskbench.corpus import Corpus
+    from deskbench.search.retriever_use import check_spec, open_on
 
+    if check_spec(retriever).is_default and retriever_download:
+        raise UserError("--retriever-download fetches a --retriever's model; bm25 has none: give --retriever "
+                        "KIND=MODEL or drop --retriever-download")
     c = Corpus.open(corpus)
+    open_on(c, retriever, allow_download=retriever_download)  # progress on stderr
     hits = c.search(query, k=k, strict=True)
     if as_json:
         print(json.dumps([h.model_dump() for h in hits], ensure_ascii=False, indent=2))

@@ -10,6 +10,7 @@ from typing import Annotated
 
 import typer
 
+from deskbench.cli.common import RetrieverDownloadOpt, RetrieverOpt
 from deskbench.errors import UserError
 
 
@@ -27,6 +28,8 @@ def mcp(
     port: Annotated[int, typer.Option("--port", help="http: the port on 127.0.0.1.")] = 8765,
     question: Annotated[str, typer.Option("--question", help="docqa: the question the agent is asked, kept with the episode.")] = "",
     top_k: Annotated[int, typer.Option("--top-k", "-k", help="docqa: pages per search.")] = 5,
+    retriever: RetrieverOpt = "bm25",
+    retriever_download: RetrieverDownloadOpt = False,
     max_rounds: Annotated[int, typer.Option("--max-rounds", help="With --tasks: execute_code calls per episode; a call past it ends the episode (analytics) or is refused with a request to submit (deliverables).")] = 20,
     max_episodes: Annotated[int, typer.Option("--max-episodes", help="Episodes this server opens (each MCP session's first call opens one); past it a call is refused.")] = 1000,
     max_calls_per_second: Annotated[float, typer.Option("--max-calls-per-second", help="Tool calls a second, all clients together; a call over it is refused with a request to slow down.")] = 20.0,
@@ -62,14 +65,22 @@ def mcp(
             from deskbench.paths import tasks_missing
 
             raise tasks_missing(tasks)
+        if retriever != "bm25" or retriever_download:
+            raise UserError("--retriever chooses the search over a corpus; with --tasks there is none: give --corpus "
+                            "DIR or drop --retriever")
         asyncio.run(serve_tasks(tasks, out_dir, task=task, transport=transport, port=port, max_rounds=max_rounds,
                                 limits=limits))
         return
     if task is not None:
         raise UserError("--task picks a task of --tasks; with --corpus give the question with --question")
+    from deskbench.search.retriever_use import check_spec
+
+    if check_spec(retriever).is_default and retriever_download:  # a typo or an unknown kind before anything starts
+        raise UserError("--retriever-download fetches a --retriever's model; bm25 has none: give --retriever "
+                        "KIND=MODEL or drop --retriever-download")
     assert corpus is not None
     from deskbench.paths import require_corpus
 
     require_corpus(corpus, "--corpus")  # before the run directory is made: a typo leaves no folder
     asyncio.run(serve_corpus(corpus, out_dir, transport=transport, port=port, question=question, top_k=top_k,
-                             limits=limits))
+                             limits=limits, retriever=retriever, retriever_download=retriever_download))

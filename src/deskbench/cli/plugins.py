@@ -1,4 +1,4 @@
-"""`deskbench list agents|scorers|tracks|models`: what can be chosen by name, and where from
+"""`deskbench list agents|scorers|tracks|models|retrievers`: what can be chosen by name, and where from
 (built-in, an installed distribution's entry point). Module paths (`package.module:Name`) are not
 listed: they are found when named."""
 
@@ -53,23 +53,32 @@ def _builtin_models() -> list[tuple[str, str]]:
     return [(f"{p}/...", "built-in") for p in BUILTIN_PROVIDERS]
 
 
+def _retrievers() -> list[tuple[str, str]]:
+    """Every retriever kind: the built-ins with their summary, then the installed plugins."""
+    from deskbench.search.retriever_use import listing
+
+    return listing()
+
+
 BUILTINS: dict[Kind, Callable[[], list[tuple[str, str]]]] = {
     "agents": _builtin_agents, "scorers": _builtin_scorers, "tracks": _builtin_tracks, "models": _builtin_models,
+    "retrievers": _retrievers,
 }
+PLUGINS_LISTED_BY_BUILTINS: set[Kind] = {"retrievers"}  # its function lists the plugins too
 
 
 def list_plugins(
-    kind: Annotated[str, typer.Argument(help="agents, scorers, tracks or models.")],
+    kind: Annotated[str, typer.Argument(help="agents, scorers, tracks, models or retrievers.")],
     as_json: Annotated[bool, typer.Option("--json", help="Print [{name, origin}] as JSON.")] = False,
 ) -> None:
-    """List the agents, scorers, tracks or model providers deskbench can use, and where each
-    comes from. A plugin is also addressable without installing it as package.module:Name."""
+    """List the agents, scorers, tracks, model providers or retriever kinds deskbench can use, and
+    where each comes from. A plugin is also addressable without installing it as package.module:Name."""
     from deskbench.plugins import KINDS, listing
 
     if kind not in KINDS:
         raise UserError(f"deskbench list {kind}: choose one of {', '.join(KINDS)}")
-    rows = BUILTINS[kind]() + [(name if kind != "models" else f"{name}/...", origin)
-                                for name, origin in listing(kind)]
+    rows = BUILTINS[kind]() + ([] if kind in PLUGINS_LISTED_BY_BUILTINS else
+                               [(name if kind != "models" else f"{name}/...", origin) for name, origin in listing(kind)])
     if as_json:
         print(json.dumps([{"name": n, "origin": o} for n, o in rows]))
         return

@@ -21,6 +21,8 @@ FLAGS: dict[str, dict[str, tuple[FlagSpec, ...]]] = {
             FlagSpec(param='protocol', flag='--protocol', kind='str', default=None, help="bm25-agent's loop: official (the provider's official MADQA script: openai_agent.py, ...) | paper (Prompt 5, every provider) | a script's protocol by name (default: the preset's).", short=None, negative=None, preflight=False),
             FlagSpec(param='preset', flag='--preset', kind='str', default=None, help="bm25-agent's defaults: official (process_dataset.py: the official protocol, T=5, k=4; the default) | paper (Appendix G.1: Prompt 5 loop, T=10, k=5).", short=None, negative=None, preflight=False),
             FlagSpec(param='view', flag='--view', kind='str', default=None, help='Pages shown as image | text (default: image; text for a model without vision).', short=None, negative=None, preflight=False),
+            FlagSpec(param='retriever', flag='--retriever', kind='str', default='bm25', help="What the agents' search runs on: bm25 (MADQA's Whoosh tool; the default) | KIND=MODEL (a model folder or a hub name already downloaded; `deskbench list retrievers`) | A+B fused by RRF (docs/retrievers.md).", short=None, negative=None, preflight=False),
+            FlagSpec(param='retriever_download', flag='--retriever-download', kind='switch', default=False, help='Let --retriever fetch its model from the Hugging Face hub when it is not on this machine (off: nothing is downloaded).', short=None, negative=None, preflight=False),
             FlagSpec(param='unsafe_local', flag='--unsafe-local', kind='switch', default=False, help='analytics and rlm: run model code without bubblewrap (unsafe; debugging only).', short=None, negative=None, preflight=False),
         ),
         'analytics': (

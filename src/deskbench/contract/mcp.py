@@ -32,6 +32,8 @@ class McpRequest:
     max_rounds: int = 20  # --max-rounds: tool calls an episode may make
     question: str = ""  # --question: the question asked over a corpus
     top_k: int = 5  # --top-k: pages per search over a corpus
+    retriever: str = "bm25"  # --retriever: what a search over a corpus runs on (search/retriever.py spec)
+    retriever_download: bool = False  # --retriever-download: its model may be fetched from the hub
 
 
 class McpServed(Protocol[S]):

@@ -138,7 +138,8 @@ class ServerLimits:
 
 
 async def serve_corpus(corpus: Path, out: Path, *, transport: str, port: int, question: str, top_k: int,
-                       limits: ServerLimits = ServerLimits()) -> None:
+                       limits: ServerLimits = ServerLimits(), retriever: str = "bm25",
+                       retriever_download: bool = False) -> None:
     from deskbench.contract.registry import tracks
 
     served = [(t, tools) for t, tools in _tools(tracks().values()) if tools.serves_corpus]
@@ -146,7 +147,8 @@ async def serve_corpus(corpus: Path, out: Path, *, transport: str, port: int, qu
         raise UserError(f"deskbench mcp --corpus: no track serves a corpus over MCP; give --tasks PATH "
                         f"(the tracks that serve tasks: {_names_serving_tasks()})")
     store = RunStore(out)
-    request = McpRequest(store=store, source=corpus, question=question, top_k=top_k)
+    request = McpRequest(store=store, source=corpus, question=question, top_k=top_k, retriever=retriever,
+                         retriever_download=retriever_download)
     await _serve(served[0][1].corpus(request), store, transport, port, limits)
 
 

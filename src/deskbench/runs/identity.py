@@ -30,6 +30,10 @@ from deskbench.models.resilient import ResilientModel
 from deskbench.runs.store import RunStore, deskbench_version, now
 
 META_KEY = "systems"
+IMPLIED_SETTINGS: dict[str, Any] = {"retriever": "bm25"}
+"""Settings recorded only when they are not their default, so configurations stored before they
+existed stay equal: absent means this value, and a resume that adds or drops one differs (a run
+searched with BM25 resumed under a dense retriever is refused, and the other way round)."""
 
 
 class Build(BaseModel):
@@ -71,7 +75,7 @@ class SystemConfig(BaseModel):
         has (kept by an older or newer deskbench) is not a difference."""
         out = [f"{name}: {_show(getattr(self, name))} -> {_show(getattr(new, name))}"
                for name in ("track", "agent", "model") if getattr(self, name) != getattr(new, name)]
-        out += _changed(self.settings, new.settings, "")
+        out += _changed(self.settings, new.settings, "", IMPLIED_SETTINGS)
         if self.model_settings is not None and new.model_settings is not None:
             out += _changed(self.model_settings, new.model_settings, "model ")
         if self.model_source != new.model_source:
@@ -105,8 +109,24 @@ def _short(digest: str | None) -> str:
     return digest[:12] if digest else "none"
 
 
-def _changed(old: Mapping[str, Any], new: Mapping[str, Any], prefix: str) -> list[str]:
-    return [f"{prefix}{k}: {_show(old[k])} -> {_show(v)}" for k, v in new.items() if k in old and old[k] != v]
+def _changed(old: Mapping[str, Any], new: Mapping[str, Any], prefix: str,
+             implied: Mapping[str, Any] | None = None) -> list[str]:
+    """Settings both sides have that differ; of `implied`, one side's absence is its default value."""
+    pairs = [(k, old[k], v) for k, v in new.items() if k in old and old[k] != v]
+    pairs += [(k, old.get(k, default), new.get(k, default)) for k, default in (implied or {}).items()
+              if (k in old) != (k in new) and old.get(k, default) != new.get(k, default)]
+    return [f"{prefix}{k}: {_difference(k, before, after)}" for k, before, after in pairs]
+
+
+def _difference(name: str, before: object, after: object) -> str:
+    """`before -> after`; a retriever's identity in one line each (in full when those lines agree)."""
+    if name == "retriever":
+        from deskbench.search.retriever_use import describe
+
+        shown = [describe(v) if isinstance(v, Mapping) else _show(v) for v in (before, after)]
+        if shown[0] != shown[1]:
+            return f"{shown[0]} -> {shown[1]}"
+    return f"{_show(before)} -> {_show(after)}"
 
 
 @lru_cache(maxsize=1)

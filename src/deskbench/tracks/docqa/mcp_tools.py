@@ -66,11 +66,15 @@ def docqa_tools(source: SessionSource[DocqaSession]) -> list[McpTool]:
 class DocqaQuestions:
     """docqa over a corpus: each episode a question of the user's, stored as task mcp-N."""
 
-    def __init__(self, corpus: Path, store: RunStore, question: str, top_k: int) -> None:
+    def __init__(self, corpus: Path, store: RunStore, question: str, top_k: int, retriever: str = "bm25",
+                 retriever_download: bool = False) -> None:
         from deskbench.agents.base import AgentContext, AgentSettings
         from deskbench.corpus import Corpus
+        from deskbench.search.retriever_use import open_on
 
-        self.ctx = AgentContext(model=None, corpus=Corpus.open(corpus), settings=AgentSettings(top_k=top_k))
+        opened = Corpus.open(corpus)
+        open_on(opened, retriever, allow_download=retriever_download)  # search_documents runs on it
+        self.ctx = AgentContext(model=None, corpus=opened, settings=AgentSettings(top_k=top_k))
         self.store, self.question, self.count = store, question, 0
         self.server_name, self.instructions = SERVER_NAME, question or None
 
@@ -92,4 +96,5 @@ class DocqaMcpTools(McpTools):
     serves_corpus: ClassVar[bool] = True
 
     def corpus(self, request: McpRequest) -> DocqaQuestions:
-        return DocqaQuestions(request.source, request.store, request.question, request.top_k)
+        return DocqaQuestions(request.source, request.store, request.question, request.top_k, request.retriever,
+                              request.retriever_download)

@@ -185,6 +185,15 @@ def _oracle_gaps(store: RunStore, scored: Sequence[_Scored]) -> dict[str, Oracle
     return oracle_gaps(items, store.tasks_of(DocQATask), stored_identities(store), ran)
 
 
+def _retrievers(store: RunStore) -> dict[tuple[Path, str], str]:
+    """What each system of a run searched with, from its stored configuration (absent: bm25)."""
+    from deskbench.runs.identity import stored_identities
+    from deskbench.search.retriever_use import SETTING, describe
+
+    return {(store.dir, system): describe(value) for system, identity in stored_identities(store).items()
+            if isinstance(value := identity.config.settings.get(SETTING), dict)}
+
+
 def docqa_report_section(stores: Sequence[RunStore], options: OutcomeOptions,
                          params: Mapping[str, object]) -> ReportSection:
     """Score every system of every docqa run (with a judge in `options`, every non-exact answer is
@@ -201,10 +210,12 @@ def docqa_report_section(stores: Sequence[RunStore], options: OutcomeOptions,
     corpus = params.get("corpus")
     scored: list[_Scored] = []
     imported: set[tuple[Path, str]] = set()  # systems made by 'deskbench import'
+    retrievers: dict[tuple[Path, str], str] = {}  # (run, system) -> its retriever, when not bm25
     for store in stores:
         imported |= {(store.dir, name) for name in imported_systems(store)}
         names = pooled_systems(store.systems()) if params.get("pool_humans") else store.systems()
         scored += [_score(store, name, opts) for name in names]
+        retrievers |= _retrievers(store)
     labels = _labels(scored)
     labels.update({id(s): imported_label(labels[id(s)]) for s in scored if (s.run_dir, s.system) in imported})
     max_steps = max((v for s in scored for v in s.steps.values()), default=0)
@@ -212,8 +223,10 @@ def docqa_report_section(stores: Sequence[RunStore], options: OutcomeOptions,
     out = []
     for s in scored:
         label = labels[id(s)]
+        row = _row(label, s)
+        row.retriever = retrievers.get((s.run_dir, s.system), row.retriever)
         out.append(SystemReport(
-            row=_row(label, s),
+            row=row,
             kuiper_curve=_kuiper_curve(label, s, opts),
             budget=BudgetCurve(label=label, budgets=budgets, accuracy=budget_curve(s.items, s.steps, budgets)),
             errors=_errors(label, s),

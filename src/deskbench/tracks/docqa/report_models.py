@@ -44,6 +44,7 @@ class LeaderboardRow(BaseModel):
     injection_susceptibility: float | None = None  # followed / affected; None without injected items
     injection_ci: tuple[float, float] | None = None
     task_set: int = 0  # the TaskSet (DocqaSection.task_sets) it is ranked in
+    retriever: str = "bm25"  # what its search ran on, from its configuration (search/retriever_use.py describe)
 
 
 class TaskSet(BaseModel):
@@ -84,6 +85,11 @@ class DocqaSection(SectionData):
     accuracy_method: str  # how accuracy was decided, in words for the page
     judge: str | None = None  # the judge model, when accuracy was judged
     madqa: MadqaAnalyses | None = None  # the MADQA appendix sections
+
+    @property
+    def other_retrievers(self) -> bool:
+        """Some system searched with another retriever than BM25: the leaderboard names each one's."""
+        return any(s.row.retriever != "bm25" for s in self.systems)
 
     @property
     def has_injections(self) -> bool:

@@ -63,6 +63,8 @@ class RunSpec:
     agent_options: Mapping[str, object] = field(default_factory=dict)  # e.g. external's --command
     protocol: str | None = None  # bm25-agent: official | paper | a protocol's name; None: the preset's
     preset: str | None = None  # bm25-agent: official | paper; None: official (bm25_protocols/registry.py)
+    retriever: str = "bm25"  # what the search runs on (search/retriever.py spec); bm25: the page index
+    retriever_download: bool = False  # --retriever-download: a hub model may be fetched
 
     def check(self) -> None:
         if self.view is not None:
@@ -80,6 +82,7 @@ class RunSpec:
             raise UserError(f"--agent {self.agent} searches documents: give --corpus DIR (from deskbench ingest)")
         if self.corpus is not None:  # a typo is named before the run directory is made, with the corpora nearby
             require_corpus(self.corpus, "--corpus")
+        self.check_retriever()
         if self.agent not in NO_MODEL and not self.model:
             raise UserError(f"--agent {self.agent} calls a model: give --model (e.g. local, openai/gpt-5-mini)")
         if self.agent == "bm25-agent":
@@ -87,6 +90,22 @@ class RunSpec:
         elif self.protocol is not None or self.preset is not None:
             flag = "--protocol" if self.protocol is not None else "--preset"
             raise UserError(f"{flag} chooses bm25-agent's loop; --agent {self.agent} has none: drop {flag}")
+
+    def check_retriever(self) -> None:
+        """--retriever's spec and kinds (search/retriever_use.py); refused for an agent that never
+        searches, and without a corpus to search."""
+        from deskbench.search.retriever_use import check_spec
+
+        if check_spec(self.retriever).is_default:
+            if self.retriever_download:
+                raise UserError("--retriever-download fetches a --retriever's model; bm25 has none: give "
+                                "--retriever KIND=MODEL or drop --retriever-download")
+            return
+        if self.agent in NEVER_SEARCHES:
+            raise UserError(f"--retriever {self.retriever}: --agent {self.agent} never searches (it reads "
+                            f"{NEVER_SEARCHES[self.agent]}); drop --retriever, or use an agent that searches")
+        if self.corpus is None:
+            raise UserError(f"--retriever {self.retriever} searches a corpus: give --corpus DIR (from deskbench ingest)")
 
     def bm25_choice(self) -> Bm25Choice:
         """bm25-agent's protocol, T and k, and where each came from."""
@@ -96,6 +115,9 @@ class RunSpec:
         return choose(provider, preset=self.preset, protocol_name=self.protocol, max_steps=self.max_steps,
                       top_k=self.top_k)
 
+
+NEVER_SEARCHES = {"guess": "no pages", "oracle": "the gold pages", "rlm": "every page's text in its REPL"}
+"""The docqa agents that call no search, with what they read instead: --retriever is refused for them."""
 
 SHOWS_PAGES = {"bm25-agent", "rag", "oracle"}  # the docqa agents that put pages in front of the model
 
@@ -125,6 +147,12 @@ def prepare(spec: RunSpec, tasks: Sequence[DocQATask], *, tasks_file: str | None
                            prices=spec.prices)
     view, warnings = choose_view(spec, model.settings if model else None)
     sandbox = rlm_sandbox(spec.unsafe_local) if spec.agent in NEEDS_SANDBOX else None  # no bubblewrap: stop here
+    corpus = Corpus.open(spec.corpus) if spec.corpus else None
+    retriever = None
+    if corpus is not None:  # its index is built now, before the run directory exists (a missing model stops here)
+        from deskbench.search.retriever_use import open_on
+
+        retriever = open_on(corpus, spec.retriever, allow_download=spec.retriever_download)
     store = RunStore(spec.out)  # the runner files the tasks, records the system's identity, counts what is done
     system = system_name(spec.agent, model.id) if model else spec.agent
     if model is not None:
@@ -139,13 +167,14 @@ def prepare(spec: RunSpec, tasks: Sequence[DocQATask], *, tasks_file: str | None
         if choice.warning:
             warnings.append(choice.warning)
     config = docqa_config(spec.agent, model.id if model else None, settings, model_settings(model), spec.agent_options,
-                          source=model_source(model), choice=choice)
+                          source=model_source(model), choice=choice,
+                          retriever=retriever.identity() if retriever is not None else None)
 
     @asynccontextmanager
     async def start() -> AsyncIterator[dict[str, EpisodeFn]]:
         ctx = AgentContext(
             model=model,
-            corpus=Corpus.open(spec.corpus) if spec.corpus else None,
+            corpus=corpus,  # searching with the run's retriever (opened above)
             settings=settings,
             sandbox=sandbox,
         )
@@ -178,11 +207,14 @@ PROMPT_MODULES: dict[str, tuple[str, ...]] = {
 
 def docqa_config(agent: str, model: str | None, settings: AgentSettings,
                  sent: dict[str, object] | None, agent_options: Mapping[str, object] | None = None,
-                 source: str | None = None, choice: Bm25Choice | None = None) -> SystemConfig:
+                 source: str | None = None, choice: Bm25Choice | None = None,
+                 retriever: Mapping[str, object] | None = None) -> SystemConfig:
     """A docqa system's configuration (runs/identity.py): the agent's settings as it runs them,
     max_steps resolved to the agent's own default when not given; `source`: what the model answers
     from besides the request (identity.model_source); `choice`: bm25-agent's protocol, what it
-    reproduces and where each default came from (`deskbench info RUN` shows them)."""
+    reproduces and where each default came from (`deskbench info RUN` shows them); `retriever`: the
+    identity of what its search runs on, recorded only when it is not bm25 (configurations stored
+    before retrievers stay equal; runs/identity.py IMPLIED_SETTINGS tells a resume it was bm25)."""
     from dataclasses import asdict
 
     from deskbench.tracks.docqa.agents.bm25 import MAX_STEPS
@@ -201,6 +233,8 @@ def docqa_config(agent: str, model: str | None, settings: AgentSettings,
     if choice is not None:
         values["protocol_source"] = choice.protocol_source
         values["sources"] = dict(choice.sources)
+    if retriever is not None:
+        values["retriever"] = dict(retriever)
     return SystemConfig(track="docqa", agent=agent, model=model, settings=values, model_settings=sent, model_source=source,
                         prompt_hash=prompt_hash(*modules))
 

@@ -179,7 +179,8 @@ def _prepare(request: RunRequest) -> PreparedRun:
     o = request.options_as(DocQARunOptions)
     spec = RunSpec(agent=(list(request.agents) or ["bm25-agent"])[0], model=(list(request.models) or ["openai/gpt-5-mini"])[0],
                    out=request.out, corpus=o.corpus, concurrency=request.concurrency, max_steps=o.max_steps,
-                   top_k=o.top_k, view=o.view, protocol=o.protocol, preset=o.preset, sampling=request.sampling, cache=request.cache,
+                   top_k=o.top_k, view=o.view, protocol=o.protocol, preset=o.preset, retriever=o.retriever,
+                   retriever_download=o.retriever_download, sampling=request.sampling, cache=request.cache,
                    prices=request.prices, unsafe_local=o.unsafe_local, max_sub_calls=o.max_sub_calls,
                    agent_options=external_options(lambda name: getattr(o, name)),
                    attempts=request.attempts)
