@@ -70,8 +70,9 @@ def describe(identity: Mapping[str, object] | None) -> str:
     if not identity:
         return DEFAULT
     kind_name = str(identity.get("kind", "?"))
-    if kind_name == "hybrid" and isinstance(identity.get("parts"), list):
-        parts = [describe(p) if isinstance(p, Mapping) else str(p) for p in identity["parts"]]  # type: ignore[union-attr]
+    listed = identity.get("parts")
+    if kind_name == "hybrid" and isinstance(listed, list):
+        parts = [describe(p) if isinstance(p, Mapping) else str(p) for p in listed]
         return " + ".join(parts) + f" (RRF k={identity.get('rrf_k', '?')})"
     text = kind_name if identity.get("model") is None else f"{kind_name}={identity['model']}"
     fingerprint = identity.get("fingerprint")
@@ -88,7 +89,7 @@ def listing() -> list[tuple[str, str]]:
     for name in BUILTIN:
         try:
             summary = kind(name).summary
-        except (ImportError, UserError) as exc:
+        except (ImportError, AttributeError, UserError) as exc:
             summary = f"cannot be loaded here ({exc}); pip install 'deskbench[retrieval]'"
         rows.append((name, f"built-in: {summary}"))
     plugged = dict(plugin_listing("retrievers"))
