@@ -132,6 +132,7 @@ def parse_spec(text: str, flag: str = "--retriever") -> RetrieverSpec:
 BUILTIN: dict[str, str] = {
     "bm25": "deskbench.search.retriever:BM25",
     "dense": "deskbench.search.embedded.dense:DENSE",
+    "colbert": "deskbench.search.embedded.colbert:COLBERT",
     "dse": "deskbench.search.embedded.visual:DSE",
     "colqwen": "deskbench.search.embedded.late_visual:COLQWEN",
     "colpali": "deskbench.search.embedded.late_visual:COLPALI",
