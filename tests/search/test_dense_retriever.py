@@ -184,3 +184,23 @@ def test_a_folder_that_is_no_model_is_one_line(corpus: Corpus, tmp_path: Path) -
 def test_dense_is_a_builtin_kind() -> None:
     k = retrievers.kind("dense")
     assert k is dense.DENSE and k.needs_model and "dense" in retrievers.names()
+
+
+def test_download_only_when_the_run_allows_it(corpus: Corpus, models: dict[str, Path],
+                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    import huggingface_hub
+
+    asked: list[tuple[str, bool]] = []
+
+    def snapshot(repo_id: str, local_files_only: bool = False) -> str:
+        asked.append((repo_id, local_files_only))
+        if local_files_only:
+            raise huggingface_hub.errors.LocalEntryNotFoundError("not cached")
+        return str(models["plain"])  # what a download would leave in the cache
+
+    monkeypatch.setattr(huggingface_hub, "snapshot_download", snapshot)
+    with pytest.raises(UserError, match="--retriever-download"):
+        retrievers.open_retriever("dense=tiny-org/fetched", corpus)
+    r = retrievers.open_retriever("dense=tiny-org/fetched", corpus, allow_download=True)
+    assert asked == [("tiny-org/fetched", True), ("tiny-org/fetched", False)]
+    assert r.identity()["fingerprint"] == retrievers.model_fingerprint(models["plain"])
