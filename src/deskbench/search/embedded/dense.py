@@ -1,9 +1,9 @@
 """`dense=MODEL`: one vector per page from a sentence-transformers model, ranked by cosine.
 
-The page's text is embedded as the model embeds a document (its own "document" prompt when its
-configuration has one, its own maximum length), the query as it embeds a query (its "query"
-prompt: snowflake-arctic-embed-m-v2.0 has one), both normalised, so the dot product is the
-cosine similarity. The vectors are stored with the corpus (store.py), built once per model.
+The page's text is embedded as the model embeds a document (its own non-empty "document" prompt,
+else "passage" or "corpus", as e5-style models name it; its own maximum length, longer pages
+truncated), the query as it embeds a query (its "query" prompt: snowflake-arctic-embed-m-v2.0 has
+one), both normalised, so the dot product is the cosine similarity. The vectors are stored with the corpus (store.py), built once per model.
 
 The model is read from a local folder or the local Hugging Face cache only; nothing is fetched
 unless the run allows it (`--retriever-download`). A model's own code from the hub is never run
