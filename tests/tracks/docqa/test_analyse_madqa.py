@@ -417,7 +417,7 @@ def test_json_on_stdout_and_a_report_that_goes_nowhere(tmp_path: Path) -> None:
     proc = run_cli("analyse", "cost", str(run), "--json")
     assert proc.returncode == 0, proc.stderr
     data = json.loads(proc.stdout)  # stdout is the JSON alone; the summary lines are on stderr
-    assert list(data) == ["prices_as_of", "systems"] and data["systems"][0]["cost_usd"] == 0.25
+    assert list(data) == ["prices_as_of", "systems", "scoring"] and data["scoring"]["scorer"] == "ANLS*" and data["systems"][0]["cost_usd"] == 0.25
     assert "s: accuracy 100.0%, cost $0.2500 over 1 episodes" in proc.stderr
     proc = run_cli("analyse", "effort", str(run))
     assert proc.returncode == 2 and proc.stderr.strip().splitlines() == [

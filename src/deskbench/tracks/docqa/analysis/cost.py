@@ -17,6 +17,7 @@ from typing import Any
 from pydantic import BaseModel
 
 from deskbench.models.prices import PRICES_AS_OF, UNKNOWN, per, total_cost
+from deskbench.tracks.docqa.analysis.judged import AnalysisScoring, Judging
 from deskbench.tracks.docqa.analysis.scored import ScoredSystem, accuracy, is_correct
 
 
@@ -35,6 +36,7 @@ class SystemCost(BaseModel):
 class CostReport(BaseModel):
     prices_as_of: str
     systems: list[SystemCost]
+    scoring: AnalysisScoring | None = None  # what decided correctness (set by the command)
 
 
 def system_cost(system: ScoredSystem) -> SystemCost:
@@ -58,10 +60,13 @@ def cost_report(systems: Sequence[ScoredSystem]) -> CostReport:
     return CostReport(prices_as_of=PRICES_AS_OF, systems=[system_cost(s) for s in systems])
 
 
-def load_cost(run_dirs: Sequence[Path], pool_humans: bool = False) -> CostReport:
+def load_cost(run_dirs: Sequence[Path], pool_humans: bool = False, judging: Judging | None = None) -> CostReport:
     from deskbench.tracks.docqa.analysis.scored import load_scored
 
-    return cost_report(load_scored(run_dirs, pool_humans))
+    judging = judging or Judging()
+    report = cost_report(load_scored(run_dirs, pool_humans, judging))
+    report.scoring = judging.summary()
+    return report
 
 
 def _why_not_shown(s: SystemCost) -> str:

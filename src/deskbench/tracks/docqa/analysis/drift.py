@@ -17,6 +17,7 @@ from pydantic import BaseModel
 from deskbench.errors import UserError
 from deskbench.runs.store import Episode, RunStore
 from deskbench.tasks.trajectory import ToolCallStep
+from deskbench.tracks.docqa.analysis.judged import AnalysisScoring, Judging
 from deskbench.tracks.docqa.analysis.textsim import (
     Embedder,
     correlation_p,
@@ -58,6 +59,7 @@ class DriftReport(BaseModel):
     systems: list[SystemDrift]
     # Figure 25 (right): per-system mean drift vs accuracy on reformulated questions.
     system_level_r: float | None
+    scoring: AnalysisScoring | None = None  # what decided correctness (set by load_drift)
 
 
 def episode_queries(episode: Episode) -> list[str]:
@@ -84,7 +86,8 @@ def _mean(xs: Sequence[float]) -> float | None:
 
 
 def is_correct(accuracy: float) -> bool:
-    """Correct means at least half credit (ANLS*-based accuracy is 0 or 1; a judge may give 0.5)."""
+    """Correct means at least half credit (ANLS*-based accuracy is 0 or 1; a judge may give 0.5:
+    MADQA H.3's "a score >= 0.5 counts as correct")."""
     return accuracy >= 0.5
 
 
@@ -136,13 +139,13 @@ def drift_report(
                        system_level_r=pearson_r([d for d, _ in pairs], [a for _, a in pairs]))
 
 
-def run_accuracies(store: RunStore, system: str) -> dict[str, float | None]:
-    """Per-task accuracy of one system of a run (scored as `deskbench score` does, no judge)."""
+def run_accuracies(store: RunStore, system: str, judging: Judging | None = None) -> dict[str, float | None]:
+    """Per-task accuracy of one system of a run (scored as `deskbench score` does: ANLS*, or
+    `judging`'s judge with the run's stored verdicts)."""
     from deskbench.tracks.docqa.episodes import run_submissions
-    from deskbench.tracks.docqa.scoring.docqa import ScoreOptions, score_all
 
     subs, _failed = run_submissions(store, system)
-    items, _ = score_all(store.tasks_of(DocQATask), subs, ScoreOptions())
+    items = (judging or Judging()).score(store, system, store.tasks_of(DocQATask), subs)
     return {i.id: i.accuracy for i in items}
 
 
@@ -161,8 +164,10 @@ def method_embedder(method: str) -> Embedder | None:
     raise UserError(f"--method {method!r} is not valid; use {' or '.join(METHODS)}")
 
 
-def load_drift(run_dirs: Sequence[Path], method: str = "tfidf") -> DriftReport:
-    """Drift of every system in the given run directories, with TF-IDF or sentence embeddings."""
+def load_drift(run_dirs: Sequence[Path], method: str = "tfidf", judging: Judging | None = None) -> DriftReport:
+    """Drift of every system in the given run directories, with TF-IDF or sentence embeddings;
+    correctness by ANLS* or `judging`'s judge."""
+    judging = judging or Judging()
     if not run_dirs:
         raise UserError("give at least one run directory")
     embed = method_embedder(method)  # before reading runs: a missing extra fails fast
@@ -173,9 +178,11 @@ def load_drift(run_dirs: Sequence[Path], method: str = "tfidf") -> DriftReport:
             raise UserError(f"the run in {run_dir} has no episodes yet; run 'deskbench run' first")
         for system in store.systems():
             eps = [(e.task_id, episode_queries(e)) for e in store.episodes(system)]
-            systems.append((system, str(run_dir), eps, run_accuracies(store, system)))
+            systems.append((system, str(run_dir), eps, run_accuracies(store, system, judging)))
         store.close()
-    return drift_report(systems, embed=embed, method=method)
+    report = drift_report(systems, embed=embed, method=method)
+    report.scoring = judging.summary()
+    return report
 
 
 def plot_drift(report: DriftReport, path: Path) -> None:

@@ -32,6 +32,7 @@ from pydantic import BaseModel
 
 from deskbench.analysis.stats import spearman
 from deskbench.runs.store import Episode
+from deskbench.tracks.docqa.analysis.judged import AnalysisScoring, Judging
 from deskbench.tracks.docqa.analysis.scored import (
     CORRECT_AT,
     ScoredSystem,
@@ -115,6 +116,7 @@ class EffortReport(BaseModel):
     correct_at: float
     measures: dict[str, str]  # name -> definition
     systems: list[SystemEffort]
+    scoring: AnalysisScoring | None = None  # what decided correctness (set by the command)
 
 
 def _values(system: ScoredSystem, name: str) -> tuple[list[float], list[float], str | None]:
@@ -165,10 +167,13 @@ def effort_report(systems: Sequence[ScoredSystem]) -> EffortReport:
                         systems=[system_effort(s) for s in systems])
 
 
-def load_effort(run_dirs: Sequence[Path], pool_humans: bool = False) -> EffortReport:
+def load_effort(run_dirs: Sequence[Path], pool_humans: bool = False, judging: Judging | None = None) -> EffortReport:
     from deskbench.tracks.docqa.analysis.scored import load_scored
 
-    return effort_report(load_scored(run_dirs, pool_humans))
+    judging = judging or Judging()
+    report = effort_report(load_scored(run_dirs, pool_humans, judging))
+    report.scoring = judging.summary()
+    return report
 
 
 def effort_figure(report: EffortReport) -> Any:

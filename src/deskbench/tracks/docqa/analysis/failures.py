@@ -13,6 +13,12 @@ no count. Shares are of all predictions (the paper's "21.4% of all predictions")
   stage inside the one before; a correct answer that cites no evidence page is counted apart, in
   `correct_without_page`), beside the decomposition of every prediction into correct and the four
   classes (the figure's bar).
+
+Scored with a judge (`--judge`), the correct items are split as MADQA's Figure 8 splits them, as the
+report's error table does: exact (score 1: exact under ANLS*, or the judge's "correct") and verbose
+(the judge's "partial", 0.5: right content with a format or verbosity issue), with the judge's
+`main_issue` of each verbose one counted. Without a judge every correct item scores 1 and no split
+is made (the fields are null).
 """
 
 from __future__ import annotations
@@ -23,6 +29,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
+from deskbench.tracks.docqa.analysis.judged import AnalysisScoring, Judging
 from deskbench.tracks.docqa.analysis.scored import CORRECT_AT, ScoredSystem, is_correct
 from deskbench.tracks.docqa.tasks import HOP_TYPES, ItemScore
 from deskbench.tracks.docqa.taxonomy import ERROR_CLASSES
@@ -38,6 +45,10 @@ class Breakdown(BaseModel):
     correct: int
     accuracy: float | None  # correct / n; None for no predictions
     counts: dict[str, int]  # error class -> count, every class present
+    # Figure 8, with a judge only (null without): correct = exact + verbose
+    exact: int | None = None  # score 1
+    verbose: int | None = None  # the judge's partial (0.5)
+    verbose_issues: dict[str, int] | None = None  # the judge's main_issue of the verbose ones
 
     def share(self, cls: str) -> float | None:
         return self.counts[cls] / self.n if self.n else None
@@ -71,6 +82,7 @@ class FailuresReport(BaseModel):
     top: list[str]  # the systems pooled below, most accurate first
     top_by_hop_type: dict[str, Breakdown]
     top_by_domain: dict[str, Breakdown]
+    scoring: AnalysisScoring | None = None  # what decided correctness (set by load_failures)
 
 
 def _label(system: ScoredSystem, item: ItemScore) -> str:
@@ -84,30 +96,40 @@ def _counted(system: ScoredSystem) -> list[tuple[ItemScore, str]]:
     return [(i, _label(system, i)) for i in system.items if i.status == "missing" or i.accuracy is not None]
 
 
-def _breakdown(labels: Iterable[str]) -> Breakdown:
+def _breakdown(pairs: Iterable[tuple[ItemScore, str]], judged: bool = False) -> Breakdown:
+    """Counts of one group; `judged`: also the correct ones split into exact and verbose (Fig. 8)."""
     counts: dict[str, int] = dict.fromkeys(ERROR_CLASSES, 0)
-    n = correct = 0
-    for label in labels:
+    n = correct = exact = 0
+    issues: dict[str, int] = {}
+    for item, label in pairs:
         n += 1
-        if label == "correct":
-            correct += 1
-        else:
+        if label != "correct":
             counts[label] += 1
-    return Breakdown(n=n, correct=correct, accuracy=correct / n if n else None, counts=counts)
+            continue
+        correct += 1
+        if item.accuracy is not None and item.accuracy >= 1.0:
+            exact += 1
+        else:
+            issue = item.judge_issue or "(none given)"
+            issues[issue] = issues.get(issue, 0) + 1
+    return Breakdown(n=n, correct=correct, accuracy=correct / n if n else None, counts=counts,
+                     exact=exact if judged else None, verbose=correct - exact if judged else None,
+                     verbose_issues=dict(sorted(issues.items())) if judged else None)
 
 
-def _by(pairs: Sequence[tuple[ItemScore, str]], key: str, order: Sequence[str] = ()) -> dict[str, Breakdown]:
-    groups: dict[str, list[str]] = {k: [] for k in order}
+def _by(pairs: Sequence[tuple[ItemScore, str]], key: str, order: Sequence[str] = (),
+        judged: bool = False) -> dict[str, Breakdown]:
+    groups: dict[str, list[tuple[ItemScore, str]]] = {k: [] for k in order}
     for item, label in pairs:
         value = getattr(item, key) or NO_DOMAIN
-        groups.setdefault(value, []).append(label)
+        groups.setdefault(value, []).append((item, label))
     keys = list(order) + sorted((k for k in groups if k not in order), key=lambda k: (k == NO_DOMAIN, k))
-    return {k: _breakdown(groups[k]) for k in keys}
+    return {k: _breakdown(groups[k], judged) for k in keys}
 
 
-def system_failures(system: ScoredSystem) -> SystemFailures:
+def system_failures(system: ScoredSystem, judged: bool = False) -> SystemFailures:
     pairs = _counted(system)
-    overall = _breakdown(label for _, label in pairs)
+    overall = _breakdown(pairs, judged)
     cascade = Cascade(
         n=len(pairs), doc_found=sum(i.doc_f1 > 0 for i, _ in pairs), page_found=sum(i.page_f1 > 0 for i, _ in pairs),
         correct=sum(i.page_f1 > 0 and label == "correct" for i, label in pairs),
@@ -115,22 +137,30 @@ def system_failures(system: ScoredSystem) -> SystemFailures:
     return SystemFailures(
         system=system.label, accuracy=overall.accuracy, overall=overall,
         retrieval_rate=overall.share("retrieval"), comprehension_rate=overall.share("comprehension"),
-        by_hop_type=_by(pairs, "hop_type", HOP_TYPES), by_domain=_by(pairs, "domain"), cascade=cascade)
+        by_hop_type=_by(pairs, "hop_type", HOP_TYPES, judged), by_domain=_by(pairs, "domain", judged=judged),
+        cascade=cascade)
 
 
-def failures_report(systems: Sequence[ScoredSystem], top: int = TOP) -> FailuresReport:
-    per = [system_failures(s) for s in systems]
+def failures_report(systems: Sequence[ScoredSystem], top: int = TOP, judged: bool = False) -> FailuresReport:
+    """Every system's failures and the top systems pooled; `judged`: scored by a judge, so the
+    correct items are split into exact and verbose."""
+    per = [system_failures(s, judged) for s in systems]
     ranked = sorted(zip(systems, per, strict=True), key=lambda sp: (-(sp[1].accuracy or 0.0), sp[1].system))[:top]
     pooled = [pair for s, _ in ranked for pair in _counted(s)]
     return FailuresReport(correct_at=CORRECT_AT, classes=list(ERROR_CLASSES), systems=per,
-                          top=[f.system for _, f in ranked], top_by_hop_type=_by(pooled, "hop_type", HOP_TYPES),
-                          top_by_domain=_by(pooled, "domain"))
+                          top=[f.system for _, f in ranked],
+                          top_by_hop_type=_by(pooled, "hop_type", HOP_TYPES, judged),
+                          top_by_domain=_by(pooled, "domain", judged=judged))
 
 
-def load_failures(run_dirs: Sequence[Path], pool_humans: bool = False, top: int = TOP) -> FailuresReport:
+def load_failures(run_dirs: Sequence[Path], pool_humans: bool = False, top: int = TOP,
+                  judging: Judging | None = None) -> FailuresReport:
     from deskbench.tracks.docqa.analysis.scored import load_scored
 
-    return failures_report(load_scored(run_dirs, pool_humans), top)
+    judging = judging or Judging()
+    report = failures_report(load_scored(run_dirs, pool_humans, judging), top, judged=judging.judged)
+    report.scoring = judging.summary()
+    return report
 
 
 COLORS = {"correct": "#2ca02c", "retrieval": "#d62728", "navigation": "#ff7f0e", "comprehension": "#1f77b4",

@@ -17,6 +17,7 @@ from deskbench.errors import UserError
 from deskbench.models.types import ChatModel
 from deskbench.runs.store import RunStore
 from deskbench.tracks.docqa.analysis.drift import run_accuracies
+from deskbench.tracks.docqa.analysis.judged import AnalysisScoring, Judging
 from deskbench.tracks.docqa.analysis.question_class import CLASSES, QuestionClass, classify_question
 from deskbench.tracks.docqa.tasks import DocQATask
 
@@ -48,6 +49,7 @@ class GuessabilityReport(BaseModel):
     classifier: str = "patterns"  # or the model that classified (MADQA Prompt 2)
     pattern_fallbacks: list[str] = []  # ids the model could not classify: patterns used instead
     systems: list[SystemGuessability]
+    scoring: AnalysisScoring | None = None  # what decided correctness
 
 
 def guessability(
@@ -84,9 +86,11 @@ def is_guess_system(system: str) -> bool:
     return system.split(":", 1)[0] == "guess"
 
 
-def load_guessability(run_dir: Path, model: ChatModel | None = None) -> GuessabilityReport:
+def load_guessability(run_dir: Path, model: ChatModel | None = None, judging: Judging | None = None) -> GuessabilityReport:
     """Guessability of every `guess` system in a run directory; questions are classified by
-    `model` with MADQA's Prompt 2 when one is given, else by the deterministic patterns."""
+    `model` with MADQA's Prompt 2 when one is given, else by the deterministic patterns; answers
+    scored by ANLS* or `judging`'s judge."""
+    judging = judging or Judging()
     store = RunStore(run_dir, create=False)
     systems = [s for s in store.systems() if is_guess_system(s)]
     if not systems:
@@ -101,8 +105,8 @@ def load_guessability(run_dir: Path, model: ChatModel | None = None) -> Guessabi
         classes, fallback = asyncio.run(classify_all(model, tasks))
     else:
         classes = {t.id: classify_question(t.question, t.answer_variants) for t in tasks}
-    out = [guessability(tasks, run_accuracies(store, s), s, classes) for s in systems]
+    out = [guessability(tasks, run_accuracies(store, s, judging), s, classes) for s in systems]
     store.close()
     return GuessabilityReport(run=str(run_dir), classes=classes, systems=out,
                               classifier=model.id if model is not None else "patterns",
-                              pattern_fallbacks=fallback)
+                              pattern_fallbacks=fallback, scoring=judging.summary())

@@ -22,6 +22,7 @@ from pydantic import BaseModel
 
 from deskbench.analysis.stats import spearman
 from deskbench.errors import UserError
+from deskbench.tracks.docqa.analysis.judged import AnalysisScoring, Judging
 from deskbench.tracks.docqa.analysis.scored import ScoredSystem, episode_seconds
 from deskbench.tracks.docqa.humans import is_human
 
@@ -50,6 +51,7 @@ class HumanTime(BaseModel):
 
 class HumanTimeReport(BaseModel):
     systems: list[HumanTime]
+    scoring: AnalysisScoring | None = None  # what decided correctness (set by the command)
 
 
 def time_bin(minutes: float) -> str:
@@ -84,10 +86,13 @@ def human_time_report(systems: Sequence[ScoredSystem]) -> HumanTimeReport:
     return HumanTimeReport(systems=[human_time(s) for s in systems if is_human(s.system)])
 
 
-def load_human_time(run_dirs: Sequence[Path], pool_humans: bool = False) -> HumanTimeReport:
+def load_human_time(run_dirs: Sequence[Path], pool_humans: bool = False,
+                    judging: Judging | None = None) -> HumanTimeReport:
     from deskbench.tracks.docqa.analysis.scored import load_scored
 
-    report = human_time_report(load_scored(run_dirs, pool_humans))
+    judging = judging or Judging()
+    report = human_time_report(load_scored(run_dirs, pool_humans, judging))
+    report.scoring = judging.summary()
     if not report.systems:
         raise UserError("the runs hold no human episodes (human:NAME or human-oracle:NAME); "
                         "people answer through 'deskbench serve'")

@@ -15,6 +15,7 @@ from pydantic import BaseModel
 
 from deskbench.tracks.docqa.analysis.agreement import CORRECT_AT, kappa_matrix, outcome_table
 from deskbench.tracks.docqa.analysis.items import difficulty, discrimination
+from deskbench.tracks.docqa.analysis.judged import AnalysisScoring, Judging
 from deskbench.tracks.docqa.analysis.matrix import ResponseMatrix, load_matrix
 from deskbench.tracks.docqa.analysis.splits import (
     SENTINEL_FRACTION,
@@ -27,8 +28,8 @@ from deskbench.tracks.docqa.analysis.splits import (
 from deskbench.tracks.docqa.humans import is_human
 
 
-def matrix_of(run_dirs: list[Path], pool: bool) -> ResponseMatrix:
-    return load_matrix(run_dirs, pool_humans=pool)
+def matrix_of(run_dirs: list[Path], pool: bool, judging: Judging | None = None) -> ResponseMatrix:
+    return load_matrix(run_dirs, pool_humans=pool, judging=judging)
 
 
 def _num(x: float) -> float | None:
@@ -52,6 +53,7 @@ class ItemsReport(BaseModel):
     system_accuracy: list[float | None]
     n_items: int
     items: list[ItemStat]
+    scoring: AnalysisScoring | None = None  # what decided correctness (set by the command)
 
 
 def items_report(rm: ResponseMatrix) -> ItemsReport:
@@ -83,6 +85,7 @@ class SplitsReport(BaseModel):
     dev: list[str]
     train: list[str]
     summary: dict[str, SplitSummary]
+    scoring: AnalysisScoring | None = None  # what decided correctness (set by the command)
 
 
 def _nanmean(x: npt.NDArray[np.float64]) -> float | None:
@@ -129,6 +132,7 @@ class AgreementReport(BaseModel):
     kappa: list[list[float | None]]  # systems x systems; null when undefined
     n_items: list[list[int]]  # items both systems were scored on
     pairs: list[AgreementPair]  # every unordered pair, with who solved what
+    scoring: AnalysisScoring | None = None  # what decided correctness (set by the command)
 
 
 def agreement_report(rm: ResponseMatrix) -> AgreementReport:

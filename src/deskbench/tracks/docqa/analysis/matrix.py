@@ -1,7 +1,7 @@
 """Run directories -> response matrix (systems x items) for item analysis.
 
 Each system of each run is scored as `deskbench score` scores a run (default options: ANLS*,
-missing answers count 0). Items are the tasks common to every run, in the first run's order, so
+missing answers count 0; with a judge, as MADQA H.3, analysis/judged.py). Items are the tasks common to every run, in the first run's order, so
 the columns mean the same question for every row.
 """
 
@@ -11,11 +11,15 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 import numpy.typing as npt
 
 from deskbench.errors import UserError
+
+if TYPE_CHECKING:
+    from deskbench.tracks.docqa.analysis.judged import Judging
 
 
 @dataclass(frozen=True)
@@ -27,7 +31,7 @@ class ResponseMatrix:
     values: npt.NDArray[np.float64]
 
 
-def load_matrix(run_dirs: Sequence[Path], pool_humans: bool = False) -> ResponseMatrix:
+def load_matrix(run_dirs: Sequence[Path], pool_humans: bool = False, judging: Judging | None = None) -> ResponseMatrix:
     """Score every system of every run and keep the items common to all runs; with
     `pool_humans`, the annotators make one `human` row (tracks/docqa/humans.py: earliest answer wins).
 
@@ -37,7 +41,7 @@ def load_matrix(run_dirs: Sequence[Path], pool_humans: bool = False) -> Response
     """
     from deskbench.tracks.docqa.analysis.scored import load_scored
 
-    systems = load_scored(run_dirs, pool_humans)
+    systems = load_scored(run_dirs, pool_humans, judging)
     common: list[str] | None = None
     for system in systems:
         ids = set(system.run_task_ids)

@@ -24,6 +24,7 @@ from pydantic import BaseModel
 from deskbench.errors import UserError
 from deskbench.runs.store import RunStore
 from deskbench.tracks.docqa.analysis.drift import run_accuracies
+from deskbench.tracks.docqa.analysis.judged import AnalysisScoring, Judging
 from deskbench.tracks.docqa.analysis.textsim import (
     Embedder,
     cosine_distance,
@@ -74,6 +75,7 @@ class MultihopReport(BaseModel):
     method: str
     items: list[MultihopItem]
     systems: list[SystemMultihop]  # the last one pools every system (POOLED)
+    scoring: AnalysisScoring | None = None  # what decided the accuracies (set by load_multihop)
 
 
 def page_gap(pages: Sequence[tuple[str, int]]) -> int | None:
@@ -167,8 +169,10 @@ def multihop_report(
     return MultihopReport(run=run, method=method, items=list(items), systems=systems)
 
 
-def load_multihop(run_dir: Path, corpus_dir: Path) -> MultihopReport:
-    """Multi-hop analysis of every system in a run, the page texts read from the corpus."""
+def load_multihop(run_dir: Path, corpus_dir: Path, judging: Judging | None = None) -> MultihopReport:
+    """Multi-hop analysis of every system in a run, the page texts read from the corpus; answers
+    scored by ANLS* or `judging`'s judge."""
+    judging = judging or Judging()
     from deskbench.corpus import Corpus
 
     store = RunStore(run_dir, create=False)
@@ -178,9 +182,11 @@ def load_multihop(run_dir: Path, corpus_dir: Path) -> MultihopReport:
     items = multihop_items(store.tasks_of(DocQATask), corpus.page_texts)
     if not items:
         raise UserError(f"the run in {run_dir} has no multi-hop task (evidence on two or more pages)")
-    accs = {s: run_accuracies(store, s) for s in store.systems()}
+    accs = {s: run_accuracies(store, s, judging) for s in store.systems()}
     store.close()
-    return multihop_report(items, accs, run=str(run_dir))
+    report = multihop_report(items, accs, run=str(run_dir))
+    report.scoring = judging.summary()
+    return report
 
 
 def plot_multihop(report: MultihopReport, path: Path) -> None:

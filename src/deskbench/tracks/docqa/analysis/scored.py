@@ -1,7 +1,7 @@
 """Scored systems: what the MADQA appendix analyses (effort, failures, trajectories, cost, human
 time) read. One system of one run with its per-item scores, the tasks it was scored on and its
-attempt-0 episodes, built either here from run directories (ANLS*, as `deskbench score` without a
-judge) or by the report from its own scoring (then with the judge, when one was given)."""
+attempt-0 episodes, built either here from run directories (as `deskbench score` scores: ANLS*, or
+the --judge with the runs' stored verdicts, analysis/judged.py) or by the report from its own scoring (then with the judge, when one was given)."""
 
 from __future__ import annotations
 
@@ -9,11 +9,15 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from deskbench.errors import UserError
 from deskbench.paths import require_run
 from deskbench.runs.store import Episode
 from deskbench.tracks.docqa.tasks import DocQASubmission, DocQATask, ItemScore
+
+if TYPE_CHECKING:
+    from deskbench.tracks.docqa.analysis.judged import Judging
 
 CORRECT_AT = 0.5  # accuracy >= 0.5 is correct (MADQA H.3 and F.3: the judge's partial counts)
 
@@ -64,17 +68,20 @@ def first_attempts(episodes: Sequence[Episode]) -> dict[str, Episode]:
     return {ep.task_id: ep for ep in episodes if ep.attempt == 0}
 
 
-def load_scored(run_dirs: Sequence[Path], pool_humans: bool = False) -> list[ScoredSystem]:
-    """Every docqa system of every run, scored with default options (ANLS*; missing answers 0).
+def load_scored(run_dirs: Sequence[Path], pool_humans: bool = False,
+                judging: Judging | None = None) -> list[ScoredSystem]:
+    """Every docqa system of every run, scored with default options (ANLS*; missing answers 0),
+    or with `judging`'s judge (analysis/judged.py: the runs' stored verdicts reused).
 
     A system that appears in several runs is labelled `<run dir name>/<system>` so rows stay
     distinct; a system made by `deskbench import` is labelled `<system> (imported)`."""
     from deskbench.runs.imported import imported_label, imported_systems
     from deskbench.runs.store import RunStore
+    from deskbench.tracks.docqa.analysis.judged import Judging
     from deskbench.tracks.docqa.episodes import run_submissions
     from deskbench.tracks.docqa.humans import episodes_of, pooled_systems, tasks_scored
-    from deskbench.tracks.docqa.scoring.docqa import ScoreOptions, score_all
 
+    judging = judging or Judging()
     if not run_dirs:
         raise UserError("no run directories given; pass one or more --out directories of 'deskbench run'")
     rows: list[tuple[Path, str, list[DocQATask], list[ItemScore], dict[str, Episode], tuple[str, ...], bool]] = []
@@ -91,7 +98,7 @@ def load_scored(run_dirs: Sequence[Path], pool_humans: bool = False) -> list[Sco
                 subs, failed = run_submissions(store, name)
                 answered = {s.id for s in subs if s.id is not None} | set(failed)
                 scored_tasks = tasks_scored(name, tasks, answered)
-                items, _ = score_all(scored_tasks, subs, ScoreOptions())
+                items = judging.score(store, name, scored_tasks, subs)
                 rows.append((run_dir, name, scored_tasks, items, first_attempts(episodes_of(store, name)), ids,
                              name in imported))
         finally:

@@ -29,6 +29,7 @@ from pydantic import BaseModel
 
 from deskbench.runs.store import Episode
 from deskbench.tasks.trajectory import ToolCallStep
+from deskbench.tracks.docqa.analysis.judged import AnalysisScoring, Judging
 from deskbench.tracks.docqa.analysis.scored import ScoredSystem
 from deskbench.tracks.docqa.scoring.retrieval import page_of
 from deskbench.tracks.docqa.tasks import DocQATask
@@ -72,6 +73,7 @@ class SystemTrajectories(BaseModel):
 class TrajectoryReport(BaseModel):
     iterations: list[int]  # 1..N, N the most searches any episode made
     systems: list[SystemTrajectories]
+    scoring: AnalysisScoring | None = None  # what decided correctness (set by the command)
 
 
 def question_trajectory(task: DocQATask, ep: Episode | None) -> QuestionTrajectory:
@@ -126,10 +128,14 @@ def trajectory_report(systems: Sequence[ScoredSystem]) -> TrajectoryReport:
                             systems=[system_trajectories(s, iterations) for s in systems])
 
 
-def load_trajectories(run_dirs: Sequence[Path], pool_humans: bool = False) -> TrajectoryReport:
+def load_trajectories(run_dirs: Sequence[Path], pool_humans: bool = False,
+                      judging: Judging | None = None) -> TrajectoryReport:
     from deskbench.tracks.docqa.analysis.scored import load_scored
 
-    return trajectory_report(load_scored(run_dirs, pool_humans))
+    judging = judging or Judging()
+    report = trajectory_report(load_scored(run_dirs, pool_humans, judging))
+    report.scoring = judging.summary()
+    return report
 
 
 def trajectories_figure(report: TrajectoryReport) -> Any:

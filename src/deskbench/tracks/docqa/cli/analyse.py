@@ -13,11 +13,13 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
+from deskbench.cli.settings import CacheOpt, JudgeCacheOpt, JudgeConcurrencyOpt
 from deskbench.errors import UserError
 
 if TYPE_CHECKING:  # matplotlib is imported when a plot is drawn
     from matplotlib.axes import Axes
     from matplotlib.figure import Figure
+from deskbench.tracks.docqa.cli.analyse_more import JudgeOpt, judging_of, say_scoring
 from deskbench.tracks.docqa.cli.analyse_more import write_report as _write
 
 analyse_app = typer.Typer(no_args_is_help=True, help="Analyses over stored runs (MADQA §2.4, §5, App. B, D, E, H): items, splits, agreement, drift, guessability, multihop, lexical, effort, failures, trajectories, cost, human-time, corpus-stats.")
@@ -54,13 +56,20 @@ def _save(fig: Figure, path: Path) -> None:
 
 
 @analyse_app.command("items")
-def items_cmd(run_dirs: RunDirsArg, output: OutOpt, plot: PlotOpt = None, pool: PoolOpt = False) -> None:
+def items_cmd(
+    run_dirs: RunDirsArg, output: OutOpt, plot: PlotOpt = None, pool: PoolOpt = False,
+    judge: JudgeOpt = None, judge_concurrency: JudgeConcurrencyOpt = 16, judge_cache: JudgeCacheOpt = None,
+    cache: CacheOpt = True,
+) -> None:
     """Difficulty p_j and corrected point-biserial discrimination r_j of every common item."""
     from deskbench.tracks.docqa.analysis.item_reports import items_report, matrix_of
     from deskbench.tracks.docqa.analysis.splits import SENTINEL_P
 
-    report = items_report(matrix_of(run_dirs, pool))
+    judging = judging_of(judge, judge_concurrency, judge_cache, cache)
+    report = items_report(matrix_of(run_dirs, pool, judging))
+    report.scoring = judging.summary()
     _write(output, report)
+    say_scoring(report.scoring)
     if plot is not None:
         fig, ax = _figure()
         pts = [(s.difficulty, s.discrimination, s.sentinel) for s in report.items
@@ -96,6 +105,8 @@ def splits_cmd(
     sentinel_fraction: Annotated[float, typer.Option(help="Share of each split reserved for p <= 0.1 items.")] = 0.2,  # splits.SENTINEL_FRACTION
     plot: PlotOpt = None,
     pool: PoolOpt = False,
+    judge: JudgeOpt = None, judge_concurrency: JudgeConcurrencyOpt = 16, judge_cache: JudgeCacheOpt = None,
+    cache: CacheOpt = True,
 ) -> None:
     """Test/dev/train splits by the paper's rule: sentinel pool, 9 difficulty bins, best discrimination."""
     import numpy as np
@@ -109,9 +120,12 @@ def splits_cmd(
         is_sentinel,
     )
 
-    rm = matrix_of(run_dirs, pool)
+    judging = judging_of(judge, judge_concurrency, judge_cache, cache)
+    rm = matrix_of(run_dirs, pool, judging)
     report = splits_report(rm, test, dev, seed, train, sentinel_fraction)
+    report.scoring = judging.summary()
     _write(output, report)
+    say_scoring(report.scoring)
     if plot is not None:
         # Bars over the paper's own bins (right-closed: 0.1 < p <= 0.2 ...), sentinel pool first.
         p = dict(zip(rm.items, difficulty(rm.values), strict=True))
@@ -141,15 +155,22 @@ def splits_cmd(
 
 
 @analyse_app.command("agreement")
-def agreement_cmd(run_dirs: RunDirsArg, output: OutOpt, plot: PlotOpt = None, pool: PoolOpt = False) -> None:
+def agreement_cmd(
+    run_dirs: RunDirsArg, output: OutOpt, plot: PlotOpt = None, pool: PoolOpt = False,
+    judge: JudgeOpt = None, judge_concurrency: JudgeConcurrencyOpt = 16, judge_cache: JudgeCacheOpt = None,
+    cache: CacheOpt = True,
+) -> None:
     """Pairwise Cohen's kappa between systems (people included) on correct/incorrect, over items
     both were scored on, with who solved what for every pair (MADQA H.4)."""
     import numpy as np
 
     from deskbench.tracks.docqa.analysis.item_reports import agreement_report, matrix_of
 
-    report = agreement_report(matrix_of(run_dirs, pool))
+    judging = judging_of(judge, judge_concurrency, judge_cache, cache)
+    report = agreement_report(matrix_of(run_dirs, pool, judging))
+    report.scoring = judging.summary()
     _write(output, report)
+    say_scoring(report.scoring)
     if plot is not None:
         k = np.array([[np.nan if x is None else x for x in row] for row in report.kappa], dtype=np.float64)
         n = len(report.systems)

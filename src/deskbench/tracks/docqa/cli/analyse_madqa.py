@@ -12,12 +12,16 @@ from typing import TYPE_CHECKING, Annotated, Any, TypeVar
 
 import typer
 
+from deskbench.cli.settings import CacheOpt, JudgeCacheOpt, JudgeConcurrencyOpt
 from deskbench.errors import UserError
 from deskbench.tracks.docqa.cli.analyse_more import (
     CorpusOpt,
+    JudgeOpt,
     PlotOpt,
     RunDirsArg,
     TasksOpt,
+    judging_of,
+    say_scoring,
     write_report,
 )
 
@@ -57,6 +61,7 @@ def _deliver(report: R, figure: Callable[[R], Any], lines: Callable[[R], Iterabl
         save_figure(figure(report), plot)
     for line in lines(report):
         _say(line)
+    say_scoring(getattr(report, "scoring", None))
     written = [str(p) for p in (output, plot) if p is not None]
     if written:
         _say("wrote " + " and ".join(written))
@@ -73,12 +78,13 @@ def _effort_lines(report: Any) -> Iterator[str]:
         yield f"{s.system}: Kuiper " + "; ".join(cells)
 
 
-def effort(run_dirs: RunDirsArg, output: OutOpt = None, plot: PlotOpt = None, as_json: JsonOpt = False, pool: PoolOpt = False) -> None:
+def effort(run_dirs: RunDirsArg, output: OutOpt = None, plot: PlotOpt = None, as_json: JsonOpt = False, pool: PoolOpt = False, judge: JudgeOpt = None,
+           judge_concurrency: JudgeConcurrencyOpt = 16, judge_cache: JudgeCacheOpt = None, cache: CacheOpt = True) -> None:
     """Kuiper under each effort measure (steps, total tokens, generated tokens, time) and Spearman between them (MADQA E.4, Tables 11-12)."""
     from deskbench.tracks.docqa.analysis.effort import effort_figure, load_effort
 
     _wanted(output, as_json)
-    _deliver(load_effort(run_dirs, pool), effort_figure, _effort_lines, output, plot, as_json)
+    _deliver(load_effort(run_dirs, pool, judging_of(judge, judge_concurrency, judge_cache, cache)), effort_figure, _effort_lines, output, plot, as_json)
 
 
 TopOpt = Annotated[int, typer.Option("--top-systems", min=1, help="Pool this many most accurate systems for the hop-type and domain breakdowns (the paper: 4).")]
@@ -87,17 +93,19 @@ TopOpt = Annotated[int, typer.Option("--top-systems", min=1, help="Pool this man
 def _failures_lines(report: Any) -> Iterator[str]:
     for s in report.systems:
         c = s.cascade
-        yield (f"{s.system}: {s.overall.correct}/{s.overall.n} correct; "
+        split = "" if s.overall.exact is None else f" ({s.overall.exact} exact, {s.overall.verbose} verbose)"
+        yield (f"{s.system}: {s.overall.correct}/{s.overall.n} correct{split}; "
                + ", ".join(f"{k} {v}" for k, v in s.overall.counts.items())
                + f"; cascade {c.n} -> doc {c.doc_found} -> page {c.page_found} -> correct {c.correct}")
 
 
-def failures(run_dirs: RunDirsArg, output: OutOpt = None, plot: PlotOpt = None, as_json: JsonOpt = False, pool: PoolOpt = False, top: TopOpt = 4) -> None:
+def failures(run_dirs: RunDirsArg, output: OutOpt = None, plot: PlotOpt = None, as_json: JsonOpt = False, pool: PoolOpt = False, top: TopOpt = 4, judge: JudgeOpt = None,
+           judge_concurrency: JudgeConcurrencyOpt = 16, judge_cache: JudgeCacheOpt = None, cache: CacheOpt = True) -> None:
     """Retrieval vs comprehension, errors by hop type and domain, failure cascade (MADQA H.3, Figures 16-19)."""
     from deskbench.tracks.docqa.analysis.failures import failures_figure, load_failures
 
     _wanted(output, as_json)
-    _deliver(load_failures(run_dirs, pool, top), failures_figure, _failures_lines, output, plot, as_json)
+    _deliver(load_failures(run_dirs, pool, top, judging_of(judge, judge_concurrency, judge_cache, cache)), failures_figure, _failures_lines, output, plot, as_json)
 
 
 def _trajectories_lines(report: Any) -> Iterator[str]:
@@ -110,12 +118,13 @@ def _trajectories_lines(report: Any) -> Iterator[str]:
                f"{100 * s.document[-1]:.1f}%; recovery {rate} (n={s.recovery_n})")
 
 
-def trajectories(run_dirs: RunDirsArg, output: OutOpt = None, plot: PlotOpt = None, as_json: JsonOpt = False, pool: PoolOpt = False) -> None:
+def trajectories(run_dirs: RunDirsArg, output: OutOpt = None, plot: PlotOpt = None, as_json: JsonOpt = False, pool: PoolOpt = False, judge: JudgeOpt = None,
+           judge_concurrency: JudgeConcurrencyOpt = 16, judge_cache: JudgeCacheOpt = None, cache: CacheOpt = True) -> None:
     """Gold evidence found by search iteration; recovery after a first-query miss (MADQA H.5, Figures 22-23)."""
     from deskbench.tracks.docqa.analysis.trajectories import load_trajectories, trajectories_figure
 
     _wanted(output, as_json)
-    _deliver(load_trajectories(run_dirs, pool), trajectories_figure, _trajectories_lines, output, plot, as_json)
+    _deliver(load_trajectories(run_dirs, pool, judging_of(judge, judge_concurrency, judge_cache, cache)), trajectories_figure, _trajectories_lines, output, plot, as_json)
 
 
 def _cost_lines(report: Any) -> Iterator[str]:
@@ -128,12 +137,13 @@ def _cost_lines(report: Any) -> Iterator[str]:
     yield f"prices as of {report.prices_as_of}"
 
 
-def cost(run_dirs: RunDirsArg, output: OutOpt = None, plot: PlotOpt = None, as_json: JsonOpt = False, pool: PoolOpt = False) -> None:
+def cost(run_dirs: RunDirsArg, output: OutOpt = None, plot: PlotOpt = None, as_json: JsonOpt = False, pool: PoolOpt = False, judge: JudgeOpt = None,
+           judge_concurrency: JudgeConcurrencyOpt = 16, judge_cache: JudgeCacheOpt = None, cache: CacheOpt = True) -> None:
     """Accuracy against the USD cost of each system (MADQA Figure 7); an unknown cost is '?', never $0."""
     from deskbench.tracks.docqa.analysis.cost import cost_figure, load_cost
 
     _wanted(output, as_json)
-    _deliver(load_cost(run_dirs, pool), cost_figure, _cost_lines, output, plot, as_json)
+    _deliver(load_cost(run_dirs, pool, judging_of(judge, judge_concurrency, judge_cache, cache)), cost_figure, _cost_lines, output, plot, as_json)
 
 
 def _human_time_lines(report: Any) -> Iterator[str]:
@@ -146,12 +156,13 @@ def _human_time_lines(report: Any) -> Iterator[str]:
                f"{s.q3_minutes:.1f}; accuracy by time: {bins}")
 
 
-def human_time(run_dirs: RunDirsArg, output: OutOpt = None, plot: PlotOpt = None, as_json: JsonOpt = False, pool: PoolOpt = False) -> None:
+def human_time(run_dirs: RunDirsArg, output: OutOpt = None, plot: PlotOpt = None, as_json: JsonOpt = False, pool: PoolOpt = False, judge: JudgeOpt = None,
+           judge_concurrency: JudgeConcurrencyOpt = 16, judge_cache: JudgeCacheOpt = None, cache: CacheOpt = True) -> None:
     """People's response time against accuracy: median, quartiles, accuracy by time bin (MADQA §5.2)."""
     from deskbench.tracks.docqa.analysis.human_time import human_time_figure, load_human_time
 
     _wanted(output, as_json)
-    _deliver(load_human_time(run_dirs, pool), human_time_figure, _human_time_lines, output, plot, as_json)
+    _deliver(load_human_time(run_dirs, pool, judging_of(judge, judge_concurrency, judge_cache, cache)), human_time_figure, _human_time_lines, output, plot, as_json)
 
 
 def _corpus_lines(stats: Any) -> Iterator[str]:

@@ -1,6 +1,7 @@
 """`deskbench analyse drift | guessability | multihop | lexical`: thin shells over the analysis
 modules of the same names. Each writes its pydantic report as JSON (the model is the schema) and,
-where offered, a PNG plot. `register` adds them to the `analyse` sub-app."""
+where offered, a PNG plot. `register` adds them to the `analyse` sub-app. The judge flags every
+command that scores answers takes (`--judge` ...) and the line saying what scored them are here."""
 
 from __future__ import annotations
 
@@ -9,10 +10,13 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
+from deskbench.cli.settings import CacheOpt, JudgeCacheOpt, JudgeConcurrencyOpt
 from deskbench.errors import UserError
 
 if TYPE_CHECKING:  # type hints only: `deskbench --help` starts without pydantic
     from pydantic import BaseModel
+
+    from deskbench.tracks.docqa.analysis.judged import AnalysisScoring, Judging
 
 RunDirsArg = Annotated[list[Path], typer.Argument(metavar="RUNDIR...", help="Run directories (deskbench run --out).")]
 RunDirArg = Annotated[Path, typer.Argument(metavar="RUNDIR", help="Run directory (deskbench run --out).")]
@@ -20,6 +24,25 @@ OutOpt = Annotated[Path, typer.Option("--output", help="JSON report to write.")]
 PlotOpt = Annotated[Path | None, typer.Option("--plot", help="Also write a PNG plot here.")]
 CorpusOpt = Annotated[Path, typer.Option("--corpus", "-c", help="Corpus directory.")]
 TasksOpt = Annotated[Path, typer.Option("--tasks", "-t", help="docqa tasks JSONL.")]
+JudgeOpt = Annotated[str | None, typer.Option(
+    "--judge", help="Decide correctness with this LLM judge as MADQA H.3 does (score >= 0.5 is correct), reusing "
+                    "the verdicts a 'deskbench score --judge' with the same judge stored in the run (default: "
+                    "ANLS* >= 0.5, no judge).")]
+
+
+def judging_of(judge: str | None, concurrency: int = 16, judge_cache: Path | None = None, cache: bool = True) -> Judging:
+    """The scorer of an analysis from its flags: ANLS*, or the judge (opened when a verdict is missing)."""
+    from deskbench.tracks.docqa.analysis.judged import Judging
+
+    if concurrency < 1:
+        raise UserError(f"--judge-concurrency {concurrency} is not valid; use 1 or more")
+    return Judging(spec=judge or None, concurrency=concurrency, cache=judge_cache, no_cache=not cache)
+
+
+def say_scoring(scoring: AnalysisScoring | None) -> None:
+    """What decided correctness, on stderr: ANLS* named, or the judge with its verdicts' origin."""
+    if scoring is not None:
+        typer.echo(scoring.line(), err=True)
 
 
 def write_report(path: Path, report: BaseModel) -> None:
@@ -37,11 +60,13 @@ def _say(text: str) -> None:
 def drift(
     run_dirs: RunDirsArg, output: OutOpt, plot: PlotOpt = None,
     method: Annotated[str, typer.Option(help="tfidf (default) | minilm: all-MiniLM-L6-v2 sentence embeddings (the embeddings extra, see docs/results.md)")] = "tfidf",
+    judge: JudgeOpt = None, judge_concurrency: JudgeConcurrencyOpt = 16, judge_cache: JudgeCacheOpt = None,
+    cache: CacheOpt = True,
 ) -> None:
     """Query reformulation: cosine drift between consecutive search queries (MADQA H.6)."""
     from deskbench.tracks.docqa.analysis.drift import load_drift, plot_drift
 
-    report = load_drift(run_dirs, method=method)
+    report = load_drift(run_dirs, method=method, judging=judging_of(judge, judge_concurrency, judge_cache, cache))
     write_report(output, report)
     if plot is not None:
         plot_drift(report, plot)
@@ -49,39 +74,46 @@ def drift(
         d = "-" if s.mean_drift is None else f"{s.mean_drift:.3f}"
         r = "-" if s.point_biserial_r is None else f"{s.point_biserial_r:+.2f}"
         _say(f"{s.system}: mean drift {d} ({report.method}) over {s.reformulated}/{s.episodes} reformulated episodes, r(drift, correct) {r}")
+    say_scoring(report.scoring)
     _say(f"wrote {output}" + (f" and {plot}" if plot else ""))
 
 
 def guessability(
     run_dir: RunDirArg, output: OutOpt,
     model: Annotated[str | None, typer.Option("--model", "-m", help="Classify the questions with this model (MADQA Prompt 2) instead of patterns.")] = None,
+    judge: JudgeOpt = None, judge_concurrency: JudgeConcurrencyOpt = 16, judge_cache: JudgeCacheOpt = None,
+    cache: CacheOpt = True,
 ) -> None:
     """Accuracy without documents by question type: yes/no, binary choice, other (MADQA E.2)."""
     from deskbench.tracks.docqa.analysis.guessability import load_guessability
 
+    judging = judging_of(judge, judge_concurrency, judge_cache, cache)
     chat = None
     if model:
         from deskbench.models.registry import open_model
 
         chat = open_model(model, role="judge", concurrency=16, cache=True)
-    report = load_guessability(run_dir, chat)
+    report = load_guessability(run_dir, chat, judging)
     if report.pattern_fallbacks:
         _say(f"{len(report.pattern_fallbacks)} questions the model could not classify were classified by patterns")
     write_report(output, report)
     for s in report.systems:
         _say(f"{s.system}: guessability {100 * s.guessability:.1f}% (random {100 * s.random:.1f}%, "
              f"memorised {100 * s.contamination:.1f}%) over {s.questions} questions")
+    say_scoring(report.scoring)
     _say(f"wrote {output}")
 
 
-def multihop(run_dir: RunDirArg, corpus: CorpusOpt, output: OutOpt, plot: PlotOpt = None) -> None:
+def multihop(run_dir: RunDirArg, corpus: CorpusOpt, output: OutOpt, plot: PlotOpt = None, judge: JudgeOpt = None,
+             judge_concurrency: JudgeConcurrencyOpt = 16, judge_cache: JudgeCacheOpt = None, cache: CacheOpt = True) -> None:
     """Multi-hop accuracy by page gap and by semantic distance of the evidence pages (MADQA H.1)."""
     from deskbench.tracks.docqa.analysis.multihop import load_multihop, plot_multihop
 
-    report = load_multihop(run_dir, corpus)
+    report = load_multihop(run_dir, corpus, judging_of(judge, judge_concurrency, judge_cache, cache))
     write_report(output, report)
     if plot is not None:
         plot_multihop(report, plot)
+    say_scoring(report.scoring)
     _say(f"{len(report.items)} multi-hop items, {len(report.systems)} system row(s); wrote {output}"
          + (f" and {plot}" if plot else ""))
 
