@@ -87,3 +87,43 @@ def write_tiny_colqwen2(folder: Path, seed: int = 0) -> Path:
     ColQwen2ForRetrieval(config).eval().save_pretrained(folder)
     ColQwen2Processor(image_processor=_image_processor(), tokenizer=tok).save_pretrained(folder)
     return folder
+
+
+def _gemma_tokenizer():  # -> GemmaTokenizer
+    """Gemma's byte-fallback BPE with a small vocabulary: specials, the 256 byte tokens, the word
+    boundary and the printable ASCII characters (no merges: one token a character)."""
+    from transformers import GemmaTokenizer
+
+    vocab = {tok: i for i, tok in enumerate(["<pad>", "<eos>", "<bos>", "<unk>", "<mask>"])}
+    for b in range(256):
+        vocab[f"<0x{b:02X}>"] = len(vocab)
+    for ch in ["\u2581", *(chr(c) for c in range(33, 127))]:
+        vocab.setdefault(ch, len(vocab))
+    return GemmaTokenizer(vocab=vocab, merges=[])
+
+
+def write_tiny_colpali(folder: Path, seed: int = 0) -> Path:
+    """A ColPali (transformers' ColPaliForRetrieval over a PaliGemma, as vidore/colpali-v1.3-hf):
+    a 1-layer SigLIP of 56x56 images (16 image tokens), a 2-layer Gemma, and its processor."""
+    from transformers import ColPaliConfig, ColPaliForRetrieval, ColPaliProcessor, PaliGemmaConfig
+    from transformers import SiglipImageProcessorPil as SiglipImageProcessor
+
+    torch.manual_seed(seed)
+    tok = _gemma_tokenizer()
+    image_processor = SiglipImageProcessor(size={"height": 56, "width": 56}, image_mean=[0.5] * 3,
+                                           image_std=[0.5] * 3)
+    image_processor.image_seq_length = 16
+    processor = ColPaliProcessor(image_processor=image_processor, tokenizer=tok)  # adds <image> and loc tokens
+    vlm = PaliGemmaConfig(
+        text_config={"model_type": "gemma", "vocab_size": len(processor.tokenizer), "hidden_size": TEXT_HIDDEN,
+                     "intermediate_size": 96, "num_hidden_layers": 2, "num_attention_heads": 2,
+                     "num_key_value_heads": 1, "head_dim": 32, "max_position_embeddings": 512,
+                     "pad_token_id": 0, "eos_token_id": 1, "bos_token_id": 2},
+        vision_config={"model_type": "siglip_vision_model", "hidden_size": VISION_EMBED, "intermediate_size": 64,
+                       "num_hidden_layers": 1, "num_attention_heads": 2, "image_size": 56, "patch_size": 14,
+                       "projection_dim": TEXT_HIDDEN},
+        image_token_id=processor.image_token_id, projection_dim=TEXT_HIDDEN, hidden_size=TEXT_HIDDEN,
+    )
+    ColPaliForRetrieval(ColPaliConfig(vlm_config=vlm, embedding_dim=16)).eval().save_pretrained(folder)
+    processor.save_pretrained(folder)
+    return folder

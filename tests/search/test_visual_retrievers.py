@@ -16,11 +16,25 @@ from pathlib import Path
 import numpy as np
 import pytest
 from conftest import ingest, write_text_pdf
-from tiny_vision_encoders import MAX_PIXELS, MIN_PIXELS, write_tiny_colqwen2, write_tiny_dse
+from tiny_vision_encoders import (
+    MAX_PIXELS,
+    MIN_PIXELS,
+    write_tiny_colpali,
+    write_tiny_colqwen2,
+    write_tiny_dse,
+)
 
 from deskbench.corpus import Corpus
 from deskbench.errors import UserError
-from deskbench.search.embedded.late_visual import COLQWEN, COLQWEN2, LateOptions, LateVisualKind
+from deskbench.search.embedded.late_visual import (
+    COLPALI,
+    COLPALI_FAMILY,
+    COLQWEN,
+    COLQWEN2,
+    Family,
+    LateOptions,
+    LateVisualKind,
+)
 from deskbench.search.embedded.visual import (
     DOC_PROMPT,
     DSE,
@@ -73,6 +87,11 @@ def dse_model(tmp_path_factory: pytest.TempPathFactory) -> Path:
 @pytest.fixture(scope="module")
 def colqwen_model(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return write_tiny_colqwen2(tmp_path_factory.mktemp("models") / "colqwen")
+
+
+@pytest.fixture(scope="module")
+def colpali_model(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return write_tiny_colpali(tmp_path_factory.mktemp("models") / "colpali")
 
 
 def _page_images(corpus: Corpus) -> list:  # list[PIL.Image]
@@ -172,16 +191,18 @@ def test_dse_mrl_dims_slice_before_normalising(corpus: Corpus, dse_model: Path) 
     assert np.allclose(q_cut, q_full[:16] / np.linalg.norm(q_full[:16]), atol=1e-5)
 
 
-# -- ColQwen2 ------------------------------------------------------------------------------
+# -- ColQwen2 and ColPali ------------------------------------------------------------------
 
 
-def test_colqwen_ranks_pages_by_transformers_maxsim(corpus: Corpus, colqwen_model: Path) -> None:
-    from transformers import ColQwen2ForRetrieval, ColQwen2Processor
+@pytest.mark.parametrize("family", [COLQWEN2, COLPALI_FAMILY], ids=["colqwen", "colpali"])
+def test_late_interaction_ranks_pages_by_transformers_maxsim(corpus: Corpus, family: Family,
+                                                             request: pytest.FixtureRequest) -> None:
+    import transformers
 
-    retriever = LateVisualKind(COLQWEN2, "test", LateOptions(render=RENDER, batch_size=2)).open(
-        corpus, str(colqwen_model))
-    proc = ColQwen2Processor.from_pretrained(colqwen_model)
-    model = ColQwen2ForRetrieval.from_pretrained(colqwen_model).eval()
+    folder: Path = request.getfixturevalue(f"{family.kind}_model")
+    retriever = LateVisualKind(family, "test", LateOptions(render=RENDER, batch_size=2)).open(corpus, str(folder))
+    proc = getattr(transformers, family.processor_class).from_pretrained(folder)
+    model = getattr(transformers, family.model_class).from_pretrained(folder).eval()
     with torch.no_grad():
         pages = [model(**proc.process_images(images=[img])).embeddings[0] for img in _page_images(corpus)]
         keys = corpus.page_keys()
@@ -221,8 +242,7 @@ def test_colqwen_query_tokens_and_reranking_for_heaven(corpus: Corpus, colqwen_m
 
 
 def test_visual_kinds_are_registered() -> None:
-    assert kind("dse") is DSE and kind("colqwen") is COLQWEN
-    assert kind("colpali").name == "colpali"
+    assert kind("dse") is DSE and kind("colqwen") is COLQWEN and kind("colpali") is COLPALI
     for name in ("dse", "colqwen", "colpali"):
         assert kind(name).needs_model and kind(name).summary
 
@@ -249,3 +269,16 @@ def test_a_model_of_another_kind_is_refused(corpus: Corpus, dse_model: Path, tmp
     (tmp_path / "empty").mkdir()
     with pytest.raises(UserError, match="no config.json"):
         open_retriever(f"dse={tmp_path / 'empty'}", corpus)
+
+
+def test_corpus_search_runs_on_a_visual_retriever(corpus: Corpus, dse_model: Path) -> None:
+    """What the agents call: Corpus.search answers from the retriever, with the page's text snippet."""
+    own = Corpus.open(corpus.root)  # not the shared fixture: its retriever stays the page index
+    own.retriever = DseKind(TINY_DSE).open(own, str(dse_model))
+    hits = own.search("Harbour authority revenue", k=2)
+    assert [(h.document, h.page, h.score) for h in hits] == [
+        (p.document, p.page, p.score) for p in own.retriever.search("Harbour authority revenue", 2)]
+    texts = own.store.texts([(h.document, h.page) for h in hits])
+    for h in hits:  # the snippet is the page's own text, whatever ranked it
+        words = set(h.snippet.replace("**", "").replace("\u2026", " ").split())
+        assert words and words <= set(texts[(h.document, h.page)].split())
