@@ -21,7 +21,7 @@ if TYPE_CHECKING:  # rich.progress is imported when a command shows progress, no
 CorpusOpt = Annotated[Path, typer.Option("--corpus", "-c", help="Corpus directory.")]
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print machine-readable JSON on stdout.")]
 QuietOpt = Annotated[bool, typer.Option("--quiet", "-q", help="No progress bars.")]
-RetrieverOpt = Annotated[str, typer.Option("--retriever", help=(
+RetrieverOpt = Annotated[str, typer.Option("--retriever", "-r", help=(
     "What the search runs on: bm25 (MADQA's Whoosh tool; the default) | KIND=MODEL (a model folder or a hub name "
     "already downloaded; `deskbench list retrievers`) | A+B fused by RRF (docs/retrievers.md)."))]
 RetrieverDownloadOpt = Annotated[bool, typer.Option("--retriever-download", help=(

@@ -101,7 +101,7 @@ FLAGS: tuple[Flag, ...] = (
     _f("--max-rounds", "N", "analytics and deliverables: execute_code rounds per episode"),
     _f("--max-sub-calls", "N", "docqa rlm: sub-model calls per episode"),
     _f("--top-k", "N", "pages per search", "-k"),
-    _f("--retriever", "SPEC", "docqa: what a search runs on: bm25 | KIND=MODEL | A+B (fused by RRF)"),
+    _f("--retriever", "SPEC", "docqa: what a search runs on: bm25 | KIND=MODEL | A+B (fused by RRF)", "-r"),
     _f("--retriever-download", "", "docqa: let --retriever fetch its model from the Hugging Face hub"),
     _f("--protocol", "NAME", "docqa bm25-agent: the loop it runs: official | paper | a script's protocol"),
     _f("--preset", "NAME", "docqa bm25-agent: its defaults: official (process_dataset.py) | paper (Appendix G.1)"),

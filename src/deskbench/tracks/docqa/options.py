@@ -34,7 +34,7 @@ class DocQARunOptions(ExternalAgentOptions):
         "paper (Appendix G.1: Prompt 5 loop, T=10, k=5)."))] = None
     view: Annotated[str | None, Field(
         description="Pages shown as image | text (default: image; text for a model without vision).")] = None
-    retriever: Annotated[str, Field(description=(
+    retriever: Annotated[str, Flag(short="-r"), Field(description=(
         "What the agents' search runs on: bm25 (MADQA's Whoosh tool; the default) | KIND=MODEL (a model folder "
         "or a hub name already downloaded; `deskbench list retrievers`) | A+B fused by RRF (docs/retrievers.md)."))] = "bm25"
     retriever_download: Annotated[bool, Field(description=(
