@@ -267,6 +267,10 @@ def test_failures_split_correct_into_exact_and_verbose_when_judged(tmp_path: Pat
     hop = agent["by_hop_type"]
     assert (hop["cross_page"]["exact"], hop["cross_page"]["verbose"], hop["cross_doc"]["verbose"]) == (1, 0, 1)
     assert "agent:m: 3/4 correct (2 exact, 1 verbose)" in proc.stderr
+    from deskbench.tracks.docqa.analysis.failures import FailuresReport, failures_figure
+
+    fig = failures_figure(FailuresReport.model_validate(rep))  # Figure 8's split in the bars
+    assert [t.get_text() for t in fig.legends[0].get_texts()][:2] == ["exact", "verbose"]
     plain = run_cli("analyse", "failures", str(run), "--json")
     o = json.loads(plain.stdout)["systems"][0]["overall"]
     assert (o["correct"], o["exact"], o["verbose"]) == (1, None, None)  # ANLS*: no split
@@ -339,6 +343,12 @@ def test_human_time_with_the_judge_and_pooled_annotators(tmp_path: Path) -> None
         rep, err = analyse("human-time", str(run), "--output", str(tmp_path / "h.json"), "--judge", judge,
                            "--pool-humans")
         assert len(fake.requests) == 2  # the pooled row's verdicts are the annotators' stored ones
+        pooled_judge = judge_of(fake, "pooled-judge")  # a scoring of the pooled row keeps them under "human"
+        score(run, pooled_judge, "--pool-humans")
+        assert len(fake.requests) == 4
+        again, _ = analyse("human-time", str(run), "--output", str(tmp_path / "p.json"), "--judge", pooled_judge,
+                           "--pool-humans")
+        assert len(fake.requests) == 4 and again["scoring"]["reused"] == 2
     (human,) = rep["systems"]
     (b,) = [b for b in human["bins"] if b["n"]]
     # pooled human: t0 1, t1 0.5, t2 0 -> mean 0.5 in the 1-2 minute bin

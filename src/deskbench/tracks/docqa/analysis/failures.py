@@ -163,15 +163,23 @@ def load_failures(run_dirs: Sequence[Path], pool_humans: bool = False, top: int 
     return report
 
 
-COLORS = {"correct": "#2ca02c", "retrieval": "#d62728", "navigation": "#ff7f0e", "comprehension": "#1f77b4",
-          "refusal": "#7f7f7f"}
+COLORS = {"correct": "#2ca02c", "exact": "#2ca02c", "verbose": "#98df8a", "retrieval": "#d62728",
+          "navigation": "#ff7f0e", "comprehension": "#1f77b4", "refusal": "#7f7f7f"}
+
+
+def _count(b: Breakdown, cls: str) -> int:
+    """One segment of a bar: correct, its exact or verbose part (judged), or an error class."""
+    if cls in ("correct", "exact", "verbose"):
+        return {"correct": b.correct, "exact": b.exact or 0, "verbose": b.verbose or 0}[cls]
+    return b.counts[cls]
 
 
 def _stacked(ax: Any, groups: dict[str, Breakdown], horizontal: bool = False) -> None:
     names = [k for k, b in groups.items() if b.n]
     start = [0.0] * len(names)
-    for cls in ("correct", *ERROR_CLASSES):
-        widths = [100 * (groups[k].correct if cls == "correct" else groups[k].counts[cls]) / groups[k].n for k in names]
+    judged = any(groups[k].exact is not None for k in names)
+    for cls in (*(("exact", "verbose") if judged else ("correct",)), *ERROR_CLASSES):
+        widths = [100 * _count(groups[k], cls) / groups[k].n for k in names]
         if horizontal:
             ax.barh(names, widths, left=start, color=COLORS[cls], label=cls)
         else:
@@ -212,6 +220,6 @@ def failures_figure(report: FailuresReport) -> Any:
     ax.set_title("Predictions by stage (Fig. 19)", fontsize=10)
     ax.tick_params(axis="y", labelsize=7)
     handles, labels = ax.get_legend_handles_labels()
-    fig.legend(handles, labels, loc="lower center", ncols=5, fontsize=8)
+    fig.legend(handles, labels, loc="lower center", ncols=len(labels), fontsize=8)
     fig.tight_layout(rect=(0, 0.04, 1, 1))
     return fig
