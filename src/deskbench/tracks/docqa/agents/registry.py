@@ -10,6 +10,7 @@ from deskbench.tracks.docqa.agents.external import ExternalAgent
 from deskbench.tracks.docqa.agents.lexical import LexicalAgent
 from deskbench.tracks.docqa.agents.protocol import Agent
 from deskbench.tracks.docqa.agents.rlm import RlmAgent
+from deskbench.tracks.docqa.agents.semtools.agent import SemtoolsAgent
 from deskbench.tracks.docqa.agents.single_call import GuessAgent, OracleAgent, RagAgent
 
 AGENTS: dict[str, Callable[[], Agent]] = {
@@ -20,9 +21,12 @@ AGENTS: dict[str, Callable[[], Agent]] = {
     "lexical": LexicalAgent,
     "rlm": RlmAgent,
     "external": ExternalAgent,  # an agent built elsewhere, over MCP (agents/external.py)
+    "semtools-agent": SemtoolsAgent,  # MADQA G.4: the paper's tools and Prompt 8 on deskbench's loop (agents/semtools/)
 }
 NEEDS_CORPUS = {"bm25-agent", "rag", "oracle", "lexical", "rlm", "external"}
 NEEDS_SANDBOX = {"rlm"}  # docqa agents that run model-written code
+NEEDS_SANDBOX |= {"semtools-agent"}  # its Bash runs in the sandbox
+NEEDS_CORPUS |= {"semtools-agent"}
 NO_MODEL = {"lexical", "external"}  # agents that call no model of ours: --model is ignored
 
 
