@@ -226,6 +226,8 @@ def test_a_stored_verdict_holds_only_for_the_same_inputs(tmp_path: Path) -> None
     use_sampling("judge", Sampling(temperature=0.7))
     try:
         assert Judging(spec=judge_of(fake)).stored_verdicts(store, AGENT, TASKS, subs) == {}
+        use_sampling("judge", Sampling(temperature=0.0))  # the judge's default, asked for: the same settings
+        assert len(Judging(spec=judge_of(fake)).stored_verdicts(store, AGENT, TASKS, subs)) == 3
     finally:
         use_sampling("judge", Sampling())
     store.close()

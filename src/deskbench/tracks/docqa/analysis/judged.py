@@ -161,12 +161,15 @@ class Judging:
         with their items (read once per run)."""
         key = str(store.dir)
         if key not in self._stored:
-            from deskbench.models.settings import asked_for
+            from deskbench.models.settings import JUDGE_DEFAULTS, asked_for
 
-            sampling = dict(asked_for("judge").given())
+            def effective(asked: dict[str, Any]) -> dict[str, Any]:  # a default asked for is the default
+                return {**JUDGE_DEFAULTS.given(), **asked}
+
+            sampling = effective(dict(asked_for("judge").given()))
             self._stored[key] = [(s, store.scoring_items(s.id)) for s in store.scorings()
                                  if s.track == "docqa" and s.settings.flags.get("judge") == self.spec
-                                 and s.settings.judge_sampling == sampling]
+                                 and effective(s.settings.judge_sampling) == sampling]
         return self._stored[key]
 
     def stored_verdicts(self, store: RunStore, system: str, tasks: Sequence[DocQATask],
