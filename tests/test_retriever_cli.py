@@ -61,6 +61,8 @@ def test_a_run_searches_with_its_retriever_records_it_and_reports_it(operator_co
     config = stored_identities(RunStore(pinned_run, create=False))["lexical"].config
     assert config.settings["retriever"] == BETA_2
     assert json.loads(proc.stdout)["lexical"]["accuracy"] == 0.0  # the winter page was never seen
+    info = run_cli("info", str(pinned_run))
+    assert info.returncode == 0 and "retriever=pinned=beta.pdf:2, " in info.stdout  # its configuration, one line
 
     # resumed with the same retriever: the same system, nothing to run
     again = _lexical(operator_corpus, tmp_path, pinned_run, "--retriever", f"{PINNED}=beta.pdf:2")

@@ -87,7 +87,7 @@ class SystemConfig(BaseModel):
         return out
 
     def describe(self) -> str:
-        parts = [f"{k}={_show(v)}" for k, v in self.settings.items()]
+        parts = [f"{k}={_setting(k, v)}" for k, v in self.settings.items()]
         parts += [f"model {k}={_show(v)}" for k, v in (self.model_settings or {}).items()]
         parts.append(f"prompts={_short(self.prompt_hash)}")
         if self.model_source:
@@ -118,12 +118,19 @@ def _changed(old: Mapping[str, Any], new: Mapping[str, Any], prefix: str,
     return [f"{prefix}{k}: {_difference(k, before, after)}" for k, before, after in pairs]
 
 
+def _setting(name: str, value: object) -> str:
+    """A setting's value in one line: a retriever's identity as `dense=MODEL (weights ...)`."""
+    if name == "retriever" and isinstance(value, Mapping):
+        from deskbench.search.retriever_use import describe
+
+        return describe(value)
+    return _show(value)
+
+
 def _difference(name: str, before: object, after: object) -> str:
     """`before -> after`; a retriever's identity in one line each (in full when those lines agree)."""
     if name == "retriever":
-        from deskbench.search.retriever_use import describe
-
-        shown = [describe(v) if isinstance(v, Mapping) else _show(v) for v in (before, after)]
+        shown = [_setting(name, v) for v in (before, after)]
         if shown[0] != shown[1]:
             return f"{shown[0]} -> {shown[1]}"
     return f"{_show(before)} -> {_show(after)}"
