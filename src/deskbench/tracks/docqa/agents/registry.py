@@ -8,6 +8,7 @@ from deskbench.errors import UserError
 from deskbench.tracks.docqa.agents.bm25 import Bm25Agent
 from deskbench.tracks.docqa.agents.external import ExternalAgent
 from deskbench.tracks.docqa.agents.lexical import LexicalAgent
+from deskbench.tracks.docqa.agents.managed_rag.openai_fs import OpenAIFileSearchAgent
 from deskbench.tracks.docqa.agents.protocol import Agent
 from deskbench.tracks.docqa.agents.rlm import RlmAgent
 from deskbench.tracks.docqa.agents.semtools.agent import SemtoolsAgent
@@ -21,12 +22,14 @@ AGENTS: dict[str, Callable[[], Agent]] = {
     "lexical": LexicalAgent,
     "rlm": RlmAgent,
     "external": ExternalAgent,  # an agent built elsewhere, over MCP (agents/external.py)
+    "openai-file-search": OpenAIFileSearchAgent,  # MADQA G.2 managed RAG (agents/managed_rag/)
     "semtools-agent": SemtoolsAgent,  # MADQA G.4: the paper's tools and Prompt 8 on deskbench's loop (agents/semtools/)
 }
 NEEDS_CORPUS = {"bm25-agent", "rag", "oracle", "lexical", "rlm", "external"}
 NEEDS_SANDBOX = {"rlm"}  # docqa agents that run model-written code
 NEEDS_SANDBOX |= {"semtools-agent"}  # its Bash runs in the sandbox
 NEEDS_CORPUS |= {"semtools-agent"}
+NEEDS_CORPUS |= {"openai-file-search"}  # the managed-RAG agents upload the corpus's PDFs
 NO_MODEL = {"lexical", "external"}  # agents that call no model of ours: --model is ignored
 
 

@@ -12,6 +12,8 @@ COMMANDS: tuple[TrackCommand, ...] = (
                  summary="Item, agreement, effort and cost analyses"),
     TrackCommand("retrieve", "deskbench.tracks.docqa.cli.retrieve:register", panel=RESULTS, after="analyse",
                  summary="Retrieval alone: recall@k and MRR of retrievers over tasks"),
+    TrackCommand("stores", "deskbench.tracks.docqa.agents.managed_rag.cli:register", panel=DATA, after="import",
+                 summary="List or delete the managed-RAG stores made for a corpus"),
     TrackCommand("import", "deskbench.tracks.docqa.cli.imports:register", panel=DATA, before="schema",
                  summary="Make a run from a predictions file"),
     TrackCommand("docqa", "deskbench.tracks.docqa.cli.generate:register", group="generate"),
