@@ -18,10 +18,13 @@ from fake_openai import FakeOpenAI
 from tiny_static_embeddings import build_static_model, vocab_of, words_of
 
 from deskbench.corpus import Corpus
+from deskbench.runs.identity import prompt_hash, stored_identities
 from deskbench.runs.store import RunStore
+from deskbench.search.retriever import model_fingerprint
 from deskbench.tracks.docqa.agents.registry import NEEDS_SANDBOX, make_agent
 from deskbench.tracks.docqa.agents.semtools import cli
 from deskbench.tracks.docqa.agents.semtools.agent import (
+    LOOP,
     StaticModelNeed,
     cited_document,
     read_final,
@@ -283,3 +286,52 @@ def test_semtools_agent_end_to_end_in_the_sandbox(bwrap: str, fleet: Corpus, tmp
     assert CLAUDE_MD in first["messages"][0]["content"]
     output = fake.requests[1]["messages"][-1]["content"]
     assert output.startswith("<stdin>:") and "<!-- page 2 -->" in output and "Mountain car" in output
+    (system,) = stored_identities(RunStore(tmp_path / "run", create=False)).values()
+    recorded = system.config.settings["semtools"]
+    assert recorded["loop"] == LOOP and "LlamaParse" in recorded["parse_backend"]
+    assert recorded["static_model"] == str(folder) and recorded["static_model_sha256"] == model_fingerprint(folder)
+    assert system.config.prompt_hash == prompt_hash("deskbench.tracks.docqa.agents.semtools.prompts")
+
+
+def test_semtools_agent_refuses_a_retriever_and_a_missing_model(fleet: Corpus, tmp_path: Path) -> None:
+    tasks = tmp_path / "tasks.jsonl"
+    tasks.write_text(TASK.model_dump_json() + "\n")
+    base = ("run", "--tasks", str(tasks), "--corpus", str(fleet.root), "--agent", "semtools-agent",
+            "--model", "openai-compat/fake@http://127.0.0.1:9/v1", "--out", str(tmp_path / "run"))
+    build_static_model(tmp_path / "potion-tiny", ["x"])
+    proc = run_cli(*base, "--retriever", "dense=some/model", env={"DESKBENCH_SEMTOOLS_MODEL": str(tmp_path / "potion-tiny")})
+    assert proc.returncode == 2 and "never searches" in proc.stderr and "semtools" in proc.stderr
+    proc = run_cli(*base, env={"DESKBENCH_SEMTOOLS_MODEL": str(tmp_path / "nowhere"), "HF_HUB_CACHE": str(tmp_path)})
+    assert proc.returncode == 2 and "huggingface-cli download" in proc.stderr
+    assert not (tmp_path / "run").exists()
+
+
+def test_semtools_agent_without_bubblewrap_in_unsafe_local_mode(fleet: Corpus, tmp_path: Path,
+                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    """--unsafe-local: the same tools at their host paths (the prompt names them)."""
+    import asyncio
+
+    from deskbench.agents.base import AgentContext, AgentSettings
+    from deskbench.models.openai_chat import OpenAIChat
+    from deskbench.sandbox import Sandbox
+
+    texts = [t for d in fleet.documents() for t in fleet.page_texts([(d.doc_id, p) for p in range(1, d.page_count + 1)])]
+    folder = tmp_path / "potion-tiny"
+    build_static_model(folder, words_of(*texts, "winter season rates"))
+    monkeypatch.setenv("DESKBENCH_SEMTOOLS_MODEL", str(folder))
+
+    def host_script(body: dict[str, Any], n: int) -> dict[str, Any]:
+        if not any(m["role"] == "tool" for m in body["messages"]):
+            pdfs = re.search(r"PDFs at (\S+)\.", body["messages"][1]["content"])[1]  # type: ignore[index]
+            return {"kind": "tool", "name": "Bash", "arguments": json.dumps(
+                {"command": COMMAND.replace("/mnt/corpus/pdfs", pdfs)})}
+        return script(body, n)
+
+    with FakeOpenAI(script=host_script) as fake:
+        model = OpenAIChat("fake", base_url=fake.base_url, api_key="k", id="openai-compat/fake")
+        ctx = AgentContext(model=model, corpus=fleet, settings=AgentSettings(),
+                           sandbox=Sandbox(unsafe_local=True))
+        result = asyncio.run(make_agent("semtools-agent").run(TASK, ctx))
+    assert result.status == "ok", result.error
+    assert result.submission.answer == ["Mountain car"]  # type: ignore[union-attr]
+    assert [(c.document, c.page) for c in result.submission.citations] == [("fleet.pdf", 2)]  # type: ignore[union-attr]

@@ -118,6 +118,7 @@ class RunSpec:
 
 NEVER_SEARCHES = {"guess": "no pages", "oracle": "the gold pages", "rlm": "every page's text in its REPL"}
 """The docqa agents that call no search, with what they read instead: --retriever is refused for them."""
+NEVER_SEARCHES["semtools-agent"] = "the Markdown with semtools' own static-embedding search"
 
 SHOWS_PAGES = {"bm25-agent", "rag", "oracle"}  # the docqa agents that put pages in front of the model
 
@@ -201,6 +202,7 @@ PROMPT_MODULES: dict[str, tuple[str, ...]] = {
     "bm25-agent": (_PROMPTS, "deskbench.tracks.docqa.agents.bm25"),
     "rag": (_PROMPTS,), "oracle": (_PROMPTS,), "guess": (_PROMPTS,),
     "rlm": ("deskbench.tracks.docqa.agents.rlm_prompts",),
+    "semtools-agent": ("deskbench.tracks.docqa.agents.semtools.prompts",),
     "lexical": (), "external": (),
 }
 
@@ -235,6 +237,10 @@ def docqa_config(agent: str, model: str | None, settings: AgentSettings,
         values["sources"] = dict(choice.sources)
     if retriever is not None:
         values["retriever"] = dict(retriever)
+    if agent == "semtools-agent":  # the paper's tools and prompt on deskbench's loop: its parts, named
+        from deskbench.tracks.docqa.agents.semtools.agent import identity
+
+        values["semtools"] = identity()
     return SystemConfig(track="docqa", agent=agent, model=model, settings=values, model_settings=sent, model_source=source,
                         prompt_hash=prompt_hash(*modules))
 

@@ -145,6 +145,19 @@ def cited_document(name: str, documents: set[str]) -> str:
     return f"{base}.pdf" if f"{base}.pdf" in documents else base
 
 
+def identity() -> dict[str, object]:
+    """What the system is beyond the model, for the run's configuration: the loop, the system
+    prompt, the parse backend, the tools, and the static model by name and weights (sha256 of its
+    files; a path would differ from machine to machine)."""
+    from deskbench.search.retriever import model_fingerprint
+
+    folder = resolve_model(model_name())
+    return {"loop": LOOP, "system_prompt": SYSTEM_PROMPT, "parse_backend": PARSE_BACKEND,
+            "tools": [t.name for t in TOOLS], "static_model": model_name(),
+            "static_model_sha256": model_fingerprint(folder) if folder is not None else None,
+            "max_turns": MAX_TURNS}
+
+
 class SemtoolsAgent:
     name = "semtools-agent"
 
@@ -155,11 +168,7 @@ class SemtoolsAgent:
         return [Extra("tokenizers", "embeddings"), StaticModelNeed()]
 
     def identity(self) -> dict[str, object]:
-        """What this system is, beyond the model (for the run's configuration and docs)."""
-        folder = resolve_model(model_name())
-        return {"loop": LOOP, "system_prompt": SYSTEM_PROMPT, "parse_backend": PARSE_BACKEND,
-                "static_model": model_name(), "static_model_folder": str(folder) if folder else None,
-                "tools": [t.name for t in TOOLS], "max_turns_default": MAX_TURNS}
+        return identity()
 
     async def run(self, task: DocQATask, ctx: AgentContext) -> AgentResult:
         return await recorded(ctx, lambda rec: self._run(task, ctx, rec))
