@@ -282,3 +282,32 @@ def test_corpus_search_runs_on_a_visual_retriever(corpus: Corpus, dse_model: Pat
     for h in hits:  # the snippet is the page's own text, whatever ranked it
         words = set(h.snippet.replace("**", "").replace("\u2026", " ").split())
         assert words and words <= set(texts[(h.document, h.page)].split())
+
+
+def test_dse_loads_the_hub_checkpoints_layout_and_its_pixel_bounds(corpus: Corpus, dse_model: Path,
+                                                                    tmp_path: Path) -> None:
+    """MrLight/dse-qwen2-2b-mrl-v1 stores its weights under the older names (model.layers...,
+    visual...; HEAVEN renamed them by hand), as save_pretrained still writes them; transformers'
+    conversion mapping reads them, and the same weights under the module's own names give the same
+    vectors. The processor's pixel bounds are the retriever's, whatever the folder's say."""
+    import shutil
+
+    from safetensors.torch import load_file, save_file
+
+    hub_names = load_file(dse_model / "model.safetensors")
+    assert any(k.startswith("visual.") for k in hub_names) and any(k.startswith("model.layers.") for k in hub_names)
+    own = tmp_path / "module-names"
+    shutil.copytree(dse_model, own)
+    renamed = {("model." + k if k.startswith("visual.") else k.replace("model.", "model.language_model.", 1)
+                if k.startswith("model.") else k): v for k, v in hub_names.items()}
+    assert any(k.startswith("model.visual.") for k in renamed) and "model.language_model.norm.weight" in renamed
+    save_file(renamed, str(own / "model.safetensors"), metadata={"format": "pt"})
+    new = DseKind(TINY_DSE).open(corpus, str(dse_model))
+    old = DseKind(TINY_DSE).open(corpus, str(own))
+    assert np.allclose(old.vectors.vectors, new.vectors.vectors, atol=1e-5)
+    assert old.identity()["fingerprint"] != new.identity()["fingerprint"]  # another file: another index
+    wide = DseKind(DseOptions(render=RENDER, min_pixels=MIN_PIXELS, max_pixels=4 * MAX_PIXELS)).open(
+        corpus, str(dse_model))
+    assert (wide.image_processor.size.shortest_edge, wide.image_processor.size.longest_edge) == (
+        MIN_PIXELS, 4 * MAX_PIXELS)
+    assert wide.identity()["images"]["pixels"] == [MIN_PIXELS, 4 * MAX_PIXELS]  # type: ignore[index]
