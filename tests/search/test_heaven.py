@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -91,7 +92,8 @@ class _Tagger:
     name = "recorded"
 
     def __init__(self, tags: dict[str, str]) -> None:
-        self.tags, self.seen = tags, []
+        self.tags = tags
+        self.seen: list[list[str]] = []
 
     def tag(self, tokens: list[str]) -> list[str]:
         self.seen.append(list(tokens))
@@ -169,7 +171,7 @@ def test_crop_drops_empty_boxes_and_turns_tall_ones() -> None:
 
 
 def test_title_boxes_from_a_text_layer() -> None:
-    def run(text: str, size: float, left: float, bottom: float, top: float) -> list:
+    def run(text: str, size: float, left: float, bottom: float, top: float) -> list[Any]:
         return [(ch, size, (left + 5 * i, bottom, left + 5 * i + 5, top)) for i, ch in enumerate(text)]
 
     chars = [*run("Big Title", 14.0, 10, 170, 185), ("\n", 0.0, (0, 0, 0, 0)),
@@ -202,7 +204,7 @@ torch = pytest.importorskip("torch")
 
 
 @pytest.fixture(scope="module")
-def setup(tmp_path_factory: pytest.TempPathFactory) -> dict:
+def setup(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     from tiny_vision_encoders import MAX_PIXELS, MIN_PIXELS, write_tiny_colqwen2, write_tiny_dse
 
     from deskbench.search.embedded.late_visual import COLQWEN2, LateOptions, LateVisualRetriever
@@ -222,7 +224,7 @@ def setup(tmp_path_factory: pytest.TempPathFactory) -> dict:
     return {"corpus": corpus, "dse": dse, "colqwen": colqwen}
 
 
-def _expected(h: heaven.HeavenRetriever, query: str, k: int, split: tuple[list[int], list[int]]) -> list:
+def _expected(h: heaven.HeavenRetriever, query: str, k: int, split: tuple[list[int], list[int]]) -> list[Any]:
     """The ranking recomputed with numpy from the stored vectors (module docstring's formulas)."""
     o = h.options
     q = h.dse_query(query)
@@ -249,12 +251,13 @@ def _expected(h: heaven.HeavenRetriever, query: str, k: int, split: tuple[list[i
     return [h.keys[i][:2] for i in sorted(kept, key=lambda i: final[i], reverse=True)[:k]]
 
 
-def test_heaven_end_to_end_with_grid_vs_pages(setup: dict) -> None:
+def test_heaven_end_to_end_with_grid_vs_pages(setup: dict[str, Any]) -> None:
     options = HeavenOptions(layout="grid", reduction_factor=2, k1=4, alpha=0.3, vs_filter=0.6)
     h = heaven.HeavenRetriever(setup["corpus"], setup["dse"], setup["colqwen"], options, None, ClosedClassTagger())
     assert h.vs_pages == [[0, 1], [2, 3], [4]]  # 5 pages, 2 a grid
     query = "Harbour revenue 2021"
-    q = h.colqwen.encode_query(query)  # type: ignore[union-attr]
+    assert h.colqwen is not None
+    q = h.colqwen.encode_query(query)
     split = h.split(query, q.vectors, q.input_ids)
     assert split is not None and split[0]  # the tiny byte tokenizer's letters tag as nouns
     got = [(p.document, p.page) for p in h.search(query, 3)]
@@ -264,7 +267,7 @@ def test_heaven_end_to_end_with_grid_vs_pages(setup: dict) -> None:
     assert "grid" in str(ident["dla"]) and "fallback" in str(ident["pos_tagger"])
 
 
-def test_heaven_text_layer_fallback_builds_once_and_names_itself(setup: dict) -> None:
+def test_heaven_text_layer_fallback_builds_once_and_names_itself(setup: dict[str, Any]) -> None:
     corpus: Corpus = setup["corpus"]
     options = HeavenOptions(k1=5)
     detector = heaven_vs.layout_detector("text-layer", allow_download=False)
@@ -278,11 +281,12 @@ def test_heaven_text_layer_fallback_builds_once_and_names_itself(setup: dict) ->
     assert json.loads(folder.with_name(folder.name + ".groups.json").read_text()) == [[0, 1, 2, 3, 4]]
     again = heaven.HeavenRetriever(corpus, setup["dse"], setup["colqwen"], options, detector, ClosedClassTagger())
     assert again.vs_pages == h.vs_pages and (folder / "vectors.npy").stat().st_mtime_ns == stamp
-    assert np.array_equal(again.vs_vectors, h.vs_vectors)  # type: ignore[arg-type]
+    assert again.vs_vectors is not None and h.vs_vectors is not None
+    assert np.array_equal(again.vs_vectors, h.vs_vectors)
     assert len(h.search("board minutes", 5)) == 5
 
 
-def test_heaven_kind_is_registered_and_refuses_a_missing_model(setup: dict, tmp_path: Path) -> None:
+def test_heaven_kind_is_registered_and_refuses_a_missing_model(setup: dict[str, Any], tmp_path: Path) -> None:
     from deskbench.search.retriever import kind
 
     k = kind("heaven")
