@@ -136,6 +136,7 @@ BUILTIN: dict[str, str] = {
     "dse": "deskbench.search.embedded.visual:DSE",
     "colqwen": "deskbench.search.embedded.late_visual:COLQWEN",
     "colpali": "deskbench.search.embedded.late_visual:COLPALI",
+    "heaven": "deskbench.search.embedded.heaven:HEAVEN",
 }
 
 

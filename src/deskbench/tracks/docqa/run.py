@@ -96,6 +96,9 @@ class RunSpec:
         searches, and without a corpus to search."""
         from deskbench.search.retriever_use import check_spec
 
+        if self.agent == "heaven" and [p.kind for p in check_spec(self.retriever).parts] != ["heaven"]:
+            raise UserError(f"--retriever {self.retriever}: --agent heaven retrieves with HEAVEN; give --retriever "
+                            "heaven=DSE_MODEL,COLQWEN_MODEL (docs/retrievers.md)")
         if check_spec(self.retriever).is_default:
             if self.retriever_download:
                 raise UserError("--retriever-download fetches a --retriever's model; bm25 has none: give "

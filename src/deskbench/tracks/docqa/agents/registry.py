@@ -7,6 +7,7 @@ from collections.abc import Callable
 from deskbench.errors import UserError
 from deskbench.tracks.docqa.agents.bm25 import Bm25Agent
 from deskbench.tracks.docqa.agents.external import ExternalAgent
+from deskbench.tracks.docqa.agents.heaven import HeavenAgent
 from deskbench.tracks.docqa.agents.lexical import LexicalAgent
 from deskbench.tracks.docqa.agents.managed_rag.openai_fs import OpenAIFileSearchAgent
 from deskbench.tracks.docqa.agents.protocol import Agent
@@ -22,10 +23,12 @@ AGENTS: dict[str, Callable[[], Agent]] = {
     "lexical": LexicalAgent,
     "rlm": RlmAgent,
     "external": ExternalAgent,  # an agent built elsewhere, over MCP (agents/external.py)
+    "heaven": HeavenAgent,  # MADQA G.3: HEAVEN retrieval (--retriever heaven=...) then Prompt 7 (agents/heaven.py)
     "openai-file-search": OpenAIFileSearchAgent,  # MADQA G.2 managed RAG (agents/managed_rag/)
     "semtools-agent": SemtoolsAgent,  # MADQA G.4: the paper's tools and Prompt 8 on deskbench's loop (agents/semtools/)
 }
 NEEDS_CORPUS = {"bm25-agent", "rag", "oracle", "lexical", "rlm", "external"}
+NEEDS_CORPUS |= {"heaven"}
 NEEDS_SANDBOX = {"rlm"}  # docqa agents that run model-written code
 NEEDS_SANDBOX |= {"semtools-agent"}  # its Bash runs in the sandbox
 NEEDS_CORPUS |= {"semtools-agent"}
