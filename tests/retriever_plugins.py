@@ -1,6 +1,6 @@
 """Retriever kinds written outside deskbench, as a plugin writes them (search/retriever.py's
 protocols only): found by module path (`retriever_plugins:PINNED`) or by an entry point of
-`deskbench.retrievers` (tests/test_retriever_cli.py), with no model to download.
+`deskbench.retrievers` (tests/search/test_retriever_cli.py), with no model to download.
 
 `pinned=DOC:PAGE[,DOC:PAGE...]`: every search returns those pages, in that order, whatever the
 query; a page not in the corpus is refused when opened, as a missing model would be. So a run
