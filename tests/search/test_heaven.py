@@ -163,6 +163,26 @@ def test_grid_cells_follow_the_average_size() -> None:
     assert heaven_vs.grid(images).shape == (2 * 100 + 5, 3 * 50 + 2 * 5, 3)
 
 
+def test_vs_page_image_cuts_each_chunks_regions_and_stacks_them() -> None:
+    pages = {0: np.full((100, 100, 3), 10, np.uint8), 1: np.full((100, 100, 3), 20, np.uint8)}
+    seen: list[int] = []
+
+    def page_image(i: int) -> np.ndarray:
+        seen.append(i)
+        return pages[i]
+
+    regions = [heaven_vs.Region(0, (0.0, 0.0, 0.5, 0.1)), heaven_vs.Region(0, (0.0, 0.5, 0.2, 0.6)),
+               heaven_vs.Region(1, (0.1, 0.1, 0.4, 0.3))]
+    plan = heaven_vs.Plan(False, [[0, 1], [2]], [[0], [1]])
+    first = heaven_vs.vs_page_image(plan, 0, regions, page_image)
+    # 50x10 and 20x10 cuts stacked: 20 rows at width 50, the narrow one centred (15 white columns a side)
+    assert first.shape == (20, 50, 3) and (first[:10] == 10).all() and (first[10:, 15:35] == 10).all()
+    assert (first[10:, :15] == 255).all() and seen == [0]  # one render for both regions of page 0
+    assert heaven_vs.vs_page_image(plan, 1, regions, page_image).shape == (20, 30, 3)
+    whole = heaven_vs.Plan(True, [], [[0, 1]])
+    assert heaven_vs.vs_page_image(whole, 0, regions, page_image).shape == (100, 200, 3)  # side by side
+
+
 def test_crop_drops_empty_boxes_and_turns_tall_ones() -> None:
     image = np.arange(100 * 100 * 3, dtype=np.uint8).reshape(100, 100, 3)
     assert heaven_vs.crop(image, (0.5, 0.5, 0.505, 0.6)) is None  # int(50.5) == 50: no width
@@ -284,6 +304,17 @@ def test_heaven_text_layer_fallback_builds_once_and_names_itself(setup: dict[str
     assert again.vs_vectors is not None and h.vs_vectors is not None
     assert np.array_equal(again.vs_vectors, h.vs_vectors)
     assert len(h.search("board minutes", 5)) == 5
+
+
+def test_a_vs_page_qwen2_vl_cannot_take_gets_a_zero_vector(setup: dict[str, Any]) -> None:
+    h = heaven.HeavenRetriever(setup["corpus"], setup["dse"], setup["colqwen"], HeavenOptions(vs_pages=False), None,
+                               ClosedClassTagger())
+    normal = np.full((60, 40, 3), 200, np.uint8)
+    sliver = np.full((201 * 28, 20, 3), 0, np.uint8)  # aspect ratio over 200: smart_resize refuses it
+    rows = h._embed_vs([normal, sliver])
+    assert np.array_equal(rows[1], np.zeros((1, rows[0].shape[1]), np.float32))
+    (alone,) = setup["dse"].embed_images([setup["dse"].page_image(heaven._pil(normal))])
+    assert np.allclose(rows[0], alone, atol=1e-5) and abs(float(np.linalg.norm(rows[0])) - 1) < 1e-4
 
 
 def test_heaven_kind_is_registered_and_refuses_a_missing_model(setup: dict[str, Any], tmp_path: Path) -> None:

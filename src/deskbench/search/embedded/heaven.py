@@ -312,16 +312,31 @@ class HeavenRetriever:
             if have is not None and len(have.keys) == len(groups):
                 return have.vectors, groups
         print(f"heaven: building VS-pages over {len(self.keys)} pages ({described['dla']})", file=sys.stderr)
-        images, groups = self._vs_images(corpus)
-        keys = [("#vs-page", i, digest) for i in range(len(images))]
-        made = store.build(folder, keys, lambda chunk: self.dse.embed_images(
-            [self.dse.page_image(_pil(images[k[1]])) for k in chunk]), identity, batch_size=self.dse.options.batch_size)
+        count, make, groups = self._vs_plan(corpus)
+        keys = [("#vs-page", i, digest) for i in range(count)]
+        made = store.build(folder, keys, lambda chunk: self._embed_vs([make(k[1]) for k in chunk]), identity,
+                           batch_size=self.dse.options.batch_size)
         tmp = groups_file.with_name(groups_file.name + ".tmp")
         tmp.write_text(json.dumps(groups), encoding="utf-8")
         tmp.replace(groups_file)
         return made.vectors, groups
 
-    def _vs_images(self, corpus: PageSource) -> tuple[list[heaven_vs.Pixels], list[list[int]]]:
+    def _embed_vs(self, images: Sequence[heaven_vs.Pixels]) -> list[store.F32]:
+        """DSE vectors of VS-page images, sized as pages are; an image Qwen2-VL cannot take (an
+        aspect ratio over 200) gets a zero vector, as DSEEncoder.encode_images gives a failed image."""
+        sized: list[Image.Image] = []
+        failed: set[int] = set()
+        for n, pixels in enumerate(images):
+            try:
+                sized.append(self.dse.page_image(_pil(pixels)))
+            except ValueError:
+                failed.add(n)
+        rows = iter(self.dse.embed_images(sized) if sized else [])
+        dims = int(self.dse.vectors.vectors.shape[1])
+        return [np.zeros((1, dims), np.float32) if n in failed else next(rows) for n in range(len(images))]
+
+    def _vs_plan(self, corpus: PageSource) -> tuple[int, Callable[[int], heaven_vs.Pixels], list[list[int]]]:
+        """How many VS-pages, how to make VS-page i (lazily: one at a time), and their pages."""
         from deskbench.search.embedded.visual import page_images
 
         render = self.dse.options.render
@@ -330,20 +345,18 @@ class HeavenRetriever:
             return np.asarray(page_images(corpus, [self.keys[i]], render)[0], dtype=np.uint8)
 
         if self.detector is None:
-            plan = heaven_vs.grid_plan(len(self.keys), self.options.reduction_factor)
-            return heaven_vs.compose(plan, [], image, grid_only=True), plan.pages
+            grid = heaven_vs.grid_plan(len(self.keys), self.options.reduction_factor)
+            return len(grid.pages), lambda v: heaven_vs.vs_page_image(grid, v, [], image, grid_only=True), grid.pages
         pdf_of = getattr(corpus, "pdf_path", None)
-        regions: list[heaven_vs.Pixels] = []
-        sources: list[int] = []
+        regions: list[heaven_vs.Region] = []
         for i, (doc, page, _) in enumerate(self.keys):
             pixels = image(i)
             for box in self.detector.titles(pdf_of(doc) if pdf_of else None, page, pixels):
-                cut = heaven_vs.crop(pixels, box)
-                if cut is not None:
-                    regions.append(cut)
-                    sources.append(i)
-        plan = heaven_vs.plan(sources, len(self.keys), self.options.reduction_factor)
-        return heaven_vs.compose(plan, regions, image), plan.pages
+                if heaven_vs.crop(pixels, box) is not None:
+                    regions.append(heaven_vs.Region(i, box))
+        plan = heaven_vs.plan([r.page for r in regions], len(self.keys), self.options.reduction_factor)
+        count = len(plan.pages) if plan.whole_pages else len(plan.chunks)
+        return count, lambda v: heaven_vs.vs_page_image(plan, v, regions, image), plan.pages
 
     def _maxsim(self, query: np.ndarray, pages: Sequence[int]) -> list[float]:
         assert self.colqwen is not None

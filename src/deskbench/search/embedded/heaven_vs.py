@@ -320,14 +320,31 @@ def whole_pages_image(pages: Sequence[Pixels]) -> Pixels:
     return grid(pages) if len(pages) > 3 else concat(pages)
 
 
-def compose(plan_: Plan, regions: Sequence[Pixels], page_image: Callable[[int], Pixels], *,
-            grid_only: bool = False) -> list[Pixels]:
-    """The VS-page images of a plan, in order (grid plans: a grid per group, as without DLA)."""
+@dataclass(frozen=True)
+class Region:
+    """A title region found on a page (its index in the corpus's pages), cut when a VS-page is made."""
+
+    page: int
+    box: Box
+
+
+def vs_page_image(plan_: Plan, v: int, regions: Sequence[Region], page_image: Callable[[int], Pixels], *,
+                  grid_only: bool = False) -> Pixels:
+    """VS-page `v` of a plan: its regions cut and stacked (one page image held at a time), or its
+    pages as one image (a grid per group for grid plans, as without DLA)."""
     if not plan_.whole_pages:
-        return [stack([regions[j] for j in chunk]) for chunk in plan_.chunks]
-    if grid_only:
-        return [grid([page_image(p) for p in group]) for group in plan_.pages]
-    return [whole_pages_image([page_image(p) for p in group]) for group in plan_.pages]
+        held: tuple[int, Pixels] | None = None
+        cuts: list[Pixels] = []
+        for j in plan_.chunks[v]:
+            region = regions[j]
+            if held is None or held[0] != region.page:
+                held = (region.page, page_image(region.page))
+            cut = crop(held[1], region.box)
+            if cut is not None:
+                cuts.append(cut)
+        return stack(cuts)
+    pages = [page_image(p) for p in plan_.pages[v]]
+    return grid(pages) if grid_only else whole_pages_image(pages)
 
 
 def describe(detector: LayoutDetector | None) -> dict[str, Any]:
