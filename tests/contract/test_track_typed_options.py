@@ -72,9 +72,9 @@ def test_the_fourth_tracks_flag_is_refused_on_docqa(echo: None, tmp_path: Path) 
                                       "--suffix", "!"])
     assert isinstance(result.exception, UserError), result.output
     assert str(result.exception) == (
-        "--suffix is not an option of the docqa track (it takes: --command, --corpus, --limit, --max-steps, "
-        "--max-sub-calls, --preset, --protocol, --retriever, --retriever-download, --timeout, --top-k, --unsafe-local, "
-        "--url, --view; and the options "
+        "--suffix is not an option of the docqa track (it takes: --command, --corpus, --image-retriever, --limit, "
+        "--max-steps, --max-sub-calls, --preset, --protocol, --retriever, --retriever-download, --text-retriever, "
+        "--timeout, --top-k, --unsafe-local, --url, --view; and the options "
         "of every track)")
     assert not (tmp_path / "r").exists()
 

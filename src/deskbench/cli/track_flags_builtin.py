@@ -23,6 +23,8 @@ FLAGS: dict[str, dict[str, tuple[FlagSpec, ...]]] = {
             FlagSpec(param='view', flag='--view', kind='str', default=None, help='Pages shown as image | text (default: image; text for a model without vision).', short=None, negative=None, preflight=False),
             FlagSpec(param='retriever', flag='--retriever', kind='str', default='bm25', help="What the agents' search runs on: bm25 (MADQA's Whoosh tool; the default) | KIND=MODEL (a model folder or a hub name already downloaded; `deskbench list retrievers`) | A+B fused by RRF (docs/retrievers.md).", short='-r', negative=None, preflight=False),
             FlagSpec(param='retriever_download', flag='--retriever-download', kind='switch', default=False, help='Let --retriever fetch its model from the Hugging Face hub when it is not on this machine (off: nothing is downloaded).', short=None, negative=None, preflight=False),
+            FlagSpec(param='text_retriever', flag='--text-retriever', kind='str', default=None, help="colbert-llm and mdocagent: their text retrieval, a --retriever SPEC (default colbert=colbert-ir/colbertv2.0, MDocAgent's).", short=None, negative=None, preflight=False),
+            FlagSpec(param='image_retriever', flag='--image-retriever', kind='str', default=None, help="m3docrag and mdocagent: their page-image retrieval, a --retriever SPEC (default colpali=vidore/colpali-v1.2-hf; MDocAgent's vidore/colpali has no transformers conversion).", short=None, negative=None, preflight=False),
             FlagSpec(param='unsafe_local', flag='--unsafe-local', kind='switch', default=False, help='analytics and rlm: run model code without bubblewrap (unsafe; debugging only).', short=None, negative=None, preflight=False),
         ),
         'analytics': (

@@ -40,6 +40,12 @@ class DocQARunOptions(ExternalAgentOptions):
     retriever_download: Annotated[bool, Field(description=(
         "Let --retriever fetch its model from the Hugging Face hub when it is not on this machine (off: "
         "nothing is downloaded)."))] = False
+    text_retriever: Annotated[str | None, Field(description=(
+        "colbert-llm and mdocagent: their text retrieval, a --retriever SPEC (default colbert=colbert-ir/colbertv2.0, "
+        "MDocAgent's)."))] = None
+    image_retriever: Annotated[str | None, Field(description=(
+        "m3docrag and mdocagent: their page-image retrieval, a --retriever SPEC (default "
+        "colpali=vidore/colpali-v1.2-hf; MDocAgent's vidore/colpali has no transformers conversion)."))] = None
     unsafe_local: Annotated[bool, Field(
         description="analytics and rlm: run model code without bubblewrap (unsafe; debugging only).")] = False
 

@@ -30,6 +30,8 @@ from deskbench.runs.store import RunStore
 from deskbench.runs.track import PreparedRun, PreparedSystem
 from deskbench.runs.transcript import remember_corpus
 from deskbench.tracks.docqa.agents.bm25_protocols.registry import Bm25Choice, choose
+from deskbench.tracks.docqa.agents.mdocagent import PIPELINES, PipelineAgent
+from deskbench.tracks.docqa.agents.mdocagent.pipeline import TOP_K as PIPELINE_TOP_K
 from deskbench.tracks.docqa.agents.registry import NEEDS_CORPUS, NEEDS_SANDBOX, NO_MODEL, make_agent
 from deskbench.tracks.docqa.tasks import DocQATask
 
@@ -96,6 +98,11 @@ class RunSpec:
         searches, and without a corpus to search."""
         from deskbench.search.retriever_use import check_spec
 
+        if self.agent in PIPELINES:  # m3docrag, colbert-llm, mdocagent: retrievers of their own
+            if not check_spec(self.retriever).is_default:
+                raise UserError(f"--retriever {self.retriever}: --agent {self.agent} retrieves with its own retrievers; "
+                                "give --text-retriever / --image-retriever instead (docs/retrievers.md)")
+            return
         if self.agent == "heaven" and [p.kind for p in check_spec(self.retriever).parts] != ["heaven"]:
             raise UserError(f"--retriever {self.retriever}: --agent heaven retrieves with HEAVEN; give --retriever "
                             "heaven=DSE_MODEL,COLQWEN_MODEL (docs/retrievers.md)")
@@ -157,12 +164,19 @@ def prepare(spec: RunSpec, tasks: Sequence[DocQATask], *, tasks_file: str | None
         from deskbench.search.retriever_use import open_on
 
         retriever = open_on(corpus, spec.retriever, allow_download=spec.retriever_download)
+    agent = make_agent(spec.agent)
+    if isinstance(agent, ConfiguredAgent):
+        agent.configure(spec.agent_options)
+    own_retrievers: dict[str, object] = {}  # a pipeline agent's retrievers, opened (indexes built) now
+    if corpus is not None and isinstance(agent, PipelineAgent):
+        own_retrievers = agent.open_retrievers(corpus, allow_download=spec.retriever_download)
     store = RunStore(spec.out)  # the runner files the tasks, records the system's identity, counts what is done
     system = system_name(spec.agent, model.id) if model else spec.agent
     if model is not None:
         remember_settings(store, system, model)
     remember_corpus(store, system, spec.corpus)  # page texts in transcripts are stored by reference to it
-    settings = AgentSettings(max_steps=spec.max_steps, top_k=spec.top_k or 5, view=view,
+    settings = AgentSettings(max_steps=spec.max_steps,
+                             top_k=spec.top_k or (PIPELINE_TOP_K if spec.agent in PIPELINES else 5), view=view,
                              max_sub_calls=spec.max_sub_calls)
     choice = None
     if spec.agent == "bm25-agent":
@@ -170,7 +184,8 @@ def prepare(spec: RunSpec, tasks: Sequence[DocQATask], *, tasks_file: str | None
         settings = replace(settings, max_steps=choice.max_steps, top_k=choice.top_k, protocol=choice.protocol)
         if choice.warning:
             warnings.append(choice.warning)
-    config = docqa_config(spec.agent, model.id if model else None, settings, model_settings(model), spec.agent_options,
+    config = docqa_config(spec.agent, model.id if model else None, settings, model_settings(model),
+                          {**spec.agent_options, **own_retrievers},
                           source=model_source(model), choice=choice,
                           retriever=retriever.identity() if retriever is not None else None)
 
@@ -182,9 +197,6 @@ def prepare(spec: RunSpec, tasks: Sequence[DocQATask], *, tasks_file: str | None
             settings=settings,
             sandbox=sandbox,
         )
-        agent = make_agent(spec.agent)
-        if isinstance(agent, ConfiguredAgent):
-            agent.configure(spec.agent_options)
 
         async def episode(task: HasId, attempt: int) -> AgentResult:
             assert isinstance(task, DocQATask)
@@ -207,6 +219,7 @@ PROMPT_MODULES: dict[str, tuple[str, ...]] = {
     "rlm": ("deskbench.tracks.docqa.agents.rlm_prompts",),
     "semtools-agent": ("deskbench.tracks.docqa.agents.semtools.prompts",),
     "lexical": (), "external": (),
+    **dict.fromkeys(("m3docrag", "colbert-llm", "mdocagent"), ("deskbench.tracks.docqa.agents.mdocagent.prompts",)),
 }
 
 

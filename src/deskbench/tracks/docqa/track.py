@@ -35,7 +35,8 @@ class DocQATrack(Track):
     outcome_definition = DOCQA_DEFINITION
     submission_type = DocQASubmission
 
-    agents = ("bm25-agent", "rag", "oracle", "guess", "lexical", "rlm", "external", "openai-file-search", "heaven")  # tracks/docqa/agents/registry.py AGENTS
+    agents = ("bm25-agent", "rag", "oracle", "guess", "lexical", "rlm", "external", "openai-file-search", "heaven",
+              "m3docrag", "colbert-llm", "mdocagent")  # tracks/docqa/agents/registry.py AGENTS
     limit_category = "step_limit"
     run_options = DocQARunOptions
     score_options = DocQAScoreOptions
@@ -171,6 +172,7 @@ def _score_args(request: RunRequest) -> DocQAScoreArgs:
 def _prepare(request: RunRequest) -> PreparedRun:
     from deskbench.errors import UserError
     from deskbench.mcp.external import external_options
+    from deskbench.tracks.docqa.agents.mdocagent import pipeline_options
     from deskbench.tracks.docqa.run import RunSpec, prepare
     from deskbench.tracks.docqa.tasks import read_tasks
 
@@ -182,7 +184,8 @@ def _prepare(request: RunRequest) -> PreparedRun:
                    top_k=o.top_k, view=o.view, protocol=o.protocol, preset=o.preset, retriever=o.retriever,
                    retriever_download=o.retriever_download, sampling=request.sampling, cache=request.cache,
                    prices=request.prices, unsafe_local=o.unsafe_local, max_sub_calls=o.max_sub_calls,
-                   agent_options=external_options(lambda name: getattr(o, name)),
+                   agent_options={**external_options(lambda name: getattr(o, name)),
+                                  **pipeline_options(request.agents, o.text_retriever, o.image_retriever)},
                    attempts=request.attempts)
     spec.check()  # before reading tasks: a bad flag is named first
     return prepare(spec, read_tasks(request.tasks).items[:o.limit], tasks_file=str(request.tasks))

@@ -10,6 +10,7 @@ from deskbench.tracks.docqa.agents.external import ExternalAgent
 from deskbench.tracks.docqa.agents.heaven import HeavenAgent
 from deskbench.tracks.docqa.agents.lexical import LexicalAgent
 from deskbench.tracks.docqa.agents.managed_rag.openai_fs import OpenAIFileSearchAgent
+from deskbench.tracks.docqa.agents.mdocagent import ColbertLlmAgent, M3DocRagAgent, MDocAgent
 from deskbench.tracks.docqa.agents.protocol import Agent
 from deskbench.tracks.docqa.agents.rlm import RlmAgent
 from deskbench.tracks.docqa.agents.semtools.agent import SemtoolsAgent
@@ -26,8 +27,12 @@ AGENTS: dict[str, Callable[[], Agent]] = {
     "heaven": HeavenAgent,  # MADQA G.3: HEAVEN retrieval (--retriever heaven=...) then Prompt 7 (agents/heaven.py)
     "openai-file-search": OpenAIFileSearchAgent,  # MADQA G.2 managed RAG (agents/managed_rag/)
     "semtools-agent": SemtoolsAgent,  # MADQA G.4: the paper's tools and Prompt 8 on deskbench's loop (agents/semtools/)
+    "m3docrag": M3DocRagAgent,  # Table 3's pipelines as MDocAgent's repository runs them (agents/mdocagent/)
+    "colbert-llm": ColbertLlmAgent,
+    "mdocagent": MDocAgent,
 }
 NEEDS_CORPUS = {"bm25-agent", "rag", "oracle", "lexical", "rlm", "external"}
+NEEDS_CORPUS |= {"m3docrag", "colbert-llm", "mdocagent"}
 NEEDS_CORPUS |= {"heaven"}
 NEEDS_SANDBOX = {"rlm"}  # docqa agents that run model-written code
 NEEDS_SANDBOX |= {"semtools-agent"}  # its Bash runs in the sandbox
