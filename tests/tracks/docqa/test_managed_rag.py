@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 from conftest import ingest, run_cli
 from PIL import Image
+from sim_gemini_file_search import SimGeminiFileSearch
 from sim_openai_file_search import SimFileSearch
 
 from deskbench.tracks.docqa.agents.managed_rag.prompts import (
@@ -24,8 +25,8 @@ from deskbench.tracks.docqa.agents.managed_rag.prompts import (
 )
 
 # the openai SDK marks every Assistants call deprecated; the official script (and so the agent) uses them
-pytestmark = pytest.mark.filterwarnings(
-    "ignore::DeprecationWarning:deskbench.tracks.docqa.agents.managed_rag.openai_fs")
+pytestmark = [pytest.mark.filterwarnings(f"ignore::DeprecationWarning:{module}") for module in (
+    "deskbench.tracks.docqa.agents.managed_rag.openai_fs", "test_managed_rag")]
 
 TASKS = [
     {"id": "q1", "question": "Which engine powers the Bell 407?", "answer_variants": [["Rolls-Royce 250-C47B"]],
@@ -230,3 +231,154 @@ def test_stores_list_and_delete(tasks: Path, corpus: Path, tmp_path: Path, monke
         assert json.loads((corpus / "managed_rag" / "stores.json").read_text())["stores"] == []
         again = run_cli("stores", "delete", "--corpus", str(corpus))
         assert again.returncode == 0 and "no managed-RAG store" in again.stdout
+
+
+# --- Gemini File Search -------------------------------------------------------------------------------
+def gemini_answer(prompt: str, files: dict[str, bytes]) -> dict[str, Any]:
+    question = prompt.rsplit("\n\nQuestion: ", 1)[1]
+    text, cite = REPLIES[question]
+    assert set(files) == {"manual.pdf", "report.pdf"} and all(b.startswith(b"%PDF") for b in files.values())
+    return {"text": text, "chunks": cite, "queries": [question.lower()],
+            "usage": {"promptTokenCount": 2000, "candidatesTokenCount": 50}}
+
+
+def run_gemini(tasks: Path, corpus: Path, out: Path, sim: SimGeminiFileSearch, monkeypatch: pytest.MonkeyPatch,
+               model: str = "google/gemini-2.5-flash") -> Any:
+    for k, v in sim.env().items():
+        monkeypatch.setenv(k, v)
+    monkeypatch.setattr("deskbench.tracks.docqa.agents.managed_rag.gemini_fs.OPERATION_POLL", 0.01)
+    return run_cli("run", "--tasks", str(tasks), "--corpus", str(corpus), "--agent", "gemini-file-search",
+                   "--model", model, "--out", str(out), "--json", "--quiet")
+
+
+def test_gemini_file_search_end_to_end(tasks: Path, corpus: Path, tmp_path: Path,
+                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    with SimGeminiFileSearch(answer=gemini_answer, index_polls=2) as sim:
+        proc = run_gemini(tasks, corpus, tmp_path / "run", sim, monkeypatch)
+        assert proc.returncode == 0, proc.stderr
+        assert sim.refused == [] and sim.early_queries == []
+        (store,) = sim.stores.values()
+        assert store["displayName"].startswith("deskbench-")
+        assert sorted(d["displayName"] for d in sim.documents[store["name"]].values()) == ["manual.pdf", "report.pdf"]
+        # each question: the script's one user turn (Prompt 6, then the question) and the file_search tool
+        bodies = sim.generate_bodies()
+        assert len(bodies) == 3
+        assert sorted(b["contents"][0]["parts"][0]["text"] for b in bodies) == sorted(
+            f"{GEMINI_PROMPT}\n\nQuestion: {t['question']}" for t in TASKS)
+        assert all(b["contents"][0]["role"] == "user" and b["tools"] == [
+            {"fileSearch": {"fileSearchStoreNames": [store["name"]]}}] for b in bodies)
+    eps = episodes(tmp_path / "run")
+    assert eps["q1"][0] == "ok" and eps["q1"][1]["answer"] == ["Rolls-Royce 250-C47B"]
+    assert eps["q1"][1]["citations"] == [{"document": "manual.pdf", "page": 1}]
+    # the citations are the JSON's only: the grounding is recorded, not cited (as the script does)
+    assert eps["q2"][1]["citations"] == [] and eps["q2"][3][0]["result"]["grounding_chunks"] == [
+        {"uri": None, "title": "report.pdf"}]
+    assert eps["q2"][3][0]["result"]["retrieval_queries"] == ["who publishes the annual report?"]
+    usage = json.loads(sqlite3.connect(tmp_path / "run" / "run.sqlite").execute(
+        "SELECT usage FROM episodes WHERE task_id='q1'").fetchone()[0])
+    assert usage["cost_usd"] == pytest.approx((2000 * 0.30 + 50 * 2.50) / 1e6)  # gemini-2.5-flash $0.30 / $2.50
+
+
+def test_gemini_run_scores_as_the_official_predictions_file(tasks: Path, corpus: Path, tmp_path: Path,
+                                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    with SimGeminiFileSearch(answer=gemini_answer) as sim:
+        assert run_gemini(tasks, corpus, tmp_path / "run", sim, monkeypatch).returncode == 0
+    # gemini_file_search_agent.py's lines for the same replies: the JSON's citations, else none
+    official = [
+        {"id": "q1", "question": TASKS[0]["question"], "answer": ["Rolls-Royce 250-C47B"],
+         "citations": [{"file": "manual.pdf", "page": 1}], "iterations": 1, "model": "gemini-2.5-flash"},
+        {"id": "q2", "question": TASKS[1]["question"], "answer": ["The harbour authority publishes it."],
+         "citations": [], "iterations": 1, "model": "gemini-2.5-flash"},
+        {"id": "q3", "question": TASKS[2]["question"], "answer": "red",
+         "citations": [{"file": "manual.pdf", "page": "two"}], "iterations": 1, "model": "gemini-2.5-flash"},
+    ]
+    preds = tmp_path / "official.jsonl"
+    preds.write_text("".join(json.dumps(r) + "\n" for r in official))
+    (from_run,) = scored(str(tmp_path / "run")).values()
+    assert {k: from_run[k] for k in METRICS} == {k: scored(str(preds), "--tasks", str(tasks))[k] for k in METRICS}
+
+
+def test_gemini_rerun_reuses_the_store_and_a_failed_indexing_is_named(tasks: Path, corpus: Path, tmp_path: Path,
+                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    with SimGeminiFileSearch(answer=gemini_answer) as sim:
+        assert run_gemini(tasks, corpus, tmp_path / "run1", sim, monkeypatch).returncode == 0
+        starts = [p for m, p, _, _ in sim.requests if p.endswith(":uploadToFileSearchStore")]
+        assert len(starts) == 2
+        assert run_gemini(tasks, corpus, tmp_path / "run2", sim, monkeypatch).returncode == 0
+        assert [p for m, p, _, _ in sim.requests if p.endswith(":uploadToFileSearchStore")] == starts
+        assert len(sim.stores) == 1 and sim.refused == []
+    other = make_corpus(tmp_path / "other", {"memo.pdf": 1, "scan.pdf": 1})
+    with SimGeminiFileSearch(answer=gemini_answer, fail_indexing={"scan.pdf"}) as sim:
+        assert run_gemini(tasks, other, tmp_path / "run3", sim, monkeypatch).returncode == 0
+        assert sim.generate_bodies() == []
+    eps = episodes(tmp_path / "run3")
+    assert all(v[0] == "error" and "indexing failed for scan.pdf (Failed to process scan.pdf" in v[2]
+               for v in eps.values()), eps
+
+
+def test_gemini_stores_delete(tasks: Path, corpus: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    with SimGeminiFileSearch(answer=gemini_answer) as sim:
+        assert run_gemini(tasks, corpus, tmp_path / "run", sim, monkeypatch).returncode == 0
+        listed = json.loads(run_cli("stores", "list", "gemini-file-search", "--corpus", str(corpus), "--json").stdout)
+        assert [(r["service"], r["files"], r["storage_usd_per_day"]) for r in listed] == [("gemini-file-search", 2, 0.0)]
+        bad = run_cli("stores", "list", "nope", "--corpus", str(corpus))
+        assert bad.returncode == 2 and len(bad.stderr.strip().splitlines()) == 1
+        assert run_cli("stores", "delete", "--corpus", str(corpus)).returncode == 0
+        assert sim.stores == {} and sim.refused == []
+
+
+# --- the simulators refuse what the APIs refuse -------------------------------------------------------
+def test_the_openai_simulator_refuses_what_the_api_refuses() -> None:
+    import openai
+
+    with SimFileSearch(answer=openai_answer, max_file_bytes=10) as sim:
+        api = openai.OpenAI(base_url=sim.base_url, api_key=sim.api_key, max_retries=0)
+        with pytest.raises(openai.NotFoundError, match="No vector store found with id 'vs_nope'"):
+            api.vector_stores.retrieve("vs_nope")
+        with pytest.raises(openai.BadRequestError, match="Unrecognized request argument supplied: colour"):
+            api.vector_stores.create(name="x", extra_body={"colour": "red"})
+        with pytest.raises(openai.BadRequestError, match="File is too large"):
+            api.files.create(file=("big.pdf", b"%PDF-" + b"x" * 20, "application/pdf"), purpose="assistants")
+        with pytest.raises(openai.BadRequestError, match="'nope' is not one of"):
+            api.files.create(file=("a.pdf", b"%PDF", "application/pdf"), purpose="nope")  # type: ignore[arg-type]
+        store = api.vector_stores.create(name="s")
+        with pytest.raises(openai.BadRequestError, match="The requested model 'gpt-nope' does not exist"):
+            api.beta.assistants.create(model="gpt-nope", tools=[{"type": "file_search"}])
+        with pytest.raises(openai.NotFoundError, match="No vector store found"):
+            api.beta.assistants.create(model="gpt-4o", tool_resources={"file_search": {"vector_store_ids": ["vs_x"]}})
+        # a file of a type file search does not read is accepted, then fails to index
+        bad = api.files.create(file=("notes.xyz", b"abc", "application/octet-stream"), purpose="assistants")
+        batch = api.vector_stores.file_batches.create_and_poll(vector_store_id=store.id, file_ids=[bad.id])
+        assert batch.file_counts.failed == 1
+        with pytest.raises(openai.AuthenticationError):
+            openai.OpenAI(base_url=sim.base_url, api_key="sk-wrong", max_retries=0).vector_stores.list()
+        assert len(sim.refused) == 7
+
+
+def test_the_gemini_simulator_refuses_what_the_api_refuses(tmp_path: Path) -> None:
+    from deskbench.tracks.docqa.agents.managed_rag.gemini_fs import Api, ApiError, _upload
+
+    with SimGeminiFileSearch(answer=gemini_answer, max_file_bytes=10) as sim:
+        api = Api(sim.root, sim.api_key)
+        with pytest.raises(ApiError, match="Unknown name \"colour\""):
+            api.call("POST", "v1beta/fileSearchStores", {"displayName": "x", "colour": "red"})
+        with pytest.raises(ApiError, match="not found") as missing:
+            api.call("GET", "v1beta/fileSearchStores/nope")
+        assert missing.value.status == 404
+        store = api.call("POST", "v1beta/fileSearchStores", {"displayName": "s"})[0]["name"]
+        with pytest.raises(ApiError, match="exceeds the maximum"):
+            _upload(api, store, "big.pdf", b"%PDF-" + b"x" * 20)
+        with pytest.raises(ApiError, match="Unsupported MIME type"):
+            api.call("POST", f"upload/v1beta/{store}:uploadToFileSearchStore", {"displayName": "a.bin"},
+                     headers={"X-Goog-Upload-Protocol": "resumable", "X-Goog-Upload-Command": "start",
+                              "X-Goog-Upload-Header-Content-Length": "3",
+                              "X-Goog-Upload-Header-Content-Type": "application/octet-stream"})
+        with pytest.raises(ApiError, match="is not found for API version v1beta"):
+            api.call("POST", "v1beta/models/gemini-nope:generateContent", {"contents": [{"parts": [{"text": "q"}]}]})
+        with pytest.raises(ApiError, match="API key not valid"):
+            Api(sim.root, "wrong").call("GET", "v1beta/fileSearchStores")
+        _upload(api, store, "a.pdf", b"%PDF-1")
+        with pytest.raises(ApiError, match="is not empty") as full:
+            api.call("DELETE", f"v1beta/{store}")
+        assert full.value.status == 400
+        assert len(sim.refused) == 7

@@ -9,6 +9,7 @@ from deskbench.tracks.docqa.agents.bm25 import Bm25Agent
 from deskbench.tracks.docqa.agents.external import ExternalAgent
 from deskbench.tracks.docqa.agents.heaven import HeavenAgent
 from deskbench.tracks.docqa.agents.lexical import LexicalAgent
+from deskbench.tracks.docqa.agents.managed_rag.gemini_fs import GeminiFileSearchAgent
 from deskbench.tracks.docqa.agents.managed_rag.openai_fs import OpenAIFileSearchAgent
 from deskbench.tracks.docqa.agents.mdocagent import ColbertLlmAgent, M3DocRagAgent, MDocAgent
 from deskbench.tracks.docqa.agents.protocol import Agent
@@ -24,6 +25,7 @@ AGENTS: dict[str, Callable[[], Agent]] = {
     "lexical": LexicalAgent,
     "rlm": RlmAgent,
     "external": ExternalAgent,  # an agent built elsewhere, over MCP (agents/external.py)
+    "gemini-file-search": GeminiFileSearchAgent,
     "heaven": HeavenAgent,  # MADQA G.3: HEAVEN retrieval (--retriever heaven=...) then Prompt 7 (agents/heaven.py)
     "openai-file-search": OpenAIFileSearchAgent,  # MADQA G.2 managed RAG (agents/managed_rag/)
     "semtools-agent": SemtoolsAgent,  # MADQA G.4: the paper's tools and Prompt 8 on deskbench's loop (agents/semtools/)
@@ -37,7 +39,7 @@ NEEDS_CORPUS |= {"heaven"}
 NEEDS_SANDBOX = {"rlm"}  # docqa agents that run model-written code
 NEEDS_SANDBOX |= {"semtools-agent"}  # its Bash runs in the sandbox
 NEEDS_CORPUS |= {"semtools-agent"}
-NEEDS_CORPUS |= {"openai-file-search"}  # the managed-RAG agents upload the corpus's PDFs
+NEEDS_CORPUS |= {"openai-file-search", "gemini-file-search"}  # the managed-RAG agents upload the corpus's PDFs
 NO_MODEL = {"lexical", "external"}  # agents that call no model of ours: --model is ignored
 
 

@@ -282,8 +282,9 @@ def delete_store(record: stores.StoreRecord) -> list[str]:
     """Delete what deskbench made for the record: the assistant, the vector store, the uploaded
     files. A thing already gone is skipped. Returns what was deleted."""
     import openai
+    from openai import OpenAI
 
-    api = client()
+    api = OpenAI(base_url=record.endpoint)  # where the store is, whatever OPENAI_BASE_URL says now
     done: list[str] = []
     targets: list[tuple[str, Any]] = []
     if record.assistant_id:
