@@ -324,3 +324,83 @@ def test_heaven_kind_is_registered_and_refuses_a_missing_model(setup: dict[str, 
     assert k.needs_model and "HEAVEN" in k.summary
     with pytest.raises(UserError, match="no model folder"):
         k.open(setup["corpus"], str(tmp_path / "nothing") + ",/x", allow_download=False)
+
+
+# -- the official tools when installed: NLTK's tagger and DocLayout-YOLO (doubles in sys.modules) --------
+
+
+def _module(name: str, **attrs: Any) -> Any:
+    import importlib.machinery
+    import types
+
+    mod = types.ModuleType(name)
+    mod.__spec__ = importlib.machinery.ModuleSpec(name, None)
+    for key, value in attrs.items():
+        setattr(mod, key, value)
+    return mod
+
+
+def test_nltk_tagger_is_used_only_when_its_data_is_installed(monkeypatch: pytest.MonkeyPatch) -> None:
+    import types
+
+    found: list[str] = []
+
+    def find(path: str) -> str:
+        found.append(path)
+        if not installed:
+            raise LookupError(path)
+        return path
+
+    installed = False
+    fake = _module("nltk", data=types.SimpleNamespace(find=find),
+                   pos_tag=lambda tokens: [(t, "NNP" if t[:1].isupper() else "VBD") for t in tokens])
+    monkeypatch.setitem(__import__("sys").modules, "nltk", fake)
+    assert isinstance(heaven.pos_tagger(), ClosedClassTagger)  # nltk without its data: the fallback
+    installed = True
+    tagger = heaven.pos_tagger()
+    assert isinstance(tagger, heaven.NltkTagger) and "official" in tagger.name
+    assert found == ["taggers/averaged_perceptron_tagger_eng"] * 2  # looked up, never downloaded
+    assert split_tokens(["Query", ":", " Harbour", " grew"], tagger) == ([2], [1, 3])
+
+
+def test_doclayout_yolo_when_installed_keeps_title_classes(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    import types
+
+    import huggingface_hub
+
+    calls: list[dict[str, Any]] = []
+
+    class YOLOv10:
+        def __init__(self, path: str) -> None:
+            self.path = path
+
+        def predict(self, image: np.ndarray, **kw: Any) -> list[Any]:
+            calls.append({"first_pixel": image[0, 0].tolist(), **kw})
+            boxes = types.SimpleNamespace(cls=[torch.tensor(9.0), torch.tensor(10.0), torch.tensor(7.0)],
+                                          xyxyn=[torch.tensor([0.0, 0.0, 1.0, 1.0]), torch.tensor([0.1, 0.2, 0.5, 0.25]),
+                                                 torch.tensor([0.1, 0.5, 0.3, 0.55])])
+            return [types.SimpleNamespace(boxes=boxes)]
+
+    monkeypatch.setitem(__import__("sys").modules, "doclayout_yolo", _module("doclayout_yolo", YOLOv10=YOLOv10))
+    asked: list[tuple[str, str, bool]] = []
+
+    def download(repo: str, filename: str, local_files_only: bool = False) -> str:
+        asked.append((repo, filename, local_files_only))
+        return str(tmp_path / filename)
+
+    monkeypatch.setattr(huggingface_hub, "hf_hub_download", download)
+    detector = heaven_vs.layout_detector("auto", allow_download=False)
+    assert isinstance(detector, heaven_vs.DocLayoutYolo) and "DocLayout-YOLO" in detector.name
+    assert asked == [(heaven_vs.DLA_REPO, heaven_vs.DLA_FILE, True)]
+    image = np.zeros((10, 10, 3), np.uint8)
+    image[0, 0] = [1, 2, 3]  # RGB; the model is handed BGR, as the official cv2 arrays are
+    boxes = detector.titles(None, 1, image)
+    assert np.allclose(boxes, [(0.1, 0.2, 0.5, 0.25), (0.1, 0.5, 0.3, 0.55)])  # Text (9) left out
+    assert calls[0]["first_pixel"] == [3, 2, 1] and calls[0]["imgsz"] == 1024 and calls[0]["conf"] == 0.2
+
+
+def test_doclayout_yolo_asked_for_but_missing_is_one_line() -> None:
+    with pytest.raises(UserError, match="DocLayout-YOLO is not available"):
+        heaven_vs.layout_detector("doclayout-yolo", allow_download=False)
+    assert isinstance(heaven_vs.layout_detector("auto", allow_download=False), heaven_vs.TextLayerTitles)
+    assert heaven_vs.layout_detector("grid", allow_download=False) is None
