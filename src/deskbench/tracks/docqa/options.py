@@ -25,7 +25,8 @@ class DocQARunOptions(ExternalAgentOptions):
     max_sub_calls: Annotated[int | None, Field(
         description="rlm: llm_query sub-calls per episode (default: no cap, as the official RLM).")] = None
     top_k: Annotated[int | None, Flag(short="-k"), Field(description=(
-        "Pages per search (default: bm25-agent its preset's, official 4, paper 5; the other agents 5)."))] = None
+        "Pages per search (default: bm25-agent its preset's, official 4, paper 5; m3docrag, colbert-llm, mdocagent 1 "
+        "per retrieval, MDocAgent's; the other agents 5)."))] = None
     protocol: Annotated[str | None, Field(description=(
         "bm25-agent's loop: official (the provider's official MADQA script: openai_agent.py, ...) | paper "
         "(Prompt 5, every provider) | a script's protocol by name (default: the preset's)."))] = None
