@@ -35,8 +35,8 @@ class DocQATrack(Track):
     outcome_definition = DOCQA_DEFINITION
     submission_type = DocQASubmission
 
-    agents = ("bm25-agent", "rag", "oracle", "guess", "lexical", "rlm", "external", "openai-file-search", "gemini-file-search", "heaven",
-              "m3docrag", "colbert-llm", "mdocagent")  # tracks/docqa/agents/registry.py AGENTS
+    agents = ("bm25-agent", "rag", "oracle", "guess", "lexical", "rlm", "external",
+              "openai-file-search", "gemini-file-search", "heaven", "semtools-agent", "m3docrag", "colbert-llm", "mdocagent")  # tracks/docqa/agents/registry.py AGENTS
     limit_category = "step_limit"
     run_options = DocQARunOptions
     score_options = DocQAScoreOptions

@@ -25,9 +25,9 @@ AGENTS: dict[str, Callable[[], Agent]] = {
     "lexical": LexicalAgent,
     "rlm": RlmAgent,
     "external": ExternalAgent,  # an agent built elsewhere, over MCP (agents/external.py)
+    "openai-file-search": OpenAIFileSearchAgent,  # MADQA G.2 managed RAG (agents/managed_rag/)
     "gemini-file-search": GeminiFileSearchAgent,
     "heaven": HeavenAgent,  # MADQA G.3: HEAVEN retrieval (--retriever heaven=...) then Prompt 7 (agents/heaven.py)
-    "openai-file-search": OpenAIFileSearchAgent,  # MADQA G.2 managed RAG (agents/managed_rag/)
     "semtools-agent": SemtoolsAgent,  # MADQA G.4: the paper's tools and Prompt 8 on deskbench's loop (agents/semtools/)
     "m3docrag": M3DocRagAgent,  # Table 3's pipelines as MDocAgent's repository runs them (agents/mdocagent/)
     "colbert-llm": ColbertLlmAgent,
