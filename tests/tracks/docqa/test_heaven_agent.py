@@ -24,6 +24,7 @@ from deskbench.runs.identity import stored_identities
 from deskbench.runs.store import RunStore
 from deskbench.search.retriever import Bm25Retriever
 from deskbench.tasks.trajectory import ModelCallStep, ToolCallStep
+from deskbench.tracks.docqa.agents.heaven import identity as heaven_identity
 from deskbench.tracks.docqa.agents.heaven import page_jpeg, parse_reply, render_dpi
 from deskbench.tracks.docqa.agents.registry import make_agent
 from deskbench.tracks.docqa.tasks import DocQASubmission, DocQATask
@@ -149,7 +150,9 @@ def test_deskbench_run_heaven_end_to_end(world: dict[str, Any], tmp_path: Path) 
     (episode,) = store.episodes(system)
     assert episode.status == "ok" and isinstance(episode.submission, DocQASubmission)
     assert episode.submission.answer == ["12 million"]
-    identity = stored_identities(store)[system].config.settings["retriever"]
+    settings = stored_identities(store)[system].config.settings
+    assert settings["heaven"] == heaven_identity() and not {"dpi", "view", "top_k"} & set(settings)
+    identity = settings["retriever"]
     assert identity["kind"] == "heaven" and identity["options"]["k2"] == 2
     assert identity["options"]["alpha"] == 0.1 and identity["options"]["k1"] == 200
     assert "grid" in identity["dla"] and "fallback" in identity["pos_tagger"]

@@ -101,7 +101,7 @@ class RunSpec:
         if self.agent in PIPELINES:  # m3docrag, colbert-llm, mdocagent: retrievers of their own
             if not check_spec(self.retriever).is_default:
                 raise UserError(f"--retriever {self.retriever}: --agent {self.agent} retrieves with its own retrievers; "
-                                "give --text-retriever / --image-retriever instead (docs/mdocagent.md)")
+                                "give --text-retriever / --image-retriever instead (docs/retrievers.md)")
             return
         if self.agent == "heaven" and [p.kind for p in check_spec(self.retriever).parts] != ["heaven"]:
             raise UserError(f"--retriever {self.retriever}: --agent heaven retrieves with HEAVEN; give --retriever "
@@ -218,6 +218,7 @@ PROMPT_MODULES: dict[str, tuple[str, ...]] = {
     "rag": (_PROMPTS,), "oracle": (_PROMPTS,), "guess": (_PROMPTS,),
     "rlm": ("deskbench.tracks.docqa.agents.rlm_prompts",),
     "semtools-agent": ("deskbench.tracks.docqa.agents.semtools.prompts",),
+    "heaven": ("deskbench.tracks.docqa.agents.heaven",),
     "lexical": (), "external": (),
     **dict.fromkeys(("m3docrag", "colbert-llm", "mdocagent"), ("deskbench.tracks.docqa.agents.mdocagent.prompts",)),
 }
@@ -257,6 +258,12 @@ def docqa_config(agent: str, model: str | None, settings: AgentSettings,
         from deskbench.tracks.docqa.agents.semtools.agent import identity
 
         values["semtools"] = identity()
+    if agent == "heaven":  # the official request's pages and limits, not the --dpi / --view / --top-k settings
+        from deskbench.tracks.docqa.agents.heaven import identity as heaven_identity
+
+        for unused in ("dpi", "view", "max_image_bytes", "top_k"):
+            values.pop(unused)
+        values["heaven"] = heaven_identity()
     return SystemConfig(track="docqa", agent=agent, model=model, settings=values, model_settings=sent, model_source=source,
                         prompt_hash=prompt_hash(*modules))
 

@@ -67,6 +67,16 @@ _ANSWER_SPAN = re.compile(r'\{[\s\S]*"answer"[\s\S]*"citations"[\s\S]*\}')
 NO_IMAGES = "No document images available"
 
 
+def identity() -> dict[str, object]:
+    """What the agent sends besides the prompt, for the run's configuration (the page settings the
+    other agents take from --dpi / --view do not apply: these are the official request's)."""
+    return {"request": "MADQA baselines/heaven/heaven.py HEAVENAgent._call_vlm (commit 978fa76)",
+            "pages": {"count": "the retriever's k2", "format": "jpeg", "quality": JPEG_QUALITY, "encoded": 2,
+                      "dpi": 144, "dpi_over_20mb": 100, "dpi_over_50mb": 72, "max_pixels": MAX_PIXELS,
+                      "detail": "high"},
+            "max_tokens": MAX_TOKENS, "reply": "the answer/citations JSON span, else the whole reply; no repair turn"}
+
+
 def render_dpi(pdf_bytes: int) -> int:
     """index.py pdf_to_images: 144 dpi, lowered for large files."""
     mb = pdf_bytes / (1024 * 1024)
