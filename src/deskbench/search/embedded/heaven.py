@@ -32,6 +32,7 @@ import importlib.util
 import json
 import re
 import sys
+import threading
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, fields, replace
 from pathlib import Path
@@ -288,7 +289,7 @@ class HeavenRetriever:
                             "retrievers/ folder and run again")
         self.tagger = tagger or pos_tagger()
         self.detector = detector
-        self.where = {(d, p): i for i, (d, p, _) in enumerate(self.keys)}
+        self._lock = threading.Lock()
         self.vs_vectors: np.ndarray | None = None
         self.vs_folder: Path | None = None  # where the VS-pages' vectors are (and, beside it, their pages)
         self.vs_pages: list[list[int]] = []
@@ -402,7 +403,9 @@ class HeavenRetriever:
 
         if k < 1:
             return []
-        return [ScoredPage(self.keys[i][0], self.keys[i][1], s) for i, s in self.ranked(query, k)]
+        with self._lock:  # episodes search from worker threads; the models run one query at a time
+            ranked = self.ranked(query, k)
+        return [ScoredPage(self.keys[i][0], self.keys[i][1], s) for i, s in ranked]
 
     def identity(self) -> dict[str, object]:
         return {"kind": "heaven", "stage1": self.dse.identity(),
