@@ -43,6 +43,11 @@ def _print_q(cal: Calibration, indent: str = "") -> None:
                f"(fp {cal.fp:g})")
     _out.print(f"{indent}partial verdicts: {cal.n_partial} (counted half correct, half incorrect); unlabelled "
                f"{cal.n_unlabelled}; labellers disagree {cal.n_disagreed}; no verdict {cal.n_no_verdict}")
+    if cal.n_human_partial:
+        _out.print(f"{indent}labelled partial by people: {cal.n_human_partial} (in the kappa, not in q0 / q1)")
+    qwk = "–" if cal.qwk is None else f"{cal.qwk:.3f}"
+    _out.print(f"{indent}quadratic-weighted kappa {qwk} over {cal.qwk_n} items the judge was asked about "
+               "(incorrect < partial < correct; exact matches left out, as MADQA §3.1)")
 
 
 def _track(run_dirs: list[Path]) -> str:

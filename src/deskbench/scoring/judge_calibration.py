@@ -15,9 +15,20 @@ on a human-correct item it adds 0.5 to tp and 0.5 to fn, on a human-incorrect it
 accuracy p, so E[p] = theta q1 + (1 - theta)(1 - q0) holds and Rogan-Gladen inverts it. tp, fn,
 tn, fp may therefore be halves; the partial items are counted (n_partial).
 
-Labels: one JSON object a line, {"item_id", "labeller", "label": "correct" | "incorrect",
-"timestamp"}. A labeller's latest label of an item replaces their earlier ones; an item whose
-labellers disagree is left out and counted (n_disagreed).
+Labels: one JSON object a line, {"item_id", "labeller", "label": "correct" | "partial" |
+"incorrect", "timestamp"}. A labeller's latest label of an item replaces their earlier ones; an item
+whose labellers disagree is left out and counted (n_disagreed). "partial" is the judge's own middle
+class (MADQA Prompt 4: the right content with a format issue or irrelevant additions), so a person
+can label on the judge's three-way scale (F.1, §3.1); two-way files (correct / incorrect only) read
+as before. q1 and q0 need a person's yes or no: an item a person labelled partial is left out of
+them and counted (n_human_partial).
+
+Quadratic-weighted kappa (MADQA §3.1: "excluding ~50% exact match cases where agreement is perfect
+by construction, ... quadratic-weighted Cohen's kappa = 0.88 with human judgments"): the person's
+label and the judge's verdict on the ordinal scale incorrect 0 < partial 1 < correct 2, weights
+w_ij = (i - j)^2 / (k - 1)^2 with k = 3, kappa = 1 - sum(w O) / sum(w E), O the observed counts,
+E the product of the two marginals over N; over the labelled items with a verdict whose verdict is
+not an exact match (verdict_source "exact": the judge was not asked).
 
 Sampling: from the items a track collects from its runs (the track's JudgeCalibration,
 contract/cli.py: docqa's from tracks/docqa/scoring/docqa_calibration.py, analytics' from
@@ -54,6 +65,10 @@ from deskbench.tasks.jsonl import _describe
 if TYPE_CHECKING:
     from deskbench.runs.store import RunStore
 
+QWK_RULE = ("quadratic-weighted Cohen's kappa on incorrect < partial < correct (w = (i - j)^2 / 4) between "
+            "the person's label and the judge's verdict, over labelled items the judge was asked about "
+            "(exact matches left out, as MADQA §3.1)")
+ORDINAL: dict[str, int] = {"incorrect": 0, "partial": 1, "correct": 2}  # the scale of QWK
 PARTIAL_RULE = ("a partial verdict (0.5) counts half as a correct call and half as an incorrect one "
                 "(tp/fn or fp/tn += 0.5), as it adds 0.5 to the judged accuracy")
 
@@ -62,7 +77,7 @@ PARTIAL_RULE = ("a partial verdict (0.5) counts half as a correct call and half 
 # "file_judge_deferred", "comparator"
 VerdictSource = Literal["exact", "judge", "numeric", "chart_judge", "file_judge", "file_judge_deferred", "comparator"]
 VERDICT_SOURCES: tuple[VerdictSource, ...] = get_args(VerdictSource)
-Label = Literal["correct", "incorrect"]
+Label = Literal["correct", "partial", "incorrect"]
 LABELS: tuple[Label, ...] = get_args(Label)
 
 
@@ -139,6 +154,10 @@ class Calibration(BaseModel):
     agreement: float | None = None
     agreement_ci: tuple[float, float] | None = None
     by_category: dict[str, Calibration] = Field(default_factory=dict)  # items with a category: the same per category
+    n_human_partial: int = 0  # items a person labelled partial: in QWK, not in q0 / q1
+    qwk: float | None = None  # quadratic-weighted kappa (QWK_RULE); None with no item or no spread
+    qwk_n: int = 0  # the items it is over
+    qwk_rule: str = QWK_RULE
     track: str | None = None  # the track of the items, when they are one track's
 
     def for_score(self, source: str = "the calibration") -> tuple[float, float, int, int]:
@@ -194,7 +213,7 @@ def read_items(path: Path) -> list[CalibrationItem]:
 def read_labels(path: Path, items: Iterable[CalibrationItem] | None = None) -> list[HumanLabel]:
     """Labels from JSONL; with `items`, a label of an unknown item is an error naming its line."""
     rows = _read(path, HumanLabel, 'fix the line: {"item_id": ..., "labeller": ..., '
-                                   '"label": "correct" | "incorrect", "timestamp": ISO 8601}')
+                                   '"label": "correct" | "partial" | "incorrect", "timestamp": ISO 8601}')
     if items is not None:
         known = {i.id for i in items}
         for number, label in rows:
@@ -229,34 +248,75 @@ def read_calibration(path: Path) -> Calibration:
 # -- the q's ---------------------------------------------------------------------------------
 
 
-def resolve_labels(labels: Sequence[HumanLabel]) -> tuple[dict[str, bool], int]:
-    """item id -> human says correct, and the number of items left out because labellers
-    disagree. A labeller's latest label of an item replaces their earlier ones."""
+def resolve_three_way(labels: Sequence[HumanLabel]) -> tuple[dict[str, Label], int]:
+    """item id -> the label its labellers agree on, and the number of items left out because
+    labellers disagree. A labeller's latest label of an item replaces their earlier ones."""
     latest: dict[tuple[str, str], HumanLabel] = {}
     for label in labels:
         key = (label.item_id, label.labeller)
         if key not in latest or label.timestamp >= latest[key].timestamp:
             latest[key] = label
-    per_item: dict[str, set[str]] = {}
+    per_item: dict[str, set[Label]] = {}
     for (item_id, _), label in latest.items():
         per_item.setdefault(item_id, set()).add(label.label)
-    agreed = {i: next(iter(v)) == "correct" for i, v in per_item.items() if len(v) == 1}
+    agreed = {i: next(iter(v)) for i, v in per_item.items() if len(v) == 1}
     return agreed, len(per_item) - len(agreed)
 
 
+def resolve_labels(labels: Sequence[HumanLabel]) -> tuple[dict[str, bool], int]:
+    """item id -> human says correct (items labelled partial left out: q0 and q1 need a yes or
+    no), and the number of items left out because labellers disagree."""
+    agreed, disagreed = resolve_three_way(labels)
+    return {i: label == "correct" for i, label in agreed.items() if label != "partial"}, disagreed
+
+
+def quadratic_weighted_kappa(a: Sequence[int], b: Sequence[int], k: int = 3) -> float | None:
+    """Cohen's kappa with quadratic weights between two raters' ordinal ratings 0 .. k-1 (see the
+    module docstring); None with no pair, or when chance predicts no disagreement (one class each)."""
+    if len(a) != len(b):
+        raise ValueError(f"{len(a)} ratings against {len(b)}")
+    n = len(a)
+    if n == 0:
+        return None
+    observed = [[0.0] * k for _ in range(k)]
+    for i, j in zip(a, b, strict=True):
+        observed[i][j] += 1
+    rows = [sum(observed[i]) for i in range(k)]
+    cols = [sum(observed[i][j] for i in range(k)) for j in range(k)]
+    weight = [[(i - j) ** 2 / (k - 1) ** 2 for j in range(k)] for i in range(k)]
+    seen = sum(weight[i][j] * observed[i][j] for i in range(k) for j in range(k))
+    chance = sum(weight[i][j] * rows[i] * cols[j] / n for i in range(k) for j in range(k))
+    return None if chance == 0 else 1 - seen / chance
+
+
+def _qwk(human: Mapping[str, Label], verdicts: Mapping[str, float | None],
+         sources: Mapping[str, str | None]) -> tuple[float | None, int]:
+    """QWK over the labelled items with a verdict the judge was asked for (QWK_RULE), and their number."""
+    pairs = [(ORDINAL[label], round(2 * v)) for item_id, label in human.items()
+             if (v := verdicts.get(item_id)) is not None and sources.get(item_id) != "exact"]
+    return quadratic_weighted_kappa([h for h, _ in pairs], [j for _, j in pairs]), len(pairs)
+
+
 def calibration(
-    labels: Sequence[HumanLabel], verdicts: Mapping[str, float | None], *, judge: str | None = None
+    labels: Sequence[HumanLabel], verdicts: Mapping[str, float | None], *, judge: str | None = None,
+    sources: Mapping[str, str | None] | None = None,
 ) -> Calibration:
     """q1, q0 (with Wilson intervals) and the confusion counts from human labels and the judge's
-    verdicts (item id -> 1, 0.5, 0 or None); see the module docstring for the partial rule."""
-    human, disagreed = resolve_labels(labels)
+    verdicts (item id -> 1, 0.5, 0 or None); see the module docstring for the partial rule. QWK
+    leaves out the items whose `sources` (item id -> verdict_source) is "exact"."""
+    three_way, disagreed = resolve_three_way(labels)
+    qwk, qwk_n = _qwk(three_way, verdicts, sources or {})
     tp = fn = tn = fp = 0.0
-    m0 = m1 = n_partial = no_verdict = 0
-    for item_id, correct in human.items():
+    m0 = m1 = n_partial = no_verdict = human_partial = 0
+    for item_id, label in three_way.items():
         v = verdicts.get(item_id)
         if v is None:
             no_verdict += 1
             continue
+        if label == "partial":  # no yes or no for q0 / q1
+            human_partial += 1
+            continue
+        correct = label == "correct"
         n_partial += v == 0.5
         if correct:
             m1 += 1
@@ -278,6 +338,7 @@ def calibration(
         n_unlabelled=len(set(verdicts) - {label.item_id for label in labels}),
         n_no_verdict=no_verdict, n_disagreed=disagreed, judge=judge,
         labellers=sorted({label.labeller for label in labels}),
+        n_human_partial=human_partial, qwk=qwk, qwk_n=qwk_n,
     )
 
 
@@ -287,7 +348,8 @@ def calibration_of(items: Sequence[CalibrationItem], labels: Sequence[HumanLabel
 
     def of(chosen: Sequence[CalibrationItem], chosen_labels: Sequence[HumanLabel]) -> Calibration:
         judges = sorted({i.judge for i in chosen if i.judge})
-        return calibration(chosen_labels, {i.id: i.judge_verdict for i in chosen}, judge=", ".join(judges) or None)
+        return calibration(chosen_labels, {i.id: i.judge_verdict for i in chosen}, judge=", ".join(judges) or None,
+                           sources={i.id: i.verdict_source for i in chosen})
 
     tracks = {i.track for i in items}
     whole = of(items, labels).model_copy(update={"track": tracks.pop() if len(tracks) == 1 else None})

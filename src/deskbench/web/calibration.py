@@ -17,7 +17,8 @@ GET /calibration                 progress and the list of items (labelled or not
 GET /calibration/{n}             item n (1-based) with the two buttons
 GET /calibration/{n}/chart       an item with a chart (analytics visualization): the image the judge saw
 GET /calibration/{n}/file/{which}  an item with files (analytics file generation): the output or the reference file
-POST /calibration/{n}/label      label=correct|incorrect, csrf; then the next unlabelled item
+POST /calibration/{n}/label      label=correct|partial|incorrect (partial: items without a
+                                 category, on the judge's three-way scale, MADQA F.1), csrf; then the next unlabelled item
 GET /calibration/results         q1, q0, m1, m0, tp, fn, tn, fp via calibration_of (?scope=mine|all)
 GET /calibration/results.json    the calibration JSON, byte-for-byte what
                                  `deskbench calibrate compute --json` prints (?scope=mine|all),
@@ -146,6 +147,7 @@ def mount(app: FastAPI, items_path: Path, run_dir: Path, *, render: Callable[...
         shown = {"question": item.question, "answer_variants": item.answer_variants, "prediction": item.prediction}
         return render("calibration_item.html", user=s.user, csrf=s.csrf, n=n, total=len(items), item=shown,
                       body=track_view(item, n), current=mine.get(item.id), done=len(mine),
+                      three_way=item.category is None,  # the judge's correct / partial / incorrect scale
                       prev_n=n - 1 if n > 1 else None, next_n=n + 1 if n < len(items) else None)
 
     @app.get("/calibration/{n}/chart")
@@ -176,8 +178,8 @@ def mount(app: FastAPI, items_path: Path, run_dir: Path, *, render: Callable[...
         s, data = await posted(request)
         item = item_at(n)
         label = data.get("label", "")
-        if not is_one_of(label, LABELS):
-            raise HTTPException(400, "label is correct or incorrect")
+        if not is_one_of(label, LABELS) or (label == "partial" and item.category is not None):
+            raise HTTPException(400, "label is correct, partial (items without a category) or incorrect")
         labels.add(HumanLabel(item_id=item.id, labeller=s.user, label=label))
         mine = labels.latest(s.user)
         order = list(range(n + 1, len(items) + 1)) + list(range(1, n))
