@@ -87,7 +87,7 @@ def test_m3docrag_runs_end_to_end_with_one_page_by_default(operator_corpus: Corp
     assert config.settings["top_k"] == 1  # MDocAgent's config/base.yaml dataset.top_k
     assert config.settings["image_retriever"] == {"kind": "pinned", "model": "beta.pdf:2,alpha.pdf:1",
                                                   "pages": [["beta.pdf", 2], ["alpha.pdf", 1]]}
-    assert "text_retriever" not in config.settings
+    assert "text_retriever" not in config.settings and config.settings["view"] == "image"
     (episode,) = store.episodes(system)
     sub = DocQASubmission.model_validate(episode.submission)
     assert sub.answer == ["1 page images"] and [(c.document, c.page) for c in sub.citations] == [("beta.pdf", 2)]

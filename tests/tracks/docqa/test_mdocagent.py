@@ -229,6 +229,11 @@ def test_mdocagent_runs_end_to_end_and_records_its_retrievers(operator_corpus: C
     assert config.settings["text_retriever"] == {"kind": "pinned", "model": "alpha.pdf:1", "pages": [["alpha.pdf", 1]]}
     assert config.settings["image_retriever"] == {"kind": "pinned", "model": "beta.pdf:2", "pages": [["beta.pdf", 2]]}
     assert "retriever" not in config.settings  # the run's own --retriever (bm25) is not what it searched with
+    assert config.settings["view"] == "text+image" and "dpi" not in config.settings  # pages as MDocAgent shows them
+    assert config.settings["mdocagent"] == {
+        "source": "github aiming-lab/MDocAgent df34e4c25fcba74b7bbb93dd5d4c9ef3c521d341", "retrieval_depth": 10,
+        "image_dpi": 144, "image_format": "png", "max_characters_per_page": 100_000,
+        "citations": "the pages given to the model"}
     (episode,) = store.episodes(system)
     assert episode.status == "ok"
     sub = DocQASubmission.model_validate(episode.submission)

@@ -101,7 +101,7 @@ class RunSpec:
         if self.agent in PIPELINES:  # m3docrag, colbert-llm, mdocagent: retrievers of their own
             if not check_spec(self.retriever).is_default:
                 raise UserError(f"--retriever {self.retriever}: --agent {self.agent} retrieves with its own retrievers; "
-                                "give --text-retriever / --image-retriever instead (docs/retrievers.md)")
+                                "give --text-retriever / --image-retriever instead (docs/mdocagent.md)")
             return
         if self.agent == "heaven" and [p.kind for p in check_spec(self.retriever).parts] != ["heaven"]:
             raise UserError(f"--retriever {self.retriever}: --agent heaven retrieves with HEAVEN; give --retriever "
@@ -258,6 +258,13 @@ def docqa_config(agent: str, model: str | None, settings: AgentSettings,
         from deskbench.tracks.docqa.agents.semtools.agent import identity
 
         values["semtools"] = identity()
+    if agent in PIPELINES:  # MDocAgent's page rendering and depth, not the --dpi / --view settings
+        from deskbench.tracks.docqa.agents.mdocagent.pipeline import identity as pipeline_identity
+
+        for unused in ("dpi", "max_sub_calls"):
+            values.pop(unused)
+        values["view"] = "+".join(PIPELINES[agent].modalities)  # what the model is shown: text, image or both
+        values["mdocagent"] = pipeline_identity()
     if agent == "heaven":  # the official request's pages and limits, not the --dpi / --view / --top-k settings
         from deskbench.tracks.docqa.agents.heaven import identity as heaven_identity
 

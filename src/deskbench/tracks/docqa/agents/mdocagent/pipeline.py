@@ -52,7 +52,7 @@ if TYPE_CHECKING:
 Modality = Literal["text", "image"]
 Page = tuple[str, int]
 
-SOURCE = "github aiming-lab/MDocAgent df34e4c"
+SOURCE = "github aiming-lab/MDocAgent df34e4c25fcba74b7bbb93dd5d4c9ef3c521d341"
 
 DEFAULT_RETRIEVERS: dict[Modality, str] = {
     "text": "colbert=colbert-ir/colbertv2.0",  # retrieval/text_retrieval.py: RAGatouille's colbert-ir/colbertv2.0
@@ -71,6 +71,13 @@ TOP_K = 1
 
 IMAGE_DPI = 144  # mydatasets/base_dataset.py extract_content(resolution=144)
 MAX_CHARACTERS = 100_000  # config/dataset/base.yaml max_character_per_page
+
+
+def identity() -> dict[str, object]:
+    """The pipelines' fixed settings, for the run's configuration (the retrievers and k are
+    recorded apart; --dpi and --view do not apply: pages are shown as MDocAgent shows them)."""
+    return {"source": SOURCE, "retrieval_depth": RETRIEVAL_DEPTH, "image_dpi": IMAGE_DPI, "image_format": "png",
+            "max_characters_per_page": MAX_CHARACTERS, "citations": "the pages given to the model"}
 
 
 def retriever_options(agent: str, modalities: Sequence[Modality], given: Mapping[Modality, str | None]) -> dict[str, str]:
