@@ -173,19 +173,26 @@ def names() -> list[str]:
     return [*BUILTIN, *(n for n, _ in listing("retrievers") if n not in BUILTIN)]
 
 
-def open_retriever(spec: RetrieverSpec | str, corpus: PageSource, *, allow_download: bool = False) -> Retriever:
-    """Open (building or updating the index of) the retriever `spec` over `corpus`."""
+def check_spec(spec: RetrieverSpec | str, flag: str = "--retriever") -> RetrieverSpec:
+    """`spec` parsed, each part's kind found (a built-in, an entry point, a module path) and its
+    model given or not as the kind needs: a mistake is one line before anything is created.
+    Models are looked for only when the retriever is opened."""
     if isinstance(spec, str):
-        spec = parse_spec(spec)
-    opened: list[Retriever] = []
+        spec = parse_spec(spec, flag)
     for part in spec.parts:
         k = kind(part.kind)
         if k.needs_model and part.model is None:
-            raise UserError(f"--retriever {part.kind} needs a model: give {part.kind}=MODEL (a local folder, or a "
-                            "hub name already downloaded)")
+            raise UserError(f"{flag} {part.kind} needs a model: give {part.kind}=MODEL (a local folder, or a hub "
+                            "name already downloaded)")
         if not k.needs_model and part.model is not None:
-            raise UserError(f"--retriever {part}: {part.kind} takes no model; give {part.kind} alone")
-        opened.append(k.open(corpus, part.model, allow_download=allow_download))
+            raise UserError(f"{flag} {part}: {part.kind} takes no model; give {part.kind} alone")
+    return spec
+
+
+def open_retriever(spec: RetrieverSpec | str, corpus: PageSource, *, allow_download: bool = False) -> Retriever:
+    """Open (building or updating the index of) the retriever `spec` over `corpus`."""
+    spec = check_spec(spec)
+    opened = [kind(part.kind).open(corpus, part.model, allow_download=allow_download) for part in spec.parts]
     return opened[0] if len(opened) == 1 else Hybrid(opened)
 
 

@@ -13,7 +13,10 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
 from deskbench.errors import UserError
-from deskbench.search.retriever import DEFAULT, Retriever, RetrieverSpec, kind, names, parse_spec
+from deskbench.search.retriever import DEFAULT, Retriever, kind, names
+from deskbench.search.retriever import (
+    check_spec as check_spec,  # its home is the interface; callers import it here
+)
 
 if TYPE_CHECKING:
     from deskbench.corpus import Corpus
@@ -21,21 +24,6 @@ if TYPE_CHECKING:
 SETTING = "retriever"
 """The key of a docqa system's settings (runs/identity.py SystemConfig.settings) holding its
 retriever's identity; absent for bm25, so configurations stored before retrievers still match."""
-
-
-def check_spec(text: str, flag: str = "--retriever") -> RetrieverSpec:
-    """`text` parsed, each part's kind found (a built-in, an entry point, a module path) and its
-    model given or not as the kind needs: a mistake is one line before anything is created.
-    Models are looked for only when the retriever is opened (`open_on`)."""
-    spec = parse_spec(text, flag)
-    for part in spec.parts:
-        k = kind(part.kind)
-        if k.needs_model and part.model is None:
-            raise UserError(f"{flag} {part.kind} needs a model: give {part.kind}=MODEL (a local folder, or a hub name "
-                            "already downloaded)")
-        if not k.needs_model and part.model is not None:
-            raise UserError(f"{flag} {part}: {part.kind} takes no model; give {part.kind} alone")
-    return spec
 
 
 def open_on(corpus: Corpus, text: str, *, allow_download: bool = False, quiet: bool = False) -> Retriever | None:
