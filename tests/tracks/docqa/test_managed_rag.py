@@ -217,6 +217,20 @@ def test_openai_refuses_another_providers_model(tasks: Path, corpus: Path, tmp_p
     assert all(v[0] == "error" and "give e.g. --model openai/gpt-4o" in v[2] for v in eps.values())
 
 
+def test_a_sampling_setting_the_script_does_not_send_is_refused(tasks: Path, corpus: Path, tmp_path: Path,
+                                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    with SimGeminiFileSearch(answer=gemini_answer) as sim:
+        for k, v in sim.env().items():
+            monkeypatch.setenv(k, v)
+        proc = run_cli("run", "--tasks", str(tasks), "--corpus", str(corpus), "--agent", "gemini-file-search",
+                       "--model", "google/gemini-2.5-flash", "--temperature", "0.5", "--out", str(tmp_path / "run"),
+                       "--json", "--quiet")
+        assert proc.returncode == 0, proc.stderr
+        assert sim.requests == []
+    assert all(v[0] == "error" and v[2] == "--agent gemini-file-search sends the official script's request, which "
+               "sets no --temperature: drop --temperature" for v in episodes(tmp_path / "run").values())
+
+
 def test_stores_list_and_delete(tasks: Path, corpus: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     with SimFileSearch(answer=openai_answer) as sim:
         assert run_openai(tasks, corpus, tmp_path / "run", sim, monkeypatch).returncode == 0
@@ -382,3 +396,12 @@ def test_the_gemini_simulator_refuses_what_the_api_refuses(tmp_path: Path) -> No
             api.call("DELETE", f"v1beta/{store}")
         assert full.value.status == 400
         assert len(sim.refused) == 7
+
+
+def test_retriever_is_refused_the_provider_retrieves(tasks: Path, corpus: Path, tmp_path: Path,
+                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
+    proc = run_cli("run", "--tasks", str(tasks), "--corpus", str(corpus), "--agent", "openai-file-search",
+                   "--model", "openai/gpt-4o", "--retriever", "dense=some/model", "--out", str(tmp_path / "run"))
+    assert proc.returncode == 2 and not (tmp_path / "run").exists()
+    assert "--agent openai-file-search never searches (it reads what the provider's store retrieves)" in proc.stderr

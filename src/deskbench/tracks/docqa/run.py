@@ -128,6 +128,8 @@ class RunSpec:
 
 NEVER_SEARCHES = {"guess": "no pages", "oracle": "the gold pages", "rlm": "every page's text in its REPL"}
 """The docqa agents that call no search, with what they read instead: --retriever is refused for them."""
+NEVER_SEARCHES.update(dict.fromkeys(("openai-file-search", "gemini-file-search"),
+                                  "what the provider's store retrieves"))  # managed RAG
 NEVER_SEARCHES["semtools-agent"] = "the Markdown with semtools' own static-embedding search"
 
 SHOWS_PAGES = {"bm25-agent", "rag", "oracle"}  # the docqa agents that put pages in front of the model
@@ -220,6 +222,7 @@ PROMPT_MODULES: dict[str, tuple[str, ...]] = {
     "semtools-agent": ("deskbench.tracks.docqa.agents.semtools.prompts",),
     "heaven": ("deskbench.tracks.docqa.agents.heaven",),
     "lexical": (), "external": (),
+    **dict.fromkeys(("openai-file-search", "gemini-file-search"), ("deskbench.tracks.docqa.agents.managed_rag.prompts",)),
     **dict.fromkeys(("m3docrag", "colbert-llm", "mdocagent"), ("deskbench.tracks.docqa.agents.mdocagent.prompts",)),
 }
 

@@ -28,6 +28,18 @@ class Reply:
     api_citations: list[dict[str, Any]] = field(default_factory=list)  # OpenAI's fallback citations
 
 
+def unsent_settings(model: object, agent: str) -> str | None:
+    """The refusal of model settings the official request does not carry (neither script sets
+    temperature, top_p, reasoning effort or an output limit), or None: a setting the run's
+    configuration records must be one that was sent."""
+    settings = getattr(model, "settings", None)
+    given = settings.sent.given() if settings is not None else {}
+    if not given:
+        return None
+    flags = ", ".join(f"--{k.replace('_', '-')}" for k in given)
+    return f"--agent {agent} sends the official script's request, which sets no {flags}: drop {flags}"
+
+
 def cost_of(rec: Recorder, model_id: str, input_tokens: int, output_tokens: int) -> float | None:
     """The tokens' USD at the run's price table (None: the model has no price)."""
     prices = getattr(rec.model, "prices", None)

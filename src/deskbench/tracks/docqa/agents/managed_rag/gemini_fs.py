@@ -39,7 +39,7 @@ from deskbench.models.types import Message
 from deskbench.requirements import Need
 from deskbench.tracks.docqa.agents.managed_rag import stores
 from deskbench.tracks.docqa.agents.managed_rag.costs import GEMINI_STORAGE_USD_PER_GB_DAY
-from deskbench.tracks.docqa.agents.managed_rag.episode import Reply, finish
+from deskbench.tracks.docqa.agents.managed_rag.episode import Reply, finish, unsent_settings
 from deskbench.tracks.docqa.agents.managed_rag.openai_fs import StoreError, model_name
 from deskbench.tracks.docqa.agents.managed_rag.prompts import gemini_contents
 from deskbench.tracks.docqa.tasks import DocQATask
@@ -263,6 +263,8 @@ class GeminiFileSearchAgent:
             model = model_name(ctx, SERVICE, PROVIDERS, "google/gemini-2.5-flash")
         except ValueError as exc:
             return rec.result("error", error=str(exc))
+        if (refused := unsent_settings(ctx.model, SERVICE)) is not None:
+            return rec.result("error", error=refused)
         try:
             api, ready = await self._prepare(ctx)
         except StoreError as exc:

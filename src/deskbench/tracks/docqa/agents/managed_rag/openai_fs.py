@@ -34,7 +34,7 @@ from deskbench.models.types import Message
 from deskbench.requirements import EnvKey, Need
 from deskbench.tracks.docqa.agents.managed_rag import stores
 from deskbench.tracks.docqa.agents.managed_rag.costs import openai_storage_per_day
-from deskbench.tracks.docqa.agents.managed_rag.episode import Reply, finish
+from deskbench.tracks.docqa.agents.managed_rag.episode import Reply, finish, unsent_settings
 from deskbench.tracks.docqa.agents.managed_rag.prompts import OPENAI_INSTRUCTIONS
 from deskbench.tracks.docqa.tasks import DocQATask
 
@@ -259,6 +259,8 @@ class OpenAIFileSearchAgent:
             model = model_name(ctx, SERVICE, PROVIDERS, "openai/gpt-4o")
         except ValueError as exc:
             return rec.result("error", error=str(exc))
+        if (refused := unsent_settings(ctx.model, SERVICE)) is not None:
+            return rec.result("error", error=refused)
         try:
             ready = await self._prepare(ctx, model)
         except StoreError as exc:
