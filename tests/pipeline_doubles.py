@@ -91,3 +91,17 @@ class NothingKind:
 
 
 NOTHING = NothingKind()
+
+
+class TorchlessKind:
+    """A kind whose model library is not installed, as an embedding kind is without torch."""
+
+    name = "torchless"
+    needs_model = False
+    summary = "raises ImportError when opened (a test double)"
+
+    def open(self, corpus: PageSource, model: str | None, *, allow_download: bool = False) -> Retriever:
+        raise ImportError("No module named 'torch'")
+
+
+TORCHLESS = TorchlessKind()

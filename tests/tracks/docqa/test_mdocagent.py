@@ -269,6 +269,14 @@ def test_the_papers_model_missing_is_one_line_naming_the_flag(operator_corpus: C
     assert not (tmp_path / "run").exists()
 
 
+def test_a_missing_library_is_one_line_naming_the_extra(operator_corpus: Corpus, tmp_path: Path) -> None:
+    proc = _run(operator_corpus, tmp_path, "colbert-llm", "--text-retriever", "pipeline_doubles:TORCHLESS")
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr
+    assert ("--text-retriever pipeline_doubles:TORCHLESS: No module named 'torch'; install the retrieval extra: "
+            "pip install 'deskbench[retrieval]'") in proc.stderr
+    assert not (tmp_path / "run").exists()
+
+
 # -- end to end on tiny models built offline ---------------------------------------------------
 
 

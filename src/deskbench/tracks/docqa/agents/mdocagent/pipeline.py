@@ -150,6 +150,9 @@ class PipelineAgent:
         except UserError as exc:
             default = f" ({self.name}'s default; {FLAG[modality]} chooses another)" if spec == DEFAULT_RETRIEVERS[modality] else ""
             raise UserError(str(exc).replace(f"--retriever {spec}", f"{FLAG[modality]} {spec}{default}", 1)) from None
+        except ImportError as exc:  # torch / transformers absent: the embedding kinds need the retrieval extra
+            raise UserError(f"{FLAG[modality]} {spec}: {exc}; install the retrieval extra: "
+                            "pip install 'deskbench[retrieval]'") from None
 
     async def retrieve(self, ctx: AgentContext, rec: Recorder, modality: Modality, question: str) -> list[Page]:
         """One retrieval of the question (RETRIEVAL_DEPTH pages, recorded as a search step); the
