@@ -99,7 +99,8 @@ def _linear_weight(folder: Path, spec: str) -> torch.Tensor:
         elif binary.is_file():
             state = torch.load(binary, map_location="cpu", weights_only=True)
             if "linear.weight" in state:
-                return state["linear.weight"]  # type: ignore[no-any-return]
+                projection: torch.Tensor = state["linear.weight"]
+                return projection
     except (OSError, RuntimeError, ValueError) as exc:
         raise UserError(f"--retriever {spec}: the weights in {folder} are unreadable ({exc}); download the "
                         "checkpoint again") from None

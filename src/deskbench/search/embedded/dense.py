@@ -37,7 +37,13 @@ BATCH = 16  # pages per encode call while building an index
 def model_folder(kind: str, model: str, *, allow_download: bool = False) -> Path:
     """The local folder of `model`: the folder itself when it is one, else the snapshot of that hub
     name in the local Hugging Face cache (fetched first only when `allow_download`). One line
-    naming the model and how to get it otherwise."""
+    naming the model and how to get it otherwise. Every embedding kind comes here before it loads,
+    so this is where transformers' per-load "Loading weights" bar is turned off: deskbench prints
+    one progress line of its own per index, and a run's stderr is read by people."""
+    from transformers.utils import logging as transformers_logging
+
+    quiet: Callable[[], None] = transformers_logging.disable_progress_bar  # unannotated in transformers
+    quiet()
     path = Path(model).expanduser()
     if path.is_dir():
         return path.resolve()

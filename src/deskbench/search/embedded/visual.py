@@ -26,7 +26,7 @@ from __future__ import annotations
 import io
 import json
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -201,7 +201,8 @@ class DseRetriever:
         self.device, self.dtype = device_and_dtype()
         self.tokenizer = AutoTokenizer.from_pretrained(folder.path, local_files_only=True)
         self.tokenizer.padding_side = "left"  # the last position is every sequence's own last token
-        self.image_processor = AutoImageProcessor.from_pretrained(  # type: ignore[no-untyped-call]
+        load_processor: Callable[..., Any] = AutoImageProcessor.from_pretrained  # transformers leaves it unannotated
+        self.image_processor = load_processor(
             folder.path, local_files_only=True, min_pixels=options.min_pixels, max_pixels=options.max_pixels)
         model = Qwen2VLForConditionalGeneration.from_pretrained(folder.path, dtype=self.dtype, local_files_only=True)
         self.model = model.model.to(self.device).eval()  # the backbone: its last_hidden_state is normed
