@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from deskbench.errors import UserError
@@ -18,6 +18,7 @@ from deskbench.runs.imported import imported_label, imported_systems
 from deskbench.runs.outcomes import OutcomeOptions
 from deskbench.runs.store import Episode, RunStore
 from deskbench.tasks.trajectory import ToolCallStep
+from deskbench.tracks.docqa.analysis.judged import Judging
 from deskbench.tracks.docqa.analysis.scored import CORRECT_AT, ScoredSystem, first_attempts
 from deskbench.tracks.docqa.episodes import run_submissions
 from deskbench.tracks.docqa.humans import episodes_of, pooled_systems, tasks_scored
@@ -32,25 +33,31 @@ from deskbench.tracks.docqa.report_models import (
 from deskbench.tracks.docqa.scoring.calibration import kuiper
 from deskbench.tracks.docqa.scoring.docqa import ScoreOptions, score_all
 from deskbench.tracks.docqa.scoring.docqa_summary import ScoreReport, summarize
-from deskbench.tracks.docqa.scoring.oracle_gap import OracleGap
+from deskbench.tracks.docqa.scoring.oracle_gap import HumanOracleGap, OracleGap
 from deskbench.tracks.docqa.tasks import DocQASubmission, DocQATask, ItemScore
 from deskbench.tracks.docqa.taxonomy import ERROR_CLASSES, budget_curve, decompose, not_found_ids
 
 TEMPLATE = "deskbench.tracks.docqa:report.html.j2"
 
 ANLS_METHOD = (
-    "ANLS* >= 0.5 against the best answer variant (Wilson 95% CI). Runs store no judge verdicts, so "
-    "judged and bias-corrected accuracy are shown only when the report is made with --judge MODEL."
+    "ANLS* >= 0.5 against the best answer variant (Wilson 95% CI). Judged and bias-corrected accuracy "
+    "are shown when the report is made with --judge MODEL: the verdicts a 'deskbench score --judge MODEL' "
+    "stored with the run are read back, and the judge is asked only for answers none of them judged."
 )
 
 
-def judge_method(opts: ScoreOptions) -> str:
+def judge_method(opts: ScoreOptions, judging: Judging | None = None) -> str:
     name = opts.judge.name if opts.judge else "?"
+    reuse = ""
+    if judging is not None:  # where the verdicts came from (analysis/judged.py: stored ones reused)
+        where = f" ({', '.join(judging.scorings)})" if judging.scorings else ""
+        reuse = (f" Verdicts: {judging.reused} read from the runs' stored scorings with this judge{where}, "
+                 f"{judging.asked} asked now.")
     return (
         f"LLM judge {name} (MADQA Prompt 4): correct 1, partial 0.5, incorrect 0; answers exact under ANLS* "
         "score 1 without a call; items whose judge call failed are unscored: left out of accuracy and counted "
         f"(Wilson 95% CI). Bias-corrected: Rogan-Gladen with q0 = {opts.q0:g}, q1 = {opts.q1:g} "
-        f"(m0 = {opts.m0}, m1 = {opts.m1} calibration items), interval of Lee et al."
+        f"(m0 = {opts.m0}, m1 = {opts.m1} calibration items), interval of Lee et al.{reuse}"
     )
 
 
@@ -79,13 +86,16 @@ def episode_steps(ep: Episode) -> int | None:
     return sum(isinstance(s, ToolCallStep) for s in ep.trajectory)
 
 
-def _score(store: RunStore, system: str, opts: ScoreOptions) -> _Scored:
+def _score(store: RunStore, system: str, opts: ScoreOptions, judging: Judging | None = None) -> _Scored:
+    """One system scored; with `judging`, its stored verdicts by the report's judge are reused."""
     tasks = store.tasks_of(DocQATask)
     if not tasks:
         raise UserError(f"the run in {store.dir} holds no tasks; give the --out of a 'deskbench run'")
     subs, failed = run_submissions(store, system)
     # an id-less submission answers no task: it is left out of the answered ids and the answers
     scored_tasks = tasks_scored(system, tasks, {s.id for s in subs if s.id is not None} | set(failed))
+    if judging is not None and opts.judge is not None:
+        opts = replace(opts, judge=judging.reusing(store, system, scored_tasks, subs))
     items, matched = score_all(scored_tasks, subs, opts)
     episodes = episodes_of(store, system)
     report = summarize(items, matched, opts, by=("domain", "category"), errors=failed,
@@ -185,6 +195,19 @@ def _oracle_gaps(store: RunStore, scored: Sequence[_Scored]) -> dict[str, Oracle
     return oracle_gaps(items, store.tasks_of(DocQATask), stored_identities(store), ran)
 
 
+def _madqa_oracle_gap(store: RunStore, scored: Sequence[_Scored]) -> HumanOracleGap | None:
+    """MADQA's Oracle Gap (§5) in one run: its human-oracle answers against its best agent."""
+    from deskbench.runs.identity import stored_identities
+    from deskbench.runs.scorings import StoredItem
+    from deskbench.tracks.docqa.outcomes import docqa_outcomes
+    from deskbench.tracks.docqa.scoring.oracle_gap import first_human_oracle, human_oracle_gap
+
+    items = [StoredItem.of(o, {}) for s in scored for o in docqa_outcomes(s.items, s.system)]
+    ran = {s.system: {e.task_id for e in s.episodes if e.attempt == 0} for s in scored}
+    gap = human_oracle_gap(items, stored_identities(store), ran, first_human_oracle(store))
+    return None if gap is None else gap.model_copy(update={"run": str(store.dir)})
+
+
 def _retrievers(store: RunStore) -> dict[tuple[Path, str], str]:
     """What each system of a run searched with, from its stored configuration (absent: bm25)."""
     from deskbench.runs.identity import stored_identities
@@ -203,10 +226,14 @@ def docqa_report_section(stores: Sequence[RunStore], options: OutcomeOptions,
     from deskbench.tracks.docqa.outcomes import DEFINITION, docqa_outcomes
 
     opts = options.scorer if isinstance(options.scorer, ScoreOptions) else ScoreOptions()
+    judging: Judging | None = None
     if params.get("judge"):
         from deskbench.tracks.docqa.score_command import warn_paper_q
 
         warn_paper_q(str(params["judge"]))
+        if opts.judge is not None:  # verdicts stored by 'deskbench score --judge' are read, not asked again
+            real = opts.judge
+            judging = Judging(spec=str(params["judge"]), opener=lambda: real)
     corpus = params.get("corpus")
     scored: list[_Scored] = []
     imported: set[tuple[Path, str]] = set()  # systems made by 'deskbench import'
@@ -214,7 +241,7 @@ def docqa_report_section(stores: Sequence[RunStore], options: OutcomeOptions,
     for store in stores:
         imported |= {(store.dir, name) for name in imported_systems(store)}
         names = pooled_systems(store.systems()) if params.get("pool_humans") else store.systems()
-        scored += [_score(store, name, opts) for name in names]
+        scored += [_score(store, name, opts, judging) for name in names]
         retrievers |= _retrievers(store)
     labels = _labels(scored)
     labels.update({id(s): imported_label(labels[id(s)]) for s in scored if (s.run_dir, s.system) in imported})
@@ -234,12 +261,15 @@ def docqa_report_section(stores: Sequence[RunStore], options: OutcomeOptions,
             by_category=s.report.by_category or {},
             retrieval=s.report.retrieval,
         ))
+    madqa_gaps: list[HumanOracleGap] = []
     for store in stores:  # an oracle is paired with the systems of its own run
         mine = [(s, r) for s, r in zip(scored, out, strict=True) if s.run_dir == store.dir]
         for system, gap in _oracle_gaps(store, [s for s, _ in mine]).items():
             for s, r in mine:
                 if s.system == system:
                     r.oracle_gap = gap
+        if (madqa_gap := _madqa_oracle_gap(store, [s for s, _ in mine])) is not None:
+            madqa_gaps.append(madqa_gap)
     sets = task_sets(scored, labels)
     for s, system_report in zip(scored, out, strict=True):
         system_report.row.task_set = next(t.index for t in sets if labels[id(s)] in t.systems)
@@ -252,8 +282,8 @@ def docqa_report_section(stores: Sequence[RunStore], options: OutcomeOptions,
     systems = [SystemOutcomes(label=labels[id(s)], system=s.system, run_dir=str(s.run_dir),
                               outcomes=docqa_outcomes([i for i in s.items if i.id in r], labels[id(s)]))
                for s, r in zip(scored, ran, strict=True)]
-    data = DocqaSection(systems=out, task_sets=sets, madqa=madqa,
-                        accuracy_method=judge_method(opts) if opts.judge else ANLS_METHOD,
+    data = DocqaSection(systems=out, task_sets=sets, madqa=madqa, madqa_oracle_gaps=madqa_gaps,
+                        accuracy_method=judge_method(opts, judging) if opts.judge else ANLS_METHOD,
                         judge=opts.judge.name if opts.judge else None)
     return ReportSection(track="docqa", title="docqa (MADQA)", template=TEMPLATE, data=data,
                          n_systems=len(out), summary=f"{len(out)} docqa system(s).",

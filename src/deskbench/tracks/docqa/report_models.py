@@ -10,7 +10,7 @@ from deskbench.report.models import SectionData
 from deskbench.tracks.docqa.report_curves import BudgetCurve, ErrorBreakdown, KuiperCurve
 from deskbench.tracks.docqa.report_madqa import MadqaAnalyses
 from deskbench.tracks.docqa.scoring.docqa_summary import GroupSummary
-from deskbench.tracks.docqa.scoring.oracle_gap import OracleGap
+from deskbench.tracks.docqa.scoring.oracle_gap import HumanOracleGap, OracleGap
 from deskbench.tracks.docqa.scoring.retrieval import RetrievalReport
 from deskbench.tracks.docqa.taxonomy import ERROR_CLASSES
 
@@ -85,6 +85,7 @@ class DocqaSection(SectionData):
     accuracy_method: str  # how accuracy was decided, in words for the page
     judge: str | None = None  # the judge model, when accuracy was judged
     madqa: MadqaAnalyses | None = None  # the MADQA appendix sections
+    madqa_oracle_gaps: list[HumanOracleGap] = []  # MADQA's Oracle Gap (§5), one per run with human-oracle answers
 
     @property
     def other_retrievers(self) -> bool:

@@ -21,7 +21,7 @@ from deskbench.tasks.trajectory import TrajectoryStep
 from deskbench.tracks.docqa.scoring.docqa import KUIPER_TIES, ScoreOptions
 from deskbench.tracks.docqa.scoring.docqa_summary import GROUP_BYS, GroupBy
 from deskbench.tracks.docqa.scoring.llm_judge import make_judge
-from deskbench.tracks.docqa.scoring.oracle_gap import GapGroup, OracleGap
+from deskbench.tracks.docqa.scoring.oracle_gap import GapGroup, HumanOracleGap, OracleGap
 from deskbench.tracks.docqa.scoring.retrieval import RetrievalGroup, RetrievalReport
 from deskbench.tracks.docqa.tasks import EFFORT_MEASURES, DocQASubmission, DocQATask
 
@@ -142,6 +142,16 @@ def score_run(store: RunStore, systems: Sequence[str], a: DocQAScoreArgs, *, as_
             reports[name].oracle_gap = gap
             if not as_json:
                 out.print(oracle_gap_line(name, gap))
+    from deskbench.tracks.docqa.humans import pooled_name
+    from deskbench.tracks.docqa.scoring.oracle_gap import HUMAN_ORACLE, first_human_oracle, human_oracle_gap
+
+    madqa_gap = human_oracle_gap(stored, stored_identities(store), ran, first_human_oracle(store))
+    if madqa_gap is not None:
+        for name in reports:  # the human-oracle row(s): pooled, or each annotator's
+            if name == HUMAN_ORACLE or pooled_name(name) == HUMAN_ORACLE:
+                reports[name].madqa_oracle_gap = madqa_gap
+        if not as_json:
+            out.print(madqa_oracle_gap_line(madqa_gap))
     if a.items_out is not None:  # every system's items in one file, each line naming its system
         from deskbench.tracks.docqa.scoring.docqa_items import write_rows
 
@@ -342,6 +352,13 @@ def oracle_gap_line(name: str, g: OracleGap) -> str:
     return (f"gap to the oracle ({escape(g.oracle)}, the same model given the gold pages) of {escape(name)}: "
             f"{points(g)} points of accuracy over the {g.n} tasks both scored ({_share(g.oracle_accuracy)} "
             f"against {_share(g.accuracy)}, raw item scores){'; ' + hops if hops else ''}")
+
+
+def madqa_oracle_gap_line(g: HumanOracleGap) -> str:
+    """MADQA's Oracle Gap (§5) in one line, named apart from deskbench's same-model gap."""
+    return (f"MADQA's Oracle Gap (§5: people given the gold pages against the best agent): {100 * g.gap:+.1f} points "
+            f"over the {g.n} tasks both scored ({escape(g.human_oracle)} {_share(g.human_oracle_accuracy)} against "
+            f"{escape(g.best)} {_share(g.best_accuracy)}, raw item scores)")
 
 
 def _share(value: float | None) -> str:

@@ -206,6 +206,13 @@ class Judging:
                 self.scorings.append(label)
         return out
 
+    def reusing(self, store: RunStore, system: str, tasks: Sequence[DocQATask],
+                subs: Sequence[DocQASubmission]) -> AnswerJudge:
+        """The judge for scoring `system`'s answers: its stored verdicts by this judge that still
+        hold, the real judge (opened on first need) for the rest; `deskbench report --judge`
+        scores with it too."""
+        return _Reusing(self.stored_verdicts(store, system, tasks, subs), self)
+
     def score(self, store: RunStore, system: str, tasks: Sequence[DocQATask],
               subs: Sequence[DocQASubmission]) -> list[ItemScore]:
         """One system's items, one per task in order (missing answers score 0), as `deskbench
@@ -214,8 +221,7 @@ class Judging:
 
         if self.spec is None:
             return score_all(tasks, subs, ScoreOptions())[0]
-        judge = _Reusing(self.stored_verdicts(store, system, tasks, subs), self)
-        items, _ = score_all(tasks, subs, ScoreOptions(judge=judge))
+        items, _ = score_all(tasks, subs, ScoreOptions(judge=self.reusing(store, system, tasks, subs)))
         self.unscored += sum(i.accuracy_source == "judge_error" for i in items)
         return items
 

@@ -22,7 +22,7 @@ from deskbench.tracks.docqa.scoring.calibration import (
 from deskbench.tracks.docqa.scoring.docqa import ScoreOptions
 from deskbench.tracks.docqa.scoring.docqa_match import Matched
 from deskbench.tracks.docqa.scoring.docqa_official import OfficialReport, official_report
-from deskbench.tracks.docqa.scoring.oracle_gap import OracleGap
+from deskbench.tracks.docqa.scoring.oracle_gap import HumanOracleGap, OracleGap
 from deskbench.tracks.docqa.scoring.retrieval import RetrievalReport, retrieval_report
 from deskbench.tracks.docqa.tasks import HOP_TYPES, EffortMeasure, ItemScore
 
@@ -131,6 +131,9 @@ class ScoreReport(GroupSummary):
     # a run with an oracle on this system's model: the oracle's accuracy minus this system's over the
     # tasks both scored (scoring/oracle_gap.py)
     oracle_gap: OracleGap | None = None
+    # a human-oracle row (people given the gold pages): MADQA's own Oracle Gap (§5) against the run's
+    # best agent, named apart from oracle_gap (scoring/oracle_gap.py human_oracle_gap)
+    madqa_oracle_gap: HumanOracleGap | None = None
 
 
 LEE_INTERVAL = "Rogan-Gladen; interval of Lee et al. (2026)"

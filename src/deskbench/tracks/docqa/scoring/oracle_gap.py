@@ -1,4 +1,5 @@
-"""The gap to the oracle: how much accuracy a system loses to finding the evidence itself.
+"""The gap to the oracle: how much accuracy a system loses to finding the evidence itself; and, named
+apart, MADQA's own Oracle Gap (human_oracle_gap, when a run holds human-oracle episodes).
 
 Not MADQA's "Oracle Gap" (§5, Table 3): the paper's is the accuracy of humans given the gold pages
 (the Human Oracle Retriever row, 99.4) minus that of the best agents (about 18 points). This one,
@@ -15,6 +16,7 @@ apart by the view they were shown, gets none.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING
 
 from pydantic import BaseModel
 
@@ -22,7 +24,14 @@ from deskbench.runs.identity import SystemIdentity
 from deskbench.runs.scorings import StoredItem
 from deskbench.tracks.docqa.tasks import HOP_TYPES, DocQATask
 
+if TYPE_CHECKING:
+    from deskbench.runs.store import RunStore
+
 ORACLE = "oracle"
+HUMAN_ORACLE = "human-oracle"  # tracks/docqa/humans.py KINDS: people given the gold pages
+MADQA_RULE = ("MADQA's Oracle Gap (§5): the accuracy of people given the gold pages (human-oracle) minus the "
+              "best agent's, each over the tasks both scored (people answer their batches), raw item scores; "
+              "agents are the run's systems that are neither people nor deskbench's oracle agent")
 
 
 class GapGroup(BaseModel):
@@ -79,3 +88,59 @@ def oracle_gaps(items: Sequence[StoredItem], tasks: Sequence[DocQATask], identit
         gaps[system] = OracleGap(**overall.model_dump(), oracle=oracle, by_hop_type={
             h: _group([(o, m) for tid, o, m in both if hop.get(tid) == h]) for h in HOP_TYPES})
     return gaps
+
+
+class HumanOracleGap(BaseModel):
+    """MADQA's Oracle Gap (§5, Table 3's Human Oracle Retriever row against the best agents: 99.4
+    against 82.2, 17.2 points): people given the gold pages against the best agent of the run,
+    paired over the tasks both scored (MADQA_RULE). `by_agent`: every agent's own pairing."""
+
+    human_oracle: str  # the row: the pooled `human-oracle`, or the annotators' rows pooled here
+    best: str  # the agent with the highest accuracy over the tasks it shares with the human oracle
+    n: int
+    human_oracle_accuracy: float
+    best_accuracy: float
+    gap: float  # human_oracle_accuracy - best_accuracy
+    by_agent: dict[str, GapGroup]
+    rule: str = MADQA_RULE
+    run: str | None = None  # the run directory, where a report of several runs names it
+
+
+def human_oracle_gap(items: Sequence[StoredItem], identities: Mapping[str, SystemIdentity],
+                     ran: Mapping[str, set[str]], first: Mapping[str, str]) -> HumanOracleGap | None:
+    """MADQA's Oracle Gap from a scoring's attempt-0 items, None without human-oracle answers or an
+    agent. The human oracle's answer to a task is the pooled `human-oracle` row's when it was scored
+    (`--pool-humans`), else that of the annotator `first` names (task id -> `human-oracle:NAME`, the
+    earliest answer, as humans.episodes_of pools them)."""
+    from deskbench.tracks.docqa.humans import is_human
+
+    scores: dict[str, dict[str, float]] = {}
+    for item in items:
+        if (item.attempt == 0 and item.status == "scored" and item.score is not None
+                and item.task_id in ran.get(item.system, set())):
+            scores.setdefault(item.system, {})[item.task_id] = item.score
+    if HUMAN_ORACLE in scores:
+        human = scores[HUMAN_ORACLE]
+    else:
+        human = {tid: scores[name][tid] for tid, name in first.items() if tid in scores.get(name, {})}
+    agents = [name for name in scores if not is_human(name)
+              and (name not in identities or identities[name].config.agent != ORACLE)]
+    if not human or not agents:
+        return None
+    by_agent = {name: _group([(human[tid], score) for tid, score in scores[name].items() if tid in human])
+                for name in agents}
+    paired = {name: g for name, g in by_agent.items() if g.n}
+    if not paired:
+        return None
+    best = max(paired, key=lambda name: paired[name].accuracy or 0.0)  # the first of equals, in scoring order
+    top = paired[best]
+    assert top.oracle_accuracy is not None and top.accuracy is not None and top.gap is not None
+    return HumanOracleGap(human_oracle=HUMAN_ORACLE, best=best, n=top.n, human_oracle_accuracy=top.oracle_accuracy,
+                          best_accuracy=top.accuracy, gap=top.gap, by_agent=by_agent)
+
+
+def first_human_oracle(store: RunStore) -> dict[str, str]:
+    """Task id -> the `human-oracle:NAME` system whose attempt-0 answer counts for the pooled row."""
+    from deskbench.tracks.docqa.humans import episodes_of
+
+    return {ep.task_id: ep.system for ep in episodes_of(store, HUMAN_ORACLE)}
