@@ -405,3 +405,12 @@ def test_retriever_is_refused_the_provider_retrieves(tasks: Path, corpus: Path, 
                    "--model", "openai/gpt-4o", "--retriever", "dense=some/model", "--out", str(tmp_path / "run"))
     assert proc.returncode == 2 and not (tmp_path / "run").exists()
     assert "--agent openai-file-search never searches (it reads what the provider's store retrieves)" in proc.stderr
+
+
+def test_openai_upload_refused_is_an_episode_error_naming_the_file(tasks: Path, corpus: Path, tmp_path: Path,
+                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    with SimFileSearch(answer=openai_answer, max_file_bytes=10) as sim:  # every PDF is over 10 bytes
+        run_openai(tasks, corpus, tmp_path / "run", sim, monkeypatch)
+        assert sim.runs == {} and sim.assistants == {}
+    eps = episodes(tmp_path / "run")
+    assert all(v[0] == "error" and "uploading manual.pdf failed (400 File is too large" in v[2] for v in eps.values()), eps

@@ -68,8 +68,10 @@ def endpoint(api: Any) -> str:
 
 
 def _status_error(exc: Exception) -> str:
-    """An SDK error as one line."""
-    message = getattr(exc, "message", None) or str(exc)
+    """An SDK error as one line: the status and the API's own message (the SDK keeps the body's `error`)."""
+    body = getattr(exc, "body", None)
+    message = body.get("message") if isinstance(body, dict) else None
+    message = message or getattr(exc, "message", None) or str(exc)
     status = getattr(exc, "status_code", None)
     return f"{status} {message}" if status else message
 
