@@ -103,6 +103,9 @@ FLAGS: tuple[Flag, ...] = (
     _f("--top-k", "N", "pages per search", "-k"),
     _f("--retriever", "SPEC", "docqa: what a search runs on: bm25 | KIND=MODEL | A+B (fused by RRF)", "-r"),
     _f("--retriever-download", "", "docqa: let --retriever fetch its model from the Hugging Face hub"),
+    _f("--embedding", "MODEL", "docqa analyse drift, multihop: the text embedding (default: the paper's "
+       "Snowflake/snowflake-arctic-embed-m-v2.0 when installed, else TF-IDF, named)"),
+    _f("--embedding-download", "", "docqa analyse: let --embedding fetch its model from the Hugging Face hub"),
     _f("--query", "FORM", "retrieve: the question as written (question) or its content words joined by OR (keywords)"),
     _f("--text-retriever", "SPEC", "docqa colbert-llm, mdocagent: their text retrieval (default colbert=colbert-ir/colbertv2.0)"),
     _f("--image-retriever", "SPEC", "docqa m3docrag, mdocagent: their page-image retrieval (default colpali=vidore/colpali-v1.2-hf)"),

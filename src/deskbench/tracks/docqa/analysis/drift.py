@@ -3,6 +3,8 @@ query from one step to the next, and whether aggressive reformulation goes with 
 
 Mean drift per step of a trajectory with k >= 2 queries is (1/(k-1)) * sum(1 - cos(q_i, q_i+1)).
 Episodes with fewer than two queries never reformulated: they are counted, not averaged.
+The paper embeds the queries with Snowflake Arctic Embed; the CLI uses it when it is installed,
+else TF-IDF, named in the report (embedding_choice.py).
 """
 
 from __future__ import annotations
@@ -17,6 +19,11 @@ from pydantic import BaseModel
 from deskbench.errors import UserError
 from deskbench.runs.store import Episode, RunStore
 from deskbench.tasks.trajectory import ToolCallStep
+from deskbench.tracks.docqa.analysis.embedding_choice import (
+    EmbeddingChoice,
+    EmbeddingUsed,
+    choose_embedding,
+)
 from deskbench.tracks.docqa.analysis.judged import AnalysisScoring, Judging
 from deskbench.tracks.docqa.analysis.textsim import (
     Embedder,
@@ -60,6 +67,7 @@ class DriftReport(BaseModel):
     # Figure 25 (right): per-system mean drift vs accuracy on reformulated questions.
     system_level_r: float | None
     scoring: AnalysisScoring | None = None  # what decided correctness (set by load_drift)
+    embedding: EmbeddingUsed | None = None  # what embedded the queries, a fallback named (set by load_drift)
 
 
 def episode_queries(episode: Episode) -> list[str]:
@@ -164,13 +172,19 @@ def method_embedder(method: str) -> Embedder | None:
     raise UserError(f"--method {method!r} is not valid; use {' or '.join(METHODS)}")
 
 
-def load_drift(run_dirs: Sequence[Path], method: str = "tfidf", judging: Judging | None = None) -> DriftReport:
-    """Drift of every system in the given run directories, with TF-IDF or sentence embeddings;
-    correctness by ANLS* or `judging`'s judge."""
+def load_drift(run_dirs: Sequence[Path], method: str = "tfidf", judging: Judging | None = None,
+               embedding: EmbeddingChoice | None = None) -> DriftReport:
+    """Drift of every system in the given run directories, with TF-IDF or sentence embeddings
+    (`embedding`, as embedding_choice.py chooses it, else `method`); correctness by ANLS* or
+    `judging`'s judge."""
     judging = judging or Judging()
     if not run_dirs:
         raise UserError("give at least one run directory")
-    embed = method_embedder(method)  # before reading runs: a missing extra fails fast
+    if embedding is None:
+        if method not in METHODS:
+            method_embedder(method)  # its one line for an unknown method
+        embedding = choose_embedding(method)  # before reading runs: a missing extra fails fast
+    embed, method = embedding.embedder("query"), embedding.method
     systems = []
     for run_dir in run_dirs:
         store = RunStore(run_dir, create=False)
@@ -182,6 +196,7 @@ def load_drift(run_dirs: Sequence[Path], method: str = "tfidf", judging: Judging
         store.close()
     report = drift_report(systems, embed=embed, method=method)
     report.scoring = judging.summary()
+    report.embedding = embedding.used
     return report
 
 

@@ -6,7 +6,8 @@ between evidence pages, or with their semantic distance?
   minus first page), as the semantic distance takes the largest distance of a pair. Bins (the paper
   does not give them): 1, 2, 3-5, 6+.
 - semantic distance: 1 - cos of the evidence pages' TF-IDF vectors (the paper embeds pages with
-  Snowflake Arctic Embed; any Embedder may be passed); with more than two pages, the largest distance
+  Snowflake Arctic Embed, which `--embedding` picks when it is installed: embedding_choice.py);
+  with more than two pages, the largest distance
   of a pair (cross-document items: of a pair from different documents). Bins as Tables 14-15:
   0-0.15, 0.15-0.3, 0.3-0.45, 0.45-0.6, 0.6+.
 Accuracy is reported per system and pooled over systems (the paper pools five models).
@@ -24,6 +25,11 @@ from pydantic import BaseModel
 from deskbench.errors import UserError
 from deskbench.runs.store import RunStore
 from deskbench.tracks.docqa.analysis.drift import run_accuracies
+from deskbench.tracks.docqa.analysis.embedding_choice import (
+    EmbeddingChoice,
+    EmbeddingUsed,
+    choose_embedding,
+)
 from deskbench.tracks.docqa.analysis.judged import AnalysisScoring, Judging
 from deskbench.tracks.docqa.analysis.textsim import (
     Embedder,
@@ -76,6 +82,7 @@ class MultihopReport(BaseModel):
     items: list[MultihopItem]
     systems: list[SystemMultihop]  # the last one pools every system (POOLED)
     scoring: AnalysisScoring | None = None  # what decided the accuracies (set by load_multihop)
+    embedding: EmbeddingUsed | None = None  # what embedded the pages, with the fallback named (set by load_multihop)
 
 
 def page_gap(pages: Sequence[tuple[str, int]]) -> int | None:
@@ -169,23 +176,27 @@ def multihop_report(
     return MultihopReport(run=run, method=method, items=list(items), systems=systems)
 
 
-def load_multihop(run_dir: Path, corpus_dir: Path, judging: Judging | None = None) -> MultihopReport:
-    """Multi-hop analysis of every system in a run, the page texts read from the corpus; answers
+def load_multihop(run_dir: Path, corpus_dir: Path, judging: Judging | None = None,
+                  embedding: EmbeddingChoice | None = None) -> MultihopReport:
+    """Multi-hop analysis of every system in a run, the page texts read from the corpus and
+    embedded by `embedding` (default TF-IDF; the CLI chooses as embedding_choice.py says); answers
     scored by ANLS* or `judging`'s judge."""
     judging = judging or Judging()
+    embedding = embedding or choose_embedding("tfidf")
     from deskbench.corpus import Corpus
 
     store = RunStore(run_dir, create=False)
     if not store.systems():
         raise UserError(f"the run in {run_dir} has no episodes yet; run 'deskbench run' first")
     corpus = Corpus.open(corpus_dir)
-    items = multihop_items(store.tasks_of(DocQATask), corpus.page_texts)
+    items = multihop_items(store.tasks_of(DocQATask), corpus.page_texts, embedding.embedder("document"))
     if not items:
         raise UserError(f"the run in {run_dir} has no multi-hop task (evidence on two or more pages)")
     accs = {s: run_accuracies(store, s, judging) for s in store.systems()}
     store.close()
-    report = multihop_report(items, accs, run=str(run_dir))
+    report = multihop_report(items, accs, run=str(run_dir), method=embedding.method)
     report.scoring = judging.summary()
+    report.embedding = embedding.used
     return report
 
 

@@ -30,6 +30,14 @@ JudgeOpt = Annotated[str | None, typer.Option(
                     "ANLS* >= 0.5, no judge).")]
 
 
+EmbeddingOpt = Annotated[str | None, typer.Option(
+    "--embedding", help="Embed texts with this sentence-transformers model (a folder or a hub name in the local "
+                        "Hugging Face cache), or 'tfidf' / 'minilm'. Default: the paper's "
+                        "Snowflake/snowflake-arctic-embed-m-v2.0 when it is installed, else TF-IDF (named in the output).")]
+EmbeddingDownloadOpt = Annotated[bool, typer.Option(
+    "--embedding-download", help="Allow fetching the --embedding model (or the paper's) from the Hugging Face hub.")]
+
+
 def judging_of(judge: str | None, concurrency: int = 16, judge_cache: Path | None = None, cache: bool = True) -> Judging:
     """The scorer of an analysis from its flags: ANLS*, or the judge (opened when a verdict is missing)."""
     from deskbench.tracks.docqa.analysis.judged import Judging
@@ -59,14 +67,26 @@ def _say(text: str) -> None:
 
 def drift(
     run_dirs: RunDirsArg, output: OutOpt, plot: PlotOpt = None,
-    method: Annotated[str, typer.Option(help="tfidf (default) | minilm: all-MiniLM-L6-v2 sentence embeddings (the embeddings extra, see docs/results.md)")] = "tfidf",
+    method: Annotated[str | None, typer.Option(help="tfidf | minilm: all-MiniLM-L6-v2 sentence embeddings (the embeddings extra, see docs/results.md); the same as --embedding NAME")] = None,
+    embedding: EmbeddingOpt = None, embedding_download: EmbeddingDownloadOpt = False,
     judge: JudgeOpt = None, judge_concurrency: JudgeConcurrencyOpt = 16, judge_cache: JudgeCacheOpt = None,
     cache: CacheOpt = True,
 ) -> None:
     """Query reformulation: cosine drift between consecutive search queries (MADQA H.6)."""
-    from deskbench.tracks.docqa.analysis.drift import load_drift, plot_drift
+    from deskbench.tracks.docqa.analysis.drift import (
+        METHODS,
+        load_drift,
+        method_embedder,
+        plot_drift,
+    )
+    from deskbench.tracks.docqa.analysis.embedding_choice import choose_embedding
 
-    report = load_drift(run_dirs, method=method, judging=judging_of(judge, judge_concurrency, judge_cache, cache))
+    if method is not None and embedding is not None:
+        raise UserError("give --embedding or --method, not both (--method NAME is --embedding NAME)")
+    if method is not None and method not in METHODS:
+        method_embedder(method)  # its one line naming the valid methods
+    choice = choose_embedding(method or embedding, allow_download=embedding_download)
+    report = load_drift(run_dirs, judging=judging_of(judge, judge_concurrency, judge_cache, cache), embedding=choice)
     write_report(output, report)
     if plot is not None:
         plot_drift(report, plot)
@@ -74,6 +94,7 @@ def drift(
         d = "-" if s.mean_drift is None else f"{s.mean_drift:.3f}"
         r = "-" if s.point_biserial_r is None else f"{s.point_biserial_r:+.2f}"
         _say(f"{s.system}: mean drift {d} ({report.method}) over {s.reformulated}/{s.episodes} reformulated episodes, r(drift, correct) {r}")
+    _say(choice.used.line())
     say_scoring(report.scoring)
     _say(f"wrote {output}" + (f" and {plot}" if plot else ""))
 
@@ -104,15 +125,19 @@ def guessability(
     _say(f"wrote {output}")
 
 
-def multihop(run_dir: RunDirArg, corpus: CorpusOpt, output: OutOpt, plot: PlotOpt = None, judge: JudgeOpt = None,
+def multihop(run_dir: RunDirArg, corpus: CorpusOpt, output: OutOpt, plot: PlotOpt = None,
+             embedding: EmbeddingOpt = None, embedding_download: EmbeddingDownloadOpt = False, judge: JudgeOpt = None,
              judge_concurrency: JudgeConcurrencyOpt = 16, judge_cache: JudgeCacheOpt = None, cache: CacheOpt = True) -> None:
     """Multi-hop accuracy by page gap and by semantic distance of the evidence pages (MADQA H.1)."""
+    from deskbench.tracks.docqa.analysis.embedding_choice import choose_embedding
     from deskbench.tracks.docqa.analysis.multihop import load_multihop, plot_multihop
 
-    report = load_multihop(run_dir, corpus, judging_of(judge, judge_concurrency, judge_cache, cache))
+    choice = choose_embedding(embedding, allow_download=embedding_download)
+    report = load_multihop(run_dir, corpus, judging_of(judge, judge_concurrency, judge_cache, cache), choice)
     write_report(output, report)
     if plot is not None:
         plot_multihop(report, plot)
+    _say(choice.used.line())
     say_scoring(report.scoring)
     _say(f"{len(report.items)} multi-hop items, {len(report.systems)} system row(s); wrote {output}"
          + (f" and {plot}" if plot else ""))
