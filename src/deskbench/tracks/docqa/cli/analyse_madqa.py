@@ -1,4 +1,4 @@
-"""`deskbench analyse effort | failures | trajectories | cost | human-time | corpus-stats`: the
+"""`deskbench analyse effort | failures | trajectories | cost | human-time | corpus-stats | layout`: the
 MADQA appendix analyses, thin shells over the modules of the same names. Each writes its pydantic
 report as JSON (the model is the schema) to --output FILE and/or, with --json, to stdout; prints one
 line per system on stderr (a figure the run data cannot support says "not computable: <why>");
@@ -193,3 +193,6 @@ def register(app: typer.Typer) -> None:
     app.command("cost")(cost)
     app.command("human-time")(human_time)
     app.command("corpus-stats")(corpus_stats)
+    from deskbench.tracks.docqa.cli.analyse_layout import layout
+
+    app.command("layout")(layout)
