@@ -92,8 +92,9 @@ def test_the_error_is_one_line_with_exit_code_2(tmp_path: Path) -> None:
     proc = run_cli(*_run_args("docqa", tmp_path), "--max-rounds", "20")  # the default value, given: still refused
     assert proc.returncode == 2
     assert proc.stderr.strip().splitlines() == [
-        "error: --max-rounds is not an option of the docqa track (it takes: --command, --corpus, --limit, --max-steps, "
-        "--max-sub-calls, --preset, --protocol, --timeout, --top-k, --unsafe-local, --url, --view; and the options of every track)"]
+        "error: --max-rounds is not an option of the docqa track (it takes: --command, --corpus, --image-retriever, "
+        "--limit, --max-steps, --max-sub-calls, --preset, --protocol, --retriever, --retriever-download, "
+        "--text-retriever, --timeout, --top-k, --unsafe-local, --url, --view; and the options of every track)"]
 
 
 def _run_of(track: str, tmp_path: Path) -> Path:

@@ -37,7 +37,7 @@ def run(
     ctx: typer.Context,
     tasks: Annotated[Path, typer.Option("--tasks", "-t", help="Tasks JSONL; for deliverables, a task package folder or a folder of packages.")],
     out_dir: Annotated[Path, typer.Option("--out", "-o", help="Run directory (created; an existing run is resumed).")],
-    agent: Annotated[list[str] | None, typer.Option(help="docqa: bm25-agent (default) | rag | oracle | guess | lexical (no model) | rlm (REPL in the sandbox) | external (your agent over MCP, with --command or --url); analytics: analyst-agent (default) | external; deliverables: deliverable-agent (default) | external; every track: package.module:Name (a plugin). Deliverables take several --agent/--model pairs.")] = None,
+    agent: Annotated[list[str] | None, typer.Option(help="docqa: bm25-agent (default); analytics: analyst-agent (default); deliverables: deliverable-agent (default); every track: external (your agent over MCP, with --command or --url) or package.module:Name (a plugin); `deskbench list agents` names them all. Deliverables take several --agent/--model pairs.")] = None,
     model: Annotated[list[str] | None, typer.Option("--model", "-m", help="openai/<model> (default openai/gpt-5-mini), openai-compat/<name>@<url>, anthropic/<model>, local (ignored by lexical); repeat with --agent for several systems (deliverables)")] = None,
     judge: Annotated[str | None, typer.Option(help="LLM judge model for the scores (else ANLS*).")] = None,
     concurrency: Annotated[int, typer.Option(help="Episodes in flight at once.")] = 16,

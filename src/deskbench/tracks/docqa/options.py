@@ -36,17 +36,14 @@ class DocQARunOptions(ExternalAgentOptions):
     view: Annotated[str | None, Field(
         description="Pages shown as image | text (default: image; text for a model without vision).")] = None
     retriever: Annotated[str, Flag(short="-r"), Field(description=(
-        "What the agents' search runs on: bm25 (MADQA's Whoosh tool; the default) | KIND=MODEL (a model folder "
-        "or a hub name already downloaded; `deskbench list retrievers`) | A+B fused by RRF (docs/retrievers.md)."))] = "bm25"
+        "What searches run on: bm25 (MADQA's Whoosh tool) | KIND=MODEL (`deskbench list retrievers`) | A+B "
+        "fused by RRF (docs/retrievers.md)."))] = "bm25"
     retriever_download: Annotated[bool, Field(description=(
-        "Let --retriever fetch its model from the Hugging Face hub when it is not on this machine (off: "
-        "nothing is downloaded)."))] = False
+        "Let --retriever fetch a model missing here from the Hugging Face hub."))] = False
     text_retriever: Annotated[str | None, Field(description=(
-        "colbert-llm and mdocagent: their text retrieval, a --retriever SPEC (default colbert=colbert-ir/colbertv2.0, "
-        "MDocAgent's)."))] = None
+        "colbert-llm, mdocagent: text retrieval SPEC (default colbert=colbert-ir/colbertv2.0)."))] = None
     image_retriever: Annotated[str | None, Field(description=(
-        "m3docrag and mdocagent: their page-image retrieval, a --retriever SPEC (default "
-        "colpali=vidore/colpali-v1.2-hf; MDocAgent's vidore/colpali has no transformers conversion)."))] = None
+        "m3docrag, mdocagent: page-image retrieval SPEC (default colpali=vidore/colpali-v1.2-hf)."))] = None
     unsafe_local: Annotated[bool, Field(
         description="analytics and rlm: run model code without bubblewrap (unsafe; debugging only).")] = False
 
