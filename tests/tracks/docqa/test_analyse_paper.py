@@ -7,6 +7,7 @@ fallback named), `analyse modality` (E.3, Prompt 3, Table 10, Figure 4) and `ana
 from __future__ import annotations
 
 import json
+import re
 import shutil
 from collections.abc import Iterator
 from pathlib import Path
@@ -333,6 +334,21 @@ def test_modality_classifies_each_question_with_its_gold_pages(tmp_path: Path, o
     kept = store.meta(META_KEY)
     store.close()
     assert isinstance(kept, dict) and set(kept["openai-compat/flash"]) == {"m1", "m2", "m3", "m4"}
+
+    # the report's breakdowns gain the modality table: accuracy by category per system, m5 unclassified
+    proc = run_cli("report", str(run), "--output", str(tmp_path / "r.html"))
+    assert proc.returncode == 0, proc.stderr
+    table = (tmp_path / "r.html").read_text().split('<table id="by-modality"')[1].split("</table>")[0]
+    rows = {cells[0]: cells[1:] for row in table.split("<tr>")[2:]
+            if (cells := re.findall(r"<td>(.*?)</td>", row))}
+    # columns in the leaderboard's order: agent:m, guess:m
+    assert list(rows) == ["Free Text", "Structured", "Tabular", "Artifacts", "(unclassified)"]
+    assert rows["Free Text"] == ["100.0 <small>(n=1)</small>", "0.0 <small>(n=1)</small>"]
+    assert rows["Tabular"] == ["0.0 <small>(n=1)</small>", "100.0 <small>(n=1)</small>"]
+    assert rows["(unclassified)"] == ["100.0 <small>(n=1)</small>", "100.0 <small>(n=1)</small>"]
+    plain = make_run(tmp_path / "plain", MODALITY_TASKS, MODALITY_ANSWERS)
+    proc = run_cli("report", str(plain), "--output", str(tmp_path / "p.html"))
+    assert proc.returncode == 0 and 'id="by-modality"' not in (tmp_path / "p.html").read_text()
 
 
 def test_modality_needs_somewhere_to_write_and_a_model(tmp_path: Path, operator_corpus: Corpus) -> None:

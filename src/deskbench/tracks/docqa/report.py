@@ -19,6 +19,7 @@ from deskbench.runs.outcomes import OutcomeOptions
 from deskbench.runs.store import Episode, RunStore
 from deskbench.tasks.trajectory import ToolCallStep
 from deskbench.tracks.docqa.analysis.judged import Judging
+from deskbench.tracks.docqa.analysis.modality import modality_groups, stored_categories
 from deskbench.tracks.docqa.analysis.scored import CORRECT_AT, ScoredSystem, first_attempts
 from deskbench.tracks.docqa.episodes import run_submissions
 from deskbench.tracks.docqa.humans import episodes_of, pooled_systems, tasks_scored
@@ -238,8 +239,11 @@ def docqa_report_section(stores: Sequence[RunStore], options: OutcomeOptions,
     scored: list[_Scored] = []
     imported: set[tuple[Path, str]] = set()  # systems made by 'deskbench import'
     retrievers: dict[tuple[Path, str], str] = {}  # (run, system) -> its retriever, when not bm25
+    modalities: dict[Path, dict[str, str]] = {}  # run -> task id -> its question's visual modality (analyse modality)
     for store in stores:
         imported |= {(store.dir, name) for name in imported_systems(store)}
+        if (kept := stored_categories(store)) is not None:
+            modalities[store.dir] = kept[1]
         names = pooled_systems(store.systems()) if params.get("pool_humans") else store.systems()
         scored += [_score(store, name, opts, judging) for name in names]
         retrievers |= _retrievers(store)
@@ -259,6 +263,7 @@ def docqa_report_section(stores: Sequence[RunStore], options: OutcomeOptions,
             errors=_errors(label, s),
             by_domain=s.report.by_domain or {},
             by_category=s.report.by_category or {},
+            by_modality=modality_groups(s.items, modalities[s.run_dir], opts) if s.run_dir in modalities else {},
             retrieval=s.report.retrieval,
         ))
     madqa_gaps: list[HumanOracleGap] = []

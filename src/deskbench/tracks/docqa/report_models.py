@@ -68,6 +68,8 @@ class SystemReport(BaseModel):
     errors: ErrorBreakdown
     by_domain: dict[str, GroupSummary]
     by_category: dict[str, GroupSummary]
+    # by the visual modality its question needs (MADQA E.3, Table 10), when `analyse modality` classified the run's
+    by_modality: dict[str, GroupSummary] = {}
     retrieval: RetrievalReport | None = None  # deskbench's search diagnostics (scoring/retrieval.py)
     oracle_gap: OracleGap | None = None  # with an oracle on its model in its run (scoring/oracle_gap.py)
 
@@ -116,6 +118,11 @@ class DocqaSection(SectionData):
             ("domain", "domain", sorted({g for s in self.systems for g in s.by_domain})),
             ("category", "category", sorted({g for s in self.systems for g in s.by_category})),
         ]
+        if any(s.by_modality for s in self.systems):
+            from deskbench.tracks.docqa.analysis.modality import CATEGORIES, UNCLASSIFIED
+
+            breakdowns.append(("modality", "visual modality (MADQA E.3, Table 10)",
+                               [g for g in (*CATEGORIES, UNCLASSIFIED) if any(g in s.by_modality for s in self.systems)]))
         best = {t.index: best_values(self, t.index) for t in self.task_sets} or {0: best_values(self)}
         return {"classes": ERROR_CLASSES, "rules": RULES, "not_found_rule": SAYS_NOT_FOUND_RULE,
                 "breakdowns": breakdowns, "best": best}

@@ -29,7 +29,7 @@ import re
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel
 
@@ -45,7 +45,11 @@ from deskbench.models.types import (
 )
 from deskbench.runs.store import RunStore
 from deskbench.tracks.docqa.analysis.judged import AnalysisScoring, Judging
-from deskbench.tracks.docqa.tasks import DocQATask
+from deskbench.tracks.docqa.tasks import DocQATask, ItemScore
+
+if TYPE_CHECKING:
+    from deskbench.tracks.docqa.scoring.docqa import ScoreOptions
+    from deskbench.tracks.docqa.scoring.docqa_summary import GroupSummary
 
 LABELS = ("FREE_TEXT", "TABLE_STRUCTURE", "CHART_DIAGRAM", "TEXT_FORMATTING", "IMAGE_PHOTO", "SPATIAL_LAYOUT",
           "STRUCTURED_DATA_EXTRACTION", "OTHER_VISUAL")
@@ -380,3 +384,39 @@ def load_modality(run_dir: Path, corpus_dir: Path, model: ChatModel, dpi: int = 
     report = modality_report(str(run_dir), model.id, dpi, labels, failed, accs, reused=reused, asked=asked)
     report.scoring = judging.summary()
     return report
+
+
+# -- the report's breakdown -----------------------------------------------------------------
+
+UNCLASSIFIED = "(unclassified)"
+
+
+def stored_categories(store: RunStore) -> tuple[str, dict[str, str]] | None:
+    """The Table 10 category of each task the run's kept labels classify, by the classifier with the
+    most labels (the first by name on a tie), and that classifier; None when `analyse modality`
+    has not run on it."""
+    kept = store.meta(META_KEY)
+    if not isinstance(kept, dict) or not kept:
+        return None
+    sizes = {name: len(v) for name, v in kept.items() if isinstance(v, dict) and v}
+    if not sizes:
+        return None
+    classifier = min(sizes, key=lambda name: (-sizes[name], name))
+    return classifier, {tid: label.category for tid, label in _stored(store, classifier).items()}
+
+
+def modality_groups(items: Sequence[ItemScore], categories: Mapping[str, str],
+                    opts: ScoreOptions) -> dict[str, GroupSummary]:
+    """One system's scored items summarised by their task's category (as the report's domain and
+    category breakdowns are), unlabelled tasks under UNCLASSIFIED."""
+    import numpy as np
+
+    from deskbench.tracks.docqa.scoring.docqa_summary import _Columns, summarize_group
+
+    cols = _Columns.of(items)
+    buckets: dict[str, list[int]] = {}
+    for index, item in enumerate(items):
+        buckets.setdefault(categories.get(item.id, UNCLASSIFIED), []).append(index)
+    order = [*CATEGORIES, UNCLASSIFIED]
+    return {name: summarize_group(cols, np.array(buckets[name]), opts, with_f1_ci=False)
+            for name in order if name in buckets}
