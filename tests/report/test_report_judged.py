@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 from conftest import run_cli
@@ -22,7 +23,7 @@ TASKS = [DocQATask(id=f"t{i}", question=f"Question {i}?", answer_variants=[[f"go
 FIRST = {2: "correct", 3: "partial", 4: "incorrect", 5: "correct"}  # the judge when `score` ran
 
 
-def verdict(judgment: str) -> dict:
+def verdict(judgment: str) -> dict[str, str]:
     """The judge's tool call (MADQA Prompt 4's function), as tests/tracks/docqa/test_llm_judge.py scripts it."""
     return {"kind": "tool", "name": "submit_judgment",
             "arguments": json.dumps({"judgment": judgment, "main_issue": "none", "explanation": "compared"})}
@@ -51,7 +52,7 @@ def test_report_reuses_the_stored_verdicts(tmp_path: Path) -> None:
     _record(run, "sys")
     phase = {"now": "score"}
 
-    def script(body: dict, n: int) -> dict:
+    def script(body: dict[str, Any], n: int) -> dict[str, str]:
         q = int(body["messages"][0]["content"].split("Question ")[1].split("?")[0])
         # after `score`, the judge would call everything incorrect: a reused verdict cannot be it
         return verdict(FIRST[q] if phase["now"] == "score" else "incorrect")

@@ -23,13 +23,13 @@ T0 = "2026-01-01T00:00:00Z"
 
 
 def _label(item: str, label: str, who: str = "ann") -> HumanLabel:
-    return HumanLabel(item_id=item, labeller=who, label=label, timestamp=T0)  # type: ignore[arg-type]
+    return HumanLabel(item_id=item, labeller=who, label=label, timestamp=T0)
 
 
 def _item(name: str, verdict: float, source: str = "judge", category: str | None = None) -> CalibrationItem:
     return CalibrationItem(id=f"r/s/{name}", task_id=name, run="r", system="s", question=f"{name}?",
                            answer_variants=[["gold"]], prediction=["p"], judge_verdict=verdict,
-                           verdict_source=source, judge="j", category=category)  # type: ignore[arg-type]
+                           verdict_source=source, judge="j", category=category)
 
 
 # (item, person, judge verdict, source). On incorrect 0 < partial 1 < correct 2 the judged pairs are

@@ -99,9 +99,9 @@ def corpus_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def test_the_fallback_counts_what_was_drawn(corpus_dir: Path) -> None:
     stored = {p.name: p for p in (corpus_dir.parent / "pdfs").glob("*.pdf")}
     counter = PdfObjects()
-    assert counter.count_document(stored["forms.pdf"], 1, lambda n: None) == [  # type: ignore[arg-type,return-value]
+    assert counter.count_document(stored["forms.pdf"], 1, lambda n: None) == [
         {**ZERO, "text line": 3, "title run": 1, "vector path": 3, "checkbox": 2, "form field": 1, "link": 1}]
-    assert counter.count_document(stored["photos.pdf"], 2, lambda n: None) == [  # type: ignore[arg-type,return-value]
+    assert counter.count_document(stored["photos.pdf"], 2, lambda n: None) == [
         {**ZERO, "text line": 2, "title run": 1, "image": 2}, {**ZERO, "text line": 3, "image": 1}]
 
 

@@ -143,7 +143,11 @@ def score_run(store: RunStore, systems: Sequence[str], a: DocQAScoreArgs, *, as_
             if not as_json:
                 out.print(oracle_gap_line(name, gap))
     from deskbench.tracks.docqa.humans import pooled_name
-    from deskbench.tracks.docqa.scoring.oracle_gap import HUMAN_ORACLE, first_human_oracle, human_oracle_gap
+    from deskbench.tracks.docqa.scoring.oracle_gap import (
+        HUMAN_ORACLE,
+        first_human_oracle,
+        human_oracle_gap,
+    )
 
     madqa_gap = human_oracle_gap(stored, stored_identities(store), ran, first_human_oracle(store))
     if madqa_gap is not None:
