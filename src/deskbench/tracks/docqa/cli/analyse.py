@@ -22,7 +22,7 @@ if TYPE_CHECKING:  # matplotlib is imported when a plot is drawn
 from deskbench.tracks.docqa.cli.analyse_more import JudgeOpt, judging_of, say_scoring
 from deskbench.tracks.docqa.cli.analyse_more import write_report as _write
 
-analyse_app = typer.Typer(no_args_is_help=True, help="Analyses over stored runs (MADQA §2.2, §2.4, §5, App. B, D, E, H): items, splits, agreement, drift, guessability, multihop, lexical, effort, failures, trajectories, cost, human-time, corpus-stats, modality, gold-check.")
+analyse_app = typer.Typer(no_args_is_help=True, help="Analyses over stored runs (MADQA §2.2, §2.4, §5, App. B, D, E, H): items, splits, agreement, drift, guessability, multihop, lexical, effort, failures, trajectories, cost, human-time, corpus-stats, layout, modality, gold-check.")
 
 RunDirsArg = Annotated[list[Path], typer.Argument(metavar="RUNDIR...", help="Run directories (deskbench run --out).")]
 OutOpt = Annotated[Path, typer.Option("--output", help="JSON report to write.")]
