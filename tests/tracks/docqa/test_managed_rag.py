@@ -211,10 +211,11 @@ def test_openai_refuses_another_providers_model(tasks: Path, corpus: Path, tmp_p
                                                 monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("ANTHROPIC_API_KEY", "x")
     with SimFileSearch(answer=openai_answer) as sim:
-        run_openai(tasks, corpus, tmp_path / "run", sim, monkeypatch, model="anthropic/claude-sonnet-4-5")
+        proc = run_openai(tasks, corpus, tmp_path / "run", sim, monkeypatch, model="anthropic/claude-sonnet-4-5")
         assert sim.requests == []
-    eps = episodes(tmp_path / "run")
-    assert all(v[0] == "error" and "give e.g. --model openai/gpt-4o" in v[2] for v in eps.values())
+    # refused before anything is created: one line, exit 2, no run directory
+    assert proc.returncode == 2 and "give e.g. --model openai/gpt-4o" in proc.stderr, proc.stderr
+    assert len(proc.stderr.strip().splitlines()) == 1 and not (tmp_path / "run").exists()
 
 
 def test_a_sampling_setting_the_script_does_not_send_is_refused(tasks: Path, corpus: Path, tmp_path: Path,
@@ -225,10 +226,10 @@ def test_a_sampling_setting_the_script_does_not_send_is_refused(tasks: Path, cor
         proc = run_cli("run", "--tasks", str(tasks), "--corpus", str(corpus), "--agent", "gemini-file-search",
                        "--model", "google/gemini-2.5-flash", "--temperature", "0.5", "--out", str(tmp_path / "run"),
                        "--json", "--quiet")
-        assert proc.returncode == 0, proc.stderr
         assert sim.requests == []
-    assert all(v[0] == "error" and v[2] == "--agent gemini-file-search sends the official script's request, which "
-               "sets no --temperature: drop --temperature" for v in episodes(tmp_path / "run").values())
+    assert proc.returncode == 2 and not (tmp_path / "run").exists(), proc.stderr
+    assert proc.stderr.strip() == ("error: --agent gemini-file-search sends the official script's request, which "
+                                   "sets no --temperature: drop --temperature")
 
 
 def test_stores_list_and_delete(tasks: Path, corpus: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

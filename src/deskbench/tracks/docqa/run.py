@@ -36,7 +36,16 @@ from deskbench.tracks.docqa.agents.registry import NEEDS_CORPUS, NEEDS_SANDBOX, 
 from deskbench.tracks.docqa.tasks import DocQATask
 
 if TYPE_CHECKING:
+    from deskbench.models.types import ChatModel
     from deskbench.sandbox import Sandbox
+
+
+@runtime_checkable
+class CheckedAgent(Protocol):
+    """An agent with conditions of its own on the run's model (managed RAG: its provider's models,
+    no setting its official request does not send): checked before anything is created."""
+
+    def check_run(self, model: ChatModel | None) -> None: ...
 
 
 @runtime_checkable
@@ -169,6 +178,8 @@ def prepare(spec: RunSpec, tasks: Sequence[DocQATask], *, tasks_file: str | None
     agent = make_agent(spec.agent)
     if isinstance(agent, ConfiguredAgent):
         agent.configure(spec.agent_options)
+    if isinstance(agent, CheckedAgent):
+        agent.check_run(model)
     own_retrievers: dict[str, object] = {}  # a pipeline agent's retrievers, opened (indexes built) now
     if corpus is not None and isinstance(agent, PipelineAgent):
         own_retrievers = agent.open_retrievers(corpus, allow_download=spec.retriever_download)

@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from deskbench.agents.base import AgentResult, Recorder
-from deskbench.models.types import ChatRequest, ChatResponse, Message, Usage
+from deskbench.models.types import ChatModel, ChatRequest, ChatResponse, Message, Usage
 from deskbench.tasks.trajectory import ModelCallStep, ToolCallStep
 from deskbench.tracks.docqa.agents.managed_rag.prompts import official_parse
 from deskbench.tracks.docqa.tasks import DocQASubmission, DocQATask, submission_context
@@ -26,6 +26,22 @@ class Reply:
     # grounding metadata), as the official script records it
     retrieval: dict[str, Any] = field(default_factory=dict)
     api_citations: list[dict[str, Any]] = field(default_factory=list)  # OpenAI's fallback citations
+
+
+def check_model(model: ChatModel | None, agent: str, providers: tuple[str, ...], example: str) -> None:
+    """The run's model refused before anything is created (tracks/docqa/run.py calls an agent's
+    `check_run`): another provider's model, or a setting the official request does not send.
+    The episodes check the same again, for a caller that builds the context itself."""
+    from deskbench.agents.base import AgentContext
+    from deskbench.errors import UserError
+    from deskbench.tracks.docqa.agents.managed_rag.openai_fs import model_name
+
+    try:
+        model_name(AgentContext(model=model, corpus=None), agent, providers, example)
+    except ValueError as exc:
+        raise UserError(str(exc)) from None
+    if (refused := unsent_settings(model, agent)) is not None:
+        raise UserError(refused)
 
 
 def unsent_settings(model: object, agent: str) -> str | None:

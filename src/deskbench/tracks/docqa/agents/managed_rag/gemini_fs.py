@@ -35,11 +35,16 @@ from urllib.parse import quote
 from deskbench.agents.base import AgentContext, AgentResult, Recorder
 from deskbench.corpus import Corpus
 from deskbench.models.gemini_native import API_ROOT, BASE_URL_ENV, KEY_ENVS, key_from_env
-from deskbench.models.types import Message
+from deskbench.models.types import ChatModel, Message
 from deskbench.requirements import Need
 from deskbench.tracks.docqa.agents.managed_rag import stores
 from deskbench.tracks.docqa.agents.managed_rag.costs import GEMINI_STORAGE_USD_PER_GB_DAY
-from deskbench.tracks.docqa.agents.managed_rag.episode import Reply, finish, unsent_settings
+from deskbench.tracks.docqa.agents.managed_rag.episode import (
+    Reply,
+    check_model,
+    finish,
+    unsent_settings,
+)
 from deskbench.tracks.docqa.agents.managed_rag.openai_fs import StoreError, model_name
 from deskbench.tracks.docqa.agents.managed_rag.prompts import gemini_contents
 from deskbench.tracks.docqa.tasks import DocQATask
@@ -256,6 +261,10 @@ class GeminiFileSearchAgent:
                     self._failed = f"gemini-file-search: preparing the File Search store failed ({exc})"
                     raise StoreError(self._failed) from exc
             return self._api, self._ready
+
+    def check_run(self, model: ChatModel | None) -> None:
+        """Another provider's model or an unsent setting: one line before the run is created."""
+        check_model(model, SERVICE, PROVIDERS, "google/gemini-2.5-flash")
 
     async def run(self, task: DocQATask, ctx: AgentContext) -> AgentResult:
         rec = Recorder(ctx.model)

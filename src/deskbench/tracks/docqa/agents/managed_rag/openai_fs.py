@@ -30,11 +30,16 @@ from typing import Any
 
 from deskbench.agents.base import AgentContext, AgentResult, Recorder
 from deskbench.corpus import Corpus
-from deskbench.models.types import Message
+from deskbench.models.types import ChatModel, Message
 from deskbench.requirements import EnvKey, Need
 from deskbench.tracks.docqa.agents.managed_rag import stores
 from deskbench.tracks.docqa.agents.managed_rag.costs import openai_storage_per_day
-from deskbench.tracks.docqa.agents.managed_rag.episode import Reply, finish, unsent_settings
+from deskbench.tracks.docqa.agents.managed_rag.episode import (
+    Reply,
+    check_model,
+    finish,
+    unsent_settings,
+)
 from deskbench.tracks.docqa.agents.managed_rag.prompts import OPENAI_INSTRUCTIONS
 from deskbench.tracks.docqa.tasks import DocQATask
 
@@ -254,6 +259,10 @@ class OpenAIFileSearchAgent:
                     self._failed = f"openai-file-search: preparing the vector store failed ({_status_error(exc)})"
                     raise StoreError(self._failed) from exc
             return self._ready
+
+    def check_run(self, model: ChatModel | None) -> None:
+        """Another provider's model or an unsent setting: one line before the run is created."""
+        check_model(model, SERVICE, PROVIDERS, "openai/gpt-4o")
 
     async def run(self, task: DocQATask, ctx: AgentContext) -> AgentResult:
         rec = Recorder(ctx.model)
