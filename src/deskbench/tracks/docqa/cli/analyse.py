@@ -188,12 +188,15 @@ def agreement_cmd(
 
 
 def register(app: typer.Typer) -> None:
-    """Add the `analyse` group (this module's analyses, analyse_more.py's and analyse_madqa.py's)."""
+    """Add the `analyse` group (this module's analyses, analyse_more.py's, analyse_madqa.py's,
+    analyse_layout.py's and analyse_paper.py's)."""
+    from deskbench.tracks.docqa.cli.analyse_layout import layout
     from deskbench.tracks.docqa.cli.analyse_madqa import register as register_madqa
     from deskbench.tracks.docqa.cli.analyse_more import register as register_more
     from deskbench.tracks.docqa.cli.analyse_paper import register as register_paper
 
     register_more(analyse_app)
     register_madqa(analyse_app)
+    analyse_app.command("layout")(layout)
     register_paper(analyse_app)
     app.add_typer(analyse_app, name="analyse")

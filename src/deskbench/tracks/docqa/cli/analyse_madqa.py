@@ -193,6 +193,3 @@ def register(app: typer.Typer) -> None:
     app.command("cost")(cost)
     app.command("human-time")(human_time)
     app.command("corpus-stats")(corpus_stats)
-    from deskbench.tracks.docqa.cli.analyse_layout import layout
-
-    app.command("layout")(layout)

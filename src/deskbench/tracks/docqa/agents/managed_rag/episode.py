@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from deskbench.agents.base import AgentResult, Recorder
+from deskbench.agents.base import AgentContext, AgentResult, Recorder
 from deskbench.models.types import ChatModel, ChatRequest, ChatResponse, Message, Usage
 from deskbench.tasks.trajectory import ModelCallStep, ToolCallStep
 from deskbench.tracks.docqa.agents.managed_rag.prompts import official_parse
@@ -28,13 +28,21 @@ class Reply:
     api_citations: list[dict[str, Any]] = field(default_factory=list)  # OpenAI's fallback citations
 
 
+def model_name(ctx: AgentContext, agent: str, providers: tuple[str, ...], example: str) -> str:
+    """The model's name at its provider; ValueError with the fix when it is another provider's."""
+    model_id = ctx.model.id if ctx.model is not None else ""
+    provider, _, name = model_id.partition("/")
+    if provider not in providers or not name:
+        raise ValueError(f"--agent {agent} runs on {' or '.join(p + '/' for p in providers)} models; "
+                         f"--model {model_id or '(none)'} is not one: give e.g. --model {example}")
+    return name
+
+
 def check_model(model: ChatModel | None, agent: str, providers: tuple[str, ...], example: str) -> None:
     """The run's model refused before anything is created (tracks/docqa/run.py calls an agent's
     `check_run`): another provider's model, or a setting the official request does not send.
     The episodes check the same again, for a caller that builds the context itself."""
-    from deskbench.agents.base import AgentContext
     from deskbench.errors import UserError
-    from deskbench.tracks.docqa.agents.managed_rag.openai_fs import model_name
 
     try:
         model_name(AgentContext(model=model, corpus=None), agent, providers, example)

@@ -43,9 +43,10 @@ from deskbench.tracks.docqa.agents.managed_rag.episode import (
     Reply,
     check_model,
     finish,
+    model_name,
     unsent_settings,
 )
-from deskbench.tracks.docqa.agents.managed_rag.openai_fs import StoreError, model_name
+from deskbench.tracks.docqa.agents.managed_rag.openai_fs import StoreError
 from deskbench.tracks.docqa.agents.managed_rag.prompts import gemini_contents
 from deskbench.tracks.docqa.tasks import DocQATask
 

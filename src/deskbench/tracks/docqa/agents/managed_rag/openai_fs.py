@@ -38,6 +38,7 @@ from deskbench.tracks.docqa.agents.managed_rag.episode import (
     Reply,
     check_model,
     finish,
+    model_name,
     unsent_settings,
 )
 from deskbench.tracks.docqa.agents.managed_rag.prompts import OPENAI_INSTRUCTIONS
@@ -214,16 +215,6 @@ def ask(api: Any, ready: Ready, question: str, *, timeout: float = RUN_TIMEOUT, 
     finally:
         with contextlib.suppress(Exception):  # the script ignores a failed clean-up too
             api.beta.threads.delete(thread.id)
-
-
-def model_name(ctx: AgentContext, agent: str, providers: tuple[str, ...], example: str) -> str:
-    """The model's name at its provider; ValueError with the fix when it is another provider's."""
-    model_id = ctx.model.id if ctx.model is not None else ""
-    provider, _, name = model_id.partition("/")
-    if provider not in providers or not name:
-        raise ValueError(f"--agent {agent} runs on {' or '.join(p + '/' for p in providers)} models; "
-                         f"--model {model_id or '(none)'} is not one: give e.g. --model {example}")
-    return name
 
 
 class OpenAIFileSearchAgent:
