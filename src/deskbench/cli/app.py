@@ -44,6 +44,7 @@ COMMAND_MODULES = (
     "init",  # init DIR --track docqa|analytics [--from PATH]: a task set over your files
     "mcp",  # mcp --corpus DIR --out RUNDIR: docqa's tools over MCP for an agent built elsewhere
     "plugins",  # list agents|scorers|tracks|models: built-ins and installed plugins
+    "retrievers",  # convert ADAPTER --out DIR: a colpali_engine checkpoint as a transformers model
 )
 
 for _name in COMMAND_MODULES:

@@ -106,6 +106,8 @@ FLAGS: tuple[Flag, ...] = (
     _f("--embedding", "MODEL", "docqa analyse drift, multihop: the text embedding (default: the paper's "
        "Snowflake/snowflake-arctic-embed-m-v2.0 when installed, else TF-IDF, named)"),
     _f("--embedding-download", "", "docqa analyse: let --embedding fetch its model from the Hugging Face hub"),
+    _f("--base", "MODEL", "convert: the base an adapter was trained on (default: the one adapter_config.json names)"),
+    _f("--download", "", "convert: let it fetch the adapter and the base from the Hugging Face hub"),
     _f("--query", "FORM", "retrieve: the question as written (question) or its content words joined by OR (keywords)"),
     _f("--text-retriever", "SPEC", "docqa colbert-llm, mdocagent: their text retrieval (default colbert=colbert-ir/colbertv2.0)"),
     _f("--image-retriever", "SPEC", "docqa m3docrag, mdocagent: their page-image retrieval (default colpali=vidore/colpali-v1.2-hf)"),

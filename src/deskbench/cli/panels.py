@@ -66,6 +66,7 @@ COMMANDS: tuple[tuple[str, tuple[tuple[str, str], ...]], ...] = (
     (TOOLS, (
         ("mcp", "Serve a track's tools over MCP to any agent"),
         ("sandbox", "Run Python in the sandbox"),
+        ("convert", "A colpali_engine adapter as a model --retriever loads"),
     )),
 )
 PANEL_OF: dict[str, tuple[int, str, str]] = {  # core command -> (rank, panel, summary)
