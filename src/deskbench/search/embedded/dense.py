@@ -8,6 +8,8 @@ one), both normalised, so the dot product is the cosine similarity. The vectors 
 The model is read from a local folder or the local Hugging Face cache only; nothing is fetched
 unless the run allows it (`--retriever-download`). A model's own code from the hub is never run
 (`trust_remote_code` stays off): a model needs an architecture this transformers knows.
+snowflake-arctic-embed-m-v2.0 is one: its config's model_type "gte" and new-impl weight names are
+read by transformers' own GteModel, its auto_map ignored (tests/search/test_arctic_layout.py).
 """
 
 from __future__ import annotations
