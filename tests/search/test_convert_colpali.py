@@ -262,3 +262,49 @@ def test_convert_command(corpus: Corpus, tmp_path: Path) -> None:
     assert "merging" in result.stderr
     again = run_cli("convert", str(adapter), "--out", str(tmp_path / "out"))
     assert again.returncode == 2 and "not empty" in again.stderr and "Traceback" not in again.stderr
+
+
+def _into_hub_cache(cache: Path, repo: str, folder: Path) -> None:
+    """`folder` as the local Hugging Face cache holds a snapshot of `repo` (refs/main -> snapshots/REV)."""
+    import shutil
+
+    root = cache / f"models--{repo.replace('/', '--')}"
+    (root / "refs").mkdir(parents=True)
+    (root / "refs" / "main").write_text("0" * 40)
+    shutil.copytree(folder, root / "snapshots" / ("0" * 40))
+
+
+def test_an_adapter_given_to_the_retriever_by_hub_name_is_converted_once(
+        corpus: Corpus, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    """MDocAgent's vidore/colpali as --image-retriever names it: the adapter and its base in the local
+    HF cache, merged on first use into deskbench's cache, then read from there."""
+    from huggingface_hub import constants
+
+    from deskbench.search.retriever import open_retriever
+
+    model, processor = _tiny_colpali(tmp_path)
+    base, adapter, lora = _write_engine_checkpoint(model, processor, PALI_TO_ENGINE, PALI_TARGETS, "ColPali",
+                                                   "model.language_model.lm_head.weight", tmp_path, seed=4)
+    config = json.loads((adapter / "adapter_config.json").read_text())
+    config["base_model_name_or_path"] = "vidore/colpaligemma-3b-mix-448-base"
+    (adapter / "adapter_config.json").write_text(json.dumps(config))
+    hub = tmp_path / "hub"
+    _into_hub_cache(hub, "vidore/colpali", adapter)
+    monkeypatch.setattr(constants, "HF_HUB_CACHE", str(hub))
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    with pytest.raises(UserError, match=r"colpali=vidore/colpali is a colpali_engine adapter.*"
+                                        r"'vidore/colpaligemma-3b-mix-448-base' is missing.*--retriever-download") as err:
+        open_retriever("colpali=vidore/colpali", corpus)
+    assert "\n" not in str(err.value)
+    _into_hub_cache(hub, "vidore/colpaligemma-3b-mix-448-base", base)
+
+    first = open_retriever("colpali=vidore/colpali", corpus)
+    assert "merging" in capsys.readouterr().err
+    (done,) = (tmp_path / "xdg" / "deskbench" / "converted").iterdir()
+    assert done.name.startswith("vidore--colpali-") and (done / "config.json").is_file()
+    assert first.identity()["model"] == "vidore/colpali"
+    again = open_retriever("colpali=vidore/colpali", corpus)
+    assert "merging" not in capsys.readouterr().err  # converted once
+    assert again.identity()["fingerprint"] == first.identity()["fingerprint"]
+    _check_against_reference(corpus, COLPALI_FAMILY, done, model, processor, lora)

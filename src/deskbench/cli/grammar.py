@@ -110,7 +110,7 @@ FLAGS: tuple[Flag, ...] = (
     _f("--download", "", "convert: let it fetch the adapter and the base from the Hugging Face hub"),
     _f("--query", "FORM", "retrieve: the question as written (question) or its content words joined by OR (keywords)"),
     _f("--text-retriever", "SPEC", "docqa colbert-llm, mdocagent: their text retrieval (default colbert=colbert-ir/colbertv2.0)"),
-    _f("--image-retriever", "SPEC", "docqa m3docrag, mdocagent: their page-image retrieval (default colpali=vidore/colpali-v1.2-hf)"),
+    _f("--image-retriever", "SPEC", "docqa m3docrag, mdocagent: their page-image retrieval (default colpali=vidore/colpali)"),
     _f("--protocol", "NAME", "docqa bm25-agent: the loop it runs: official | paper | a script's protocol"),
     _f("--preset", "NAME", "docqa bm25-agent: its defaults: official (process_dataset.py) | paper (Appendix G.1)"),
     _f("--top-systems", "N", "pool this many most accurate systems"),

@@ -55,6 +55,7 @@ COMMANDS: tuple[tuple[str, tuple[tuple[str, str], ...]], ...] = (
         ("ingest", "Ingest PDFs into a searchable corpus"),
         ("search", "Search a corpus page by page"),
         ("page", "Render one page of a corpus as an image"),
+        ("convert", "A colpali_engine adapter as a model --retriever loads"),
         ("generate", "Generate a fresh benchmark with exact answers"),
         ("fetch", "Download a released benchmark (MADQA) as tasks and a corpus"),
         ("schema", "The JSON Schema of a track's tasks or answers"),
@@ -66,7 +67,6 @@ COMMANDS: tuple[tuple[str, tuple[tuple[str, str], ...]], ...] = (
     (TOOLS, (
         ("mcp", "Serve a track's tools over MCP to any agent"),
         ("sandbox", "Run Python in the sandbox"),
-        ("convert", "A colpali_engine adapter as a model --retriever loads"),
     )),
 )
 PANEL_OF: dict[str, tuple[int, str, str]] = {  # core command -> (rank, panel, summary)

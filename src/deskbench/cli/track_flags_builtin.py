@@ -24,7 +24,7 @@ FLAGS: dict[str, dict[str, tuple[FlagSpec, ...]]] = {
             FlagSpec(param='retriever', flag='--retriever', kind='str', default='bm25', help="What searches run on: bm25 (MADQA's Whoosh tool) | KIND=MODEL (`deskbench list retrievers`) | A+B fused by RRF (docs/retrievers.md).", short='-r', negative=None, preflight=False),
             FlagSpec(param='retriever_download', flag='--retriever-download', kind='switch', default=False, help='Let --retriever fetch a model missing here from the Hugging Face hub.', short=None, negative=None, preflight=False),
             FlagSpec(param='text_retriever', flag='--text-retriever', kind='str', default=None, help='colbert-llm, mdocagent: text retrieval SPEC (default colbert=colbert-ir/colbertv2.0).', short=None, negative=None, preflight=False),
-            FlagSpec(param='image_retriever', flag='--image-retriever', kind='str', default=None, help='m3docrag, mdocagent: page-image retrieval SPEC (default colpali=vidore/colpali-v1.2-hf).', short=None, negative=None, preflight=False),
+            FlagSpec(param='image_retriever', flag='--image-retriever', kind='str', default=None, help='m3docrag, mdocagent: page-image retrieval SPEC (default colpali=vidore/colpali).', short=None, negative=None, preflight=False),
             FlagSpec(param='unsafe_local', flag='--unsafe-local', kind='switch', default=False, help='analytics and rlm: run model code without bubblewrap (unsafe; debugging only).', short=None, negative=None, preflight=False),
         ),
         'analytics': (

@@ -201,7 +201,7 @@ def test_an_agent_refuses_the_other_modalitys_retriever() -> None:
         MDocAgent().configure({"text_retriever": "colbert="})
     agent = MDocAgent()
     agent.configure({})
-    assert agent.specs == {"text": "colbert=colbert-ir/colbertv2.0", "image": "colpali=vidore/colpali-v1.2-hf"}
+    assert agent.specs == {"text": "colbert=colbert-ir/colbertv2.0", "image": "colpali=vidore/colpali"}
 
 
 # -- end to end: deskbench run ---------------------------------------------------------------

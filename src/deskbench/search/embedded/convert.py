@@ -21,14 +21,17 @@ adapter into its base and writes what they read:
    where colpali_engine saves them, else the base's) saved as ColQwen2Processor / ColPaliProcessor.
 
 Inputs are local folders or hub names already in the local Hugging Face cache; nothing is
-downloaded unless asked. No peft, no colpali_engine and no remote code are needed.
+downloaded unless asked. No peft, no colpali_engine and no remote code are needed. An adapter given
+straight to `--retriever` (visual.find_model) is converted once into deskbench's cache (`converted`).
 """
 
 from __future__ import annotations
 
 import json
 import math
+import os
 import re
+import shutil
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -137,7 +140,7 @@ class Lora:
         return alpha / (math.sqrt(r) if self.rslora else r)
 
 
-def local_folder(model: str, what: str, *, allow_download: bool) -> Path:
+def local_folder(model: str, what: str, *, allow_download: bool, download_flag: str = "--download") -> Path:
     """`model` as a folder, else a hub name's snapshot in the local Hugging Face cache (fetched only
     when `allow_download`)."""
     path = Path(model).expanduser()
@@ -154,7 +157,7 @@ def local_folder(model: str, what: str, *, allow_download: bool) -> Path:
     except LocalEntryNotFoundError:
         raise UserError(f"convert: the {what} {model!r} is missing: not a folder, not in the local Hugging Face "
                         f"cache ({constants.HF_HUB_CACHE}); fetch it with `huggingface-cli download {model}` "
-                        "(or add --download)") from None
+                        f"(or add {download_flag})") from None
     except HFValidationError:
         raise UserError(f"convert: the {what} {model!r} is neither a folder nor a hub name (org/name)") from None
     except (OSError, ValueError) as exc:
@@ -250,19 +253,19 @@ def _processor(family: Family, sources: list[Path]) -> Any:
 
 
 def convert(adapter: str, out: Path, *, base: str | None = None, allow_download: bool = False,
-            progress: Callable[[str], None] | None = None) -> Converted:
+            progress: Callable[[str], None] | None = None, download_flag: str = "--download") -> Converted:
     """Merge a colpali_engine LoRA adapter into its base and write a transformers-format folder
     that `--retriever colqwen=OUT` / `colpali=OUT` load."""
     import torch
     import transformers
 
     say = progress or (lambda _line: None)
-    adapter_dir = local_folder(adapter, "adapter", allow_download=allow_download)
+    adapter_dir = local_folder(adapter, "adapter", allow_download=allow_download, download_flag=download_flag)
     lora = Lora.read(adapter_dir)
     base_name = base or lora.base
     if not base_name:
         raise UserError(f"convert: {adapter_dir / ADAPTER_CONFIG} names no base model; give it with --base")
-    base_dir = local_folder(base_name, "base model", allow_download=allow_download)
+    base_dir = local_folder(base_name, "base model", allow_download=allow_download, download_flag=download_flag)
     try:
         base_config = json.loads((base_dir / "config.json").read_text(encoding="utf-8"))
     except (OSError, ValueError):
@@ -307,3 +310,34 @@ def convert(adapter: str, out: Path, *, base: str | None = None, allow_download:
     model.save_pretrained(out)
     _processor(family, [adapter_dir, base_dir]).save_pretrained(out)
     return Converted(out, family.kind, base_dir, lora_modules, dim)
+
+
+def cache_root() -> Path:
+    """Where adapters given straight to --retriever are converted to (once): deskbench's cache."""
+    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "deskbench" / "converted"
+
+
+def converted(kind: str, model: str, adapter_dir: Path, *, allow_download: bool) -> Path:
+    """An adapter given to `--retriever KIND=MODEL` (vidore/colpali, vidore/colqwen2.5-v0.2): its
+    transformers folder, converted on first use into the cache (keyed by the adapter's bytes, so a
+    new revision converts again) with its base from the local cache; one line if the base is missing."""
+    from deskbench.console import err
+    from deskbench.search.retriever import model_fingerprint
+
+    target = cache_root() / f"{model.strip('/').replace('/', '--')}-{model_fingerprint(adapter_dir)[:12]}"
+    if (target / "config.json").is_file():
+        return target
+    partial = target.with_name(f"{target.name}.partial-{os.getpid()}")
+    shutil.rmtree(partial, ignore_errors=True)
+    try:
+        convert(str(adapter_dir), partial, allow_download=allow_download, download_flag="--retriever-download",
+                progress=lambda line: err.print(f"--retriever {kind}={model}: {line}", markup=False))
+    except UserError as exc:
+        shutil.rmtree(partial, ignore_errors=True)
+        raise UserError(f"--retriever {kind}={model} is a colpali_engine adapter, converted before use: "
+                        f"{str(exc).removeprefix('convert: ')}") from None
+    try:
+        partial.rename(target)
+    except OSError:  # another process converted it first
+        shutil.rmtree(partial, ignore_errors=True)
+    return target

@@ -7,7 +7,7 @@ Both run through transformers' own classes (ColQwen2ForRetrieval / ColPaliForRet
 processors' process_images / process_queries, with the processors' prompts, query augmentation
 tokens and image sizes), so a model is a transformers-format folder: vidore/colqwen2-v1.0-hf,
 vidore/colpali-v1.3-hf, ... (colpali_engine's PEFT adapters, such as vidore/colqwen2.5-v0.2 that
-HEAVEN re-ranks with, need converting first; the error says so). A ColQwen2ForRetrieval whose
+HEAVEN re-ranks with, are merged into their base first: convert.py). A ColQwen2ForRetrieval whose
 backbone is a Qwen2.5-VL (a converted ColQwen2.5) loads the same way.
 
 Pages are rendered as HEAVEN renders them (144 dpi, at most 4,000,000 pixels; M3DocRAG's ColPali

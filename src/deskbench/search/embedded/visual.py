@@ -108,6 +108,10 @@ def find_model(kind: str, model: str, *, allow_download: bool) -> ModelFolder:
     from deskbench.search.embedded.dense import model_folder
 
     path = model_folder(kind, model, allow_download=allow_download)
+    if (path / "adapter_config.json").is_file() and not (path / "config.json").is_file():  # colpali_engine's
+        from deskbench.search.embedded.convert import converted  # layout: merged once, cached
+
+        path = converted(kind, model, path, allow_download=allow_download)
     if not (path / "config.json").is_file():
         raise UserError(f"--retriever {kind}={model}: {path} has no config.json, so it is not a transformers model "
                         "folder; give the folder save_pretrained wrote (or a hub name)")
@@ -125,8 +129,8 @@ def check_model_type(folder: ModelFolder, kind: str, wanted: Sequence[str]) -> N
         return
     hint = ""
     if (folder.path / "adapter_config.json").is_file():
-        hint = (" (it is a PEFT adapter, colpali_engine's format; use the transformers conversion, e.g. "
-                f"{_EXAMPLE[kind]})")
+        hint = (" (it is a PEFT adapter, colpali_engine's format; convert it with `deskbench convert`, or use "
+                f"a transformers conversion, e.g. {_EXAMPLE[kind]})")
     raise UserError(f"--retriever {kind}={folder.name}: the model is a {model_type!r}, not a "
                     f"{' or '.join(repr(w) for w in wanted)}{hint}; give a {kind} model such as {_EXAMPLE[kind]}")
 

@@ -43,7 +43,7 @@ class DocQARunOptions(ExternalAgentOptions):
     text_retriever: Annotated[str | None, Field(description=(
         "colbert-llm, mdocagent: text retrieval SPEC (default colbert=colbert-ir/colbertv2.0)."))] = None
     image_retriever: Annotated[str | None, Field(description=(
-        "m3docrag, mdocagent: page-image retrieval SPEC (default colpali=vidore/colpali-v1.2-hf)."))] = None
+        "m3docrag, mdocagent: page-image retrieval SPEC (default colpali=vidore/colpali)."))] = None
     unsafe_local: Annotated[bool, Field(
         description="analytics and rlm: run model code without bubblewrap (unsafe; debugging only).")] = False
 

@@ -56,9 +56,9 @@ SOURCE = "github aiming-lab/MDocAgent df34e4c25fcba74b7bbb93dd5d4c9ef3c521d341"
 
 DEFAULT_RETRIEVERS: dict[Modality, str] = {
     "text": "colbert=colbert-ir/colbertv2.0",  # retrieval/text_retrieval.py: RAGatouille's colbert-ir/colbertv2.0
-    # retrieval/image_retrieval.py loads vidore/colpali (v1.0, a PEFT adapter over colpaligemma-3b-mix-448-base),
-    # which has no transformers-format conversion; v1.2-hf is the earliest ColPali transformers loads
-    "image": "colpali=vidore/colpali-v1.2-hf",
+    # retrieval/image_retrieval.py loads vidore/colpali (v1.0, a PEFT adapter over colpaligemma-3b-mix-448-base):
+    # the same checkpoint, merged into its base on first use (search/embedded/convert.py)
+    "image": "colpali=vidore/colpali",
 }
 OPTION: dict[Modality, str] = {"text": "text_retriever", "image": "image_retriever"}
 FLAG: dict[Modality, str] = {"text": "--text-retriever", "image": "--image-retriever"}
