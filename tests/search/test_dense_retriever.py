@@ -204,3 +204,18 @@ def test_download_only_when_the_run_allows_it(corpus: Corpus, models: dict[str, 
     r = retrievers.open_retriever("dense=tiny-org/fetched", corpus, allow_download=True)
     assert asked == [("tiny-org/fetched", True), ("tiny-org/fetched", False)]
     assert r.identity()["fingerprint"] == retrievers.model_fingerprint(models["plain"])
+
+
+def test_a_checkpoint_missing_weights_is_refused_not_filled_at_random(corpus: Corpus, tmp_path: Path) -> None:
+    """transformers fills a weight the checkpoint lacks with random values and only logs it: an index
+    of random embeddings under the model's name. deskbench refuses such a model."""
+    from safetensors.torch import load_file, save_file
+
+    folder = write_sentence_transformer(tmp_path / "holed")
+    weights = folder / "model.safetensors"
+    state = load_file(str(weights))
+    dropped = next(k for k in state if "encoder.layer.1.attention.self.query.weight" in k)
+    del state[dropped]
+    save_file(state, str(weights), metadata={"format": "pt"})
+    with pytest.raises(UserError, match=r"has no weights for 1 of its parameters \(.*layer\.1\.attention\.self\.query\.weight\)"):
+        DenseRetriever(corpus, str(folder))

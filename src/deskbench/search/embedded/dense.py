@@ -26,6 +26,7 @@ from deskbench.search.embedded import store
 from deskbench.search.retriever import PageSource, Retriever, index_folder, model_fingerprint
 
 if TYPE_CHECKING:
+    import torch
     from sentence_transformers import SentenceTransformer
 
     from deskbench.search.index import ScoredPage
@@ -97,13 +98,29 @@ def _load(spec: str, folder: Path) -> SentenceTransformer:
     from sentence_transformers import SentenceTransformer
 
     try:
-        return SentenceTransformer(str(folder), device=torch_device(), local_files_only=True,
-                                   trust_remote_code=False)
+        model = SentenceTransformer(str(folder), device=torch_device(), local_files_only=True,
+                                    trust_remote_code=False)
     except (OSError, ValueError, KeyError, RuntimeError) as exc:
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         raise UserError(f"--retriever {spec}: the model at {folder} does not load as a sentence-transformers "
                         f"model ({first[:300]}); give a sentence-transformers folder (modules.json) or a "
                         "transformers model folder whose architecture needs no code of its own") from None
+    missing = unloaded_weights(model)
+    if missing:
+        raise UserError(f"--retriever {spec}: the model at {folder} has no weights for {len(missing)} of its "
+                        f"parameters ({', '.join(missing[:3])}{', ...' if len(missing) > 3 else ''}), which "
+                        "transformers would fill with random values; its checkpoint is not this architecture's "
+                        "(give the model's own folder, or one saved by sentence-transformers)")
+    return model
+
+
+def unloaded_weights(model: torch.nn.Module) -> list[str]:
+    """The parameters a load left at their random initialisation: transformers marks every weight
+    it read from the checkpoint (or tied to one) `_is_hf_initialized` and only logs the rest, so a
+    checkpoint of another layout would give embeddings of random weights under the model's name.
+    An unused pooler (sentence-transformers pools itself) is not a loss."""
+    return [name for name, param in model.named_parameters()
+            if not getattr(param, "_is_hf_initialized", False) and ".pooler." not in f".{name}"]
 
 
 def _prompt(model: SentenceTransformer, names: Sequence[str]) -> str:
