@@ -32,7 +32,12 @@ import numpy as np
 
 from deskbench.errors import UserError
 from deskbench.search.embedded import store
-from deskbench.search.embedded.dense import model_folder, progress_line, torch_device
+from deskbench.search.embedded.dense import (
+    model_folder,
+    progress_line,
+    refuse_unloaded,
+    torch_device,
+)
 from deskbench.search.retriever import PageSource, Retriever, index_folder, model_fingerprint
 
 if TYPE_CHECKING:
@@ -130,6 +135,7 @@ class ColbertEncoder:
             first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
             raise UserError(f"--retriever {spec}: the checkpoint at {folder} does not load with transformers "
                             f"({first[:300]}); give a ColBERT checkpoint folder (config.json, weights, tokenizer)") from None
+        refuse_unloaded(self.bert, spec, folder)
         weight = _linear_weight(folder, spec).to(torch.float32)
         hidden = int(self.bert.config.hidden_size)
         if weight.ndim != 2 or weight.shape[1] != hidden or weight.shape[0] != self.settings.dim:

@@ -105,13 +105,19 @@ def _load(spec: str, folder: Path) -> SentenceTransformer:
         raise UserError(f"--retriever {spec}: the model at {folder} does not load as a sentence-transformers "
                         f"model ({first[:300]}); give a sentence-transformers folder (modules.json) or a "
                         "transformers model folder whose architecture needs no code of its own") from None
+    refuse_unloaded(model, spec, folder)
+    return model
+
+
+def refuse_unloaded(model: torch.nn.Module, spec: str, folder: object) -> None:
+    """One line when a load left weights at random (`unloaded_weights`): every embedding kind
+    calls it on what it loaded."""
     missing = unloaded_weights(model)
     if missing:
         raise UserError(f"--retriever {spec}: the model at {folder} has no weights for {len(missing)} of its "
                         f"parameters ({', '.join(missing[:3])}{', ...' if len(missing) > 3 else ''}), which "
                         "transformers would fill with random values; its checkpoint is not this architecture's "
-                        "(give the model's own folder, or one saved by sentence-transformers)")
-    return model
+                        "(give the model's own folder, as its authors saved it)")
 
 
 def unloaded_weights(model: torch.nn.Module) -> list[str]:

@@ -95,6 +95,9 @@ class LateVisualRetriever:
                                                                                          local_files_only=True)
         model = getattr(transformers, family.model_class).from_pretrained(folder.path, dtype=self.dtype,
                                                                           local_files_only=True)
+        from deskbench.search.embedded.dense import refuse_unloaded
+
+        refuse_unloaded(model, f"{family.kind}={folder.name}", folder.path)
         self.model = model.to(self.device).eval()
         self.dims = int(model.config.embedding_dim)
         self.vectors = store.build(

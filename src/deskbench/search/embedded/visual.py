@@ -209,6 +209,9 @@ class DseRetriever:
         self.image_processor = load_processor(
             folder.path, local_files_only=True, min_pixels=options.min_pixels, max_pixels=options.max_pixels)
         model = Qwen2VLForConditionalGeneration.from_pretrained(folder.path, dtype=self.dtype, local_files_only=True)
+        from deskbench.search.embedded.dense import refuse_unloaded
+
+        refuse_unloaded(model, f"dse={folder.name}", folder.path)
         self.model = model.model.to(self.device).eval()  # the backbone: its last_hidden_state is normed
         self.image_token_id = int(model.config.image_token_id)
         self.width = int(model.config.get_text_config().hidden_size)
