@@ -56,6 +56,14 @@ def make_corpus(root: Path, docs: dict[str, int]) -> Path:
     return root / "corpus"
 
 
+@pytest.fixture(autouse=True)
+def _quick_polls(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The scripts sleep 1 s (OpenAI, between polls of a run) and 2 s (Gemini, between polls of an
+    operation); the simulators answer at once, so the tests poll every 10 ms."""
+    monkeypatch.setattr("deskbench.tracks.docqa.agents.managed_rag.openai_fs.POLL", 0.01)
+    monkeypatch.setattr("deskbench.tracks.docqa.agents.managed_rag.gemini_fs.OPERATION_POLL", 0.01)
+
+
 @pytest.fixture
 def corpus(tmp_path: Path) -> Path:
     return make_corpus(tmp_path / "c", {"manual.pdf": 2, "report.pdf": 1})
@@ -261,7 +269,6 @@ def run_gemini(tasks: Path, corpus: Path, out: Path, sim: SimGeminiFileSearch, m
                model: str = "google/gemini-2.5-flash") -> Any:
     for k, v in sim.env().items():
         monkeypatch.setenv(k, v)
-    monkeypatch.setattr("deskbench.tracks.docqa.agents.managed_rag.gemini_fs.OPERATION_POLL", 0.01)
     return run_cli("run", "--tasks", str(tasks), "--corpus", str(corpus), "--agent", "gemini-file-search",
                    "--model", model, "--out", str(out), "--json", "--quiet")
 

@@ -179,8 +179,10 @@ class RunIncomplete(Exception):
     """The assistant's run ended in another state than completed."""
 
 
-def ask(api: Any, ready: Ready, question: str, *, timeout: float = RUN_TIMEOUT, poll: float = POLL) -> Reply:
-    """One question as the script's answer_question asks it."""
+def ask(api: Any, ready: Ready, question: str, *, timeout: float = RUN_TIMEOUT, poll: float | None = None) -> Reply:
+    """One question as the script's answer_question asks it (polling every POLL seconds, read when
+    called, as the script sleeps)."""
+    poll = POLL if poll is None else poll
     started = time.monotonic()
     thread = api.beta.threads.create()
     try:
