@@ -37,6 +37,53 @@ def needs(*marks: str) -> Callable[[F], F]:
     return carry
 
 
+# -- collection imports no torch ---------------------------------------------------------------------
+
+HEAVY_MODULES = ("torch", "transformers", "sentence_transformers", "safetensors.torch")
+_heavy_before: set[str] = set()  # loaded before collection began (a plugin's doing, not a test file's)
+_heavy_first_seen: dict[str, str] = {}  # module -> the collector after which it was first loaded
+
+
+def pytest_sessionstart(session: pytest.Session) -> None:
+    _heavy_before.clear()
+    _heavy_before.update(m for m in HEAVY_MODULES if m in sys.modules)
+    _heavy_first_seen.clear()
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collectreport(report: pytest.CollectReport) -> None:
+    """The collector whose collection first loads a heavy module fails, with the line naming both:
+    an xdist worker passes failed collection reports on to the controller (the UsageError below
+    would end the worker in an INTERNALERROR, its line lost), so the test command shows it too."""
+    new = [m for m in HEAVY_MODULES if m in sys.modules and m not in _heavy_before and m not in _heavy_first_seen]
+    for module in new:
+        _heavy_first_seen[module] = report.nodeid or "conftest"
+    if new and report.passed:
+        report.outcome = "failed"
+        report.longrepr = heavy_import_problem(set(sys.modules), _heavy_before, _heavy_first_seen)
+
+
+def heavy_import_problem(loaded: set[str], before: set[str], first_seen: dict[str, str]) -> str | None:
+    """The one line naming the heavy modules collection imported and the file that did it, or None."""
+    new = [m for m in HEAVY_MODULES if m in loaded and m not in before]
+    if not new:
+        return None
+    where = first_seen.get(new[0], "a test module")
+    return (f"collecting the tests imported {', '.join(new)} (first after collecting {where}): import it inside "
+            f"the tests or fixtures that use it (type hints under TYPE_CHECKING), as tests/tiny_text_encoders.py does")
+
+
+def pytest_collection_finish(session: pytest.Session) -> None:
+    """Refuse a collection that imports torch, transformers, sentence_transformers or
+    safetensors.torch: the test command's xdist workers (--dist loadfile) each collect, so import,
+    EVERY test file, and those imports cost about 9 s of CPU per worker before any test runs, in
+    workers that never run a torch test too. They belong inside the tests and fixtures that use them.
+    (In an xdist worker the failed collection report above refuses it.)"""
+    problem = heavy_import_problem(set(sys.modules), _heavy_before, _heavy_first_seen)
+    if problem is not None and not hasattr(session.config, "workerinput"):
+        raise pytest.UsageError(problem)
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     for item in items:
         info = getattr(item, "_fixtureinfo", None)

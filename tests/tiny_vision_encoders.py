@@ -4,13 +4,14 @@ Each builder makes the real transformers classes with a few layers and a hidden 
 a byte-level tokenizer holding the special tokens the processors need, and saves model and
 processor with save_pretrained, so a test loads them through the retriever's own loading code
 (the same code that loads MrLight/dse-qwen2-2b-mrl-v1 or vidore/colqwen2-v1.0-hf).
+torch and transformers are imported inside the builders: every xdist worker collects every test
+file (tests/conftest.py refuses a collection that imports them).
 """
 
 from __future__ import annotations
 
 from pathlib import Path
 
-import torch
 from tokenizers import pre_tokenizers
 
 QWEN_SPECIALS = ["<|endoftext|>", "<|im_start|>", "<|im_end|>", "<|vision_start|>", "<|vision_end|>",
@@ -66,6 +67,7 @@ def _image_processor():  # -> Qwen2VLImageProcessorPil
 def write_tiny_dse(folder: Path, seed: int = 0) -> Path:
     """A DSE-shaped model: Qwen2VLForConditionalGeneration, its tokenizer and image processor (as
     the hub folder has them; Qwen2VLProcessor itself needs torchvision's video processor)."""
+    import torch
     from transformers import Qwen2VLForConditionalGeneration
 
     torch.manual_seed(seed)
@@ -79,6 +81,7 @@ def write_tiny_dse(folder: Path, seed: int = 0) -> Path:
 
 def write_tiny_colqwen2(folder: Path, seed: int = 0) -> Path:
     """A ColQwen2 (transformers' ColQwen2ForRetrieval, as vidore/colqwen2-v1.0-hf) and its processor."""
+    import torch
     from transformers import ColQwen2Config, ColQwen2ForRetrieval, ColQwen2Processor
 
     torch.manual_seed(seed)
@@ -105,6 +108,7 @@ def _gemma_tokenizer():  # -> GemmaTokenizer
 def write_tiny_colpali(folder: Path, seed: int = 0) -> Path:
     """A ColPali (transformers' ColPaliForRetrieval over a PaliGemma, as vidore/colpali-v1.3-hf):
     a 1-layer SigLIP of 56x56 images (16 image tokens), a 2-layer Gemma, and its processor."""
+    import torch
     from transformers import ColPaliConfig, ColPaliForRetrieval, ColPaliProcessor, PaliGemmaConfig
     from transformers import SiglipImageProcessorPil as SiglipImageProcessor
 

@@ -27,13 +27,12 @@ import shutil
 import string
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pytest
-import torch
 from conftest import ingest, write_text_pdf
 from huggingface_hub import constants
-from safetensors.torch import load_file, save_file
 from tokenizers import Tokenizer, decoders, models, pre_tokenizers, processors
 
 from deskbench.search import retriever as retrievers
@@ -41,6 +40,9 @@ from deskbench.search.embedded import dense
 from deskbench.search.embedded.dense import DenseRetriever
 from deskbench.tracks.docqa.analysis import embedding_choice
 from deskbench.tracks.docqa.analysis.embedding_choice import PAPER_MODEL
+
+if TYPE_CHECKING:  # torch is imported where used: every xdist worker collects this file (tests/conftest.py)
+    import torch
 
 HIDDEN, INTERMEDIATE, LAYERS, HEADS = 32, 48, 2, 2
 WORDS = ["the", "a", "of", "and", "in", "annual", "report", "harbour", "mountain", "car", "river", "bridge", "council",
@@ -91,6 +93,8 @@ def write_tokenizer(folder: Path) -> int:
 
 def new_impl_weights(vocab_size: int, seed: int) -> dict[str, torch.Tensor]:
     """Random weights under the names new-impl's GteModel saves (no pooler: AutoModel's default)."""
+    import torch
+
     g = torch.Generator().manual_seed(seed)
 
     def rand(*shape: int, scale: float = 0.5) -> torch.Tensor:
@@ -114,6 +118,8 @@ def new_impl_weights(vocab_size: int, seed: int) -> dict[str, torch.Tensor]:
 def write_arctic_layout(folder: Path, *, seed: int = 0, auto_map: dict[str, str] = LOCAL_AUTO_MAP) -> Path:
     """A tiny checkpoint laid out as snowflake-arctic-embed-m-v2.0 is. Its own code files are there
     by name but raise when imported: loading must never run them."""
+    from safetensors.torch import save_file
+
     folder.mkdir(parents=True)
     vocab_size = write_tokenizer(folder)
     (folder / "config.json").write_text(json.dumps(published_config(vocab_size, auto_map), indent=2))
@@ -140,6 +146,9 @@ def write_arctic_layout(folder: Path, *, seed: int = 0, auto_map: dict[str, str]
 def reference(folder: Path, texts: list[str]) -> np.ndarray:
     """new-impl's forward, one text at a time (no padding), from the checkpoint's own tensors and
     tokenizer.json: CLS of the last layer, L2-normalised."""
+    import torch
+    from safetensors.torch import load_file
+
     cfg = json.loads((folder / "config.json").read_text())
     sd = load_file(str(folder / "model.safetensors"))
     tok = Tokenizer.from_file(str(folder / "tokenizer.json"))

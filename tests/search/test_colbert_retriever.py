@@ -10,9 +10,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-import torch
 from conftest import ingest, write_text_pdf
-from tiny_text_encoders import TinyColBERT, vocabulary, write_colbert
+from tiny_text_encoders import tiny_colbert, vocabulary, write_colbert
 
 from deskbench.corpus import Corpus
 from deskbench.errors import UserError
@@ -48,7 +47,9 @@ def corpus(tmp_path: Path) -> Corpus:
 
 def reference_vectors(checkpoint: Path, token_ids: list[int], attention: list[int]) -> np.ndarray:
     """normalize(linear(bert(ids))) with the checkpoint loaded as HF_ColBERT's layout, for one sequence."""
-    model = TinyColBERT.from_pretrained(checkpoint, dim=16).eval()
+    import torch
+
+    model = tiny_colbert().from_pretrained(checkpoint, dim=16).eval()
     with torch.no_grad():
         hidden = model.bert(input_ids=torch.tensor([token_ids]), attention_mask=torch.tensor([attention]))[0]
         return torch.nn.functional.normalize(model.linear(hidden), p=2, dim=2)[0].numpy()
@@ -141,7 +142,9 @@ def test_stored_once_recorded_and_searched_through_the_corpus(corpus: Corpus, ch
 
 
 def test_a_pytorch_model_bin_checkpoint_loads_the_same(tmp_path: Path, checkpoint: Path) -> None:
-    model = TinyColBERT.from_pretrained(checkpoint, dim=16)
+    import torch
+
+    model = tiny_colbert().from_pretrained(checkpoint, dim=16)
     binary = tmp_path / "bin"
     model.config.save_pretrained(binary)  # colbertv2.0 ships pytorch_model.bin: HF_ColBERT's state dict
     torch.save(model.state_dict(), binary / "pytorch_model.bin")
@@ -158,7 +161,7 @@ def test_checkpoints_that_are_not_colbert_are_one_line(tmp_path: Path, corpus: C
         retrievers.open_retriever(f"colbert={no_meta}", corpus)
     assert "\n" not in str(err.value)
     plain = tmp_path / "bert"
-    TinyColBERT.from_pretrained(write_colbert(tmp_path / "x"), dim=16).bert.save_pretrained(plain)
+    tiny_colbert().from_pretrained(write_colbert(tmp_path / "x"), dim=16).bert.save_pretrained(plain)
     (plain / "tokenizer.json").write_bytes((tmp_path / "x" / "tokenizer.json").read_bytes())
     (plain / "tokenizer_config.json").write_bytes((tmp_path / "x" / "tokenizer_config.json").read_bytes())
     with pytest.raises(UserError, match="no ColBERT projection"):

@@ -41,8 +41,6 @@ from deskbench.search.embedded.late_visual import (
 )
 from deskbench.search.embedded.visual import PageRender
 
-torch = pytest.importorskip("torch")
-
 RENDER = PageRender(dpi=36, max_pixels=200_000)
 R, ALPHA = 4, 8  # scale 2: a merge that forgot alpha / r would not pass
 QWEN_TARGETS = r"(.*(model).*(down_proj|gate_proj|up_proj|k_proj|q_proj|v_proj|o_proj).*$|.*(custom_text_proj).*$)"
@@ -119,6 +117,7 @@ def _write_engine_checkpoint(model: Any, processor: Any, table: tuple[tuple[str,
                              architecture: str, lm_head: str, tmp: Path, seed: int) -> tuple[Path, Path, dict[str, tuple[Any, Any]]]:
     """The base (sharded, with an LM head) and a LoRA adapter in colpali_engine's layout; returns the
     LoRA pairs by the transformers module name, for the reference."""
+    import torch
     from safetensors.torch import save_file
 
     base, adapter = tmp / "base", tmp / "adapter"
@@ -178,6 +177,8 @@ def _page_images(corpus: Corpus) -> list[Any]:
 
 def _check_against_reference(corpus: Corpus, family: Any, out: Path, model: Any, processor: Any,
                              lora: dict[str, tuple[Any, Any]]) -> None:
+    import torch
+
     retriever = LateVisualKind(family, "test", LateOptions(render=RENDER, batch_size=2)).open(corpus, str(out))
     handles = _with_lora_hooks(model, lora)
     try:
@@ -204,6 +205,8 @@ def _check_against_reference(corpus: Corpus, family: Any, out: Path, model: Any,
 
 
 def test_colqwen25_adapter_is_merged_and_loads_as_colqwen(corpus: Corpus, tmp_path: Path) -> None:
+    import torch
+
     torch.manual_seed(0)
     model, processor = _tiny_colqwen25()
     base, adapter, lora = _write_engine_checkpoint(model, processor, QWEN_TO_ENGINE, QWEN_TARGETS, "ColQwen2_5",

@@ -11,7 +11,6 @@ import numpy as np
 import pytest
 from conftest import ingest, write_text_pdf
 from huggingface_hub import constants
-from sentence_transformers import SentenceTransformer
 from tiny_text_encoders import write_sentence_transformer
 
 from deskbench.corpus import Corpus
@@ -51,6 +50,8 @@ def corpus(tmp_path: Path) -> Corpus:
 def expected(model: Path, corpus: Corpus, query: str, query_prompt: str = "",
              document_prompt: str = "") -> list[tuple[str, int, float]]:
     """Every page ranked by the cosine of the model's own (normalised) vectors, computed here."""
+    from sentence_transformers import SentenceTransformer
+
     st = SentenceTransformer(str(model), device="cpu")
     keys = [(d, p) for d, p, _ in corpus.page_keys()]
     pages = st.encode([document_prompt + t for t in corpus.page_texts(keys)], normalize_embeddings=True, prompt="")

@@ -219,8 +219,7 @@ def test_parse_model_and_options() -> None:
 
 
 # -- end to end on tiny models ----------------------------------------------------------------------
-
-torch = pytest.importorskip("torch")
+# (torch is imported where used, never at module level: every xdist worker collects this file)
 
 
 @pytest.fixture(scope="module")
@@ -367,6 +366,7 @@ def test_doclayout_yolo_when_installed_keeps_title_classes(monkeypatch: pytest.M
     import types
 
     import huggingface_hub
+    import torch
 
     calls: list[dict[str, Any]] = []
 

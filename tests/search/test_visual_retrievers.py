@@ -46,8 +46,6 @@ from deskbench.search.embedded.visual import (
 )
 from deskbench.search.retriever import kind, open_retriever
 
-torch = pytest.importorskip("torch")
-
 RENDER = PageRender(dpi=36, max_pixels=200_000)  # small pages: the tiny models run them quickly
 TINY_DSE = DseOptions(render=RENDER, min_pixels=MIN_PIXELS, max_pixels=MAX_PIXELS, batch_size=3)
 QUERIES = ["quarterly revenue of the harbour authority", "x"]
@@ -107,6 +105,7 @@ def _page_images(corpus: Corpus) -> list:  # list[PIL.Image]
 def _heaven_dse(folder: Path, prompt: str, image) -> np.ndarray:  # noqa: ANN001
     """One input as HEAVEN's DSEEncoder embeds it: the conditional-generation model, no padding,
     hidden_states[-1][:, -1], normalised."""
+    import torch
     from transformers import AutoImageProcessor, AutoTokenizer, Qwen2VLForConditionalGeneration
 
     tok = AutoTokenizer.from_pretrained(folder)
@@ -197,6 +196,7 @@ def test_dse_mrl_dims_slice_before_normalising(corpus: Corpus, dse_model: Path) 
 @pytest.mark.parametrize("family", [COLQWEN2, COLPALI_FAMILY], ids=["colqwen", "colpali"])
 def test_late_interaction_ranks_pages_by_transformers_maxsim(corpus: Corpus, family: Family,
                                                              request: pytest.FixtureRequest) -> None:
+    import torch
     import transformers
 
     folder: Path = request.getfixturevalue(f"{family.kind}_model")

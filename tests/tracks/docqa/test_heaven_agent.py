@@ -29,8 +29,6 @@ from deskbench.tracks.docqa.agents.heaven import page_jpeg, parse_reply, render_
 from deskbench.tracks.docqa.agents.registry import make_agent
 from deskbench.tracks.docqa.tasks import DocQASubmission, DocQATask
 
-torch = pytest.importorskip("torch")
-
 OFFICIAL = json.loads((REPO / "tests" / "data" / "heaven_official.json").read_text())
 TASK = DocQATask(id="q1", question="What was the harbour revenue in 2021?", answer_variants=[["12 million"]],
                  evidence=[{"document": "a.pdf", "page": 1}])
