@@ -13,9 +13,6 @@ bash scripts/setup.sh test
 # first; --no-loadscope-reorder keeps it); the 25 slowest tests listed at the end.
 workers="${DESKBENCH_TEST_WORKERS:-$(.venv/bin/python -c 'import os; print(len(os.sched_getaffinity(0)) + 1)')}"
 export OMP_THREAD_LIMIT=1
-# One thread per process for OpenMP and BLAS (torch's intra-op pool, numpy's OpenBLAS): the workers
-# already outnumber the CPUs, and the retriever tests' tiny models gain nothing from a second thread.
-export OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1
 # Cached bytecode, even where the environment turns it off (PYTHONDONTWRITEBYTECODE=1, as in many
 # container images): the suite starts hundreds of interpreters (CLI subprocesses, servers, Ray
 # workers), each of which would otherwise compile the package again, and every worker would rewrite
