@@ -18,6 +18,7 @@ from deskbench.agents.base import AgentResult, Recorder
 from deskbench.agents.code_loop import AnalystContext, Deliverables, code_loop
 from deskbench.errors import UserError
 from deskbench.runs.protocol import ProtocolNote, deskbench, paper
+from deskbench.tracks.deliverables import deep_research
 from deskbench.tracks.deliverables.agent_inputs import DeliverableOptions, files_block
 from deskbench.tracks.deliverables.prompts import (
     BUDGET,
@@ -124,6 +125,17 @@ def _external(options: DeliverableOptions, web: WebBackend | None) -> Deliverabl
 NO_MODEL = {"external"}  # agents that call no model of ours: --model is ignored, no model is opened
 # deliverables agents take a task package, the same context as analytics agents, and a work directory
 DELIVERABLE_AGENTS: dict[str, Callable[..., DeliverablesAgent]] = {"deliverable-agent": DeliverableAgent, "external": _external}
+
+
+def _deep_research(name: str) -> Callable[..., DeliverablesAgent]:
+    def make(options: DeliverableOptions, web: WebBackend | None) -> DeliverablesAgent:
+        made: DeliverablesAgent = deep_research.factory(name)(options, web)
+        return made
+
+    return make
+
+
+DELIVERABLE_AGENTS.update({name: _deep_research(name) for name in deep_research.AGENTS})
 
 
 def agent_names() -> str:

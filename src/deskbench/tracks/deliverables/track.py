@@ -12,6 +12,7 @@ from pydantic import BaseModel
 
 from deskbench.contract.cli import DemoLeg, TrackCommand
 from deskbench.contract.track import Track
+from deskbench.tracks.deliverables import deep_research
 from deskbench.tracks.deliverables.options import (
     DeliverablesCompareOptions,
     DeliverablesRunOptions,
@@ -39,7 +40,7 @@ class DeliverablesTrack(Track):
     outcome_definition = DELIVERABLES_DEFINITION
     submission_type = DeliverableSubmission
 
-    agents = ("deliverable-agent", "external")  # tracks/deliverables/agent.py DELIVERABLE_AGENTS
+    agents = ("deliverable-agent", "external", *deep_research.AGENTS)  # tracks/deliverables/agent.py DELIVERABLE_AGENTS
     limit_category = "round_limit"
     run_options = DeliverablesRunOptions
     score_options = DeliverablesScoreOptions
