@@ -25,7 +25,9 @@ from typing import Any
 
 # agent name -> "module:factory" under this package; the factory takes (options, web) as
 # tracks/deliverables/agent.py's DELIVERABLE_AGENTS do
-AGENTS: dict[str, str] = {}
+AGENTS: dict[str, str] = {
+    "gemini-deep-research": "gemini_dr:GeminiDeepResearchAgent",
+}
 
 
 def factory(name: str) -> Callable[..., Any]:
