@@ -13,4 +13,5 @@ COMMANDS: tuple[TrackCommand, ...] = (
     TrackCommand("compare-sheets", "deskbench.tracks.analytics.cli.compare_sheets:register", panel=TOOLS,
                  after="sandbox", summary="Judge a spreadsheet against a reference"),
     TrackCommand("analytics", "deskbench.tracks.analytics.cli.generate:register", group="generate"),
+    TrackCommand("aida", "deskbench.tracks.analytics.cli.fetch:register", group="fetch"),
 )
