@@ -26,6 +26,7 @@ from typing import Any
 # agent name -> "module:factory" under this package; the factory takes (options, web) as
 # tracks/deliverables/agent.py's DELIVERABLE_AGENTS do
 AGENTS: dict[str, str] = {
+    "claude-research": "anthropic:make",
     "gemini-deep-research": "gemini_dr:GeminiDeepResearchAgent",
 }
 
