@@ -525,7 +525,7 @@ def test_csv_import_good(run: Path, tmp_path: Path) -> None:
     assert any(f.startswith("score-0 mismatch on DI") for f in lazy.flags)
 
 
-GOOD_ROW = {"task_id": FSP, "system": "sys-good", "attempt": "0", "grader": "sme-1",
+GOOD_ROW = {"task_id": FSP, "system": "sys-good", "attempt": "0", "response": "", "grader": "sme-1",
             **{c: "2" for c in RUBRIC_CODES}, **{f"{c}_justification": "fine" for c in RUBRIC_CODES}, "comment": "", "best": ""}
 
 

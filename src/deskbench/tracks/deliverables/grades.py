@@ -15,6 +15,10 @@ the same grader replaced it, another grader's grade became primary, the episode 
 stale: not applied, flagged on the row and counted in `.stale_qc`. `final_grade` is the same
 for one episode (the web QC screen: one episode's verifiers, not the system's).
 
+`final_grades` also reads each task's SME-declared best response (the `best` column first,
+else "Response N" in the comments: scoring/rubric_best.py) from the primary grades of every
+system, whatever `system` filters.
+
 Binding. A QC action names the grade it reviewed (QCAction.grader, .graded_at: the grade's
 grader and created_at). `add_qc` binds an unbound action to the episode's primary grade at the
 time it is recorded (the CLI / CSV import, a caller that names no grade), and refuses, in the
@@ -34,13 +38,14 @@ current primary grade. Stored rows are not rewritten; the binding is inferred on
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 
 from deskbench.errors import UserError
 from deskbench.runs.store import Episode, RunStore
 from deskbench.sqlite import ThreadLocalDB
 from deskbench.tracks.deliverables.scoring.rubric import GradeFailure, RubricGrade
+from deskbench.tracks.deliverables.scoring.rubric_best import BestPick, CommentGrade, declared_best
 from deskbench.tracks.deliverables.scoring.rubric_qc import apply_qc, placeholder_outputs
 from deskbench.tracks.deliverables.scoring.rubric_qc_actions import QCAction
 from deskbench.tracks.deliverables.scoring.rubric_qc_final import FinalGrade
@@ -88,10 +93,11 @@ class FinalGrades(dict[Key, FinalGrade]):
     of a rerun episode)."""
 
     def __init__(self, items: Iterable[tuple[Key, FinalGrade]] = (), *, stale: Sequence[RubricGrade] = (),
-                 stale_qc: Sequence[QCAction] = ()) -> None:
+                 stale_qc: Sequence[QCAction] = (), best: Mapping[tuple[str, int], BestPick] | None = None) -> None:
         super().__init__(items)
         self.stale_grades = list(stale)
         self.stale_qc_actions = list(stale_qc)
+        self.best = dict(best or {})  # (task, attempt) -> the SME's declared best, or why there is none
 
     @property
     def stale(self) -> int:
@@ -311,10 +317,18 @@ class GradeStore:
         qc: dict[Key, list[QCAction]] = {}
         for a in self.resolved_qc(system, current=current):
             qc.setdefault(a.key, []).append(a)
+        every = chosen if system is None else _primaries(
+            g for g in self.current_grades()[0] if grader is None or g.grader == grader)
+        picks = declared_best((_comment_grade(g) for g in every.values()), self.runs.systems()) if chosen else {}
         out, stale_qc = [], []
         for key, g in chosen.items():
             final = self._final(g, episodes[key], tasks.get(g.task_id), qc.get(key, []), verifiers=verifiers)
             stale_qc.extend(final.stale_qc)
+            pick = picks.get((key[0], key[2]))
+            final = final.model_copy(update={
+                "declared_best": pick is not None and pick.system == key[1],
+                "best_source": pick.source if pick is not None else None,
+                "best_evidence": pick.evidence if pick is not None else ""})
             out.append((key, final))
         # the QC of episodes without a final row here: stale when it reviewed no current grade
         current_ids = {(g.key, g.grader, g.created_at) for g in current}
@@ -322,7 +336,7 @@ class GradeStore:
             if key not in chosen:
                 stale_qc.extend(a for a in actions if (a.key, a.grader, a.graded_at) not in current_ids)
         return FinalGrades(sorted(out, key=lambda kv: kv[0]), stale=stale,
-                           stale_qc=sorted(stale_qc, key=lambda a: a.id or 0))
+                           stale_qc=sorted(stale_qc, key=lambda a: a.id or 0), best=picks)
 
     def final_grade(self, key: Key, grader: str | None = None, *, verifiers: bool = True,
                     episode: Episode | None = None,
@@ -377,6 +391,11 @@ def change_times(store: RunStore, system: str) -> dict[tuple[str, int], str]:
         return out
     finally:
         grades.close()
+
+
+def _comment_grade(g: RubricGrade) -> CommentGrade:
+    return CommentGrade(task_id=g.task_id, system=g.system, attempt=g.attempt, comment=g.comment,
+                        declared_best=g.declared_best, responses=g.responses)
 
 
 def _primaries(grades: Iterable[RubricGrade]) -> dict[Key, RubricGrade]:

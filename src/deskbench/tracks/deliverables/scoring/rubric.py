@@ -133,6 +133,10 @@ class RubricGrade(BaseModel):
     # SME-declared best that §4.4 compares with the per-task VRS argmax (90.5% in the paper,
     # where a regex read it from the Comments column; deskbench records it explicitly).
     declared_best: bool = False
+    # Response 1..N of the task as the grader saw them (the systems, in that order): what
+    # "Response N" / "RN" in `comment` refers to (rubric_best.py); empty on a grade stored
+    # before it was kept (the run's systems in name order are read then).
+    responses: list[str] = Field(default_factory=list)
     episode_stamp: str = Field(min_length=1)
     created_at: str = Field(default_factory=now)
 

@@ -1,15 +1,21 @@
 """Human rubric grades and QC actions as CSV, for SMEs working in a spreadsheet.
 
-Grades CSV: task_id, system, attempt, grader, DI, DI_justification, AR, AR_justification, RF,
-RF_justification, EP, EP_justification, FD, FD_justification, comment, and the optional column
-best ("yes" when the grader declares this the best response to its task, §4.4; empty or "no"
-otherwise; files without the column declare nothing). `export_template` writes one row per ok
-episode with the scores empty.
+Grades CSV: task_id, system, attempt, response, grader, DI, DI_justification, AR,
+AR_justification, RF, RF_justification, EP, EP_justification, FD, FD_justification, comment,
+best. `export_template` writes one row per ok episode with the scores empty and `response` its
+number ("Response 2": the run's systems in name order), the number a comment's "Response N" /
+"RN" refers to (the SME's best pick, §4.4, scoring/rubric_best.py); an import refuses a row whose
+number is no longer its system's (a system was added since the export). `best` is "yes" when the
+grader declares this the best response to its task (it comes before the comments); empty or
+"no" otherwise. Both columns are optional (a file made before them still imports).
 
 QC CSV: task_id, system, attempt, target, action, score, justification, reason, reviewer
 (target DI..FD, verifier:<id> or row; action confirm, edit or reject; "ok" and "return" are
 read as confirm and reject). C.6 star ratings are rows with target stars:verifiers or
-stars:DI .. stars:FD, action rate and score 1-5. Each action reviews the episode's primary grade
+stars:DI .. stars:FD, action rate and score 1-5. The optional columns check and finding come
+from the QC worksheet (`qc_worksheet`, `deskbench rubric qc-sheet`: one line per finding of the
+Appendix C checks, a proposed action filled in where a check proposes one); they are not
+recorded, and a worksheet line whose action is left empty is skipped. Each action reviews the episode's primary grade
 at import time (it is bound to it, see rubric_qc): a later regrade makes it stale. A reviewer
 who is the grade's grader is refused (`rubric_qc_actions.self_review`, the web app's rule).
 
@@ -31,6 +37,7 @@ from deskbench.errors import UserError
 from deskbench.runs.store import Episode
 from deskbench.tracks.deliverables.grades import GradeStore, Key
 from deskbench.tracks.deliverables.scoring.rubric import CriterionGrade, RubricGrade
+from deskbench.tracks.deliverables.scoring.rubric_best import number_of, numbering
 from deskbench.tracks.deliverables.scoring.rubric_qc_actions import (
     ACTION_ALIASES,
     STAR_TARGETS,
@@ -44,10 +51,11 @@ from deskbench.tracks.deliverables.tasks import RUBRIC_CODES, DeliverableSubmiss
 __all__ = ["GRADE_COLUMNS", "QC_COLUMNS", "export_template", "import_grades", "import_qc",
            "read_grades_csv", "read_qc_csv"]
 
-GRADE_COLUMNS = ["task_id", "system", "attempt", "grader",
+GRADE_COLUMNS = ["task_id", "system", "attempt", "response", "grader",
                  *[c for code in RUBRIC_CODES for c in (code, f"{code}_justification")], "comment", "best"]
-OPTIONAL_COLUMNS = {"best"}  # a file made before the column existed still imports
-QC_COLUMNS = ["task_id", "system", "attempt", "target", "action", "score", "justification", "reason", "reviewer"]
+QC_COLUMNS = ["task_id", "system", "attempt", "target", "action", "score", "justification", "reason", "reviewer",
+              "check", "finding"]
+OPTIONAL_COLUMNS = {"best", "response", "check", "finding"}  # a file made before a column existed still imports
 
 
 class _Bad(Exception):
@@ -94,6 +102,8 @@ def _rows(path: Path, columns: list[str], kind: str) -> Iterator[tuple[int, dict
                 raise _error(path, start, str(len(header) + 1), f"the row has {len(raw)} cells, the header "
                              f"{len(header)}", "quote cells holding commas, or remove the extra cells")
             row = dict.fromkeys(columns, "") | {h: (raw[i] if i < len(raw) else "") for i, h in enumerate(header)}
+            if "check" in columns and row["check"].strip() and not row["action"].strip():
+                continue  # a QC worksheet line (qc_worksheet) the reviewer did not act on
             yield start, row
     except csv.Error as exc:
         raise _error(path, reader.line_num, "-", f"malformed CSV ({exc})", "fix the quoting") from None
@@ -153,13 +163,33 @@ def _best(value: str) -> bool:
                "write yes on the best response of the task, leave it empty otherwise")
 
 
-def read_grades_csv(path: Path, episodes: Mapping[Key, Episode]) -> list[RubricGrade]:
-    """Every row as a human RubricGrade stamped with its episode; UserError on the first bad row."""
+def _response(value: str, system: str, responses: list[str]) -> None:
+    """The row's `response` ("Response N", or N) must be its system's number in the run now: a
+    comment's "Response N" is read under that numbering (rubric_best.py)."""
+    value = value.strip()
+    if not value:
+        return
+    digits = value.lower().removeprefix("response").strip(" -#:")
+    n = number_of(system, responses)
+    if not digits.isdigit():
+        raise _Bad("response", f"'{value}' is not a response number", "keep what the export wrote (Response N)")
+    if int(digits) != n:
+        raise _Bad("response", f"says Response {digits}, but {system} is Response {n} of this run "
+                   f"({', '.join(f'{i}: {s}' for i, s in enumerate(responses, 1))}); a system was added since the "
+                   "export", "export the template again and renumber any \"Response N\" in the comments")
+
+
+def read_grades_csv(path: Path, episodes: Mapping[Key, Episode],
+                    systems: list[str] | None = None) -> list[RubricGrade]:
+    """Every row as a human RubricGrade stamped with its episode; UserError on the first bad row.
+    `systems`: the run's systems (the response numbering; default: the episodes' systems)."""
+    responses = numbering(systems if systems is not None else (k[1] for k in episodes))
     grades: list[RubricGrade] = []
     seen: dict[tuple[str, str, int, str], int] = {}
     for line, row in _rows(path, GRADE_COLUMNS, "grades"):
         try:
             key, ep = _episode(row, episodes)
+            _response(row["response"], key[1], responses)
             grader = row["grader"].strip()
             if not grader:
                 raise _Bad("grader", "empty", "give the SME's name or id")
@@ -178,7 +208,8 @@ def read_grades_csv(path: Path, episodes: Mapping[Key, Episode]) -> list[RubricG
                 criteria[code] = CriterionGrade(code=code, score=score, justification=text)
             grades.append(RubricGrade(task_id=key[0], system=key[1], attempt=key[2], grader=grader,
                                       source="human", criteria=criteria, comment=row["comment"].strip(),
-                                      declared_best=_best(row["best"]), episode_stamp=ep.finished_at))
+                                      declared_best=_best(row["best"]), responses=responses,
+                                      episode_stamp=ep.finished_at))
         except _Bad as bad:
             raise _error(path, line, bad.column, bad.problem, bad.fix) from None
     return grades
@@ -242,7 +273,7 @@ def read_qc_csv(path: Path, episodes: Mapping[Key, Episode], tasks: Mapping[str,
 
 def import_grades(store: GradeStore, path: Path) -> list[RubricGrade]:
     """Read the whole file, then save every grade in one transaction."""
-    grades = read_grades_csv(path, store.episodes())
+    grades = read_grades_csv(path, store.episodes(), store.runs.systems())
     store.save_grades(grades)
     return grades
 
@@ -268,6 +299,8 @@ def export_template(store: GradeStore, path: Path, *, system: str | None = None)
     with path.open("w", encoding="utf-8", newline="") as f:
         w = csv.writer(f)
         w.writerow(GRADE_COLUMNS)
+        responses = numbering(store.runs.systems())
         for e in eps:
-            w.writerow([e.task_id, e.system, e.attempt] + [""] * (len(GRADE_COLUMNS) - 3))  # best: empty
+            w.writerow([e.task_id, e.system, e.attempt, f"Response {number_of(e.system, responses)}"]
+                       + [""] * (len(GRADE_COLUMNS) - 4))  # best: empty
     return len(eps)

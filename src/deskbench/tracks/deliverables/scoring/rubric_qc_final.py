@@ -39,7 +39,9 @@ class FinalGrade(BaseModel):
     justifications: dict[str, str]
     primary_scores: dict[str, int]
     comment: str = ""
-    declared_best: bool = False  # the grader's declared best response of its task (§4.4)
+    declared_best: bool = False  # the SME's declared best response of its task (§4.4; rubric_best.py)
+    best_source: Literal["column", "comment"] | None = None  # where the task's pick was read
+    best_evidence: str = ""  # the text it was read from, or why the task has no pick
     status: RowStatus
     edits: list[QCAction] = Field(default_factory=list)
     returned: QCAction | None = None  # the reviewer's explicit Reject/Return

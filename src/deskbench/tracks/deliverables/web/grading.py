@@ -10,7 +10,8 @@ rejects (returns) the row, and records the six C.6 star ratings (1-5; never a sc
 is a QCAction (validated with qc_problem; a reviewer who is the grader is refused by
 rubric_qc_actions.self_review, the CSV import's rule too) and the final grade (apply_qc) is shown, with
 why it was returned (by the reviewer, or by a C.1 trigger). The grading form also records the
-grader's declared best response of a task (§4.4, compared with the VRS argmax by `deskbench score`). Each QC form carries the grade it shows (its grader and created_at):
+grader's declared best response of a task (§4.4, compared with the VRS argmax by `deskbench score`),
+and shows the episode's response number, the "Response N" a comment may name instead (rubric_best.py). Each QC form carries the grade it shows (its grader and created_at):
 the action is bound to that grade, and a post whose grade is no longer the episode's primary
 grade (a regrade meanwhile) is refused with a 409 page and nothing is stored. A QC screen reads
 and verifies its one episode (GradeStore.final_grade), not the whole system.
@@ -31,6 +32,7 @@ from deskbench.runs.outputs import episode_outputs, output_file
 from deskbench.runs.store import Episode, RunStore
 from deskbench.tracks.deliverables.grades import GradeStore, StaleQC, primary_of
 from deskbench.tracks.deliverables.scoring.rubric import CriterionGrade, RubricGrade
+from deskbench.tracks.deliverables.scoring.rubric_best import number_of, numbering
 from deskbench.tracks.deliverables.scoring.rubric_qc_actions import (
     STAR_TARGETS,
     QCAction,
@@ -176,7 +178,9 @@ def create_grading_app(run_dir: Path | str) -> FastAPI:
                     for m in (score0_mismatches(grade, task.rubric) if grade else [])]
         # QC that reviewed this grade: an update makes it stale (the reviewer reviews the new grade)
         reviewed = sum(a.reviews(grade) for a in grades.resolved_qc(key[1], key=key)) if grade else 0
+        response = number_of(key[1], numbering(grades.runs.systems()))
         return render("grading.html", status, user=s.user, csrf=s.csrf, key=key, q=query(key), task=task,
+                      response=response,
                       episode=ep, sub=sub, files=file_views(ep), verifiers=verifier_results(task, ep),
                       criteria=anchors(task), values=values, errors=errors or [], warnings=warnings,
                       graded=grade is not None, saved=saved, reviewed=reviewed)
@@ -209,7 +213,8 @@ def create_grading_app(run_dir: Path | str) -> FastAPI:
         grades.save_grade(RubricGrade(task_id=key[0], system=key[1], attempt=key[2], grader=s.user,
                                       source="human", criteria={cell.code: cell for cell in cells},
                                       comment=data.get("comment", "").strip()[:5000],
-                                      declared_best=data.get("best", "") == "yes", episode_stamp=ep.finished_at))
+                                      declared_best=data.get("best", "") == "yes",
+                                      responses=numbering(grades.runs.systems()), episode_stamp=ep.finished_at))
         return RedirectResponse(f"/grade?{query(key)}&saved=1", status_code=303)
 
     @app.get("/file")
