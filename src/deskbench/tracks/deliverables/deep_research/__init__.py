@@ -28,6 +28,7 @@ from typing import Any
 AGENTS: dict[str, str] = {
     "claude-research": "anthropic:make",
     "gemini-deep-research": "gemini_dr:GeminiDeepResearchAgent",
+    "openai-deep-research": "openai_dr:make",
 }
 
 
