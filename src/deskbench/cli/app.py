@@ -35,6 +35,7 @@ COMMAND_MODULES = (
     "demo",
     "generate",  # generate demo; each track adds `generate <track>`
     "fetch",  # fetch <benchmark>: each track adds its own (docqa: fetch madqa, from the hub or a snapshot)
+    "analyse",  # analyse <analysis>: each track adds its own over its runs and tasks
     "calibrate",
     "sandbox",
     "serve",
@@ -50,7 +51,7 @@ COMMAND_MODULES = (
 for _name in COMMAND_MODULES:
     importlib.import_module(f"deskbench.cli.{_name}").register(app)
 grammar.apply(app)  # one flag grammar (cli/grammar.py): earlier names accepted with a line, --version
-root.build_lazily(app, open_groups=("generate", "fetch"))  # each command built when used; --help lists them from cli/panels.py
+root.build_lazily(app, open_groups=("generate", "fetch", "analyse"))  # each command built when used; --help lists them from cli/panels.py
 
 
 def main() -> None:

@@ -49,6 +49,7 @@ COMMANDS: tuple[tuple[str, tuple[tuple[str, str], ...]], ...] = (
         ("report", "Write a self-contained HTML report over runs"),
         ("diagnose", "Why episodes failed, and what they cost"),
         ("info", "What a corpus or a run holds"),
+        ("analyse", "Analyses of runs and task sets (items, agreement, effort, cost, task statistics)"),
         ("export", "Write a run for another tool (Inspect AI)"),
     )),
     (DATA, (

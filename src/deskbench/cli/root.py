@@ -81,8 +81,13 @@ class RootGroup(GrammarGroup):
                 subs = {}
                 for command in track_commands():
                     holder = track_holder(command.name, name) if command.group == name else None
-                    if holder is not None:
-                        subs[command.name] = _built_from(holder, command.name)
+                    if holder is None:
+                        continue
+                    built_sub = _built_from(holder, command.name)
+                    if command.name == name:  # a track's family of subcommands (contract/cli.py TrackCommand)
+                        subs.update(built_sub.commands)
+                    else:
+                        subs[command.name] = built_sub
                 built.commands = {**subs, **built.commands}
             self._built[name] = built
         return self._built[name]

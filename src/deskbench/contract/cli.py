@@ -34,7 +34,9 @@ class TrackCommand:
     """One command a track adds: `register(app)` (imported from "module:function" when the command
     is built) adds the command or group `name` to the Typer app it is given."""
 
-    name: str  # the command's name as typed: "rubric", "compare-sheets", or "docqa" under group "generate"
+    # the command's name as typed: "rubric", "compare-sheets", or "docqa" under group "generate"; the group's own
+    # name ("analyse" under "analyse"): `register` adds a group of that name whose subcommands all join the core's
+    name: str
     register: str  # "package.module:function"; the function takes a typer.Typer and adds `name` to it
     group: str | None = None  # a core group the command joins ("generate"); None: a top-level command
     summary: str = ""  # its line in `deskbench --help`

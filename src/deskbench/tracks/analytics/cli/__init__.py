@@ -14,4 +14,5 @@ COMMANDS: tuple[TrackCommand, ...] = (
                  after="sandbox", summary="Judge a spreadsheet against a reference"),
     TrackCommand("analytics", "deskbench.tracks.analytics.cli.generate:register", group="generate"),
     TrackCommand("aida", "deskbench.tracks.analytics.cli.fetch:register", group="fetch"),
+    TrackCommand("task-stats", "deskbench.tracks.analytics.cli.analyse:register", group="analyse"),
 )

@@ -8,8 +8,7 @@ from deskbench.cli.panels import DATA, RESULTS
 from deskbench.contract.cli import TrackCommand
 
 COMMANDS: tuple[TrackCommand, ...] = (
-    TrackCommand("analyse", "deskbench.tracks.docqa.cli.analyse:register", panel=RESULTS, after="info",
-                 summary="Item, agreement, effort and cost analyses"),
+    TrackCommand("analyse", "deskbench.tracks.docqa.cli.analyse:register", group="analyse"),  # its family of analyses
     TrackCommand("retrieve", "deskbench.tracks.docqa.cli.retrieve:register", panel=RESULTS, after="analyse",
                  summary="Retrieval alone: recall@k and MRR of retrievers over tasks"),
     TrackCommand("stores", "deskbench.tracks.docqa.agents.managed_rag.cli:register", panel=DATA, after="import",
