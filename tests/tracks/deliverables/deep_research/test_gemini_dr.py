@@ -15,6 +15,8 @@ import shutil
 import subprocess
 import sys
 import time
+import urllib.error
+import urllib.request
 from pathlib import Path
 from typing import Any
 
@@ -128,6 +130,10 @@ def test_the_simulator_refuses_what_the_api_refuses() -> None:
         with pytest.raises(InteractionsError) as caught:
             InteractionsApi(sim.root, "").call("GET", "interactions/v1_1")
         assert caught.value.status == 403 and "unregistered callers" in caught.value.message
+        with pytest.raises(urllib.error.HTTPError) as http:  # the Interactions API is v1beta only
+            urllib.request.urlopen(urllib.request.Request(f"{sim.root}/v1/interactions", data=json.dumps(ok).encode(),
+                                                          headers={"x-goog-api-key": sim.api_key}))
+        assert http.value.code == 404 and json.loads(http.value.read())["error"]["status"] == "NOT_FOUND"
         with pytest.raises(InteractionsError) as caught:
             api.call("GET", "interactions/v1_99999999")
         assert caught.value.status == 404
@@ -301,3 +307,25 @@ def test_run_killed_during_the_research_resumes_the_same_interaction_and_is_scor
     assert (row["v"]["mean"], row["verifiers"], row["files"]["rate"]) == (100.0, 9, 1.0)
     assert row["traps"] == {**row["traps"], "fell": 0, "avoided": 1}
     assert row["cost_known"] is True and row["cost_usd"] == pytest.approx(0.6 + 0.6 + 0.028)
+
+
+def test_a_report_whose_code_fails_has_no_file_and_diagnose_says_why(bwrap: str, package: Path, tmp_path: Path,
+                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    """The paper's Listing 1 (Gemini's wrong python-docx call): the text arrives, the file does not."""
+    broken = ("import docx\nd = docx.Document()\nt = d.add_table(rows=1, cols=2)\n"
+              "t.rows.cells[0].text = 'x'\nd.save('/mnt/result/cost_plan.json')\n")
+    report = f"# Cost plan\n\nDECISION: ACCEPT\n\n```python\n{broken}```\n"
+    out = tmp_path / "run"
+    with SimGeminiInteractions(script=lambda text, agent: {"outputs": [{"type": "text", "text": report}]}) as sim:
+        for k, v in sim.env().items():
+            monkeypatch.setenv(k, v)
+        proc = run_cli("run", "--tasks", str(package), "--out", str(out), "--agent", "gemini-deep-research",
+                       "--model", MODEL, "--quiet", "--json")
+    assert proc.returncode == 0, proc.stderr
+    [ep] = RunStore(out, create=False).episodes()
+    assert ep.status == "ok" and isinstance(ep.submission, DeliverableSubmission) and ep.submission.files == []
+    proc = run_cli("diagnose", str(out), "--json", "--episodes")
+    assert proc.returncode == 0, proc.stderr
+    diag = json.loads(proc.stdout)
+    assert diag["systems"][0]["categories"] == {"file_generation_failed:wrong_api": 1}
+    assert "AttributeError" in diag["episodes"][0]["detail"]
