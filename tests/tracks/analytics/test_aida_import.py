@@ -20,7 +20,7 @@ def test_aida_manifest_becomes_analytics_tasks(tmp_path: Path) -> None:
                    "--difficulty-steps", "7")
     assert proc.returncode == 0, proc.stderr
     tasks = {t.id: t for t in read_tasks(out).items}
-    assert set(tasks) == {"QA_1", "FG_1"}
+    assert set(tasks) == {"QA_1", "FG_1", "DV_1"}
     qa = tasks["QA_1"]
     assert qa.category == "qa" and qa.answer == "150%" and qa.key_points == ["North sales total 150", "target 100"]
     assert [Path(p).name for p in qa.inputs] == ["sales.csv", "targets.csv"]
@@ -30,8 +30,12 @@ def test_aida_manifest_becomes_analytics_tasks(tmp_path: Path) -> None:
     assert (out.parent / fg.reference_file.path).is_file()
     assert [(s.columns, s.rows) for s in fg.reference_file.sheets] == [(["region", "total"], 2)]
     assert fg.params == {"eval_area": "A1:B3"} and fg.difficulty == "medium"
-    for task_id, reason in (("QA_2", "no reference answer"), ("FG_2", "not exactly one output file"),
-                            ("DV_1", "visualization")):
+    # "Total sales by region into totals.csv." names no order, header or layout: relaxed, decided here
+    assert fg.reference_file.strict_structure is False and "relaxed, decided at import" in fg.reference_file.structure_reason
+    dv = tasks["DV_1"]  # the chart judges' inputs: question, key points, the image asked for; no chart spec
+    assert dv.category == "visualization" and dv.chart is None and dv.chart_file == "chart.png"
+    assert dv.key_points == ["bars for North and South"]
+    for task_id, reason in (("QA_2", "no reference answer"), ("FG_2", "reference file missing")):
         line = next(x for x in proc.stderr.splitlines() if task_id in x)
         assert reason in line
 

@@ -85,13 +85,18 @@ def test_protocol_notes_change_with_the_options(generated: Path) -> None:
     assert "--file-judge-deferred" in deferred["file evaluator"].detail
     assert deferred["structure strictness"].source == "paper" and "instruction" in deferred["structure strictness"].detail
 
-    # a task author's strict_structure overrides the instruction: deskbench's, named
+    # a task author's strict_structure against the instruction's reading overrides it: deskbench's, named
+    # (the summary's key points ask for "the five columns in order": strict when read)
     ft = file_task(generated)
     assert ft.reference_file is not None and ft.reference_file.strict_structure is None
-    forced = ft.model_copy(update={"reference_file": ft.reference_file.model_copy(update={"strict_structure": True})})
+    forced = ft.model_copy(update={"reference_file": ft.reference_file.model_copy(update={"strict_structure": False})})
     others = [t for t in tasks if t.id != ft.id]
     strict = by_aspect(analytics_score_protocol(AnalyticsJudges(), [*others, forced]))["structure strictness"]
     assert strict.source == "deskbench" and ft.id in strict.detail and "1 of 2 file tasks" in strict.detail
+    # the same decision as the reading (what the AIDA importer writes) is no override
+    same = ft.model_copy(update={"reference_file": ft.reference_file.model_copy(update={"strict_structure": True})})
+    kept = by_aspect(analytics_score_protocol(AnalyticsJudges(), [*others, same]))["structure strictness"]
+    assert kept.source == "paper"
 
     report = summarize_analytics([], system="s", k=1, task_ids=[], protocol=full)
     assert [n.model_dump() for n in report.model_validate_json(report.model_dump_json()).protocol] == \

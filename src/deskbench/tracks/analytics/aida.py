@@ -20,9 +20,26 @@ and files at `<split folder>/input/<id>/<name>`, `<split folder>/reference/<id>/
 split folder being the manifest's. The release has no per-task step count (the paper's
 difficulty): a row's `difficulty_steps` is used when present, else --difficulty-steps.
 
-What cannot be imported is skipped with its reason, never guessed: visualization rows (a
-deskbench chart task carries the plotted values, which the release does not), QA rows without a
-reference, file rows with several output files or a reference that is missing or not .xlsx/.csv.
+Every category is imported:
+
+- QA rows: the reference answer and key points (the Listing 2 judge's inputs);
+- visualization rows: the question, the key points (`rubrics`) and the image file asked for
+  (`output_file`): what the paper's chart judges read (Listings 3-4). The release has no plotted
+  values, so these tasks have no deskbench chart spec; it is optional and only adds checks;
+- file rows with one or several output files, each paired with its reference (by name: the
+  reference's stem is the output's, possibly followed by _res/_ref/_reference/_answer/_gold;
+  failing that, by position when the counts agree). Each file is scored; the task passes when
+  all do (scoring/analytics.py).
+
+Stage 1's strictness is decided per file task here, from the instruction and key points
+(sheets_structure.read_structure: strict only for a column order, an exact header or a layout;
+naming the columns wanted stays relaxed), and written into the task with why, so the tasks file
+shows it and an author can change it.
+
+What still cannot be imported is skipped with its reason, never guessed: QA rows without a
+reference (the paper's QA judge compares against one), rows without an input file, chart rows
+without rubrics, file rows whose references are missing, not .xlsx/.csv, or cannot be paired
+with the outputs.
 """
 
 from __future__ import annotations
@@ -40,6 +57,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 
 from deskbench.errors import UserError, read_user_file
 from deskbench.tasks.jsonl import _describe
+from deskbench.tracks.analytics.scoring.sheets_structure import read_structure
 from deskbench.tracks.analytics.tasks import (
     AnalyticsTask,
     Category,
@@ -50,6 +68,8 @@ from deskbench.tracks.analytics.tasks import (
 
 CATEGORY_OF_PREFIX: dict[str, Category] = {"QA": "qa", "DV": "visualization", "FG": "file_generation"}
 _SEPARATORS = re.compile(r"[\n\r;]+")
+_REFERENCE_SUFFIX = re.compile(r"[_\- ]?(?:res|result|ref|reference|answer|gold|expected|标准答案|答案)$", re.I)
+IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg")
 
 
 class AidaRow(BaseModel):
@@ -126,6 +146,61 @@ def _key_points(raw: str | list[str] | None) -> list[str]:
     return [p.strip() for p in (raw if isinstance(raw, list) else raw.splitlines()) if p.strip()]
 
 
+def pair_references(outputs: list[str], refs: list[str]) -> list[tuple[str, str]] | None:
+    """Each output file name with its reference file name: by stem (the reference's stem is the
+    output's, maybe with a _res/_ref/... suffix, any extension), else by position when the counts
+    agree; None when they cannot be paired."""
+    def stem(name: str, strip: bool) -> str:
+        s = Path(name).stem.casefold()
+        return _REFERENCE_SUFFIX.sub("", s) if strip else s
+
+    by_stem: dict[str, str] = {}
+    for r in refs:
+        by_stem.setdefault(stem(r, True), r)
+    paired = [(o, by_stem.get(stem(o, False))) for o in outputs]
+    if all(r is not None for _, r in paired) and len({r for _, r in paired}) == len(outputs):
+        return [(o, r) for o, r in paired if r is not None]
+    if len(outputs) == len(refs) and outputs:
+        return list(zip(outputs, refs, strict=True))
+    return None
+
+
+def _strictness(row: AidaRow) -> dict[str, Any]:
+    """Stage 1's reading of this row, decided at import (read_structure) and kept with why."""
+    rule = read_structure([row.question, *_key_points(row.rubrics)])
+    return {"strict_structure": rule.strict,
+            "structure_reason": f"{'strict' if rule.strict else 'relaxed'}, decided at import: {rule.why}"}
+
+
+def _file_task(row: AidaRow, base: dict[str, Any], split_dir: Path, rel: Callable[[Path], str],
+               result: AidaImport) -> AnalyticsTask | None:
+    outputs, refs = split_names(row.output_file), split_names(row.reference_file)
+    if not outputs or not refs:
+        result.skip(row.id, "file_generation: no output file or no reference file")
+        return None
+    pairs = pair_references(outputs, refs)
+    if pairs is None:
+        result.skip(row.id, "file_generation: cannot tell which reference file goes with which output file")
+        return None
+    files: list[ReferenceFile] = []
+    for output, ref_name in pairs:
+        reference = split_dir / "reference" / row.id / ref_name
+        sheets = _sheets(reference) if reference.is_file() else None
+        if sheets is None:
+            result.skip(row.id, "file_generation: reference file missing, empty or not .xlsx/.csv")
+            return None
+        files.append(ReferenceFile(path=rel(reference), output_name=output, sheets=sheets, **_strictness(row)))
+    return AnalyticsTask(**base, reference_file=files[0], extra_outputs=files[1:])
+
+
+def _chart_task(row: AidaRow, base: dict[str, Any], result: AidaImport) -> AnalyticsTask | None:
+    if not base["key_points"]:
+        result.skip(row.id, "visualization: no rubrics (the chart judge's checklist, Listing 3)")
+        return None
+    images = [n for n in split_names(row.output_file) if Path(n).suffix.lower() in IMAGE_SUFFIXES]
+    return AnalyticsTask(**base, chart_file=images[0] if images else None)
+
+
 def convert(rows: list[tuple[int, AidaRow]], split_dir: Path, out_dir: Path, *, manifest: Path,
             difficulty_steps: int | None) -> AidaImport:
     """Each row as an AnalyticsTask whose paths are relative to `out_dir` (the tasks file's folder)."""
@@ -139,9 +214,6 @@ def convert(rows: list[tuple[int, AidaRow]], split_dir: Path, out_dir: Path, *, 
         if category is None:
             raise UserError(f"{manifest}:{number}: field 'id': {row.id!r} has no QA_/DV_/FG_ prefix; "
                             "give an AIDA split manifest (QA_en.jsonl, file_generation_en.jsonl, ...)")
-        if category == "visualization":
-            result.skip(row.id, "visualization: the release has no plotted values for a deskbench chart spec")
-            continue
         steps = row.difficulty_steps or difficulty_steps
         if steps is None:
             raise UserError(f"{manifest}:{number}: no difficulty_steps (the AIDA release has no step counts); "
@@ -157,31 +229,27 @@ def convert(rows: list[tuple[int, AidaRow]], split_dir: Path, out_dir: Path, *, 
         if row.eval_area:
             base["params"] = {"eval_area": row.eval_area}
         try:
+            task: AnalyticsTask | None
             if category == "qa":
                 if row.reference is None or str(row.reference).strip() == "":
                     result.skip(row.id, "qa: no reference answer")
                     continue
                 answer = row.reference if isinstance(row.reference, str) else json.dumps(row.reference, ensure_ascii=False)
-                result.tasks.append(AnalyticsTask(**base, answer=answer))
-                continue
-            outputs, refs = split_names(row.output_file), split_names(row.reference_file)
-            if len(outputs) != 1 or not refs:
-                result.skip(row.id, "file_generation: not exactly one output file with a reference")
-                continue
-            reference = split_dir / "reference" / row.id / refs[0]
-            sheets = _sheets(reference) if reference.is_file() else None
-            if sheets is None:
-                result.skip(row.id, "file_generation: reference file missing, empty or not .xlsx/.csv")
-                continue
-            result.tasks.append(AnalyticsTask(**base, reference_file=ReferenceFile(
-                path=rel(reference), output_name=outputs[0], sheets=sheets)))
+                task = AnalyticsTask(**base, answer=answer)
+            elif category == "visualization":
+                task = _chart_task(row, base, result)
+            else:
+                task = _file_task(row, base, split_dir, rel, result)
         except ValidationError as exc:
             raise UserError(f"{manifest}:{number}: {_describe(exc)}; fix the row or leave it out") from None
+        if task is not None:
+            result.tasks.append(task)
     return result
 
 
-def import_aida(manifest: Path, out: Path, *, difficulty_steps: int | None = None) -> AidaImport:
-    """Read an AIDA split manifest and write the importable tasks to `out` (JSONL)."""
+def import_release(manifest: Path, out: Path, *, difficulty_steps: int | None = None) -> AidaImport:
+    """Read an AIDA split manifest (files beside it) and write its tasks to `out` (JSONL): the
+    public entry of `import-tasks aida` and `fetch aida`."""
     if difficulty_steps is not None and difficulty_steps < 1:
         raise UserError(f"--difficulty-steps {difficulty_steps} is not valid; use 1 or more")
     data = read_user_file(manifest, "the AIDA manifest")
@@ -201,4 +269,5 @@ def import_aida(manifest: Path, out: Path, *, difficulty_steps: int | None = Non
 
 
 # `deskbench import-tasks FORMAT MANIFEST --out TASKS.jsonl`: one importer per released benchmark
-TASK_IMPORTERS: dict[str, Callable[..., AidaImport]] = {"aida": import_aida}
+import_aida = import_release  # the name `fetch aida` (tracks/analytics/fetch.py) calls
+TASK_IMPORTERS: dict[str, Callable[..., AidaImport]] = {"aida": import_release}

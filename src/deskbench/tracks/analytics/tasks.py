@@ -9,9 +9,12 @@ One task a JSON Lines record:
 Input paths are relative to the tasks file's folder; a task has 1 to 14 of them (the paper's
 largest cross-file task has 14). Difficulty is the number of expert steps, bucketed as the
 paper does: easy <= 6, medium 7-12, hard >= 13. QA tasks carry a reference answer (and the
-computation that produced it); visualization tasks carry the chart the correct answer must
-show plus rubric key points; file-generation tasks carry a reference file with the sheets and
-columns the output must have.
+computation that produced it); visualization tasks carry rubric key points, what the paper's
+chart judge scores against (Listings 3-4: question, key points, image), and optionally a
+deskbench chart spec (the plotted values, from the generator; AIDA's release has none);
+file-generation tasks carry a reference file with the sheets and columns the output must have,
+and `extra_outputs` when the task asks for several files (AIDA rows do): each is scored, the
+task passes when all do (tracks/analytics/scoring/analytics.py says why).
 """
 
 from __future__ import annotations
@@ -79,9 +82,11 @@ class ReferenceFile(BaseModel):
     path: str  # relative to the tasks file's folder
     output_name: str  # the name the instruction asks for
     sheets: list[SheetSpec] = Field(min_length=1)
-    # None: strict when the instruction prescribes the structure (the paper's Stage 1, read by
-    # tracks/analytics/scoring/sheets_structure.detect_strict); True/False: the task author's override of it
+    # None: read from the instruction when scoring (the paper's Stage 1, sheets_structure.read_structure:
+    # strict only for an order, an exact header or a layout); True/False: decided for this task (by
+    # the importer from the same reading, or by its author), `structure_reason` saying why
     strict_structure: bool | None = None
+    structure_reason: str = ""
 
 
 class AnalyticsTask(BaseModel):
@@ -101,18 +106,32 @@ class AnalyticsTask(BaseModel):
     answer_unit: str | None = None
     computation: str | None = None
     key_points: list[str] = Field(default_factory=list)
-    chart: ChartSpec | None = None
+    chart: ChartSpec | None = None  # visualization: optional, adds its labels to the glyph check
+    chart_file: str | None = Field(default=None, description="visualization: the image the task asks for "
+                                                              "(AIDA's output_file), when it names one.")
     reference_file: ReferenceFile | None = None
+    extra_outputs: list[ReferenceFile] = Field(
+        default_factory=list, description="file_generation: further files the task asks for, each with its reference.")
 
     @model_validator(mode="after")
     def _by_category(self) -> AnalyticsTask:
         if self.category == "qa" and not self.answer:
             raise ValueError("a qa task needs a reference answer")
-        if self.category == "visualization" and (self.chart is None or not self.key_points):
-            raise ValueError("a visualization task needs chart and key_points")
+        if self.category == "visualization" and not self.key_points:
+            raise ValueError("a visualization task needs key_points (the chart judge's rubric)")
         if self.category == "file_generation" and self.reference_file is None:
             raise ValueError("a file_generation task needs reference_file")
+        if self.extra_outputs and self.reference_file is None:
+            raise ValueError("extra_outputs needs reference_file (the first output)")
+        names = [o.output_name.casefold() for o in self.outputs]
+        if len(set(names)) != len(names):
+            raise ValueError("two outputs share a name")
         return self
+
+    @property
+    def outputs(self) -> list[ReferenceFile]:
+        """Every file the task asks for, with its reference: reference_file first."""
+        return ([self.reference_file] if self.reference_file is not None else []) + list(self.extra_outputs)
 
     @property
     def difficulty(self) -> Difficulty:

@@ -55,6 +55,7 @@ from deskbench.tracks.analytics.tasks import (
     AnalyticsTask,
     Category,
     Difficulty,
+    ReferenceFile,
 )
 
 if TYPE_CHECKING:
@@ -63,6 +64,19 @@ if TYPE_CHECKING:
 ErrorCategory = Literal["calculation", "semantic", "round_limit", "garbled_text", "other"]
 ERROR_CATEGORIES: tuple[ErrorCategory, ...] = ("calculation", "semantic", "round_limit", "garbled_text", "other")
 SHEET_SUFFIXES = (".xlsx", ".xlsm", ".csv")
+
+
+class OutputScore(BaseModel):
+    """One requested file's verdict, in a task that asks for several (AnalyticsItemScore.outputs)."""
+
+    output_name: str
+    produced: str | None  # the file found under that name; None: not produced
+    status: Literal["scored", "unscored"]
+    score: float | None
+    source: str
+    reason: str = ""
+    comparator: SheetComparison | None = None
+    file_judge: FileJudgeRecord | None = None
 
 
 class AnalyticsItemScore(BaseModel):
@@ -94,6 +108,8 @@ class AnalyticsItemScore(BaseModel):
     episode_status: str = "ok"
     file_judge: FileJudgeRecord | None = None  # files the File Judge decided: its verdict and trajectory
     comparator: SheetComparison | None = None  # files: the comparator's verdict (kept beside the judge's; None: unreadable reference)
+    # tasks asking for several files: each file's verdict (the fields above hold the deciding file's)
+    outputs: list[OutputScore] = Field(default_factory=list)
 
 
 @dataclass(frozen=True)
@@ -117,7 +133,8 @@ def _output_paths(ep: Episode, run_dir: Path) -> list[Path]:
 
 
 def find_output_sheet(task: AnalyticsTask, paths: Sequence[Path]) -> Path | None:
-    """The file the instruction asked for by name; failing that, the only spreadsheet produced."""
+    """The file the instruction asked for by name (the task's first output); failing that, the
+    only spreadsheet produced."""
     assert task.reference_file is not None
     wanted = task.reference_file.output_name.lower()
     named = [p for p in paths if p.name.lower() == wanted]
@@ -172,7 +189,7 @@ async def _chart(task: AnalyticsTask, sub: AnalyticsSubmission, files_dir: Path,
                  base: AnalyticsItemScore, judges: AnalyticsJudges) -> AnalyticsItemScore:
     from deskbench.tracks.analytics.scoring.charts import find_chart, score_chart
 
-    chart = find_chart(paths, instruction=task.instruction)
+    chart = find_chart(paths, instruction=task.instruction, name=task.chart_file)
     if chart is None:
         return base.model_copy(update={"reason": "no chart image among the output files", "error_category": "other"})
     name = chart.relative_to(files_dir).as_posix()
@@ -198,23 +215,62 @@ async def _chart(task: AnalyticsTask, sub: AnalyticsSubmission, files_dir: Path,
 
 async def _file(task: AnalyticsTask, paths: list[Path], base: AnalyticsItemScore, tasks_dir: Path,
                 judge: FileJudge | None, judge_all: bool) -> AnalyticsItemScore:
+    """A file task: one output scored as it always was; several (AIDA rows ask for up to a few
+    files) each scored alone, then combined: the task passes when every file passes, fails when
+    one fails, else it is unscored. Why all-must-pass: the paper's file evaluator marks a task
+    Pass or not (pass@1), and a task that asked for two files is not done when one is wrong; a
+    mean over files would give partial credit the paper's 0/1 score has no place for."""
+    outputs = task.outputs
+    if len(outputs) == 1:
+        return await _one_file(task, outputs[0], paths, base, tasks_dir, judge, judge_all, only=True)
+    scored = [await _one_file(task, out, paths, base, tasks_dir, judge, judge_all, only=False) for out in outputs]
+    per_file = [OutputScore(output_name=out.output_name, produced=_produced(out, paths), status=item.status,
+                            score=item.score, source=item.source, reason=item.reason, comparator=item.comparator,
+                            file_judge=item.file_judge)
+                for out, item in zip(outputs, scored, strict=True)]
+    failed = [(o, i) for o, i in zip(per_file, scored, strict=True) if i.status == "scored" and (i.score or 0.0) < 1]
+    pending = [o for o in per_file if o.status != "scored"]
+    sources = {o.source for o in per_file}
+    source = sources.pop() if len(sources) == 1 else per_file[0].source
+    if failed:
+        first, item = failed[0]
+        reason = f"{len(failed)} of {len(per_file)} files fail; {first.output_name}: {first.reason}"
+        return item.model_copy(update={"reason": reason, "outputs": per_file})
+    if pending:
+        reason = f"{len(pending)} of {len(per_file)} files unscored, none failed; {pending[0].output_name}: {pending[0].reason}"
+        return scored[per_file.index(pending[0])].model_copy(update={"reason": reason, "outputs": per_file})
+    reason = f"all {len(per_file)} files pass: " + "; ".join(f"{o.output_name}: {o.reason}" for o in per_file)
+    return scored[0].model_copy(update={"reason": reason, "source": source, "outputs": per_file})
+
+
+def _produced(out: ReferenceFile, paths: Sequence[Path]) -> str | None:
+    found = next((p for p in paths if p.name.lower() == out.output_name.lower()), None)
+    return found.name if found is not None else None
+
+
+async def _one_file(task: AnalyticsTask, out: ReferenceFile, paths: list[Path], base: AnalyticsItemScore,
+                    tasks_dir: Path, judge: FileJudge | None, judge_all: bool, *, only: bool) -> AnalyticsItemScore:
+    """One requested file against its reference. `only`: the task asks for this file alone, so
+    the only spreadsheet produced stands for it when the name differs (with several outputs each
+    is found by its name)."""
     from deskbench.tracks.analytics.scoring.file_judge import task_question
     from deskbench.tracks.analytics.scoring.sheets import compare_or_defer
 
-    assert task.reference_file is not None
-    produced = find_output_sheet(task, paths)
+    produced = find_output_sheet(task, paths) if only else next(
+        (p for p in paths if p.name.lower() == out.output_name.lower()), None)
     if produced is None:
         names = ", ".join(p.name for p in paths) or "none"
         return base.model_copy(update={
-            "reason": f"no output file {task.reference_file.output_name!r} (files produced: {names})",
+            "reason": f"no output file {out.output_name!r} (files produced: {names})",
             "error_category": "other"})
-    reference = tasks_dir / task.reference_file.path
+    reference = tasks_dir / out.path
     outcome = compare_or_defer(reference, produced, instruction=task.instruction, key_points=task.key_points,
-                               strict=task.reference_file.strict_structure)
+                               strict=out.strict_structure, why=out.structure_reason)
     if judge is not None and (judge_all or outcome.undecided):
         source = "file_judge" if judge_all else "file_judge_deferred"
-        record = await judge.judge(task_question(task.instruction, task.key_points), reference, produced,
-                                   deferred=outcome.undecided)
+        question = task_question(task.instruction, task.key_points, output=out.output_name,
+                                 outputs=[o.output_name for o in task.outputs])
+        record = await judge.judge(question, reference, produced, deferred=outcome.undecided)
         beside = {"source": source, "file_judge": record, "comparator": outcome.verdict}
         if record.status != "scored" or record.is_correct is None:
             reason = f"{record.reason}: {record.error}" if record.error else record.reason
@@ -260,8 +316,19 @@ def analytics_score_protocol(judges: AnalyticsJudges, tasks: Sequence[AnalyticsT
     else:
         notes.append(deskbench("file evaluator", "three-stage comparator, no model; --file-judge MODEL gives "
                                                  "the paper's File Judge on every file"))
+    from deskbench.tracks.analytics.scoring.sheets_structure import read_structure
+
     files = [t for t in tasks if t.reference_file is not None]
-    overrides = [t.id for t in files if t.reference_file is not None and t.reference_file.strict_structure is not None]
+    # a strictness the task sets that the instruction's reading would not give (an importer's
+    # decision from the same reading is no override)
+    overrides = [t.id for t in files if any(
+        o.strict_structure is not None and o.strict_structure != read_structure([t.instruction, *t.key_points]).strict
+        for o in t.outputs)]
+    several = [t.id for t in files if t.extra_outputs]
+    if several:
+        notes.append(deskbench("several output files", f"{len(several)} file tasks ask for more than one file: each "
+                                                       "file scored alone, the task passes when every file passes "
+                                                       "(the paper scores a task Pass or not and says no more)"))
     if judges.file is not None and judges.file_all:
         notes.append(paper("structure strictness", "the File Judge reads it from the question, Listing 5 Stage 1"))
     elif overrides:
@@ -269,8 +336,9 @@ def analytics_score_protocol(judges: AnalyticsJudges, tasks: Sequence[AnalyticsT
         notes.append(deskbench("structure strictness", f"{len(overrides)} of {len(files)} file tasks set "
                                                        f"strict_structure, overriding the instruction: {shown}"))
     else:
-        notes.append(paper("structure strictness", "Stage 1: strict when the instruction prescribes the structure; "
-                                                   "rows in order only when it asks for one"))
+        notes.append(paper("structure strictness", "Stage 1: strict when the instruction sets a column order, an exact "
+                                                   "header or a layout, else relaxed (Listing 5); rows in order only "
+                                                   "when it asks for one"))
     return notes
 
 

@@ -15,7 +15,8 @@ from deskbench.scoring.judge_log import CHART_JUDGE, FILE_JUDGE, QA_JUDGE
 from deskbench.tracks.analytics.scoring.analytics import AnalyticsItemScore
 from deskbench.tracks.analytics.tasks import AnalyticsSubmission, AnalyticsTask
 
-GOLD_FIELDS = {"answer", "answer_value", "answer_unit", "computation", "key_points", "chart", "reference_file"}
+GOLD_FIELDS = {"answer", "answer_value", "answer_unit", "computation", "key_points", "chart", "reference_file",
+               "extra_outputs"}
 
 
 def judge_verdicts(item: AnalyticsItemScore) -> dict[str, dict[str, Any]]:

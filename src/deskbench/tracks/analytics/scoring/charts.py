@@ -7,6 +7,9 @@ Two vision-judge calls per chart, both with the image after the prompt text:
     own count; a judge that reports another total is recorded (`reported_total`), not believed.
   * Listing 4 verbatim (readability): 8 dimensions scored 0/1 with reasons. R = satisfied / 8.
 S = weight * C + (1 - weight) * R, weight = λ = 0.7 (Eq. 2).
+The judges need only the question, the key points and the image, as the paper's do: a task's
+deskbench chart spec (the plotted values, from the generator) is optional and only adds its
+labels to the glyph check below; AIDA's chart tasks, which have none, are scored the same way.
 
 Each reply is JSON requested as structured output, read even inside prose, validated by pydantic
 (Listing 3's "ONLY the following fields" is enforced; Listing 4 asks for "the following fields",
@@ -244,8 +247,8 @@ def is_non_latin(ch: str) -> bool:
 
 
 def label_texts(task: AnalyticsTask) -> list[str]:
-    """The strings the chart is expected to show: the chart spec's titles, axes, series and
-    labels, and the key points."""
+    """The strings the chart is expected to show: the key points and, when the task has a
+    deskbench chart spec (optional: AIDA's charts have none), its titles, axes, series and labels."""
     texts: list[str] = []
     if task.chart is not None:
         c = task.chart
@@ -304,12 +307,15 @@ def image_mime(data: bytes) -> str | None:
     return None
 
 
-def find_chart(files: Sequence[Path], *, instruction: str = "") -> Path | None:
-    """The chart among a run's output files: a PNG/JPEG the instruction names (by file name),
-    else the newest PNG (then JPEG), the larger on a tie; None if there is no such image."""
+def find_chart(files: Sequence[Path], *, instruction: str = "", name: str | None = None) -> Path | None:
+    """The chart among a run's output files: the image the task asks for (`name`, AIDA's
+    output_file), else a PNG/JPEG the instruction names (by file name), else the newest PNG (then
+    JPEG), the larger on a tie; None if there is no such image."""
     images = [p for p in files if p.suffix.lower() in CHART_SUFFIXES and p.is_file()]
     if not images:
         return None
+    if name and (asked := [p for p in images if p.name.casefold() == name.casefold()]):
+        return asked[0]
     low = instruction.casefold()
     named = [p for p in images
              if re.search(r"(?<![\w.-])" + re.escape(p.name.casefold()) + r"(?![\w-])", low)]

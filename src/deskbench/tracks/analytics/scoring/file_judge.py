@@ -174,12 +174,22 @@ def file_judge_prompt(question: str, reference_path: str, prediction_path: str) 
     return _PLACEHOLDER.sub(lambda m: values[m.group(1)], LISTING_5)
 
 
-def task_question(instruction: str, key_points: Sequence[str] = ()) -> str:
+SEVERAL_NOTE = ("Note: this task asks for several files ({names}); this check is about {name} only: judge "
+                "the prediction file against the requirements that concern {name}.")
+"""deskbench's line for tasks with several output files: Listing 5 compares one prediction file
+with one reference file, so each file gets its own judge run, told which file it checks."""
+
+
+def task_question(instruction: str, key_points: Sequence[str] = (), *, output: str | None = None,
+                  outputs: Sequence[str] = ()) -> str:
     """The question the judge gets: the instruction, then the task's key points (the rubric the
-    comparator also reads its constraints from)."""
+    comparator also reads its constraints from), then, when the task asks for several files
+    (`outputs`), which one this run judges (`output`)."""
     question = instruction.strip() or "(no instruction given: does the prediction file match the reference file?)"
     if key_points:
         question += "\nKey points:\n" + "\n".join(f"- {k}" for k in key_points)
+    if output and len(outputs) > 1:
+        question += "\n" + SEVERAL_NOTE.format(names=", ".join(outputs), name=output)
     return question
 
 

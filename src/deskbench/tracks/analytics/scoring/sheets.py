@@ -39,8 +39,8 @@ from deskbench.tracks.analytics.scoring.sheets_load import (
 )
 from deskbench.tracks.analytics.scoring.sheets_structure import (
     Pair,
-    detect_strict,
     index_line,
+    read_structure,
     structure,
 )
 from deskbench.tracks.analytics.scoring.sheets_values import (
@@ -51,7 +51,7 @@ from deskbench.tracks.analytics.scoring.sheets_values import (
     normalise_column,
     show,
 )
-from deskbench.tracks.analytics.tasks import AnalyticsTask
+from deskbench.tracks.analytics.tasks import AnalyticsTask, ReferenceFile
 
 Stage = Literal["open", "structure", "content", "constraints", "done"]
 
@@ -168,22 +168,22 @@ def _targets(c: Constraint, pairs: list[Pair]) -> list[tuple[Pair, list[str], li
 
 
 def compare_sheets(reference: Path, predicted: Path, *, instruction: str = "", key_points: Sequence[str] = (),
-                   strict: bool | None = None, sample_n: int = 30, seed: int = 0) -> SheetComparison:
+                   strict: bool | None = None, why: str = "", sample_n: int = 30, seed: int = 0) -> SheetComparison:
     """Does `predicted` satisfy the task that `reference` answers? Stops at the first failing stage.
 
-    strict=None decides from the instruction (and key points). A prediction that does not open
-    fails at stage "open"; a reference that does not open raises UnreadableSheet (the task is
-    broken, not the answer).
+    strict=None decides from the instruction (and key points, sheets_structure.read_structure);
+    True/False is the task's own decision, `why` its reason (shown in `checked`). A prediction
+    that does not open fails at stage "open"; a reference that does not open raises
+    UnreadableSheet (the task is broken, not the answer).
     """
     texts = [instruction, *key_points]
-    phrase = detect_strict(texts)
-    is_strict = bool(phrase) if strict is None else strict
-    mode: Literal["strict", "tolerant"] = "strict" if is_strict else "tolerant"
-    if strict is not None:
-        why = "requested by the caller"
-    else:
-        why = f"the instruction says {phrase!r}" if phrase else "no exact structure prescribed"
-    checked = [f"mode {mode} ({why})"]
+    rule = read_structure(texts, strict=strict)
+    mode: Literal["strict", "tolerant"] = "strict" if rule.strict else "tolerant"
+    checked = [f"mode {mode} ({why or rule.why})"]
+    if rule.sheet_names:
+        checked.append(f"sheets the instruction names are matched by name ({rule.sheet_names!r})")
+    if rule.only_columns:
+        checked.append(f"no column beyond the reference's ({rule.only_columns!r})")
     constraints = extract_constraints(texts)
     try:
         refs = load_tables(reference)
@@ -195,7 +195,7 @@ def compare_sheets(reference: Path, predicted: Path, *, instruction: str = "", k
         return _fail("open", f"the prediction does not open: {exc}", mode, checked, constraints)
     checked += [f"reference {index_line(t)}" for t in refs if t.columns] + [f"prediction {index_line(t)}" for t in preds if t.columns]
 
-    pairs = structure(refs, preds, is_strict, sample_n, seed)
+    pairs = structure(refs, preds, rule, sample_n, seed)
     if isinstance(pairs, str):
         return _fail("structure", pairs, mode, checked, constraints)
 
@@ -249,11 +249,11 @@ class Outcome:
 
 
 def compare_or_defer(reference: Path, predicted: Path, *, instruction: str = "", key_points: Sequence[str] = (),
-                     strict: bool | None = None, sample_n: int = 30, seed: int = 0) -> Outcome:
+                     strict: bool | None = None, why: str = "", sample_n: int = 30, seed: int = 0) -> Outcome:
     """compare_sheets, saying when its verdict is no verdict (instead of raising for the reference)."""
     try:
         verdict = compare_sheets(reference, predicted, instruction=instruction, key_points=key_points,
-                                 strict=strict, sample_n=sample_n, seed=seed)
+                                 strict=strict, why=why, sample_n=sample_n, seed=seed)
     except UnreadableSheet as exc:
         return Outcome(None, f"the comparator cannot read the {exc}", exc)
     if verdict.stage == "open" and predicted.suffix.lower() not in READABLE_SUFFIXES:
@@ -264,11 +264,13 @@ def compare_or_defer(reference: Path, predicted: Path, *, instruction: str = "",
 
 
 def compare_task_output(task: AnalyticsTask, tasks_dir: Path, predicted: Path, *, sample_n: int = 30,
-                        seed: int = 0) -> SheetComparison:
-    """A file_generation task's output against its reference file; strictness from the task."""
-    if task.reference_file is None:
+                        seed: int = 0, output: ReferenceFile | None = None) -> SheetComparison:
+    """A file_generation task's output against its reference file (`output`: which of the task's
+    outputs, the first by default); strictness from the task."""
+    ref = output or task.reference_file
+    if ref is None:
         raise ValueError(f"task {task.id} has no reference file (category {task.category})")
-    return compare_sheets(tasks_dir / task.reference_file.path, predicted, instruction=task.instruction,
-                          key_points=task.key_points, strict=task.reference_file.strict_structure,
+    return compare_sheets(tasks_dir / ref.path, predicted, instruction=task.instruction,
+                          key_points=task.key_points, strict=ref.strict_structure, why=ref.structure_reason,
                           sample_n=sample_n, seed=seed)
 
