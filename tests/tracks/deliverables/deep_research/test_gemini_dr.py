@@ -329,3 +329,19 @@ def test_a_report_whose_code_fails_has_no_file_and_diagnose_says_why(bwrap: str,
     diag = json.loads(proc.stdout)
     assert diag["systems"][0]["categories"] == {"file_generation_failed:wrong_api": 1}
     assert "AttributeError" in diag["episodes"][0]["detail"]
+
+
+def test_web_is_refused_in_one_line_before_the_run(package: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Table 5: Google controls the search, always on; a deskbench web backend cannot replace it."""
+    (tmp_path / "web").mkdir()
+    (tmp_path / "web" / "index.jsonl").write_text("")
+    monkeypatch.setenv("GEMINI_API_KEY", "k")
+    proc = run_cli("run", "--tasks", str(package), "--out", str(tmp_path / "r"), "--agent", "gemini-deep-research",
+                   "--model", MODEL, "--web", f"recorded:{tmp_path / 'web'}", "--quiet")
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr
+    assert proc.stderr.strip().splitlines()[-1] == (
+        "error: --agent gemini-deep-research searches with Google's own search, always on, as the paper's Gemini did "
+        "(Table 5); --web cannot be plugged into it: drop --web for this agent")
+    assert not (tmp_path / "r").exists()
+    notes = {n.aspect: n for n in GeminiDeepResearchAgent().protocol_notes()}
+    assert notes["web access"].source == "paper" and "always on" in notes["web access"].detail

@@ -18,8 +18,9 @@ as models/gemini_native.py reads them.
 What the paper's adapter did and deskbench does the same way: the package's prompt (corpus
 discipline first) with the inputs normalised to text (xlsx as annotated TSV, docx/pptx/pdf as
 text) in the one input turn; Google's search is always on (Table 5: "Google controls, always
-on"), so `--web` changes nothing for this agent (its backend is not used) and a closed-corpus
-task is only asked, not enforced, to stay closed (§3.2: adherence is measured, not guaranteed).
+on"; "Custom Tools: None"), so `--web` is refused for this agent (no backend of deskbench's can
+be plugged into it) and a closed-corpus task is only asked, not enforced, to stay closed (§3.2:
+adherence is measured, not guaranteed).
 What is deskbench's own (docs/deep-research-gemini.md): the wording of the file-generation
 instructions (the adapter's "format-aware" text is not published); every ```python block of the
 report is run, in order, each as its own program (the prompt asks for one self-contained block);
@@ -47,8 +48,10 @@ from typing import Any
 
 from deskbench.agents.base import AgentResult, Recorder
 from deskbench.agents.code_loop import ERROR_TAIL_CHARS, AnalystContext, Deliverables
+from deskbench.errors import UserError
 from deskbench.models.gemini_native import API_ROOT, BASE_URL_ENV, KEY_ENVS, key_from_env
 from deskbench.models.types import ChatRequest, ChatResponse, Message, Usage
+from deskbench.runs.protocol import ProtocolNote, deskbench, paper
 from deskbench.tasks.trajectory import ModelCallStep, ToolCallStep
 from deskbench.tracks.deliverables.agent_inputs import DeliverableOptions, inline_inputs
 from deskbench.tracks.deliverables.deep_research.pending import (
@@ -320,10 +323,23 @@ class GeminiDeepResearchAgent:
 
     def __init__(self, options: DeliverableOptions | None = None, web: WebBackend | None = None, *,
                  polling: Polling | None = None) -> None:
-        """`web` is accepted and not used: the agent's Google Search is Google's, always on."""
+        """`--web` is refused: the agent searches with Google's own search, always on (Table 5)."""
         self.options = options or DeliverableOptions()
-        self.web = web
+        if self.options.web is not None or web is not None:
+            raise UserError(f"--agent {SERVICE} searches with Google's own search, always on, as the paper's Gemini "
+                            "did (Table 5); --web cannot be plugged into it: drop --web for this agent")
         self.polling = polling or Polling()
+
+    def protocol_notes(self) -> list[ProtocolNote]:
+        """How this system differs from the deliverable agent's protocol (for the run's notes)."""
+        return [paper("agent", "§3.4, Table 5: Gemini's Deep Research agent through the Interactions API "
+                      "(background), the Python its report embeds run locally over the staged inputs"),
+                paper("web access", "Table 5: Google Search, controlled by Google, always on (the corpus "
+                      "discipline is the prompt's line)"),
+                deskbench("agent prompt", "§3.2's discipline line + SME prompt and the inputs' normalised text, then "
+                          "deskbench's lines on the embedded code (the adapter's format-aware text is not public)"),
+                deskbench("code run", "every ```python block of the report, in order, each its own program in "
+                          "deskbench's sandbox (no network); the paper ran the extracted code in a local subprocess")]
 
     async def run(self, task: DeliverableTask, ctx: AnalystContext, workdir: Path) -> AgentResult:
         rec = Recorder(ctx.model)
