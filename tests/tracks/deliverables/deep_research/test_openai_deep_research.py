@@ -32,7 +32,6 @@ from deskbench.tracks.deliverables.tasks import (
     DeliverableTask,
     load_packages,
 )
-from deskbench.tracks.deliverables.web_access import WebChoice
 
 MODEL = "openai/o3-deep-research"
 SYSTEM = f"openai-deep-research:{MODEL}"
@@ -228,8 +227,54 @@ def test_the_model_the_settings_and_the_web_are_checked(packages: Path, tmp_path
                         "o4-mini-deep-research); --model openai/gpt-4o is not one: give e.g. --model "
                         "openai/o3-deep-research")
     assert openai_dr.model_name("openai/o4-mini-deep-research-2025-06-26") == "o4-mini-deep-research-2025-06-26"
-    with pytest.raises(UserError, match="drop --web for this agent"):
-        openai_dr.make(DeliverableOptions(web=WebChoice("recorded", "somewhere")), None)
+    # --web: OpenAI's browser is the agent's own (Table 5); deskbench's cannot be plugged in
+    (tmp_path / "rec").mkdir()
+    (tmp_path / "rec" / "index.jsonl").write_text("")
+    proc = run_cli(*run_args(packages, tmp_path / "web"), "--web", f"recorded:{tmp_path / 'rec'}",
+                   env={"OPENAI_API_KEY": "sk-test"})
+    assert proc.returncode == 2
+    assert proc.stderr.strip().splitlines()[-1] == (
+        "error: --agent openai-deep-research searches with OpenAI's own web search, as the paper's o3 did "
+        "(Table 5); --web cannot be plugged into it: drop --web for this agent")
+    with pytest.raises(UserError, match="is not a number of seconds"):
+        os.environ[openai_dr.POLL_ENV] = "soon"
+        try:
+            openai_dr.make(DeliverableOptions(), None)
+        finally:
+            del os.environ[openai_dr.POLL_ENV]
+
+
+def test_a_wait_that_runs_out_keeps_the_record_and_an_incomplete_reply_is_a_limit(
+        packages: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    shutil.rmtree(packages / "dl-0002-rcp")
+    tasks = load_packages(packages)
+    hold = threading.Event()
+    out = tmp_path / "run"
+    with SimDeepResearch(research=Consultant(tasks, tmp_path / "answers"), hold=hold) as sim:
+        monkeypatch.setattr(openai_dr, "MAX_WAIT", 0.0)
+        proc = run_cli(*run_args(packages, out), env=env(sim))
+        assert proc.returncode == 0, proc.stderr
+        [ep] = RunStore(out, create=False).episodes()
+        assert ep.status == "error" and ep.error is not None and "run again to keep polling it" in ep.error
+        assert len(list(out.rglob("*.pending.json"))) == 1 and sim.deleted == []
+        monkeypatch.setattr(openai_dr, "MAX_WAIT", 3600.0)
+        hold.set()
+        proc = run_cli(*run_args(packages, out), "--rerun", env=env(sim))
+        assert proc.returncode == 0, proc.stderr
+        assert len(sim.created) == 1 and sim.refused == []
+    [ep] = RunStore(out, create=False).episodes()
+    assert ep.status == "ok" and not list(out.rglob("*.pending.json"))
+
+    def cut(prompt: str, inputs: dict[str, bytes]) -> Research:
+        return Research(text="Partial analysis", status="incomplete", incomplete_reason="max_output_tokens")
+
+    with SimDeepResearch(research=cut) as sim:
+        proc = run_cli(*run_args(packages, tmp_path / "cut"), env=env(sim))
+        assert proc.returncode == 0, proc.stderr
+    [ep] = RunStore(tmp_path / "cut", create=False).episodes()
+    assert ep.status == "limit" and ep.error is not None and "incomplete (max_output_tokens)" in ep.error
+    assert isinstance(ep.submission, DeliverableSubmission)
+    assert ep.submission.response == "Partial analysis" and ep.submission.stop == "round_limit"
 
 
 def test_the_simulator_refuses_what_the_api_refuses(tmp_path: Path) -> None:
