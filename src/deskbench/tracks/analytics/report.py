@@ -1,6 +1,6 @@
 """analytics' section of `deskbench report` (`Track.report_section`): AIDABench's metrics for every
 system of its runs (pass@1, pass@k, avg@k by category and difficulty, bad cases, the summary
-ablation), scored with the report's judges (the numbers `deskbench score` prints), and its figures;
+ablation, Appendix H's tokens and rounds per task type), scored with the report's judges (the numbers `deskbench score` prints), and its figures;
 its template is report.html.j2 beside this module."""
 
 from __future__ import annotations
@@ -29,6 +29,7 @@ from deskbench.tracks.analytics.scoring.analytics_metrics import (
     attach_summary_ablations,
     summarize_analytics,
 )
+from deskbench.tracks.analytics.stats import SystemEffort, by_consumption, effort_png, system_effort
 from deskbench.tracks.analytics.tasks import AnalyticsTask
 
 TEMPLATE = "deskbench.tracks.analytics:report.html.j2"
@@ -39,23 +40,30 @@ class AnalyticsSection(SectionData):
 
     systems: list[AnalyticsScoreReport]  # AIDABench's metrics, one per system
     judges: str = ""  # which judges decided, in words for the page
+    effort: list[SystemEffort] = []  # Appendix H, one per system (in the order of `systems`)
 
     def figures(self) -> dict[str, bytes]:
-        return {"analytics_pass": analytics_pass_png(self.systems),
-                "analytics_errors": analytics_errors_png(self.systems)}
+        figures = {"analytics_pass": analytics_pass_png(self.systems),
+                   "analytics_errors": analytics_errors_png(self.systems)}
+        if self.effort:
+            figures["analytics_tokens"] = effort_png(self.effort, "output_tokens")
+            figures["analytics_rounds"] = effort_png(self.effort, "rounds")
+        return figures
 
     def context(self) -> dict[str, object]:
         from deskbench.tracks.analytics.scoring.analytics import ERROR_CATEGORIES
 
-        return {"error_categories": ERROR_CATEGORIES, "analytics_titles": ANALYTICS_TITLES}
+        return {"error_categories": ERROR_CATEGORIES, "analytics_titles": ANALYTICS_TITLES,
+                "effort_by_tokens": by_consumption(self.effort, "output_tokens")}
 
 
 def score_analytics_runs(store: RunStore, systems: Sequence[str], judges: AnalyticsJudges,
                          items_out: list[tuple[Path, list[AnalyticsItemScore]]] | None = None,
-                         concurrency: int = 8) -> list[AnalyticsScoreReport]:
+                         concurrency: int = 8,
+                         effort_out: list[SystemEffort] | None = None) -> list[AnalyticsScoreReport]:
     """AIDABench's metrics for every system of an analytics run (k = the most attempts stored);
-    `items_out` receives each system's scored items (the report's Comparison section); judge calls
-    `concurrency` at a time."""
+    `items_out` receives each system's scored items (the report's Comparison section), `effort_out`
+    each system's Appendix H numbers; judge calls `concurrency` at a time."""
     tasks = store.tasks_of(AnalyticsTask)
     task_ids = [t.id for t in tasks]
     scoring = analytics_score_protocol(judges, tasks)
@@ -67,6 +75,8 @@ def score_analytics_runs(store: RunStore, systems: Sequence[str], judges: Analyt
         k = max([it.attempt + 1 for it in items], default=1)
         out.append(summarize_analytics(items, system=f"{name} ({store.dir.name})", k=k, task_ids=task_ids,
                                        protocol=system_protocol(store, name, scoring)))
+        if effort_out is not None:
+            effort_out.append(system_effort(items, system=f"{name} ({store.dir.name})", k=k))
     attach_summary_ablations(out)  # Table 2: a [no-summary] system beside its twin of the same run
     return out
 
@@ -96,12 +106,14 @@ def analytics_report_section(stores: Sequence[RunStore], options: OutcomeOptions
     judges = options.scorer if isinstance(options.scorer, AnalyticsJudges) else AnalyticsJudges()
     items: list[tuple[Path, list[AnalyticsItemScore]]] = []
     reports: list[AnalyticsScoreReport] = []
+    effort: list[SystemEffort] = []
     for store in stores:
-        reports += score_analytics_runs(store, store.systems(), judges, items, concurrency=options.concurrency)
+        reports += score_analytics_runs(store, store.systems(), judges, items, concurrency=options.concurrency,
+                                        effort_out=effort)
     systems = by_system([(d, analytics_outcomes(scored)) for d, scored in items])
     return ReportSection(
         track="analytics", title="analytics (AIDABench)", template=TEMPLATE,
-        data=AnalyticsSection(systems=reports, judges=analytics_method(judges)),
+        data=AnalyticsSection(systems=reports, judges=analytics_method(judges), effort=effort),
         n_systems=len(reports), summary=f"{len(reports)} analytics system(s).",
         comparisons=compare_several("analytics", DEFINITION, systems),
         model_settings=judge_settings([("QA judge", judges.qa), ("chart judge", judges.chart),

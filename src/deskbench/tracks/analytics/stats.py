@@ -1,4 +1,5 @@
-"""AIDABench's dataset statistics (§3.1.2) over analytics task sets: `deskbench analyse task-stats`.
+"""AIDABench's dataset statistics (§3.1.2) over analytics task sets (`deskbench analyse task-stats`),
+and Appendix H's tokens and rounds per task type over scored runs (the report's Figures 6-7).
 
 What the paper reports for its 603 tasks, and how each is counted here:
 - categories: QA 37.5%, data visualization 19.2%, file generation 43.3% (shares of tasks);
@@ -13,17 +14,30 @@ What the paper reports for its 603 tasks, and how each is counted here:
 
 Several tasks files are counted together (the release's split manifests are imported one file
 each, `deskbench fetch aida`); a task is counted once per file it is in.
+
+Appendix H (Figures 6-7): per system, the average tokens and interaction rounds per task in each
+scenario (QA, data visualization, file generation) and overall, "avg@3 statistics" (§4.1): here
+avg@k, the mean over a task's attempts, then over the tasks of the group (with every attempt
+there, the mean over episodes). Tokens are output (completion) tokens: the paper does not say
+which, and its per-task range (2.2k-13.2k over up to 20 rounds) is far below what the resent
+history costs in input tokens; input tokens are kept beside them in the table. Rounds are
+execute_code calls (AnalyticsSubmission.rounds). Episodes that ended in an error (a provider or
+harness failure, not the agent's work) are left out and counted; round-limit episodes count.
 """
 
 from __future__ import annotations
 
-from collections import Counter
+from collections import Counter, defaultdict
 from collections.abc import Sequence
 from pathlib import Path, PurePosixPath
+from typing import TYPE_CHECKING, Literal
 
 from pydantic import BaseModel, Field
 
 from deskbench.tracks.analytics.tasks import CATEGORIES, AnalyticsTask, read_tasks
+
+if TYPE_CHECKING:
+    from deskbench.tracks.analytics.scoring.analytics import AnalyticsItemScore
 
 TABULAR = frozenset({"xlsx", "xlsm", "xls", "csv"})
 DIFFICULTIES = ("easy", "medium", "hard")
@@ -141,5 +155,85 @@ def stats_png(s: TaskStats) -> bytes:
         ax.set_title(title, fontsize=9)
     axes[0].set_ylabel("share (%)")
     axes[0].legend(fontsize=7)
+    fig.tight_layout()
+    return png(fig)
+
+
+# -- Appendix H: tokens and rounds per task type ------------------------------------------------
+
+EffortMeasure = Literal["output_tokens", "input_tokens", "rounds"]
+SCENARIO_TITLES = {"qa": "QA", "visualization": "Data Visualization", "file_generation": "File Generation"}
+
+
+class Effort(BaseModel):
+    """avg@k of one group of tasks: the mean over each task's attempts, then over the tasks."""
+
+    tasks: int
+    episodes: int
+    output_tokens: float | None
+    input_tokens: float | None
+    rounds: float | None
+
+
+class SystemEffort(BaseModel):
+    """Appendix H for one system: overall and per scenario."""
+
+    system: str
+    k: int
+    overall: Effort
+    by_category: dict[str, Effort]
+    errors_left_out: int = 0  # episodes that ended in an error
+
+
+def _avg_at_k(items: Sequence[AnalyticsItemScore], measure: EffortMeasure) -> float | None:
+    per_task: dict[str, list[float]] = defaultdict(list)
+    for it in items:
+        per_task[it.task_id].append(float(getattr(it, measure)))
+    means = [sum(v) / len(v) for v in per_task.values()]
+    return sum(means) / len(means) if means else None
+
+
+def _effort(items: Sequence[AnalyticsItemScore]) -> Effort:
+    return Effort(tasks=len({it.task_id for it in items}), episodes=len(items),
+                  output_tokens=_avg_at_k(items, "output_tokens"), input_tokens=_avg_at_k(items, "input_tokens"),
+                  rounds=_avg_at_k(items, "rounds"))
+
+
+def system_effort(items: Sequence[AnalyticsItemScore], *, system: str, k: int) -> SystemEffort:
+    """Appendix H's numbers of one system's scored episodes (see the module's docstring)."""
+    kept = [it for it in items if it.episode_status != "error"]
+    return SystemEffort(system=system, k=k, overall=_effort(kept),
+                        by_category={c: _effort([it for it in kept if it.category == c])
+                                     for c in CATEGORIES if any(it.category == c for it in kept)},
+                        errors_left_out=len(items) - len(kept))
+
+
+def by_consumption(efforts: Sequence[SystemEffort], measure: EffortMeasure) -> list[SystemEffort]:
+    """The systems sorted by their overall consumption, descending (as Figures 6-7 order models)."""
+    return sorted(efforts, key=lambda e: -(getattr(e.overall, measure) or 0.0))
+
+
+def effort_png(efforts: Sequence[SystemEffort], measure: EffortMeasure) -> bytes:
+    """Figure 6 (tokens) or 7 (rounds): per system, bars for each scenario's average and a line for
+    the overall average, systems by overall consumption, descending."""
+    import textwrap
+
+    from deskbench.analysis.plotting import pyplot
+    from deskbench.report.plots import png
+
+    ordered = by_consumption(efforts, measure)
+    fig, ax = pyplot().subplots(figsize=(max(6.0, 1.1 * len(ordered) + 2), 4))
+    width = 0.8 / len(CATEGORIES)
+    xs = list(range(len(ordered)))
+    for i, cat in enumerate(CATEGORIES):
+        heights = [(getattr(e.by_category[cat], measure) or 0.0) if cat in e.by_category else 0.0 for e in ordered]
+        ax.bar([x + (i - 1) * width for x in xs], heights, width, label=SCENARIO_TITLES[cat])
+    ax.plot(xs, [getattr(e.overall, measure) or 0.0 for e in ordered], marker="o", color="black", label="overall")
+    ax.set_xticks(xs, [textwrap.fill(e.system, 22) for e in ordered], fontsize=7, rotation=20, ha="right")
+    ax.set_ylabel("output tokens per task" if measure == "output_tokens" else
+                  "input tokens per task" if measure == "input_tokens" else "rounds per task")
+    ax.set_title("Token consumption (AIDABench Fig. 6)" if measure.endswith("tokens") else
+                 "Round consumption (AIDABench Fig. 7)")
+    ax.legend(fontsize=7)
     fig.tight_layout()
     return png(fig)
