@@ -35,7 +35,8 @@ from urllib.parse import parse_qs, unquote, urlsplit
 
 from sim_openai_file_search import MethodServer
 
-STATUS = {400: "INVALID_ARGUMENT", 403: "PERMISSION_DENIED", 404: "NOT_FOUND", 500: "INTERNAL"}
+STATUS = {400: "INVALID_ARGUMENT", 403: "PERMISSION_DENIED", 404: "NOT_FOUND", 429: "RESOURCE_EXHAUSTED",
+          500: "INTERNAL", 503: "UNAVAILABLE"}
 AGENTS = {"deep-research-pro-preview-12-2025", "deep-research-preview-04-2026", "deep-research-max-preview-04-2026"}
 AGENT_FIELDS = {"agent", "input", "agent_config", "background", "previous_interaction_id", "response_format",
                 "response_mime_type", "response_modalities", "service_tier", "store", "system_instruction",
@@ -71,6 +72,7 @@ class SimGeminiInteractions:
     api_key: str = "test-key"
     polls_to_finish: int = 1  # gets answered in_progress before the interaction is done
     hold: threading.Event = field(default_factory=threading.Event)  # set: every interaction stays in_progress
+    unavailable: int = 0  # the next gets answered 503 UNAVAILABLE (a passing outage)
     requests: list[tuple[str, str, dict[str, str], Any]] = field(default_factory=list)
     refused: list[tuple[str, str, int, str]] = field(default_factory=list)
     interactions: dict[str, dict[str, Any]] = field(default_factory=dict)
@@ -132,6 +134,9 @@ class SimGeminiInteractions:
                 return err(400, f"Invalid JSON payload received. Unknown name \"{extra[0]}\": Cannot bind query parameter.")
             if query.get("stream") == "true":
                 return err(400, "streaming is not simulated here")
+            if self.unavailable > 0:
+                self.unavailable -= 1
+                return err(503, "The service is currently unavailable.")
             return self._get(p[len("/v1beta/interactions/"):])
         return err(404, f"Method not found: {method} {p}")
 

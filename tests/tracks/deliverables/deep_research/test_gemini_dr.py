@@ -345,3 +345,23 @@ def test_web_is_refused_in_one_line_before_the_run(package: Path, tmp_path: Path
     assert not (tmp_path / "r").exists()
     notes = {n.aspect: n for n in GeminiDeepResearchAgent().protocol_notes()}
     assert notes["web access"].source == "paper" and "always on" in notes["web access"].detail
+
+
+def test_a_passing_outage_is_waited_out_and_a_long_one_keeps_the_record(bwrap: str, package: Path, tmp_path: Path,
+                                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    task = load_package(package / TASK)
+    with SimGeminiInteractions(script=Researcher(task, tmp_path)) as sim:
+        for k, v in sim.env().items():
+            monkeypatch.setenv(k, v)
+        sim.unavailable = 4  # four 503s in a row: still within the five a wait allows
+        res = asyncio.run(GeminiDeepResearchAgent(polling=FAST).run(task, context(tmp_path), tmp_path / "a" / "0"))
+        assert res.status == "ok", res.error
+        sim.unavailable = 5
+        workdir = tmp_path / "b" / "0"
+        res = asyncio.run(GeminiDeepResearchAgent(polling=FAST).run(task, context(tmp_path), workdir))
+        assert res.status == "error" and res.error == (
+            "gemini-deep-research: the Interactions API is unavailable (503 The service is currently unavailable.); "
+            "run again to keep waiting for the same interaction")
+        assert load_pending(workdir) is not None  # the research goes on server-side: a rerun polls it
+        res = asyncio.run(GeminiDeepResearchAgent(polling=FAST).run(task, context(tmp_path), workdir))
+        assert res.status == "ok" and len(sim.created) == 2

@@ -197,6 +197,34 @@ class InteractionsApi:
         return await asyncio.to_thread(self.call, "GET", f"interactions/{interaction_id}")
 
 
+TRANSIENT = {429, 500, 502, 503, 504}  # a get answered so is asked again at the next poll
+MAX_TRANSIENT = 5  # consecutive failed gets before the episode gives up (its record kept for a rerun)
+
+
+class Poller:
+    """One interaction's gets: a transient failure (a 429 or 5xx, a connection that failed) reads as
+    "still running" and is asked again at the next poll, MAX_TRANSIENT times in a row at most. A
+    create is never retried: one that timed out may have been made."""
+
+    def __init__(self, api: InteractionsApi, interaction_id: str) -> None:
+        self.api = api
+        self.id = interaction_id
+        self.failures = 0
+
+    async def get(self) -> dict[str, Any]:
+        try:
+            got = await self.api.get(self.id)
+        except (InteractionsError, OSError) as exc:
+            if isinstance(exc, InteractionsError) and exc.status not in TRANSIENT:
+                raise
+            self.failures += 1
+            if self.failures >= MAX_TRANSIENT:
+                raise
+            return {"id": self.id, "status": RUNNING}
+        self.failures = 0
+        return got
+
+
 def agent_name(model_id: str) -> str:
     """The Interactions API's agent from --model; ValueError with the fix otherwise."""
     provider, _, name = model_id.partition("/")
@@ -366,7 +394,7 @@ class GeminiDeepResearchAgent:
             interaction_id, resumed = await self._submit(api, agent, model_id, prompt, workdir)
             rec.add(ToolCallStep(name="interaction", arguments={"agent": agent, "resumed": resumed},
                                  result={"id": interaction_id}))
-            done = await poll_until(lambda: api.get(interaction_id), lambda i: i.get("status") != RUNNING,
+            done = await poll_until(Poller(api, interaction_id).get, lambda i: i.get("status") != RUNNING,
                                     interval=self.polling.interval, max_interval=self.polling.max_interval,
                                     max_wait=self.polling.max_wait)
         except PollTimeout as exc:  # the record stays: a rerun polls the same interaction
@@ -377,9 +405,13 @@ class GeminiDeepResearchAgent:
                 clear_pending(workdir)
                 return rec.result("error", error=f"{SERVICE}: interaction {pending.id} is gone ({exc.message}); "
                                   "its record is removed: run again to start a new one")
+            again = "; run again to keep waiting for the same interaction" if load_pending(workdir) else ""
+            if exc.status in TRANSIENT:
+                return rec.result("error", error=f"{SERVICE}: the Interactions API is unavailable ({exc}){again}")
             return rec.result("error", error=f"{SERVICE}: the Interactions API refused the request ({exc})")
         except (OSError, ValueError) as exc:  # unreachable, or not JSON: the record stays for a rerun
-            return rec.result("error", error=f"{SERVICE}: the Interactions API could not be read ({exc})")
+            again = "; run again to keep waiting for the same interaction" if load_pending(workdir) else ""
+            return rec.result("error", error=f"{SERVICE}: the Interactions API could not be read ({exc}){again}")
         seconds = time.monotonic() - started
         report = read_outputs(done, rec)
         usd = cost(rec, model_id, report)
