@@ -24,9 +24,11 @@ from sim_openai_deep_research import Research, SimDeepResearch
 
 from deskbench.errors import UserError
 from deskbench.generate.demo import bundled_dir
+from deskbench.runs.outputs import episode_dir
 from deskbench.runs.store import RunStore
 from deskbench.tracks.deliverables.agent_inputs import DeliverableOptions
 from deskbench.tracks.deliverables.deep_research import openai_dr
+from deskbench.tracks.deliverables.deep_research.pending import PendingRequest, save_pending
 from deskbench.tracks.deliverables.tasks import (
     DeliverableSubmission,
     DeliverableTask,
@@ -264,6 +266,18 @@ def test_a_wait_that_runs_out_keeps_the_record_and_an_incomplete_reply_is_a_limi
         assert len(sim.created) == 1 and sim.refused == []
     [ep] = RunStore(out, create=False).episodes()
     assert ep.status == "ok" and not list(out.rglob("*.pending.json"))
+
+    # a record whose response OpenAI no longer knows: said, the record removed, nothing submitted
+    workdir = episode_dir(out.resolve(), SYSTEM, "dl-0003-scp", 0)
+    save_pending(workdir, PendingRequest(provider="openai", api="responses", id="resp_gone", model="o3-deep-research"))
+    with SimDeepResearch(research=Consultant(tasks, tmp_path / "answers")) as sim:
+        proc = run_cli(*run_args(packages, out), "--rerun", env=env(sim))
+        assert proc.returncode == 0, proc.stderr
+        assert sim.created == [] and [r[2] for r in sim.refused] == [404]
+    [ep] = RunStore(out, create=False).episodes()
+    assert ep.status == "error" and ep.error is not None
+    assert "response resp_gone is not found at OpenAI" in ep.error and "run again to start a new one" in ep.error
+    assert not list(out.rglob("*.pending.json"))
 
     def cut(prompt: str, inputs: dict[str, bytes]) -> Research:
         return Research(text="Partial analysis", status="incomplete", incomplete_reason="max_output_tokens")

@@ -96,6 +96,10 @@ class ResearchFailed(Exception):
     """A request OpenAI refused, or one that ended without a deliverable."""
 
 
+class Gone(ResearchFailed):
+    """The pending response is unknown to OpenAI (deleted, another account): nothing to poll."""
+
+
 def model_name(model_id: str) -> str:
     """The deep-research model's name at OpenAI; a UserError naming the fix when it is not one."""
     provider, _, name = model_id.partition("/")
@@ -265,13 +269,7 @@ class OpenAIDeepResearch:
         return [EnvKey("OPENAI_API_KEY", "export the key of the OpenAI account with deep-research access")]
 
     def protocol_notes(self) -> list[ProtocolNote]:
-        """How this system differs from the deliverable agent's protocol (what run.py records)."""
-        return [paper("agent", "§3.4, Table 5: o3-deep-research through the Responses API (background), "
-                      "code run in an OpenAI Container pre-loaded with the inputs, files read back"),
-                paper("web access", "Table 5: OpenAI's web_search_preview, always on (soft enforcement: "
-                      "the corpus discipline is the prompt's line)"),
-                deskbench("agent prompt", "§3.2's discipline line + SME prompt, then deskbench's lines on the "
-                          "container's files and outputs (the paper's adapter text is not public)")]
+        return protocol_notes(self.options)
 
     async def run(self, task: DeliverableTask, ctx: AnalystContext, workdir: Path) -> AgentResult:
         rec = Recorder(ctx.model)
@@ -299,6 +297,8 @@ class OpenAIDeepResearch:
                                   "polling it (its id is kept beside the episode)")
             return await self._finish(api, task, ctx, files, workdir, pending, response, prompt, rec)
         except ResearchFailed as exc:
+            if isinstance(exc, Gone):
+                clear_pending(workdir)
             return rec.result("error", error=f"{NAME}: {exc}")
         finally:
             await api.close()
@@ -337,8 +337,8 @@ class OpenAIDeepResearch:
         try:
             got = await api.responses.retrieve(response_id)
         except openai.NotFoundError as exc:
-            raise ResearchFailed(f"response {response_id} is not found at OpenAI ({status_error(exc)}); "
-                                 "remove its .pending.json beside the episode folder to start a new one") from exc
+            raise Gone(f"response {response_id} is not found at OpenAI ({status_error(exc)}); its record is "
+                       "removed: run again to start a new one") from exc
         except openai.APIError as exc:
             raise ResearchFailed(f"polling response {response_id} failed ({status_error(exc)})") from exc
         data: dict[str, Any] = got.to_dict()
@@ -436,6 +436,18 @@ async def _delete_files(api: Any, file_ids: Sequence[str]) -> None:
     for file_id in file_ids:
         with contextlib.suppress(openai.APIError):
             await api.files.delete(file_id)
+
+
+def protocol_notes(options: DeliverableOptions) -> list[ProtocolNote]:
+    """What this agent runs, for the run's protocol notes (runs/protocol.py); `--web` is refused."""
+    return [paper("agent", "§3.4, Table 5: o3-deep-research through the Responses API (background), code run in "
+                  "an OpenAI Container pre-loaded with the inputs (container.file_ids), files read back through "
+                  "the Containers API"),
+            paper("web access", "§3.4, Table 5 (\"we configure, soft enforcement\"): OpenAI's web_search_preview on "
+                  "every task; the corpus discipline is the prompt's line"),
+            deskbench("agent prompt", "the task's prompt with its corpus discipline (§3.2), the input files' names "
+                      "and normalised text, the required outputs under /mnt/data/; the paper's adapter prompt is "
+                      "not released")]
 
 
 def make(options: DeliverableOptions, web: WebBackend | None) -> OpenAIDeepResearch:
