@@ -48,6 +48,10 @@ ROWS: dict[str, list[dict[str, Any]]] = {
     "QA_zh": [
         {"id": "QA_1", "question": "北区销售额占目标的比例?", "input_file": "sales.csv\ntargets.csv", "reference": "150%"},
     ],
+    "data_visualization_en": [
+        {"id": "DV_1", "question": "Bar chart of sales by region into chart.png.", "input_file": "sales.csv",
+         "output_file": "chart.png", "rubrics": ["one bar per region", "North is 150"]},
+    ],
     "file_generation_en": [
         {"id": "FG_1", "question": "Total sales by region into totals.csv.", "input_file": "sales.csv",
          "output_file": "totals.csv", "reference_file": "totals_res.csv", "eval_area": "A1:B3"},
@@ -86,7 +90,8 @@ def test_a_snapshot_becomes_one_tasks_file_per_manifest(tmp_path: Path) -> None:
     release = write_release(tmp_path / "release")
     out = tmp_path / "aida"
     summary = fetch_aida(AidaFetchOptions(out=out, source=release, difficulty_steps=7))
-    assert [m.split for m in summary.imports] == ["QA_en", "QA_zh", "file_generation_en"]  # meta/ left alone
+    assert [m.split for m in summary.imports] == ["QA_en", "QA_zh", "data_visualization_en",
+                                                  "file_generation_en"]  # meta/ left alone
     by_split = {m.split: m for m in summary.imports}
     qa = by_split["QA_en"]
     assert qa.manifest == "QA_en/QA_en.jsonl" and qa.tasks == 2 and qa.by_category == {"qa": 2}
@@ -101,8 +106,12 @@ def test_a_snapshot_becomes_one_tasks_file_per_manifest(tmp_path: Path) -> None:
     assert "FG_2" in fg.skipped.get("input file missing", [])
     fg_tasks = read_tasks(Path(fg.tasks_file)).items
     assert [t.id for t in fg_tasks] == ["FG_1"] and fg_tasks[0].params == {"eval_area": "A1:B3"}
+    dv = by_split["data_visualization_en"]
+    assert (dv.tasks, dv.by_category, dv.skipped) == (1, {"visualization": 1}, {})  # scored by the chart judges
+    chart = read_tasks(Path(dv.tasks_file)).items[0]
+    assert chart.key_points == ["one bar per region", "North is 150"] and chart.chart is None
     written = json.loads((out / "fetch.json").read_text())
-    assert written["source"] == str(release) and written["revision"] is None and len(written["imports"]) == 3
+    assert written["source"] == str(release) and written["revision"] is None and len(written["imports"]) == 4
 
 
 def test_split_chooses_manifests_and_an_unknown_one_names_those_there(tmp_path: Path) -> None:
@@ -112,7 +121,7 @@ def test_split_chooses_manifests_and_an_unknown_one_names_those_there(tmp_path: 
                    "--difficulty-steps", "3")
     assert proc.returncode == 2, proc
     assert proc.stderr.strip() == (f"error: --split 'QA_fr': {release} has no AIDA manifest of that name (it has: "
-                                   "QA_en, QA_zh, file_generation_en)")
+                                   "QA_en, QA_zh, data_visualization_en, file_generation_en)")
     proc = run_cli("fetch", "aida", "--from", str(release), "--out", str(tmp_path / "b"), "--split", "QA_zh",
                    "--difficulty-steps", "3")
     assert proc.returncode == 0, proc.stderr
@@ -188,8 +197,8 @@ def test_from_the_hub_a_killed_fetch_is_completed_by_the_next_run(tmp_path: Path
         summary = json.loads(done.stdout)
         assert summary["revision"] == SHA and summary["source"] == f"{hub.url}/datasets/{REPO}"
         assert summary["snapshot"] == str(out / "snapshot")
-        assert [(m["split"], m["tasks"]) for m in summary["imports"]] == [("QA_en", 2), ("QA_zh", 1),
-                                                                           ("file_generation_en", 1)]
+        assert [(m["split"], m["tasks"]) for m in summary["imports"]] == [
+            ("QA_en", 2), ("QA_zh", 1), ("data_visualization_en", 1), ("file_generation_en", 1)]
         second = hub.file_gets()[len(before):]
         assert sorted(before + second) == files  # every file whole once: what the killed run got was kept
         assert all(r[2] is None for r in hub.log)  # no token: none sent

@@ -7,7 +7,7 @@ files beside it (`input/<id>/<name>`, `reference/<id>/<name>`); tracks/analytics
 which fields it reads and why. So a manifest is found by what it holds, not by a file name: a
 `.jsonl` file of the snapshot whose first row has an `id` with the release's `QA_`/`DV_`/`FG_`
 prefix and a `question`. Each manifest is imported with the analytics importer
-(aida.import_aida, the same code as `deskbench import-tasks aida`) into its own tasks file: the
+(aida.import_release, the same code as `deskbench import-tasks aida`) into its own tasks file: the
 Chinese and English splits share their ids, so they cannot share a file.
 
 Under --out DIR:
@@ -130,7 +130,7 @@ def _tasks_names(manifests: list[Path], root: Path) -> dict[Path, str]:
 def fetch_aida(options: AidaFetchOptions) -> AidaFetchSummary:
     """The release (from the hub or a snapshot folder), then each manifest imported (see the
     module's docstring)."""
-    from deskbench.tracks.analytics.aida import import_aida
+    from deskbench.tracks.analytics.aida import import_release
 
     if options.difficulty_steps is not None and options.difficulty_steps < 1:
         raise UserError(f"--difficulty-steps {options.difficulty_steps} is not valid; use 1 or more")
@@ -159,7 +159,7 @@ def fetch_aida(options: AidaFetchOptions) -> AidaFetchSummary:
     names = _tasks_names(manifests, root)
     for manifest in manifests:
         tasks_file = out / "tasks" / f"{names[manifest]}.jsonl"
-        result = import_aida(manifest, tasks_file, difficulty_steps=options.difficulty_steps)
+        result = import_release(manifest, tasks_file, difficulty_steps=options.difficulty_steps)
         summary.imports.append(ManifestImport(
             split=names[manifest], manifest=manifest.relative_to(root).as_posix(), tasks_file=str(tasks_file),
             tasks=len(result.tasks), by_category=dict(sorted(Counter(t.category for t in result.tasks).items())),
