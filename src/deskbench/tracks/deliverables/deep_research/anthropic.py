@@ -15,7 +15,7 @@ the anthropic SDK's generated types):
 3. the reply's `container.id` is sent back with every later request, so the same container
    (and what the code wrote in it) serves the whole episode; a `pause_turn` reply (a long
    server-tool turn the API paused) is continued by sending its content back as the
-   assistant turn; `end_turn` ends the episode;
+   assistant turn (a second pause extends that turn); `end_turn` ends the episode;
 4. every file the code created comes back as a `bash_code_execution_output` block (file id);
    each is read through the Files API (GET /v1/files/{id} for its name, .../content for its
    bytes) into the episode's result folder, a later file of one name replacing an earlier.
@@ -94,6 +94,7 @@ WEB_SEARCH_USD = 0.01  # $10 per 1,000 searches (the web search tool page, "Usag
 CONTAINER_USD_PER_HOUR = 0.05  # code execution tool page, "Usage and pricing"
 CONTAINER_MIN_SECONDS = 300.0  # "a minimum of 5 minutes" billed per container
 SETTINGS_SENT = ("temperature", "top_p", "top_k", "max_tokens")  # what the request carries of --temperature etc.
+NOT_SENT = ("decoding",)  # a preset's name: its values are the fields above
 
 PROMPT = """{task_prompt}
 
@@ -375,7 +376,7 @@ class ClaudeResearch:
             return rec.result("error", error=f"--agent {NAME} runs on Anthropic models; --model {model_id or '(none)'} "
                               "is not one: give e.g. --model anthropic/claude-opus-4-6")
         settings = getattr(ctx.model, "settings", None)
-        given = dict(settings.sent.given()) if settings is not None else {}
+        given = {k: v for k, v in (settings.sent.given() if settings is not None else {}).items() if k not in NOT_SENT}
         unsent = sorted(set(given) - set(SETTINGS_SENT))
         if unsent:
             flags = ", ".join(f"--{k.replace('_', '-')}" for k in unsent)
@@ -409,10 +410,8 @@ class ClaudeResearch:
         if resumed:
             rec.transcript.tool("resumed", {"container": conv.container},
                                 {"replies": len(conv.replies), "files": conv.files})
-            sent_so_far: list[dict[str, Any]] = []
-            for i, reply in enumerate(conv.replies):  # the answered turns, recorded again from the saved replies
-                sent_so_far = conv.messages[: _sent_count(conv, i)]
-                record_reply(rec, model_id, sent_so_far, reply, 0.0)
+            for reply in conv.replies:  # the answered turns, recorded again from the saved replies
+                record_reply(rec, model_id, [], reply, 0.0)
         try:
             for path in inputs:
                 if path.name not in conv.files:
@@ -440,7 +439,7 @@ class ClaudeResearch:
                 conv.container = (reply.get("container") or {}).get("id") or conv.container
                 record_reply(rec, model_id, conv.messages, reply, seconds)
                 reason = reply.get("stop_reason")
-                conv.messages = [*conv.messages, {"role": "assistant", "content": _sendable(reply.get("content", []))}]
+                conv.messages = _continued(conv.messages, _sendable(reply.get("content", [])))
                 if reason == "tool_use":
                     conv.messages.append({"role": "user", "content": await self._client_tools(reply, rec)})
                 elif reason != "pause_turn":
@@ -514,13 +513,12 @@ class ClaudeResearch:
                 await api.call("DELETE", f"/v1/files/{file_id}")
 
 
-def _sent_count(conv: Conversation, i: int) -> int:
-    """How many messages the i-th request carried: the first message, then per earlier reply its
-    assistant turn and, after a client tool call, the user turn answering it."""
-    n = 1
-    for reply in conv.replies[:i]:
-        n += 2 if reply.get("stop_reason") == "tool_use" else 1
-    return n
+def _continued(messages: list[dict[str, Any]], content: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The conversation with a reply's content as the assistant turn: a reply continuing a
+    paused turn (pause_turn) extends that turn, as the API combines consecutive turns."""
+    if messages and messages[-1]["role"] == "assistant":
+        return [*messages[:-1], {"role": "assistant", "content": [*messages[-1]["content"], *content]}]
+    return [*messages, {"role": "assistant", "content": content}]
 
 
 _RESPONSE_ONLY = {"citations": None}  # a field a reply block may hold as null, which a request may not
