@@ -14,7 +14,9 @@ Sources:
          (status in_progress | requires_action | completed | failed | cancelled | incomplete),
          deep_research_agent_config.py (type "deep-research"; thinking_summaries auto | none;
          visualization off | auto; collaborative_planning), interaction_get_params.py (include_input,
-         stream, last_event_id), content.py (the output item types), usage.py (total_* counts)
+         stream, last_event_id), content.py (the output item types), usage.py (total_* counts);
+         since 975d16a3 (2026-05-14) interaction.py gives `steps` (user_input, model_output with the
+         content, thought and the tool call/result steps) instead of `outputs`: `shape="steps"`
 Error texts: "API key not valid. Please pass a valid API key." (400 INVALID_ARGUMENT), the missing
 key's 403 ("Method doesn't allow unregistered callers ...") and "Invalid JSON payload received.
 Unknown name ..." are the Gemini API's, as tests/sim_gemini_native.py cites them; the texts for an
@@ -48,6 +50,7 @@ OUTPUT_TYPES = {"text", "image", "audio", "document", "video", "thought", "funct
                 "url_context_call", "mcp_server_tool_call", "google_search_call", "file_search_call",
                 "google_maps_call", "function_result", "code_execution_result", "url_context_result",
                 "google_search_result", "mcp_server_tool_result", "file_search_result", "google_maps_result"}
+CONTENT_TYPES = {"text", "image", "audio", "document", "video"}  # inside a model_output step (steps shape)
 ENDED = {"completed", "failed", "cancelled", "incomplete", "requires_action"}
 UNREGISTERED = ("Method doesn't allow unregistered callers (callers without established identity). "
                 "Please use API Key or other form of API consumer identity to call this API.")
@@ -73,6 +76,7 @@ class SimGeminiInteractions:
     polls_to_finish: int = 1  # gets answered in_progress before the interaction is done
     hold: threading.Event = field(default_factory=threading.Event)  # set: every interaction stays in_progress
     unavailable: int = 0  # the next gets answered 503 UNAVAILABLE (a passing outage)
+    shape: str = "outputs"  # "steps": the reply as the API gives it since 2026-05 (SDK 975d16a3)
     requests: list[tuple[str, str, dict[str, str], Any]] = field(default_factory=list)
     refused: list[tuple[str, str, int, str]] = field(default_factory=list)
     interactions: dict[str, dict[str, Any]] = field(default_factory=dict)
@@ -206,7 +210,19 @@ class SimGeminiInteractions:
         outputs = result.get("outputs", [])
         for item in outputs:  # the script's own items follow the documented shapes
             assert item.get("type") in OUTPUT_TYPES, f"the test's script gave an output of type {item.get('type')!r}"
-        found.update(status=status, updated="2026-11-28T12:10:00Z", outputs=outputs)
+        found.update(status=status, updated="2026-11-28T12:10:00Z")
+        if self.shape == "steps":  # the input as a user_input step, each run of content as one model_output step
+            steps: list[dict[str, Any]] = [{"type": "user_input", "content": [{"type": "text", "text": found["_input"]}]}]
+            for item in outputs:
+                if item["type"] in CONTENT_TYPES:
+                    if steps[-1]["type"] != "model_output":
+                        steps.append({"type": "model_output", "content": []})
+                    steps[-1]["content"].append(item)
+                else:
+                    steps.append(item)
+            found["steps"] = steps
+        else:
+            found["outputs"] = outputs
         if "usage" in result:
             found["usage"] = result["usage"]
         if "error" in result:

@@ -25,6 +25,7 @@ from conftest import run_cli
 from deliverable_responses import recompute, respond
 from sim_gemini_interactions import SimGeminiInteractions
 
+from deskbench.agents.base import Recorder
 from deskbench.agents.code_loop import AnalystContext, AnalystSettings
 from deskbench.generate.demo import bundled_dir
 from deskbench.models.registry import open_model
@@ -40,6 +41,7 @@ from deskbench.tracks.deliverables.deep_research.gemini_dr import (
     InteractionsError,
     Polling,
     python_blocks,
+    read_outputs,
     research_prompt,
     with_sources,
 )
@@ -169,11 +171,12 @@ def test_registered_as_a_deliverables_agent() -> None:
                       GeminiDeepResearchAgent)
 
 
+@pytest.mark.parametrize("shape", ["outputs", "steps"])  # the reply before and since 2026-05
 def test_an_episode_records_the_research_and_collects_the_files(bwrap: str, package: Path, tmp_path: Path,
-                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+                                                                 monkeypatch: pytest.MonkeyPatch, shape: str) -> None:
     task = load_package(package / TASK)
     script = Researcher(task, tmp_path)
-    with SimGeminiInteractions(script=script, polls_to_finish=3) as sim:
+    with SimGeminiInteractions(script=script, polls_to_finish=3, shape=shape) as sim:
         for k, v in sim.env().items():
             monkeypatch.setenv(k, v)
         workdir = tmp_path / "outputs" / "sys" / TASK / "0"
@@ -365,3 +368,16 @@ def test_a_passing_outage_is_waited_out_and_a_long_one_keeps_the_record(bwrap: s
         assert load_pending(workdir) is not None  # the research goes on server-side: a rerun polls it
         res = asyncio.run(GeminiDeepResearchAgent(polling=FAST).run(task, context(tmp_path), workdir))
         assert res.status == "ok" and len(sim.created) == 2
+
+
+def test_search_queries_from_the_usage_when_no_call_is_itemised() -> None:
+    rec = Recorder(None)
+    reply = {"steps": [{"type": "user_input", "content": [{"type": "text", "text": "the task"}]},
+                       {"type": "model_output", "content": [{"type": "text", "text": "Part 1"}]},
+                       {"type": "thought", "summary": [{"type": "text", "text": "checking"}]},
+                       {"type": "model_output", "content": [{"type": "text", "text": "Part 2"}]}],
+             "usage": {"total_input_tokens": 10, "grounding_tool_count": [{"type": "google_search", "count": 7},
+                                                                          {"type": "retrieval", "count": 2}]}}
+    report = read_outputs(reply, rec)
+    assert (report.text, report.queries, report.input_tokens) == ("Part 1\n\nPart 2", 7, 10)
+    assert [s.name for s in rec.trajectory if isinstance(s, ToolCallStep)] == ["thought"]

@@ -11,6 +11,8 @@ google-genai SDK's Interactions types at googleapis/python-genai 16fffbd3, 2026-
   GET  {root}/v1beta/interactions/{id}  until `status` leaves "in_progress" ("completed",
        "failed", "cancelled", "incomplete", "requires_action"), every 10 s at first (the docs'
        example) growing to 60 s, for at most 60 minutes (the agent's documented longest run).
+  The reply is read in either shape the API has had: `outputs` (content items; the SDK until
+  2026-05) or `steps` (since 975d16a3, 2026-05-14: the text inside "model_output" steps).
 The agent is `--model google/<agent>` (e.g. google/deep-research-pro-preview-12-2025); the key is
 GEMINI_API_KEY or GOOGLE_API_KEY and the root GOOGLE_GEMINI_BASE_URL (a simulator in the tests),
 as models/gemini_native.py reads them.
@@ -262,10 +264,29 @@ def _ints(usage: dict[str, Any], *names: str) -> int:
     return sum(int(usage.get(n) or 0) for n in names)
 
 
+def output_items(interaction: dict[str, Any]) -> list[dict[str, Any]]:
+    """The interaction's items in order, from either shape the API has had: `outputs` (content
+    items, until 2026-05) or `steps` (since: the model's content inside "model_output" steps, the
+    tool calls and thoughts as steps of the same fields, the input as a "user_input" step)."""
+    steps = interaction.get("steps")
+    if not isinstance(steps, list):
+        outputs = interaction.get("outputs")
+        return [o for o in outputs if isinstance(o, dict)] if isinstance(outputs, list) else []
+    items: list[dict[str, Any]] = []
+    for step in steps:
+        if not isinstance(step, dict) or step.get("type") == "user_input":
+            continue
+        if step.get("type") == "model_output":
+            items += [c for c in step.get("content") or [] if isinstance(c, dict)]
+        else:
+            items.append(step)
+    return items
+
+
 def read_outputs(interaction: dict[str, Any], rec: Recorder) -> Report:
     """Each output item as a step (in the order given), the report's text (its text items joined),
     and the URLs its url_citation annotations cite."""
-    outputs = interaction.get("outputs") or []
+    outputs = output_items(interaction)
     searches: dict[str, ToolCallStep] = {}
     fetches: dict[str, list[str]] = {}
     texts: list[str] = []
@@ -319,6 +340,9 @@ def read_outputs(interaction: dict[str, Any], rec: Recorder) -> Report:
             rec.add(ToolCallStep(name="fetch", arguments={"url": url},
                                  result={"backend": "gemini-url-context", "url": url, "status": None}))
     usage = interaction.get("usage") or {}
+    if not queries:  # no search call items given: the usage's count of Google Search uses, when it has one
+        queries = sum(int(g.get("count") or 0) for g in usage.get("grounding_tool_count") or []
+                      if g.get("type") == "google_search")
     return Report(text="\n\n".join(t for t in texts if t), cited=list(cited.values()), queries=queries,
                   input_tokens=_ints(usage, "total_input_tokens", "total_tool_use_tokens"),
                   output_tokens=_ints(usage, "total_output_tokens", "total_thought_tokens"),
