@@ -131,13 +131,17 @@ def test_split_chooses_manifests_and_an_unknown_one_names_those_there(tmp_path: 
 
 @pytest.mark.parametrize(("setup", "args", "expected"), [
     ("empty", ("--difficulty-steps", "3"), "holds no AIDA manifest"),
+    ("file", ("--difficulty-steps", "3"), "is a file; give the snapshot folder"),
     ("release", (), "--difficulty-steps"),  # the release has no step counts: said, nothing guessed
     ("release", ("--difficulty-steps", "0"), "--difficulty-steps 0 is not valid"),
     ("release", ("--split", "../x", "--difficulty-steps", "3"), "is not a split name"),
 ])
 def test_what_cannot_be_fetched_is_one_line(tmp_path: Path, setup: str, args: tuple[str, ...], expected: str) -> None:
-    source = write_release(tmp_path / "release") if setup == "release" else tmp_path / "empty"
-    source.mkdir(exist_ok=True)
+    source = write_release(tmp_path / "release") if setup == "release" else tmp_path / setup
+    if setup == "file":
+        source.write_text("{}")
+    else:
+        source.mkdir(exist_ok=True)
     proc = run_cli("fetch", "aida", "--from", str(source), "--out", str(tmp_path / "a"), *args)
     assert proc.returncode == 2, proc
     assert expected in proc.stderr and len(proc.stderr.strip().splitlines()) == 1 and "Traceback" not in proc.stderr

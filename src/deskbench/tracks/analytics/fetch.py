@@ -144,6 +144,9 @@ def fetch_aida(options: AidaFetchOptions) -> AidaFetchSummary:
         raise UserError(f"cannot create --out {out}: {exc.strerror or exc}; choose another folder") from exc
     if options.source is not None:
         root = options.source
+        if root.exists() and not root.is_dir():
+            raise UserError(f"--from {root} is a file; give the snapshot folder `hf download {REPO_ID} --repo-type "
+                            "dataset --local-dir DIR` made")
         if not root.is_dir():
             from deskbench.paths import missing
 
