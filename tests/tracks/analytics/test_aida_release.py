@@ -19,6 +19,7 @@ from fake_openai import FakeOpenAI
 from openpyxl import Workbook
 
 from deskbench.tracks.analytics.aida import pair_references
+from deskbench.tracks.analytics.diagnose import missing_files
 from deskbench.tracks.analytics.scoring.analytics import AnalyticsItemScore
 from deskbench.tracks.analytics.scoring.charts import DIMENSIONS
 from deskbench.tracks.analytics.tasks import read_tasks
@@ -150,6 +151,7 @@ def test_an_aida_release_is_imported_and_every_row_scored(bwrap: str, tmp_path: 
     assert [(o.output_name, Path(o.path).name) for o in fg1.outputs] == [("north.csv", "north_res.csv"),
                                                                           ("south.csv", "south_res.csv")]
     assert [o.strict_structure for o in fg1.outputs] == [False, False]
+    assert missing_files(fg1, ["north.csv", "notes.txt"]) == ["south.csv"]  # `diagnose` names each file asked for
     fg2 = tasks["FG_2"].outputs[0]
     assert fg2.strict_structure is True and "columns in this order" in fg2.structure_reason
 

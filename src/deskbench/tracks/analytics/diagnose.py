@@ -17,11 +17,15 @@ CHART_SUFFIXES = (".png", ".jpg", ".jpeg", ".svg", ".pdf", ".webp", ".gif")
 
 
 def missing_files(task: AnalyticsTask | None, files: list[str]) -> list[str]:
-    """The required output files missing from `files`: the sheet of a file-generation task (by the
-    scorer's own rule: named as asked, else the only spreadsheet), a visualization's chart image."""
+    """The required output files missing from `files`: the sheet(s) of a file-generation task (by
+    the scorer's own rule: named as asked, else the only spreadsheet; each by name when it asks
+    for several), a visualization's chart image."""
     if task is not None and task.category == "file_generation" and task.reference_file:
         from deskbench.tracks.analytics.scoring.analytics import find_output_sheet
 
+        if task.extra_outputs:  # several files: each by its name, as the scorer finds them
+            produced = {Path(f).name.casefold() for f in files}
+            return [o.output_name for o in task.outputs if o.output_name.casefold() not in produced]
         found = find_output_sheet(task, [Path(f) for f in files])
         return [] if found is not None else [task.reference_file.output_name]
     if task is not None and task.category == "visualization":

@@ -92,8 +92,8 @@ class ReferenceFile(BaseModel):
 class AnalyticsTask(BaseModel):
     model_config = ConfigDict(extra="forbid")
     id: str = Field(min_length=1, description="Unique task id.")
-    category: Category = Field(description="qa (a reference answer), visualization (chart and key_points) "
-                                           "or file_generation (reference_file).")
+    category: Category = Field(description="qa (a reference answer), visualization (key_points; a chart spec "
+                                           "optional) or file_generation (reference_file, extra_outputs).")
     instruction: str = Field(min_length=1, description="What the agent is asked to do.")
     inputs: list[str] = Field(min_length=1, max_length=MAX_INPUTS,
                               description="Input files, relative to the tasks file's folder (1 to 14).")

@@ -327,7 +327,8 @@ def analytics_score_protocol(judges: AnalyticsJudges, tasks: Sequence[AnalyticsT
     several = [t.id for t in files if t.extra_outputs]
     if several:
         notes.append(deskbench("several output files", f"{len(several)} file tasks ask for more than one file: each "
-                                                       "file scored alone, the task passes when every file passes "
+                                                       "file scored alone (a File Judge run per file, told which "
+                                                       "file it checks), the task passes when every file passes "
                                                        "(the paper scores a task Pass or not and says no more)"))
     if judges.file is not None and judges.file_all:
         notes.append(paper("structure strictness", "the File Judge reads it from the question, Listing 5 Stage 1"))
