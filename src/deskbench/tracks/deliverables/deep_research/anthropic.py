@@ -500,7 +500,8 @@ class ClaudeResearch:
                                  result={"seconds_estimated": round(container_seconds, 1), "usd": round(fee, 6)}))
         await self._cleanup(api, conv, ids)
         clear_pending(workdir)
-        final = reply_text(conv.replies[-1]) if conv.replies else ""
+        last = conv.messages[-1] if conv.messages and conv.messages[-1]["role"] == "assistant" else {"content": []}
+        final = reply_text(last)  # the whole last assistant turn: a paused turn's replies are one message
         sub = DeliverableSubmission(id=task.id, response=final, files=files.records(),
                                     files_dir=os.path.relpath(files.result, ctx.run_dir), rounds=len(conv.replies),
                                     stop=stop)
