@@ -478,6 +478,18 @@ def temperature_in_range(ctx: Ctx) -> Refusal | None:
 
 
 @rule
+def top_k_integer(ctx: Ctx) -> Refusal | None:
+    # GENERATE, GenerationConfig.topK: "Optional. The maximum number of tokens to consider when
+    # sampling." (an integer, int32 in proto JSON). A fraction is a proto JSON parse failure, in the
+    # form of the TYPE_BYTES one above: "Invalid value at 'generation_config.top_k' (TYPE_INT32), 2.5".
+    # Below 1: text not found, not refused here.
+    k = ctx.config.get("topK")
+    if k is not None and (isinstance(k, bool) or not isinstance(k, int | float) or int(k) != k):
+        return bad(f"Invalid value at 'generation_config.top_k' (TYPE_INT32), {json.dumps(k)}")
+    return None
+
+
+@rule
 def max_output_in_range(ctx: Ctx) -> Refusal | None:
     # MODELS, "Output token limit" per model. Above it: text not found (the API is seen to clamp
     # or refuse depending on the model; refused here, the stricter reading). Below 1: text not found.

@@ -823,6 +823,25 @@ def gemini_reasoning_effort(req: Req) -> Refusal | None:
 # vLLM validates in ChatCompletionRequest (vllm/entrypoints/openai/chat_completion/protocol.py); its
 # validators raise VLLMValidationError, answered 400 with the validator's text in the message.
 
+# VLLM-SERVER "Extra Parameters": fields outside OpenAI's API that ChatCompletionRequest declares (the
+# sampling ones, "extra_body" in the OpenAI SDK, at the top level of the JSON body). They are read, not
+# ignored. top_k is an integer (SamplingParams: -1 or 0 disables it).
+_VLLM_EXTRA = frozenset({"top_k", "min_p", "repetition_penalty", "length_penalty", "stop_token_ids",
+                         "include_stop_str_in_output", "ignore_eos", "min_tokens", "skip_special_tokens",
+                         "spaces_between_special_tokens", "truncate_prompt_tokens", "prompt_logprobs",
+                         "use_beam_search", "echo", "add_generation_prompt", "continue_final_message",
+                         "add_special_tokens", "documents", "chat_template", "chat_template_kwargs"})
+
+
+def vllm_top_k_integer(req: Req) -> Refusal | None:
+    """ChatCompletionRequest.top_k: int | None; pydantic answers another type 400 with its own text
+    ("Input should be a valid integer", the parameter in the location; exact text of vLLM's wrapping
+    not found, the pydantic message is what it carries)."""
+    top_k = req.body.get("top_k")
+    if top_k is not None and (not isinstance(top_k, int) or isinstance(top_k, bool)):
+        return 400, vllm_body(400, "Input should be a valid integer", param="top_k")
+    return None
+
 
 def vllm_tools_not_empty(req: Req) -> Refusal | None:
     """protocol.py check_tool_usage: "`tools` must not be an empty array. Either provide at least one tool
@@ -1046,7 +1065,8 @@ PROFILE_RULES: dict[str, list[Rule]] = {
     "openai": [unknown_parameters, *SCHEMA_RULES, reasoning_max_tokens, reasoning_sampling, reasoning_effort_values,
                vision_support, image_limits, json_object_needs_json_word, strict_json_schema],
     "gemini": [gemini_unknown_fields, gemini_effort_or_thinking_config, gemini_reasoning_effort],
-    "vllm": [vllm_tools_not_empty, vllm_tool_choice_requires_tools, vllm_auto_tool_choice, vllm_context_length],
+    "vllm": [vllm_tools_not_empty, vllm_tool_choice_requires_tools, vllm_auto_tool_choice, vllm_context_length,
+             vllm_top_k_integer],
     "ollama": [ollama_messages_not_empty, ollama_image_input, ollama_vision, ollama_tools_support,
                ollama_reasoning_effort, ollama_message_content],
     "llamacpp": [llamacpp_jinja, llamacpp_response_format, llamacpp_message_content, llamacpp_image_input,
@@ -1071,7 +1091,7 @@ def ignored_fields(sim: SimOpenAI, body: dict[str, Any]) -> list[str]:
     if sim.profile == "ollama":
         return [k for k in body if k not in _OLLAMA_FIELDS]
     if sim.profile == "vllm":
-        return [k for k in body if k not in OPENAI_PARAMS]
+        return [k for k in body if k not in OPENAI_PARAMS and k not in _VLLM_EXTRA]
     if sim.profile == "llamacpp" and "model" in body:
         return ["model"]
     return []

@@ -287,6 +287,8 @@ REFUSED: list[tuple[str, dict[str, Any], int, str]] = [
     ("response_schema_needs_json", {"contents": [user()], "generationConfig": {"responseSchema": {"type": "STRING"}}}, 400,
      "response_mime_type"),
     ("temperature_in_range", {"contents": [user()], "generationConfig": {"temperature": 2.5}}, 400, "temperature"),
+    ("top_k_integer", {"contents": [user()], "generationConfig": {"topK": 2.5}}, 400,
+     "Invalid value at 'generation_config.top_k' (TYPE_INT32), 2.5"),
     ("max_output_in_range", {"contents": [user()], "generationConfig": {"maxOutputTokens": 70000}}, 400, "65536"),
     ("thinking_budget_in_range", {"contents": [user()], "generationConfig": {"thinkingConfig": {"thinkingBudget": 52428}}},
      400, "The thinking budget (52428) is invalid."),

@@ -637,8 +637,17 @@ def test_vllm_context_length() -> None:
 
 def test_vllm_ignores_unknown_fields() -> None:
     with SimOpenAI(profile="vllm") as sim:
+        assert post(sim, chat("vllm", frobnicate=20, best_of_luck=1.1))[0] == 200
+        assert sim.ignored == [{"request": 0, "field": "frobnicate"}, {"request": 0, "field": "best_of_luck"}]
+
+
+def test_vllm_reads_its_extra_sampling_parameters() -> None:
+    """top_k and repetition_penalty are vLLM's documented extra parameters: read, not ignored; top_k an integer."""
+    with SimOpenAI(profile="vllm") as sim:
         assert post(sim, chat("vllm", top_k=20, repetition_penalty=1.1))[0] == 200
-        assert sim.ignored == [{"request": 0, "field": "top_k"}, {"request": 0, "field": "repetition_penalty"}]
+        assert sim.ignored == []
+        status, resp, _ = post(sim, chat("vllm", top_k=2.5))
+        assert status == 400 and resp["error"]["param"] == "top_k"
 
 
 # --- Ollama ------------------------------------------------------------------------------------------

@@ -81,6 +81,9 @@ FLAGS: tuple[Flag, ...] = (
     _f("--scorer", "NAME", "score with this plugin scorer instead of the track's own"),
     _f("--temperature", "X", "sampling temperature of --model"),
     _f("--top-p", "X", "nucleus sampling of --model"),
+    _f("--sampling-top-k", "N", "top-k sampling of --model, where its provider takes it"),
+    _f("--decoding", "PRESET", "a paper's per-model decoding preset for --model: aida (AIDABench Table 3), "
+       "or aida:ROW"),
     _f("--reasoning-effort", "LEVEL", "reasoning effort of --model"),
     _f("--max-tokens", "N", "output limit per call of --model"),
     _f("--judge-temperature", "X", "sampling temperature of the judge"),

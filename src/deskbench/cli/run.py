@@ -10,6 +10,7 @@ import typer
 from deskbench.cli.common import JsonOpt, QuietOpt, execute_with_progress
 from deskbench.cli.settings import (
     CapabilitiesOpt,
+    DecodingOpt,
     JudgeMaxTokensOpt,
     JudgeReasoningEffortOpt,
     JudgeTemperatureOpt,
@@ -17,6 +18,7 @@ from deskbench.cli.settings import (
     MaxTokensOpt,
     ReasoningEffortOpt,
     TemperatureOpt,
+    TopKOpt,
     TopPOpt,
     agent_sampling,
     use_model_flags,
@@ -47,6 +49,8 @@ def run(
     retry_errors: Annotated[bool, typer.Option("--retry-errors", help="Run the episodes stored with an error again (not those that reached a limit), each as a new try; the earlier tries are kept.")] = False,
     temperature: TemperatureOpt = None,
     top_p: TopPOpt = None,
+    sampling_top_k: TopKOpt = None,
+    decoding: DecodingOpt = None,
     reasoning_effort: ReasoningEffortOpt = None,
     max_tokens: MaxTokensOpt = None,
     judge_temperature: JudgeTemperatureOpt = None,
@@ -76,8 +80,9 @@ def run(
     use_model_flags(capabilities, judge_temperature=judge_temperature, judge_top_p=judge_top_p,
                     judge_reasoning_effort=judge_reasoning_effort, judge_max_tokens=judge_max_tokens)
     preflight_judges(judge, options)  # a judge's key and settings before the run, not after it
+    sampling = agent_sampling(temperature, top_p, reasoning_effort, max_tokens, top_k=sampling_top_k, decoding=decoding)
     request = RunRequest(tasks=tasks, out=out_dir, agents=agent or [], models=model or [], attempts=attempts,
-                         concurrency=concurrency, sampling=agent_sampling(temperature, top_p, reasoning_effort, max_tokens),
+                         concurrency=concurrency, sampling=sampling,
                          cache=cache, prices=prices, judge=judge, options=options, capabilities=capabilities,
                          ray_address=ray_address)
     from deskbench.runs.executors import get_executor

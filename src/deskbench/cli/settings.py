@@ -22,6 +22,11 @@ TemperatureOpt = Annotated[float | None, typer.Option(
     help="Agent sampling temperature (default: not sent, the provider's default; reasoning models take none).")]
 TopPOpt = Annotated[float | None, typer.Option(
     "--top-p", rich_help_panel=PANEL, help="Agent nucleus sampling (default: not sent).")]
+# one help line each (`run --help` stays under 220 lines at 80 columns); docs/models.md says more
+TopKOpt = Annotated[int | None, typer.Option(
+    "--sampling-top-k", rich_help_panel=PANEL, help="Agent top-k (default: not sent).")]
+DecodingOpt = Annotated[str | None, typer.Option(
+    "--decoding", rich_help_panel=PANEL, help="Per-model preset: aida (Table 3).")]
 ReasoningEffortOpt = Annotated[str | None, typer.Option(
     "--reasoning-effort", rich_help_panel=PANEL,
     help="Agent reasoning effort for reasoning models (e.g. minimal | low | medium | high) (default: not sent).")]
@@ -46,10 +51,17 @@ CapabilitiesOpt = Annotated[Path | None, typer.Option(
 
 
 def agent_sampling(temperature: float | None, top_p: float | None, reasoning_effort: str | None,
-                   max_tokens: int | None) -> Sampling:
+                   max_tokens: int | None, *, top_k: int | None = None, decoding: str | None = None) -> Sampling:
+    """The settings the flags ask for; a --decoding naming no preset (or no row of it) is refused here,
+    before anything runs."""
     from deskbench.models.settings import Sampling
 
-    return Sampling(temperature=temperature, top_p=top_p, reasoning_effort=reasoning_effort, max_tokens=max_tokens)
+    if decoding is not None:
+        from deskbench.models.decoding import check_spec
+
+        check_spec(decoding)
+    return Sampling(temperature=temperature, top_p=top_p, reasoning_effort=reasoning_effort, max_tokens=max_tokens,
+                    top_k=top_k, decoding=decoding)
 
 
 def use_model_flags(capabilities: Path | None, *, judge_temperature: float | None = None,

@@ -46,6 +46,7 @@ from deskbench.models.types import (
 )
 
 RESPOND_TOOL = "respond"
+SAMPLING_FIELDS = ("temperature", "top_p", "top_k")
 
 
 def _image_block(part: ImagePart) -> dict[str, Any]:
@@ -172,6 +173,10 @@ def to_anthropic(request: ChatRequest, caps: Capabilities) -> dict[str, Any]:
         body["temperature"] = request.temperature
     if request.top_p is not None:
         body["top_p"] = request.top_p
+    if request.top_k is not None:
+        if not caps.top_k:  # API version 2026-10-21 removed it (capabilities.toml); settings refuse it first
+            raise ProviderRefused("Anthropic's Messages API (version 2026-10-21) takes no top_k; drop --sampling-top-k")
+        body["top_k"] = request.top_k
     if request.reasoning_effort is not None:
         raise ProviderRefused("Anthropic models take no reasoning effort in deskbench; drop --reasoning-effort")
     return body
@@ -191,7 +196,12 @@ class AnthropicChat:
 
     async def complete(self, request: ChatRequest) -> ChatResponse:
         try:
-            raw = await self._client.messages.create(model=self.model, **to_anthropic(request, self.caps))
+            body = to_anthropic(request, self.caps)
+            # the SDK (2.x, API version 2026-10-21) has no sampling arguments: a capability file that
+            # allows them (a proxy on an older version) gets them into the body as extra fields
+            if sampling := {k: body.pop(k) for k in SAMPLING_FIELDS if k in body}:
+                body["extra_body"] = sampling
+            raw = await self._client.messages.create(model=self.model, **body)
         except anthropic.AnthropicError as exc:
             raise _error(exc) from exc
         texts, calls, reasoning = [], [], []

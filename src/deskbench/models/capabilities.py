@@ -48,6 +48,7 @@ class Capabilities(BaseModel):
     temperature_max: float = 2.0
     top_p: bool = True
     temperature_with_top_p: bool = True  # both in one request
+    top_k: bool = False  # top-k sampling may be set (not an OpenAI field: only where a provider documents it)
     reasoning_effort: list[str] = Field(default_factory=list[str])  # accepted values; empty = not accepted
     seed: bool = True
     vision: bool = True

@@ -220,6 +220,10 @@ def to_gemini(request: ChatRequest, caps: Capabilities, model_id: str = "the mod
         config["temperature"] = request.temperature
     if request.top_p is not None:
         config["topP"] = request.top_p
+    if request.top_k is not None:
+        if not caps.top_k:
+            raise ProviderRefused(f"{model_id} takes no topK per the capability table; drop --sampling-top-k")
+        config["topK"] = request.top_k
     if request.seed is not None and caps.seed:
         config["seed"] = request.seed
     if request.response_schema is not None:

@@ -151,6 +151,10 @@ def options_kwargs(request: ChatRequest, caps: Capabilities, model_id: str = "th
         if not caps.top_p:
             raise _refuse(model_id, "top_p", "takes no top_p")
         kwargs["top_p"] = request.top_p
+    if request.top_k is not None:  # not an OpenAI field: in the body where the server documents it
+        if not caps.top_k:
+            raise _refuse(model_id, "top_k", "takes no top_k")
+        kwargs["top_k"] = request.top_k
     if request.reasoning_effort is not None:
         if request.reasoning_effort not in caps.reasoning_effort:
             raise _refuse(model_id, "reasoning_effort", "does not take this reasoning effort")

@@ -35,6 +35,7 @@ _FIELD_WORDS = {  # words of a provider's refusal -> the setting it is about
     "max_tokens": ("max_tokens", "max_completion_tokens", "max_output_tokens", "output tokens"),
     "temperature": ("temperature",),
     "top_p": ("top_p", "top-p"),
+    "top_k": ("top_k", "topk", "top-k"),
     "reasoning_effort": ("reasoning_effort", "reasoning effort", "reasoning.effort", "thinking"),
 }
 

@@ -138,6 +138,9 @@ class ChatRequest(BaseModel):
     reasoning_effort: str | None = None
     max_tokens: int | None = None  # the output limit, sent under the model's own field name
     seed: int | None = None
+    # top-k sampling, from the settings as the four above; left out of a dump when None, so every
+    # other request keeps the cache key it had before this field existed
+    top_k: int | None = Field(default=None, exclude_if=_none)
 
     def fingerprint(self, model_id: str) -> str:
         """Cache key: the model and every field of the request, canonically serialised."""

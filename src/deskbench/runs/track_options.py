@@ -27,8 +27,8 @@ if TYPE_CHECKING:
 # `deskbench run`: the options every track takes.
 RUN_COMMON = frozenset({
     "--tasks", "--out", "--agent", "--model", "--judge", "--concurrency", "--cache", "--prices", "--attempts",
-    "--temperature", "--top-p", "--reasoning-effort", "--max-tokens", "--judge-temperature", "--judge-top-p",
-    "--judge-reasoning-effort", "--judge-max-tokens", "--capabilities", "--json", "--quiet",
+    "--temperature", "--top-p", "--sampling-top-k", "--decoding", "--reasoning-effort", "--max-tokens",
+    "--judge-temperature", "--judge-top-p", "--judge-reasoning-effort", "--judge-max-tokens", "--capabilities", "--json", "--quiet",
     "--executor", "--ray-address", "--retry-errors",
 })
 # `deskbench score`: a predictions file is docqa; a run directory is its run's track.
