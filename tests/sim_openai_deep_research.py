@@ -38,6 +38,7 @@ the model_not_found text are the API's wording as recalled, not found in a page.
 
 from __future__ import annotations
 
+import copy
 import itertools
 import json
 import threading
@@ -68,6 +69,9 @@ TOOL_FIELDS = {  # RESP: tools[] by type, the fields each takes
             "server_description", "authorization", "connector_id"},
 }
 DATA_SOURCES = ("web_search_preview", "file_search", "mcp")
+INCLUDABLE = ("file_search_call.results", "web_search_call.results", "web_search_call.action.sources",  # RESP: include
+              "message.input_image.image_url", "computer_call_output.output.image_url",
+              "code_interpreter_call.outputs", "reasoning.encrypted_content", "message.output_text.logprobs")
 SUMMARIES = ("auto", "concise", "detailed")
 MEMORY = ("1g", "4g", "16g", "64g")
 
@@ -166,7 +170,8 @@ class SimDeepResearch:
             return err(401, "Incorrect API key provided: check your key at https://platform.openai.com/account/api-keys.",
                        code="invalid_api_key")
         url = urlsplit(path)
-        query = {k: v[-1] for k, v in parse_qs(url.query).items()}
+        multi = parse_qs(url.query)
+        query = {k: v[-1] for k, v in multi.items()}
         parts = url.path.strip("/").split("/")
         if parts[:1] != ["v1"] or len(parts) < 2:
             return err(404, f"Invalid URL ({method} {url.path})")
@@ -190,7 +195,7 @@ class SimDeepResearch:
         if shape == ("POST", "responses", 1, ""):
             return self._create(body)
         if method == "GET" and parts[0] == "responses" and len(parts) == 2:
-            return self._retrieve(parts[1], query)
+            return self._retrieve(parts[1], query, multi.get("include[]", []))
         if shape == ("GET", "containers", 3, "files"):
             return self._container_files(parts[1], query)
         if shape == ("GET", "containers", 5, "content") and parts[2] == "files":
@@ -259,6 +264,13 @@ class SimDeepResearch:
                 return err(400, f"Unsupported value: 'reasoning.effort' does not support '{reasoning.get('effort')}' "
                            "with this model. Supported values are: 'medium'.", param="reasoning.effort",
                            code="unsupported_value")
+        include = body.get("include", [])
+        if not isinstance(include, list):
+            return err(400, "Invalid type for 'include': expected an array of strings.", param="include",
+                       code="invalid_type")
+        for i, value in enumerate(include):
+            if value not in INCLUDABLE:
+                return self._bad_include(value, f"include[{i}]")
         tools = body.get("tools")
         if not isinstance(tools, list):
             tools = []
@@ -325,19 +337,39 @@ class SimDeepResearch:
         file_ids += ids
         return None
 
-    def _retrieve(self, rid: str, query: dict[str, str]) -> Reply:
+    @staticmethod
+    def _bad_include(value: Any, param: str) -> Reply:
+        return err(400, f"Invalid value: '{value}'. Supported values are: {', '.join(map(repr, INCLUDABLE))}.",
+                   param=param, code="invalid_value")
+
+    def _retrieve(self, rid: str, query: dict[str, str], include: list[str]) -> Reply:
         if rid not in self.responses:
             return err(404, f"Response with id '{rid}' not found.", param="response_id")
-        unknown = sorted(set(query) - {"include[]", "include", "include_obfuscation", "starting_after", "stream"})
+        unknown = sorted(set(query) - {"include[]", "include_obfuscation", "starting_after", "stream"})
         if unknown:
             return err(400, f"Unknown parameter: '{unknown[0]}'.", param=unknown[0], code="unknown_parameter")
+        for i, value in enumerate(include):
+            if value not in INCLUDABLE:
+                return self._bad_include(value, f"include[{i}]")
         resp = self.responses[rid]
         self.polls[rid] += 1
         if resp["status"] == "queued" and self.polls[rid] > self.queued_polls:
             resp["status"] = "in_progress"
         elif resp["status"] == "in_progress" and (self.hold is None or self.hold.is_set()):
             self._complete(rid)
-        return 200, resp
+        return 200, self._view(resp, include)
+
+    @staticmethod
+    def _view(resp: dict[str, Any], include: list[str]) -> dict[str, Any]:
+        """The response as a GET shows it: a search's sources and a code run's outputs only when
+        `include` asks for them (RESP: include; otherwise sources are absent and outputs null)."""
+        view = copy.deepcopy(resp)
+        for item in view["output"]:
+            if item["type"] == "web_search_call" and "web_search_call.action.sources" not in include:
+                item["action"].pop("sources", None)
+            if item["type"] == "code_interpreter_call" and "code_interpreter_call.outputs" not in include:
+                item["outputs"] = None
+        return view
 
     def _complete(self, rid: str) -> None:
         """The research done: output items, the container with the model's files, usage."""

@@ -103,7 +103,7 @@ def test_a_package_run_end_to_end_and_scored(packages: Path, tmp_path: Path) -> 
         assert len(sim.created) == 2  # one background response per task
         body = next(b for m, p, b in sim.requests if m == "POST" and p.endswith("/responses") and b)
         assert body["background"] is True and body["model"] == "o3-deep-research"
-        assert body["reasoning"] == {"summary": "auto"}
+        assert body["reasoning"] == {"summary": "auto"} and body["include"] == openai_dr.INCLUDE
         assert body["tools"][0] == {"type": "web_search_preview"}
         assert body["tools"][1]["type"] == "code_interpreter" and body["tools"][1]["container"]["type"] == "auto"
         uploaded = set(sim.blobs)
@@ -328,3 +328,18 @@ def test_the_simulator_refuses_what_the_api_refuses(tmp_path: Path) -> None:
         made = api.responses.create(model="o3-deep-research", input="q", background=True, tools=[web])
         statuses = [made.status] + [api.responses.retrieve(made.id).status for _ in range(3)]
         assert statuses == ["queued", "queued", "in_progress", "completed"]
+        # a search's sources and a code run's outputs only when `include` asks for them
+        sim.research = lambda p, i: Research(text="x", searches=[("q", ["https://a.example/"])])
+        made = api.responses.create(model="o3-deep-research", input="q", background=True, tools=[web, {
+            "type": "code_interpreter", "container": {"type": "auto"}}])
+        for _ in range(3):
+            api.responses.retrieve(made.id)
+        plain = api.responses.retrieve(made.id).to_dict()["output"]
+        full = api.responses.retrieve(made.id, include=openai_dr.INCLUDE).to_dict()["output"]
+        [search] = [i for i in plain if i["type"] == "web_search_call"]
+        [run] = [i for i in plain if i["type"] == "code_interpreter_call"]
+        assert "sources" not in search["action"] and run["outputs"] is None
+        assert [i["action"]["sources"] for i in full if i["type"] == "web_search_call"] == [
+            [{"type": "url", "url": "https://a.example/"}]]
+        with pytest.raises(openai.BadRequestError):
+            api.responses.retrieve(made.id, include=["web_search_call.everything"])

@@ -11,7 +11,8 @@ One episode:
    `web_search_preview` (deep research requires a data source; Table 5: "we configure, soft
    enforcement": the corpus discipline is the prompt's line, the browser cannot be switched off)
    and `code_interpreter` with `container: {"type": "auto", "file_ids": [...]}`, and
-   `reasoning: {"summary": "auto"}` (OpenAI's deep-research guide and cookbook);
+   `reasoning: {"summary": "auto"}` (OpenAI's deep-research guide and cookbook), and `include` for
+   the searches' sources and the code runs' logs (left out of a response otherwise);
 3. the response's id written beside the episode folder (pending.py) before the first poll, so a
    run killed while OpenAI works polls the same response when rerun, never pays for a second;
 4. `GET /v1/responses/{id}` until its status is completed, failed, cancelled or incomplete;
@@ -72,6 +73,8 @@ EXAMPLE = "openai/o3-deep-research"
 MODELS = ("o3-deep-research", "o4-mini-deep-research")  # and their dated names (…-2025-06-26)
 PURPOSE = "assistants"  # Files API purpose of a file given to the code interpreter
 TERMINAL = ("completed", "failed", "cancelled", "incomplete")
+# a search's sources and a code run's outputs are in a response only when asked for (the Responses API's `include`)
+INCLUDE = ["web_search_call.action.sources", "code_interpreter_call.outputs"]
 POLL_ENV = "DESKBENCH_DEEP_RESEARCH_POLL"
 POLL = 10.0
 MAX_POLL = 60.0
@@ -320,7 +323,7 @@ class OpenAIDeepResearch:
             rec.add(ToolCallStep(name="upload_inputs", arguments={"files": [p.name for p in inputs]},
                                  result={"file_ids": file_ids, "purpose": PURPOSE}))
             made = await api.responses.create(
-                model=model, input=prompt, background=True, reasoning={"summary": "auto"},
+                model=model, input=prompt, background=True, reasoning={"summary": "auto"}, include=INCLUDE,
                 tools=[{"type": "web_search_preview"},
                        {"type": "code_interpreter", "container": {"type": "auto", "file_ids": file_ids}}])
         except openai.APIError as exc:
@@ -335,7 +338,7 @@ class OpenAIDeepResearch:
         import openai
 
         try:
-            got = await api.responses.retrieve(response_id)
+            got = await api.responses.retrieve(response_id, include=INCLUDE)
         except openai.NotFoundError as exc:
             raise Gone(f"response {response_id} is not found at OpenAI ({status_error(exc)}); its record is "
                        "removed: run again to start a new one") from exc
@@ -351,8 +354,10 @@ class OpenAIDeepResearch:
         seconds = max(0.0, time.time() - pending.submitted_at)
         out = read_output(response.get("output") or [], rec)
         if out.citations:
+            # "cited", not "url": a cited URL is not a source the run saw (C.3 reads `url` keys as sources)
             rec.add(ToolCallStep(name="url_citations", arguments={}, result={"citations": [
-                {k: c.get(k) for k in ("url", "title", "start_index", "end_index")} for c in out.citations]}))
+                {"cited": c.get("url"), "title": c.get("title"), "span": [c.get("start_index"), c.get("end_index")]}
+                for c in out.citations]}))
         collected = await self._collect(api, out.containers, files, rec)
         self._record_usage(ctx, pending.model, response, out, prompt, seconds, rec)
         await _delete_files(api, [str(f) for f in pending.data.get("file_ids", [])])
