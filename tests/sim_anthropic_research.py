@@ -33,6 +33,8 @@ request's assistant turns hold), so a request sent again after a crash gets the 
     with SimResearch(turns) as sim:
         env ANTHROPIC_BASE_URL=sim.base_url, ANTHROPIC_API_KEY=sim.api_key
 
+A turn whose first action is {"status": 529} is answered with that error (retry-after 0) each
+time it is asked; `fail_downloads=n` answers the first n downloads 500.
 `hold_turn=n` makes the request for turn n wait (after it is accepted and counted) until
 `release` is set; `held` is set when it arrives: a test kills the client there.
 """
@@ -126,6 +128,7 @@ class SimResearch:
     api_key: str = "sk-ant-sim-research"
     models: frozenset[str] = base.DEFAULT_MODELS
     hold_turn: int | None = None
+    fail_downloads: int = 0  # this many file downloads answered 500 first
     strict_alternation: bool = True  # read by sim_anthropic's rules
     files: dict[str, SimFile] = field(default_factory=dict)
     containers: dict[str, dict[str, bytes]] = field(default_factory=dict)  # id -> file name -> bytes
@@ -166,10 +169,13 @@ class SimResearch:
             status, payload = 500, base.error_body(500, f"simulator script: {exc}")
         if isinstance(payload, bytes):
             return status, [("content-type", "application/octet-stream")], payload
+        extra: list[tuple[str, str]] = []
         if payload.get("type") == "error":
             self.refusals.append((status, payload["error"]["message"]))
             payload = {**payload, "request_id": self._id("req_")}
-        return status, [("content-type", "application/json")], json.dumps(payload).encode()
+            if status in (429, 500, 529):  # ERRORS_PAGE / RATE_LIMITS: retry-after on 429; 0 keeps tests fast
+                extra = [("retry-after", "0")]
+        return status, [("content-type", "application/json"), *extra], json.dumps(payload).encode()
 
     def _route(self, method: str, path: str, headers: dict[str, str], raw: bytes) -> tuple[int, Any]:
         refused = self._headers(headers)
@@ -194,6 +200,9 @@ class SimResearch:
                 if not f.downloadable:  # FILES: only files created by code execution (or skills); text not found
                     return 400, base.error_body(400, f"File {f.id} is not downloadable: only files created "
                                                 "by the code execution tool can be downloaded")
+                if self.fail_downloads > 0:
+                    self.fail_downloads -= 1
+                    return 500, base.error_body(500, "Internal server error")
                 self.counts["files_downloaded"] += 1
                 return 200, f.data
         return 404, base.error_body(404, f"Not found: {method} {path}")
@@ -271,6 +280,9 @@ class SimResearch:
             self.release.wait(60)
         if turn >= len(self.turns):
             raise ScriptError(f"no turn {turn} in the script ({len(self.turns)} turns)")
+        if self.turns[turn] and "status" in self.turns[turn][0]:  # the API failing this turn (overloaded, ...)
+            code = self.turns[turn][0]["status"]
+            return code, base.error_body(code, self.turns[turn][0].get("message", "Overloaded"))
         reply = self._reply(body, container, self.turns[turn])
         for b in reply["content"]:
             self._reply_of.setdefault(_key(b), turn)

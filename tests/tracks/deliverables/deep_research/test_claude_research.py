@@ -231,6 +231,49 @@ def test_failures_are_episode_errors(packages: Path, tmp_path: Path, monkeypatch
         assert keyless.status == "error" and "$ANTHROPIC_API_KEY" in (keyless.error or "")
 
 
+def test_an_overloaded_api_keeps_the_conversation_and_a_rerun_goes_on(packages: Path, tmp_path: Path,
+                                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    task = load_package(packages / "dl-0003-scp")
+    text, outputs = answer(task, tmp_path)
+    turns = [[{"bash": "python plan.py", "reads": list(task.inputs), "writes": outputs}, {"stop": "pause_turn"}],
+             [{"status": 529}]]
+    workdir = tmp_path / "w" / "0"
+    with SimResearch(turns) as sim:
+        env(sim, monkeypatch)
+        failed = asyncio.run(ClaudeResearch().run(task, context(tmp_path), workdir))
+        assert failed.status == "error" and "overloaded_error" in (failed.error or "") and "run again" in (failed.error or "")
+        saved = load_pending(workdir)
+        assert saved is not None and saved.id in sim.containers and len(saved.data["replies"]) == 1
+        assert sim.counts["messages"] == 5  # the first turn, then the second tried four times (three retries)
+        sim.turns[1] = [{"text": text}]
+        sim.fail_downloads = 4  # the files cannot be read back yet: the answered conversation is kept
+        cut = asyncio.run(ClaudeResearch().run(task, context(tmp_path), workdir))
+        assert cut.status == "error" and "api_error" in (cut.error or "")
+        assert sim.counts["messages"] == 6 and load_pending(workdir) is not None
+        done = asyncio.run(ClaudeResearch().run(task, context(tmp_path), workdir))
+        counts = dict(sim.counts)
+    assert done.status == "ok", done.error
+    # one upload of each input, one container, and no request sent again once the turn had ended
+    assert (counts["files_uploaded"], counts["containers_created"], counts["messages"]) == (3, 1, 6)
+    sub = done.submission
+    assert isinstance(sub, DeliverableSubmission) and [f.name for f in sub.files] == list(outputs)
+    assert sub.response == text.strip() and sub.rounds == 2 and load_pending(workdir) is None
+    assert done.usage.calls == 2  # both answered turns, recorded again from the saved replies
+
+
+def test_prompt_names_files_outputs_and_trap_hints(packages: Path) -> None:
+    from deskbench.tracks.deliverables.deep_research.anthropic import build_prompt
+    from deskbench.tracks.deliverables.prompts import TRAP_HINTS
+
+    task = load_package(packages / "dl-0003-scp")
+    plain = build_prompt(task, task.input_paths(), inline_chars=2000, web="")
+    assert plain.startswith("CORPUS DISCIPLINE: CLOSED") and "web_search" not in plain
+    assert ", ".join(task.inputs) in plain and f"- {task.required_outputs[0].name} (json)" in plain
+    hinted = build_prompt(task, task.input_paths(), inline_chars=0, web="server", trap_hints=True)
+    assert next(iter(TRAP_HINTS.values())) in hinted.split("CORPUS DISCIPLINE")[0]
+    assert "(web_search)" in hinted and "normalised to text" not in hinted
+
+
 def test_reply_text_numbers_each_source_once() -> None:
     reply = {"content": [{"type": "text", "text": "A", "citations": [{"url": "https://a.org/x", "title": "A"}]},
                          {"type": "server_tool_use", "id": "s", "name": "web_search", "input": {}},

@@ -74,7 +74,12 @@ from deskbench.tracks.deliverables.deep_research.pending import (
     load_pending,
     save_pending,
 )
-from deskbench.tracks.deliverables.prompts import INLINE_HEADER, TRUNCATED
+from deskbench.tracks.deliverables.prompts import (
+    INLINE_HEADER,
+    TRAP_HINTS,
+    TRAP_PREAMBLE,
+    TRUNCATED,
+)
 from deskbench.tracks.deliverables.tasks import DeliverableSubmission, DeliverableTask
 from deskbench.tracks.deliverables.web_access import web_tools
 from deskbench.tracks.deliverables.web_backend import WebBackend, WebUnavailable
@@ -93,6 +98,7 @@ RETRIES = 3  # a 429, 5xx or lost connection is retried, after retry-after or 2*
 WEB_SEARCH_USD = 0.01  # $10 per 1,000 searches (the web search tool page, "Usage and pricing")
 CONTAINER_USD_PER_HOUR = 0.05  # code execution tool page, "Usage and pricing"
 CONTAINER_MIN_SECONDS = 300.0  # "a minimum of 5 minutes" billed per container
+CONTINUED = ("pause_turn", "tool_use")  # stop reasons after which the episode sends another request
 SETTINGS_SENT = ("temperature", "top_p", "top_k", "max_tokens")  # what the request carries of --temperature etc.
 NOT_SENT = ("decoding",)  # a preset's name: its values are the fields above
 
@@ -213,8 +219,10 @@ def _retry_after(resp: httpx.Response, attempt: int) -> float:
         return float(2 ** attempt)
 
 
-def build_prompt(task: DeliverableTask, inputs: list[Path], *, inline_chars: int, web: str) -> str:
-    """The task's prompt (corpus discipline first), the inputs and outputs, and how to work."""
+def build_prompt(task: DeliverableTask, inputs: list[Path], *, inline_chars: int, web: str,
+                 trap_hints: bool = False) -> str:
+    """The task's prompt (corpus discipline first), the inputs and outputs, and how to work; with
+    `trap_hints` the deliverable agent's preamble naming the trap kinds first (--trap-hints)."""
     inlined = inline_inputs(inputs, inline_chars)
     inline = f"\n{INLINE_HEADER}\n{inlined}\n".replace(TRUNCATED, "[... truncated: read the file in your container]") \
         if inlined else ""
@@ -224,8 +232,9 @@ def build_prompt(task: DeliverableTask, inputs: list[Path], *, inline_chars: int
         lines.append(f"- {o.name} ({o.format}){sections}")
     outputs = OUTPUTS.format(lines="\n".join(lines)) if lines else ""
     web_line = {"server": WEB_SERVER, "client": WEB_CLIENT}.get(web, "")
-    return PROMPT.format(task_prompt=task.full_prompt, names=", ".join(p.name for p in inputs), inline=inline,
-                         outputs=outputs, web=web_line)
+    preamble = TRAP_PREAMBLE.format(hints=", ".join(TRAP_HINTS.values())) if trap_hints else ""
+    return preamble + PROMPT.format(task_prompt=task.full_prompt, names=", ".join(p.name for p in inputs),
+                                    inline=inline, outputs=outputs, web=web_line)
 
 
 def reply_text(reply: dict[str, Any]) -> str:
@@ -423,14 +432,18 @@ class ClaudeResearch:
                     self._save(workdir, model, conv)
             if not conv.messages:
                 web = "client" if self.tools else "server" if task.corpus_discipline in WEB_DISCIPLINES else ""
-                prompt = build_prompt(task, inputs, inline_chars=self.options.inline_chars, web=web)
+                prompt = build_prompt(task, inputs, inline_chars=self.options.inline_chars, web=web,
+                                      trap_hints=self.options.trap_hints)
                 conv.messages = [{"role": "user", "content": [
                     *({"type": "container_upload", "file_id": conv.files[p.name]} for p in inputs),
                     {"type": "text", "text": prompt}]}]
                 self._save(workdir, model, conv)
             stop: StopReason = "round_limit"
             status = "limit"
-            while len(conv.replies) < ctx.settings.max_rounds:
+            ended = conv.replies[-1].get("stop_reason") if conv.replies else None
+            if ended is not None and ended not in CONTINUED:  # killed after the last reply: only the files are left
+                stop, status = ("error", "error") if ended == "refusal" else ("answer", "ok")
+            while status == "limit" and len(conv.replies) < ctx.settings.max_rounds:
                 started = time.monotonic()
                 body = self._request(task, model, conv, given)
                 reply = await api.json("POST", "/v1/messages", json=body)
@@ -442,19 +455,12 @@ class ClaudeResearch:
                 conv.messages = _continued(conv.messages, _sendable(reply.get("content", [])))
                 if reason == "tool_use":
                     conv.messages.append({"role": "user", "content": await self._client_tools(reply, rec)})
-                elif reason != "pause_turn":
-                    if reason == "refusal":
-                        self._save(workdir, model, conv)
-                        return await self._finish(api, rec, conv, files, task, ctx, workdir, "error", "error",
-                                                  error="the model refused the request (stop_reason refusal)")
-                    stop, status = "answer", "ok"
-                    self._save(workdir, model, conv)
-                    break
+                elif reason not in CONTINUED:
+                    stop, status = ("error", "error") if reason == "refusal" else ("answer", "ok")
                 self._save(workdir, model, conv)
-            return await self._finish(api, rec, conv, files, task, ctx, workdir, status, stop,
-                                      error=None if status == "ok" else
-                                      f"request limit: the turn was still going after {ctx.settings.max_rounds} "
-                                      "requests (--max-rounds)")
+            error = {"ok": None, "error": "the model refused the request (stop_reason refusal)"}.get(
+                status, f"request limit: the turn was still going after {ctx.settings.max_rounds} requests (--max-rounds)")
+            return await self._finish(api, rec, conv, files, task, ctx, workdir, status, stop, error=error)
         except ApiError as exc:
             if not exc.transient:
                 await self._cleanup(api, conv, [])
