@@ -84,22 +84,65 @@ def _scp(task: DeliverableTask, d: Path) -> dict[str, Any]:
             "lazy_decision": lazy["decision"]}
 
 
+def best_plan(c: list[float], hours: list[list[float]], cap: list[float], *, integral: bool = True,
+              near: float = 0.0) -> tuple[tuple[float, ...], float, int]:
+    """max c.x subject to hours @ x <= cap, x >= 0: by enumerating every integer plan (no solver),
+    or by scipy's LP solver (linprog, not the generator's milp) when not integral. Also how many
+    integer plans earn within `near` of the maximum (the optimum itself included)."""
+    if not integral:
+        from scipy.optimize import linprog
+
+        res = linprog([-v for v in c], A_ub=hours, b_ub=cap, bounds=[(0, None)] * len(c), method="highs")
+        assert res.success
+        return tuple(float(v) for v in res.x), -float(res.fun), 1
+    plans: list[tuple[float, tuple[float, ...]]] = []
+
+    def walk(i: int, left: list[float], plan: tuple[float, ...]) -> None:
+        if i == len(c):
+            plans.append((sum(a * b for a, b in zip(c, plan, strict=True)), plan))
+            return
+        used = [hours[d][i] for d in range(len(cap))]
+        top = min((int(left[d] // used[d]) for d in range(len(cap)) if used[d] > 0), default=0)
+        for n in range(top + 1):
+            walk(i + 1, [left[d] - n * used[d] for d in range(len(cap))], (*plan, float(n)))
+
+    walk(0, list(cap), ())
+    total, plan = max(plans)
+    return plan, total, sum(t >= total - near for t, _ in plans)
+
+
+LDP_INDUSTRIES = ("Aerospace", "Automotive", "Defense", "Electronics")
+
+
 def _ldp(task: DeliverableTask, d: Path) -> dict[str, Any]:
-    dom = {r[0]: r[1] for r in _rows(d / "segment_revenue.xlsx", "Domestic")[1:]}
-    exp = {r[0]: r[1] for r in _rows(d / "segment_revenue.xlsx", "Export")[1:]}
-    vc = {r["segment"]: float(r["variable_cost_pct_of_revenue"]) for r in
-          _csv(d / "variable_costs.csv")}
-    brief = _docx_text(d / "investment_brief.docx")
-    unit = re.search(r"(?:at least|below) INR [\d,.]+ (lakh|crore)", brief).group(1)  # type: ignore[union-attr]
-    bar = _num(r"(?:at least|below) INR ([\d,.]+) (?:lakh|crore)", brief)
-    shortfall = "is below INR" in brief  # invest only when the contribution falls short of the bar
-    per_cr = 100 if unit == "lakh" else 1  # figures are reported in the bar's unit
-    rev = {**{s: v / 100 * per_cr for s, v in dom.items()}, **{s: v * per_cr for s, v in exp.items()}}
-    total = sum(v * (1 - vc[s] / 100) for s, v in rev.items())
-    lazy = sum(v * (1 - vc[s] / 100) for s, v in {**dom, **exp}.items())  # the tables as they stand
-    return {"unit": unit, "shortfall": shortfall, "revenue": sum(rev.values()), "total": total, "lazy": lazy,
-            "decision": "INVEST" if (total >= bar) != shortfall else "DO NOT INVEST",
-            "lazy_decision": "INVEST" if (lazy >= bar) != shortfall else "DO NOT INVEST"}
+    times = [r for r in _rows(d / "vendor_time_per_unit.xlsx", "Time per Unit")[1:] if r and r[1]]
+    deps = list(dict.fromkeys(r[1] for r in times))
+    low = {(r[0], r[1]): min(r[2:]) for r in times}
+    head, *hist = _rows(d / "historical_contribution.xlsx", "Contribution per Unit")
+    cols = [i for i, h in enumerate(head) if str(h).split(" ")[0] in ("2010", "2011", "2012", "2013")]
+    draft_col = next(i for i, h in enumerate(head) if "draft" in str(h))
+    c = {r[0]: sum(r[i] for i in cols) / len(cols) for r in hist}
+    draft = {r[0]: r[draft_col] for r in hist}
+    cap = dict.fromkeys(deps, 0.0)
+    lazy_cap = dict.fromkeys(deps, 0.0)
+    for dep, _sub, amount, unit in _rows(d / "department_capacity.xlsx", "Sub-Activities")[1:]:
+        cap[dep] += amount / 60 if unit == "minutes" else amount
+        lazy_cap[dep] += amount
+    bar = _num(r"qualify as Go is USD ([\d,]+)", task.prompt)
+
+    def plan(hours: dict[tuple[str, str], float], caps: dict[str, float], integral: bool = True,
+             contribution: dict[str, float] = c) -> dict[str, Any]:
+        coef = [contribution[i] for i in LDP_INDUSTRIES]
+        units, total, near = best_plan(coef, [[hours[(i, dep)] for i in LDP_INDUSTRIES] for dep in deps],
+                                       [caps[dep] for dep in deps], integral=integral, near=1.0)
+        return {"units": units, "total": total, "near": near, "decision": "GO" if total >= bar else "NO GO"}
+
+    right = plan(low, cap)
+    lures = {"stale_placeholder": plan(low, cap, contribution=draft), "unit_mismatch": plan(low, lazy_cap),
+             "default_assumption": plan(low, cap, integral=False)}
+    flipping = [v["decision"] for v in lures.values() if v["decision"] != right["decision"]]
+    return {"right": right, "lures": lures, "bar": bar, "decision": right["decision"],
+            "lazy_decision": flipping[0] if flipping else right["decision"]}
 
 
 def _rcp(task: DeliverableTask, d: Path) -> dict[str, Any]:
@@ -138,6 +181,21 @@ def _memo(path: Path, sections: list[str], lines: list[str]) -> None:
     doc.save(str(path))
 
 
+def ldp_response(task: DeliverableTask, units: tuple[float, ...], total: float, decision: str, out: Path) -> str:
+    """An LDP answer stating a plan, its total and a decision, in the text and in the required docx
+    (its sections as headings, the figures under the second)."""
+    out.mkdir(parents=True, exist_ok=True)
+    lines = [f"Maximum total contribution: USD {total:,.0f}",
+             *(f"{i} units: {u:g}" for i, u in zip(LDP_INDUSTRIES, units, strict=True))]
+    doc = DocxDocument()
+    for n, section in enumerate(task.required_outputs[0].sections):
+        doc.add_heading(section, level=2)
+        for line in lines if n == 1 else [f"DECISION: {decision}"] if n == 2 else ["Integer program."]:
+            doc.add_paragraph(line)
+    doc.save(str(out / task.required_outputs[0].name))
+    return "## Optimal plan\n" + "\n".join(lines) + f"\n\nDECISION: {decision}\n"
+
+
 def respond(task: DeliverableTask, v: dict[str, Any], out: Path, falls: set[str]) -> str:
     """A response (and its output files in `out`) that falls into exactly the traps `falls`."""
     out.mkdir(parents=True, exist_ok=True)
@@ -162,17 +220,9 @@ def respond(task: DeliverableTask, v: dict[str, Any], out: Path, falls: set[str]
                              "MEETS_TARGET" if p["decision"] == "ACCEPT" else "DOES_NOT_MEET_TARGET"}}
         (out / "cost_plan.json").write_text(json.dumps(data, indent=2))
         return f"Plan written to cost_plan.json.\n\nDECISION: {p['decision']}\n"
-    if cls == "LDP":
-        total, dec = (v["lazy"], v["lazy_decision"]) if fall else (v["total"], v["decision"])
-        wb = Workbook()
-        wb.active.title = "Inputs"
-        ws = wb.create_sheet("Contribution")
-        ws.append(["Segment", f"Contribution (INR {v['unit']})"])
-        ws.append(["Total contribution", round(total, 2)])
-        wb.create_sheet("Decision").append(["Decision", dec])
-        wb.save(out / "contribution_model.xlsx")
-        return (f"## Model\nTotal revenue: INR {v['revenue']:,.2f} {v['unit']}\n"
-                f"Total contribution: INR {total:,.2f} {v['unit']}\n\nDECISION: {dec}\n")
+    if cls == "LDP":  # falls: at most one trap kind (the lure of that trap)
+        p = v["lures"][next(iter(falls))] if fall else v["right"]
+        return ldp_response(task, p["units"], p["total"], p["decision"], out)
     if cls == "RCP":
         cur = v["s_aht"] if "unweighted_average" in falls else v["w_aht"]
         tq = v["headline"] if "footnote_override" in falls else v["true_tq"]

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from deliverable_responses import recompute, respond
+from deliverable_responses import LDP_INDUSTRIES, recompute, respond
 from docx import Document as DocxDocument
 from openpyxl import load_workbook
 
@@ -261,12 +261,10 @@ def _check_golden(t: DeliverableTask, d: Path) -> dict[str, Any]:
         for name in ("unit_cost_operational", "unit_cost_reduced", "annual_cost_before",
                      "absolute_savings", "annual_cost_after", "percentage_savings"):
             assert gold[name] == pytest.approx(v["right"][name], abs=0.006)
-    elif t.prompt_class == "LDP":
-        unit = {g.name: g.unit for g in t.golden.values}["total_contribution"]
-        assert unit == v["unit"]  # the golden figures are in the bar's unit
-        tol = 0.006 * (100 if unit == "lakh" else 1)
-        assert gold["total_contribution"] == pytest.approx(v["total"], abs=tol)
-        assert gold["total_revenue"] == pytest.approx(v["revenue"], abs=tol)
+    elif t.prompt_class == "LDP":  # the solver's optimum, found again here by enumerating every plan
+        assert gold["max_contribution"] == pytest.approx(v["right"]["total"], abs=0.006)
+        assert [gold[f"units_{i.lower()}"] for i in LDP_INDUSTRIES] == list(v["right"]["units"])
+        assert v["right"]["near"] == 1  # no other plan within a dollar of the optimum
     elif t.prompt_class == "RCP":
         assert (gold["current_aht"], gold["true_tq_aht"]) == (v["w_aht"], v["true_tq"])
         assert gold["fcr_gap"] == pytest.approx(v["fcr_gap"], abs=0.051)
@@ -382,20 +380,22 @@ def test_every_decision_class_has_both_decisions(
         assert min(got.count(o) for o in options) >= len(got) // 4, (cls, sorted(got))
 
 
-def test_ldp_decision_is_not_read_off_the_unit(many_deliverables: list[tuple[DeliverableTask, Path]]) -> None:
-    """LDP's lure inflates in crore and deflates in lakh; with one kind of rule the asked unit
-    alone would give the decision away. Floor and shortfall rules are drawn independently of the
-    unit, so under each unit both decisions are right in the 40 packages."""
-    by_unit: dict[str, set[str]] = {}
-    rules = set()
+def test_ldp_bar_sits_between_the_optimum_and_the_lures_of_its_side(
+        many_deliverables: list[tuple[DeliverableTask, Path]]) -> None:
+    """LDP (an integer program): for Go the bar sits above the draft-budget lure, for No Go
+    below the lures of minutes-as-hours and of the LP relaxation; every lure is 2 USD or more off."""
     for t, d in many_deliverables:
         if t.prompt_class != "LDP":
             continue
-        v = recompute(t, d)  # the unit and the rule as the package's files state them
-        by_unit.setdefault(v["unit"], set()).add(_decision(t.golden.decision or ""))
-        rules.add("shortfall" if v["shortfall"] else "floor")
-    assert rules == {"floor", "shortfall"}
-    assert by_unit == {"lakh": {"INVEST", "DO NOT INVEST"}, "crore": {"INVEST", "DO NOT INVEST"}}
+        v = recompute(t, d)
+        best, lures = v["right"]["total"], v["lures"]
+        assert all(abs(lure["total"] - best) >= 2.0 for lure in lures.values())
+        assert lures["stale_placeholder"]["total"] < best < min(lures["unit_mismatch"]["total"],
+                                                    lures["default_assumption"]["total"])
+        if v["decision"] == "GO":
+            assert lures["stale_placeholder"]["total"] < v["bar"] <= best
+        else:
+            assert best < v["bar"] <= min(lures["unit_mismatch"]["total"], lures["default_assumption"]["total"])
 
 
 def _task(pkgs: list[tuple[DeliverableTask, Path]], cls: str) -> DeliverableTask:
@@ -414,8 +414,10 @@ def test_lure_gives_the_other_decision_and_texts_agree(
         golden = _decision(t.golden.decision or "")
         options = set(re.findall(r"`DECISION: ([A-Z ]+)`", t.prompt))
         [other] = options - {golden}
-        for trap in t.traps:
-            assert _decision(trap.lure) == other, (t.id, trap.lure)
+        for trap in t.traps:  # an LDP trap on the decision's other side leaves the decision as it is
+            if t.prompt_class != "LDP" or "DECISION:" in trap.lure:
+                assert _decision(trap.lure) == other, (t.id, trap.lure)
+        assert any("DECISION:" in trap.lure for trap in t.traps)
         specs = {s.id: s for s in t.verifiers}
         assert specs["decision"].expected == t.golden.decision  # type: ignore[union-attr]
         if t.prompt_class == "SCP":
@@ -434,16 +436,14 @@ def test_both_directions_recomputed_verified_and_trapped(
     """The golden figures follow from the inputs in every package; the correct response passes and
     each trap is caught in packages of either direction, of every variant the generator makes.
     The responses and verifiers (each output file read in a limited worker process) run on
-    VARIANT_SAMPLES packages of each variant (class, decision, traps, LDP unit and rule: 11 in
-    the 200), not on all 200: a package of a variant already verified repeats the same response
+    VARIANT_SAMPLES packages of each variant (class, decision, traps: 9 in the 200), not on all 200: a package of a variant already verified repeats the same response
     and verifier code on other numbers, which the golden recomputation checks in all 200."""
     seen: set[tuple[str, str]] = set()
     verified: dict[tuple[object, ...], int] = {}
     for t, d in many_deliverables:
         v = _check_golden(t, d)
         seen.add((t.prompt_class, v.get("decision", "")))
-        variant = (t.prompt_class, v.get("decision", ""), tuple(sorted(trap.kind for trap in t.traps)),
-                   v.get("unit"), bool(v.get("shortfall")))
+        variant = (t.prompt_class, v.get("decision", ""), tuple(sorted(trap.kind for trap in t.traps)))
         if verified.get(variant, 0) >= VARIANT_SAMPLES:
             continue
         verified[variant] = verified.get(variant, 0) + 1
@@ -451,10 +451,7 @@ def test_both_directions_recomputed_verified_and_trapped(
         _check_correct_response(t, v, out / "right")
         _check_traps(t, v, out / "traps")
     assert len(seen) == 2 * 4 + 1  # two decisions for four classes, RCP without one
-    # every variant verified: both LDP rules under both units, as the generator draws them
-    assert {(cls, decision, unit) for cls, decision, _, unit, _ in verified} >= {
-        ("LDP", d, u) for d in ("INVEST", "DO NOT INVEST") for u in ("lakh", "crore")}
-    assert {rule for cls, *_, rule in verified if cls == "LDP"} == {True, False}
+    assert {("LDP", "GO"), ("LDP", "NO GO")} <= {(cls, decision) for cls, decision, _ in verified}
     assert {(cls, decision) for cls, decision, *_ in verified} == seen  # both directions of each class verified
     assert set(verified.values()) == {VARIANT_SAMPLES}
 

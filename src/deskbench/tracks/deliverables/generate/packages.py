@@ -2,7 +2,8 @@
 `out/<task-id>/task.yaml` plus its input files, cycling through the prompt classes CRP, RCP,
 SCP, LDP and FSP. Each package embeds cognitive traps (footnote overriding a headline figure,
 lakh vs crore between tables, a stale placeholder superseded by a later file, a simple average
-where weighting is required), each paired with the verifiers that catch it; golden answers are
+where weighting is required, minutes among hours), each paired with the verifiers that catch it;
+LDP is an integer linear program (paper A.4) whose optimum scipy's MILP solver finds (ldp.py); golden answers are
 computed from the numbers written into the inputs. Where a class ends in a decision (CRP, SCP,
 LDP, FSP) each package draws which decision is right, about half each way, and builds its numbers
 so that falling into the trap gives the other one: no class has a fixed answer to memorise.
@@ -16,7 +17,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from deskbench.tracks.deliverables.generate.finance import fsp_freight, ldp_portfolio, scp_cost_json
+from deskbench.tracks.deliverables.generate.finance import fsp_freight, scp_cost_json
+from deskbench.tracks.deliverables.generate.ldp import ldp_integer_program
 from deskbench.tracks.deliverables.generate.ops import crp_market_entry, rcp_contact_centre
 from deskbench.tracks.deliverables.tasks import DeliverableTask, dump_task, load_package
 
@@ -25,7 +27,7 @@ SCENARIOS: dict[str, Scenario] = {
     "CRP": crp_market_entry,
     "RCP": rcp_contact_centre,
     "SCP": scp_cost_json,
-    "LDP": ldp_portfolio,
+    "LDP": ldp_integer_program,  # the paper's A.4: an integer program solved at generation time
     "FSP": fsp_freight,
 }
 
