@@ -86,6 +86,7 @@ class Research:
     pages: list[str] = field(default_factory=list)  # open_page actions
     cite: list[str] = field(default_factory=list)
     code: str = "print('done')"
+    logs: str = "done\n"  # what the code printed (a traceback when it failed)
     files: dict[str, bytes] = field(default_factory=dict)  # made under /mnt/data/ by the code
     status: str = "completed"  # or failed / incomplete
     error: dict[str, Any] | None = None
@@ -395,7 +396,7 @@ class SimDeepResearch:
             self.containers[cid] = {"files": made, "expired": False}
             output.append({"id": self._id("ci_"), "type": "code_interpreter_call", "status": "completed",
                            "code": done.code, "container_id": cid,
-                           "outputs": [{"type": "logs", "logs": "done\n"}]})
+                           "outputs": [{"type": "logs", "logs": done.logs}]})
         annotations = []
         for u in done.cite:
             at = done.text.find(u)

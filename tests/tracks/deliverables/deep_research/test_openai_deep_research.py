@@ -141,6 +141,9 @@ def test_a_package_run_end_to_end_and_scored(packages: Path, tmp_path: Path) -> 
     rcp_v = verdicts(scored["dl-0002-rcp"])
     assert rcp_v["file_benchmark_table"] == "pass" and rcp_v["table_current_aht"] == "pass"
     assert rcp_v["no_external_citations"] == "fail"  # the annotation-only URL on a closed-corpus task
+    proc = run_cli("diagnose", str(out), "--json")
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(proc.stdout)["systems"][0]["categories"] == {"ok": 2}
 
 
 def _wait_for(what: str, check: Any, proc: subprocess.Popen[str], limit: float = 120.0) -> None:
@@ -202,6 +205,20 @@ def test_an_expired_container_and_a_failed_response_are_episode_errors(packages:
     [ep] = RunStore(tmp_path / "failed", create=False).episodes()
     assert ep.status == "error" and ep.error is not None
     assert "ended failed: server_error: The model failed." in ep.error
+
+    def broken(prompt: str, inputs: dict[str, bytes]) -> Research:  # the paper's Listing 1, in OpenAI's container
+        return Research(text="The plan is below.", code="t.rows.cells[0].text = 'x'", logs=(
+            "Traceback (most recent call last):\n  File \"<stdin>\", line 1\nAttributeError: 'tuple' object has "
+            "no attribute 'cells'\n"))
+
+    with SimDeepResearch(research=broken) as sim:
+        proc = run_cli(*run_args(packages, tmp_path / "broken"), env=env(sim))
+        assert proc.returncode == 0, proc.stderr
+    proc = run_cli("diagnose", str(tmp_path / "broken"), "--json", "--episodes")
+    assert proc.returncode == 0, proc.stderr
+    diag = json.loads(proc.stdout)
+    assert diag["systems"][0]["categories"] == {"file_generation_failed:wrong_api": 1}
+    assert "cost_plan.json missing" in diag["episodes"][0]["detail"]
 
     class Expiring(SimDeepResearch):
         def _complete(self, rid: str) -> None:

@@ -46,7 +46,7 @@ from pathlib import Path, PurePosixPath
 from typing import Any
 
 from deskbench.agents.base import AgentResult, Recorder
-from deskbench.agents.code_loop import AnalystContext, Deliverables
+from deskbench.agents.code_loop import ERROR_TAIL_CHARS, AnalystContext, Deliverables
 from deskbench.errors import UserError
 from deskbench.models.prices import PriceTable
 from deskbench.models.types import ChatRequest, ChatResponse, Message, Reasoning, Usage
@@ -79,6 +79,7 @@ POLL_ENV = "DESKBENCH_DEEP_RESEARCH_POLL"
 POLL = 10.0
 MAX_POLL = 60.0
 MAX_WAIT = 3 * 3600.0  # OpenAI: a deep-research request "can take tens of minutes"
+TRACEBACK = "Traceback (most recent call last)"
 CITED_HEADER = "Sources cited (the response's url_citation annotations):"
 
 # USD per million input / output tokens (platform.openai.com/docs/models/o3-deep-research and
@@ -213,10 +214,14 @@ def read_output(items: Sequence[Mapping[str, Any]], rec: Recorder) -> Outcome:
             outputs = item.get("outputs") or []
             logs = "".join(_text(o.get("logs")) for o in outputs if o.get("type") == "logs")
             images = [_text(o.get("url")) for o in outputs if o.get("type") == "image"]
+            # the container gives no exit code: a failed call, or logs ending in a traceback, is a
+            # failed run, so `deskbench diagnose` classifies it as it does the sandbox's (exit_code 1)
+            failed = item.get("status") == "failed" or TRACEBACK in logs
             rec.add(ToolCallStep(name="execute_code", arguments={"code": _text(item.get("code"))},
                                  result={"backend": "openai-container", "container_id": container,
                                          "status": item.get("status"), "stdout": logs, "images": images,
-                                         "id": item.get("id")}))
+                                         "id": item.get("id"),
+                                         **({"exit_code": 1, "error_tail": logs[-ERROR_TAIL_CHARS:]} if failed else {})}))
         elif kind == "reasoning":
             out.reasoning += [_text(s.get("text")) for s in item.get("summary") or [] if s.get("text")]
         elif kind == "message":
