@@ -18,7 +18,8 @@ from deskbench.agents.code_loop import (
     AnalystSettings,
     execute_tool,
 )
-from deskbench.runs.protocol import all_paper, stored_protocol
+from deskbench.models.settings import Sampling, resolve
+from deskbench.runs.protocol import ProtocolNote, all_paper, stored_protocol
 from deskbench.runs.store import RunStore
 from deskbench.tracks.analytics.generate.tasks import generate_analytics
 from deskbench.tracks.analytics.run import (
@@ -64,6 +65,24 @@ def test_defaults_are_the_papers() -> None:
     assert notes["CJK font hint"].source == "deskbench" and notes["auxiliary summary"].source == "paper"
 
 
+def test_decoding_is_the_papers_only_under_table_3() -> None:
+    """Appendix E, Table 3 sets decoding per model: `--decoding aida` is the paper's; provider defaults,
+    hand-set values, or a row value the model cannot take (Claude under API version 2026-10-21) are not."""
+    spec = AnalyticsRunSpec(agent="analyst-agent", model="m", out=Path("o"), tasks_file=Path("t"))
+
+    def note(model: str, sampling: Sampling) -> ProtocolNote:
+        (found,) = [n for n in analytics_run_protocol(spec, True, resolve(model, sampling)) if n.aspect == "decoding"]
+        return found
+
+    qwen = note("openai-compat/qwen3-max-2026-01-23", Sampling(decoding="aida"))
+    assert qwen.source == "paper" and qwen.detail == ("Table 3 row qwen3-max-2026-01-23: temperature=0.7, top_p=0.8, "
+                                                      "top_k=20 (--decoding aida)")
+    claude = note("anthropic/claude-sonnet-4-5", Sampling(decoding="aida"))
+    assert claude.source == "deskbench" and "not sent: temperature=0.0" in claude.detail
+    assert note("openai-compat/qwen3-max-2026-01-23", Sampling()).detail.startswith("the provider defaults, not Table 3")
+    assert note("vllm/x", Sampling(temperature=0.7, top_k=20)).detail.startswith("temperature=0.7, top_k=20, not Table 3")
+
+
 def test_flags_change_what_the_model_reads_and_are_kept_per_system(bwrap: str, one_task: Path, tmp_path: Path) -> None:
     out = tmp_path / "run"
     with FakeOpenAI(script=_never_answers) as fake:
@@ -87,10 +106,10 @@ def test_flags_change_what_the_model_reads_and_are_kept_per_system(bwrap: str, o
     plain_name = "analyst-agent[no-summary]:openai-compat/scripted"
     flagged_name = "analyst-agent[no-summary,last-round-note,cjk-font-hint]:openai-compat/scripted"
     assert set(protocol) == {plain_name, flagged_name}  # two variants, one run
-    # --max-rounds 2 is not the paper's budget: said so, whatever the flags
-    assert {n.aspect for n in protocol[plain_name] if n.source == "deskbench"} == {"round budget"}
+    # --max-rounds 2 is not the paper's budget, nor provider defaults its decoding: said so, whatever the flags
+    assert {n.aspect for n in protocol[plain_name] if n.source == "deskbench"} == {"round budget", "decoding"}
     assert {n.aspect for n in protocol[flagged_name] if n.source == "deskbench"} == {
-        "round budget", "round-limit note", "CJK font hint"}
+        "round budget", "round-limit note", "CJK font hint", "decoding"}
     # score and report say it, per system: how it was run, then how it was scored
     scored = json.loads(run_cli("score", str(out), "--json").stdout)
     flagged_notes = {n["aspect"]: n["source"] for n in scored[flagged_name]["protocol"]}

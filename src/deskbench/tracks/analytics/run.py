@@ -17,7 +17,7 @@ from deskbench.agents.base import AgentResult
 from deskbench.agents.code_loop import AnalystContext, AnalystSettings
 from deskbench.errors import UserError
 from deskbench.models.registry import open_model
-from deskbench.models.settings import Sampling
+from deskbench.models.settings import PRESET_FIELDS, ResolvedSettings, Sampling
 from deskbench.runs.identity import (
     SystemConfig,
     model_settings,
@@ -34,6 +34,7 @@ from deskbench.tracks.analytics.agent import AnalyticsAgent, make_agent, needs_m
 from deskbench.tracks.analytics.tasks import AnalyticsTask, check_inputs
 
 PAPER_ROUNDS = 20  # §4.1: at most 20 execute_code invocations per instance
+PAPER_DECODING = "aida"  # the decoding preset of models/decoding.toml that is Appendix E, Table 3
 
 
 @dataclass(frozen=True)
@@ -77,9 +78,25 @@ def analytics_system(spec: AnalyticsRunSpec, model_id: str | None) -> str:
     return system_name(agent, model_id) if model_id else agent  # an agent calling no model of ours: its name
 
 
-def analytics_run_protocol(spec: AnalyticsRunSpec, model: bool = True) -> list[ProtocolNote]:
+def decoding_note(settings: ResolvedSettings) -> ProtocolNote:
+    """How the agent's model decoded: the paper sets it per model (Appendix E, Table 3), which
+    `--decoding aida` sends; a row value the model does not take (left unset) or any other
+    decoding is deskbench's."""
+    label = settings.sent.decoding or ""
+    if label.partition(":")[0] == PAPER_DECODING:
+        row = f"Table 3 row {label.partition(':')[2]}: {settings.decoding_row} (--decoding {settings.asked.decoding})"
+        unsent = [d for d in settings.dropped if f"({label}: " in d]
+        return deskbench("decoding", f"{row}; not sent: {'; '.join(unsent)}") if unsent else paper("decoding", row)
+    sent = ", ".join(f"{k}={v}" for k in PRESET_FIELDS if (v := getattr(settings.sent, k)) is not None)
+    return deskbench("decoding", f"{sent or 'the provider defaults'}, not Table 3's per-model values "
+                                 f"(--decoding {PAPER_DECODING} sends them)")
+
+
+def analytics_run_protocol(spec: AnalyticsRunSpec, model: bool = True,
+                           settings: ResolvedSettings | None = None) -> list[ProtocolNote]:
     """The run-side protocol of an analytics system (kept with the run by remember_protocol);
-    `model` False: an agent of its own (external) got the task prompt, not Listing 1."""
+    `model` False: an agent of its own (external) got the task prompt, not Listing 1. `settings`:
+    the agent's model's, for how it decoded (none: an external agent's own model)."""
     return [
         paper("agent prompt", "Listing 1 task-execution prompt with one execute_code tool") if model else
         deskbench("agent prompt", "the agent's own: it got the task prompt (instruction, files, summary) and "
@@ -93,6 +110,7 @@ def analytics_run_protocol(spec: AnalyticsRunSpec, model: bool = True) -> list[P
                                                                "ends the episode (the paper's exception)"),
         deskbench("CJK font hint", "the tool description names the installed CJK fonts (--cjk-font-hint)")
         if spec.cjk_font_hint else paper("CJK font hint", "none: fonts installed, not mentioned to the model"),
+        *([decoding_note(settings)] if settings is not None else []),
     ]
 
 
@@ -115,7 +133,8 @@ def prepare_analytics(spec: AnalyticsRunSpec, tasks: Sequence[AnalyticsTask]) ->
     system = analytics_system(spec, model.id if model else None)
     if model is not None:
         remember_settings(store, system, model)
-    remember_protocol(store, system, analytics_run_protocol(spec, model is not None))
+    remember_protocol(store, system, analytics_run_protocol(spec, model is not None,
+                                                            model.settings if model is not None else None))
     config = SystemConfig(track="analytics", agent=spec.agent, model=model.id if model else None,
                           model_settings=model_settings(model), model_source=model_source(model),
                           settings={"max_rounds": spec.max_rounds, "summary": spec.summary,
