@@ -101,6 +101,7 @@ def test_a_package_run_end_to_end_and_scored(packages: Path, tmp_path: Path) -> 
         assert proc.returncode == 0, proc.stderr
         assert sim.refused == []
         assert len(sim.created) == 2  # one background response per task
+        assert "cost $0.5800" in proc.stderr  # the run's summary counts the responses (2 x $0.29)
         body = next(b for m, p, b in sim.requests if m == "POST" and p.endswith("/responses") and b)
         assert body["background"] is True and body["model"] == "o3-deep-research"
         assert body["reasoning"] == {"summary": "auto"} and body["include"] == openai_dr.INCLUDE

@@ -435,6 +435,9 @@ class OpenAIDeepResearch:
             "tokens_usd": token_cost, "web_search_calls": out.searches, "web_search_usd": out.searches * WEB_SEARCH_CALL_USD,
             "containers": len(out.containers), "containers_usd": len(out.containers) * CONTAINER_USD, "total_usd": cost})
         rec.usage = rec.usage + spent
+        ledger = getattr(ctx.model, "ledger", None)  # the run summary's totals: this call bypassed the model
+        if ledger is not None:
+            ledger.total = ledger.total + spent
         rec.add(ModelCallStep(input_tokens=tokens_in, output_tokens=tokens_out, seconds=round(seconds, 4),
                               cost_usd=cost))
 
