@@ -274,3 +274,8 @@ def test_a_run_under_a_preset_records_its_name_and_row(operator_corpus: Corpus, 
     assert bogus.returncode == 2 and bogus.stderr.strip().count("\n") == 0 and "no such preset" in bogus.stderr
     assert not (tmp_path / "bogus").exists()
     assert mixed.returncode == 2 and "--top-p with --decoding aida" in mixed.stderr
+    assert not (tmp_path / "mixed").exists()  # refused before the run directory is made
+    page = run_cli("report", str(tmp_path / "run"), "--output", str(tmp_path / "report.html"), env=env)
+    assert page.returncode == 0, page.stderr
+    html = (tmp_path / "report.html").read_text()
+    assert "decoding=aida:qwen3-30b-a3b-instruct-2507" in html and "top_k=20" in html
