@@ -80,7 +80,7 @@ def to_item(task: AnalyticsTask, ep: Episode, score: AnalyticsItemScore, run_dir
     paths = _output_paths(ep, run_dir)
     chart = output = reference_file = None
     if task.category == "visualization":
-        found = find_chart(paths, instruction=task.instruction)
+        found = find_chart(paths, instruction=task.instruction, name=task.chart_file)
         chart = str(found.resolve()) if found else None
     elif task.category == "file_generation" and task.reference_file is not None:
         found = find_output_sheet(task, paths)
