@@ -41,9 +41,10 @@ episode's wall time (the API reports no container time). The organisation's free
 hours are not subtracted.
 
 Citations: a text block's `web_search_result_location` citations are written after the text
-as numbered markdown links, and the search results are ToolCallSteps named `web_search` (as
-deskbench's own web tool records them), so the citation verifiers see what was cited and what
-was found. Every server tool call and its result is a step of the episode's trajectory.
+as numbered markdown links and kept as a `citations` step (url, title, the cited text the API
+quotes), and the search results are ToolCallSteps named `web_search` (as deskbench's own web
+tool records them), so the citation verifiers and the C.3 checks see what was cited, on what
+text, and what was found. Every server tool call and its result is a step of the episode's trajectory.
 
 Key: ANTHROPIC_API_KEY; endpoint root: ANTHROPIC_BASE_URL (a simulator in the tests), as the
 anthropic SDK reads them."""
@@ -314,6 +315,11 @@ def record_reply(rec: Recorder, model_id: str, sent: list[dict[str, Any]], reply
     for block in reply.get("content", []):
         if block.get("type") == "server_tool_use":
             _record_server_tool(rec, block, results.get(block.get("id")))
+    cited = [{"url": c.get("url"), "title": c.get("title"), "cited_text": c.get("cited_text")}
+             for b in reply.get("content", []) if b.get("type") == "text" for c in b.get("citations") or []
+             if c.get("url")]
+    if cited:  # the page text each claim rests on, as the API quoted it (C.3 "supports" reads cited_text)
+        rec.add(ToolCallStep(name="citations", arguments={}, result={"cited": cited}))
     rec.transcript.tool("anthropic_reply", {"stop_reason": reply.get("stop_reason"),
                                             "container": (reply.get("container") or {}).get("id")},
                         {"content": reply.get("content", []), "usage": reply.get("usage", {})})
