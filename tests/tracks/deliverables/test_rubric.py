@@ -620,9 +620,12 @@ def test_qc_csv_flow(run: Path, tmp_path: Path) -> None:
         qc_row(task_id=SCP, target="row", action="Return", reason="output file is a placeholder"),
         qc_row(system="sys-good", target="RF", action="OK"),
     ]
-    actions = import_qc(store, write_csv(tmp_path / "qc.csv", QC_COLUMNS, rows))
-    assert [a.id for a in actions] == sorted(a.id for a in actions) and len(actions) == 4
-    assert [a.action for a in store.qc_actions()] == ["edit", "edit", "reject", "confirm"]
+    c2 = rederive_rows(store, (FSP, "sys-lazy", 0), skip=("verifier:decision",)) + rederive_rows(
+        store, (FSP, "sys-good", 0))
+    assert len(c2) >= 8  # FSP: final answer, trap, tight numeric, citation-dependent and output-file verifiers
+    actions = import_qc(store, write_csv(tmp_path / "qc.csv", QC_COLUMNS, rows + c2))
+    assert [a.id for a in actions] == sorted(a.id for a in actions) and len(actions) == 4 + len(c2)
+    assert [a.action for a in store.qc_actions()][:4] == ["edit", "edit", "reject", "confirm"]
     finals = store.final_grades()
     lazy = finals[(FSP, "sys-lazy", 0)]
     assert lazy.scores["DI"] == 1 and lazy.justifications["DI"].startswith("Multiple factual errors in the fuel")
@@ -640,8 +643,8 @@ def test_qc_csv_flow(run: Path, tmp_path: Path) -> None:
     finals = store.final_grades()
     lazy = finals[(FSP, "sys-lazy", 0)]
     assert lazy.scores["DI"] == 0 and lazy.status == "unreviewed" and lazy.qc_actions == 0
-    assert len(lazy.stale_qc) == 2 and any(f.startswith("2 stale QC action(s) not applied") for f in lazy.flags)
-    assert finals.stale_qc == 4 and finals.stale == 0
+    assert len(lazy.stale_qc) > 2 and any(" stale QC action(s) not applied" in f for f in lazy.flags)
+    assert finals.stale_qc == 4 + len(c2) and finals.stale == 0
 
 
 @pytest.mark.parametrize(("row", "column", "problem"), [
@@ -683,6 +686,21 @@ def qc(target: str, action: str, score: int | None = None, *, at: str, tid: str 
 EDIT_DI = {"justification": "DI: one figure is off, the rest verified.", "reason": "one figure off, not two"}
 
 
+def rederived(store: GradeStore, key: tuple[str, str, int], *, at: str | None = None) -> list[QCAction]:
+    """A reviewer's confirms of the episode's C.2 verifiers (the re-derivation a reviewed row needs)."""
+    final = store.final_grade(key)
+    assert final is not None
+    stamp = {"created_at": at} if at else {}
+    return [QCAction(task_id=key[0], system=key[1], attempt=key[2], target=f.target, action="confirm",
+                     reviewer="qc-bo", **stamp) for f in final.checks if f.required]
+
+
+def rederive_rows(store: GradeStore, key: tuple[str, str, int], skip: tuple[str, ...] = ()) -> list[dict[str, Any]]:
+    """The same as QC CSV rows."""
+    return [qc_row(task_id=key[0], system=key[1], target=a.target) for a in rederived(store, key)
+            if a.target not in skip]
+
+
 def test_regrade_after_qc_makes_the_qc_stale(run: Path) -> None:
     store = GradeStore(run)
     key = (FSP, "sys-lazy", 0)
@@ -691,9 +709,12 @@ def test_regrade_after_qc_makes_the_qc_stale(run: Path) -> None:
     store.add_qc([qc("DI", "edit", 3, at="2030-01-01T00:01:00.000+00:00", **EDIT_DI),
                   qc("row", "confirm", at="2030-01-01T00:02:00.000+00:00")])
     [a, b] = store.qc_actions()
+    store.add_qc(rederived(store, key, at="2030-01-01T00:02:30.000+00:00"))
+    c2 = store.qc_actions()[2:]
     assert (a.grader, a.graded_at) == (b.grader, b.graded_at) == ("sme-1", first.created_at)  # bound by add_qc
     final = store.final_grades()[key]
-    assert final.scores["DI"] == 3 and final.status == "reviewed" and final.qc_actions == 2 and final.stale_qc == []
+    assert final.scores["DI"] == 3 and final.status == "reviewed" and final.qc_actions == 2 + len(c2)
+    assert final.stale_qc == []
     # an LLM grade does not displace the human primary: the QC still reviews the final grade
     store.save_grade(good_grade(run, "openai/x", "llm", 1, at="2030-01-02T00:00:00.000+00:00"))
     assert store.final_grades()[key].scores["DI"] == 3 and store.final_grades().stale_qc == 0
@@ -703,8 +724,9 @@ def test_regrade_after_qc_makes_the_qc_stale(run: Path) -> None:
     finals = store.final_grades()
     final = finals[key]
     assert final.graded_at == regrade.created_at and final.scores == dict.fromkeys(RUBRIC_CODES, 1)
-    assert final.status == "unreviewed" and final.qc_actions == 0 and [x.id for x in final.stale_qc] == [a.id, b.id]
-    assert finals.stale_qc == 2 and [x.id for x in finals.stale_qc_actions] == [a.id, b.id]
+    old = [a.id, b.id] + [x.id for x in c2]
+    assert final.status == "unreviewed" and final.qc_actions == 0 and [x.id for x in final.stale_qc] == old
+    assert finals.stale_qc == len(old) and [x.id for x in finals.stale_qc_actions] == old
     assert any(f"reviewed sme-1's grade of {first.created_at}, not this grade" in f for f in final.flags)
     # the single-episode path gives the same row
     assert store.final_grade(key) == final
@@ -712,19 +734,19 @@ def test_regrade_after_qc_makes_the_qc_stale(run: Path) -> None:
     store.add_qc([qc("row", "confirm", at="2030-01-03T00:01:00.000+00:00")])
     with pytest.raises(StaleQC, match="reviewed sme-1's grade of 2030-01-01T00:00:00.000"):
         store.add_qc([qc("DI", "confirm", at="2030-01-03T00:02:00.000+00:00").bind(first)])
-    assert len(store.qc_actions()) == 3
+    assert len(store.qc_actions()) == len(old) + 1
     final = store.final_grade(key)
-    assert final is not None and final.qc_actions == 1 and len(final.stale_qc) == 2
+    assert final is not None and final.qc_actions == 1 and len(final.stale_qc) == len(old)
     # another grader's grade becomes primary: the QC of sme-1's grade is stale for it, and still
     # applies when sme-1's grade is asked for
     store.save_grade(good_grade(run, "sme-2", scores=3, at="2030-01-04T00:00:00.000+00:00"))
     final = store.final_grade(key)
-    assert final is not None and final.grader == "sme-2" and final.qc_actions == 0 and len(final.stale_qc) == 3
-    assert store.final_grades(grader="sme-1")[key].qc_actions == 1
+    assert final is not None and final.grader == "sme-2" and final.qc_actions == 0
+    assert len(final.stale_qc) == len(old) + 1 and store.final_grades(grader="sme-1")[key].qc_actions == 1
     # the episode is rerun: every grade and QC action of it is stale
     add_episode(RunStore(run), task_of(run, FSP), "sys-lazy", set(), replace=True, finished_at="2099-01-01T00:00:00")
     finals = store.final_grades()
-    assert key not in finals and finals.stale == 3 and finals.stale_qc == 3
+    assert key not in finals and finals.stale == 3 and finals.stale_qc == len(old) + 1
     with pytest.raises(UserError, match="no current grade to review"):
         store.add_qc([qc("row", "confirm", at="2099-01-02T00:00:00.000+00:00")])
 
@@ -733,12 +755,13 @@ def test_an_llm_regrade_makes_the_qc_of_an_llm_grade_stale(run: Path) -> None:
     store = GradeStore(run)
     key = (FSP, "sys-lazy", 0)
     store.save_grade(good_grade(run, "openai/x", "llm", at="2030-01-01T00:00:00.000+00:00"))
-    store.add_qc([qc("row", "confirm", at="2030-01-01T00:01:00.000+00:00")])
+    store.add_qc([qc("row", "confirm", at="2030-01-01T00:01:00.000+00:00"),
+                  *rederived(store, key, at="2030-01-01T00:01:30.000+00:00")])
     assert store.final_grade(key).status == "reviewed"  # type: ignore[union-attr]
     store.save_grade(good_grade(run, "openai/y", "llm", at="2030-01-02T00:00:00.000+00:00"))
     final = store.final_grade(key)
     assert final is not None and final.grader == "openai/y" and final.status == "unreviewed"
-    assert len(final.stale_qc) == 1
+    assert len(final.stale_qc) == 1 + len(rederived(store, key))
 
 
 def insert_legacy(store: GradeStore, action: QCAction) -> None:
@@ -796,10 +819,11 @@ def test_final_grade_verifies_one_episode(run: Path, monkeypatch: pytest.MonkeyP
 
     monkeypatch.setattr(verifiers_module, "run_verifiers", counting)
     finals = store.final_grades("sys-lazy")
-    assert len(calls) == 2
+    # each sys-lazy episode verified once, and FSP's decision line once more in its memo (C.2)
+    assert len(calls) == 3
     calls.clear()
     final = store.final_grade((FSP, "sys-lazy", 0))
-    assert len(calls) == 1 and final == finals[(FSP, "sys-lazy", 0)]
+    assert len(calls) == 2 and final == finals[(FSP, "sys-lazy", 0)]
     assert store.final_grade((FSP, "sys-broken", 0)) is None and store.final_grade(("nope", "sys-lazy", 0)) is None
 
 
@@ -900,9 +924,10 @@ def test_cli_export_import_qc_show_tags(run: Path, tmp_path: Path) -> None:
     assert "wrote 4 row(s)" in cli_ok("rubric", "export", str(run), "--output", str(template))
     filled = filled_template(run, template)
     assert "imported 4 grade(s)" in cli_ok("rubric", "import", str(run), str(filled))
+    c2 = rederive_rows(GradeStore(run), (FSP, "sys-lazy", 0))
     qc = write_csv(tmp_path / "qc.csv", QC_COLUMNS, [
-        qc_row(target="DI", action="confirm"), qc_row(task_id=SCP, target="row", action="reject", reason="r")])
-    assert "recorded 2 QC action(s)" in cli_ok("rubric", "qc", str(run), str(qc))
+        qc_row(target="DI", action="confirm"), qc_row(task_id=SCP, target="row", action="reject", reason="r"), *c2])
+    assert f"recorded {2 + len(c2)} QC action(s)" in cli_ok("rubric", "qc", str(run), str(qc))
     shown = json.loads(cli_ok("rubric", "show", str(run), "--json"))
     by = {(g["task_id"], g["system"]): g for g in shown["grades"]}
     assert len(by) == 4 and shown["stale"] == 0 and shown["stale_qc"] == 0 and shown["failures"] == []

@@ -190,7 +190,12 @@ def test_grader_and_qc_reviewer_in_chromium(setup: dict, browser) -> None:  # no
     page.wait_for_selector("#cell-DI .final-score:text-is('1')")
     page.locator("#cell-AR button.confirm").click()
     page.wait_for_selector("#log li:has-text('confirm AR')")
-    assert page.locator("#final-status").inner_text() == "reviewed"
+    # C.2: the verifiers to re-derive keep the row pending until each is confirmed or edited
+    assert page.locator("#final-status").inner_text() == "pending"
+    assert "pending: C.2 verifiers to re-derive" in page.locator("#final").inner_text()
+    rederive = [t.removeprefix("verifier-") for t in page.locator("#verifiers tr.rederive").evaluate_all(
+        "rows => rows.map(r => r.id)")]
+    assert "decision" in rederive
     # a verifier outcome: the automatic fail set to pass, with a reason
     row = page.locator("#verifier-decision")
     assert row.locator(".final-outcome").inner_text() == "fail"
@@ -200,6 +205,11 @@ def test_grader_and_qc_reviewer_in_chromium(setup: dict, browser) -> None:  # no
     row.locator("form.edit button").click()
     page.wait_for_selector("#verifier-decision .final-outcome:text-is('pass')")
     assert f"edited by bob: {memo_reads(task)}" in page.locator("#verifier-decision").inner_text()
+    for vid in rederive:
+        if vid != "decision":
+            page.locator(f"#verifier-{vid} button.confirm").click()
+            page.wait_for_selector(f"#log li:has-text('confirm verifier:{vid}')")
+    assert page.locator("#final-status").inner_text() == "reviewed"
     assert page.locator("#verifiers tbody tr").count() == len(task.verifiers)
     shot = page.screenshot(full_page=True)
     if os.environ.get("DESKBENCH_DOCS_SCREENSHOT"):
@@ -216,7 +226,8 @@ def test_grader_and_qc_reviewer_in_chromium(setup: dict, browser) -> None:  # no
 
     actions = store.qc_actions()
     assert [(a.target, a.action, a.score, a.reviewer) for a in actions] == [
-        ("DI", "edit", 1, "bob"), ("AR", "confirm", None, "bob"), ("verifier:decision", "edit", 1, "bob")]
+        ("DI", "edit", 1, "bob"), ("AR", "confirm", None, "bob"), ("verifier:decision", "edit", 1, "bob")] + [
+        (f"verifier:{v}", "confirm", None, "bob") for v in rederive if v != "decision"]
     assert actions[0].reason == "Score-0 mismatch: the text describes score 1"
     final = store.final_grades()[(task.id, SYSTEM, 0)]
     assert final.scores["DI"] == 1 and final.primary_scores["DI"] == 0 and final.status == "reviewed"
@@ -283,9 +294,10 @@ def test_verifier_qc_over_http_reaches_the_score(tmp_path: Path) -> None:
         assert bob.request("POST", "/qc", {**form, "action": "edit", "score": "1", "reason": reason})[0] == 303
         assert bob.request("POST", "/qc", {**form, "target": "verifier:cites_authorized", "action": "confirm"})[0] == 303
         status, _, html = bob.request("GET", f"/qc?{q}")
-        row = html.split('<tr id="verifier-decision">')[1].split("</tr>")[0]
+        row = html.split('<tr id="verifier-decision"')[1].split("</tr>")[0]
+        assert row.startswith(' class="rederive">') and "C.2 re-derive: 1 final answer" in row
         assert '<strong class="final-outcome">pass</strong>' in row and "edited by bob: The memo&#39;s decision" in row
-        row = html.split('<tr id="verifier-cites_authorized">')[1].split("</tr>")[0]
+        row = html.split('<tr id="verifier-cites_authorized"')[1].split("</tr>")[0]
         assert '<strong class="final-outcome">pass</strong>' in row and "confirmed by bob" in row
         assert "V 62%" in html and "edit verifier:decision → pass" in html
 
@@ -383,4 +395,5 @@ def test_declared_best_and_star_ratings_over_http(tmp_path: Path) -> None:
         assert '<td class="stars">4</td>' in html.split('<tr id="stars-verifiers">')[1].split("</tr>")[0]
     final = GradeStore(run_dir).final_grade(key)
     assert final is not None and final.stars == {"verifiers": 4, "EP": 2} and final.declared_best
-    assert final.scores == dict.fromkeys(RUBRIC_CODES, 2) and final.status == "reviewed"
+    # ratings are QC of the row, but the C.2 verifiers still await their re-derivation
+    assert final.scores == dict.fromkeys(RUBRIC_CODES, 2) and final.status == "pending"

@@ -48,6 +48,8 @@ from deskbench.tracks.deliverables.scoring.rubric import GradeFailure, RubricGra
 from deskbench.tracks.deliverables.scoring.rubric_best import BestPick, CommentGrade, declared_best
 from deskbench.tracks.deliverables.scoring.rubric_qc import apply_qc, placeholder_outputs
 from deskbench.tracks.deliverables.scoring.rubric_qc_actions import QCAction
+from deskbench.tracks.deliverables.scoring.rubric_qc_checks import final_answer_in_files
+from deskbench.tracks.deliverables.scoring.rubric_qc_citations import validate_citations
 from deskbench.tracks.deliverables.scoring.rubric_qc_final import FinalGrade
 from deskbench.tracks.deliverables.scoring.verifier_base import VerifierResult
 from deskbench.tracks.deliverables.tasks import DeliverableSubmission, DeliverableTask
@@ -370,7 +372,9 @@ class GradeStore:
         return apply_qc(g, actions, results, rubric=task.rubric,
                         verifier_ids=[v.id for v in task.verifiers] if verifiers else None,
                         required_outputs=[o.name for o in task.required_outputs], produced_files=sub.files,
-                        placeholder_files=placeholder_outputs(task, sub, outputs))
+                        placeholder_files=placeholder_outputs(task, sub, outputs), task=task,
+                        citations=validate_citations(task, sub, outputs, ep.trajectory),
+                        file_decisions=final_answer_in_files(task, sub.response, outputs) if verifiers else None)
 
     def close(self) -> None:
         self._db.close()

@@ -2,7 +2,8 @@
 
 grade   grade each ok episode with an LLM grader (verifier results shown to it)
 import  human grades from a CSV          export  a grading template CSV for SMEs
-qc      QC actions from a CSV            show    final grades per episode (after QC)
+qc      QC actions from a CSV            show    final grades per episode (after QC), the QC report
+qc-sheet  the Appendix C checks' findings as a QC CSV worksheet
 tags    failure-mode tags of the justifications (Table 11), regex and optionally an LLM
 
 Bad input (a run that is not a deliverables run, a bad CSV row) is one line on stderr and
@@ -131,6 +132,19 @@ def register(app: typer.Typer) -> None:
         actions = import_qc(_store(run_dir), file)
         _out.print(f"recorded {len(actions)} QC action(s) from {escape(str(file))}")
 
+    @rubric_app.command("qc-sheet")
+    def qc_sheet_cmd(
+        run_dir: RunDirArg,
+        out_file: Annotated[Path, typer.Option("--output", help="The QC CSV to write.")],
+        system: Annotated[str | None, typer.Option(help="Only this system's episodes.")] = None,
+    ) -> None:
+        """Write the QC worksheet: the Appendix C checks' findings (C.2 verifiers to re-derive, C.3
+        citations, C.4 A-C) as QC CSV lines; fill in the actions and record it with 'rubric qc'."""
+        from deskbench.tracks.deliverables.scoring.rubric_csv import qc_worksheet
+
+        n = qc_worksheet(_store(run_dir), out_file, system=system)
+        _out.print(f"wrote {n} finding(s) to {escape(str(out_file))}")
+
     @rubric_app.command("export")
     def export_cmd(
         run_dir: RunDirArg,
@@ -162,6 +176,7 @@ def register(app: typer.Typer) -> None:
                 "failures": [f.model_dump(mode="json") for f in failures],
                 "stale": finals.stale,
                 "stale_qc": finals.stale_qc,
+                "best": [p.model_dump(mode="json") for _, p in sorted(finals.best.items())],
             }))
             return
         from deskbench.tracks.deliverables.tasks import RUBRIC_CODES
@@ -179,6 +194,27 @@ def register(app: typer.Typer) -> None:
         for g in finals.values():
             for flag in g.flags:
                 console.print(f"  {escape(g.system)} {escape(g.task_id)}/{g.attempt}: {escape(flag)}")
+        from deskbench.tracks.deliverables.scoring.rubric_qc_final import CHECKS
+
+        checks = [c for g in finals.values() for c in g.checks]
+        if checks:  # the QC report: what each Appendix C check found and what QC changed
+            report = Table(title="QC checks (Appendix C): findings and what QC did")
+            for col in ("check", "findings", "open", "confirmed", "edited", "returned"):
+                report.add_column(col, justify="left" if col == "check" else "right")
+            for name in CHECKS:
+                mine = [c for c in checks if c.check == name]
+                report.add_row(name, str(len(mine)), *(str(sum(c.outcome.startswith(w) for c in mine))
+                                                       for w in ("open", "confirmed", "edited", "returned")))
+            console.print(report)
+            for g in finals.values():
+                for c in g.checks:
+                    if c.outcome.startswith("edited") or c.outcome.startswith("returned"):
+                        console.print(f"  {escape(g.system)} {escape(g.task_id)}/{g.attempt} {c.check} "
+                                      f"{escape(c.target)}: {escape(c.outcome)}")
+        for (task_id, attempt), pick in sorted(finals.best.items()):
+            who = pick.system or "none"
+            console.print(f"best response of {escape(task_id)}/{attempt}: {escape(who)}"
+                          + (f" ({pick.source}; {escape(pick.evidence)})" if pick.evidence else ""))
         if finals.stale:
             console.print(f"{finals.stale} stale grade(s) ignored (their episode was rerun); grade again")
         if finals.stale_qc:

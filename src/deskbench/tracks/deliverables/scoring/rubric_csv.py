@@ -48,7 +48,7 @@ from deskbench.tracks.deliverables.scoring.rubric_qc_actions import (
 )
 from deskbench.tracks.deliverables.tasks import RUBRIC_CODES, DeliverableSubmission, DeliverableTask
 
-__all__ = ["GRADE_COLUMNS", "QC_COLUMNS", "export_template", "import_grades", "import_qc",
+__all__ = ["GRADE_COLUMNS", "QC_COLUMNS", "export_template", "import_grades", "import_qc", "qc_worksheet",
            "read_grades_csv", "read_qc_csv"]
 
 GRADE_COLUMNS = ["task_id", "system", "attempt", "response", "grader",
@@ -304,3 +304,27 @@ def export_template(store: GradeStore, path: Path, *, system: str | None = None)
             w.writerow([e.task_id, e.system, e.attempt, f"Response {number_of(e.system, responses)}"]
                        + [""] * (len(GRADE_COLUMNS) - 4))  # best: empty
     return len(eps)
+
+
+def qc_worksheet(store: GradeStore, path: Path, *, system: str | None = None) -> int:
+    """The QC worksheet: one QC CSV line per finding of the Appendix C checks on each episode's
+    final grade (rubric_qc_checks.py), in the columns `import_qc` reads; the number of lines.
+
+    `check` and `finding` say what was found; a proposed action's score and reason are filled in,
+    its action left empty: the reviewer writes the action (edit, confirm, reject) on the lines
+    they act on (and the replacement justification of a criterion edit), and the import skips the
+    lines left empty. C.2's lines are the verifiers to re-derive: confirm or edit each."""
+    if not path.parent.is_dir():
+        raise UserError(f"{path}: the folder {path.parent} does not exist; create it or give another --output")
+    finals = store.final_grades(system)
+    n = 0
+    with path.open("w", encoding="utf-8", newline="") as f:
+        w = csv.writer(f)
+        w.writerow(QC_COLUMNS)
+        for key, final in finals.items():
+            for c in final.checks:
+                w.writerow([key[0], key[1], key[2], c.target, "", "" if c.score is None else c.score, "",
+                            c.reason, "", c.check, f"{c.finding} [{c.outcome}]" + (
+                                f" (proposed: {c.action})" if c.action else "")])
+                n += 1
+    return n

@@ -63,13 +63,22 @@ rubric_qc_final.py, the F1 check in rubric_score0.py.
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Literal
 
 from deskbench.tasks.outputs import OutputFileRecord
 from deskbench.tracks.deliverables.scoring.rubric import RubricGrade, unnegated
 from deskbench.tracks.deliverables.scoring.rubric_qc_actions import STAR_TARGETS, QCAction
+from deskbench.tracks.deliverables.scoring.rubric_qc_checks import (
+    check_a,
+    check_b,
+    check_c,
+    citation_findings,
+    outcome,
+    priority_findings,
+)
+from deskbench.tracks.deliverables.scoring.rubric_qc_citations import CitationCheck
 from deskbench.tracks.deliverables.scoring.rubric_qc_final import (
     FinalGrade,
     RowStatus,
@@ -143,6 +152,9 @@ def apply_qc(
     required_outputs: Sequence[str] | None = None,
     produced_files: Sequence[str | OutputFileRecord] | None = None,
     placeholder_files: Sequence[str] = (),
+    task: DeliverableTask | None = None,
+    citations: Sequence[CitationCheck] | None = None,
+    file_decisions: Mapping[str, Sequence[VerifierResult]] | None = None,
 ) -> FinalGrade:
     """The row after QC (rules R1-R3 and flags F1-F3 of the module docstring).
 
@@ -150,7 +162,10 @@ def apply_qc(
     another grade (QCAction.reviews) are stale: not applied, listed in `stale_qc` and flagged.
     `verifier_results` are the automatic verifier results; `verifier_ids` the task's verifier
     ids (for the missing-score trigger); `required_outputs` / `produced_files` /
-    `placeholder_files` the C.1 output-file trigger (give produced_files to check it)."""
+    `placeholder_files` the C.1 output-file trigger (give produced_files to check it).
+    `task` turns on the Appendix C checks (rubric_qc_checks.py): C.2's priority verifiers (with
+    verifier results), C.3's findings from `citations` (rubric_qc_citations.validate_citations),
+    check B on DI; `file_decisions` are the final-answer verifiers run on the output files."""
     row_actions = [a for a in actions if a.key == grade.key]
     mine = [a for a in row_actions if a.reviews(grade)]
     stale = [a for a in row_actions if not a.reviews(grade)]
@@ -200,6 +215,12 @@ def apply_qc(
     if results is not None:
         v = 100.0 * sum(r.status == "pass" for r in results) / len(results) if results else 0.0
 
+    # C.2: the verifiers QC re-derives (required: an explicit confirm or edit each)
+    priority = (priority_findings(task, verifier_results, grade.scores, file_decisions)
+                if task is not None and verifier_results is not None else [])
+    rederive = [f.target for f in priority
+                if f.target not in latest or latest[f.target].action not in ("confirm", "edit")]
+
     # status (R2, R3)
     row = latest.get("row")
     returned = row if row is not None and row.action == "reject" else None
@@ -210,9 +231,13 @@ def apply_qc(
         status = "returned"
     elif not mine:
         status = "unreviewed"
-    elif uncovered:
+    elif uncovered or rederive:
         status = "pending"
-        flags.append(f"pending: score-0 cells without an explicit QC confirm or edit: {', '.join(uncovered)}")
+        if uncovered:
+            flags.append(f"pending: score-0 cells without an explicit QC confirm or edit: {', '.join(uncovered)}")
+        if rederive:
+            flags.append(f"pending: C.2 verifiers to re-derive without an explicit QC confirm or edit: "
+                         f"{', '.join(t.removeprefix('verifier:') for t in rederive)}")
     else:
         status = "reviewed"
     final_zeros: list[str] = [c for c in RUBRIC_CODES if scores[c] == 0]
@@ -252,8 +277,10 @@ def apply_qc(
     placeholders = [n for n in placeholder_files if not required_outputs or n in required_outputs]
     if placeholders:
         advice.append(f"required output file is a placeholder: {', '.join(placeholders)}")
-    if len(mismatches) >= 2:
-        returns.append(f"score-justification mismatches on {', '.join(m.code for m in mismatches)}")
+    found_a = check_a(scores, justifications, mismatches, rubric)
+    mismatched = list(dict.fromkeys(f.target for f in found_a))
+    if len(mismatched) >= 2:  # C.1: multiple meta-criteria with score-justification mismatches (check A)
+        returns.append(f"score-justification mismatches on {', '.join(mismatched)}")
     qc_texts = [a.reason for a in mine] + [a.justification for a in edits]
     own_texts = [grade.criteria[c].justification for c in RUBRIC_CODES] + [grade.comment]
     if any(unnegated(_FABRICATED_CITATION, t) for t in qc_texts):
@@ -269,14 +296,20 @@ def apply_qc(
         flags.extend(f"should be returned (C.1): {r}" for r in returns)
     flags.extend(f"should be returned (C.1): {r}" for r in advice)
 
-    # F3: C.4 check B, Execution Precision against the numeric verifiers
-    numeric = [r for r in results or [] if r.kind == "numeric"]
-    if numeric:
-        rate = sum(r.status == "pass" for r in numeric) / len(numeric)
-        if rate >= 0.8 and scores["EP"] <= 1:
-            flags.append(f"check B: EP {scores['EP']} with {rate:.0%} of numeric verifiers passing")
-        elif rate < 0.5 and scores["EP"] == 3:
-            flags.append(f"check B: EP 3 with only {rate:.0%} of numeric verifiers passing")
+    # F3: the Appendix C checks (C.2 above; C.3, C.4 A-C), each finding with what QC did about it
+    found_c3 = citation_findings(task, citations, results) if task is not None and citations is not None else []
+    found_b = check_b(task, results, scores, citations or ())
+    found_c = check_c(scores, grade.comment)
+    before = {r.id: r.status for r in verifier_results or []}
+    checks = [f.model_copy(update={"outcome": outcome(f, latest, grade.scores, before)})
+              for f in [*priority, *found_c3, *found_a, *found_b, *found_c]]
+    for f in checks:
+        if f.check == "C.4A" and grade.scores.get(f.target) == 0 and scores.get(f.target) == 0:
+            continue  # flagged above as a score-0 mismatch (F1)
+        if f.check in ("C.3", "C.4A", "C.4B", "C.4C") and f.outcome == "open":
+            proposed = f" (proposed: {f.action} {f.target}" + (f" to {f.score}" if f.score is not None else "") + ")" \
+                if f.action else ""
+            flags.append(f.finding if f.check in ("C.4B", "C.4C") else f"{f.check}: {f.finding}{proposed}")
 
     accept: bool | None
     if status == "returned":
@@ -287,4 +320,5 @@ def apply_qc(
         accept = None
     else:
         accept = mean >= 2.5 and v >= 80.0
-    return out.model_copy(update={"flags": flags, "accept": accept, "status": status, "return_reasons": reasons})
+    return out.model_copy(update={"flags": flags, "accept": accept, "status": status, "return_reasons": reasons,
+                                  "checks": checks})

@@ -10,9 +10,27 @@ from deskbench.tracks.deliverables.scoring.rubric import Source
 from deskbench.tracks.deliverables.scoring.rubric_qc_actions import QCAction
 from deskbench.tracks.deliverables.scoring.verifier_base import Status, VerifierResult
 
-__all__ = ["FinalGrade", "RowStatus", "VerifierOverride"]
+__all__ = ["CHECKS", "CheckName", "FinalGrade", "QCFinding", "RowStatus", "VerifierOverride"]
 
 RowStatus = Literal["unreviewed", "pending", "reviewed", "returned"]
+
+
+CheckName = Literal["C.2", "C.3", "C.4A", "C.4B", "C.4C"]
+CHECKS: tuple[CheckName, ...] = ("C.2", "C.3", "C.4A", "C.4B", "C.4C")
+
+
+class QCFinding(BaseModel):
+    """One finding of one Appendix C check on a row, the action it proposes (if any), and what
+    QC did about it."""
+
+    check: CheckName
+    target: str  # verifier:<id>, a criterion code, or row
+    finding: str
+    required: bool = False  # C.2: the target needs an explicit confirm or edit before the row is reviewed
+    action: Literal["edit", "reject", "confirm"] | None = None  # the proposed action
+    score: int | None = None  # its score (a verifier 0/1, a criterion 0-3)
+    reason: str = ""  # its one-line reason
+    outcome: str = "open"  # open | confirmed | edited: A -> B | returned
 
 
 class VerifierOverride(BaseModel):
@@ -56,6 +74,7 @@ class FinalGrade(BaseModel):
     zeros: list[str] = Field(default_factory=list)
     accept: bool | None = None  # Eq. 3; None when V is unknown or the row was returned
     flags: list[str] = Field(default_factory=list)
+    checks: list[QCFinding] = Field(default_factory=list)  # the Appendix C checks' findings (rubric_qc_checks)
 
     @property
     def key(self) -> tuple[str, str, int]:

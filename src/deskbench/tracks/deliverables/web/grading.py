@@ -9,7 +9,11 @@ to pass or fail with a reason, target "verifier:<id>", which V and `deskbench sc
 rejects (returns) the row, and records the six C.6 star ratings (1-5; never a score); each action
 is a QCAction (validated with qc_problem; a reviewer who is the grader is refused by
 rubric_qc_actions.self_review, the CSV import's rule too) and the final grade (apply_qc) is shown, with
-why it was returned (by the reviewer, or by a C.1 trigger). The grading form also records the
+why it was returned (by the reviewer, or by a C.1 trigger). The Appendix C checks' findings
+(rubric_qc_checks.py) are on the screen: the C.2 verifiers to re-derive are marked in the
+verifier table (the row stays pending until each is confirmed or edited); C.3, C.4 A-C findings
+are listed with what QC did about each, and a proposed action is one click (a verifier edit, a
+reject) or a prefilled edit form (a criterion: the reviewer writes the justification). The grading form also records the
 grader's declared best response of a task (§4.4, compared with the VRS argmax by `deskbench score`),
 and shows the episode's response number, the "Response N" a comment may name instead (rubric_best.py). Each QC form carries the grade it shows (its grader and created_at):
 the action is bound to that grade, and a post whose grade is no longer the episode's primary
@@ -248,12 +252,15 @@ def create_grading_app(run_dir: Path | str) -> FastAPI:
         verifiers = []
         if final is not None:
             finals = {r.id: r.status for r in final.verifiers or []}
+            rederive = {f.target: f for f in final.checks if f.check == "C.2"}
             verifiers = [{"result": r, "final": finals.get(r.id, r.status), "qc": latest.get(f"verifier:{r.id}"),
-                          "flip": "fail" if r.status == "pass" else "pass"} for r in automatic]
+                          "flip": "fail" if r.status == "pass" else "pass",
+                          "priority": rederive.get(f"verifier:{r.id}")} for r in automatic]
         stale = {a.id for a in actions if grade is None or not a.reviews(grade)}
         return render("qc.html", status, user=s.user, csrf=s.csrf, key=key, q=query(key), task=task,
                       episode=ep, sub=sub, grade=grade, final=final, actions=actions, error=error,
                       latest=latest, verifiers=verifiers, criteria=anchors(task), stale=stale,
+                      checks=[f for f in final.checks if f.check != "C.2"] if final is not None else [],
                       star_targets=STAR_TARGETS,
                       own=grade is not None and self_review(s.user, grade.grader) is not None)
 
