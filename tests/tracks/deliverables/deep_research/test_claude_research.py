@@ -44,6 +44,10 @@ from deskbench.tracks.deliverables.deep_research.anthropic import (
     reply_text,
 )
 from deskbench.tracks.deliverables.deep_research.pending import load_pending
+from deskbench.tracks.deliverables.scoring.rubric_qc_citations import (
+    normalise_url,
+    recorded_sources,
+)
 from deskbench.tracks.deliverables.scoring.verifiers_citations import cited_hosts
 from deskbench.tracks.deliverables.tasks import DeliverableSubmission, DeliverableTask, load_package
 from deskbench.tracks.deliverables.web_access import WebChoice
@@ -181,6 +185,8 @@ def test_an_episode_searches_cites_and_reads_the_files_back(packages: Path, tmp_
     assert by_name["web_search"].result["results"][0]["url"] == MORDOR
     assert by_name["citations"].result["cited"] == [{"url": MORDOR, "title": "Mordor report",
                                                       "cited_text": "Market: USD 4.2B."}]
+    sources = recorded_sources(result.trajectory)  # what C.3 reads: the cited URL was found, with its text
+    assert "4.2B" in sources[normalise_url(MORDOR)].text
     assert by_name["bash_code_execution"].result["exit_code"] == 0
     assert [f[0] for f in by_name["read_back_files"].result["files"]] == list(outputs)
     assert load_pending(workdir) is None and sub.rounds == 2
