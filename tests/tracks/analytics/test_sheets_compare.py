@@ -199,6 +199,11 @@ NAMES_COLUMNS = [
     "Filter the rows where Units > 50; headers: Region, Units, Revenue, Date.",
     "Add the Date of each region's first order to the table and save it as out.xlsx.",
     "汇总各地区的销量和收入，列名分别为 Region、Units、Revenue、Date。",
+    # words near structure that set none: a new column's name, a value format, a row sort
+    "Add a column X with the margin and keep the columns Region, Units, Revenue, Date.",
+    "Write the dates in the same date format as the input file.",
+    "Give every Date in the exact format YYYY-MM-DD.",
+    "按 Revenue 排序，排序顺序为降序。",
 ]
 SETS_STRUCTURE = [
     ("Output the columns in this order: Region, Units, Revenue, Date.", "columns in this order"),
@@ -212,6 +217,8 @@ SETS_STRUCTURE = [
     ("请按照模板格式输出，与模板一致。", "与模板一致"),
     ("保持原表格式不变，只替换错误的地区名称。", "保持原表格式"),
     ("第一列为 Region，第二列为 Units。", "第一列为"),
+    ("Put the regions in column A and the units in column B.", "in column A"),
+    ("Keep the same table layout as the input workbook.", "same table layout as"),
 ]
 
 

@@ -39,7 +39,7 @@ _ORDINAL = r"(?:first|second|third|fourth|fifth|sixth|seventh|eighth|ninth|tenth
 STRICT_PATTERNS = (
     # an exact count or an exact header
     re.compile(r"\bexactly\s+" + _WORDNUM + r"\s+(?:columns?|sheets?)\b", re.I),
-    re.compile(r"\b(?:exact|identical)\s+(?:same\s+)?(?:structure|layout|format|template|columns|headers?|header\s+row)\b", re.I),
+    re.compile(r"\b(?:exact|identical)\s+(?:same\s+)?(?:structure|layout|template|columns|headers?|header\s+row)\b", re.I),
     re.compile(r"\b" + _COLS + r"\s+(?:must|should|shall)\s+(?:be|read|match)\s+exactly\b", re.I),
     # a column order
     re.compile(r"\b" + _COLS + r"\b[^.;]{0,60}?\bin\s+(?:exactly\s+)?(?:this|that|the\s+(?:same|following|given|"
@@ -48,17 +48,17 @@ STRICT_PATTERNS = (
     re.compile(r"\b" + _COLS + r"\s+in\s+order\b", re.I),
     re.compile(r"\b(?:column|field|header)\s+order\b|\border\s+of\s+(?:the\s+)?" + _COLS, re.I),
     # column positions: "column A holds", "the first column is", "columns B to D"
-    re.compile(r"\bcolumns?\s+[A-Z](?:\s*(?:-|to|through)\s*[A-Z])?\s+(?:holds?|contains?|is|are|should|must|"
-               r"shows?|has|have|with)\b|\b(?:in|into)\s+columns?\s+[A-Z]\b(?!\w)", re.I),
+    re.compile(r"\b(?i:columns?)\s+[A-Z](?:\s*(?i:-|to|through)\s*[A-Z])?\s+(?i:holds?|contains?|is|are|should|must|"
+               r"shows?|has|have)\b|\b(?i:in|into)\s+(?i:columns?)\s+[A-Z]\b(?!\w)"),  # Excel letters: capitals
     re.compile(r"\b(?:the\s+)?" + _ORDINAL + r"\s+column\s+(?:is|must|should|holds?|contains?|shows?|=|:)", re.I),
     # a layout: a template, the source's format
     re.compile(r"\b(?:match(?:es|ing)?|follow(?:s|ing)?|according\s+to|as\s+in|use)\s+the\s+(?:template|layout|"
                r"reference\s+format|given\s+format)\b", re.I),
-    re.compile(r"\b(?:same|original|existing|source(?:'s)?)\s+(?:\w+\s+)?(?:layout|format(?:ting)?|structure|template)\s+"
-               r"(?:as|of)\b|\bkeep(?:ing)?\s+(?:the\s+)?(?:original|existing|same)\s+(?:layout|format|structure)\b", re.I),
+    re.compile(r"\b(?:same|original|existing|source(?:'s)?)\s+(?:(?:file|table|sheet|workbook|spreadsheet|output|overall)\s+)?"
+               r"(?:layout|format(?:ting)?|structure|template)\s+(?:as|of)\b|\bkeep(?:ing)?\s+(?:the\s+)?(?:original|existing|same)\s+(?:layout|format|structure)\b", re.I),
     # the same in Chinese: 按以下顺序, 依次为, 列顺序, A列为, 第一列为, 与模板一致, 保持原格式, 表头完全一致
     re.compile(r"按(?:照)?(?:以下|如下|下列|此|该|给定|指定|原(?:有|表)?的?)?(?:的)?(?:列|字段)?顺序"),
-    re.compile(r"(?:依次|顺序)(?:为|是|排列|：|:)"),
+    re.compile(r"依次(?:为|是|排列|：|:)"),
     re.compile(r"(?:列|字段|表头)(?:的)?(?:顺序|次序)"),
     re.compile(r"(?<![A-Za-z])[A-Z]\s*列(?:为|是|填|放|写|：|:)"),
     re.compile(r"第[一二三四五六七八九十\d]+列(?:为|是|填|放|写|：|:)"),
