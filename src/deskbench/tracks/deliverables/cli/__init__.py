@@ -13,4 +13,5 @@ COMMANDS: tuple[TrackCommand, ...] = (
     TrackCommand("verify", "deskbench.tracks.deliverables.cli.verify:register", panel=TOOLS,
                  summary="Check one deliverables response"),
     TrackCommand("deliverables", "deskbench.tracks.deliverables.cli.generate:register", group="generate"),
+    TrackCommand("dra", "deskbench.tracks.deliverables.cli.fetch:register", group="fetch"),
 )
