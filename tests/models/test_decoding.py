@@ -140,8 +140,6 @@ def test_top_k_is_refused_where_the_provider_has_none() -> None:
         assert resolve(model_id, Sampling(top_k=20)).sent.top_k == 20
     with pytest.raises(UserError, match="takes top_k of 1 or more"):
         resolve("vllm/x", Sampling(top_k=0))
-    with pytest.raises(UserError, match="--judge-sampling-top-k 3: openai/gpt-4.1 does not accept top_k"):
-        resolve("openai/gpt-4.1", Sampling(top_k=3), "judge")
 
 
 def test_settings_stored_before_top_k_existed_still_compare_equal() -> None:
