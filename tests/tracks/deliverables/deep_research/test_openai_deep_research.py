@@ -29,6 +29,7 @@ from deskbench.runs.store import RunStore
 from deskbench.tracks.deliverables.agent_inputs import DeliverableOptions
 from deskbench.tracks.deliverables.deep_research import openai_dr
 from deskbench.tracks.deliverables.deep_research.pending import PendingRequest, save_pending
+from deskbench.tracks.deliverables.scoring.rubric_qc_citations import validate_citations
 from deskbench.tracks.deliverables.tasks import (
     DeliverableSubmission,
     DeliverableTask,
@@ -37,7 +38,8 @@ from deskbench.tracks.deliverables.tasks import (
 
 MODEL = "openai/o3-deep-research"
 SYSTEM = f"openai-deep-research:{MODEL}"
-CITED = "https://stackoverflow.com/questions/13385860"  # the paper's o3 example of an off-topic citation
+CITED = "https://stackoverflow.com/questions/13385860"  # the paper's o3 examples of off-topic citations (§4.12)
+NEVER_OPENED = "https://datasheet.eeworld.com.cn/view/85833854.html"  # cited, never searched or opened
 
 
 @pytest.fixture()
@@ -66,7 +68,7 @@ class Consultant:
         assert task.directory is not None
         text = respond(task, recompute(task, task.directory), folder, set())
         files = {p.name: p.read_bytes() for p in sorted(folder.iterdir())}
-        cite = [CITED] if task.prompt_class == "RCP" else []
+        cite = [CITED, NEVER_OPENED] if task.prompt_class == "RCP" else []
         return Research(text=text, files=files, cite=cite, searches=[("contact centre AHT benchmark", [CITED])],
                         pages=[CITED], code="import pandas as pd  # writes the deliverable")
 
@@ -124,8 +126,8 @@ def test_a_package_run_end_to_end_and_scored(packages: Path, tmp_path: Path) -> 
     assert [f.name for f in sub.files] == ["benchmark_table.xlsx"]
     assert (out / sub.files_dir / "benchmark_table.xlsx").is_file()
     assert sub.rounds == 3 and sub.stop == "answer"  # a search, a page opened, a code run
-    assert sub.response.rstrip().endswith(CITED)  # cited only in an annotation: listed under the reply
-    assert openai_dr.CITED_HEADER in sub.response
+    # cited only in annotations: listed under the reply
+    assert sub.response.rstrip().endswith(f"{openai_dr.CITED_HEADER}\n- {CITED}\n- {NEVER_OPENED}")
     steps = [s.name for s in episodes["dl-0002-rcp"].trajectory if s.kind == "tool_call"]
     assert steps == ["upload_inputs", "web_search", "fetch", "execute_code", "url_citations", "container_files"]
     search = next(s for s in episodes["dl-0002-rcp"].trajectory if s.kind == "tool_call" and s.name == "web_search")
@@ -145,6 +147,12 @@ def test_a_package_run_end_to_end_and_scored(packages: Path, tmp_path: Path) -> 
     proc = run_cli("diagnose", str(out), "--json")
     assert proc.returncode == 0, proc.stderr
     assert json.loads(proc.stdout)["systems"][0]["categories"] == {"ok": 2}
+    # C.3 (Appendix C) reads what the episode recorded: the searched URL exists, the other does not
+    rcp_task = next(t for t in tasks if t.id == "dl-0002-rcp")
+    checks = {c.source: c for c in validate_citations(rcp_task, sub, out / sub.files_dir,
+                                                       episodes["dl-0002-rcp"].trajectory)}
+    assert checks[CITED].exists is True and checks[CITED].authorised is False
+    assert checks[NEVER_OPENED].exists is False
 
 
 def _wait_for(what: str, check: Any, proc: subprocess.Popen[str], limit: float = 120.0) -> None:
