@@ -190,6 +190,11 @@ def test_an_episode_searches_cites_and_reads_the_files_back(packages: Path, tmp_
     assert by_name["bash_code_execution"].result["exit_code"] == 0
     assert [f[0] for f in by_name["read_back_files"].result["files"]] == list(outputs)
     assert load_pending(workdir) is None and sub.rounds == 2
+    assert result.transcript is not None
+    calls = [e for e in result.transcript.doc().events if e.kind == "model_call"]
+    assert "CORPUS DISCIPLINE: HYBRID" in calls[0].messages[0]["content"] and len(calls) == 2
+    assert "paused turn" in calls[1].messages[0]["content"] and calls[1].reply is not None
+    assert "Sources:" in calls[1].reply["message"]["content"]
     # tokens at $5/$25 per M, one search at $0.01, the container's 5-minute minimum at $0.05/h
     tokens_in = sum(1000 + 10 * len(json.dumps(b["messages"])) // 40 for b in (first, second))
     assert (result.usage.input_tokens, result.usage.output_tokens) == (tokens_in, 400)

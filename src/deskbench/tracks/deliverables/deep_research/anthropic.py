@@ -303,11 +303,7 @@ def record_reply(rec: Recorder, model_id: str, sent: list[dict[str, Any]], reply
     text = reply_text(reply)
     response = ChatResponse(message=Message(role="assistant", content=text), usage=usage,
                             finish_reason=reply.get("stop_reason"), model=str(reply.get("model", model_id)))
-    last = sent[-1] if sent else {}
-    shown = json.dumps(last.get("content"), ensure_ascii=False)[:4000] if last else ""
-    asked = Message(role="assistant", content=shown) if last.get("role") == "assistant" else \
-        Message(role="user", content=shown)
-    rec.transcript.model_call(model_id, ChatRequest(messages=[asked]),
+    rec.transcript.model_call(model_id, ChatRequest(messages=[_asked(sent)]),
                               response, at=max(0.0, rec.transcript.elapsed() - seconds), seconds=seconds)
     rec.add(ModelCallStep(input_tokens=usage.input_tokens, output_tokens=usage.output_tokens,
                           seconds=round(seconds, 4), cost_usd=usage.cost_usd))
@@ -323,6 +319,20 @@ def record_reply(rec: Recorder, model_id: str, sent: list[dict[str, Any]], reply
     rec.transcript.tool("anthropic_reply", {"stop_reason": reply.get("stop_reason"),
                                             "container": (reply.get("container") or {}).get("id")},
                         {"content": reply.get("content", []), "usage": reply.get("usage", {})})
+
+
+def _asked(sent: list[dict[str, Any]]) -> Message:
+    """What a request added, for the transcript: the user turn's text and blocks whole (the
+    prompt, the client tools' results); a paused turn's continuation by its size (its blocks are
+    the earlier replies, recorded already). A resumed episode's replayed replies show none."""
+    if not sent:
+        return Message(role="user", content="(a reply received before the run was resumed)")
+    last = sent[-1]
+    blocks = last["content"] if isinstance(last["content"], list) else [{"type": "text", "text": last["content"]}]
+    if last["role"] == "assistant":
+        return Message(role="assistant", content=f"(the paused turn sent back to continue it: {len(blocks)} blocks)")
+    parts = [b["text"] if b.get("type") == "text" else json.dumps(b, ensure_ascii=False) for b in blocks]
+    return Message(role="user", content="\n\n".join(parts))
 
 
 def _record_server_tool(rec: Recorder, call: dict[str, Any], result: dict[str, Any] | None) -> None:
