@@ -20,9 +20,11 @@ from openpyxl import Workbook
 
 from deskbench.tracks.analytics.aida import pair_references
 from deskbench.tracks.analytics.diagnose import missing_files
+from deskbench.tracks.analytics.export import task_text
 from deskbench.tracks.analytics.scoring.analytics import AnalyticsItemScore
 from deskbench.tracks.analytics.scoring.charts import DIMENSIONS
 from deskbench.tracks.analytics.tasks import read_tasks
+from deskbench.tracks.analytics.viewer import AnalyticsViews, analytics_shown
 
 SALES = "region,month,sales\nNorth,Jan,70\nNorth,Feb,80\nSouth,Jan,40\nSouth,Feb,50\n"
 ROWS = [
@@ -184,6 +186,14 @@ def test_an_aida_release_is_imported_and_every_row_scored(bwrap: str, tmp_path: 
     three = items["FG_3"]  # one file of two wrong: the task fails, the file that failed named
     assert three.score == 0.0 and [(o.output_name, o.score) for o in three.outputs] == [("jan.csv", 1.0), ("feb.csv", 0.0)]
     assert three.reason.startswith("1 of 2 files fail; feb.csv: content:") and three.error_category == "calculation"
+
+    # what the viewer and `export` show of a several-file task: every file
+    view = AnalyticsViews().task(fg1)
+    assert view is not None
+    assert [g for g in view.gold if g.startswith("a file")] == [f"a file {o.output_name} like {o.path}" for o in fg1.outputs]
+    text = task_text(fg1)
+    assert text is not None and len(text.target) == 2
+    assert ("feb.csv (comparator)", f"fail: {three.outputs[1].reason}") in analytics_shown(three).reasoning
 
     report = json.loads(proc.stdout)
     file_judge_scores_each_file_told_which(run_dir, tmp_path)

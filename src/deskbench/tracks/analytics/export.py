@@ -15,9 +15,11 @@ def task_text(task: BaseModel) -> TaskText | None:
     if task.answer is not None:
         target = [task.answer]
     elif task.reference_file is not None:
-        target = [f"a file {task.reference_file.output_name} matching the reference {task.reference_file.path}"]
+        target = [f"a file {o.output_name} matching the reference {o.path}" for o in task.outputs]
     elif task.chart is not None:
         target = [f"a {task.chart.chart_type} chart of " + ", ".join(s.name for s in task.chart.series)]
+    elif task.category == "visualization":  # no chart spec (AIDA's charts): the image and its key points
+        target = [f"a chart{f' saved as {task.chart_file}' if task.chart_file else ''} meeting the key points"]
     else:
         target = []
     gold = {k: v for k, v in {"answer_value": task.answer_value, "answer_unit": task.answer_unit,

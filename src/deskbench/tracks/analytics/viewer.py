@@ -47,6 +47,9 @@ def analytics_shown(item: AnalyticsItemScore) -> EpisodeScore:
             shown.reasoning.append((f"{item.source}: {who}", why))
     if item.file_judge is not None and item.file_judge.reason and item.file_judge.reason != item.reason:
         shown.reasoning.append(("File Judge", item.file_judge.reason))
+    for o in item.outputs:  # a task asking for several files: each file's verdict
+        verdict = "unscored" if o.score is None else ("pass" if o.score >= 1 else "fail")
+        shown.reasoning.append((f"{o.output_name} ({o.source})", f"{verdict}: {o.reason}"))
     return shown
 
 
@@ -59,8 +62,9 @@ class AnalyticsViews(ViewerViews):
                             else None) if g]
         if t.chart is not None:
             gold.append(f"a {t.chart.chart_type} chart: {t.chart.model_dump_json()}")
-        if t.reference_file is not None:
-            gold.append(f"a file {t.reference_file.output_name} like {t.reference_file.path}")
+        gold += [f"a file {o.output_name} like {o.path}" for o in t.outputs]
+        if t.chart_file:
+            gold.append(f"a chart saved as {t.chart_file}")
         return TaskView(question=t.instruction, gold=gold + [f"key point: {k}" for k in t.key_points],
                         facts=[("category", t.category), ("difficulty steps", str(t.difficulty_steps)),
                                ("inputs", ", ".join(t.inputs))] + ([("computation", t.computation)] if t.computation else []))
