@@ -280,3 +280,23 @@ def test_with_a_granted_token_only_the_tasks_and_their_inputs_are_downloaded(tmp
                and not path.endswith("README.md"))
     tasks = load_packages(tmp_path / "out" / "tasks")
     assert [t.id for t in tasks] == ["T-LDP-01"] and len(tasks[0].inputs) == 2
+
+
+def test_a_fetched_package_is_run_and_scored_by_the_track(bwrap: str, tmp_path: Path) -> None:
+    """fetch -> run (deliverable-agent in the sandbox, a scripted model answering the task) -> score:
+    the four mechanical verifiers pass, the two judged ones stay unobservable without --judge."""
+    write_release(tmp_path / "snap")
+    assert run_cli("fetch", "dra", "--from", str(tmp_path / "snap"), "--out", str(tmp_path / "o"), "--limit", "1",
+                   "-q").returncode == 0
+    script = tmp_path / "script.jsonl"
+    answer = ("Aerospace units: 4\nMaximum total contribution: USD 305\nContribution per unit for Defense: 23.46\n"
+              "Maximum Dollar Contribution 2014\nDECISION: GO")
+    script.write_text(json.dumps({"question": "Find the maximum total contribution for 2014", "content": answer}) + "\n")
+    run = run_cli("run", "--tasks", str(tmp_path / "o" / "tasks"), "--agent", "deliverable-agent", "--model",
+                  f"scripted/{script}", "--out", str(tmp_path / "run"), "-q")
+    assert run.returncode == 0, run.stderr
+    score = run_cli("score", str(tmp_path / "run"), "--json")
+    assert score.returncode == 0, score.stderr
+    [row] = json.loads(score.stdout)["rows"]
+    assert (row["verifiers"], row["judged"], row["unobservable"]) == (6, 2, 2)
+    assert row["v"]["mean"] == pytest.approx(400 / 6)
