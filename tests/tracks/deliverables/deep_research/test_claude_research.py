@@ -207,7 +207,8 @@ def test_closed_task_missing_inputs_and_client_web_tools(packages: Path, tmp_pat
     task = load_package(packages / "dl-0001-crp")
     web_dir = _recording(tmp_path)
     turns = [[{"tool_use": "web_search", "input": {"query": "mordor market size"}}],
-             [{"bash": "python build.py", "reads": ["not_uploaded.xlsx"]}, {"text": f"Done, see {MORDOR}."}]]
+             [{"bash": "python build.py", "reads": ["not_uploaded.xlsx"]},
+              {"bash": "echo x > ../escape.md", "writes": {"../escape.md": b"x"}}, {"text": f"Done, see {MORDOR}."}]]
     with SimResearch(turns) as sim:
         env(sim, monkeypatch)
         agent = ClaudeResearch(DeliverableOptions(web=WebChoice("recorded", str(web_dir))), RecordedWeb(web_dir))
@@ -222,7 +223,8 @@ def test_closed_task_missing_inputs_and_client_web_tools(packages: Path, tmp_pat
     bash = next(s for s in steps if s.name == "bash_code_execution")
     assert bash.result["exit_code"] == 1 and "not_uploaded.xlsx" in bash.result["error_tail"]
     sub = result.submission
-    assert isinstance(sub, DeliverableSubmission) and sub.files == []
+    assert isinstance(sub, DeliverableSubmission) and [f.name for f in sub.files] == ["escape.md"]
+    assert (tmp_path / "w" / "0" / "result" / "escape.md").is_file() and not (tmp_path / "w" / "escape.md").exists()
 
 
 def test_failures_are_episode_errors(packages: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -36,8 +36,8 @@ fetched back). A finished episode deletes its uploads and the files it read back
 
 Costs: each reply's usage (input tokens with cache writes and reads, output tokens) priced by
 the run's price table; web searches at $10 per 1,000 (usage.server_tool_use.web_search_requests);
-code execution by container time at $0.05 an hour with a 5-minute minimum, estimated from the
-episode's wall time (the API reports no container time). The organisation's free container
+code execution by container time at $0.05 an hour with a 5-minute minimum, estimated as the
+time the requests took (the API reports no container time). The organisation's free container
 hours are not subtracted.
 
 Citations: a text block's `web_search_result_location` citations are written after the text
@@ -148,17 +148,17 @@ class Conversation:
     container: str | None = None
     messages: list[dict[str, Any]] = field(default_factory=list)
     replies: list[dict[str, Any]] = field(default_factory=list)  # every reply, in order, as received
-    started: float = field(default_factory=time.time)
+    busy: float = 0.0  # seconds the requests took: the container's time in use, as far as it is seen
 
     def dump(self) -> dict[str, Any]:
         return {"files": self.files, "container": self.container, "messages": self.messages,
-                "replies": self.replies, "started": self.started}
+                "replies": self.replies, "busy": self.busy}
 
     @classmethod
     def load(cls, data: dict[str, Any]) -> Conversation:
         return cls(files=dict(data.get("files", {})), container=data.get("container"),
                    messages=list(data.get("messages", [])), replies=list(data.get("replies", [])),
-                   started=float(data.get("started", time.time())))
+                   busy=float(data.get("busy", 0.0)))
 
 
 class Api:
@@ -465,6 +465,7 @@ class ClaudeResearch:
                 reply = await api.json("POST", "/v1/messages", json=body)
                 seconds = time.monotonic() - started
                 conv.replies.append(reply)
+                conv.busy += seconds
                 conv.container = (reply.get("container") or {}).get("id") or conv.container
                 record_reply(rec, model_id, conv.messages, reply, seconds)
                 reason = reply.get("stop_reason")
@@ -509,12 +510,13 @@ class ClaudeResearch:
         fetched: list[list[Any]] = []
         for file_id in ids:
             meta = await api.json("GET", f"/v1/files/{file_id}")
-            name = PurePosixPath(str(meta.get("filename") or file_id)).name or file_id
+            name = PurePosixPath(str(meta.get("filename") or "")).name
+            name = name if name not in ("", ".", "..") else file_id  # a name is the model's choice: kept in the folder
             data = (await api.call("GET", f"/v1/files/{file_id}/content")).content
             (files.result / name).write_bytes(data)
             fetched.append([name, len(data), file_id])
         rec.add(ToolCallStep(name="read_back_files", arguments={"container": conv.container}, result={"files": fetched}))
-        container_seconds = max(CONTAINER_MIN_SECONDS, time.time() - conv.started) if conv.container else 0.0
+        container_seconds = max(CONTAINER_MIN_SECONDS, conv.busy) if conv.container else 0.0
         fee = container_seconds / 3600 * CONTAINER_USD_PER_HOUR
         if fee:
             rec.usage = rec.usage + Usage(cost_usd=fee)
