@@ -18,7 +18,7 @@ from conftest import run_cli
 from fake_openai import FakeOpenAI
 from openpyxl import Workbook
 
-from deskbench.tracks.analytics.aida import pair_references
+from deskbench.tracks.analytics.aida import pair_references, plain_number
 from deskbench.tracks.analytics.diagnose import missing_files
 from deskbench.tracks.analytics.export import task_text
 from deskbench.tracks.analytics.scoring.analytics import AnalyticsItemScore
@@ -147,6 +147,7 @@ def test_an_aida_release_is_imported_and_every_row_scored(bwrap: str, tmp_path: 
     assert "QA_2" in proc.stderr and "no reference answer" in proc.stderr  # the only row left out, with its reason
     tasks = {t.id: t for t in read_tasks(tasks_file).items}
     assert set(tasks) == {"QA_1", "DV_1", "FG_1", "FG_2", "FG_3"}
+    assert (tasks["QA_1"].answer, tasks["QA_1"].answer_value) == ("150", 150.0)
     dv = tasks["DV_1"]
     assert dv.chart is None and dv.chart_file == "sales_chart.png" and len(dv.key_points) == 3
     fg1 = tasks["FG_1"]
@@ -171,7 +172,7 @@ def test_an_aida_release_is_imported_and_every_row_scored(bwrap: str, tmp_path: 
                                     for line in items_file.read_text().splitlines())}
     assert set(items) == set(tasks) and all(i.status == "scored" for i in items.values())
 
-    assert (items["QA_1"].score, items["QA_1"].source) == (1.0, "exact")  # no --judge: the deterministic check
+    assert (items["QA_1"].score, items["QA_1"].source) == (1.0, "numeric")  # no --judge: the deterministic check
     chart = items["DV_1"]
     assert chart.source == "chart_judge" and chart.correctness == 2 / 3 and chart.readability == 6 / 8
     assert abs((chart.score or 0) - (0.7 * 2 / 3 + 0.3 * 6 / 8)) < 1e-9
@@ -227,6 +228,13 @@ def file_judge_scores_each_file_told_which(run_dir: Path, tmp_path: Path) -> Non
         ("jan.csv", 1.0, "file_judge"), ("feb.csv", 0.0, "file_judge")]
     assert items["FG_1"].score == 1.0 and items["FG_1"].source == "file_judge"
     assert items["FG_2"].score == 1.0  # the judge, not the comparator, decided (as the paper's protocol has it)
+
+
+def test_plain_number_references() -> None:
+    assert plain_number("150") == (150.0, None) and plain_number(" 1,234.5 ") == (1234.5, None)
+    assert plain_number("12.5%") == (12.5, "%") and plain_number("-3") == (-3.0, None)
+    for text in ("North (150)", "150 and 90", "1,23", "about 150", ""):
+        assert plain_number(text) is None, text
 
 
 def test_references_pair_with_outputs_by_name_then_position() -> None:

@@ -22,7 +22,8 @@ difficulty): a row's `difficulty_steps` is used when present, else --difficulty-
 
 Every category is imported:
 
-- QA rows: the reference answer and key points (the Listing 2 judge's inputs);
+- QA rows: the reference answer and key points (the Listing 2 judge's inputs); a reference that
+  is only a number also as `answer_value` (and "%" as its unit), for the check without a judge;
 - visualization rows: the question, the key points (`rubrics`) and the image file asked for
   (`output_file`): what the paper's chart judges read (Listings 3-4). The release has no plotted
   values, so these tasks have no deskbench chart spec; it is optional and only adds checks;
@@ -140,6 +141,19 @@ def _read_sheets(path: Path) -> list[SheetSpec] | None:
     return None
 
 
+_PLAIN_NUMBER = re.compile(r"^\s*(?P<num>[-+]?(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?)\s*(?P<pct>%?)\s*$")
+
+
+def plain_number(reference: str) -> tuple[float, str | None] | None:
+    """A reference that is only a number ("150", "1,234.5", "12.5%") as (value, unit): what the
+    deterministic QA check (no --judge) compares by rounding instead of by text. Anything with
+    words or several figures stays text: the judge or the text check reads it."""
+    m = _PLAIN_NUMBER.match(reference)
+    if m is None:
+        return None
+    return float(m.group("num").replace(",", "")), ("%" if m.group("pct") else None)
+
+
 def _key_points(raw: str | list[str] | None) -> list[str]:
     if raw is None:
         return []
@@ -235,7 +249,9 @@ def convert(rows: list[tuple[int, AidaRow]], split_dir: Path, out_dir: Path, *, 
                     result.skip(row.id, "qa: no reference answer")
                     continue
                 answer = row.reference if isinstance(row.reference, str) else json.dumps(row.reference, ensure_ascii=False)
-                task = AnalyticsTask(**base, answer=answer)
+                numeric = plain_number(answer)
+                task = AnalyticsTask(**base, answer=answer, answer_value=numeric[0] if numeric else None,
+                                     answer_unit=numeric[1] if numeric else None)
             elif category == "visualization":
                 task = _chart_task(row, base, result)
             else:
