@@ -135,7 +135,7 @@ def test_rows_become_packages_and_the_others_are_skipped_with_their_reason(fetch
     assert sorted(o.format for o in crp.required_outputs) == ["pptx", "xlsx"]
     report = json.loads((root / "out" / "fetch.json").read_text())
     assert [t["verifier_parse"] for t in report["tasks"]] == ["clean", "clean", "uncertain"]
-    assert report["tasks"][2]["verifier_problems"] == ["numbering is not 1..2 without gaps: [1, 3]"]
+    assert report["tasks"][2]["verifier_problems"] == ["numbering is not 1..2 without gaps: ['1', '3']"]
     assert {t["id"]: (t["corpus_discipline"], t["discipline_from"]) for t in report["tasks"]} == {
         "T-LDP-01": ("closed", "prompt"), "T-SCP-02": ("open", "prompt"), "T-CRP-03": ("hybrid", "prompt")}
 
@@ -174,12 +174,16 @@ def test_verifier_prose_becomes_specs_that_score_a_response(fetched: tuple[Path,
     ("Prompt-specific verifiers\nV1: a = 2.8 months\nV2: 8,700 trips", [1, 2], "clean"),
     ("1. first check\n2) second check\n3 third, at 2.8 months\n4 8,700 trips is body text", [1, 2, 3], "clean"),
     ("V1: a\nV1: b", [1, 1], "uncertain"),
+    ("V1: a\nV2a: b\nV2b: c\nV3: d", [1, 2, 2, 3], "clean"),  # split children keep their letter
+    ("V1: a\nV3: b\nV2: c", [1, 3, 2], "uncertain"),
     ("Some lead-in prose\nV1: a", [1], "uncertain"),
     ("V1: a\n2. bare numbers are body text when a V opener exists", [1], "clean"),
 ])
 def test_the_numbering_is_split_as_the_authors_parser_splits_it(cell: str, numbers: list[int], status: str) -> None:
     parse = split_verifiers(cell)
     assert [r.index for r in parse.records] == numbers and parse.status == status, parse
+    if "V2a" in cell:
+        assert [spec_for(r, read_target(r.text))["id"] for r in parse.records] == ["V1", "V2a", "V2b", "V3"]
 
 
 @pytest.mark.parametrize(("text", "kind", "value", "tol"), [

@@ -305,7 +305,7 @@ def build_package(row: Mapping[str, Any], columns: dict[str, str], root: Path, t
     files = _inputs(root, row.get(columns["inputs"])) if "inputs" in columns else "no input column"
     if isinstance(files, str):
         return SkippedTask(id=task_id, reason=files)
-    targets = [(f"V{r.index}", read_target(r.text)) for r in parse.records]
+    targets = [(f"V{r.label}", read_target(r.text)) for r in parse.records]
     specs = [spec_for(r, t) for r, (_, t) in zip(parse.records, targets, strict=True)]
     _unique_ids(specs)
     lazy, expert = sanity_tests(sanity)

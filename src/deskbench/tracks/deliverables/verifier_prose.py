@@ -5,7 +5,7 @@ The authors' pipeline (github tanm-ast-deccan/dra-response-gen, src/verifier_par
 src/verifier_grammar.py) reads that cell in two steps, and so does this module, rule for rule:
 
 1. Split on the numbering. A record opens at a line that starts with `V<n>` (any case, spaces
-   allowed, then an optional `:`, `-` or other dash, `|`, `.` or `)`); only when the cell has no
+   allowed, a split child's letter kept: V3a, V3b), then an optional `:`, `-` or other dash, `|`, `.` or `)`); only when the cell has no
    such opener, a bare `<n>` followed by prose opens one (so "2.8 months" in a body does not).
    The parse is CLEAN only when the numbers run 1, 2, 3 ... without a gap, no record is empty and
    nothing but a header line ("Verifiers", "Prompt-specific verifiers", ...) precedes the first;
@@ -40,7 +40,8 @@ from typing import Any, Literal
 from deskbench.tracks.deliverables.verifier_specs import Unit
 
 DASHES = "\u002d\u2010\u2011\u2012\u2013\u2014\u2212"
-_OPEN_V = re.compile(rf"(?:^|\n)[ \t]*[\"'\u201c\u2018]?[Vv][ \t]*(\d{{1,3}})[ \t]*(?:[{re.escape(DASHES)}]|[:|.)])?[ \t]*")
+_OPEN_V = re.compile(rf"(?:^|\n)[ \t]*[\"'\u201c\u2018]?[Vv][ \t]*(\d{{1,3}})([a-z](?![A-Za-z]))?[ \t]*"
+                     rf"(?:[{re.escape(DASHES)}]|[:|.)])?[ \t]*")
 _OPEN_BARE = re.compile(r"(?:^|\n)[ \t]*(\d{1,3})[.)]?[ \t]+(?=[^\d\s.,)])")
 _HEADER = re.compile(r"^\s*(?:verifiers?|prompt[- ]specific verifiers?|cost calculations?|id\s+condition)\b", re.I)
 
@@ -49,10 +50,16 @@ Status = Literal["clean", "uncertain", "empty"]
 
 @dataclass(frozen=True)
 class Record:
-    """One verifier of the cell: its number and its statement (whitespace collapsed)."""
+    """One verifier of the cell: its number (with the letter of a split child, "V3a"), and its
+    statement (whitespace collapsed)."""
 
     index: int
     text: str
+    suffix: str = ""
+
+    @property
+    def label(self) -> str:
+        return f"{self.index}{self.suffix}"
 
 
 @dataclass
@@ -78,12 +85,15 @@ def split_verifiers(cell: str | None) -> ProseParse:
     for i, m in enumerate(found):
         end = found[i + 1].start() if i + 1 < len(found) else len(padded)
         body = re.sub(r"[ \t]{2,}", " ", re.sub(r"\s*\n\s*", " ", padded[m.end():end])).strip()
-        records.append(Record(int(m.group(1)), body))
+        suffix = (m.group(2) or "") if opener is _OPEN_V else ""
+        records.append(Record(int(m.group(1)), body, suffix))
     reasons = []
-    numbers = [r.index for r in records]
-    if numbers != list(range(1, len(records) + 1)):
-        reasons.append(f"numbering is not 1..{len(records)} without gaps: {numbers}")
-    empty = [r.index for r in records if not r.text]
+    numbers = list(dict.fromkeys(r.index for r in records))  # V3a, V3b: one number, split
+    labels = [r.label for r in records]
+    if numbers != list(range(1, len(numbers) + 1)) or len(set(labels)) < len(labels) or \
+            [r.index for r in records] != sorted(r.index for r in records):
+        reasons.append(f"numbering is not 1..{len(numbers)} without gaps: {labels}")
+    empty = [r.label for r in records if not r.text]
     if empty:
         reasons.append(f"empty verifier text at {empty}")
     lead = padded[:found[0].start()].strip()
@@ -240,7 +250,7 @@ def subject(text: str) -> str | None:
 
 def spec_for(record: Record, target: Target) -> dict[str, Any]:
     """One verifier spec (as task.yaml data) for one record; the module's docstring says which kind."""
-    vid = f"V{record.index}"
+    vid = f"V{record.label}"
     description = f"{vid}: {record.text}"
     label = subject(record.text) if target.kind == "numeric" and not target.fail_if else None
     if target.kind == "numeric" and label is not None and isinstance(target.value, float):
