@@ -187,7 +187,9 @@ def test_an_episode_searches_cites_and_reads_the_files_back(packages: Path, tmp_
                                                       "cited_text": "Market: USD 4.2B."}]
     sources = recorded_sources(result.trajectory)  # what C.3 reads: the cited URL was found, with its text
     assert "4.2B" in sources[normalise_url(MORDOR)].text
-    assert by_name["bash_code_execution"].result["exit_code"] == 0
+    assert by_name["execute_code"].result["exit_code"] == 0
+    assert by_name["execute_code"].arguments == {"code": "python build.py", "tool": "bash_code_execution",
+                                                 "sandbox": "anthropic"}
     assert [f[0] for f in by_name["read_back_files"].result["files"]] == list(outputs)
     assert load_pending(workdir) is None and sub.rounds == 2
     assert result.transcript is not None
@@ -220,7 +222,7 @@ def test_closed_task_missing_inputs_and_client_web_tools(packages: Path, tmp_pat
     steps = [s for s in result.trajectory if isinstance(s, ToolCallStep)]
     search = next(s for s in steps if s.name == "web_search")
     assert search.result["backend"] == "recorded"
-    bash = next(s for s in steps if s.name == "bash_code_execution")
+    bash = next(s for s in steps if s.name == "execute_code")
     assert bash.result["exit_code"] == 1 and "not_uploaded.xlsx" in bash.result["error_tail"]
     sub = result.submission
     assert isinstance(sub, DeliverableSubmission) and [f.name for f in sub.files] == ["escape.md"]
@@ -352,3 +354,6 @@ def test_run_killed_mid_conversation_resumes_in_the_same_container_and_is_scored
     [item] = [json.loads(line) for line in items.read_text().splitlines()]
     outcomes = {v["id"]: v["status"] for v in item["verifiers"]}
     assert outcomes and set(outcomes.values()) == {"pass"}, outcomes
+    diag = run_cli("diagnose", str(out), "--json")
+    assert diag.returncode == 0, diag.stderr
+    assert json.loads(diag.stdout)["systems"][0]["categories"] == {"ok": 1}

@@ -44,7 +44,11 @@ Citations: a text block's `web_search_result_location` citations are written aft
 as numbered markdown links and kept as a `citations` step (url, title, the cited text the API
 quotes), and the search results are ToolCallSteps named `web_search` (as deskbench's own web
 tool records them), so the citation verifiers and the C.3 checks see what was cited, on what
-text, and what was found. Every server tool call and its result is a step of the episode's trajectory.
+text, and what was found. Every server tool call and its result is a step of the episode's
+trajectory; a bash run is an `execute_code` step (its command as the code, exit code, files, the
+tail of a failed run's stderr), as the other agents' code runs are, so `deskbench diagnose`
+classifies a failed file-writing run alike for every agent (§3.4: only the execution environment
+differs).
 
 Key: ANTHROPIC_API_KEY; endpoint root: ANTHROPIC_BASE_URL (a simulator in the tests), as the
 anthropic SDK reads them."""
@@ -99,6 +103,7 @@ RETRIES = 3  # a 429, 5xx or lost connection is retried, after retry-after or 2*
 WEB_SEARCH_USD = 0.01  # $10 per 1,000 searches (the web search tool page, "Usage and pricing")
 CONTAINER_USD_PER_HOUR = 0.05  # code execution tool page, "Usage and pricing"
 CONTAINER_MIN_SECONDS = 300.0  # "a minimum of 5 minutes" billed per container
+CODE_RUNS = ("bash_code_execution", "code_execution")  # server tool calls that run a program (20250825, 20250522)
 CONTINUED = ("pause_turn", "tool_use")  # stop reasons after which the episode sends another request
 SETTINGS_SENT = ("temperature", "top_p", "top_k", "max_tokens")  # what the request carries of --temperature etc.
 NOT_SENT = ("decoding",)  # a preset's name: its values are the fields above
@@ -362,6 +367,9 @@ def _record_server_tool(rec: Recorder, call: dict[str, Any], result: dict[str, A
         if content.get("return_code"):
             summary["error_tail"] = (content.get("stderr") or "")[-600:]
         detail = {"stdout": content.get("stdout", ""), "stderr": content.get("stderr", "")}
+    if name in CODE_RUNS:  # a program run in the sandbox: named as every agent's code runs are (diagnose reads them)
+        name, args = "execute_code", {"code": args.get("command", args.get("code", "")), "tool": name,
+                                      "sandbox": "anthropic"}
     rec.add(ToolCallStep(name=name, arguments=args, result=summary), detail=detail)
 
 
