@@ -11,6 +11,7 @@ structural-count guards, the last `=` of a shown working)."""
 from __future__ import annotations
 
 import json
+import zipfile
 from pathlib import Path
 from typing import Any
 
@@ -80,6 +81,10 @@ def _rows() -> list[dict[str, Any]]:
          "verifiers": "V1: y = 1"},
         {**base, "task_id": "T-NOV-06", "prompt_type": "RCP", "inputs_path": "inputs/T-LDP-01", "prompt": "x",
          "verifiers": ""},
+        {**base, "task_id": "T-FSP-07", "prompt_type": "FSP", "inputs_path": "inputs/T-FSP-07.zip",
+         "prompt": "Decide between the fixed contract and the spot market.", "verifiers": "V1: Decision = SPOT"},
+        {**base, "task_id": "T-ZIP-08", "prompt_type": "FSP", "inputs_path": "inputs/broken.zip", "prompt": "x",
+         "verifiers": "V1: y = 1"},
         {**base, "task_id": "T LDP 01", "prompt_type": "RCP", "inputs_path": "inputs/T-SCP-02", "prompt": "x",
          "verifiers": "V1: y = 1"},
     ]
@@ -100,6 +105,12 @@ def write_release(root: Path) -> None:
         wb.save(folder / "Department Sub-Activity Constraint.xlsx")
         (folder / "notes.txt").write_text("hours by sub-step\n")
         (folder / ".DS_Store").write_bytes(b"\0")
+    with zipfile.ZipFile(root / "inputs" / "T-FSP-07.zip", "w") as z:  # a zipped input folder
+        z.writestr("T-FSP-07/carrier_rates.csv", "lane,rate\nA,1\n")
+        z.writestr("T-FSP-07/policy/fuel_policy.txt", "USD 600 per ton\n")
+        z.writestr("__MACOSX/T-FSP-07/._carrier_rates.csv", "x")
+        z.writestr("T-FSP-07/sub/", "")
+    (root / "inputs" / "broken.zip").write_bytes(b"PK not really")
     (root / "inputs" / "T-CRP-03").mkdir(parents=True)
     (root / "inputs" / "T-CRP-03" / "brief.csv").write_text("channel,margin\nexport,22\n")
 
@@ -114,14 +125,17 @@ def fetched(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Any]:
 
 def test_rows_become_packages_and_the_others_are_skipped_with_their_reason(fetched: tuple[Path, Any]) -> None:
     root, summary = fetched
-    assert [t.id for t in summary.tasks] == ["T-LDP-01", "T-SCP-02", "T-CRP-03"]
+    assert [t.id for t in summary.tasks] == ["T-LDP-01", "T-SCP-02", "T-CRP-03", "T-FSP-07"]
     reasons = {s.id: s.reason for s in summary.skipped}
     assert reasons["T-BAD-04"] == "input path '../outside' points outside the snapshot; refused"
     assert reasons["T-GONE-05"].startswith("input path 'inputs/missing' is not in the snapshot")
     assert reasons["T-NOV-06"].startswith("no verifier could be read (the cell is empty")
     assert reasons["T LDP 01"] == "a second row with this id; the first is kept"  # both would be tasks/T-LDP-01
+    assert reasons["T-ZIP-08"].startswith("broken.zip is not a readable zip")
     tasks = {t.id: t for t in load_packages(root / "out" / "tasks")}
-    assert set(tasks) == {"T-LDP-01", "T-SCP-02", "T-CRP-03"}
+    assert set(tasks) == {"T-LDP-01", "T-SCP-02", "T-CRP-03", "T-FSP-07"}
+    assert sorted(tasks["T-FSP-07"].inputs) == ["carrier_rates.csv", "fuel_policy.txt"]  # unpacked, flat
+    assert (root / "out" / "tasks" / "T-FSP-07" / "fuel_policy.txt").read_text() == "USD 600 per ton\n"
     ldp = tasks["T-LDP-01"]
     assert ldp.prompt_class == "LDP" and ldp.title == "Operations Research"
     assert sorted(ldp.inputs) == ["Department Sub-Activity Constraint.xlsx", "notes.txt"]  # hidden files left
@@ -134,10 +148,11 @@ def test_rows_become_packages_and_the_others_are_skipped_with_their_reason(fetch
     assert crp.inputs == ["brief.csv"]
     assert sorted(o.format for o in crp.required_outputs) == ["pptx", "xlsx"]
     report = json.loads((root / "out" / "fetch.json").read_text())
-    assert [t["verifier_parse"] for t in report["tasks"]] == ["clean", "clean", "uncertain"]
+    assert [t["verifier_parse"] for t in report["tasks"]] == ["clean", "clean", "uncertain", "clean"]
     assert report["tasks"][2]["verifier_problems"] == ["numbering is not 1..2 without gaps: ['1', '3']"]
     assert {t["id"]: (t["corpus_discipline"], t["discipline_from"]) for t in report["tasks"]} == {
-        "T-LDP-01": ("closed", "prompt"), "T-SCP-02": ("open", "prompt"), "T-CRP-03": ("hybrid", "prompt")}
+        "T-LDP-01": ("closed", "prompt"), "T-SCP-02": ("open", "prompt"), "T-CRP-03": ("hybrid", "prompt"),
+        "T-FSP-07": ("open", "prompt")}
 
 
 def test_verifier_prose_becomes_specs_that_score_a_response(fetched: tuple[Path, Any], tmp_path: Path) -> None:
@@ -229,7 +244,7 @@ def test_the_command_writes_packages_and_a_folder_that_is_no_snapshot_is_one_lin
     assert done.returncode == 0, done.stderr
     assert [t["id"] for t in json.loads(done.stdout)["tasks"]] == ["T-LDP-01", "T-SCP-02"]
     done = run_cli("fetch", "dra", "--from", str(tmp_path / "snap"), "--out", str(tmp_path / "o4"))
-    assert done.returncode == 0 and "DRA from" in done.stdout and "3 packages" in done.stdout, done
+    assert done.returncode == 0 and "DRA from" in done.stdout and "4 packages" in done.stdout, done
     assert "skipped T-BAD-04: input path '../outside' points outside the snapshot; refused" in done.stderr
     assert "check T-CRP-03: verifier numbering uncertain" in done.stderr
     done = run_cli("fetch", "dra", "--from", str(tmp_path), "--out", str(tmp_path / "o2"))

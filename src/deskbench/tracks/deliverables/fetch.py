@@ -259,17 +259,55 @@ def _inputs(root: Path, value: Any) -> list[Path] | str:
     return files if files else "its input folder holds no file"
 
 
-def _copy_inputs(files: list[Path], pkg: Path) -> list[str]:
-    """Copy the files flat into the package (the agent sees /mnt/data/<name>); two files of one
-    name keep their parent folder's name in front."""
-    names: list[str] = []
-    counts: dict[str, int] = {}
-    for f in files:
-        counts[f.name] = counts.get(f.name, 0) + 1
-    for f in files:
-        name = f.name if counts[f.name] == 1 else f"{f.parent.name}_{f.name}"
-        shutil.copyfile(f, pkg / name)
-        names.append(name)
+ZIP_LIMIT = 512 << 20  # bytes a task's zipped inputs may unpack to (the paper's files are 2 KB - 430 KB)
+
+
+def _unzip(path: Path, dest: Path) -> list[tuple[str, Path]] | str:
+    """The files of a zipped input folder, unpacked under `dest` (folders, hidden files and
+    __MACOSX left out), or why not."""
+    import zipfile
+
+    try:
+        with zipfile.ZipFile(path) as z:
+            members = [m for m in z.infolist() if not m.is_dir() and not any(
+                part.startswith(".") or part == "__MACOSX" for part in Path(m.filename).parts)]
+            if sum(m.file_size for m in members) > ZIP_LIMIT:
+                return f"{path.name} unpacks to more than {ZIP_LIMIT >> 20} MB; refused"
+            out = []
+            for i, m in enumerate(members):
+                target = dest / f"{i}"
+                target.write_bytes(z.read(m))
+                out.append((Path(m.filename).name, target))
+            return out
+    except (zipfile.BadZipFile, OSError) as exc:
+        return f"{path.name} is not a readable zip ({exc})"
+
+
+def _copy_inputs(files: list[Path], pkg: Path) -> list[str] | str:
+    """Copy the files flat into the package (the agent sees /mnt/data/<name>), a zip's files
+    unpacked; two files of one name keep their parent folder's name in front."""
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as tmp:
+        named: list[tuple[str, str, Path]] = []  # (name, parent, file)
+        for f in files:
+            if f.suffix.lower() == ".zip":
+                got = _unzip(f, Path(tmp))
+                if isinstance(got, str):
+                    return got
+                named += [(name, f.stem, file) for name, file in got]
+            else:
+                named.append((f.name, f.parent.name, f))
+        counts: dict[str, int] = {}
+        for name, _, _ in named:
+            counts[name] = counts.get(name, 0) + 1
+        names: list[str] = []
+        for name, parent, file in named:
+            final = name if counts[name] == 1 else f"{parent}_{name}"
+            if final in names:
+                return f"two input files would both be {final!r}"
+            shutil.copyfile(file, pkg / final)
+            names.append(final)
     return names
 
 
@@ -314,9 +352,13 @@ def build_package(row: Mapping[str, Any], columns: dict[str, str], root: Path, t
     if pkg.exists():
         shutil.rmtree(pkg)
     pkg.mkdir(parents=True)
+    inputs = _copy_inputs(files, pkg)
+    if isinstance(inputs, str):
+        shutil.rmtree(pkg)
+        return SkippedTask(id=task_id, reason=inputs)
     data: dict[str, Any] = {
         "id": task_id, "title": get("domain"), "prompt_class": cls, "corpus_discipline": disc, "prompt": prompt,
-        "inputs": _copy_inputs(files, pkg), "required_outputs": required_outputs(prompt),
+        "inputs": inputs, "required_outputs": required_outputs(prompt),
         "golden": _golden(get("golden"), solution, targets), "solution_logic": solution,
         "lazy_ai_test": lazy, "expert_test": expert, "verifiers": specs,
         "rubric": [c.model_dump() for c in table19_rubric()],
