@@ -147,6 +147,7 @@ def test_rows_become_packages_and_the_others_are_skipped_with_their_reason(fetch
     crp = tasks["T-CRP-03"]
     assert crp.inputs == ["brief.csv"]
     assert sorted(o.format for o in crp.required_outputs) == ["pptx", "xlsx"]
+    assert (root / "out" / ".gitignore").read_text().splitlines()[-1] == "*"  # never committed by accident
     report = json.loads((root / "out" / "fetch.json").read_text())
     assert [t["verifier_parse"] for t in report["tasks"]] == ["clean", "clean", "uncertain", "clean"]
     assert report["tasks"][2]["verifier_problems"] == ["numbering is not 1..2 without gaps: ['1', '3']"]

@@ -16,7 +16,8 @@ after a verb such as produce or create), the corpus discipline from its column o
 from the prompt's wording. A row that cannot be a package (no prompt, no verifier, an input path
 outside the snapshot or missing) is skipped with its reason. The snapshot (hub download) is kept
 in OUT/snapshot; OUT/fetch.json says what was done. The tasks' text is written only under OUT:
-the release's terms forbid redistributing it, so none of it is in this repository.
+the release's terms forbid redistributing it, so none of it is in this repository, and
+OUT/.gitignore (`*`) keeps a git checkout that holds OUT from committing it.
 """
 
 from __future__ import annotations
@@ -401,6 +402,9 @@ def fetch_dra(options: DraFetchOptions, on_task: Callable[[str], None] | None = 
         raise UserError(f"--limit {options.limit} is not valid; use 1 or more")
     try:
         options.out.mkdir(parents=True, exist_ok=True)
+        # the tasks' text must not be redistributed: a git checkout that holds OUT ignores all of it
+        (options.out / ".gitignore").write_text("# deskbench fetch dra: the DRA tasks may not be redistributed\n*\n",
+                                                encoding="utf-8")
     except OSError as exc:
         raise UserError(f"cannot create --out {options.out}: {exc.strerror or exc}; choose another folder") from exc
     revision = None
