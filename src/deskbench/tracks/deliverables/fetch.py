@@ -59,13 +59,14 @@ COLUMNS: dict[str, tuple[str, ...]] = {  # field -> accepted column names (lower
     "prompt_class": ("prompt class", "prompt type", "class", "type", "category", "prompt category"),
     "prompt": ("prompt", "prompts", "prompt text", "question", "research question"),
     "inputs": ("inputs path", "input path", "inputs", "input files", "input folder", "files", "inputs dir",
-               "input dir", "file paths", "attachments"),
+               "input dir", "file paths", "input files link", "attachments"),
     "sanity_check": ("sanity check", "sanity checks", "sanity"),
-    "solution_logic": ("solution logic", "solution", "golden answer derivation", "derivation"),
-    "verifiers": ("verifiers", "verifier", "prompt specific verifiers"),
+    "solution_logic": ("solution logic", "corrected solution logic", "solution", "golden answer derivation",
+                       "derivation"),
+    "verifiers": ("verifiers", "verifier", "prompt specific verifiers", "original verifiers"),
     "discipline": ("corpus discipline", "discipline", "corpus"),
     "domain": ("domain", "sector", "industry"),
-    "golden": ("golden answer", "golden", "answer", "golden range"),
+    "golden": ("golden answer", "golden", "golden deliverable", "answer", "golden range"),
 }
 DISCIPLINES = ("closed", "hybrid", "open")
 _OUTPUT_VERB = r"(?:present|output|create|produce|generate|deliver|build)"
