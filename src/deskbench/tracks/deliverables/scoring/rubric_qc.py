@@ -277,8 +277,7 @@ def apply_qc(
     placeholders = [n for n in placeholder_files if not required_outputs or n in required_outputs]
     if placeholders:
         advice.append(f"required output file is a placeholder: {', '.join(placeholders)}")
-    found_a = check_a(scores, justifications, mismatches, rubric)
-    mismatched = list(dict.fromkeys(f.target for f in found_a))
+    mismatched = list(dict.fromkeys(f.target for f in check_a(scores, justifications, mismatches, rubric)))
     if len(mismatched) >= 2:  # C.1: multiple meta-criteria with score-justification mismatches (check A)
         returns.append(f"score-justification mismatches on {', '.join(mismatched)}")
     qc_texts = [a.reason for a in mine] + [a.justification for a in edits]
@@ -297,15 +296,20 @@ def apply_qc(
     flags.extend(f"should be returned (C.1): {r}" for r in advice)
 
     # F3: the Appendix C checks (C.2 above; C.3, C.4 A-C), each finding with what QC did about it
-    found_c3 = citation_findings(task, citations, results) if task is not None and citations is not None else []
-    found_b = check_b(task, results, scores, citations or ())
-    found_c = check_c(scores, grade.comment)
+    # found on the grade as graded and the automatic verifier results (what QC was handed), so a
+    # finding stays listed after QC acted on it, with what it did as its outcome
+    primary_cells: dict[str, str] = {c: grade.criteria[c].justification for c in RUBRIC_CODES}
+    found_a = check_a(grade.scores, primary_cells, score0_mismatches(grade, rubric), rubric)
+    found_c3 = (citation_findings(task, citations, verifier_results)
+                if task is not None and citations is not None else [])
+    found_b = check_b(task, verifier_results, grade.scores, citations or ())
+    found_c = check_c(grade.scores, grade.comment)
     before = {r.id: r.status for r in verifier_results or []}
     checks = [f.model_copy(update={"outcome": outcome(f, latest, grade.scores, before)})
               for f in [*priority, *found_c3, *found_a, *found_b, *found_c]]
     for f in checks:
-        if f.check == "C.4A" and grade.scores.get(f.target) == 0 and scores.get(f.target) == 0:
-            continue  # flagged above as a score-0 mismatch (F1)
+        if f.check == "C.4A" and grade.scores.get(f.target) == 0:
+            continue  # flagged above as a score-0 mismatch (F1) while it stands
         if f.check in ("C.3", "C.4A", "C.4B", "C.4C") and f.outcome == "open":
             proposed = f" (proposed: {f.action} {f.target}" + (f" to {f.score}" if f.score is not None else "") + ")" \
                 if f.action else ""

@@ -6,8 +6,9 @@
   response states is also checked inside each required output file), (2) trap verifiers (named
   by the task's traps), (3) numeric verifiers with tight tolerances (relative tolerance or range
   within 1%; the tightest five, at least three numeric ones when there are three; all of them
-  when the SME scores look suspiciously uniform: the five criteria equal, or every numeric
-  verifier with the same outcome), (4) citation-dependent verifiers, (5) output-file verifiers.
+  when the SME scores look suspiciously uniform: deskbench's verifiers are automatic, so that is
+  read on the five criterion scores, all equal), (4) citation-dependent verifiers, (5)
+  output-file verifiers.
   Each is a REQUIRED finding: the row stays "pending" until the verifier has an explicit Confirm
   or Edit (as a 0 does under the Score-0 rule).
 - C.3 citation validation: rubric_qc_citations.py; each failed check proposes an Edit of the
@@ -92,13 +93,12 @@ def priority_findings(task: DeliverableTask, results: Sequence[VerifierResult] |
         for vid in t.verifiers:
             put(vid, f"2 trap {t.id}")
     numeric = [v for v in task.verifiers if isinstance(v, NumericSpec)]
-    outcomes = {status[v.id].status for v in numeric if v.id in status}
-    uniform = len(set(scores.values())) == 1 or (len(numeric) >= 3 and len(outcomes) == 1)
+    uniform = len(set(scores.values())) == 1
     ranked = sorted(numeric, key=_tightness)
     tight = [v for v in ranked if _tightness(v) <= TIGHT]
     chosen = tight if uniform else (tight[:5] if len(tight) >= 3 else ranked[:3])
     for v in chosen:
-        put(v.id, "3 tight numeric" + (" (scores look uniform: all of them)" if uniform else ""))
+        put(v.id, "3 tight numeric" + (", all of them: the five scores are uniform" if uniform else ""))
     for v in citation_dependent(task):
         put(v.id, "4 citation-dependent")
     for v in task.verifiers:
@@ -259,12 +259,12 @@ def check_b(task: DeliverableTask | None, results: Sequence[VerifierResult] | No
     by_id = {r.id: r for r in results}
     source_ids = list(dict.fromkeys([v for t in task.traps for v in t.verifiers]
                                     + [v.id for v in citation_dependent(task)]))
-    judged = [by_id[i] for i in source_ids if i in by_id]
-    failing = [r.id for r in judged if r.status != "pass"]
+    judged = [by_id[i] for i in source_ids if i in by_id and by_id[i].status != "unobservable"]
+    failing = [r.id for r in judged if r.status == "fail"]
     invalid = [c for c in citations if not c.ok]
     di = scores["DI"]
     if di == 3 and (failing or invalid):
-        what = ([f"trap/source verifiers not passing: {', '.join(failing)}"] if failing else []) + (
+        what = ([f"trap/source verifiers failing: {', '.join(failing)}"] if failing else []) + (
             [f"{len(invalid)} citation(s) failing C.3"] if invalid else [])
         out.append(QCFinding(check="C.4B", target="DI", finding=f"check B: DI 3 with {'; '.join(what)}"))
     elif di <= 1 and judged and not failing and not invalid:

@@ -39,6 +39,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
+from deskbench.errors import UserError
 from deskbench.tasks.trajectory import ToolCallStep, TrajectoryStep
 from deskbench.tracks.deliverables.scoring.verifier_base import VerifierResult
 from deskbench.tracks.deliverables.scoring.verifiers_citations import (
@@ -202,7 +203,7 @@ def _supported(claim: str, cited: str, text: str) -> tuple[bool | None, list[flo
 def _texts(submission: DeliverableSubmission, outputs: Path | None) -> list[tuple[str | None, str]]:
     """(where, text) of the response and each readable produced file (hyperlink targets too)."""
     from deskbench.runs.outputs import output_file
-    from deskbench.tracks.deliverables.scoring.office import UnreadableFile, read_output
+    from deskbench.tracks.deliverables.scoring.office import read_output
 
     out: list[tuple[str | None, str]] = [(None, submission.response)]
     for rec in submission.files:
@@ -211,7 +212,7 @@ def _texts(submission: DeliverableSubmission, outputs: Path | None) -> list[tupl
             continue
         try:
             doc = read_output(path)
-        except UnreadableFile:
+        except UserError:  # does not open, over a file limit, crashed its reader: no citations read
             continue
         text = doc.raw or doc.text
         if path.suffix.lower() in _OFFICE:
@@ -221,13 +222,13 @@ def _texts(submission: DeliverableSubmission, outputs: Path | None) -> list[tupl
 
 
 def _document_text(task: DeliverableTask, name: str) -> str:
-    from deskbench.tracks.deliverables.scoring.office import UnreadableFile, read_output
+    from deskbench.tracks.deliverables.scoring.office import read_output
 
     if task.directory is None:
         return ""
     try:
         return read_output(task.directory / name).text
-    except (UnreadableFile, OSError):
+    except (UserError, OSError):  # no reader for it (a PDF), or it does not open: support not checked
         return ""
 
 
@@ -293,18 +294,21 @@ def validate_citations(task: DeliverableTask, submission: DeliverableSubmission,
 
 
 def affected_verifier(check: CitationCheck, dependent: Sequence[VerifierSpec]) -> VerifierSpec | None:
-    """The citation-dependent verifier a failed check is recorded on: one reading the same
-    document (citation_domains first), else the first citation_domains, else the first."""
-    same = [v for v in dependent if v.file == check.where]
-    first_domains = next((v for v in same if isinstance(v, CitationDomainsSpec)), None)
-    if first_domains is not None:
-        return first_domains
-    if same:
-        return same[0]
-    any_domains = next((v for v in dependent if isinstance(v, CitationDomainsSpec)), None)
-    if any_domains is not None:
-        return any_domains
-    return dependent[0] if dependent else None
+    """The citation-dependent verifier a failed check is recorded on, among those reading the
+    same document (else all): one whose pattern names the cited source (it passed on the strength
+    of that citation); for a failure of the authorised list alone, a citation_domains verifier;
+    else a citation_domains verifier, else the first."""
+    same = [v for v in dependent if v.file == check.where] or list(dependent)
+    only_authorised = all("is not an authorised source" in i or "is not among the authorised sources" in i
+                          for i in check.issues)
+    if not only_authorised:
+        for v in same:
+            pattern = getattr(v, "pattern", None)
+            if isinstance(pattern, str) and re.search(pattern, f"{check.source} {check.claim}",
+                                                      re.I if getattr(v, "ignore_case", True) else 0):
+                return v
+    domains = next((v for v in same if isinstance(v, CitationDomainsSpec)), None)
+    return domains if domains is not None else (same[0] if same else None)
 
 
 def verifier_status(results: Sequence[VerifierResult] | None, vid: str) -> str | None:
