@@ -85,6 +85,8 @@ def _rows() -> list[dict[str, Any]]:
          "prompt": "Decide between the fixed contract and the spot market.", "verifiers": "V1: Decision = SPOT"},
         {**base, "task_id": "T-ZIP-08", "prompt_type": "FSP", "inputs_path": "inputs/broken.zip", "prompt": "x",
          "verifiers": "V1: y = 1"},
+        {**base, "task_id": "T-URL-09", "prompt_type": "FSP", "inputs_path": "https://drive.google.com/drive/folders/x",
+         "prompt": "x", "verifiers": "V1: y = 1"},
         {**base, "task_id": "T LDP 01", "prompt_type": "RCP", "inputs_path": "inputs/T-SCP-02", "prompt": "x",
          "verifiers": "V1: y = 1"},
     ]
@@ -132,6 +134,7 @@ def test_rows_become_packages_and_the_others_are_skipped_with_their_reason(fetch
     assert reasons["T-NOV-06"].startswith("no verifier could be read (the cell is empty")
     assert reasons["T LDP 01"] == "a second row with this id; the first is kept"  # both would be tasks/T-LDP-01
     assert reasons["T-ZIP-08"].startswith("broken.zip is not a readable zip")
+    assert reasons["T-URL-09"].startswith("its inputs are a link (https://drive.google.com/drive/folders/x)")
     tasks = {t.id: t for t in load_packages(root / "out" / "tasks")}
     assert set(tasks) == {"T-LDP-01", "T-SCP-02", "T-CRP-03", "T-FSP-07"}
     assert sorted(tasks["T-FSP-07"].inputs) == ["carrier_rates.csv", "fuel_policy.txt"]  # unpacked, flat

@@ -248,6 +248,8 @@ def _inputs(root: Path, value: Any) -> list[Path] | str:
     base = root.resolve()
     for p in paths:
         p = p.removeprefix("./")
+        if re.match(r"^[A-Za-z][A-Za-z0-9+.-]*://", p):
+            return f"its inputs are a link ({p[:60]}), not files in the snapshot; deskbench reads the release's files only"
         target = (root / p).resolve()
         if os.path.isabs(p) or not target.is_relative_to(base):
             return f"input path {p!r} points outside the snapshot; refused"
