@@ -204,6 +204,7 @@ NAMES_COLUMNS = [
     "Write the dates in the same date format as the input file.",
     "Give every Date in the exact format YYYY-MM-DD.",
     "按 Revenue 排序，排序顺序为降序。",
+    "Remove the rows whose column Order ID repeats and save the columns Region, Units, Revenue, Date.",
 ]
 SETS_STRUCTURE = [
     ("Output the columns in this order: Region, Units, Revenue, Date.", "columns in this order"),

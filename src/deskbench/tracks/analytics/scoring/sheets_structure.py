@@ -46,7 +46,8 @@ STRICT_PATTERNS = (
                r"listed|specified|original|above|below))\s+order\b", re.I),
     re.compile(r"\bin\s+(?:this|the\s+following)\s+order\s*:", re.I),
     re.compile(r"\b" + _COLS + r"\s+in\s+order\b", re.I),
-    re.compile(r"\b(?:column|field|header)\s+order\b|\border\s+of\s+(?:the\s+)?" + _COLS, re.I),
+    re.compile(r"\b(?:column|field|header)\s+order\b(?!\s*(?:id|no\b|number|date|#|key|code|status|line|amount))"
+               r"|\border\s+of\s+(?:the\s+)?" + _COLS, re.I),  # "column order", not "the column Order ID"
     # column positions: "column A holds", "the first column is", "columns B to D"
     re.compile(r"\b(?i:columns?)\s+[A-Z](?:\s*(?i:-|to|through)\s*[A-Z])?\s+(?i:holds?|contains?|is|are|should|must|"
                r"shows?|has|have)\b|\b(?i:in|into)\s+(?i:columns?)\s+[A-Z]\b(?!\w)"),  # Excel letters: capitals
