@@ -31,12 +31,13 @@ from deskbench.runs.identity import (
     model_source,
     prompt_hash,
 )
-from deskbench.runs.protocol import remember_protocol
+from deskbench.runs.protocol import ProtocolNote, remember_protocol
 from deskbench.runs.runner import EpisodeFn, HasId, episode_dir, system_name
 from deskbench.runs.settings import remember_settings
 from deskbench.runs.store import RunStore
 from deskbench.runs.track import PreparedRun, PreparedSystem
 from deskbench.sandbox import Limits, Sandbox
+from deskbench.tracks.deliverables import deep_research
 from deskbench.tracks.deliverables.agent import (
     DELIVERABLE_AGENTS,
     NO_MODEL,
@@ -144,7 +145,20 @@ def deliverables_config(spec: DeliverablesRunSpec, agent: str, model: ResilientM
                         settings={"max_rounds": spec.max_rounds, "inline_chars": spec.inline_chars,
                                   "trap_hints": spec.trap_hints, "web": web,
                                   **(spec.agent_options if agent in NO_MODEL else {})},
-                        prompt_hash=prompt_hash(*PROMPT_MODULES))
+                        prompt_hash=prompt_hash(*PROMPT_MODULES, *agent_modules(agent)))
+
+
+def agent_modules(agent: str) -> tuple[str, ...]:
+    """A deep-research agent's own prompt lines (deep_research/<provider>.py) are part of its identity."""
+    return (deep_research.module_name(agent),) if agent in deep_research.AGENTS else ()
+
+
+def agent_protocol(agent: str, options: DeliverableOptions, *, external: bool) -> list[ProtocolNote]:
+    """What the system runs: a deep-research agent says its provider's API and web access, the
+    others the deliverable agent's prompt and --web."""
+    if agent in deep_research.AGENTS:
+        return deep_research.protocol_notes(agent, options)
+    return protocol_notes(options, external=external)
 
 
 def prepare_deliverables(spec: DeliverablesRunSpec) -> PreparedRun:
@@ -171,7 +185,7 @@ def prepare_deliverables(spec: DeliverablesRunSpec) -> PreparedRun:
         by_name[name] = model
         if model is not None:
             remember_settings(store, name, model)
-        remember_protocol(store, name, protocol_notes(spec.options, external=model is None))
+        remember_protocol(store, name, agent_protocol(s.agent, spec.options, external=model is None))
         if not spec.only_systems or name in spec.only_systems:
             agents[name] = s.agent
             configs[name] = deliverables_config(spec, s.agent, model)

@@ -21,10 +21,15 @@ from __future__ import annotations
 
 import importlib
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from deskbench.runs.protocol import ProtocolNote
+    from deskbench.tracks.deliverables.agent_inputs import DeliverableOptions
 
 # agent name -> "module:factory" under this package; the factory takes (options, web) as
-# tracks/deliverables/agent.py's DELIVERABLE_AGENTS do
+# tracks/deliverables/agent.py's DELIVERABLE_AGENTS do; each module also has
+# `protocol_notes(options)`, what the agent runs for the run's notes (runs/protocol.py)
 AGENTS: dict[str, str] = {
     "claude-research": "anthropic:make",
     "gemini-deep-research": "gemini_dr:GeminiDeepResearchAgent",
@@ -37,3 +42,14 @@ def factory(name: str) -> Callable[..., Any]:
     module, attr = AGENTS[name].split(":")
     made: Callable[..., Any] = getattr(importlib.import_module(f"{__name__}.{module}"), attr)
     return made
+
+
+def module_name(name: str) -> str:
+    """The agent's module: its prompt text is part of the system's identity (run.py PROMPT_MODULES)."""
+    return f"{__name__}.{AGENTS[name].split(':')[0]}"
+
+
+def protocol_notes(name: str, options: DeliverableOptions) -> list[ProtocolNote]:
+    """What the agent runs (its provider's API, its web access), for the run's protocol notes."""
+    notes: list[ProtocolNote] = importlib.import_module(module_name(name)).protocol_notes(options)
+    return notes

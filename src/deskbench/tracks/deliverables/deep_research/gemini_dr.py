@@ -383,15 +383,7 @@ class GeminiDeepResearchAgent:
         self.polling = polling or Polling()
 
     def protocol_notes(self) -> list[ProtocolNote]:
-        """How this system differs from the deliverable agent's protocol (for the run's notes)."""
-        return [paper("agent", "§3.4, Table 5: Gemini's Deep Research agent through the Interactions API "
-                      "(background), the Python its report embeds run locally over the staged inputs"),
-                paper("web access", "Table 5: Google Search, controlled by Google, always on (the corpus "
-                      "discipline is the prompt's line)"),
-                deskbench("agent prompt", "§3.2's discipline line + SME prompt and the inputs' normalised text, then "
-                          "deskbench's lines on the embedded code (the adapter's format-aware text is not public)"),
-                deskbench("code run", "every ```python block of the report, in order, each its own program in "
-                          "deskbench's sandbox (no network); the paper ran the extracted code in a local subprocess")]
+        return protocol_notes(self.options)
 
     async def run(self, task: DeliverableTask, ctx: AnalystContext, workdir: Path) -> AgentResult:
         rec = Recorder(ctx.model)
@@ -494,3 +486,16 @@ class GeminiDeepResearchAgent:
                     "stderr_chars": len(res.stderr),
                     **({"error_tail": res.stderr[-ERROR_TAIL_CHARS:]} if res.exit_code or res.signal else {})},
             seconds=round(time.monotonic() - started, 4)), detail={"stdout": res.stdout, "stderr": res.stderr})
+
+
+def protocol_notes(options: DeliverableOptions) -> list[ProtocolNote]:
+    """How this system differs from the deliverable agent's protocol (for the run's notes); the
+    options change nothing (--web is refused)."""
+    return [paper("agent", "§3.4, Table 5: Gemini's Deep Research agent through the Interactions API "
+                  "(background), the Python its report embeds run locally over the staged inputs"),
+            paper("web access", "Table 5: Google Search, controlled by Google, always on (the corpus "
+                  "discipline is the prompt's line)"),
+            deskbench("agent prompt", "§3.2's discipline line + SME prompt and the inputs' normalised text, then "
+                      "deskbench's lines on the embedded code (the adapter's format-aware text is not public)"),
+            deskbench("code run", "every ```python block of the report, in order, each its own program in "
+                      "deskbench's sandbox (no network); the paper ran the extracted code in a local subprocess")]
