@@ -116,3 +116,28 @@ def test_each_trap_gives_its_own_maximum_and_its_verifiers_catch_it(
             got = {r.id: r.status for r in run_verifiers(t.verifiers, text, out)}
             assert all(got[vid] == "fail" for vid in trap.verifiers), (t.id, trap.id, got)
             assert ("decision" in trap.verifiers) == (lure["decision"] != v["decision"])
+
+
+def test_the_lp_relaxation_rounded_down_is_feasible_and_fails_where_it_is_not_the_optimum(
+        packages: list[DeliverableTask], tmp_path: Path) -> None:
+    """The shortcut the paper's Lazy AI Test names (no integer-programming library): solve the LP and
+    round each unit count down. The plan is feasible; unless it happens to be the optimum, it earns
+    a dollar or more less (the optimum is single by a dollar) and the verifiers say so."""
+    import math
+
+    checked = 0
+    for t in packages:
+        assert t.directory is not None
+        v = recompute(t, t.directory)
+        floored = tuple(float(math.floor(u + 1e-9)) for u in v["lures"]["default_assumption"]["units"])
+        assert _feasible(t, floored)
+        if floored == v["right"]["units"]:
+            continue
+        total = sum(u * c for u, c in zip(floored, _coefficients(t), strict=True))
+        assert total <= v["right"]["total"] - 1.0
+        out = tmp_path / t.id
+        text = ldp_response(t, floored, total, v["decision"], out)
+        got = {r.id: r.status for r in run_verifiers(t.verifiers, text, out)}
+        assert got["max_contribution"] == got["file_max_contribution"] == "fail", (t.id, got)
+        checked += 1
+    assert checked >= 3  # the shortcut misses the optimum in most packages
