@@ -36,3 +36,13 @@ def test_protocol_is_kept_per_system_and_a_different_resume_is_refused(tmp_path:
     with pytest.raises(UserError, match="trap hints.*another --out"):
         remember_protocol(store, "a", hinted)
     assert stored_protocol(store)["a"] == plain  # the refused one changed nothing
+
+
+def test_a_note_a_newer_version_adds_resumes_but_a_changed_one_does_not(tmp_path: Path) -> None:
+    store = RunStore(tmp_path / "run")
+    remember_protocol(store, "a", [paper("agent prompt", "§3.2")])  # stored by an older deskbench
+    newer = [paper("agent prompt", "§3.2"), deskbench("decoding", "no preset (--decoding)")]
+    remember_protocol(store, "a", newer)  # one more aspect described: the same run
+    assert stored_protocol(store)["a"] == newer
+    with pytest.raises(UserError, match="another --out"):
+        remember_protocol(store, "a", [paper("agent prompt", "§3.2"), paper("decoding", "aida")])

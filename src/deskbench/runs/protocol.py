@@ -10,7 +10,7 @@ with model settings; the score-side notes are made by the scorer from its own op
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel
 
@@ -53,17 +53,24 @@ def all_paper(notes: Iterable[ProtocolNote]) -> bool:
 
 def remember_protocol(store: RunStore, system: str, notes: Sequence[ProtocolNote]) -> None:
     """The run-side protocol of a system, kept with the run. Resuming a system with another
-    protocol would mix two under one name: refused with what differs."""
+    protocol would mix two under one name: refused with what differs. An aspect only one side
+    names is not a difference (a newer deskbench describing one more aspect of the same run)."""
     known = store.meta(META_KEY)
     table: dict[str, object] = dict(known) if isinstance(known, dict) else {}
     new = [n.model_dump(mode="json") for n in notes]
     old = table.get(system)
-    if isinstance(old, list) and old != new:
+    if isinstance(old, list) and _conflict(old, new):
         was = describe(ProtocolNote.model_validate(o) for o in old)
         raise UserError(f"{store.dir} already holds a {system} run with protocol [{was}]; this run's is "
                         f"[{describe(notes)}]: use another --out (or the same flags to resume)")
     table[system] = new
     store.set_meta(META_KEY, table)
+
+
+def _conflict(old: list[Any], new: list[dict[str, Any]]) -> bool:
+    """Does an aspect both protocols name differ?"""
+    before = {o.get("aspect"): o for o in old if isinstance(o, dict)}
+    return any(n["aspect"] in before and before[n["aspect"]] != n for n in new)
 
 
 def system_protocol(store: RunStore, system: str, scoring: Sequence[ProtocolNote]) -> list[ProtocolNote]:
