@@ -53,12 +53,15 @@ BUILTIN: dict[str, tuple[float, float]] = {
     "o3-pro": (20.0, 80.0),  # docs/models/o3-pro
     "o3-mini": (1.10, 4.40),  # docs/models/o3-mini
     "o4-mini": (1.10, 4.40),  # docs/models/o4-mini
+    "o3-deep-research": (10.0, 40.0),  # docs/models/o3-deep-research (the consulting paper's o3 agent)
+    "o4-mini-deep-research": (2.0, 8.0),  # docs/models/o4-mini-deep-research
     # Anthropic, docs.claude.com/en/docs/about-claude/pricing ("Base Input Tokens", "Output Tokens")
     "claude-opus-4-5": (5.0, 25.0),  # anthropic.com/news/claude-opus-4-5, the pricing page
     "claude-opus-4-1": (15.0, 75.0),  # pricing page
     "claude-sonnet-4-5": (3.0, 15.0),  # pricing page (prompts <= 200k tokens; $6/$22.50 above)
     "claude-haiku-4-5": (1.0, 5.0),  # pricing page
     # Google, ai.google.dev/gemini-api/docs/pricing (paid tier, text input)
+    "gemini-3-pro": (2.0, 12.0),  # gemini-3-pro-preview, prompts <= 200k tokens ($4/$18 above)
     "gemini-2.5-pro": (1.25, 10.0),  # prompts <= 200k tokens ($2.50/$15 above)
     "gemini-2.5-flash": (0.30, 2.50),
     "gemini-2.5-flash-lite": (0.10, 0.40),

@@ -25,7 +25,7 @@ What is recorded: every output item as a step (web_search_call as `web_search` w
 returned, or `fetch` / `find_in_page` for the page actions, in the shapes web_access.py gives the
 deliverable agent's web tools; code_interpreter_call as `execute_code` with its code and logs), the
 url_citation annotations as a `url_citations` step, the reasoning summaries on the reply in the
-transcript, and the usage with its cost: tokens at the deep-research prices below, plus OpenAI's
+transcript, and the usage with its cost: tokens at the run's price table (models/prices.py), plus OpenAI's
 tool fees (web search per call, code interpreter per container). URLs the model cited in
 annotations but not in its text are listed under the response (CITED_HEADER), so the citation
 verifiers read what it cited.
@@ -82,13 +82,6 @@ MAX_WAIT = 3 * 3600.0  # OpenAI: a deep-research request "can take tens of minut
 TRACEBACK = "Traceback (most recent call last)"
 CITED_HEADER = "Sources cited (the response's url_citation annotations):"
 
-# USD per million input / output tokens (platform.openai.com/docs/models/o3-deep-research and
-# .../o4-mini-deep-research, 2025-11-24). The run's price table (--prices) wins when it names the
-# model itself: its built-in "o3" entry would otherwise price o3-deep-research as o3.
-DEEP_RESEARCH_PRICES: dict[str, tuple[float, float]] = {
-    "o3-deep-research": (10.0, 40.0),
-    "o4-mini-deep-research": (2.0, 8.0),
-}
 # platform.openai.com/docs/pricing, "Built-in tools" (2025-11-24): web search $10 per 1,000 calls;
 # code interpreter $0.03 per container (the default 1 GB memory). Every web_search_call item is
 # counted as a call, whatever its action (the page does not say whether open_page is billed apart).
@@ -125,10 +118,9 @@ def unsent_settings(model: object) -> str | None:
 
 
 def prices(model: object) -> PriceTable:
-    """The run's price table with the deep-research prices added where it names none itself."""
+    """The run's price table (models/prices.py names o3-deep-research apart from o3)."""
     table = getattr(model, "prices", None)
-    known = table.prices if isinstance(table, PriceTable) else {}
-    return PriceTable({**known, **{k: v for k, v in DEEP_RESEARCH_PRICES.items() if k not in known}})
+    return table if isinstance(table, PriceTable) else PriceTable()
 
 
 def research_prompt(task: DeliverableTask, inputs: Sequence[Path], inline_chars: int) -> str:
