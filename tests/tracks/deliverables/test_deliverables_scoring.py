@@ -18,6 +18,7 @@ from deskbench.tracks.deliverables.grades import GradeStore
 from deskbench.tracks.deliverables.scoring.deliverables_run import score_run
 from deskbench.tracks.deliverables.scoring.rubric import CriterionGrade, RubricGrade
 from deskbench.tracks.deliverables.scoring.rubric_qc_actions import QCAction
+from deskbench.tracks.deliverables.scoring.rubric_qc_checks import priority_findings
 from deskbench.tracks.deliverables.tasks import (
     RUBRIC_CODES,
     DeliverableSubmission,
@@ -173,10 +174,14 @@ def test_vrs_and_accept_by_hand(run: RunStore) -> None:
 
 def test_judge_qc_edit_and_no_deliverable(run: RunStore) -> None:
     grade(run, "memo", "lazy", 0, 1, 2, 1, 2)
-    # QC: DI's justification describes Score-1 behaviour -> Edit to 1 (C.5); the row is reviewed
+    # QC: DI's justification describes Score-1 behaviour -> Edit to 1 (C.5), and the C.2 verifiers
+    # re-derived (confirmed): the row is reviewed
+    task = next(t for t in run.tasks_of(DeliverableTask) if t.id == "memo")
+    rederived = [QCAction(task_id="memo", system="lazy", target=f.target, action="confirm", reviewer="qc")
+                 for f in priority_findings(task, None, {"DI": 0, "AR": 1, "RF": 2, "EP": 1, "FD": 2})]
     GradeStore(run.dir).add_qc([QCAction(task_id="memo", system="lazy", target="DI", action="edit", score=1,
                                          justification="Multiple factual errors: the JV revenue is not in the files.",
-                                         reason="justification describes score 1", reviewer="qc")])
+                                         reason="justification describes score 1", reviewer="qc"), *rederived])
     # a refusal with nothing delivered: every criterion 0 by rule, without any grader
     run.record(Episode(task_id="plan", system="refuser", status="error", error="content policy refusal"))
     # an empty memo: run on "", the lure check (no_jv, regex_absent) would pass and give V 12.5

@@ -474,6 +474,7 @@ def test_score_and_report_reviewed_only_on_a_run(tmp_path: Path) -> None:
     from deskbench.tracks.deliverables.grades import GradeStore
     from deskbench.tracks.deliverables.scoring.rubric import CriterionGrade, RubricGrade
     from deskbench.tracks.deliverables.scoring.rubric_qc_actions import QCAction
+    from deskbench.tracks.deliverables.scoring.rubric_qc_checks import priority_findings
     from deskbench.tracks.deliverables.tasks import DeliverableSubmission, load_packages
 
     tasks = load_packages(bundled_dir() / "deliverables")[:2]
@@ -491,7 +492,10 @@ def test_score_and_report_reviewed_only_on_a_run(tmp_path: Path) -> None:
         grades.save_grade(RubricGrade(
             task_id=task.id, system="alpha", grader="sme", source="human", episode_stamp=stamps[task.id],
             criteria={c: CriterionGrade(code=c, score=3, justification="Solid.") for c in RUBRIC_CODES}))
-    grades.add_qc([QCAction(task_id=tasks[0].id, system="alpha", target="row", action="confirm", reviewer="qc")])
+    rederived = [QCAction(task_id=tasks[0].id, system="alpha", target=f.target, action="confirm", reviewer="qc")
+                 for f in priority_findings(tasks[0], None, dict.fromkeys(RUBRIC_CODES, 3))]  # C.2
+    grades.add_qc([QCAction(task_id=tasks[0].id, system="alpha", target="row", action="confirm", reviewer="qc"),
+                   *rederived])
     grades.close()
 
     every = run_cli("score", str(run), "--json")

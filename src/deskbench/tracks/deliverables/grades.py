@@ -309,7 +309,9 @@ class GradeStore:
                      verifiers: bool = True) -> FinalGrades:
         """FinalGrade per episode with a current grade, QC applied. `verifiers` runs the task's
         verifiers on each episode (no judge: llm_check is unobservable) so that QC verifier
-        edits override them and V, ACCEPT and the C.1 triggers can be computed."""
+        edits override them and V, ACCEPT and the C.1 triggers can be computed, and the C.3
+        citations are validated (reading the episode's files); without it the checks that need
+        neither still run (C.2's required verifiers: the status is the same either way)."""
         current, stale = self.current_grades(system)
         if grader is not None:
             stale = [g for g in stale if g.grader == grader]
@@ -373,7 +375,7 @@ class GradeStore:
                         verifier_ids=[v.id for v in task.verifiers] if verifiers else None,
                         required_outputs=[o.name for o in task.required_outputs], produced_files=sub.files,
                         placeholder_files=placeholder_outputs(task, sub, outputs), task=task,
-                        citations=validate_citations(task, sub, outputs, ep.trajectory),
+                        citations=validate_citations(task, sub, outputs, ep.trajectory) if verifiers else None,
                         file_decisions=final_answer_in_files(task, sub.response, outputs) if verifiers else None)
 
     def close(self) -> None:

@@ -216,8 +216,7 @@ def apply_qc(
         v = 100.0 * sum(r.status == "pass" for r in results) / len(results) if results else 0.0
 
     # C.2: the verifiers QC re-derives (required: an explicit confirm or edit each)
-    priority = (priority_findings(task, verifier_results, grade.scores, file_decisions)
-                if task is not None and verifier_results is not None else [])
+    priority = priority_findings(task, verifier_results, grade.scores, file_decisions) if task is not None else []
     rederive = [f.target for f in priority
                 if f.target not in latest or latest[f.target].action not in ("confirm", "edit")]
 
