@@ -11,6 +11,7 @@ structural-count guards, the last `=` of a shown working)."""
 from __future__ import annotations
 
 import json
+import re
 import zipfile
 from pathlib import Path
 from typing import Any
@@ -69,8 +70,8 @@ def _rows() -> list[dict[str, Any]]:
          "files provided. Produce a Word document named Maximum Dollar Contribution 2014 with a Go / No-Go "
          "decision.", "verifiers": LDP_VERIFIERS},
         {**base, "task_id": "T-SCP-02", "prompt_type": "Structural Compliance Prompt", "inputs_path": "inputs/T-SCP-02",
-         "prompt": "Compute the reduced unit cost and the savings, and answer in strict JSON. You may use public "
-         "sources.", "verifiers": SCP_VERIFIERS, "sanity_check": "The model will use INR 110 unadjusted."},
+         "prompt": "Report 'Reduced unit cost: INR x' and 'Annual savings: INR x Cr', and answer in strict JSON. "
+         "You may use public sources.", "verifiers": SCP_VERIFIERS, "sanity_check": "The model will use INR 110 unadjusted."},
         {**base, "task_id": "T-CRP-03", "prompt_type": "CRP", "inputs_path": "inputs/T-CRP-03/brief.csv",
          "prompt": "Give a Yes or No decision using only the files provided by the client; market reports may be "
          "used from Mordor Intelligence only. Create a one-page PowerPoint deck and an Excel workbook of the "
@@ -164,28 +165,40 @@ def test_verifier_prose_becomes_specs_that_score_a_response(fetched: tuple[Path,
     ldp = {t.id: t for t in load_packages(root / "out" / "tasks")}["T-LDP-01"]
     specs = {s.id: s.model_dump() for s in ldp.verifiers}
     assert list(specs) == ["V1", "V2", "V3", "V4", "V5", "V6"]
-    assert (specs["V1"]["kind"], specs["V1"]["label"], specs["V1"]["expected"], specs["V1"]["abs_tol"]) == (
-        "numeric", "Aerospace units", 4.0, 0.0)
+    # the prompt asks for "the maximum total contribution": that label is a reliable locator
     assert (specs["V2"]["kind"], specs["V2"]["label"], specs["V2"]["expected"], specs["V2"]["abs_tol"]) == (
         "numeric", "Maximum total contribution", 300.0, 10.0)
-    assert specs["V3"]["abs_tol"] == pytest.approx(23.4575 * 0.005)  # no band: 0.5% of a fractional target
-    assert specs["V4"]["kind"] == specs["V5"]["kind"] == "llm_check"  # a decision, a negated check: judged
-    assert specs["V5"]["criterion"] == "Do NOT use the vendors' average time of 5.5 hours"
-    assert specs["V6"]["kind"] == "regex_present" and specs["V6"]["pattern"] == r"Maximum\ Dollar\ Contribution\ 2014"
+    # labels the prompt never gives the agent: a judge reads them, told the frozen target
+    assert [specs[v]["kind"] for v in ("V1", "V3", "V4", "V5")] == ["llm_check"] * 4
+    assert specs["V1"]["criterion"].startswith("Aerospace units = 4\nExpected: 4 (exact). Pass only if")
+    assert "\nExpected: 23.4575 (+/- 0.117288). " in specs["V3"]["criterion"]  # no band: 0.5% of a fraction
+    assert '\nExpected: "GO" (the same decision, any case). ' in specs["V4"]["criterion"]
+    assert specs["V5"]["criterion"] == "Do NOT use the vendors' average time of 5.5 hours"  # no target: as written
+    assert specs["V6"]["kind"] == "regex_present"
+    assert specs["V6"]["pattern"] == r"(?<!\w)Maximum\ Dollar\ Contribution\ 2014(?!\w)"
     right = ("Aerospace units: 4\nMaximum total contribution: USD 305\nContribution per unit for Defense: 23.46\n"
-             "Maximum Dollar Contribution 2014\n")
+             "Maximum Dollar Contribution 2014\nDECISION: GO\n")
     got = {r.id: r.status for r in run_verifiers(ldp.verifiers, right, tmp_path)}
-    assert got == {"V1": "pass", "V2": "pass", "V3": "pass", "V4": "unobservable", "V5": "unobservable",
-                   "V6": "pass"}
+    assert got == {"V1": "unobservable", "V2": "pass", "V3": "unobservable", "V4": "unobservable",
+                   "V5": "unobservable", "V6": "pass"}  # no judge: the judged ones wait for one
+
+    def reader(criterion: str, text: str) -> tuple[bool, str]:
+        """A stand-in judge that reads the frozen target off the criterion, as a model would."""
+        m = re.search(r"Expected: \"?([\w.]+)", criterion)
+        return (m is not None and re.search(rf"(?<![\w.]){re.escape(m.group(1))}(?![\w])", text) is not None,
+                "read")
+
+    judged = {r.id: r.status for r in run_verifiers(ldp.verifiers, right, tmp_path, judge=reader)}
+    assert (judged["V1"], judged["V4"], judged["V5"]) == ("pass", "pass", "fail")
     wrong = "Aerospace units: 5\nMaximum total contribution: USD 312\nContribution per unit for Defense: 23.9\n"
-    got = {r.id: r.status for r in run_verifiers(ldp.verifiers, wrong, tmp_path)}
-    assert (got["V1"], got["V2"], got["V3"], got["V6"]) == ("fail", "fail", "fail", "fail")
+    got = {r.id: r.status for r in run_verifiers(ldp.verifiers, wrong, tmp_path, judge=reader)}
+    assert (got["V1"], got["V2"], got["V3"], got["V4"], got["V6"]) == ("fail",) * 5
     scp = {t.id: t for t in load_packages(root / "out" / "tasks")}["T-SCP-02"]
     s = {v.id: v.model_dump() for v in scp.verifiers}
-    assert [v["kind"] for v in s.values()] == ["llm_check", "numeric", "numeric", "numeric"]
+    assert [v["kind"] for v in s.values()] == ["llm_check", "numeric", "numeric", "llm_check"]
     assert s["V2"]["expected"] == 90.64  # "= INR 90.64": an amount (the authors' grammar reads a decision "INR 90")
     assert s["V3"]["abs_tol"] == pytest.approx(0.1854) and s["V3"]["unit"] == "crore"  # 1% of 18.54 Cr
-    assert s["V4"]["range"] == (11.5, 12.5) and s["V4"]["unit"] == "percent"
+    assert "\nExpected: a value from 11.5 to 12.5 %. " in s["V4"]["criterion"]
 
 
 @pytest.mark.parametrize(("cell", "numbers", "status"), [
@@ -228,7 +241,7 @@ def test_target_clauses_are_read_as_the_authors_grammar_reads_them(text: str, ki
 
 def test_a_fail_if_clause_makes_a_judged_check_and_a_target_without_a_name_too() -> None:
     parse = split_verifiers("V1: Unit cost = INR 103 FAIL IF 110 is used\nV2: = 5")
-    specs = [spec_for(r, read_target(r.text)) for r in parse.records]
+    specs = [spec_for(r, read_target(r.text), "Report the unit cost.") for r in parse.records]
     assert read_target(parse.records[0].text).fail_if == "110 is used"
     assert [s["kind"] for s in specs] == ["llm_check", "llm_check"]
 
@@ -307,7 +320,7 @@ def test_with_a_granted_token_only_the_tasks_and_their_inputs_are_downloaded(tmp
 
 def test_a_fetched_package_is_run_and_scored_by_the_track(bwrap: str, tmp_path: Path) -> None:
     """fetch -> run (deliverable-agent in the sandbox, a scripted model answering the task) -> score:
-    the four mechanical verifiers pass, the two judged ones stay unobservable without --judge."""
+    the two mechanical verifiers pass, the four judged ones stay unobservable without --judge."""
     write_release(tmp_path / "snap")
     assert run_cli("fetch", "dra", "--from", str(tmp_path / "snap"), "--out", str(tmp_path / "o"), "--limit", "1",
                    "-q").returncode == 0
@@ -321,5 +334,5 @@ def test_a_fetched_package_is_run_and_scored_by_the_track(bwrap: str, tmp_path: 
     score = run_cli("score", str(tmp_path / "run"), "--json")
     assert score.returncode == 0, score.stderr
     [row] = json.loads(score.stdout)["rows"]
-    assert (row["verifiers"], row["judged"], row["unobservable"]) == (6, 2, 2)
-    assert row["v"]["mean"] == pytest.approx(400 / 6)
+    assert (row["verifiers"], row["judged"], row["unobservable"]) == (6, 4, 4)  # no --judge: four wait for one
+    assert row["v"]["mean"] == pytest.approx(200 / 6)

@@ -348,7 +348,7 @@ def build_package(row: Mapping[str, Any], columns: dict[str, str], root: Path, t
     if isinstance(files, str):
         return SkippedTask(id=task_id, reason=files)
     targets = [(f"V{r.label}", read_target(r.text)) for r in parse.records]
-    specs = [spec_for(r, t) for r, (_, t) in zip(parse.records, targets, strict=True)]
+    specs = [spec_for(r, t, prompt) for r, (_, t) in zip(parse.records, targets, strict=True)]
     _unique_ids(specs)
     lazy, expert = sanity_tests(sanity)
     disc, disc_from = discipline(get("discipline"), prompt)

@@ -21,13 +21,12 @@ src/verifier_grammar.py) reads that cell in two steps, and so does this module, 
    a structural count ("exactly 7 rows"); anything else is a presence check.
 
 deskbench then turns each record into one verifier spec (verifier_specs.py), keeping the
-verifier count the paper's V divides by: a numeric target becomes a `numeric` spec located by the
-words before its `=` (the verifier's own name for the figure), a string target a `regex_present`,
-and everything else (decisions, presence checks, FAIL-IF conditions, unreadable clauses) an
-`llm_check` whose criterion is the verifier's text, decided by `--judge` or graded by a person as
-the paper's SMEs graded every verifier. A response that states a figure under other words than
-the verifier's leaves the numeric spec unobservable (counted as not passed): the paper's SMEs
-read such a response; docs/deliverables-dra.md says so.
+verifier count the paper's V divides by (`spec_for`): a string target a `regex_present`; a numeric
+target a mechanical `numeric` check only where the prompt itself tells the agent to write the
+verifier's label (a label the agent was not given would leave a right figure under other words
+unobservable); everything else an `llm_check` for `--judge` (or a QC reviewer), its criterion the
+verifier's text with the frozen target and the authors' grading rule, as their scorer asks its
+LLM grader. The paper's SMEs read every response; a judge is deskbench's nearest automatic reader.
 """
 
 from __future__ import annotations
@@ -248,12 +247,40 @@ def subject(text: str) -> str | None:
         else None
 
 
-def spec_for(record: Record, target: Target) -> dict[str, Any]:
-    """One verifier spec (as task.yaml data) for one record; the module's docstring says which kind."""
+def frozen(target: Target) -> str:
+    """The target as the authors' grader is told it ("expected ... within ..."), or "" for none."""
+    if target.kind == "numeric" and target.range is not None:
+        return f"a value from {target.range[0]:g} to {target.range[1]:g}{(' ' + target.unit) if target.unit else ''}"
+    if target.kind == "numeric" and isinstance(target.value, float):
+        unit = f" {target.unit}" if target.unit else ""
+        return f"{target.value:g}{unit}" + (f" (+/- {target.tol:g})" if target.tol else " (exact)")
+    if target.kind in ("string", "decision") and isinstance(target.value, str):
+        return f'"{target.value}" (the same {"decision" if target.kind == "decision" else "text"}, any case)'
+    return ""
+
+
+GRADING = ("Pass only if the response states a value that meets the expected one (a value rounded within the "
+           "tolerance passes; where it offers several, the one it commits to counts); a value it does not state, "
+           "or states differently, fails. A trap figure cited only to reject it is not a use of it.")
+
+
+def spec_for(record: Record, target: Target, prompt: str = "") -> dict[str, Any]:
+    """One verifier spec (as task.yaml data) for one record: a mechanical check where it is as
+    reliable as a reader, the verifier's text for a judge otherwise.
+
+    - a string target: `regex_present` (the text, any case: the authors' grader's exact match);
+    - a numeric target whose label (the words before its `=`) the prompt itself asks the agent to
+      write, without a FAIL-IF condition: `numeric` at that label, with the band or range;
+    - anything else: `llm_check` whose criterion is the verifier's text, and, for a numeric or
+      decision target, the frozen expected value and the authors' grading rule (their scorer hands
+      its LLM grader the same: the verifier, its frozen target, pass only on a stated match)."""
     vid = f"V{record.label}"
     description = f"{vid}: {record.text}"
+    if target.kind == "string" and isinstance(target.value, str) and not target.fail_if:
+        return {"kind": "regex_present", "id": vid, "description": description,
+                "pattern": rf"(?<!\w){re.escape(target.value)}(?!\w)"}
     label = subject(record.text) if target.kind == "numeric" and not target.fail_if else None
-    if target.kind == "numeric" and label is not None and isinstance(target.value, float):
+    if label is not None and isinstance(target.value, float) and label.casefold() in prompt.casefold():
         spec: dict[str, Any] = {"kind": "numeric", "id": vid, "description": description, "label": label}
         if target.range is not None:
             spec["range"] = list(target.range)
@@ -264,6 +291,6 @@ def spec_for(record: Record, target: Target) -> dict[str, Any]:
         if unit is not None:
             spec["unit"] = unit
         return spec
-    if target.kind == "string" and isinstance(target.value, str):
-        return {"kind": "regex_present", "id": vid, "description": description, "pattern": re.escape(target.value)}
-    return {"kind": "llm_check", "id": vid, "description": description, "criterion": record.text}
+    expected = frozen(target)
+    criterion = record.text if not expected else f"{record.text}\nExpected: {expected}. {GRADING}"
+    return {"kind": "llm_check", "id": vid, "description": description, "criterion": criterion}
