@@ -445,7 +445,8 @@ def test_protocol_notes_name_every_score_side_aspect(report: DeliverablesReport)
     aspects = {n.aspect: n.source for n in report.protocol}
     assert aspects == {"grades counted": "deskbench", "sole-cause attribution": "paper",
                        "significance correction (Table 14)": "paper",
-                       "significance correction (Table 17)": "deskbench"}
+                       "significance correction (Table 17)": "deskbench",
+                       "SME-declared best (§4.4)": "deskbench", "QC checks (Appendix C)": "deskbench"}
     back = DeliverablesReport.model_validate_json(report.model_dump_json())
     assert back.protocol == report.protocol
     assert printed(report).startswith("protocol: grades counted: deskbench (every usable grade")

@@ -300,6 +300,10 @@ def test_verifier_qc_over_http_reaches_the_score(tmp_path: Path) -> None:
         row = html.split('<tr id="verifier-cites_authorized"')[1].split("</tr>")[0]
         assert '<strong class="final-outcome">pass</strong>' in row and "confirmed by bob" in row
         assert "V 62%" in html and "edit verifier:decision → pass" in html
+        # the other C.2 verifiers re-derived and confirmed: the row is reviewed
+        rederive = re.findall(r'<tr id="verifier-([^"]+)" class="rederive">', html)
+        for vid in set(rederive) - {"decision", "cites_authorized"}:
+            assert bob.request("POST", "/qc", {**form, "target": f"verifier:{vid}", "action": "confirm"})[0] == 303
 
     after = scored()
     assert after["v"] == 62.5 and after["scores"] == dict.fromkeys(RUBRIC_CODES, 2)

@@ -167,6 +167,16 @@ def protocol_notes(reviewed_only: bool, reviewed: Rate, *, pairs: bool = True) -
     if pairs:
         notes.append(deskbench("significance correction (Table 17)", "Holm over the agent pairs (p and p_holm); the "
                                                                      "paper reports uncorrected p and recommends Holm"))
+    notes += [
+        deskbench("SME-declared best (§4.4)", "the best column first, else 'Response N', 'Response - N' or 'RN' in "
+                                             "the comments (the paper's regex), numbered as the grader saw the "
+                                             "responses; a comment naming two responses, or comments naming "
+                                             "different ones, declare nothing"),
+        deskbench("QC checks (Appendix C)", "C.2's priority verifiers need an explicit confirm or edit before a "
+                                           "row counts as reviewed; C.3 checks citations against the run's recorded "
+                                           "sources (not the live web) and the citing sentence's figures; C.4 "
+                                           "checks A-C flag by Table 19 wording, the reviewer decides"),
+    ]
     return notes
 
 
