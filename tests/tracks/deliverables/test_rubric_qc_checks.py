@@ -41,7 +41,7 @@ from deskbench.tracks.deliverables.scoring.rubric_qc_citations import (
     recorded_sources,
     validate_citations,
 )
-from deskbench.tracks.deliverables.scoring.verifier_base import VerifierResult
+from deskbench.tracks.deliverables.scoring.verifier_base import Status, VerifierResult
 from deskbench.tracks.deliverables.tasks import (
     RUBRIC_CODES,
     AuthorizedSource,
@@ -98,7 +98,8 @@ def workbook(tmp_path: Path) -> dict[str, Any]:
     store.save_tasks([task])
     files_dir = Path("outputs") / SYSTEM / task.id / "0"
     out = run_dir / files_dir
-    response = respond(task, recompute(task, task.directory), out, set()) + CITED  # type: ignore[arg-type]
+    assert task.directory is not None
+    response = respond(task, recompute(task, task.directory), out, set()) + CITED
     files = [OutputFileRecord(name=p.name, size=p.stat().st_size, sha256=hashlib.sha256(p.read_bytes()).hexdigest())
              for p in sorted(out.iterdir())]
     store.record(Episode(task_id=task.id, system=SYSTEM, status="ok", trajectory=list(TRAJECTORY),
@@ -277,8 +278,8 @@ def test_c4_check_b_ep_and_di(workbook: dict[str, Any]) -> None:
     assert [f.target for f in b] == ["DI"]
     assert b[0].finding == "check B: DI 3 with trap/source verifiers failing: cited_domains; 2 citation(s) failing C.3"
 
-    def res(status: str, ids: list[str], kind: str = "regex_present") -> list[VerifierResult]:
-        return [VerifierResult(id=i, kind=kind, status=status, evidence="") for i in ids]  # type: ignore[arg-type]
+    def res(status: Status, ids: list[str], kind: str = "regex_present") -> list[VerifierResult]:
+        return [VerifierResult(id=i, kind=kind, status=status, evidence="") for i in ids]
 
     sources = ["no_placeholder_total", "fuel_surcharge", "spot_total", "decision", "cites_final_policy",
                "cited_domains", "cites_index"]
@@ -342,7 +343,7 @@ def test_worksheet_round_trip_and_the_qc_report(workbook: dict[str, Any]) -> Non
 def test_findings_on_the_web_qc_screen(workbook: dict[str, Any]) -> None:
     from urllib.parse import urlencode
 
-    from test_web_grading import Client, serve
+    from tests.web.test_web import Client, serve
 
     from deskbench.tracks.deliverables.web.grading import create_grading_app
     from deskbench.web.store import WebStore
@@ -363,8 +364,9 @@ def test_findings_on_the_web_qc_screen(workbook: dict[str, Any]) -> None:
         # the one-click proposal records the edit with its reason
         graded = GradeStore(run_dir).primary_grade(key)
         assert graded is not None
-        reason = next(f.reason for f in GradeStore(run_dir).final_grade(key).checks  # type: ignore[union-attr]
-                      if f.check == "C.3" and f.target == "verifier:cites_index")
+        shown = GradeStore(run_dir).final_grade(key)
+        assert shown is not None
+        reason = next(f.reason for f in shown.checks if f.check == "C.3" and f.target == "verifier:cites_index")
         form = {"csrf": bob.csrf, "task": key[0], "system": key[1], "attempt": "0", "grader": graded.grader,
                 "graded_at": graded.created_at, "target": "verifier:cites_index", "action": "edit", "score": "0",
                 "reason": reason}
