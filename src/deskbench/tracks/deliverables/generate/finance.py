@@ -1,7 +1,6 @@
-"""Finance-flavoured deliverables scenarios: FSP (freight sourcing, stale placeholder), SCP
-(cost plan in strict JSON, footnote overriding the headline cost) and LDP (portfolio
-contribution, one table in lakh and another in crore). Golden answers are computed here from
-the same numbers written into the input files."""
+"""Finance-flavoured deliverables scenarios: FSP (freight sourcing, stale placeholder) and SCP
+(cost plan in strict JSON, footnote overriding the headline cost); LDP, an integer program, is
+ldp.py. Golden answers are computed here from the same numbers written into the input files."""
 
 from __future__ import annotations
 
@@ -10,7 +9,7 @@ from pathlib import Path
 
 from openpyxl import Workbook
 
-from deskbench.generate.office import add_table, new_docx, save_docx, save_workbook, write_csv
+from deskbench.generate.office import new_docx, save_docx, save_workbook, write_csv
 from deskbench.tracks.deliverables.generate.common import Package, lure_pattern, money
 from deskbench.tracks.deliverables.tasks import (
     AuthorizedSource,
@@ -19,7 +18,6 @@ from deskbench.tracks.deliverables.tasks import (
     GoldenValue,
     table19_rubric,
 )
-from deskbench.tracks.deliverables.verifier_specs import Unit
 
 PORTS = ("Shenzhen", "Shanghai", "Ningbo", "Busan", "Singapore", "Chennai", "Mundra")
 EU_PORTS = ("Rotterdam", "Hamburg", "Antwerp", "Felixstowe", "Valencia")
@@ -285,126 +283,5 @@ def scp_cost_json(rng: random.Random, task_id: str, pkg: Path) -> DeliverableTas
         + f", flipping the decision to {lure_rec}, or breaks the JSON envelope.",
         expert_test="Removes the Note 4 allocation, computes on the operational base, "
         f"{'accepts' if accept else 'rejects'} and emits strict JSON in the prescribed key order.",
-        traps=p.traps, verifiers=p.specs(), rubric=table19_rubric(),
-    )
-
-
-SEGMENTS = ("Castings", "Forgings", "Fasteners", "Bearings", "Gears", "Valves", "Pumps")
-
-
-def ldp_portfolio(rng: random.Random, task_id: str, pkg: Path) -> DeliverableTask:
-    """Either decision can be right (drawn per package), and neither the asked unit nor the
-    board's rule gives it away alone. Domestic revenue is in lakh, export in crore; the figures
-    (and the bar) are asked in lakh or in crore. Adding the tables as they stand and calling the
-    sum the asked unit deflates the total in lakh (crore read as lakh) and inflates it in crore
-    (lakh read as crore); the bar sits between the true total and that lure, so the lure always
-    flips the decision. The board's rule is a floor (invest only if the contribution reaches the
-    bar) or a shortfall (invest only if it falls short of the bar: the new capacity closes a gap),
-    drawn independently of the unit: lakh means INVEST under a floor and DO NOT INVEST under a
-    shortfall rule, so an agent that reads the decision off the unit is right half the time."""
-    deflate = rng.random() < 0.5  # asked in lakh: the lure's total is too small
-    shortfall = rng.random() < 0.5
-    unit: Unit = "lakh" if deflate else "crore"
-    per_cr = 100 if deflate else 1  # the asked unit per crore
-    for _attempt in range(10_000):  # redraw until the lure falls short of a bar the total clears
-        segs = rng.sample(SEGMENTS, 6)
-        domestic, export = segs[:3], segs[3:]
-        rev_lakh = {s: float(rng.randrange(2000, 9000, 5)) for s in domestic}
-        rev_cr = {s: round(rng.uniform(15, 80), 2) for s in export}
-        vc = {s: rng.randrange(55, 80) for s in segs}
-        rev = {**{s: v / 100 for s, v in rev_lakh.items()}, **rev_cr}  # all in crore
-        contrib = {s: rev[s] * (1 - vc[s] / 100) for s in segs}
-        total_rev = round(sum(rev.values()) * per_cr, 2)
-        total = round(sum(contrib.values()) * per_cr, 2)
-        # the tables added as they stand, in the asked unit
-        lazy = round(sum(rev_lakh[s] * (1 - vc[s] / 100) for s in domestic)
-                     + sum(rev_cr[s] * (1 - vc[s] / 100) for s in export), 2)
-        if not deflate or lazy < total / 1.15:
-            break
-    else:
-        raise RuntimeError("could not draw segments whose lakh-as-is total is below the true total")
-    threshold: float  # whole in lakh, one decimal in crore
-    if deflate:  # the bar sits between the deflated lure and the true total
-        threshold = round(max(total / rng.uniform(1.1, 1.4), lazy * 1.05))
-        assert lazy < threshold <= total
-    else:  # the bar sits between the true total and the inflated lure
-        threshold = round(total * rng.uniform(1.1, 1.4), 1)
-        assert total < threshold < lazy
-    bar = f"{threshold:,.0f}" if deflate else f"{threshold:.1f}"
-    reaches = total >= threshold
-    invest = reaches != shortfall
-    decision = "DECISION: INVEST" if invest else "DECISION: DO NOT INVEST"
-    lure_decision = "DECISION: DO NOT INVEST" if invest else "DECISION: INVEST"
-    rule = (f"is below INR {bar} {unit}: the new capacity exists to close a shortfall, and at or "
-            "above that figure the current plants carry the plan" if shortfall else
-            f"is at least INR {bar} {unit}")
-    wb = Workbook()
-    ws = wb.active
-    ws.title = "Domestic"
-    ws.append(["Segment", "FY25 revenue (INR lakh)"])
-    for s in domestic:
-        ws.append([s, rev_lakh[s]])
-    ex = wb.create_sheet("Export")
-    ex.append(["Segment", "FY25 revenue (INR crore)"])
-    for s in export:
-        ex.append([s, rev_cr[s]])
-    save_workbook(wb, pkg / "segment_revenue.xlsx")
-    write_csv(pkg / "variable_costs.csv", [["segment", "variable_cost_pct_of_revenue"]]
-              + [[s, str(vc[s])] for s in segs])
-    doc = new_docx()
-    doc.add_heading("Capacity investment brief", level=1)
-    doc.add_paragraph("The board will approve the capacity investment only if the portfolio's "
-                      f"total FY25 contribution {rule}.")
-    add_table(doc, [["Item", "Value"], ["Investment", "INR 120 crore"], ["Horizon", "5 years"]])
-    save_docx(doc, pkg / "investment_brief.docx")
-    tol = 0.02 * per_cr  # 0.02 crore
-    p = Package()
-    p.output("contribution_model.xlsx", "xlsx", ["Inputs", "Contribution", "Decision"])
-    v_resp = p.verify("numeric", "total_contribution", f"Total FY25 contribution in INR {unit}",
-                      label="Total contribution", expected=total, abs_tol=tol, unit=unit)
-    v_xlsx = p.verify("numeric", "model_total_contribution", f"The model's total, INR {unit}",
-                      file="contribution_model.xlsx", label="Total contribution",
-                      expected=total, abs_tol=tol, unit=unit)
-    p.verify("numeric", "total_revenue", f"Total FY25 revenue in INR {unit}",
-             label="Total revenue", expected=total_rev, abs_tol=tol, unit=unit)
-    v_lure = p.verify("regex_absent", "no_unconverted_total", "Lakh and crore figures not added "
-                      "as they stand", pattern=lure_pattern("Total contribution", lazy, 2))
-    v_dec = p.verify("decision_line", "decision", "Exact decision line", expected=decision)
-    p.verify("llm_check", "decomposition_shown", "Judged", criterion="Shows per-segment revenue "
-             f"in {unit}, variable cost and contribution before the total.")
-    p.trap("lakh_vs_crore", "unit_mismatch", "Domestic revenue is in INR lakh, export revenue in "
-           f"INR crore; adding them unconverted {'deflates' if deflate else 'inflates'} the total "
-           f"in {unit} and flips the decision.",
-           lure=f"total contribution {lazy:.2f} {unit}, {lure_decision}",
-           location="segment_revenue.xlsx sheets Domestic (lakh) and Export (crore)",
-           verifiers=[v_resp, v_xlsx, v_lure, v_dec])
-    convert = ("Convert export revenue from crore to lakh (x100)." if deflate else
-               "Convert domestic revenue from lakh to crore (/100).")
-    return DeliverableTask(
-        id=task_id, title="Capacity investment go / no-go", prompt_class="LDP",
-        corpus_discipline="closed",
-        prompt="The CEO asks whether the portfolio's FY25 contribution meets the board's rule for "
-        "the capacity investment. Work out what must be computed, compute it, and report "
-        f"'Total revenue: INR x {unit}' and 'Total contribution: INR x {unit}' (2 decimals). "
-        "Build contribution_model.xlsx with sheets Inputs, Contribution (one row per segment and "
-        f"a 'Total contribution' row, INR {unit}) and Decision. End with `DECISION: INVEST` or "
-        "`DECISION: DO NOT INVEST`.",
-        inputs=["segment_revenue.xlsx", "variable_costs.csv", "investment_brief.docx"],
-        required_outputs=p.outputs,
-        golden=Golden(answer=f"Contribution INR {total:,.2f} {unit} "
-                      f"{'>=' if reaches else '<'} bar {bar} {unit}"
-                      f"{' (shortfall rule)' if shortfall else ''}: "
-                      f"{'invest' if invest else 'do not invest'}.", decision=decision,
-                      values=[GoldenValue(name="total_revenue", value=total_rev, unit=unit),
-                              GoldenValue(name="total_contribution", value=total, unit=unit)]),
-        solution_logic=[convert,
-                        "Contribution per segment = revenue x (1 - variable cost %).",
-                        f"Total contribution {total:,.2f} {unit} vs bar {bar} {unit}"
-                        f"{' (invest only below it)' if shortfall else ''} -> "
-                        f"{'invest' if invest else 'do not invest'}."],
-        lazy_ai_test=f"Adds lakh and crore figures as they stand: {lazy:,.2f} '{unit}', "
-        f"{'below' if deflate else 'above'} the bar, {'declines' if invest else 'invests'}.",
-        expert_test="Normalises units first, decomposes contribution by segment, "
-        f"{'invests' if invest else 'declines'}.",
         traps=p.traps, verifiers=p.specs(), rubric=table19_rubric(),
     )
