@@ -148,15 +148,16 @@ def authorised_domains(task: DeliverableTask) -> list[str] | None:
 
 def citation_dependent(task: DeliverableTask) -> list[VerifierSpec]:
     """The verifiers whose pass condition names a specific source (C.2 class 4): citation_domains,
-    and any other whose pattern, criterion or description names an authorised source, a URL, a
-    domain or an input file."""
+    and any other whose id, pattern, criterion or description speaks of citing or sources, has a
+    URL, or names an authorised source or an input file."""
     names = [s.name for s in task.authorized_sources if len(s.name) >= 4] + list(task.inputs)
     out: list[VerifierSpec] = []
     for v in task.verifiers:
         if isinstance(v, CitationDomainsSpec):
             out.append(v)
             continue
-        text = " ".join(str(getattr(v, f, "") or "") for f in ("pattern", "criterion", "description"))
+        text = " ".join([v.id.replace("_", " ").replace("-", " ")]
+                        + [str(getattr(v, f, "") or "") for f in ("pattern", "criterion", "description")])
         if (re.search(r"\b(?:cit(?:e|es|ed|ing|ation)s?|sources?|https?://)\b", text, re.I)
                 or any(n.lower() in text.lower() for n in names)):
             out.append(v)
