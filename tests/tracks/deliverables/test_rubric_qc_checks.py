@@ -157,6 +157,17 @@ def test_c3_citation_validation(workbook: dict[str, Any]) -> None:
     assert len(c3) == 2 and all(f.outcome == "open" for f in c3)
 
 
+def test_an_agents_own_citation_list_is_no_recorded_source() -> None:
+    """A deep-research agent's `citations` step lists what it cited: it adds the provider's quoted
+    text to a source a search returned, and makes no unsearched URL exist."""
+    steps = [ToolCallStep(name="web_search", result={"results": [{"url": "https://a.org/x", "title": "A"}]}),
+             ToolCallStep(name="citations", result={"cited": [
+                 {"url": "https://a.org/x", "cited_text": "Output rose 7.5% in 2025"},
+                 {"url": "https://never.org/y", "cited_text": "made up 99%"}]})]
+    sources = recorded_sources(steps)
+    assert set(sources) == {"https://a.org/x"} and "7.5%" in sources["https://a.org/x"].text
+
+
 @pytest.mark.parametrize(("response", "issue"), [
     ("Demand rose 40% (https://madeup.example.org/report).", "is not among the sources the run recorded"),
     ("Prices: https://shipandbunker.com/gone shows USD 700.", "did not resolve when fetched (HTTP 404)"),
@@ -343,10 +354,9 @@ def test_worksheet_round_trip_and_the_qc_report(workbook: dict[str, Any]) -> Non
 def test_findings_on_the_web_qc_screen(workbook: dict[str, Any]) -> None:
     from urllib.parse import urlencode
 
-    from tests.web.test_web import Client, serve
-
     from deskbench.tracks.deliverables.web.grading import create_grading_app
     from deskbench.web.store import WebStore
+    from tests.web.test_web import Client, serve
 
     run_dir, key = workbook["run"], workbook["key"]
     token = WebStore(run_dir).add_user("bob")

@@ -8,7 +8,8 @@ returns the row (C.1). deskbench reads what the run recorded, never the live web
 
 1. exists: a cited URL must be among the episode's recorded sources, the URLs its tool calls
    returned (a `url` or `uri` key at any depth of a tool call's result: the web_search hits and
-   fetched pages of web_access.py, the search results a deep-research agent recorded), and a
+   fetched pages of web_access.py, the searches and fetches a deep-research agent recorded; not
+   its `citations` step, the list of what it cited), and a
    fetch of it must not have failed (status 400 or more). A URL no tool call returned was never
    seen in the run: deskbench cannot tell a page that exists from an invented one, so it is
    reported as "not among the recorded sources" for the reviewer to open. A cited document (a
@@ -110,16 +111,23 @@ def _walk(node: Any) -> Iterator[dict[str, Any]]:
             yield from _walk(v)
 
 
+CITATION_STEPS = frozenset({"citations"})
+"""Steps that list what the agent cited (the deep-research agents' `citations` step): no proof
+that a source was searched or opened; their quoted text (Anthropic's cited_text, taken by the
+provider from the search result) is added to a source other steps recorded."""
+
+
 def recorded_sources(trajectory: Sequence[TrajectoryStep]) -> dict[str, RecordedSource]:
     """Every URL a tool call's result named (normalised URL -> the source), its recorded text
-    joined and the worst fetch status kept."""
+    joined and the worst fetch status kept; a citations step adds text only (CITATION_STEPS)."""
     out: dict[str, RecordedSource] = {}
-    for step in trajectory:
-        if not isinstance(step, ToolCallStep):
-            continue
+    steps = [s for s in trajectory if isinstance(s, ToolCallStep)]
+    for step in sorted(steps, key=lambda s: s.name in CITATION_STEPS):  # the citations steps last
         for node in _walk(step.result):
             url = node.get("url", node.get("uri"))
             if not isinstance(url, str) or not url.lower().startswith(("http://", "https://")):
+                continue
+            if step.name in CITATION_STEPS and normalise_url(url) not in out:
                 continue
             src = out.setdefault(normalise_url(url), RecordedSource(url=url))
             text = " ".join(str(node[k]) for k in _TEXT_KEYS if isinstance(node.get(k), str))
