@@ -11,14 +11,16 @@ the hub. `hold` names a file whose GET, once its headers and the first half of i
 waits for `release` (`reached` is set then): a test kills the client there, as a user's Ctrl-C
 or a lost connection would. Every request is logged as (method, path, Authorization, status).
 
-The same facts as the MADQA double in tests/tracks/docqa/test_fetch_madqa.py (which names its
-sources), for any repository id and public or gated.
+Sources of the refusals: the texts as the hub sends them, quoted in huggingface_hub's issues
+(ToTheBeginning/PuLID#97 for the gated 401, huggingface/dataset-viewer#2083 for the gated 403).
+hub_env() is the environment that points the huggingface_hub client at a double.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import os
 import sys
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -178,3 +180,14 @@ class FakeHub:
         self.reached.set()
         self.release.wait(120)
         h.close_connection = True
+
+
+def hub_env(tmp_path: Path, hub: FakeHub, token: str | None) -> dict[str, str]:
+    """This process's environment with the client pointed at `hub` (HF_ENDPOINT), a fresh HF_HOME
+    under tmp_path, and HF_TOKEN set to `token` (none of the user's tokens or offline switch)."""
+    env = {k: v for k, v in os.environ.items()
+           if k not in ("HF_TOKEN", "HUGGING_FACE_HUB_TOKEN", "HF_HUB_OFFLINE", "HF_TOKEN_PATH")}
+    env.update(HF_ENDPOINT=hub.url, HF_HOME=str(tmp_path / "hf-home"), HF_HUB_DISABLE_TELEMETRY="1")
+    if token is not None:
+        env["HF_TOKEN"] = token
+    return env

@@ -9,7 +9,6 @@ reachable: the manifests' fields as third-party runners of the release read them
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 from pathlib import Path
@@ -17,7 +16,7 @@ from typing import Any
 
 import pytest
 from conftest import run_cli
-from hf_hub_double import GRANTED, SHA, FakeHub
+from hf_hub_double import GRANTED, SHA, FakeHub, hub_env
 
 from deskbench.errors import UserError
 from deskbench.tracks.analytics.fetch import (
@@ -164,15 +163,6 @@ def test_hub_patterns_ask_for_the_chosen_splits_only() -> None:
     assert not wanted("QA_zh/QA_zh.jsonl", ("QA_en",)) and not wanted("images/a.png", ("QA_en",))
 
 
-def _hub_env(tmp_path: Path, hub: FakeHub, token: str | None) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items()
-           if k not in ("HF_TOKEN", "HUGGING_FACE_HUB_TOKEN", "HF_HUB_OFFLINE", "HF_TOKEN_PATH")}
-    env.update(HF_ENDPOINT=hub.url, HF_HOME=str(tmp_path / "hf-home"), HF_HUB_DISABLE_TELEMETRY="1")
-    if token is not None:
-        env["HF_TOKEN"] = token
-    return env
-
-
 def _command(out: Path) -> list[str]:
     return [sys.executable, "-m", "deskbench.cli", "fetch", "aida", "--out", str(out), "--difficulty-steps", "7",
             "--json"]
@@ -183,7 +173,7 @@ def test_from_the_hub_a_killed_fetch_is_completed_by_the_next_run(tmp_path: Path
     out = tmp_path / "aida"
     files = sorted(p.relative_to(release).as_posix() for p in release.rglob("*") if p.is_file())
     with FakeHub(release, REPO) as hub:
-        env = _hub_env(tmp_path, hub, None)  # a public dataset: no token needed
+        env = hub_env(tmp_path, hub, None)  # a public dataset: no token needed
         hub.hold = "file_generation_en/reference/FG_1/totals_res.csv"
         killed = subprocess.Popen(_command(out), env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         try:
@@ -207,7 +197,7 @@ def test_from_the_hub_a_killed_fetch_is_completed_by_the_next_run(tmp_path: Path
         assert sorted(before + second) == files  # every file whole once: what the killed run got was kept
         assert all(r[2] is None for r in hub.log)  # no token: none sent
 
-        again = subprocess.run(_command(out), env=_hub_env(tmp_path, hub, GRANTED), capture_output=True, text=True,
+        again = subprocess.run(_command(out), env=hub_env(tmp_path, hub, GRANTED), capture_output=True, text=True,
                                timeout=300)
         assert again.returncode == 0, again
         assert hub.file_gets() == before + second  # nothing downloaded again

@@ -13,12 +13,14 @@ from __future__ import annotations
 import json
 import re
 import zipfile
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
 from conftest import run_cli, run_cli_process
+from hf_hub_double import GRANTED, SHA, FakeHub, hub_env
 from openpyxl import Workbook
 
 from deskbench.errors import UserError
@@ -272,47 +274,41 @@ def test_the_command_writes_packages_and_a_folder_that_is_no_snapshot_is_one_lin
         fetch_dra(DraFetchOptions(out=tmp_path / "o3", source=tmp_path / "snap", limit=0))
 
 
-# -- the gated hub: the strict double of tests/tracks/docqa/test_fetch_madqa.py, serving this dataset --
+# -- the gated hub: the strict double of tests/hf_hub_double.py, serving this dataset -----------
 
 
 @pytest.fixture
-def hub(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Any:
-    from tests.tracks.docqa import test_fetch_madqa as madqa
-
-    monkeypatch.setattr(madqa, "REPO", "deccan-ai/dra-bench")
+def hub(tmp_path: Path) -> Iterator[FakeHub]:
     write_release(tmp_path / "repo")
-    with madqa.FakeHub(tmp_path / "repo") as double:
-        yield double, madqa
+    with FakeHub(tmp_path / "repo", "deccan-ai/dra-bench", gated=True) as double:
+        yield double
 
 
-def _hub_run(tmp_path: Path, double: Any, madqa: Any, token: str | None, *args: str) -> Any:
-    env = madqa._hub_env(tmp_path, double, token)
-    return run_cli_process("fetch", "dra", "--out", str(tmp_path / "out"), *args, env=env)
+def _hub_run(tmp_path: Path, double: FakeHub, token: str | None, *args: str) -> Any:
+    return run_cli_process("fetch", "dra", "--out", str(tmp_path / "out"), *args, env=hub_env(tmp_path, double, token))
 
 
-def test_the_gated_hub_without_a_token_is_one_line_and_nothing_is_written(tmp_path: Path, hub: Any) -> None:
-    double, madqa = hub
-    done = _hub_run(tmp_path, double, madqa, None)
+def test_the_gated_hub_without_a_token_is_one_line_and_nothing_is_written(tmp_path: Path, hub: FakeHub) -> None:
+    done = _hub_run(tmp_path, hub, None)
     assert done.returncode == 2, done
     assert done.stderr.strip() == (
-        f"error: deccan-ai/dra-bench is gated and no Hugging Face token was found: accept its terms at {double.url}"
+        f"error: deccan-ai/dra-bench is gated and no Hugging Face token was found: accept its terms at {hub.url}"
         "/datasets/deccan-ai/dra-bench, then `hf auth login` (or `huggingface-cli login` with huggingface_hub "
         "before 1.0), or set HF_TOKEN; or give a snapshot you downloaded with --from DIR")
     assert not (tmp_path / "out" / "tasks").exists()
 
 
-def test_with_a_granted_token_only_the_tasks_and_their_inputs_are_downloaded(tmp_path: Path, hub: Any) -> None:
-    double, madqa = hub
-    done = _hub_run(tmp_path, double, madqa, madqa.GRANTED, "--limit", "1", "--json")
+def test_with_a_granted_token_only_the_tasks_and_their_inputs_are_downloaded(tmp_path: Path, hub: FakeHub) -> None:
+    done = _hub_run(tmp_path, hub, GRANTED, "--limit", "1", "--json")
     assert done.returncode == 0, done.stderr
     summary = json.loads(done.stdout)
     assert [t["id"] for t in summary["tasks"]] == ["T-LDP-01"]
-    assert summary["revision"] == madqa.SHA and summary["source"].endswith("/datasets/deccan-ai/dra-bench")
+    assert summary["revision"] == SHA and summary["source"].endswith("/datasets/deccan-ai/dra-bench")
     snap = tmp_path / "out" / "snapshot"
     got = sorted(str(p.relative_to(snap)) for p in snap.rglob("*") if p.is_file() and ".cache" not in p.parts)
     assert got == ["README.md", "data/tasks-test.jsonl", "inputs/T-LDP-01/.DS_Store",
                    "inputs/T-LDP-01/Department Sub-Activity Constraint.xlsx", "inputs/T-LDP-01/notes.txt"]
-    assert all(auth == f"Bearer {madqa.GRANTED}" for method, path, auth, status in double.log if "/resolve/" in path
+    assert all(auth == f"Bearer {GRANTED}" for method, path, auth, status in hub.log if "/resolve/" in path
                and not path.endswith("README.md"))
     tasks = load_packages(tmp_path / "out" / "tasks")
     assert [t.id for t in tasks] == ["T-LDP-01"] and len(tasks[0].inputs) == 2

@@ -8,18 +8,14 @@ Facts the doubles follow (no test reads the official repository):
   `id, question, answer_variants, evidence` ({document, page}), `document_category, domain`; a
   `documents` configuration whose `links` split maps `document` (the PDF's file name) to `url`.
   The data files are named by the card's `configs:` (parquet here, as the hub stores datasets).
-- The hub's refusals of a gated repository: 401 without a token and 403 for a user who has not
-  been granted access, each with `X-Error-Code: GatedRepo` and the message in `X-Error-Message`
-  and the JSON body's `error` (the texts as the hub sends them, quoted in huggingface_hub's issues:
-  ToTheBeginning/PuLID#97 for 401, huggingface/dataset-viewer#2083 for 403); 401 with
-  "Invalid credentials in Authorization header" for a token it does not know.
+- The hub's refusals of a gated repository (401 without a token, 403 for a user who has not been
+  granted access, 401 for a token it does not know): tests/hf_hub_double.py, which names its sources.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
-import os
 import signal
 import subprocess
 import sys
@@ -36,6 +32,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 from conftest import run_cli, write_text_pdf
+from hf_hub_double import GRANTED, PENDING, SHA, FakeHub, hub_env
 from typer.testing import CliRunner
 
 from deskbench.cli.app import app
@@ -477,124 +474,9 @@ def test_a_download_killed_with_sigkill_resumes_from_its_part_file(tmp_path: Pat
     assert summary["ingest"]["files_ok"] == 2
 
 
-# -- the hub: a strict local double --------------------------------------------------------------
+# -- the hub: the strict local double of tests/hf_hub_double.py, serving this gated dataset ------
 
-SHA = "4f1c0a8e9b7d6c5a4f3e2d1c0b9a8f7e6d5c4b3a"
-GRANTED, PENDING, REVOKED = "hf_granted_token", "hf_pending_token", "hf_revoked_token"
-
-
-class FakeHub:
-    """The hub's API for one gated dataset, as huggingface_hub calls it: repo info and the dataset
-    card (public), the file tree and the other files (HEAD and GET on /resolve/), gated by the token. It refuses
-    what the hub refuses, with the hub's error headers and bodies; every request is logged."""
-
-    def __init__(self, root: Path) -> None:
-        self.root = root
-        self.log: list[tuple[str, str, str | None, int]] = []  # (method, path, Authorization, status)
-        outer = self
-
-        class Handler(BaseHTTPRequestHandler):
-            protocol_version = "HTTP/1.1"
-
-            def log_message(self, *args: Any) -> None:
-                pass
-
-            def do_GET(self) -> None:  # noqa: N802
-                outer._serve(self, body=True)
-
-            def do_HEAD(self) -> None:  # noqa: N802
-                outer._serve(self, body=False)
-
-            def do_POST(self) -> None:  # noqa: N802
-                outer._error(self, 405, "", "Method not allowed", body=True)
-
-        self.server = QuietServer(("127.0.0.1", 0), Handler)
-        self.server.daemon_threads = True
-        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
-
-    def __enter__(self) -> FakeHub:
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.server.shutdown()
-        self.server.server_close()
-
-    def _files(self) -> list[Path]:
-        return sorted(p for p in self.root.rglob("*") if p.is_file())
-
-    def _reply(self, h: BaseHTTPRequestHandler, status: int, body: bytes, headers: dict[str, str], send: bool) -> None:
-        self.log.append((h.command, h.path, h.headers.get("Authorization"), status))
-        h.send_response(status)
-        for k, v in headers.items():
-            h.send_header(k, v)
-        h.send_header("Content-Length", str(len(body)))
-        h.end_headers()
-        if send:
-            h.wfile.write(body)
-
-    def _error(self, h: BaseHTTPRequestHandler, status: int, code: str, message: str, body: bool) -> None:
-        headers = {"Content-Type": "application/json", "X-Error-Message": message}
-        if code:
-            headers["X-Error-Code"] = code
-        self._reply(h, status, json.dumps({"error": message}).encode(), headers, body)
-
-    def _gate(self, h: BaseHTTPRequestHandler, body: bool) -> bool:
-        auth = h.headers.get("Authorization")
-        if auth is None:
-            self._error(h, 401, "GatedRepo", f"Access to dataset {REPO} is restricted. You must have access to it "
-                        "and be authenticated to access it. Please log in.", body)
-            return False
-        if auth == f"Bearer {PENDING}":
-            self._error(h, 403, "GatedRepo", f"Access to dataset {REPO} is restricted and you are not in the "
-                        f"authorized list. Visit https://huggingface.co/datasets/{REPO} to ask for access.", body)
-            return False
-        return True
-
-    def _serve(self, h: BaseHTTPRequestHandler, body: bool) -> None:
-        path = unquote(urlsplit(h.path).path)
-        auth = h.headers.get("Authorization")
-        if auth is not None and auth not in (f"Bearer {GRANTED}", f"Bearer {PENDING}"):
-            return self._error(h, 401, "", "Invalid credentials in Authorization header", body)
-        if auth is not None and not auth.startswith("Bearer "):
-            return self._error(h, 400, "", "Malformed Authorization header", body)
-        info = f"/api/datasets/{REPO}"
-        if h.command == "GET" and path in (info, f"{info}/revision/main", f"{info}/revision/{SHA}"):
-            siblings = [{"rfilename": str(p.relative_to(self.root))} for p in self._files()]
-            return self._reply(h, 200, json.dumps({"_id": "x", "id": REPO, "author": "OxRML", "sha": SHA,
-                                                   "private": False, "gated": "auto", "disabled": False,
-                                                   "siblings": siblings}).encode(),
-                               {"Content-Type": "application/json"}, body)
-        if h.command == "GET" and path.startswith(f"{info}/tree/{SHA}"):
-            if not self._gate(h, body):
-                return None
-            tree = [{"type": "file", "oid": hashlib.sha1(p.read_bytes()).hexdigest(), "size": p.stat().st_size,
-                     "path": str(p.relative_to(self.root))} for p in self._files()]
-            return self._reply(h, 200, json.dumps(tree).encode(), {"Content-Type": "application/json"}, body)
-        resolve = f"/datasets/{REPO}/resolve/"
-        if path.startswith(resolve):
-            revision, _, name = path[len(resolve):].partition("/")
-            if revision not in (SHA, "main"):
-                return self._error(h, 404, "RevisionNotFound", f"Invalid rev id: {revision}", body)
-            if name != "README.md" and not self._gate(h, body):  # the dataset card is public, as on the hub
-                return None
-            file = self.root / name
-            if not file.is_file() or ".." in name:
-                return self._error(h, 404, "EntryNotFound", f"{name} does not exist on \"{revision}\"", body)
-            data = file.read_bytes()
-            return self._reply(h, 200, data, {"Content-Type": "application/octet-stream", "X-Repo-Commit": SHA,
-                                              "ETag": f'"{hashlib.sha1(data).hexdigest()}"',
-                                              "Accept-Ranges": "bytes"}, body)
-        return self._error(h, 404, "RepoNotFound", "Repository not found", body)
-
-
-def _hub_env(tmp_path: Path, hub: FakeHub, token: str | None) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items()
-           if k not in ("HF_TOKEN", "HUGGING_FACE_HUB_TOKEN", "HF_HUB_OFFLINE", "HF_TOKEN_PATH")}
-    env.update(HF_ENDPOINT=hub.url, HF_HOME=str(tmp_path / "hf-home"), HF_HUB_DISABLE_TELEMETRY="1")
-    if token is not None:
-        env["HF_TOKEN"] = token
-    return env
+REVOKED = "hf_revoked_token"  # a token the hub does not know
 
 
 def _fetch(out: Path, env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
@@ -606,7 +488,7 @@ def _fetch(out: Path, env: dict[str, str], *args: str) -> subprocess.CompletedPr
 def hub_and_pdfs(tmp_path: Path, pdf_bytes: dict[str, bytes]) -> Iterator[tuple[FakeHub, PdfServer]]:
     with PdfServer(pdf_bytes, {}) as pdfs:
         write_snapshot(tmp_path / "repo", {d: f"{pdfs.url}/{d}" for d in ("ok.pdf", "cut.pdf")}, ["ok.pdf", "cut.pdf"])
-        with FakeHub(tmp_path / "repo") as hub:
+        with FakeHub(tmp_path / "repo", REPO, gated=True) as hub:
             yield hub, pdfs
 
 
@@ -623,7 +505,7 @@ def test_no_token_or_terms_not_accepted_is_one_line_saying_what_to_do(
         tmp_path: Path, hub_and_pdfs: tuple[FakeHub, PdfServer], token: str | None, expected: str) -> None:
     hub, pdfs = hub_and_pdfs
     out = tmp_path / "m"
-    done = _fetch(out, _hub_env(tmp_path, hub, token))
+    done = _fetch(out, hub_env(tmp_path, hub, token))
     assert done.returncode == 2, done
     assert done.stderr.strip().startswith(expected.format(hub=hub.url)), done.stderr
     assert len(done.stderr.strip().splitlines()) == 1 and "Traceback" not in done.stderr
@@ -635,7 +517,7 @@ def test_no_token_or_terms_not_accepted_is_one_line_saying_what_to_do(
 def test_with_the_login_cache_s_token_the_hub_snapshot_becomes_tasks_pdfs_and_a_corpus(
         tmp_path: Path, hub_and_pdfs: tuple[FakeHub, PdfServer], pdf_bytes: dict[str, bytes]) -> None:
     hub, pdfs = hub_and_pdfs
-    env = _hub_env(tmp_path, hub, None)
+    env = hub_env(tmp_path, hub, None)
     (tmp_path / "hf-home").mkdir()
     (tmp_path / "hf-home" / "token").write_text(GRANTED)  # where `hf auth login` stores it
     out = tmp_path / "m"
