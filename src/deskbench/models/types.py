@@ -197,6 +197,9 @@ class ChatResponse(BaseModel):
     # the reply's message object as the provider sent it (the OpenAI adapter keeps it): a protocol
     # that reproduces a client echoing the SDK's own message object builds the echo from it
     wire: dict[str, Any] | None = Field(default=None, exclude_if=_none)
+    # the provider batch the reply came through (models/batch/), recorded in the transcript; left
+    # out of a dump when None, so replies stored before batches read as before
+    batch: str | None = Field(default=None, exclude_if=_none)
 
     @property
     def reasoning(self) -> str | None:

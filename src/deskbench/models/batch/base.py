@@ -1,0 +1,456 @@
+"""Provider batch APIs behind one ChatModel, for calls that can wait.
+
+A provider's batch API takes many requests at once, answers them within a window (24 h at
+OpenAI and Anthropic, 48 h at Google) and charges half the standard price. `BatchedModel`
+is a ChatModel that gathers the `complete()` calls made within a short window (or up to a
+size), submits them as one batch through a provider's `BatchBackend`, polls it, and hands each
+caller its own reply. So a judge grading a whole run, a one-call system (guess, rag, oracle)
+over every task, or agents' turns gathered across episodes (as Inspect's batch mode does) cost
+half, at the price of latency.
+
+What it keeps, and why:
+* Each backend builds its request bodies with its provider client's own builder and reads the
+  results with that client's own reply parser (models/openai_chat.py, anthropic_chat.py,
+  gemini_native.py): one wire format per provider, batched or not.
+* Resumable: every request's custom id (a hash of the model, the request body and the episode's
+  attempt) is written to a journal (the run store's meta table: `BatchJournal` is the part of
+  RunStore it needs) with the batch id it went into, before the caller waits. A killed `score`
+  or `run` that asks the same request again polls that batch instead of submitting it twice.
+* A request the batch did not answer (a per-request error, the batch expired, failed or was
+  cancelled) is retried on its own, outside any batch, through the ordinary retrying model at
+  the standard price; only batched replies get the discount.
+* Every reply that came through a batch carries the batch id (ChatResponse.batch), which the
+  transcript records; the usage cost is the provider's batch price (`BatchBackend.discount`
+  times the standard price from the price table).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import importlib
+import json
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Literal, Protocol
+
+from deskbench.errors import UserError
+from deskbench.models.cache import ATTEMPT, cache_key
+from deskbench.models.capabilities import Capabilities
+from deskbench.models.types import ChatModel, ChatRequest, ChatResponse, ModelError, Usage
+
+if TYPE_CHECKING:
+    from deskbench.models.resilient import ResilientModel
+
+BatchState = Literal["running", "ended", "failed", "expired", "cancelled"]
+"""A batch's state in deskbench's terms: "running" (validating, queued, in progress, finalizing,
+cancelling: poll again), "ended" (results ready), "failed" (the batch as a whole was refused:
+no results), "expired" (the window passed: results for what finished), "cancelled" (results for
+what finished before the cancel)."""
+
+FINAL_WITH_RESULTS: frozenset[BatchState] = frozenset({"ended", "expired", "cancelled"})
+
+DEFAULT_WINDOW = 2.0  # seconds a batch gathers calls after the first (DESKBENCH_BATCH_WINDOW)
+DEFAULT_POLL = 30.0  # seconds between status polls (DESKBENCH_BATCH_POLL)
+
+
+@dataclass(frozen=True)
+class BatchItem:
+    """One request of a batch: the id its result comes back under and the provider's body."""
+
+    custom_id: str
+    body: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class BatchStatus:
+    state: BatchState
+    provider_state: str  # the provider's own word ("in_progress", "ended", "BATCH_STATE_RUNNING", ...)
+    total: int = 0
+    succeeded: int = 0
+    failed: int = 0
+    detail: str = ""  # why a batch failed, as the provider said it
+
+    @property
+    def final(self) -> bool:
+        return self.state != "running"
+
+
+class BatchBackend(Protocol):
+    """One provider's batch API for one model. Errors are ModelError (retryable or not, fatal
+    for a refusal the user must fix), as the provider's chat client raises them."""
+
+    provider: str  # "openai", "anthropic", "google"
+    discount: float  # a batched call costs this fraction of the standard price (0.5: half)
+    max_requests: int  # the most requests one batch may hold
+
+    def body(self, request: ChatRequest) -> dict[str, Any]:
+        """The provider's request body for `request`, built by its chat client's own builder
+        (may raise ProviderRefused as the client would)."""
+        ...
+
+    async def submit(self, items: Sequence[BatchItem]) -> str:
+        """Create a batch of `items` (uploading a file first where the API needs one); its id."""
+        ...
+
+    async def status(self, batch_id: str) -> BatchStatus: ...
+
+    async def results(self, batch_id: str) -> dict[str, ChatResponse | ModelError]:
+        """Each answered request's reply (parsed by the chat client's own parser) or its error,
+        by custom id; a request missing from the map was not answered."""
+        ...
+
+    async def cancel(self, batch_id: str) -> None: ...
+
+    async def aclose(self) -> None: ...
+
+
+class BatchJournal(Protocol):
+    """Where submitted batches are remembered across processes: RunStore has these two methods
+    (its meta table); `MemoryJournal` keeps them for one process."""
+
+    def meta(self, key: str) -> object | None: ...
+
+    def set_meta(self, key: str, value: object) -> None: ...
+
+
+class MemoryJournal:
+    def __init__(self) -> None:
+        self.values: dict[str, object] = {}
+
+    def meta(self, key: str) -> object | None:
+        return self.values.get(key)
+
+    def set_meta(self, key: str, value: object) -> None:
+        self.values[key] = value
+
+
+REQUEST_KEY = "batch/request/"  # + custom id -> batch id
+BATCH_KEY = "batch/batch/"  # + batch id -> {"provider", "model", "requests", "submitted", "state"}
+
+
+def custom_id(model_id: str, body: dict[str, Any], attempt: int = 0) -> str:
+    """The request's id in a batch and in the journal: the same request of the same attempt
+    always gets the same id (so a resumed run finds its batch), another attempt another one (so
+    pass@k attempts are separate calls). 40 hex digits with a prefix: within every provider's
+    custom-id rules (Anthropic's ^[a-zA-Z0-9_-]{1,64}$ the strictest)."""
+    payload = json.dumps([model_id, body, attempt], sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return "db-" + hashlib.sha256(payload.encode()).hexdigest()[:40]
+
+
+@dataclass
+class BatchStats:
+    """What went through batches, for the run's settings and summary."""
+
+    batched: int = 0  # replies that came from a batch
+    individual: int = 0  # requests a batch did not answer, sent on their own
+    batches: list[str] = field(default_factory=list)  # ids, in submission (or resume) order
+    resumed: list[str] = field(default_factory=list)  # batch ids picked up from the journal
+
+    def as_dict(self) -> dict[str, object]:
+        return {"batched": self.batched, "individual": self.individual, "batches": list(self.batches),
+                "resumed": list(self.resumed)}
+
+
+@dataclass
+class _Batch:
+    id: str
+    submitted: float
+    poller: asyncio.Task[None] | None = None
+    results: dict[str, ChatResponse | ModelError] | None = None  # set when the batch is final
+    status: BatchStatus | None = None
+
+
+class BatchedModel:
+    """A ChatModel whose calls go through a provider's batch API (see the module docstring).
+
+    `direct` is the same model as an ordinary ResilientModel: its settings go on every batched
+    request, its cache, price table and usage ledger are shared, and a request a batch did not
+    answer goes through it."""
+
+    def __init__(self, backend: BatchBackend, direct: ResilientModel, *, journal: BatchJournal | None = None,
+                 window: float = DEFAULT_WINDOW, poll: float = DEFAULT_POLL, max_size: int | None = None) -> None:
+        self.backend = backend
+        self.direct = direct
+        self.id = direct.id
+        self.settings = direct.settings
+        self.ledger = direct.ledger
+        self.prices = direct.prices
+        self.cache = direct.cache
+        self.concurrency = direct.concurrency
+        self.journal: BatchJournal = journal if journal is not None else MemoryJournal()
+        self.window = window
+        self.poll = poll
+        self.max_size = min(max_size or backend.max_requests, backend.max_requests)
+        self.stats = BatchStats()
+        self._sent = direct.settings.sent.given() if direct.settings else {}
+        self._batches: dict[str, _Batch] = {}
+        self._member: dict[str, str] = {}  # custom id -> batch id, for ids this process has seen
+        self._waiters: dict[str, list[asyncio.Future[tuple[ChatResponse | ModelError, str]]]] = {}
+        self._pending: dict[str, BatchItem] = {}  # gathered, not yet submitted
+        self._flush: asyncio.TimerHandle | None = None
+        self._tasks: set[asyncio.Task[None]] = set()
+        self._loop: asyncio.AbstractEventLoop | None = None
+
+    def limit_with(self, slots: Any) -> None:
+        """A cluster's limiter bounds the individual calls (the batch itself is one job)."""
+        self.direct.limit_with(slots)
+
+    # -- the ChatModel ----------------------------------------------------------------------
+    async def complete(self, request: ChatRequest) -> ChatResponse:
+        self._loop_here()
+        if self._sent:
+            missing = {k: v for k, v in self._sent.items() if getattr(request, k) is None}
+            if missing:
+                request = request.model_copy(update=missing)
+        key = cache_key(request.fingerprint(self.id)) if self.cache is not None else ""
+        if self.cache is not None and (hit := self.cache.get(key)) is not None:
+            self.ledger.cache_hits += 1
+            return hit.model_copy(update={"cached": True, "usage": Usage(calls=0, cost_known=True)})
+        request = await self._fit_images(request)
+        cid = custom_id(self.id, self.backend.body(request), ATTEMPT.get())
+        started = time.monotonic()
+        outcome, batch_id = await self._wait(cid, request)
+        if isinstance(outcome, ModelError):
+            self.stats.individual += 1
+            response = await self.direct.complete(request)  # full price, its own retries and accounting
+        else:
+            response = self._account(outcome, batch_id, time.monotonic() - started)
+        if self.cache is not None and not response.cached:
+            self.cache.put(key, self.id, response.model_copy(update={"batch": None}))
+        return response
+
+    async def aclose(self) -> None:
+        """Stop polling (the batches go on at the provider: a later run resumes them) and close."""
+        if self._flush is not None:
+            self._flush.cancel()
+            self._flush = None
+        for task in list(self._tasks):
+            task.cancel()
+        self._tasks.clear()
+        for batch in self._batches.values():
+            batch.poller = None
+        self._pending.clear()
+        await self.backend.aclose()
+        await self.direct.aclose()
+
+    async def cancel_open(self) -> list[str]:
+        """Cancel every batch of this model still running (a run stopping at its budget with
+        `cancel`); the ids cancelled. Their callers then get what finished before the cancel,
+        and the rest is sent on its own, or given up by the caller."""
+        cancelled = []
+        for batch in list(self._batches.values()):
+            if batch.results is None:
+                await self.backend.cancel(batch.id)
+                cancelled.append(batch.id)
+        return cancelled
+
+    # -- gathering, submitting, polling -------------------------------------------------------
+    def _loop_here(self) -> None:
+        """Futures and tasks belong to one event loop; the same model may serve several
+        `asyncio.run`s (a run, then its judge): a new loop starts with no tasks in flight
+        (finished batches' results are kept)."""
+        loop = asyncio.get_running_loop()
+        if self._loop is not None and self._loop is not loop:
+            self._flush, self._tasks, self._pending, self._waiters = None, set(), {}, {}
+            for batch in self._batches.values():
+                batch.poller = None
+        self._loop = loop
+
+    async def _fit_images(self, request: ChatRequest) -> ChatRequest:
+        caps = getattr(self.direct.inner, "caps", None)
+        if not isinstance(caps, Capabilities) or not request.has_images():
+            return request
+        from deskbench.models.image_limits import fit_request
+
+        return await asyncio.to_thread(fit_request, request, caps)
+
+    def _wait(self, cid: str, request: ChatRequest) -> asyncio.Future[tuple[ChatResponse | ModelError, str]]:
+        """A future for `cid`'s outcome: from a batch already known (this process's, or the
+        journal's from an earlier one), else from the next batch submitted."""
+        loop = asyncio.get_running_loop()
+        future: asyncio.Future[tuple[ChatResponse | ModelError, str]] = loop.create_future()
+        batch_id = self._member.get(cid)
+        if batch_id is None and isinstance(known := self.journal.meta(REQUEST_KEY + cid), str):
+            batch_id = self._member[cid] = known
+            if known not in self._batches:
+                self._batches[known] = _Batch(known, time.monotonic())
+                self.stats.resumed.append(known)
+                self.stats.batches.append(known)
+        if batch_id is not None:
+            batch = self._batches[batch_id]
+            if batch.results is not None:
+                future.set_result(self._outcome(batch, cid))
+                return future
+            self._waiters.setdefault(cid, []).append(future)
+            self._ensure_poller(batch)
+            return future
+        first = cid not in self._waiters
+        self._waiters.setdefault(cid, []).append(future)
+        if first:  # the same request twice in one window goes once; the later callers share it
+            self._pending[cid] = BatchItem(cid, self.backend.body(request))
+            if len(self._pending) >= self.max_size:
+                self._submit_now()
+            elif self._flush is None:
+                self._flush = loop.call_later(self.window, self._submit_now)
+        return future
+
+    def _submit_now(self) -> None:
+        if self._flush is not None:
+            self._flush.cancel()
+            self._flush = None
+        items, self._pending = list(self._pending.values()), {}
+        if items:
+            self._spawn(self._submit(items))
+
+    def _spawn(self, coro: Any) -> asyncio.Task[None]:
+        task: asyncio.Task[None] = asyncio.get_running_loop().create_task(coro)
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+        return task
+
+    async def _submit(self, items: list[BatchItem]) -> None:
+        try:
+            batch_id = await self.backend.submit(items)
+        except ModelError as exc:  # the batch was not created: each request goes on its own
+            for item in items:
+                self._resolve(item.custom_id, exc, "")
+            return
+        except BaseException as exc:
+            for item in items:
+                for future in self._waiters.pop(item.custom_id, []):
+                    if not future.done():
+                        future.set_exception(exc)
+            raise
+        self.journal.set_meta(BATCH_KEY + batch_id, {"provider": self.backend.provider, "model": self.id,
+                                                     "requests": len(items), "state": "running"})
+        for item in items:
+            self.journal.set_meta(REQUEST_KEY + item.custom_id, batch_id)
+            self._member[item.custom_id] = batch_id
+        batch = self._batches[batch_id] = _Batch(batch_id, time.monotonic())
+        self.stats.batches.append(batch_id)
+        self._ensure_poller(batch)
+
+    def _ensure_poller(self, batch: _Batch) -> None:
+        if batch.poller is None or batch.poller.done():
+            batch.poller = self._spawn(self._poll(batch))
+
+    async def _poll(self, batch: _Batch) -> None:
+        errors = 0
+        while True:
+            try:
+                status = await self.backend.status(batch.id)
+                if status.final:
+                    results = await self.backend.results(batch.id) if status.state in FINAL_WITH_RESULTS else {}
+                    break
+            except ModelError as exc:
+                errors += 1
+                if not exc.retryable or errors >= 5:
+                    self._finish(batch, {}, None, exc)
+                    return
+                await asyncio.sleep(max(self.poll, exc.retry_after or 0.0))
+                continue
+            errors = 0
+            await asyncio.sleep(self.poll)
+        self._finish(batch, results, status, None)
+
+    def _finish(self, batch: _Batch, results: dict[str, ChatResponse | ModelError], status: BatchStatus | None,
+                error: ModelError | None) -> None:
+        batch.results, batch.status = results, status
+        if error is not None:  # the batch could not be read: its requests go on their own
+            batch.results = {cid: error for cid, b in self._member.items() if b == batch.id}
+        state = status.state if status is not None else "unreadable"
+        self.journal.set_meta(BATCH_KEY + batch.id, {**_as_dict(self.journal.meta(BATCH_KEY + batch.id)),
+                                                     "state": state})
+        for cid, b in list(self._member.items()):
+            if b == batch.id and cid in self._waiters:
+                outcome, _ = self._outcome(batch, cid)
+                self._resolve(cid, outcome, batch.id)
+
+    def _outcome(self, batch: _Batch, cid: str) -> tuple[ChatResponse | ModelError, str]:
+        found = (batch.results or {}).get(cid)
+        if found is None:
+            state = batch.status.state if batch.status else "unreadable"
+            found = ModelError(f"batch {batch.id} ({state}) has no result for request {cid}", retryable=True)
+        return found, batch.id
+
+    def _resolve(self, cid: str, outcome: ChatResponse | ModelError, batch_id: str) -> None:
+        """Hand `cid`'s outcome to its callers: the reply (usage and all) to the first, the
+        same reply as a cache hit (no usage: it was paid once) to any other."""
+        for i, future in enumerate(self._waiters.pop(cid, [])):
+            if future.done():  # its caller was cancelled
+                continue
+            if i and isinstance(outcome, ChatResponse):
+                future.set_result((outcome.model_copy(update={"cached": True, "usage": Usage(calls=0)}), batch_id))
+            else:
+                future.set_result((outcome, batch_id))
+
+    def _account(self, response: ChatResponse, batch_id: str, seconds: float) -> ChatResponse:
+        """The reply with its usage at the batch price, added to the shared ledger."""
+        self.stats.batched += 1
+        if response.cached:
+            return response.model_copy(update={"batch": batch_id})
+        usage = response.usage
+        cost = self.prices.cost(self.id, usage.input_tokens, usage.output_tokens)
+        usage = usage.model_copy(update={"calls": max(usage.calls, 1), "seconds": seconds,
+                                         "cost_usd": None if cost is None else cost * self.backend.discount,
+                                         "cost_known": cost is not None})
+        self.ledger.total = self.ledger.total + usage
+        return response.model_copy(update={"usage": usage, "batch": batch_id})
+
+
+def _as_dict(value: object) -> dict[str, object]:
+    return dict(value) if isinstance(value, dict) else {}
+
+
+# -- which backend serves a model ---------------------------------------------------------------
+BACKENDS: dict[str, str] = {
+    "openai": "deskbench.models.batch.openai",
+    "anthropic": "deskbench.models.batch.anthropic",
+    "google": "deskbench.models.batch.gemini",
+}
+"""Provider prefix -> the module whose `for_model(inner: ChatModel) -> BatchBackend` builds the
+backend from the provider's chat adapter (its model name, capabilities, key and base URL)."""
+
+
+def batch_provider(model_id: str) -> str:
+    """The provider whose batch API serves `model_id`, or a UserError of one line."""
+    provider = model_id.partition("/")[0]
+    if provider in BACKENDS:
+        return provider
+    hint = " (Gemini's batch mode is on its native API: use google/MODEL)" if provider == "gemini" else ""
+    raise UserError(f"--batch: {model_id} has no batch API in deskbench{hint}; batch works with "
+                    + ", ".join(f"{p}/..." for p in BACKENDS) + "; drop --batch for this model")
+
+
+def backend_for(inner: ChatModel) -> BatchBackend:
+    """The batch backend for a provider adapter (OpenAIChat, AnthropicChat, GeminiNative)."""
+    module = importlib.import_module(BACKENDS[batch_provider(inner.id)])
+    factory: Callable[[ChatModel], BatchBackend] = module.for_model
+    return factory(inner)
+
+
+def batched(model: ResilientModel, journal: BatchJournal | None, *, window: float | None = None,
+            poll: float | None = None) -> BatchedModel:
+    """`model` (from registry.open_model) with its calls going through its provider's batch API.
+    The window and poll interval come from DESKBENCH_BATCH_WINDOW / DESKBENCH_BATCH_POLL
+    (seconds) when not given: long waits are the point of a batch, but tests poll fast."""
+    return BatchedModel(backend_for(model.inner), model, journal=journal,
+                        window=window if window is not None else _seconds("DESKBENCH_BATCH_WINDOW", DEFAULT_WINDOW),
+                        poll=poll if poll is not None else _seconds("DESKBENCH_BATCH_POLL", DEFAULT_POLL))
+
+
+def _seconds(name: str, default: float) -> float:
+    import os
+
+    raw = os.environ.get(name)
+    if raw is None or raw == "":
+        return default
+    try:
+        value = float(raw)
+    except ValueError:
+        value = -1.0
+    if not value >= 0:
+        raise UserError(f"{name}={raw!r} is not a number of seconds >= 0; set it to e.g. {default:g} or unset it")
+    return value
