@@ -31,6 +31,15 @@ Rules:
     (mean / SD of the differences): it grows as the two systems agree more, so it measures the
     test's power rather than the size of the gap. `odds_ratio` = b10 / b01, the conditional odds
     ratio McNemar tests (None when b01 = 0).
+* Reliability across attempts (`reliability`, issue 37): when every system ran each common task
+  at least twice, k = the fewest attempts any system has of them (each system's first k count;
+  its later ones are left out, so all are held to the same k). Per system: pass^k as tau-bench
+  defines it (scoring/attempts.py: C(c, k) / C(n, k) over a task's n scored attempts, c
+  successful; a success is the track's `correct`), with its Wilson 95% interval (with n = k a
+  task's pass^k is 0 or 1), pass@k (best of k) and avg@k, the mean per-task success rate and the
+  consistency of answers. Pairs: the same tests as above on the binary "all k attempts correct"
+  over the common tasks both systems have k scored attempts of: exact McNemar, Holm across the
+  pairs, a paired bootstrap of the pass^k difference.
 """
 
 from __future__ import annotations
@@ -52,6 +61,7 @@ from deskbench.analysis.stats import (
     wilson_interval,
 )
 from deskbench.runs.outcomes import ItemOutcome
+from deskbench.scoring.attempts import SUCCESS_RULE, Attempt, attempt_metrics
 
 ALPHA = 0.05
 
@@ -123,6 +133,47 @@ class PairRow(BaseModel):
     odds_ratio: float | None  # a_only / b_only; None when b_only = 0
 
 
+class ReliabilityRow(BaseModel):
+    """One system's reliability over the common tasks' first k attempts."""
+
+    system: str
+    n_tasks: int  # common tasks with k scored attempts (pass^k's tasks)
+    pass_hat: float | None  # pass^k
+    pass_hat_ci: tuple[float, float] | None  # Wilson 95% (a task's pass^k is 0 or 1 with n = k)
+    curve: list[float | None]  # pass^j, j = 1 .. k
+    passk: float | None  # pass@k: the best of k, averaged
+    avgk: float | None
+    success_rate: float | None  # mean per-task success rate
+    solved: list[int]  # tasks succeeded in exactly c of k attempts, c = 0 .. k
+    consistency: float | None  # share of tasks whose k answers agree
+    n_consistency: int  # tasks with an answer known for each attempt
+
+
+class ReliabilityPair(BaseModel):
+    """a against b on "all k attempts correct", over the common tasks both have k scored attempts of."""
+
+    a: str
+    b: str
+    n_paired: int
+    both: int
+    a_only: int  # a all correct, b not
+    b_only: int
+    neither: int
+    mcnemar_p: float | None
+    p_holm: float | None  # Holm across the reliability pairs
+    mean_diff: float | None  # pass^k of a - pass^k of b on the paired tasks
+    mean_diff_ci: tuple[float, float] | None  # paired percentile bootstrap 95%
+
+
+class ReliabilityComparison(BaseModel):
+    """Reliability across attempts: every system's pass^k and the pairwise tests on it."""
+
+    k: int
+    rule: str = SUCCESS_RULE
+    rows: list[ReliabilityRow]  # best pass^k first
+    pairs: list[ReliabilityPair]  # every pair, in the order of `systems`
+
+
 class Comparison(BaseModel):
     """What `deskbench compare --json` prints: one shape for any number of systems and runs."""
 
@@ -138,6 +189,7 @@ class Comparison(BaseModel):
     pairs: list[PairRow]  # every pair, in the order of `systems`
     method: str  # how correct and score are defined for this track, in words
     notes: list[str]
+    reliability: ReliabilityComparison | None = None  # every system ran each common task twice or more
 
 
 def _none(x: float) -> float | None:
@@ -196,6 +248,63 @@ def _pair(a: str, b: str, xa: list[ItemOutcome], xb: list[ItemOutcome], resample
     )
 
 
+def _attempts_of(s: SystemOutcomes, common: set[str]) -> dict[str, dict[int, ItemOutcome]]:
+    """A system's outcomes of the common tasks, by task and attempt (a repeated one keeps the last)."""
+    out: dict[str, dict[int, ItemOutcome]] = {}
+    for o in s.outcomes:
+        if o.task_id in common:
+            out.setdefault(o.task_id, {})[o.attempt] = o
+    return out
+
+
+def _all_correct(attempts: dict[int, ItemOutcome], k: int) -> bool | None:
+    """Whether the first k attempts were all correct; None unless all k are scored."""
+    first = [attempts.get(a) for a in range(k)]
+    if any(o is None or o.status != "scored" for o in first):
+        return None
+    return all(bool(o.correct) for o in first if o is not None)
+
+
+def reliability(systems: Sequence[SystemOutcomes], common: Sequence[str], *, resamples: int = 1000,
+                seed: int = 0) -> ReliabilityComparison | None:
+    """pass^k of every system over `common` and the pairs' tests on it (see the module docstring);
+    None unless every system has at least two attempts of the common tasks."""
+    common_set = set(common)
+    by_system = [_attempts_of(s, common_set) for s in systems]
+    runs = [max((a + 1 for t in b.values() for a in t), default=0) for b in by_system]
+    k = min(runs, default=0)
+    if k < 2:
+        return None
+    rows = []
+    for s, b in zip(systems, by_system, strict=True):
+        am = attempt_metrics([Attempt(o.task_id, a, o.score, o.correct, o.answer)
+                              for t in common if t in b for a, o in b[t].items()], k)
+        r = am.reliability
+        hits = r.solved[k] if r.n_tasks else 0
+        rows.append(ReliabilityRow(
+            system=s.label, n_tasks=r.n_tasks, pass_hat=r.pass_hat,
+            pass_hat_ci=_ci(wilson_interval(hits, r.n_tasks)) if r.n_tasks else None, curve=r.curve,
+            passk=am.passk, avgk=am.avgk, success_rate=r.success_rate, solved=r.solved,
+            consistency=r.consistency, n_consistency=r.n_consistency))
+    rows.sort(key=lambda r: (-(r.pass_hat if r.pass_hat is not None else -1.0), r.system))
+    pairs = []
+    for i, j in combinations(range(len(systems)), 2):
+        both_k = [(x, y) for t in common
+                  if (x := _all_correct(by_system[i].get(t, {}), k)) is not None
+                  and (y := _all_correct(by_system[j].get(t, {}), k)) is not None]
+        m = mcnemar_exact([x for x, _ in both_k], [y for _, y in both_k])
+        diffs = [float(x) - float(y) for x, y in both_k]
+        pairs.append(ReliabilityPair(
+            a=systems[i].label, b=systems[j].label, n_paired=len(both_k), both=m.both, a_only=m.a_only,
+            b_only=m.b_only, neither=m.neither, mcnemar_p=m.p if both_k else None, p_holm=None,
+            mean_diff=sum(diffs) / len(diffs) if diffs else None,
+            mean_diff_ci=_ci(bootstrap_mean_ci(diffs, resamples=resamples, seed=seed)) if diffs else None))
+    tested = [(n, p.mcnemar_p) for n, p in enumerate(pairs) if p.mcnemar_p is not None]
+    for (n, _), q in zip(tested, holm([p for _, p in tested]), strict=True):
+        pairs[n].p_holm = q
+    return ReliabilityComparison(k=k, rows=rows, pairs=pairs)
+
+
 def compare(systems: Sequence[SystemOutcomes], *, track: str, method: str = "", resamples: int = 1000,
             seed: int = 0) -> Comparison:
     """The leaderboard over the common tasks and every pairwise test (see the module docstring)."""
@@ -233,12 +342,17 @@ def compare(systems: Sequence[SystemOutcomes], *, track: str, method: str = "", 
             notes.append(f"{e.system}: {len(e.task_ids)} task(s) not run by every system, left out: "
                          + ", ".join(e.task_ids[:10]) + (" …" if len(e.task_ids) > 10 else ""))
     later = sum(i.n_later_attempts for i in infos)
+    held = reliability(systems, common, resamples=resamples, seed=seed)
     if later:
-        notes.append(f"{later} item(s) of attempts after the first are left out: everything uses attempt 0")
+        notes.append(f"{later} item(s) of attempts after the first are left out of the leaderboard and the pairs "
+                     "(attempt 0)" + (f"; the reliability table reads the first {held.k} attempts of each task"
+                                      if held is not None else ": not every system ran each task twice, so "
+                                      "there is no pass^k"))
     unpaired = sum(p.n_unpaired for p in pairs)
     if unpaired:
         notes.append("common tasks unscored for one side of a pair are left out of that pair's tests "
                      "(n_unpaired), never counted as wrong")
     return Comparison(track=track, resamples=resamples, seed=seed, systems=infos, common_tasks=common,
-                      excluded=excluded, leaderboard=rows, pairs=pairs, method=method, notes=notes)
+                      excluded=excluded, leaderboard=rows, pairs=pairs, method=method, notes=notes,
+                      reliability=held)
 

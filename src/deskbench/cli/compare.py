@@ -25,7 +25,7 @@ from deskbench.console import err, out
 from deskbench.errors import UserError
 
 if TYPE_CHECKING:
-    from deskbench.analysis.compare import Comparison
+    from deskbench.analysis.compare import Comparison, ReliabilityComparison
     from deskbench.runs.store import RunStore
 
 
@@ -69,8 +69,36 @@ def print_comparison(c: Comparison) -> None:
     out.print(f"[dim]{escape(c.method)}. b10: a correct, b wrong; b01: the reverse. Accuracy: Wilson 95% CI; mean "
               f"score and mean diff: percentile bootstrap 95% ({c.resamples} resamples, seed {c.seed}); Cohen's d: "
               "pooled SD of the paired scores.[/dim]")
+    if c.reliability is not None:
+        print_reliability(c.reliability, console)
     for note in c.notes:
         out.print(f"note: {escape(note)}")
+
+
+def print_reliability(r: ReliabilityComparison, console: Console) -> None:
+    """pass^k of every system and the pairs' tests on it (analysis/compare.py reliability)."""
+    k = r.k
+    rows = Table(title=f"reliability across attempts (k={k}): pass^{k} = every attempt correct")
+    for col in ("system", "tasks", f"pass^{k} % [95% CI]", f"pass^1..{k} %", f"pass@{k} %", f"avg@{k} %",
+                f"solved 0..{k} of {k}", "consistent answers %"):
+        rows.add_column(col, justify="left" if col == "system" else "right")
+    for x in r.rows:
+        rows.add_row(escape(x.system), str(x.n_tasks), _fmt_pct(x.pass_hat, x.pass_hat_ci),
+                     " ".join(_fmt_pct(v) for v in x.curve), _fmt_pct(x.passk), _fmt_pct(x.avgk),
+                     "/".join(str(n) for n in x.solved),
+                     "–" if x.consistency is None else f"{_fmt_pct(x.consistency)} of {x.n_consistency}")
+    console.print(rows)
+    if r.pairs:
+        pairs = Table(title=f"pairs on pass^{k} (every attempt correct): exact McNemar, Holm; paired bootstrap")
+        for col in ("a vs b", "paired", "b10", "b01", "McNemar p", "Holm p", f"pass^{k} diff (pts) [95% CI]"):
+            pairs.add_column(col, justify="left" if col == "a vs b" else "right")
+        for p in r.pairs:
+            diff = "–" if p.mean_diff is None else f"{100 * p.mean_diff:+.1f}" + (
+                f" [{100 * p.mean_diff_ci[0]:+.1f}, {100 * p.mean_diff_ci[1]:+.1f}]" if p.mean_diff_ci else "")
+            pairs.add_row(f"{escape(p.a)} vs {escape(p.b)}", str(p.n_paired), str(p.a_only), str(p.b_only),
+                          _fmt_p(p.mcnemar_p), _fmt_p(p.p_holm), diff)
+        console.print(pairs)
+    out.print(f"[dim]{escape(r.rule)}; pass^{k} CI: Wilson 95%.[/dim]")
 
 
 def _open_runs(run_dirs: list[Path]) -> tuple[list[RunStore], str]:
@@ -116,7 +144,8 @@ def register(app: typer.Typer) -> None:
         """Compare systems of one track (docqa, analytics or deliverables) on the tasks they all ran:
         a leaderboard over those tasks (the others listed per system), and for every pair of
         systems exact McNemar on correct/incorrect, Holm across pairs, a paired bootstrap of the
-        score difference and Cohen's d. Attempt 0 of every task; unscored items are never wrong."""
+        score difference and Cohen's d. Attempt 0 of every task; unscored items are never wrong.
+        Runs with --attempts K: pass^k (every attempt correct) per system, tested pairwise too."""
         from deskbench.analysis.compare import SystemOutcomes, system_labels
         from deskbench.analysis.compare import compare as compare_outcomes
         from deskbench.contract.registry import get_track

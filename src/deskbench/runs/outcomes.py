@@ -28,6 +28,11 @@ class ItemOutcome(BaseModel):
     status: Literal["scored", "unscored"]
     score: float | None = Field(default=None, ge=0.0, le=1.0)  # None exactly when unscored
     correct: bool | None = None  # None exactly when unscored
+    # the answer as the track compares two attempts' answers (docqa the normalised answer text,
+    # analytics the final value, deliverables the verifiers' outcomes): the consistency across
+    # attempts (scoring/attempts.py) reads it; None: not known. Kept apart from score: two wrong
+    # attempts may agree, two right ones may differ.
+    answer: str | None = None
 
     @model_validator(mode="after")
     def _unscored_has_no_score(self) -> ItemOutcome:
