@@ -10,6 +10,8 @@ https://platform.claude.com/docs/en/build-with-claude/batch-processing) over rea
 * POST /v1/messages/batches/{id}/cancel cancel: in_progress -> canceling -> ended
 * GET  /v1/messages/batches             list (newest first, limit / after_id / before_id)
 * DELETE /v1/messages/batches/{id}      delete, only once processing has ended
+* POST /v1/messages                      tests/sim_anthropic.py's SimAnthropic (same script), for
+                                        the requests a batch did not answer, sent on their own
 
 What the API checks when the batch is created (the envelope: key, version header, the body's
 shape, custom_id) is refused at once, with tests/sim_anthropic.py's error shapes. What it checks
@@ -59,6 +61,7 @@ from sim_anthropic import (
     Behaviour,
     Ctx,
     Refusal,
+    SimAnthropic,
     _rand_id,
     _text_default,
     api_key_present,
@@ -143,6 +146,10 @@ class SimAnthropicBatch:
         unknown = self.models - set(MODEL_SPECS)
         if unknown:
             raise ValueError(f"no ModelSpec for {sorted(unknown)}: add it to sim_anthropic.MODEL_SPECS")
+        # POST /v1/messages on the same base URL, as on the real API: a request a batch did not
+        # answer is sent there on its own; `direct.accepted` lists them.
+        self.direct = SimAnthropic(script=self.script, api_key=self.api_key, models=self.models,
+                                   strict_alternation=self.strict_alternation)
 
     # --- the test's controls --------------------------------------------------------------
     @property
@@ -247,6 +254,10 @@ class SimAnthropicBatch:
         }
 
     def _handle(self, method: str, path: str, headers: dict[str, str], raw: bytes) -> Response:
+        if urlsplit(path).path == "/v1/messages" and method == "POST":
+            with self._lock:
+                self.calls.append((method, path))
+            return self.direct._handle(path, headers, raw)
         with self._lock:
             self.calls.append((method, path))
             refusal = self._envelope(headers)

@@ -182,6 +182,27 @@ def to_anthropic(request: ChatRequest, caps: Capabilities) -> dict[str, Any]:
     return body
 
 
+def read_reply(raw: Any, *, structured: bool, model: str) -> ChatResponse:
+    """A Message (the SDK's, from messages.create or a batch's succeeded result) as a
+    ChatResponse; `structured`: the request asked for a response schema, so the forced
+    RESPOND_TOOL call is the reply's text (JSON)."""
+    texts, calls, reasoning = [], [], []
+    for block in raw.content:
+        if (thought := read_reasoning(block)) is not None:
+            reasoning.append(thought)
+        elif block.type == "text":
+            texts.append(block.text)
+        elif block.type == "tool_use":
+            if structured and block.name == RESPOND_TOOL:
+                texts.append(json.dumps(block.input))
+            else:
+                calls.append(ToolCall(id=block.id, name=block.name, arguments=json.dumps(block.input)))
+    usage = Usage(calls=1, input_tokens=raw.usage.input_tokens or 0, output_tokens=raw.usage.output_tokens or 0)
+    return ChatResponse(message=Message(role="assistant", content="\n".join(texts), tool_calls=calls,
+                                        reasoning=reasoning),
+                        usage=usage, finish_reason=raw.stop_reason, model=raw.model or model)
+
+
 def _error(exc: Exception) -> ModelError:
     return sdk_error(exc, anthropic.APIStatusError, anthropic.APITimeoutError, anthropic.APIConnectionError)
 
@@ -204,21 +225,7 @@ class AnthropicChat:
             raw = await self._client.messages.create(model=self.model, **body)
         except anthropic.AnthropicError as exc:
             raise _error(exc) from exc
-        texts, calls, reasoning = [], [], []
-        for block in raw.content:
-            if (thought := read_reasoning(block)) is not None:
-                reasoning.append(thought)
-            elif block.type == "text":
-                texts.append(block.text)
-            elif block.type == "tool_use":
-                if request.response_schema is not None and block.name == RESPOND_TOOL:
-                    texts.append(json.dumps(block.input))
-                else:
-                    calls.append(ToolCall(id=block.id, name=block.name, arguments=json.dumps(block.input)))
-        usage = Usage(calls=1, input_tokens=raw.usage.input_tokens or 0, output_tokens=raw.usage.output_tokens or 0)
-        return ChatResponse(message=Message(role="assistant", content="\n".join(texts), tool_calls=calls,
-                                            reasoning=reasoning),
-                            usage=usage, finish_reason=raw.stop_reason, model=raw.model or self.model)
+        return read_reply(raw, structured=request.response_schema is not None, model=self.model)
 
     async def aclose(self) -> None:
         await self._client.close()
