@@ -16,7 +16,7 @@ from sim_anthropic_batch import SimAnthropicBatch
 
 from deskbench.models.anthropic_chat import AnthropicChat
 from deskbench.models.batch.anthropic import AnthropicBatch, for_model
-from deskbench.models.batch.base import BatchedModel, MemoryJournal
+from deskbench.models.batch.base import BatchedModel, BatchItem, MemoryJournal
 from deskbench.models.cache import ATTEMPT
 from deskbench.models.prices import PriceTable
 from deskbench.models.resilient import ResilientModel, RetryPolicy
@@ -133,9 +133,7 @@ def test_a_batch_past_its_24_hours_reads_as_expired() -> None:
     assert (running, state, results) == ("running", "expired", {})
 
 
-def _item(cid: str, text: str) -> Any:
-    from deskbench.models.batch.base import BatchItem
-
+def _item(cid: str, text: str) -> BatchItem:
     return BatchItem(cid, {"model": MODEL, "max_tokens": 64, "messages": [{"role": "user", "content": text}]})
 
 
@@ -221,3 +219,24 @@ def test_a_refused_batch_sends_every_request_on_its_own() -> None:
 
         error = asyncio.run(go())
     assert error.status == 401 and error.fatal and sim.creations == 0
+
+
+def test_results_give_each_request_its_reply_or_the_error_the_messages_api_would_give() -> None:
+    with _sim() as sim:
+        backend = for_model(AnthropicChat(MODEL, base_url=sim.base_url, api_key=sim.api_key))
+        too_long = BatchItem("b", {"model": MODEL, "max_tokens": 10**6, "messages": [{"role": "user", "content": "q"}]})
+
+        async def go() -> tuple[str, dict[str, ChatResponse | ModelError]]:
+            bid = await backend.submit([_item("a", "q1"), too_long, _item("c", "fail: q3"), _item("d", "expire: q")])
+            state = (await backend.status(bid)).state
+            results = await backend.results(bid)
+            await backend.aclose()
+            return state, results
+
+        state, results = asyncio.run(go())
+    assert state == "expired" and set(results) == {"a", "b", "c"}  # d was not processed
+    reply, refused, overloaded = results["a"], results["b"], results["c"]
+    assert isinstance(reply, ChatResponse) and reply.message.text() == "answer to q1" and reply.model == MODEL
+    assert isinstance(refused, ModelError) and refused.status == 400 and not refused.retryable
+    assert "maximum allowed number of output tokens" in str(refused)
+    assert isinstance(overloaded, ModelError) and overloaded.status == 529 and overloaded.retryable
