@@ -34,7 +34,7 @@ def score(
     submissions: Annotated[Path, typer.Argument(help="Predictions JSONL (deskbench or official MADQA format), or a run directory.")],
     system: Annotated[list[str] | None, typer.Option("--system", help="In a run directory: score only these systems (repeat; 'human' pools every annotator).")] = None,
     items_out: Annotated[Path | None, typer.Option("--items-out", help="Write per-item scores as JSONL.")] = None,
-    judge: Annotated[str | None, typer.Option(help="LLM judge model, e.g. openai/gpt-5-mini (else ANLS* >= 0.5).")] = None,
+    judge: Annotated[list[str] | None, typer.Option(help="LLM judge model, e.g. openai/gpt-5-mini (else ANLS* >= 0.5); repeat to score with each and compare them (agreement, disagreements, ranking).")] = None,
     concurrency: JudgeConcurrencyOpt = 16,
     judge_temperature: JudgeTemperatureOpt = None,
     judge_top_p: JudgeTopPOpt = None,
@@ -75,13 +75,21 @@ def score(
     options = track_options("score", track, ctx.params)
     use_model_flags(capabilities, judge_temperature=judge_temperature, judge_top_p=judge_top_p,
                     judge_reasoning_effort=judge_reasoning_effort, judge_max_tokens=judge_max_tokens)
-    preflight_judges(judge, options)  # keys and settings before any scoring
+    judges = list(judge or [])
+    named: list[str | None] = [*judges] or [None]
+    for name in named:
+        preflight_judges(name, options)  # keys and settings before any scoring (the track's own judges too)
+    if len(judges) > 1:
+        from deskbench.scoring.judge_agreement import check_judges
+
+        check_judges(judges, run_dir=store is not None, items_out=items_out is not None, scorer=scorer is not None)
+    one_judge = judges[0] if len(judges) == 1 else None
     if concurrency < 1:
         raise UserError(f"--judge-concurrency {concurrency} is not valid; use 1 or more")
     if store is None and scorer is not None:
         raise UserError(f"--scorer scores a run directory; {submissions} is a file: give the run's folder")
     if store is None:
-        track.score_file(submissions, RunRequest(tasks=submissions, out=submissions, judge=judge, concurrency=concurrency,
+        track.score_file(submissions, RunRequest(tasks=submissions, out=submissions, judge=one_judge, concurrency=concurrency,
                                                  options=options, capabilities=capabilities, items_out=items_out),
                          as_json=as_json)
         return
@@ -90,9 +98,14 @@ def score(
 
         show_plugin_scores(store, scorer, system or store.systems(), as_json=as_json)
     else:
-        request = RunRequest(tasks=submissions, out=store.dir, judge=judge, concurrency=concurrency, options=options,
+        request = RunRequest(tasks=submissions, out=store.dir, judge=one_judge, concurrency=concurrency, options=options,
                              capabilities=capabilities, items_out=items_out)
-        show_scores(track, store, system or store.systems(), request, as_json=as_json)
+        if len(judges) > 1:
+            from deskbench.scoring.judge_agreement import score_with_judges
+
+            score_with_judges(track, store, system or store.systems(), judges, request, as_json=as_json)
+        else:
+            show_scores(track, store, system or store.systems(), request, as_json=as_json)
     if store.skipped:  # each was named on stderr when read (store.episodes): the count, for every track
         from deskbench.console import err
 

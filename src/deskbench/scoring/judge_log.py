@@ -12,6 +12,12 @@ report, compare) nothing is recorded and nothing changes.
 
 An episode's transcripts are written when its `episode` block ends, so scoring cut short keeps
 what it judged.
+
+The model version each provider returned (a reply's `model`: the snapshot behind a family name) is
+in every recorded call; a scope also keeps the versions each judge returned in the run's meta
+(`judge_versions`), and a later scope whose judge answered as another version says so in one line
+on stderr: the same judge name, another model, other verdicts possible. `returned_versions`
+collects them for a caller comparing judges (scoring/judge_agreement.py).
 """
 
 from __future__ import annotations
@@ -24,7 +30,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, overload
 
 from deskbench.models.types import ChatModel, ChatRequest, ChatResponse
-from deskbench.runs.transcript import Transcript
+from deskbench.runs.transcript import ModelCallEvent, Transcript
 
 if TYPE_CHECKING:  # the scorers import this module; only a scope's opener needs the store
     from deskbench.runs.store import RunStore
@@ -48,6 +54,7 @@ class JudgeLog:
     system: str | None = None  # what `episode` fills in when the scorer knows only the task
     attempt: int = 0
     transcripts: dict[EpisodeKey, dict[str, Transcript]] = field(default_factory=dict)
+    returned: dict[str, set[str]] = field(default_factory=dict)  # judge model id -> versions its replies named
 
     def transcript(self, key: EpisodeKey, scorer: str) -> Transcript:
         return self.transcripts.setdefault(key, {}).setdefault(scorer, Transcript())
@@ -65,6 +72,8 @@ class JudgeLog:
 
 _log: ContextVar[JudgeLog | None] = ContextVar("deskbench_judge_log", default=None)
 _episode: ContextVar[EpisodeKey | None] = ContextVar("deskbench_judge_episode", default=None)
+_collector: ContextVar[dict[str, set[str]] | None] = ContextVar("deskbench_judge_versions", default=None)
+VERSIONS_META = "judge_versions"  # the run's meta key: judge model id -> the versions its last scoring returned
 
 
 @contextmanager
@@ -81,6 +90,48 @@ def recording(store: RunStore | None, system: str | None = None, attempt: int = 
     finally:
         _log.reset(token)
         log.save_all()  # episodes whose block did not end (scoring that raised)
+        note_versions(store, log.returned)
+
+
+@contextmanager
+def returned_versions() -> Iterator[dict[str, set[str]]]:
+    """Collect, inside, the versions every judge call's reply named (model id -> versions), in or
+    out of a recording scope."""
+    seen: dict[str, set[str]] = {}
+    token = _collector.set(seen)
+    try:
+        yield seen
+    finally:
+        _collector.reset(token)
+
+
+def note_versions(store: RunStore, returned: dict[str, set[str]]) -> list[str]:
+    """Keep what each judge returned in the run's meta; one line on stderr (and returned) for
+    each judge whose versions differ from the ones the run's previous scoring with it recorded."""
+    if not returned:
+        return []
+    changed: list[str] = []
+
+    def merge(before: object | None) -> object:
+        known = dict(before) if isinstance(before, dict) else {}
+        for model, now in returned.items():
+            earlier = known.get(model)
+            if isinstance(earlier, list) and earlier and set(earlier) != now:
+                changed.append(f"judge {model} answered as {', '.join(sorted(now))} this time; the run's earlier "
+                               f"verdicts from it came from {', '.join(sorted(earlier))}: a verdict may differ by "
+                               "version alone (each call's version is in the judge transcripts)")
+            known[model] = sorted(now)
+        return known
+
+    store.update_meta(VERSIONS_META, merge)
+    if changed:
+        from rich.markup import escape
+
+        from deskbench.console import err
+
+        for line in changed:
+            err.print(f"[yellow]note:[/yellow] {escape(line)}")
+    return changed
 
 
 @contextmanager
@@ -106,6 +157,13 @@ def current(scorer: str) -> Transcript | None:
     return log.transcript(key, scorer) if log is not None and key is not None else None
 
 
+def _note(model: str, version: str) -> None:
+    """Note the version a judge's reply named, for the scope and for a collector."""
+    for seen in (log.returned if (log := _log.get()) is not None else None, _collector.get()):
+        if seen is not None:
+            seen.setdefault(model, set()).add(version)
+
+
 def attach(scorer: str, transcript: Transcript) -> None:
     """Hand over a transcript a judge collected itself (an agentic judge's Recorder)."""
     log, key = _log.get(), _episode.get()
@@ -114,6 +172,9 @@ def attach(scorer: str, transcript: Transcript) -> None:
     mine = log.transcript(key, scorer)
     mine.events.extend(transcript.events)
     mine.blobs.update(transcript.blobs)
+    for event in transcript.events:  # the versions its replies named, as a recorded model's are
+        if isinstance(event, ModelCallEvent) and event.reply and event.reply.get("model"):
+            _note(event.model, str(event.reply["model"]))
 
 
 class RecordingModel:
@@ -128,7 +189,9 @@ class RecordingModel:
     async def complete(self, request: ChatRequest) -> ChatResponse:
         transcript = current(self.scorer)
         if transcript is None:
-            return await self.inner.complete(request)
+            response = await self.inner.complete(request)
+            self._returned(response)
+            return response
         at, started = transcript.elapsed(), time.monotonic()
         try:
             response = await self.inner.complete(request)
@@ -137,7 +200,12 @@ class RecordingModel:
                                   error=f"{type(exc).__name__}: {exc}")
             raise
         transcript.model_call(self.id, request, response, at=at, seconds=time.monotonic() - started)
+        self._returned(response)
         return response
+
+    def _returned(self, response: ChatResponse) -> None:
+        if response.model:
+            _note(self.id, response.model)
 
     async def aclose(self) -> None:
         await self.inner.aclose()
