@@ -3,11 +3,18 @@ GeminiNative's own (so sim_gemini_native's rules pass on them), each caller gets
 half the price with the model version the API returned, a batch too big to send inline goes as an
 uploaded JSONL file whose keyed results are matched by key, what a batch did not answer (a
 request's error, an expired, failed or cancelled batch) goes on its own at full price, and a
-second process with the same journal polls the batch the first submitted instead of paying twice."""
+second process with the same journal polls the batch the first submitted instead of paying twice
+(also across a kill -9, with the run store as the journal)."""
 
 from __future__ import annotations
 
 import asyncio
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -201,3 +208,62 @@ def test_only_google_models_have_this_backend(env: pytest.MonkeyPatch) -> None:
     env.delenv("GEMINI_API_KEY")
     with pytest.raises(UserError, match="GEMINI_API_KEY or GOOGLE_API_KEY"):
         GeminiBatch(chat)
+
+
+# -- a killed process and its resume, through the run store's journal ---------------------------
+DRIVER = """
+import asyncio, sys
+from pathlib import Path
+from deskbench.models.batch.base import BatchedModel
+from deskbench.models.batch.gemini import for_model
+from deskbench.models.gemini_native import GeminiNative
+from deskbench.models.prices import PriceTable
+from deskbench.models.resilient import ResilientModel, RetryPolicy
+from deskbench.models.types import ChatRequest, Message
+from deskbench.runs.store import RunStore
+
+async def main():
+    chat = GeminiNative("gemini-2.5-flash", id="google/gemini-2.5-flash")
+    direct = ResilientModel(chat, policy=RetryPolicy(attempts=1), prices=PriceTable())
+    model = BatchedModel(for_model(chat), direct, journal=RunStore(Path(sys.argv[1])), window=0.05, poll=0.02)
+    asks = [ChatRequest(messages=[Message(role="user", content=q)], max_tokens=256) for q in ("one", "two", "three")]
+    try:
+        replies = await asyncio.gather(*(model.complete(a) for a in asks))
+    finally:
+        await model.aclose()
+    for r in replies:
+        print(r.batch, r.usage.cost_usd, r.message.text())
+    print("resumed", len(model.stats.resumed))
+
+asyncio.run(main())
+"""
+
+
+def test_kill_9_during_a_batch_then_a_resume_that_submits_nothing_twice(env: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    with SimGeminiBatch(script=_script, hold=True) as sim:
+        environ = {**os.environ, **sim.env()}
+        first = subprocess.Popen([sys.executable, "-c", DRIVER, str(tmp_path / "run")], env=environ,
+                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        try:
+            # the process polls its batch only once the batch and its requests are in the run
+            # store: kill it then (no sleeping on a guess)
+            deadline = time.monotonic() + 60
+            while (not sim.batches or not next(iter(sim.batches.values()))["polls"]) and first.poll() is None \
+                    and time.monotonic() < deadline:
+                time.sleep(0.05)
+            assert sim.created() == 1, first.stderr.read().decode() if first.poll() is not None else "no batch polled"
+        finally:
+            first.send_signal(signal.SIGKILL)
+            first.wait()
+        assert first.returncode == -signal.SIGKILL
+        sim.release()
+        second = subprocess.run([sys.executable, "-c", DRIVER, str(tmp_path / "run")], env=environ,
+                                capture_output=True, text=True, timeout=120)
+    assert second.returncode == 0, second.stderr
+    [name] = sim.batches
+    assert sim.created() == 1 and not sim.direct
+    lines = second.stdout.splitlines()
+    assert lines[-1] == "resumed 1"
+    rows = [line.split(" ", 2) for line in lines[:-1]]
+    assert [(b, text) for b, _, text in rows] == [(name, f"answer to {q}") for q in ("one", "two", "three")]
+    assert [float(cost) for _, cost, _ in rows] == pytest.approx([FULL / 2] * 3)
