@@ -79,6 +79,18 @@ class Reliability(BaseModel):
     n_consistency: int  # tasks with an answer known for each of their k attempts
     tasks: list[TaskReliability]  # every task with a scored attempt, in first-seen order
 
+    def line(self) -> str:
+        """pass^k, the pass^j curve, the tasks solved 0..k times and the consistency in one line
+        (what every track's `score` prints under its pass@k)."""
+        def pct(x: float | None) -> str:
+            return "–" if x is None else f"{100 * x:.1f}"
+
+        agree = "–" if self.consistency is None else f"{pct(self.consistency)} of {self.n_consistency} tasks"
+        return (f"reliability (k={self.k}): pass^{self.k} {pct(self.pass_hat)} over {self.n_tasks} tasks with "
+                f"{self.k} scored attempts (every attempt correct); pass^1..{self.k} "
+                f"{' '.join(pct(v) for v in self.curve)}; tasks solved 0..{self.k} times "
+                f"{'/'.join(str(n) for n in self.solved)}; same answer every attempt {agree}")
+
 
 class AttemptMetrics(BaseModel):
     k: int

@@ -8,15 +8,13 @@ for are its tasks (a task it never ran is not wrong, it is not its task).
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from typing import TYPE_CHECKING
 
 from deskbench.runs.outcomes import ItemOutcome, OutcomeOptions, ScorerRequest
-from deskbench.tracks.docqa.tasks import DocQATask
 
 if TYPE_CHECKING:
-    from deskbench.runs.store import RunStore
     from deskbench.tracks.docqa.tasks import ItemScore
 
 DEFINITION = ("score = the item's accuracy (ANLS* >= 0.5 gives 1/0; with --judge 1/0.5/0); correct = accuracy "
@@ -24,30 +22,20 @@ DEFINITION = ("score = the item's accuracy (ANLS* >= 0.5 gives 1/0; with --judge
 """How an item's score and binary outcome are defined, in words (`compare` and its page show it)."""
 
 
-def docqa_outcomes(items: Sequence[ItemScore], system: str, *, attempt: int = 0) -> list[ItemOutcome]:
+def docqa_outcomes(items: Sequence[ItemScore], system: str, *, attempt: int = 0,
+                   answers: Mapping[str, str] | None = None) -> list[ItemOutcome]:
     """docqa items (tracks/docqa/scoring/docqa.py) as outcomes; a "missing" item (the episode failed) is
-    scored 0, as `deskbench score` counts it."""
+    scored 0, as `deskbench score` counts it. `answers`: each task's answer key (docqa_attempts.answer_key)."""
     out = []
+    given = answers or {}
     for i in items:
         if i.status == "unscored" or i.accuracy is None:
-            out.append(ItemOutcome(task_id=i.id, attempt=attempt, system=system, status="unscored"))
+            out.append(ItemOutcome(task_id=i.id, attempt=attempt, system=system, status="unscored",
+                                   answer=given.get(i.id)))
         else:
             out.append(ItemOutcome(task_id=i.id, attempt=attempt, system=system, status="scored",
-                                   score=float(i.accuracy), correct=bool(i.correct)))
+                                   score=float(i.accuracy), correct=bool(i.correct), answer=given.get(i.id)))
     return out
-
-
-def docqa_run_outcomes(store: RunStore, system: str, options: OutcomeOptions) -> list[ItemOutcome]:
-    from deskbench.tracks.docqa.episodes import run_submissions
-    from deskbench.tracks.docqa.humans import tasks_scored
-    from deskbench.tracks.docqa.scoring.docqa import ScoreOptions, score_all
-
-    subs, failed = run_submissions(store, system)  # attempt 0, as `deskbench score`
-    ran = {s.id for s in subs if s.id is not None} | set(failed)
-    tasks = [t for t in tasks_scored(system, store.tasks_of(DocQATask), ran) if t.id in ran]
-    scorer = options.scorer if isinstance(options.scorer, ScoreOptions) else ScoreOptions()
-    items, _ = score_all(tasks, subs, scorer, errors=failed)
-    return docqa_outcomes(items, system)
 
 
 @contextmanager

@@ -262,6 +262,8 @@ def _print_attempts(m: AttemptMetrics) -> None:
               f"pass@{m.k} {_pct(m.passk)}{'' if m.complete else '*'}, avg@{m.k} {_pct(m.avgk)}; spread across "
               f"attempts (std of per-attempt accuracy) {spread} [{', '.join(_pct(a) for a in m.per_attempt)}]"
               + ("" if m.complete else f"; * some tasks have fewer than {m.k} attempts scored"))
+    out.print(m.reliability.line())
+
 
 
 

@@ -121,7 +121,7 @@ class DocQATrack(Track):
         return docqa_scorer_options(request)
 
     def outcomes(self, store: RunStore, system: str, options: OutcomeOptions) -> list[ItemOutcome]:
-        from deskbench.tracks.docqa.outcomes import docqa_run_outcomes
+        from deskbench.tracks.docqa.scoring.docqa_attempts import docqa_run_outcomes
 
         return docqa_run_outcomes(store, system, options)
 
