@@ -49,6 +49,7 @@ import threading
 from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
+from urllib.parse import urlsplit
 
 import sim_anthropic as base
 import sim_openai_file_search as methods
@@ -380,7 +381,7 @@ class SimResearch:
                 if tool is None or tool.get("type") != "web_search_20250305":
                     raise ScriptError("the script searches but the request has no web_search server tool")
                 searches += 1
-                content += self._search(a)
+                content += self._search(a, tool.get("blocked_domains") or [])
             elif "text" in a:
                 block: dict[str, Any] = {"type": "text", "text": a["text"]}
                 if a.get("cite"):
@@ -438,16 +439,28 @@ class SimResearch:
         done = self._issue({"type": "bash_code_execution_tool_result", "tool_use_id": call["id"], "content": result})
         return [call, done]
 
-    def _search(self, a: Action) -> list[dict[str, Any]]:
+    def _search(self, a: Action, blocked: list[str]) -> list[dict[str, Any]]:
         call = self._issue({"type": "server_tool_use", "id": self._id("srvtoolu_"), "name": "web_search",
                             "input": {"query": a["search"]}})
         hits = []
         for r in a.get("results", []):
+            if any(_under(r["url"], d) for d in blocked):  # SEARCH: "never appear in results"
+                continue
             self._searched[r["url"]] = r.get("title", r["url"])
             hits.append({"type": "web_search_result", "url": r["url"], "title": r.get("title", r["url"]),
                          "encrypted_content": secrets.token_urlsafe(24), "page_age": r.get("page_age")})
         done = self._issue({"type": "web_search_tool_result", "tool_use_id": call["id"], "content": hits})
         return [call, done]
+
+
+def _under(url: str, domain: str) -> bool:
+    """SEARCH, domain filtering: no scheme; subdomains included; a subpath matches what lies under it."""
+    host, _, path = domain.casefold().partition("/")
+    parts = urlsplit(url)
+    at = (parts.hostname or "").casefold()
+    if at != host and not at.endswith(f".{host}"):
+        return False
+    return not path or (parts.path.casefold().rstrip("/") + "/").startswith(f"/{path.rstrip('/')}/")
 
 
 def _blocks(m: dict[str, Any]) -> list[dict[str, Any]]:

@@ -134,6 +134,8 @@ FLAGS: tuple[Flag, ...] = (
     # agent and scoring variants
     _f("--view", "MODE", "docqa: what the agent sees of a page: text | image | both"),
     _f("--web", "MODE", "deliverables: web search for the agent: recorded:DIR | brave"),
+    _f("--deny-url", "PATTERN", "deliverables: one more source web agents may not reach (host/path, or @FILE)"),
+    _f("--allow-peeking", "", "deliverables: no deny-list of the benchmarks' own sources (docs/no-peeking.md)"),
     _f("--no-summary", "", "analytics: no summary round (the paper's ablation)"),
     _f("--last-round-note", "", "analytics: tell the agent when its last round comes"),
     _f("--cjk-font-hint", "", "analytics: tell the agent which CJK fonts are installed"),

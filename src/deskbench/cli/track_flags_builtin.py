@@ -52,8 +52,10 @@ FLAGS: dict[str, dict[str, tuple[FlagSpec, ...]]] = {
             FlagSpec(param='rerun', flag='--rerun', kind='switch', default=False, help='deliverables: run the selected episodes again, replacing the stored ones (others are kept).', short=None, negative=None, preflight=False),
             FlagSpec(param='inline_chars', flag='--inline-chars', kind='int', default=24000, help='deliverables: characters of normalised input text put in the prompt.', short=None, negative=None, preflight=False),
             FlagSpec(param='trap_hints', flag='--trap-hints', kind='switch', default=False, help="deliverables: the prompt names the trap kinds (footnotes, units, weighting...): not the paper's prompt; the system becomes deliverable-agent[trap-hints].", short=None, negative=None, preflight=False),
-            FlagSpec(param='web', flag='--web', kind='str', default=None, help='deliverables: web_search and fetch tools: recorded:DIR (saved pages, offline) or brave (Brave Search API, key in $BRAVE_SEARCH_API_KEY). Off by default.', short=None, negative=None, preflight=False),
-            FlagSpec(param='web_record', flag='--web-record', kind='path', default=None, help='deliverables: with a live --web, also save every search and page to DIR (replay with --web recorded:DIR).', short=None, negative=None, preflight=False),
+            FlagSpec(param='web', flag='--web', kind='str', default=None, help='deliverables: web tools: recorded:DIR (offline) or brave (key in $BRAVE_SEARCH_API_KEY).', short=None, negative=None, preflight=False),
+            FlagSpec(param='web_record', flag='--web-record', kind='path', default=None, help="deliverables: save a live --web's pages to DIR.", short=None, negative=None, preflight=False),
+            FlagSpec(param='deny_url', flag='--deny-url', kind='strs', default=None, help='deliverables: also deny URL PATTERN/@FILE.', short=None, negative=None, preflight=False),
+            FlagSpec(param='allow_peeking', flag='--allow-peeking', kind='switch', default=False, help='deliverables: let web agents see the benchmark.', short=None, negative=None, preflight=False),
         ),
     },
     'score': {

@@ -17,6 +17,7 @@ from deskbench.tracks.deliverables.prompts import (
 )
 from deskbench.tracks.deliverables.tasks import DeliverableTask
 from deskbench.tracks.deliverables.web_access import WebChoice
+from deskbench.tracks.deliverables.web_deny import DenyList
 
 
 @dataclass(frozen=True)
@@ -26,6 +27,7 @@ class DeliverableOptions:
     inline_chars: int = 24_000
     trap_hints: bool = False  # --trap-hints
     web: WebChoice | None = None  # --web
+    deny: DenyList | None = field(default_factory=DenyList.default)  # no peeking (web_deny.py); None: --allow-peeking
     agent_options: Mapping[str, object] = field(default_factory=dict)  # external: --command / --url / --timeout
 
 

@@ -31,11 +31,13 @@ class DeliverablesRunOptions(ExternalAgentOptions):
         "deliverables: the prompt names the trap kinds (footnotes, units, weighting...): not the paper's prompt; "
         "the system becomes deliverable-agent[trap-hints]."))] = False
     web: Annotated[str | None, Field(description=(
-        "deliverables: web_search and fetch tools: recorded:DIR (saved pages, offline) or brave (Brave Search "
-        "API, key in $BRAVE_SEARCH_API_KEY). Off by default."))] = None
+        "deliverables: web tools: recorded:DIR (offline) or brave (key in $BRAVE_SEARCH_API_KEY)."))] = None
     web_record: Annotated[Path | None, Field(description=(
-        "deliverables: with a live --web, also save every search and page to DIR (replay with --web "
-        "recorded:DIR)."))] = None
+        "deliverables: save a live --web's pages to DIR."))] = None
+    deny_url: Annotated[tuple[str, ...], Field(description=(
+        "deliverables: also deny URL PATTERN/@FILE."))] = ()
+    allow_peeking: Annotated[bool, Field(description=(
+        "deliverables: let web agents see the benchmark."))] = False
 
 
 class DeliverablesScoreOptions(TrackOptions):

@@ -18,7 +18,7 @@ from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from deskbench.agents.base import AgentResult
+from deskbench.agents.base import AgentResult, stamped
 from deskbench.agents.code_loop import AnalystContext, AnalystSettings
 from deskbench.errors import UserError
 from deskbench.models.registry import open_model, preflight
@@ -50,6 +50,7 @@ from deskbench.tracks.deliverables.agent import (
 from deskbench.tracks.deliverables.agent_inputs import DeliverableOptions
 from deskbench.tracks.deliverables.tasks import DeliverableTask, load_packages
 from deskbench.tracks.deliverables.web_access import WebChoice, open_web
+from deskbench.tracks.deliverables.web_deny import DenyList, flag_sources, no_peeking_note
 
 
 @dataclass(frozen=True)
@@ -97,12 +98,17 @@ class DeliverablesRunSpec:
     limits: Limits = field(default_factory=Limits)
     trap_hints: bool = False  # the prompt names the trap kinds (not the paper's prompt)
     web: WebChoice | None = None  # web_search/fetch tools (none: no web access)
+    deny: DenyList | None = field(default_factory=DenyList.default)  # no peeking (web_deny.py); None: --allow-peeking
     agent_options: Mapping[str, object] = field(default_factory=dict)  # external: --command / --url / --timeout
 
     @property
     def options(self) -> DeliverableOptions:
         return DeliverableOptions(inline_chars=self.inline_chars, trap_hints=self.trap_hints, web=self.web,
-                                  agent_options=self.agent_options)
+                                  deny=self.deny, agent_options=self.agent_options)
+
+    def has_web(self, agent: str) -> bool:
+        """Whether the agent can reach the web: deskbench's tools (--web) or its provider's own search."""
+        return self.web is not None or agent in deep_research.AGENTS
 
     def system(self, agent: str, model_id: str | None) -> str:
         """The stored system name: the agent's variant and the model (none for an agent calling no model of ours)."""
@@ -144,6 +150,7 @@ def deliverables_config(spec: DeliverablesRunSpec, agent: str, model: ResilientM
                         model_settings=model_settings(model), model_source=model_source(model),
                         settings={"max_rounds": spec.max_rounds, "inline_chars": spec.inline_chars,
                                   "trap_hints": spec.trap_hints, "web": web,
+                                  **({"deny_list": spec.deny.digest() if spec.deny else "off"} if spec.has_web(agent) else {}),
                                   **(spec.agent_options if agent in NO_MODEL else {})},
                         prompt_hash=prompt_hash(*PROMPT_MODULES, *agent_modules(agent)))
 
@@ -156,9 +163,11 @@ def agent_modules(agent: str) -> tuple[str, ...]:
 def agent_protocol(agent: str, options: DeliverableOptions, *, external: bool) -> list[ProtocolNote]:
     """What the system runs: a deep-research agent says its provider's API and web access, the
     others the deliverable agent's prompt and --web."""
-    if agent in deep_research.AGENTS:
-        return deep_research.protocol_notes(agent, options)
-    return protocol_notes(options, external=external)
+    notes = deep_research.protocol_notes(agent, options) if agent in deep_research.AGENTS else \
+        protocol_notes(options, external=external)
+    if options.web is not None or agent in deep_research.AGENTS:
+        notes.append(no_peeking_note(options.deny, agent if options.web is None else None))
+    return notes
 
 
 def prepare_deliverables(spec: DeliverablesRunSpec) -> PreparedRun:
@@ -196,9 +205,9 @@ def prepare_deliverables(spec: DeliverablesRunSpec) -> PreparedRun:
 
     @asynccontextmanager
     async def start() -> AsyncIterator[dict[str, EpisodeFn]]:
-        web = open_web(spec.web) if spec.web is not None else None
+        web = open_web(spec.web, spec.deny) if spec.web is not None else None
         try:
-            yield {name: _episodes(make_agent(agent, spec.options, web), name, prep,
+            yield {name: _episodes(make_agent(agent, spec.options, web), name, prep, spec.deny if spec.has_web(agent) else None,
                                    AnalystContext(model=by_name[name], sandbox=sandbox, tasks_dir=spec.packages.resolve(),
                                                   run_dir=store.dir, settings=settings))
                    for name, agent in agents.items()}
@@ -213,9 +222,16 @@ def prepare_deliverables(spec: DeliverablesRunSpec) -> PreparedRun:
     return prep
 
 
-def _episodes(agent: DeliverablesAgent, system: str, prep: PreparedRun, ctx: AnalystContext) -> EpisodeFn:
+def _episodes(agent: DeliverablesAgent, system: str, prep: PreparedRun, deny: DenyList | None,
+              ctx: AnalystContext) -> EpisodeFn:
+    """`deny`: after the episode, the denied sources its steps show it got (a provider's own
+    search, which deskbench could not filter) are named in a `peeking` step (web_deny.py)."""
     async def episode(task: HasId, attempt: int) -> AgentResult:
         assert isinstance(task, DeliverableTask)
-        return await agent.run(task, ctx, episode_dir(prep.store.dir, system, task.id, attempt))
+        result = await agent.run(task, ctx, episode_dir(prep.store.dir, system, task.id, attempt))
+        flagged = flag_sources(result.trajectory, deny, system) if deny is not None else None
+        if flagged is not None:
+            result.trajectory.append(stamped(flagged))
+        return result
 
     return episode

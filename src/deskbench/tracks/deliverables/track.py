@@ -108,6 +108,7 @@ class DeliverablesTrack(Track):
             prepare_deliverables,
         )
         from deskbench.tracks.deliverables.web_access import parse_web
+        from deskbench.tracks.deliverables.web_deny import parse_deny
 
         o = request.options_as(DeliverablesRunOptions)
         if o.web_record is not None and o.web is None:
@@ -121,6 +122,7 @@ class DeliverablesTrack(Track):
             inline_chars=o.inline_chars, cache=request.cache, prices=request.prices,
             unsafe_local=o.unsafe_local, trap_hints=o.trap_hints,
             web=parse_web(o.web, o.web_record) if o.web is not None else None,
+            deny=parse_deny(o.deny_url, allow_peeking=o.allow_peeking),
             agent_options=external_options(lambda name: getattr(o, name)))
         return prepare_deliverables(spec)
 

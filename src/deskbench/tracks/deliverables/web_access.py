@@ -30,6 +30,10 @@ authorized external source. Two backends, chosen with `deskbench run --web`:
 Every call and what it returned (hits; the page's URL, status and the text shown) is a
 ToolCallStep of the episode, so each URL a deliverable cites can be traced to a fetch.
 
+Either backend is held to the deny-list of the benchmarks' own sources (web_deny.py; on unless
+--allow-peeking): a denied fetch is refused with a tool error, denied hits are removed, and the
+step records the attempt under `peeking`.
+
 The backends' protocol is web_backend.py, page text web_page_text.py, the backends
 web_recorded.py and web_live.py; this module chooses one (--web) and holds the tools.
 """
@@ -47,6 +51,14 @@ from deskbench.errors import UserError
 from deskbench.models.types import ToolCall, ToolSpec
 from deskbench.tasks.trajectory import ToolCallStep
 from deskbench.tracks.deliverables.web_backend import WebBackend, WebError
+from deskbench.tracks.deliverables.web_deny import (
+    DenyList,
+    GuardedWeb,
+    Screened,
+    WebBlocked,
+    guarded,
+    peeking_key,
+)
 from deskbench.tracks.deliverables.web_live import SEARCH_APIS, SEARCH_KEYS, LiveWeb
 from deskbench.tracks.deliverables.web_recorded import RecordedWeb, RecordingWeb, read_recording
 
@@ -94,11 +106,13 @@ def parse_web(value: str, record_to: Path | None = None) -> WebChoice:
     raise UserError(f"--web {value!r} is not known; use recorded:DIR or one of: {', '.join(SEARCH_APIS)}")
 
 
-def open_web(choice: WebChoice) -> WebBackend:
+def open_web(choice: WebChoice, deny: DenyList | None = None) -> WebBackend:
+    """The backend `choice` names, held to `deny` (None: --allow-peeking). A recording saves what
+    the agent was shown, so the deny-list sits outside it."""
     if not choice.live:
-        return RecordedWeb(Path(choice.arg))
+        return guarded(RecordedWeb(Path(choice.arg)), deny)
     backend: WebBackend = LiveWeb(SEARCH_APIS[choice.kind](os.environ.get(SEARCH_KEYS[choice.kind], "")))
-    return RecordingWeb(backend, choice.record_to) if choice.record_to else backend
+    return guarded(RecordingWeb(backend, choice.record_to) if choice.record_to else backend, deny)
 
 
 # ---- the tools -------------------------------------------------------------------------------
@@ -136,18 +150,25 @@ class WebSearchTool:
                 raise ValueError("web_search needs a non-empty 'query' string")
             count = args.get("count", 5)
             count = max(1, min(int(count), MAX_RESULTS)) if isinstance(count, int | float) else 5
-            hits = await self.backend.search(query, count)
+            if isinstance(self.backend, GuardedWeb):
+                screened = await self.backend.screened_search(query, count)
+            else:
+                screened = Screened(await self.backend.search(query, count), [], None)
         except (ValueError, WebError) as exc:
             problem = describe_problem(exc)
             rec.add(ToolCallStep(name=self.spec.name, arguments={"raw": call.arguments[:2000]},
                                  result={"backend": self.backend.name, "error": problem}))
             return f"error: {problem}"
+        hits, peeking = screened.hits, screened.record()
         rec.add(ToolCallStep(name=self.spec.name, arguments={"query": query, "count": count},
-                             result={"backend": self.backend.name, "results": [h.model_dump() for h in hits]},
+                             result={"backend": self.backend.name, "results": [h.model_dump() for h in hits],
+                                     **({peeking_key(): peeking} if peeking else {})},
                              seconds=round(time.monotonic() - started, 4)))
+        removed = (f"\n({len(screened.removed)} result(s) from the benchmark's own sources removed: "
+                   "they are blocked in this run)" if screened.removed else "")
         if not hits:
-            return f"no results for {query!r}"
-        return "\n\n".join(f"[{i}] {h.title}\n{h.url}\n{h.snippet}".rstrip() for i, h in enumerate(hits, 1))
+            return f"no results for {query!r}{removed}"
+        return "\n\n".join(f"[{i}] {h.title}\n{h.url}\n{h.snippet}".rstrip() for i, h in enumerate(hits, 1)) + removed
 
 
 class FetchTool:
@@ -170,8 +191,10 @@ class FetchTool:
         except (ValueError, WebError) as exc:
             problem = describe_problem(exc)
             args = {"url": url} if isinstance(url, str) else {"raw": call.arguments[:2000]}
+            blocked = {peeking_key(): {"action": "blocked", "url": exc.url, "rule": exc.reason}} \
+                if isinstance(exc, WebBlocked) else {}
             rec.add(ToolCallStep(name=self.spec.name, arguments=args,
-                                 result={"backend": self.backend.name, "error": problem}))
+                                 result={"backend": self.backend.name, "error": problem, **blocked}))
             return f"error: {problem}"
         shown = page.text[:PAGE_CHARS]
         if len(page.text) > PAGE_CHARS:

@@ -128,10 +128,13 @@ def test_the_simulator_refuses_what_the_api_refuses() -> None:
 
 def test_web_search_is_injected_by_corpus_discipline(packages: Path, tmp_path: Path) -> None:
     crp, scp = load_package(packages / "dl-0001-crp"), load_package(packages / "dl-0003-scp")
-    agent = ClaudeResearch()
+    agent = ClaudeResearch(DeliverableOptions(deny=None))  # --allow-peeking: the tool as the paper's
     conv = Conversation(messages=[{"role": "user", "content": "x"}])
     assert agent._request(crp, "m", conv, {})["tools"] == [CODE_TOOL, SEARCH_TOOL]  # hybrid: injected
     assert agent._request(scp, "m", conv, {})["tools"] == [CODE_TOOL]  # closed: omitted
+    denied = ClaudeResearch()._request(crp, "m", conv, {})["tools"][1]  # by default, no peeking (web_deny.py)
+    assert denied["type"] == "web_search_20250305" and "github.com/OxRML/MADQA" in denied["blocked_domains"]
+    assert "huggingface.co/datasets/deccan-ai/dra-bench" in denied["blocked_domains"]
     web_dir = _recording(tmp_path)
     choice = WebChoice("recorded", str(web_dir))
     client = ClaudeResearch(DeliverableOptions(web=choice), RecordedWeb(web_dir))

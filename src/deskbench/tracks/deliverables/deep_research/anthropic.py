@@ -393,7 +393,10 @@ class ClaudeResearch:
             tools += [{"name": t.spec.name, "description": t.spec.description, "input_schema": t.spec.parameters}
                       for t in self.tools.values()]
         elif task.corpus_discipline in WEB_DISCIPLINES:
-            tools.append(dict(SEARCH_TOOL))
+            search: dict[str, Any] = dict(SEARCH_TOOL)
+            if self.options.deny is not None:  # no peeking (web_deny.py): the benchmarks' own sources
+                search["blocked_domains"] = self.options.deny.blocked_domains()
+            tools.append(search)
         body: dict[str, Any] = {"model": model, "max_tokens": sent.get("max_tokens", MAX_TOKENS),
                                 "messages": conv.messages, "tools": tools}
         body |= {k: v for k, v in sent.items() if k != "max_tokens"}
