@@ -177,6 +177,18 @@ def test_a_second_process_resumes_the_submitted_batch_and_submits_nothing_twice(
     assert all(r.batch == name and r.usage.cost_usd == pytest.approx(FULL / 2) for r in replies)
 
 
+def test_a_journalled_batch_the_api_no_longer_knows_sends_its_requests_on_their_own(env: pytest.MonkeyPatch) -> None:
+    journal = MemoryJournal()
+    with SimGeminiBatch(script=_script) as sim:
+        asyncio.run(_all(_model(sim, env, journal), [_ask("kept")]))
+        [name] = sim.batches
+        del sim.batches[name]  # deleted at the provider (DELETE batches/{id}) after the run recorded it
+        again = _model(sim, env, journal)
+        [reply] = asyncio.run(_all(again, [_ask("kept")]))
+    assert again.stats.resumed == [name] and again.stats.individual == 1 and sim.created() == 1
+    assert reply.batch is None and reply.message.text() == "answer to kept" and len(sim.direct) == 1
+
+
 def test_a_refused_create_sends_each_request_on_its_own_where_a_user_refusal_stops_the_run(env: pytest.MonkeyPatch) -> None:
     with SimGeminiBatch(script=_script, models={"gemini-2.5-pro"}) as sim:  # the batch endpoint serves no flash
         model = _model(sim, env)
