@@ -118,17 +118,35 @@ def test_the_report_by_hand() -> None:
     assert "q2 (s1, attempt 0): A correct, B wrong, G correct" in text
 
 
-def test_partial_scores_get_an_interval_alpha_and_ties_share_a_rank() -> None:
-    """Two judges' scores on three items, (1, .5), (.5, .5), (1, 1): interval alpha from o(1,.5) =
-    o(.5,1) = 1, o(.5,.5) = 2, o(1,1) = 2; n_1 = 3, n_.5 = 3, n = 6; observed sum 2 * 0.25 = 0.5,
-    expected sum 2 * 3 * 3 * 0.25 = 4.5; alpha = 1 - 5 * 0.5 / 4.5 = 4/9."""
+def test_partial_scores_are_compared_as_levels_and_ties_share_a_rank() -> None:
+    """Two judges' scores on three items, (1, .5), (.5, .5), (1, 1): two levels, so ordinal; with two
+    levels every disagreement is as far as any other: o(1,.5) = o(.5,1) = 1, o(.5,.5) = 2, o(1,1) = 2;
+    n_1 = 3, n_.5 = 3, n = 6; alpha = 1 - (6 - 1) * 2 / (2 * 3 * 3) = 4/9. Quadratic-weighted kappa
+    on two levels is Cohen's: A (1, .5, 1), B (.5, .5, 1): p_o 2/3, p_e 2/3 * 1/3 + 1/3 * 2/3 = 4/9,
+    kappa (2/3 - 4/9) / (5/9) = 2/5."""
     half = JudgeItem(score=0.5, correct=True)
     r = agreement({"A": {("q1", "s", 0): C, ("q2", "s", 0): half, ("q1", "t", 0): C},
                    "B": {("q1", "s", 0): half, ("q2", "s", 0): half, ("q1", "t", 0): C}})
-    assert r.alpha_scores == pytest.approx(4 / 9)
+    assert r.scores_level == "ordinal" and r.alpha_scores == pytest.approx(4 / 9)
+    assert r.pairs[0].weighted_kappa == pytest.approx(2 / 5) and r.pairs[0].kappa is None  # all correct
     assert r.alpha is None  # every verdict is correct: no variation, alpha undefined
     assert [s.rank for s in r.systems] == [{"A": 1, "B": 1}, {"A": 1, "B": 1}] and not r.ranking_moves
     assert "ranking: the same under every judge" in lines(r)
+    assert "on the scores (ordinal) 0.444" in lines(r)[0]
+
+
+def test_many_score_levels_are_a_scale() -> None:
+    """Six levels: interval. A (0, .2, .4), B (.2, .4, .6), one step apart everywhere: observed
+    sum 6 * 0.04 = 0.24; values 0, .2 (x2), .4 (x2), .6, n = 6, expected sum over ordered pairs of
+    n_c n_k (c - k)^2 = 2 * (2*.04 + 2*.16 + 1*.36 + 4*.04 + 2*.16 + 2*.04) = 2.64; alpha = 1 - 5 * 0.24 / 2.64."""
+    def at(x: float) -> JudgeItem:
+        return JudgeItem(score=x, correct=x >= 0.5)
+
+    r = agreement({"A": {("a", "s", 0): at(0.0), ("b", "s", 0): at(0.2), ("c", "s", 0): at(0.4), ("d", "s", 0): at(0.8),
+                         ("e", "s", 0): at(0.9)},
+                   "B": {("a", "s", 0): at(0.2), ("b", "s", 0): at(0.4), ("c", "s", 0): at(0.6)}})
+    assert r.scores_level == "interval" and r.pairs[0].weighted_kappa is None
+    assert r.alpha_scores == pytest.approx(1 - 5 * 0.24 / 2.64)
 
 
 def test_several_judges_are_refused_where_they_cannot_be_compared() -> None:

@@ -9,8 +9,9 @@ replies from the response cache when asked before: nothing is paid twice) and th
   judges (Cohen 1960: (p_o - p_e) / (1 - p_e), chance from each judge's own marginals) and
   Krippendorff's alpha over all of them (Krippendorff 2011, "Computing Krippendorff's
   Alpha-Reliability": the coincidence matrix, any number of judges, an item a judge left
-  unscored is a missing value); alpha on the item scores too (interval) when a track gives
-  partial scores;
+  unscored is a missing value); when a track gives partial scores (docqa's judge: correct 1,
+  partial 0.5, incorrect 0), agreement on the scores too: alpha ordinal and the quadratic-weighted
+  kappa MADQA measured its judge with (5 score levels or fewer), else alpha interval;
 - the items they disagree on, each judge's verdict;
 - each system's accuracy under each judge, its spread, and the ranking under each judge;
 - the model version each provider returned to each judge (the reply's `model`: a judge spec like
@@ -44,6 +45,7 @@ Level = Literal["nominal", "ordinal", "interval"]
 _Delta = Callable[[Hashable, Hashable], float]  # a level's squared distance
 EpisodeKey = tuple[str, str, int]  # task, system, attempt
 SHOWN_DISAGREEMENTS = 10  # the terminal lists this many; --json lists every one
+MAX_ORDINAL_LEVELS = 5  # partial scores with this many distinct values or fewer are ranked levels, more a scale
 
 
 def cohen_kappa(a: Sequence[Hashable], b: Sequence[Hashable]) -> float | None:
@@ -138,6 +140,7 @@ class PairAgreement(BaseModel):
     n: int  # items both scored
     agreement: float | None  # share of those with the same verdict
     kappa: float | None
+    weighted_kappa: float | None = None  # quadratic-weighted, on the score levels (ordinal scores only)
 
 
 class Disagreement(BaseModel):
@@ -170,7 +173,8 @@ class JudgeAgreement(BaseModel):
     items: int = 0  # items at least two judges scored (alpha's pairable units)
     partly_unscored: int = 0  # items some judge scored and another could not
     alpha: float | None = None  # Krippendorff's alpha, nominal, on correct/wrong
-    alpha_scores: float | None = None  # interval, on the scores; only when some score is partial
+    alpha_scores: float | None = None  # on the scores, at `scores_level`; only when some score is partial
+    scores_level: Level | None = None  # ordinal (a few levels, e.g. 0 / 0.5 / 1) or interval
     pairs: list[PairAgreement] = Field(default_factory=list)
     disagreements: list[Disagreement] = Field(default_factory=list)
     systems: list[SystemUnderJudges] = Field(default_factory=list)
@@ -188,21 +192,32 @@ def agreement(verdicts: Mapping[str, Mapping[EpisodeKey, JudgeItem]], *,
     keys = sorted({k for items in verdicts.values() for k in items}, key=lambda k: (k[1], k[0], k[2]))
     units = [[_correct(verdicts[j].get(k)) for j in judges] for k in keys]
     score_units = [[_score(verdicts[j].get(k)) for j in judges] for k in keys]
-    partial = any(s not in (None, 0.0, 1.0) for unit in score_units for s in unit)
+    levels = sorted({s for unit in score_units for s in unit if s is not None})
+    partial = any(s not in (0.0, 1.0) for s in levels)
+    scores_level: Level | None = (None if not partial else "ordinal" if len(levels) <= MAX_ORDINAL_LEVELS
+                                  else "interval")
     report = JudgeAgreement(
         judges=judges, scorings=dict(scorings or {}),
         versions={j: {m: sorted(v) for m, v in (versions or {}).get(j, {}).items()} for j in judges},
         items=sum(1 for u in units if sum(v is not None for v in u) >= 2),
         partly_unscored=sum(1 for u in units if 0 < sum(v is not None for v in u) < len(judges)),
         alpha=krippendorff_alpha(units, "nominal"),
-        alpha_scores=krippendorff_alpha(score_units, "interval") if partial else None,
+        alpha_scores=krippendorff_alpha(score_units, scores_level) if scores_level else None,
+        scores_level=scores_level,
     )
     for a, b in combinations(range(len(judges)), 2):
         both = [(u[a], u[b]) for u in units if u[a] is not None and u[b] is not None]
+        weighted = None
+        if scores_level == "ordinal" and len(levels) >= 2:
+            from deskbench.scoring.judge_calibration import quadratic_weighted_kappa
+
+            rank = {v: i for i, v in enumerate(levels)}
+            graded = [(rank[x], rank[y]) for u in score_units if (x := u[a]) is not None and (y := u[b]) is not None]
+            weighted = quadratic_weighted_kappa([x for x, _ in graded], [y for _, y in graded], len(levels))
         report.pairs.append(PairAgreement(
             judges=(judges[a], judges[b]), n=len(both),
             agreement=sum(x == y for x, y in both) / len(both) if both else None,
-            kappa=cohen_kappa([x for x, _ in both], [y for _, y in both])))
+            kappa=cohen_kappa([x for x, _ in both], [y for _, y in both]), weighted_kappa=weighted))
     for key, unit in zip(keys, units, strict=True):
         if len({v for v in unit if v is not None}) > 1:
             items = [verdicts[j].get(key) or JudgeItem() for j in judges]
@@ -261,14 +276,15 @@ def lines(report: JudgeAgreement) -> list[str]:
     """The report as plain lines (rich markup escaped by the caller's printing)."""
     n = len(report.judges)
     alpha = f"Krippendorff's alpha (nominal, correct/wrong) {_num(report.alpha)}"
-    if report.alpha_scores is not None:
-        alpha += f"; on the scores (interval) {_num(report.alpha_scores)}"
+    if report.scores_level is not None:
+        alpha += f"; on the scores ({report.scores_level}) {_num(report.alpha_scores)}"
     out = [f"judge agreement ({n} judges, {report.items} items scored by at least two): {alpha}"
            + (f"; {report.partly_unscored} items unscored by some judge (left out of the pairs)"
               if report.partly_unscored else "")]
     for p in report.pairs:
         agreed = "–" if p.agreement is None else f"{round(p.agreement * p.n)} of {p.n} items ({_pct(p.agreement)})"
-        out.append(f"  {p.judges[0]} vs {p.judges[1]}: Cohen's kappa {_num(p.kappa)}, same verdict on {agreed}")
+        weighted = "" if p.weighted_kappa is None else f" (quadratic-weighted on the scores {_num(p.weighted_kappa)})"
+        out.append(f"  {p.judges[0]} vs {p.judges[1]}: Cohen's kappa {_num(p.kappa)}{weighted}, same verdict on {agreed}")
     for j in report.judges:
         got = report.versions.get(j) or {}
         said = "; ".join(f"{m}: {', '.join(v) or '(none returned)'}" for m, v in got.items()) or "no model call made"
