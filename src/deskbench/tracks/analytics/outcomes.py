@@ -29,15 +29,22 @@ def chart_correct(item: AnalyticsItemScore) -> bool:
     return item.correctness is not None and item.correctness >= 1.0 - 1e-9
 
 
+def item_correct(item: AnalyticsItemScore) -> bool | None:
+    """The binary outcome of a scored item (None when unscored): a chart's C = 1, else a score of 1."""
+    if item.status != "scored" or item.score is None:
+        return None
+    return chart_correct(item) if item.category == "visualization" else item.score >= 1.0 - 1e-9
+
+
 def analytics_outcomes(items: Sequence[AnalyticsItemScore]) -> list[ItemOutcome]:
     out = []
     for i in items:
         if i.status != "scored" or i.score is None:
-            out.append(ItemOutcome(task_id=i.task_id, attempt=i.attempt, system=i.system, status="unscored"))
+            out.append(ItemOutcome(task_id=i.task_id, attempt=i.attempt, system=i.system, status="unscored",
+                                   answer=i.answer))
             continue
-        correct = chart_correct(i) if i.category == "visualization" else i.score >= 1.0 - 1e-9
         out.append(ItemOutcome(task_id=i.task_id, attempt=i.attempt, system=i.system, status="scored",
-                               score=min(1.0, max(0.0, float(i.score))), correct=correct))
+                               score=min(1.0, max(0.0, float(i.score))), correct=item_correct(i), answer=i.answer))
     return out
 
 

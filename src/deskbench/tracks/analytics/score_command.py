@@ -157,13 +157,14 @@ def _count(x: float | None) -> str:
 def print_analytics_report(r: AnalyticsScoreReport) -> None:
     console = out if out.is_terminal else Console(highlight=False, width=160)
     table = Table(title=f"analytics score: {r.system}")
-    cols = ["group", "tasks", "pass@1", f"pass@{r.k}", f"avg@{r.k}", "input tok", "output tok", "rounds"]
+    cols = ["group", "tasks", "pass@1", f"pass@{r.k}", f"avg@{r.k}", f"pass^{r.k}", "input tok", "output tok", "rounds"]
     for col in cols:
         table.add_column(col, justify="left" if col == "group" else "right")
 
     def row(label: str, m: PassMetrics) -> None:
         table.add_row(escape(label), str(m.n_tasks), _pct(m.pass1), _pct(m.passk) + ("" if m.complete else "*"),
-                      _pct(m.avgk), _count(m.mean_input_tokens), _count(m.mean_output_tokens),
+                      _pct(m.avgk), _pct(m.reliability.pass_hat if m.reliability else None),
+                      _count(m.mean_input_tokens), _count(m.mean_output_tokens),
                       "–" if m.mean_rounds is None else f"{m.mean_rounds:.1f}")
 
     row("overall", r.overall)
@@ -201,5 +202,8 @@ def print_analytics_report(r: AnalyticsScoreReport) -> None:
     console.print("; ".join(notes))
     if r.protocol:
         console.print("protocol: " + escape(describe(r.protocol)), soft_wrap=True)
+    if r.overall.reliability is not None and r.k > 1:
+        console.print(r.overall.reliability.line() + " (qa tasks' final values; pass^k: deskbench's, not the "
+                      "paper's)", soft_wrap=True)
     if not r.overall.complete and r.k > 1:
         console.print(f"* pass@{r.k} over fewer than {r.k} scored attempts for some tasks")

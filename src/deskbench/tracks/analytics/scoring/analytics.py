@@ -59,6 +59,7 @@ from deskbench.tracks.analytics.tasks import (
 )
 
 if TYPE_CHECKING:
+    from deskbench.tracks.analytics.scoring.analytics_qa import QAVerdict
     from deskbench.tracks.analytics.scoring.file_judge import FileJudge
 
 ErrorCategory = Literal["calculation", "semantic", "round_limit", "garbled_text", "other"]
@@ -110,6 +111,9 @@ class AnalyticsItemScore(BaseModel):
     comparator: SheetComparison | None = None  # files: the comparator's verdict (kept beside the judge's; None: unreadable reference)
     # tasks asking for several files: each file's verdict (the fields above hold the deciding file's)
     outputs: list[OutputScore] = Field(default_factory=list)
+    # qa: the final value, as two attempts' answers are compared (`qa_answer_key`); "" for no answer;
+    # None for charts and files (an image or a workbook has no one value to compare)
+    answer: str | None = None
 
 
 @dataclass(frozen=True)
@@ -155,7 +159,8 @@ async def score_episode(task: AnalyticsTask, ep: Episode, run_dir: Path, tasks_d
         episode_status=ep.status)
     if ep.status != "ok" or sub is None:
         category: ErrorCategory = "round_limit" if ep.status == "limit" else "other"
-        return base.model_copy(update={"reason": ep.error or "no submission", "error_category": category})
+        return base.model_copy(update={"reason": ep.error or "no submission", "error_category": category,
+                                       "answer": "" if task.category == "qa" else None})
     paths = _output_paths(ep, run_dir)
     if task.category == "qa":
         return await _qa(task, sub, base, judges)
@@ -171,8 +176,9 @@ async def _qa(task: AnalyticsTask, sub: AnalyticsSubmission, base: AnalyticsItem
     from deskbench.tracks.analytics.scoring.analytics_qa import score_qa
 
     if not sub.answer.strip():
-        return base.model_copy(update={"reason": "no final answer", "error_category": "other"})
+        return base.model_copy(update={"reason": "no final answer", "error_category": "other", "answer": ""})
     v = await score_qa(task, sub.answer, recorded(judges.qa, QA_JUDGE))
+    base = base.model_copy(update={"answer": qa_answer_key(v)})
     if v.source == "judge":
         said = {"qa": v.reason} if v.status == "scored" else {}
         base = base.model_copy(update={"judge_reasons": said, "judge_error": v.judge_error})
@@ -183,6 +189,15 @@ async def _qa(task: AnalyticsTask, sub: AnalyticsSubmission, base: AnalyticsItem
         error = "calculation" if v.reference_value is not None and v.answer_values else "semantic"
     return base.model_copy(update={"score": float(v.score), "source": v.source, "reason": v.reason,
                                    "error_category": error})
+
+
+def qa_answer_key(v: QAVerdict) -> str:
+    """A QA answer as two attempts' answers are compared: the last figure of its conclusion in the
+    reference's unit (the value it ends on: "12.50" and "12.5 units" agree), else the conclusion's
+    normalised text."""
+    from deskbench.tracks.analytics.scoring.analytics_qa import normalise
+
+    return f"{v.answer_values[-1]:.12g}" if v.answer_values else normalise(v.conclusion)
 
 
 async def _chart(task: AnalyticsTask, sub: AnalyticsSubmission, files_dir: Path, paths: list[Path],

@@ -4,6 +4,8 @@ pass@1, pass@k and avg@k are computed in scoring/attempts.py, shared with the ot
 - pass@1: the first attempt's score, averaged over tasks;
 - pass@k: the best of k attempts per task (for charts the best soft score), averaged over tasks;
 - avg@k: the mean of the k attempts per task, averaged over tasks (the ablations' statistic);
+- pass^k (deskbench's, not the paper's): every attempt correct, tau-bench's estimator
+  (scoring/attempts.py), a chart correct when C = 1; the consistency of qa tasks' final values;
 - overall = the mean over all tasks, so categories weigh by their task counts (this reproduces
   Table 1's overall pass@3 from its per-category numbers);
 - by category, by difficulty (easy <= 6 steps, medium 7-12, hard >= 13), mean input and output
@@ -30,7 +32,7 @@ from collections.abc import Callable, Sequence
 from pydantic import BaseModel, Field
 
 from deskbench.runs.protocol import ProtocolNote
-from deskbench.scoring.attempts import attempt_metrics
+from deskbench.scoring.attempts import Attempt, Reliability, attempt_metrics
 from deskbench.tracks.analytics.scoring.analytics import (
     ERROR_CATEGORIES,
     AnalyticsItemScore,
@@ -50,6 +52,7 @@ class PassMetrics(BaseModel):
     mean_input_tokens: float | None = None
     mean_output_tokens: float | None = None
     mean_rounds: float | None = None
+    reliability: Reliability | None = None  # pass^k (a success: correct, a chart's C = 1), consistency of qa answers
 
 
 class SummaryAblation(BaseModel):
@@ -88,7 +91,10 @@ def _failed(item: AnalyticsItemScore) -> bool:
 
 
 def pass_metrics(items: Sequence[AnalyticsItemScore], k: int) -> PassMetrics:
-    m = attempt_metrics(((it.task_id, it.attempt, it.score) for it in items), k)  # pass@k's one home
+    from deskbench.tracks.analytics.outcomes import item_correct
+
+    m = attempt_metrics([Attempt(it.task_id, it.attempt, it.score, item_correct(it), it.answer)  # pass@k's one home
+                         for it in items], k)
     def mean(xs: list[float]) -> float | None:
         return sum(xs) / len(xs) if xs else None
 
@@ -97,7 +103,7 @@ def pass_metrics(items: Sequence[AnalyticsItemScore], k: int) -> PassMetrics:
         mean_tokens=mean([float(it.tokens) for it in items]),
         mean_input_tokens=mean([float(it.input_tokens) for it in items]),
         mean_output_tokens=mean([float(it.output_tokens) for it in items]),
-        mean_rounds=mean([float(it.rounds) for it in items]))
+        mean_rounds=mean([float(it.rounds) for it in items]), reliability=m.reliability)
 
 
 def _grouped(items: Sequence[AnalyticsItemScore], key: Callable[[AnalyticsItemScore], str],
