@@ -19,6 +19,7 @@ from pydantic import BaseModel, Field, ValidationError
 
 from deskbench.corpus import Corpus
 from deskbench.corpus.images import ImageSpec
+from deskbench.models.meter import METER, LimitReached
 from deskbench.models.types import (
     ChatModel,
     ChatRequest,
@@ -141,6 +142,9 @@ class Recorder:
         self.usage = Usage()
         self.transcript = Transcript()
         self._digest = ConversationDigest()
+        meter = METER.get()
+        if meter is not None:  # the runner's: an episode ended at its limit keeps what this holds
+            meter.attach(self)
 
     async def complete(self, request: ChatRequest) -> ChatResponse:
         if self.model is None:
@@ -153,6 +157,15 @@ class Recorder:
             self.transcript.model_call(self.model.id, request, None, at=at, seconds=time.monotonic() - started,
                                        error=str(exc))
             raise
+        except LimitReached as exc:  # the episode's limit: the reply that reached it was paid for, keep it
+            if exc.response is not None:
+                self._keep(request, exc.response, at, started)
+            raise
+        self._keep(request, response, at, started)
+        return response
+
+    def _keep(self, request: ChatRequest, response: ChatResponse, at: float, started: float) -> None:
+        assert self.model is not None
         self.transcript.model_call(self.model.id, request, response, at=at, seconds=time.monotonic() - started)
         self.usage = self.usage + response.usage
         self.add(ModelCallStep(
@@ -162,7 +175,6 @@ class Recorder:
             seconds=round(time.monotonic() - started, 4),
             cost_usd=response.usage.cost_usd,
         ))
-        return response
 
     def add(self, step: TrajectoryStep, detail: dict[str, Any] | None = None) -> None:
         """Append a step that has just ended, stamped with the time (every step goes in here). A

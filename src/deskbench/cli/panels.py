@@ -115,7 +115,8 @@ BY_HELP = ("report", "mcp", "calibrate sample")
 OPTIONS: dict[str, dict[str, tuple[str, ...]]] = {
     "run": {
         EXTERNAL: ("--command", "--url", "--timeout"),
-        EXECUTION: ("--concurrency", "--executor", "--ray-address", "--unsafe-local", "--cache", "--prices"),
+        EXECUTION: ("--concurrency", "--executor", "--ray-address", "--unsafe-local", "--cache", "--batch", "--prices",
+                    "--max-cost", "--token-budget", "--on-budget"),
     },
     "mcp": {
         TASK_TRACKS: ("--tasks", "--task", "--max-rounds"),

@@ -44,7 +44,7 @@ def run(
     judge: Annotated[str | None, typer.Option(help="LLM judge model for the scores (else ANLS*).")] = None,
     concurrency: Annotated[int, typer.Option(help="Episodes in flight at once.")] = 16,
     cache: Annotated[bool, typer.Option("--cache/--no-cache", help="Reuse and store the agent's model responses in the response cache.")] = False,
-    prices: Annotated[Path | None, typer.Option(help="JSON price table to extend the built-in one.")] = None,
+    prices: Annotated[Path | None, typer.Option(help="Extra prices (JSON; docs/cost.md).")] = None,
     attempts: Annotated[int, typer.Option(help="Attempts per task (3 for pass@3 and avg@3); a resumed run adds the missing ones.")] = 1,
     retry_errors: Annotated[bool, typer.Option("--retry-errors", help="Run the episodes stored with an error again (not those that reached a limit), each as a new try; the earlier tries are kept.")] = False,
     temperature: TemperatureOpt = None,
@@ -58,13 +58,17 @@ def run(
     judge_reasoning_effort: JudgeReasoningEffortOpt = None,
     judge_max_tokens: JudgeMaxTokensOpt = None,
     capabilities: CapabilitiesOpt = None,
-    executor: Annotated[str, typer.Option("--executor", help="Where episodes run: local (this process; the default) | ray (a Ray cluster; pip install 'deskbench[ray]').")] = "local",
-    ray_address: Annotated[str | None, typer.Option("--ray-address", help="--executor ray: the cluster's head as host:port (default: start one on this machine).")] = None,
+    executor: Annotated[str, typer.Option("--executor", help="local (this process) | ray (pip install 'deskbench[ray]').")] = "local",
+    ray_address: Annotated[str | None, typer.Option("--ray-address", help="--executor ray: the head's host:port (default: a local one).")] = None,
+    max_cost: Annotated[list[str] | None, typer.Option("--max-cost", metavar="USD", help="Run's cost limit, or episode=USD")] = None,
+    token_budget: Annotated[list[str] | None, typer.Option("--token-budget", metavar="N", help="Run's token limit, or episode=N")] = None,
+    on_budget: Annotated[str, typer.Option("--on-budget", metavar="MODE", help="finish | cancel episodes in flight", show_default=False)] = "finish",
     as_json: JsonOpt = False,
     quiet: QuietOpt = False,
 ) -> None:
     """Run an agent over tasks, storing every episode; resumes an interrupted run; then scores it."""
     from deskbench.contract.registry import track_for
+    from deskbench.runs.budget import parse_limits
     from deskbench.runs.track import RunRequest, ready
     from deskbench.runs.track_options import (
         check_options,
@@ -81,10 +85,14 @@ def run(
                     judge_reasoning_effort=judge_reasoning_effort, judge_max_tokens=judge_max_tokens)
     preflight_judges(judge, options)  # a judge's key and settings before the run, not after it
     sampling = agent_sampling(temperature, top_p, reasoning_effort, max_tokens, top_k=sampling_top_k, decoding=decoding)
+    limits = parse_limits(max_cost or [], token_budget or [], on_budget)
+    if limits.on_budget == "cancel" and executor == "ray":
+        raise UserError("--on-budget cancel is for --executor local (a Ray worker's episode is not stopped from here); "
+                        "drop it to let the episodes in flight finish")
     request = RunRequest(tasks=tasks, out=out_dir, agents=agent or [], models=model or [], attempts=attempts,
                          concurrency=concurrency, sampling=sampling,
                          cache=cache, prices=prices, judge=judge, options=options, capabilities=capabilities,
-                         ray_address=ray_address)
+                         ray_address=ray_address, limits=limits)
     from deskbench.runs.executors import get_executor
     from deskbench.runs.lock import run_lock
     from deskbench.runs.track_outcomes import show_scores
@@ -95,7 +103,7 @@ def run(
 
     with run_lock(out_dir):  # one writer per run directory: a second run on this --out stops in one line
         _holds_no_other_track(out_dir, track.name)  # before the track writes anything into it
-        prep = ready(track.prepare(request))  # the runner files the tasks, records each system, counts what is done
+        prep = ready(track.prepare(request).limited_by(limits))  # the runner files the tasks, records each system, counts what is done
         if retry_errors:
             prep.retrying_errors()
         systems = execute_with_progress(prep, quiet, request, executor)

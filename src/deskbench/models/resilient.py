@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 
 from deskbench.models.cache import ResponseCache, cache_key
 from deskbench.models.capabilities import Capabilities, capabilities
+from deskbench.models.meter import METER
 from deskbench.models.prices import PriceTable
 from deskbench.models.settings import ResolvedSettings, flag
 from deskbench.models.types import (
@@ -96,6 +97,15 @@ class ResilientModel:
         self._slots = slots
 
     async def complete(self, request: ChatRequest) -> ChatResponse:
+        meter = METER.get()  # the calling episode's limits (runs/budget.py); None outside an episode
+        if meter is not None:
+            meter.before_call(self.id)
+        response = await self._complete(request)
+        if meter is not None:
+            meter.after_call(self.id, response)  # a limit reached raises, the reply with it
+        return response
+
+    async def _complete(self, request: ChatRequest) -> ChatResponse:
         if self._sent:
             missing = {k: v for k, v in self._sent.items() if getattr(request, k) is None}
             if missing:

@@ -142,8 +142,13 @@ def execute_run_ray(prep: PreparedRun, request: RunRequest,
     ledgers = {s.name: s.model.ledger for s in prep.systems if s.model is not None}
     lost: list[str] = []
 
+    budget = prep.budget  # the run's limit: counted as episodes are stored here (each episode's, on its worker)
+
     async def one(system: str, task_id: str, attempt: int, slots: asyncio.Semaphore) -> None:
         async with slots:
+            if budget is not None and budget.reached():  # no new episode past the run's limit
+                budget.not_started += 1
+                return
             i = load.index(min(load))  # the least busy worker
             load[i] += 1
             try:
@@ -162,6 +167,8 @@ def execute_run_ray(prep: PreparedRun, request: RunRequest,
             from deskbench.runs.ray_worker import write_files
 
             write_files(episode_dir(prep.store.dir, system, task_id, attempt), got.files)
+            if budget is not None:
+                budget.settle(None, got.ended.result.usage)
             commit_episode(prep.store, system, task_id, attempt, got.ended, counts[system], replace=prep.replace,
                            retry=prep.retry_errors, on_episode=(lambda c: on_episode(system, c)) if on_episode else None)
             if system in ledgers:

@@ -26,6 +26,7 @@ from pathlib import Path
 import ray
 
 from deskbench.models.types import ProviderRefused
+from deskbench.runs.budget import EpisodeMeter
 from deskbench.runs.ray_limits import NAMESPACE, RemoteSlots, limiter_name
 from deskbench.runs.runner import EndedEpisode, EpisodeFn, HasId, episode_dir, run_one
 from deskbench.runs.track import PreparedRun, RunRequest
@@ -125,7 +126,9 @@ class EpisodeWorker:
     async def run(self, system: str, task_id: str, attempt: int) -> WorkerResult:
         prep = await self._open()
         try:
-            ended = await run_one(self._episodes[system], self._tasks[task_id], attempt)
+            limits = self._request.limits  # each episode's own limits hold here; the run's, on the driver
+            meter = EpisodeMeter(limits) if limits.episode_limited else None
+            ended = await run_one(self._episodes[system], self._tasks[task_id], attempt, meter)
         except ProviderRefused as exc:
             return WorkerResult(refused=str(exc), pid=os.getpid())
         folder = episode_dir(prep.store.dir, system, task_id, attempt)

@@ -16,15 +16,19 @@ from collections import Counter
 from collections.abc import Awaitable, Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from deskbench.agents.base import AgentResult
 from deskbench.models.cache import ATTEMPT
+from deskbench.models.meter import METER, LimitReached
 from deskbench.models.types import ProviderRefused
 from deskbench.runs.outputs import (
     episode_dir as episode_dir,  # the layout's home; importers read it here too
 )
 from deskbench.runs.store import Episode, RunStore, now
+
+if TYPE_CHECKING:
+    from deskbench.runs.budget import EpisodeMeter, RunBudget
 
 
 class HasId(Protocol):
@@ -109,17 +113,24 @@ class EndedEpisode:
     finished_at: str
 
 
-async def run_one(episode: EpisodeFn, task: HasId, attempt: int) -> EndedEpisode:
+async def run_one(episode: EpisodeFn, task: HasId, attempt: int, meter: EpisodeMeter | None = None) -> EndedEpisode:
     """Run one episode; an exception inside it is its error (data), except ProviderRefused,
-    which is raised: every episode would fail alike."""
+    which is raised: every episode would fail alike. With a `meter` (runs/budget.py), every model
+    call of the episode is counted against its limits, and a limit reached ends it as "limit"."""
     started = now()
     ATTEMPT.set(attempt)  # this episode's task only: the cache keys its calls by attempt
+    if meter is not None:
+        METER.set(meter)  # this episode's task only, as ATTEMPT
     try:
         result = await episode(task, attempt)
     except ProviderRefused:
         raise
+    except LimitReached as exc:  # its cost or token limit: what the episode did so far is kept
+        result = meter.at_limit(exc.reason) if meter is not None else AgentResult(status="limit", error=exc.reason)
     except Exception as exc:  # an episode's failure is data, not the end of the run
         result = AgentResult(status="error", error=f"{type(exc).__name__}: {exc}")
+    if meter is not None:
+        result = meter.checked(result)
     return EndedEpisode(result=result, started_at=started, finished_at=now())
 
 
@@ -161,33 +172,64 @@ async def run_attempts(
     on_episode: Callable[[RunCounts], None] | None = None,
     replace: bool = False,
     retry_errors: bool = False,
+    budget: RunBudget | None = None,
 ) -> RunCounts:
     """Every (task, attempt) not yet in the store, `concurrency` at a time; attempts of a task
     are scheduled after the first attempt of every task, so a cut-short run has pass@1 first.
     `replace` runs every (task, attempt) again, each new episode replacing the stored one;
-    `retry_errors` runs the errored ones again too, each a new try of its episode."""
+    `retry_errors` runs the errored ones again too, each a new try of its episode. With a
+    `budget` (runs/budget.py), every episode is held to its limits and, once the run's is reached,
+    no episode starts; those in flight finish, or are cancelled unstored (--on-budget cancel)."""
     counts = RunCounts()
     pending = pending_episodes(tasks, store, system, attempts, replace, counts, retry_errors=retry_errors)
     slots = asyncio.Semaphore(concurrency)
     refused: list[ProviderRefused] = []
+    started: list[asyncio.Task[None]] = []
+    in_flight: set[asyncio.Task[object]] = set()  # the tasks running an episode under a budget (to cancel)
 
     async def one(task: HasId, attempt: int) -> None:
-        async with slots:
-            if refused:  # the run is stopping: an episode waiting for a slot does not start
-                return
-            try:
-                ended = await run_one(episode, task, attempt)
-            except ProviderRefused as exc:  # the user's to fix: every episode would fail alike
-                refused.append(exc)
+        meter: EpisodeMeter | None = None
+        me: asyncio.Task[object] | None = None
+        try:
+            async with slots:
+                if refused:  # the run is stopping: an episode waiting for a slot does not start
+                    return
+                if budget is not None:
+                    if budget.reached():  # the run's limit: no new episode
+                        budget.not_started += 1
+                        return
+                    meter = budget.meter()
+                    me = asyncio.current_task()
+                    if me is not None:
+                        in_flight.add(me)
+                try:
+                    ended = await run_one(episode, task, attempt, meter)
+                except ProviderRefused as exc:  # the user's to fix: every episode would fail alike
+                    refused.append(exc)
+                    raise
+                finally:
+                    if me is not None:
+                        in_flight.discard(me)
+                if budget is not None and meter is not None:
+                    budget.settle(meter, ended.result.usage)
+                commit_episode(store, system, task.id, attempt, ended, counts, replace=replace, retry=retry_errors,
+                               on_episode=on_episode)
+        except asyncio.CancelledError:
+            if budget is None or not budget.cancelling or meter is None:
                 raise
-            commit_episode(store, system, task.id, attempt, ended, counts, replace=replace, retry=retry_errors,
-                           on_episode=on_episode)
+            budget.cancel(meter)  # cancelled in flight: unstored (a resume runs it), what it spent still counted
+
+    def cancel_in_flight() -> None:  # --on-budget cancel: the episodes running stop; those waiting never start
+        for t in list(in_flight):
+            t.cancel()
+
+    if budget is not None and budget.limits.on_budget == "cancel":
+        budget.on_reached(cancel_in_flight)
 
     with _long_lived_heap_frozen():
         # One episode starts per turn of the event loop. Started together, every episode would
         # run its start (up to its first model call) before the loop next polls a socket, so no
         # first request went on the wire until all of them had been built.
-        started: list[asyncio.Task[None]] = []
         try:
             for t, a in pending:
                 started.append(asyncio.ensure_future(one(t, a)))

@@ -648,6 +648,15 @@ class RunStore:
         return {(t, a) for t, (a,) in _keyed(rows)} | {(u.task_id, int(u.attempt)) for u in broken
                                                       if u.attempt.isdigit()}
 
+    def usages(self) -> Iterator[Usage]:
+        """The usage of every stored episode and earlier try (what the run has spent: runs/budget.py);
+        a row whose usage cannot be read is left out."""
+        for (raw,) in self._conn().execute("SELECT usage FROM episodes UNION ALL SELECT usage FROM episode_tries"):
+            try:
+                yield Usage.model_validate_json(raw)
+            except ValueError:
+                continue
+
     def episode_counts(self) -> dict[str, dict[str, int]]:
         """Per system, its stored episodes by status (ok, error, limit)."""
         out: dict[str, dict[str, int]] = {}

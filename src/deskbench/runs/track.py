@@ -21,6 +21,7 @@ from pydantic import BaseModel
 
 from deskbench.models.resilient import ResilientModel, UsageLedger
 from deskbench.models.settings import Sampling
+from deskbench.runs.budget import Limits, RunBudget, check_prices, remember_limits
 from deskbench.runs.identity import SystemConfig, remember_config
 from deskbench.runs.outcomes import OptionsT, options_as
 from deskbench.runs.runner import EpisodeFn, HasId, RunCounts, run_attempts
@@ -48,6 +49,7 @@ class RunRequest:
     capabilities: Path | None = None  # --capabilities (a Ray worker applies them too)
     ray_address: str | None = None  # --executor ray: the cluster's head
     items_out: Path | None = None  # `score --items-out`
+    limits: Limits = Limits()  # run --max-cost, --token-budget, --on-budget (runs/budget.py); no system's identity
 
     def options_as(self, model: type[OptionsT]) -> OptionsT:
         """The track's options as its model (`prepare` of the track that declared `model`); the
@@ -92,6 +94,8 @@ class PreparedRun:
     retry_errors: bool = False  # run the errored episodes again, each as a new try (`retrying_errors`)
     booked: bool = False  # `ready` did the bookkeeping
     meta: dict[str, str] = field(default_factory=dict)  # the run's meta `ready` writes once the tasks are filed
+    limits: Limits = field(default_factory=Limits)  # cost and token limits (runs/budget.py; `limited_by`)
+    budget: RunBudget | None = None  # the run's spend against `limits`, made by `ready`
 
     @property
     def per_system(self) -> int:
@@ -118,6 +122,11 @@ class PreparedRun:
         self.retry_errors = True
         for s in self.systems:
             s.already_done = self.done_before(s.name, wanted(self.tasks, self.attempts))
+        return self
+
+    def limited_by(self, limits: Limits) -> PreparedRun:
+        """--max-cost, --token-budget, --on-budget, on any track's prepared run, before `ready`."""
+        self.limits = limits
         return self
 
     def stored_line(self) -> str:
@@ -167,6 +176,10 @@ def ready(prep: PreparedRun) -> PreparedRun:
     asked = wanted(prep.tasks, prep.attempts)
     for s in prep.systems:
         s.already_done = prep.done_before(s.name, asked)
+    if prep.limits.any:  # a cost limit needs every price, and the run's spend so far, before any episode
+        check_prices(prep.limits, ((s.model.id, s.model.prices) for s in prep.systems if s.model is not None))
+        prep.budget = RunBudget.of_run(prep.store, prep.limits)
+        remember_limits(prep.store, prep.limits)
     prep.booked = True
     return prep
 
@@ -185,7 +198,7 @@ def execute_run(prep: PreparedRun, on_episode: Callable[[str, RunCounts], None] 
                 return list(await asyncio.gather(*(
                     run_attempts(prep.tasks, episodes[s.name], prep.store, s.name, attempts=prep.attempts,
                                  concurrency=prep.concurrency, on_episode=report(s.name), replace=prep.replace,
-                                 retry_errors=prep.retry_errors)
+                                 retry_errors=prep.retry_errors, budget=prep.budget)
                     for s in prep.systems)))
         finally:
             for model in {id(s.model): s.model for s in prep.systems if s.model is not None}.values():

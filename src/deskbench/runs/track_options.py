@@ -29,7 +29,7 @@ RUN_COMMON = frozenset({
     "--tasks", "--out", "--agent", "--model", "--judge", "--concurrency", "--cache", "--prices", "--attempts",
     "--temperature", "--top-p", "--sampling-top-k", "--decoding", "--reasoning-effort", "--max-tokens",
     "--judge-temperature", "--judge-top-p", "--judge-reasoning-effort", "--judge-max-tokens", "--capabilities", "--json", "--quiet",
-    "--executor", "--ray-address", "--retry-errors",
+    "--executor", "--ray-address", "--retry-errors", "--max-cost", "--token-budget", "--on-budget",
 })
 # `deskbench score`: a predictions file is docqa; a run directory is its run's track.
 SCORE_COMMON = frozenset({
