@@ -71,7 +71,7 @@ FLAGS: tuple[Flag, ...] = (
     _f("--agent", "AGENT", "the agent: a built-in name (see `deskbench list agents`) or package.module:Name; "
        "pairs with --model in order"),
     _f("--model", "MODEL", "the model the command's agent or grader calls (provider/model-id, or local)", "-m"),
-    _f("--judge", "MODEL", "the LLM judge model (else the deterministic check)"),
+    _f("--judge", "MODEL", "the LLM judge model (else the deterministic check); score: repeat to compare judges"),
     _f("--chart-judge", "MODEL", "analytics: the vision judge for charts (default: --judge)"),
     _f("--file-judge", "MODEL", "analytics: the agentic File Judge model"),
     _f("--file-judge-all", "", "analytics: every output file goes to the File Judge | only those the comparator "
