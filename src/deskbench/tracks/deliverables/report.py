@@ -25,6 +25,7 @@ from deskbench.tracks.deliverables.outcomes import DeliverablesScorer
 from deskbench.tracks.deliverables.scoring.deliverables import DeliverableItemScore
 from deskbench.tracks.deliverables.scoring.deliverables_report import DeliverablesReport
 from deskbench.tracks.deliverables.tasks import RUBRIC_CODES, DeliverableTask
+from deskbench.tracks.deliverables.web_deny import PeekingCounts, peeking_by_system
 
 TEMPLATE = "deskbench.tracks.deliverables:report.html.j2"
 
@@ -50,6 +51,7 @@ class DeliverablesRun:
     items: list[DeliverableItemScore]
     tasks: list[DeliverableTask]
     protocol: dict[str, list[ProtocolNote]] = field(default_factory=dict)  # how each system was run
+    peeking: dict[str, PeekingCounts] = field(default_factory=dict)  # denied attempts per system (web_deny.py)
 
 
 def score_deliverables_run(store: RunStore, scorer: DeliverablesScorer | None = None,
@@ -78,6 +80,7 @@ def deliverables_report(runs: Sequence[DeliverablesRun], *, resamples: int = 100
     items: list[DeliverableItemScore] = []
     tasks: dict[str, DeliverableTask] = {}
     run_side: dict[str, list[ProtocolNote]] = {}
+    peeking: dict[str, PeekingCounts] = {}
     for r in runs:
         where = r.run_dir.name if dir_names[r.run_dir.name] == 1 else str(r.run_dir)
         label = {s: f"{s} ({where})" if n > 1 else s for s, n in found.items()}
@@ -85,8 +88,10 @@ def deliverables_report(runs: Sequence[DeliverablesRun], *, resamples: int = 100
         for task in r.tasks:
             tasks.setdefault(task.id, task)
         run_side.update({label[system]: notes for system, notes in r.protocol.items() if system in label})
+        peeking.update({label[system]: counts for system, counts in r.peeking.items() if system in label})
     report = summarize(items, list(tasks.values()), resamples=resamples, seed=seed, reviewed_only=reviewed_only)
     report.run_protocol = run_side
+    report.peeking = peeking
     return report
 
 
@@ -99,7 +104,8 @@ def deliverables_report_section(stores: Sequence[RunStore], options: OutcomeOpti
     scorer = options.scorer if isinstance(options.scorer, DeliverablesScorer) else DeliverablesScorer()
     reviewed_only = scorer.reviewed_only or bool(params.get("reviewed_only"))
     runs = [DeliverablesRun(store.dir, score_deliverables_run(store, scorer, options.concurrency),
-                            store.tasks_of(DeliverableTask), stored_protocol(store)) for store in stores]
+                            store.tasks_of(DeliverableTask), stored_protocol(store),
+                            peeking_by_system(store, store.systems())) for store in stores]
     report = deliverables_report(runs, reviewed_only=reviewed_only)
     assert report is not None  # a section is asked for only with runs
     systems = by_system([(r.run_dir, deliverables_outcomes(r.items, reviewed_only=reviewed_only)) for r in runs])

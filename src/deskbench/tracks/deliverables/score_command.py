@@ -51,6 +51,9 @@ def score_deliverables(store: RunStore, *, systems: list[str] | None, judge: str
     report = summarize(items, store.tasks_of(DeliverableTask), reviewed_only=reviewed_only)
     run_side = stored_protocol(store)
     report.run_protocol = {s: run_side[s] for s in report.systems if s in run_side}
+    from deskbench.tracks.deliverables.web_deny import peeking_by_system
+
+    report.peeking = peeking_by_system(store, report.systems)
     chosen = {k: f for k, f in finals.items() if systems is None or f.system in systems}
     report.failure_tags = tag_counts(chosen, regex_tags, name="regex")
     _record(store, judge, reviewed_only, report.model_dump(mode="json"), items, rows)

@@ -39,6 +39,7 @@ from pydantic import BaseModel
 
 from deskbench.errors import UserError
 from deskbench.runs.protocol import ProtocolNote, deskbench
+from deskbench.runs.store import RunStore
 from deskbench.tasks.trajectory import ToolCallStep, TrajectoryStep
 from deskbench.tracks.deliverables.web_backend import Page, SearchHit, WebBackend, WebError
 
@@ -344,7 +345,7 @@ class PeekingCounts(BaseModel):
         return PeekingCounts(**{k: getattr(self, k) + getattr(other, k) for k in PeekingCounts.model_fields})
 
     def describe(self) -> str:
-        return (f"{self.episodes} episode(s): {self.fetches_blocked} fetch(es) blocked, {self.hits_removed} hit(s) "
+        return (f"{self.total} denied attempt(s) in {self.episodes} episode(s): {self.fetches_blocked} fetch(es) blocked, {self.hits_removed} hit(s) "
                 f"removed, {self.queries_naming} quer(ies) naming the benchmark, {self.sources_seen} denied "
                 "source(s) seen through a provider's search")
 
@@ -370,3 +371,19 @@ def peeking_counts(steps: Sequence[TrajectoryStep]) -> PeekingCounts:
     any_ = fetches + hits + queries + seen > 0
     return PeekingCounts(episodes=int(any_), fetches_blocked=fetches, hits_removed=hits, queries_naming=queries,
                          sources_seen=seen)
+
+
+def peeking_by_system(store: RunStore, systems: Sequence[str]) -> dict[str, PeekingCounts]:
+    """Each system's denied attempts over all its episodes and attempts: the systems the deny-list
+    applied to (their run-side "no peeking" note) and any other with an attempt on record."""
+    from deskbench.runs.protocol import stored_protocol
+
+    notes = stored_protocol(store)
+    out: dict[str, PeekingCounts] = {}
+    for system in systems:
+        total = PeekingCounts()
+        for episode in store.iter_episodes(system):
+            total = total.add(peeking_counts(episode.trajectory))
+        if total.total or any(n.aspect == "no peeking" for n in notes.get(system, [])):
+            out[system] = total
+    return out

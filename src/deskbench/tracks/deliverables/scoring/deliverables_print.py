@@ -110,6 +110,8 @@ def print_summary(report: DeliverablesReport, console: Console) -> None:
     for system, notes in report.run_protocol.items():
         if notes:
             console.print(f"protocol of {escape(system)}: {escape(describe(notes))}")
+    for system, peeks in report.peeking.items():  # no peeking (web_deny.py)
+        console.print(f"no peeking, {escape(system)}: {escape(peeks.describe())}")
     console.print(f"grades QC-reviewed: {escape(fmt_rate(report.reviewed, ci=False))}"
                   + (" (--reviewed-only: only these count)" if report.reviewed_only else " (all usable grades count)"))
     _show(console, _table6(report))

@@ -7,6 +7,7 @@ from pydantic import BaseModel, Field
 from deskbench.models.prices import PRICES_AS_OF
 from deskbench.runs.protocol import ProtocolNote
 from deskbench.tracks.deliverables.scoring.failure_tags import TagCounts
+from deskbench.tracks.deliverables.web_deny import PeekingCounts
 
 CI = tuple[float, float]
 
@@ -242,6 +243,7 @@ class DeliverablesReport(BaseModel):
     reviewed: Rate = Field(default_factory=lambda: Rate(count=0, n=0, rate=None))  # pooled, as SystemRow.reviewed
     protocol: list[ProtocolNote] = Field(default_factory=list)  # the score side: which protocol made each number
     run_protocol: dict[str, list[ProtocolNote]] = Field(default_factory=dict)  # the run side, per system
+    peeking: dict[str, PeekingCounts] = Field(default_factory=dict)  # no peeking (web_deny.py): denied attempts
 
     @property
     def graded(self) -> bool:
