@@ -49,6 +49,9 @@ def score_deliverables(store: RunStore, *, systems: list[str] | None, judge: str
     from deskbench.runs.protocol import stored_protocol
 
     report = summarize(items, store.tasks_of(DeliverableTask), reviewed_only=reviewed_only)
+    from deskbench.tracks.deliverables.outcomes import deliverables_attempts
+
+    report.attempts = deliverables_attempts(items, reviewed_only=reviewed_only)
     run_side = stored_protocol(store)
     report.run_protocol = {s: run_side[s] for s in report.systems if s in run_side}
     from deskbench.tracks.deliverables.web_deny import peeking_by_system

@@ -162,6 +162,11 @@ def print_summary(report: DeliverablesReport, console: Console) -> None:
         if u.return_reasons:
             console.print(f"returned to {escape(u.grader or '?')} for a regrade: {escape(u.system)}/{escape(u.task_id)}: "
                           + escape("; ".join(u.return_reasons)))
+    for system, m in report.attempts.items():  # --attempts K > 1 (the tables above: attempt 0)
+        console.print(f"attempts of {escape(system)} (k={m.k}, {m.n_tasks} tasks scored): VRS_0/100 pass@1 "
+                      f"{fmt_pct(m.pass1)}, pass@{m.k} (best) {fmt_pct(m.passk)}, avg@{m.k} {fmt_pct(m.avgk)}"
+                      + ("" if m.complete else f" (some tasks have fewer than {m.k} scored attempts)"))
+        console.print(escape(m.reliability.line()) + " (a success: ACCEPT; an answer: the verifiers' outcomes)")
 
 
 def _print_cross(cross: CrossSystem, console: Console, pairs: bool) -> None:

@@ -6,6 +6,7 @@ from pydantic import BaseModel, Field
 
 from deskbench.models.prices import PRICES_AS_OF
 from deskbench.runs.protocol import ProtocolNote
+from deskbench.scoring.attempts import AttemptMetrics
 from deskbench.tracks.deliverables.scoring.failure_tags import TagCounts
 from deskbench.tracks.deliverables.web_deny import PeekingCounts
 
@@ -228,6 +229,9 @@ class DeliverablesReport(BaseModel):
     tasks: list[str]
     attempt: int = 0  # the attempt every table is computed on
     n_other_attempts: int = 0  # items of later attempts, left out
+    # with --attempts K > 1, per system: pass@k / avg@k of VRS_0 / 100, pass^k with ACCEPT a success,
+    # the consistency of the verifiers' outcomes (outcomes.py deliverables_attempts)
+    attempts: dict[str, AttemptMetrics] = Field(default_factory=dict)
     resamples: int
     seed: int
     n_graded: int
