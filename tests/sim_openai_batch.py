@@ -51,11 +51,11 @@ import json
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Self
 from urllib.parse import parse_qs, urlsplit
 
 from fake_openai import Behaviour
-from http_double import MethodDouble, MethodServer, multipart
+from http_double import MethodServer, Response, multipart
 from sim_openai import SimOpenAI, openai_body, status_body
 
 Reply = tuple[int, Any]
@@ -81,7 +81,7 @@ def _default_script(body: dict[str, Any], n: int) -> Behaviour:
 
 
 @dataclass
-class SimOpenAIBatch(MethodDouble):
+class SimOpenAIBatch:
     script: Callable[[dict[str, Any], int], Behaviour] = _default_script
     api_key: str = "sk-test"
     polls_to_end: int = 2  # retrieves after creation until the batch is done (the first validates it)
@@ -106,7 +106,27 @@ class SimOpenAIBatch(MethodDouble):
 
     @property
     def base_url(self) -> str:
-        return f"{self._url}/v1"
+        assert self._server is not None, "use SimOpenAIBatch as a context manager"
+        return f"{self._server.url}/v1"
+
+    def __enter__(self) -> Self:
+        self._server = MethodServer(self._handle).start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        assert self._server is not None
+        self._server.close()
+
+    def _handle(self, method: str, path: str, headers: dict[str, str], raw: bytes) -> Response:
+        """Route under the lock; bytes go as application/octet-stream, anything else as JSON; each
+        answer of 400 or more is recorded in `refused` as (method, path, status, message)."""
+        with self._lock:
+            status, body = self._route(method, path, headers, raw)
+        if isinstance(body, bytes):
+            return status, [("Content-Type", "application/octet-stream")], body
+        if status >= 400:
+            self.refused.append((method, path, status, body["error"]["message"]))
+        return status, [("Content-Type", "application/json")], json.dumps(body).encode()
 
     def env(self) -> dict[str, str]:
         return {"OPENAI_BASE_URL": self.base_url, "OPENAI_API_KEY": self.api_key}

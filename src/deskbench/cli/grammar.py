@@ -100,6 +100,8 @@ FLAGS: tuple[Flag, ...] = (
     _f("--ray-address", "HOST:PORT", "run --executor ray: the cluster's head (default: start one on this machine)"),
     _f("--workers", "N", "processes for PDF extraction (fetch: also PDF downloads at once)"),
     _f("--attempts", "N", "attempts per task (pass@k)"),
+    _f("--batch-api", "", "run, score: the model calls through the providers' batch APIs (half price, answers within "
+       "their window; a killed command resumes its batches) (docs/batch.md)"),
     _f("--max-cost", "USD", "run: the run's cost limit in USD (stored episodes count), or each episode's with "
        "episode=USD (docs/cost.md)"),
     _f("--token-budget", "N", "run: the run's token limit (input + output; 2m, 50k), or each episode's with "

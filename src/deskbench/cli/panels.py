@@ -115,7 +115,7 @@ BY_HELP = ("report", "mcp", "calibrate sample")
 OPTIONS: dict[str, dict[str, tuple[str, ...]]] = {
     "run": {
         EXTERNAL: ("--command", "--url", "--timeout"),
-        EXECUTION: ("--concurrency", "--executor", "--ray-address", "--unsafe-local", "--cache", "--batch", "--prices",
+        EXECUTION: ("--concurrency", "--executor", "--ray-address", "--unsafe-local", "--cache", "--batch-api", "--prices",
                     "--max-cost", "--token-budget", "--on-budget"),
     },
     "mcp": {

@@ -7,6 +7,8 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
+from deskbench.cli import batch_flag
+from deskbench.cli.batch_flag import HELP_RUN
 from deskbench.cli.common import JsonOpt, QuietOpt, execute_with_progress
 from deskbench.cli.settings import (
     CapabilitiesOpt,
@@ -47,6 +49,7 @@ def run(
     prices: Annotated[Path | None, typer.Option(help="Extra prices (JSON; docs/cost.md).")] = None,
     attempts: Annotated[int, typer.Option(help="Attempts per task (3 for pass@3 and avg@3); a resumed run adds the missing ones.")] = 1,
     retry_errors: Annotated[bool, typer.Option("--retry-errors", help="Run the episodes stored with an error again (not those that reached a limit), each as a new try; the earlier tries are kept.")] = False,
+    batch: Annotated[bool, typer.Option("--batch-api", help=HELP_RUN)] = False,
     temperature: TemperatureOpt = None,
     top_p: TopPOpt = None,
     sampling_top_k: TopKOpt = None,
@@ -84,6 +87,9 @@ def run(
     use_model_flags(capabilities, judge_temperature=judge_temperature, judge_top_p=judge_top_p,
                     judge_reasoning_effort=judge_reasoning_effort, judge_max_tokens=judge_max_tokens)
     preflight_judges(judge, options)  # a judge's key and settings before the run, not after it
+    if batch:
+        batch_flag.check([*(model or ["openai/gpt-5-mini"]), *([judge] if judge else [])], what="run")
+    concurrency = batch_flag.run_concurrency(ctx, batch, concurrency, executor)
     sampling = agent_sampling(temperature, top_p, reasoning_effort, max_tokens, top_k=sampling_top_k, decoding=decoding)
     limits = parse_limits(max_cost or [], token_budget or [], on_budget)
     if limits.on_budget == "cancel" and executor == "ray":
@@ -101,13 +107,18 @@ def run(
     if ray_address is not None and executor != "ray":
         raise UserError("--ray-address is for --executor ray; add --executor ray or drop --ray-address")
 
-    with run_lock(out_dir):  # one writer per run directory: a second run on this --out stops in one line
+    # one writer per run directory: a second run on this --out stops in one line; under --batch-api the
+    # models opened inside batch their calls (cli/batch_flag.py)
+    with run_lock(out_dir), batch_flag.batching(batch, ("agent", "judge")) as batches:
         _holds_no_other_track(out_dir, track.name)  # before the track writes anything into it
         prep = ready(track.prepare(request).limited_by(limits))  # the runner files the tasks, records each system, counts what is done
+        if batches is not None:
+            batches.journal.target = prep.store  # batch ids are kept in the run store: a killed run resumes them
         if retry_errors:
             prep.retrying_errors()
         systems = execute_with_progress(prep, quiet, request, executor)
         show_scores(track, prep.store, systems, request, as_json=as_json)
+        batch_flag.finish(batches, prep.store)
 
 
 def _holds_no_other_track(out_dir: Path, name: str) -> None:

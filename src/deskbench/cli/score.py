@@ -7,6 +7,8 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
+from deskbench.cli import batch_flag
+from deskbench.cli.batch_flag import HELP_SCORE
 from deskbench.cli.common import JsonOpt
 from deskbench.cli.settings import (
     CapabilitiesOpt,
@@ -42,6 +44,7 @@ def score(
     judge_max_tokens: JudgeMaxTokensOpt = None,
     capabilities: CapabilitiesOpt = None,
     scorer: Annotated[str | None, typer.Option("--scorer", help="A run directory: score with a plugin scorer (an installed one's name, see deskbench list scorers, or package.module:Name) instead of the track's own.")] = None,
+    batch: Annotated[bool, typer.Option("--batch-api", help=HELP_SCORE)] = False,
     as_json: JsonOpt = False,
 ) -> None:
     """Score a run or a predictions file. docqa: accuracy (ANLS* or an LLM judge), Page/Doc F1,
@@ -88,6 +91,12 @@ def score(
         raise UserError(f"--judge-concurrency {concurrency} is not valid; use 1 or more")
     if store is None and scorer is not None:
         raise UserError(f"--scorer scores a run directory; {submissions} is a file: give the run's folder")
+    if batch:
+        if store is None:
+            raise UserError(f"--batch-api scores a run directory (its batches are kept in the run store, so a killed "
+                            f"score resumes them); {submissions} is a file: give the run's folder or drop --batch-api")
+        batch_flag.check(batch_flag.names(judge), what="judge")
+    batches = batch_flag.start(ctx, batch, ("judge",), store)  # judges opened from here on batch their calls
     if store is None:
         track.score_file(submissions, RunRequest(tasks=submissions, out=submissions, judge=one_judge, concurrency=concurrency,
                                                  options=options, capabilities=capabilities, items_out=items_out),
@@ -106,6 +115,7 @@ def score(
             score_with_judges(track, store, system or store.systems(), judges, request, as_json=as_json)
         else:
             show_scores(track, store, system or store.systems(), request, as_json=as_json)
+    batch_flag.finish(batches, store)
     if store.skipped:  # each was named on stderr when read (store.episodes): the count, for every track
         from deskbench.console import err
 

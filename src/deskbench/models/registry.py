@@ -224,7 +224,8 @@ def open_model(spec: str, *, role: Role = "agent", sampling: Sampling | None = N
     """The model an agent or a judge talks to: the adapter inside retries, a concurrency limit,
     usage accounting, the response cache (on for judges by the caller's choice; a path names the
     cache file), and the user's settings (given, else the command line's for the role) resolved
-    against the capability table and sent with every call."""
+    against the capability table and sent with every call; under `--batch` (models/batch/base.py
+    batch_mode) a BatchedModel, whose calls go through the provider's batch API."""
     from deskbench.models.cache import ResponseCache
     from deskbench.models.prices import PriceTable
     from deskbench.models.resilient import ResilientModel
@@ -239,5 +240,8 @@ def open_model(spec: str, *, role: Role = "agent", sampling: Sampling | None = N
     elif cache:
         cache_dir = Path(os.environ.get("DESKBENCH_CACHE_DIR", Path.home() / ".cache" / "deskbench"))
         response_cache = ResponseCache(cache_dir / "responses.sqlite")
-    return ResilientModel(provider(m.provider)(m, timeout), settings=settings, concurrency=concurrency, cache=response_cache,
-                          prices=PriceTable.load(prices))
+    model = ResilientModel(provider(m.provider)(m, timeout), settings=settings, concurrency=concurrency,
+                           cache=response_cache, prices=PriceTable.load(prices))
+    from deskbench.models.batch.base import wrap
+
+    return wrap(model, role)  # under --batch, its calls go through the provider's batch API (models/batch/)

@@ -29,12 +29,12 @@ RUN_COMMON = frozenset({
     "--tasks", "--out", "--agent", "--model", "--judge", "--concurrency", "--cache", "--prices", "--attempts",
     "--temperature", "--top-p", "--sampling-top-k", "--decoding", "--reasoning-effort", "--max-tokens",
     "--judge-temperature", "--judge-top-p", "--judge-reasoning-effort", "--judge-max-tokens", "--capabilities", "--json", "--quiet",
-    "--executor", "--ray-address", "--retry-errors", "--max-cost", "--token-budget", "--on-budget",
+    "--executor", "--ray-address", "--retry-errors", "--max-cost", "--token-budget", "--on-budget", "--batch-api",
 })
 # `deskbench score`: a predictions file is docqa; a run directory is its run's track.
 SCORE_COMMON = frozenset({
     "--system", "--items-out", "--judge", "--judge-concurrency", "--judge-temperature", "--judge-top-p",
-    "--judge-reasoning-effort", "--judge-max-tokens", "--capabilities", "--json", "--scorer",
+    "--judge-reasoning-effort", "--judge-max-tokens", "--capabilities", "--json", "--scorer", "--batch-api",
 })
 # `deskbench compare`: the scorer's options of the runs' track, as `score` takes them.
 COMPARE_COMMON = frozenset({

@@ -157,6 +157,8 @@ class Transcript:
             reply = {"message": message_json(response.message, self.blobs), "finish_reason": response.finish_reason,
                      "model": response.model, "cached": response.cached,
                      "usage": response.usage.model_dump(exclude={"cost_known"})}
+            if response.batch is not None:  # the provider batch the reply came through (models/batch/)
+                reply["batch"] = response.batch
         # built from values made here, of the declared types: not validated again (a call's
         # messages would be copied dict by dict on every call)
         self.events.append(ModelCallEvent.model_construct(

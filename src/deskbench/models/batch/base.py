@@ -27,21 +27,19 @@ What it keeps, and why:
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import hashlib
 import importlib
 import json
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Literal, Protocol
+from typing import Any, Literal, Protocol
 
 from deskbench.errors import UserError
-from deskbench.models.cache import ATTEMPT, cache_key
-from deskbench.models.capabilities import Capabilities
+from deskbench.models.cache import ATTEMPT
+from deskbench.models.resilient import ResilientModel
 from deskbench.models.types import ChatModel, ChatRequest, ChatResponse, ModelError, Usage
-
-if TYPE_CHECKING:
-    from deskbench.models.resilient import ResilientModel
 
 BatchState = Literal["running", "ended", "failed", "expired", "cancelled"]
 """A batch's state in deskbench's terms: "running" (validating, queued, in progress, finalizing,
@@ -162,29 +160,25 @@ class _Batch:
     status: BatchStatus | None = None
 
 
-class BatchedModel:
-    """A ChatModel whose calls go through a provider's batch API (see the module docstring).
+class BatchedModel(ResilientModel):
+    """A ResilientModel whose calls go through a provider's batch API (see the module docstring).
 
-    `direct` is the same model as an ordinary ResilientModel: its settings go on every batched
-    request, its cache, price table and usage ledger are shared, and a request a batch did not
-    answer goes through it."""
+    Built from `direct`, the same model as an ordinary ResilientModel: its settings go on every
+    request, its cache, price table and usage ledger are shared, and everything around a call
+    (settings, cache, an episode's meter) is ResilientModel's; only the call itself
+    (`_call_with_retries`) goes into a batch. A request the batch did not answer is sent on its
+    own by ResilientModel's own retrying call, at the standard price."""
 
     def __init__(self, backend: BatchBackend, direct: ResilientModel, *, journal: BatchJournal | None = None,
                  window: float = DEFAULT_WINDOW, poll: float = DEFAULT_POLL, max_size: int | None = None) -> None:
+        super().__init__(direct.inner, policy=direct.policy, concurrency=direct.concurrency, cache=direct.cache,
+                         prices=direct.prices, ledger=direct.ledger, settings=direct.settings)
         self.backend = backend
-        self.direct = direct
-        self.id = direct.id
-        self.settings = direct.settings
-        self.ledger = direct.ledger
-        self.prices = direct.prices
-        self.cache = direct.cache
-        self.concurrency = direct.concurrency
         self.journal: BatchJournal = journal if journal is not None else MemoryJournal()
         self.window = window
         self.poll = poll
         self.max_size = min(max_size or backend.max_requests, backend.max_requests)
         self.stats = BatchStats()
-        self._sent = direct.settings.sent.given() if direct.settings else {}
         self._batches: dict[str, _Batch] = {}
         self._member: dict[str, str] = {}  # custom id -> batch id, for ids this process has seen
         self._waiters: dict[str, list[asyncio.Future[tuple[ChatResponse | ModelError, str]]]] = {}
@@ -193,33 +187,17 @@ class BatchedModel:
         self._tasks: set[asyncio.Task[None]] = set()
         self._loop: asyncio.AbstractEventLoop | None = None
 
-    def limit_with(self, slots: Any) -> None:
-        """A cluster's limiter bounds the individual calls (the batch itself is one job)."""
-        self.direct.limit_with(slots)
-
-    # -- the ChatModel ----------------------------------------------------------------------
-    async def complete(self, request: ChatRequest) -> ChatResponse:
+    # -- the call -----------------------------------------------------------------------------
+    async def _call_with_retries(self, request: ChatRequest) -> ChatResponse:
         self._loop_here()
-        if self._sent:
-            missing = {k: v for k, v in self._sent.items() if getattr(request, k) is None}
-            if missing:
-                request = request.model_copy(update=missing)
-        key = cache_key(request.fingerprint(self.id)) if self.cache is not None else ""
-        if self.cache is not None and (hit := self.cache.get(key)) is not None:
-            self.ledger.cache_hits += 1
-            return hit.model_copy(update={"cached": True, "usage": Usage(calls=0, cost_known=True)})
         request = await self._fit_images(request)
         cid = custom_id(self.id, self.backend.body(request), ATTEMPT.get())
         started = time.monotonic()
         outcome, batch_id = await self._wait(cid, request)
         if isinstance(outcome, ModelError):
             self.stats.individual += 1
-            response = await self.direct.complete(request)  # full price, its own retries and accounting
-        else:
-            response = self._account(outcome, batch_id, time.monotonic() - started)
-        if self.cache is not None and not response.cached:
-            self.cache.put(key, self.id, response.model_copy(update={"batch": None}))
-        return response
+            return await super()._call_with_retries(request)  # on its own: full price, its own retries
+        return self._batch_account(outcome, batch_id, time.monotonic() - started)
 
     async def aclose(self) -> None:
         """Stop polling (the batches go on at the provider: a later run resumes them) and close."""
@@ -233,7 +211,7 @@ class BatchedModel:
             batch.poller = None
         self._pending.clear()
         await self.backend.aclose()
-        await self.direct.aclose()
+        await super().aclose()
 
     async def cancel_open(self) -> list[str]:
         """Cancel every batch of this model still running (a run stopping at its budget with
@@ -246,6 +224,18 @@ class BatchedModel:
                 cancelled.append(batch.id)
         return cancelled
 
+    def summary(self) -> str:
+        """One line for the run's summary: what went through batches."""
+        s = self.stats
+        n = len(s.batches)
+        line = (f"{self.id}: {s.batched} call{'s' if s.batched != 1 else ''} through {n} {self.backend.provider} "
+                f"batch{'es' if n != 1 else ''} at {self.backend.discount:.0%} of the standard price")
+        if s.resumed:
+            line += f" ({len(s.resumed)} resumed, none submitted twice)"
+        if s.individual:
+            line += f"; {s.individual} not answered by a batch, sent on their own at the standard price"
+        return line
+
     # -- gathering, submitting, polling -------------------------------------------------------
     def _loop_here(self) -> None:
         """Futures and tasks belong to one event loop; the same model may serve several
@@ -257,14 +247,6 @@ class BatchedModel:
             for batch in self._batches.values():
                 batch.poller = None
         self._loop = loop
-
-    async def _fit_images(self, request: ChatRequest) -> ChatRequest:
-        caps = getattr(self.direct.inner, "caps", None)
-        if not isinstance(caps, Capabilities) or not request.has_images():
-            return request
-        from deskbench.models.image_limits import fit_request
-
-        return await asyncio.to_thread(fit_request, request, caps)
 
     def _wait(self, cid: str, request: ChatRequest) -> asyncio.Future[tuple[ChatResponse | ModelError, str]]:
         """A future for `cid`'s outcome: from a batch already known (this process's, or the
@@ -386,7 +368,7 @@ class BatchedModel:
             else:
                 future.set_result((outcome, batch_id))
 
-    def _account(self, response: ChatResponse, batch_id: str, seconds: float) -> ChatResponse:
+    def _batch_account(self, response: ChatResponse, batch_id: str, seconds: float) -> ChatResponse:
         """The reply with its usage at the batch price, added to the shared ledger."""
         self.stats.batched += 1
         if response.cached:
@@ -420,8 +402,8 @@ def batch_provider(model_id: str) -> str:
     if provider in BACKENDS:
         return provider
     hint = " (Gemini's batch mode is on its native API: use google/MODEL)" if provider == "gemini" else ""
-    raise UserError(f"--batch: {model_id} has no batch API in deskbench{hint}; batch works with "
-                    + ", ".join(f"{p}/..." for p in BACKENDS) + "; drop --batch for this model")
+    raise UserError(f"--batch-api: {model_id} has no batch API in deskbench{hint}; batch works with "
+                    + ", ".join(f"{p}/..." for p in BACKENDS) + "; drop --batch-api for this model")
 
 
 def backend_for(inner: ChatModel) -> BatchBackend:
@@ -439,6 +421,77 @@ def batched(model: ResilientModel, journal: BatchJournal | None, *, window: floa
     return BatchedModel(backend_for(model.inner), model, journal=journal,
                         window=window if window is not None else _seconds("DESKBENCH_BATCH_WINDOW", DEFAULT_WINDOW),
                         poll=poll if poll is not None else _seconds("DESKBENCH_BATCH_POLL", DEFAULT_POLL))
+
+
+class DeferredJournal:
+    """A journal whose store is given later: a run's models are opened before its store exists
+    (a missing key stops the run before anything is created), and make no call before it does."""
+
+    def __init__(self, target: BatchJournal | None = None) -> None:
+        self.target = target
+
+    def _store(self) -> BatchJournal:
+        if self.target is None:
+            raise RuntimeError("a batched call before the run store was given to the batch journal")
+        return self.target
+
+    def meta(self, key: str) -> object | None:
+        return self._store().meta(key)
+
+    def set_meta(self, key: str, value: object) -> None:
+        self._store().set_meta(key, value)
+
+
+@dataclass
+class BatchMode:
+    """`--batch-api`: which roles' models go through batches, where their batches are remembered,
+    and the models opened so (for the summary line and the run's record)."""
+
+    journal: DeferredJournal
+    roles: frozenset[str]
+    window: float
+    poll: float
+    models: list[BatchedModel] = field(default_factory=list)
+
+    def summary(self) -> list[str]:
+        return [m.summary() for m in self.models if m.stats.batches]
+
+    def record(self) -> dict[str, object]:
+        """What went through batches, per model, for the run store's meta ("batch")."""
+        return {m.id: {"provider": m.backend.provider, "discount": m.backend.discount, **m.stats.as_dict()}
+                for m in self.models}
+
+
+_MODE: list[BatchMode] = []  # the active mode (at most one), set by the CLI for one command
+
+
+@contextlib.contextmanager
+def batch_mode(journal: BatchJournal | None = None, roles: Sequence[str] = ("agent", "judge"), *,
+               window: float | None = None, poll: float | None = None) -> Iterator[BatchMode]:
+    """Within the block, `registry.open_model` wraps every model of `roles` in a BatchedModel
+    (`wrap`); `journal` may be given later (`mode.journal.target = store`)."""
+    mode = BatchMode(DeferredJournal(journal), frozenset(roles),
+                     window if window is not None else _seconds("DESKBENCH_BATCH_WINDOW", DEFAULT_WINDOW),
+                     poll if poll is not None else _seconds("DESKBENCH_BATCH_POLL", DEFAULT_POLL))
+    _MODE.append(mode)
+    try:
+        yield mode
+    finally:
+        _MODE.remove(mode)
+
+
+def active_mode() -> BatchMode | None:
+    return _MODE[-1] if _MODE else None
+
+
+def wrap(model: ResilientModel, role: str) -> ResilientModel:
+    """`model` as a BatchedModel when a batch mode is on for `role`; else `model` itself."""
+    mode = active_mode()
+    if mode is None or role not in mode.roles or isinstance(model, BatchedModel):
+        return model
+    found = BatchedModel(backend_for(model.inner), model, journal=mode.journal, window=mode.window, poll=mode.poll)
+    mode.models.append(found)
+    return found
 
 
 def _seconds(name: str, default: float) -> float:
