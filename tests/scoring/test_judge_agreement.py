@@ -241,10 +241,19 @@ def test_score_with_two_judges_end_to_end(tmp_path: Path) -> None:
         flags = [arg for j in judges for arg in ("--judge", j)]
         shown = run_cli("score", str(out), *flags, env=env)
         assert shown.returncode == 0, shown.stderr
-        asked = len(fake.requests)
-        got = run_cli("score", str(out), *flags, "--json", env=env)
+        asked, stored = len(fake.requests), len(RunStore(out, create=False).scorings())
+        # a second go, the response cache gone: the stored scorings still hold, nothing is asked again
+        got = run_cli("score", str(out), *flags, "--json", env={"DESKBENCH_CACHE_DIR": str(tmp_path / "other")})
         assert got.returncode == 0, got.stderr
-        assert len(fake.requests) == asked  # the second go: every verdict from the cache, no judge asked twice
+        assert len(fake.requests) == asked and len(RunStore(out, create=False).scorings()) == stored
+        again = run_cli("score", str(out), *flags, env={"DESKBENCH_CACHE_DIR": str(tmp_path / "other")})
+        assert again.returncode == 0 and len(fake.requests) == asked
+        assert again.stdout.count("still hold for every episode: read from the run, nothing asked again") == 2
+        # other judge settings are another scoring: asked (12 verdicts), stored
+        hot = run_cli("score", str(out), *flags, "--judge-temperature", "0.5", "--json",
+                      env={"DESKBENCH_CACHE_DIR": str(tmp_path / "other")})
+        assert hot.returncode == 0, hot.stderr
+        assert len(fake.requests) == asked + 12 and json.loads(hot.stdout)["agreement"]["reused"] == []
     a, b = judges
     sx, sy = (f"bm25-agent:openai-compat/{x}" for x in AGENTS)
     text = shown.stdout
@@ -256,14 +265,14 @@ def test_score_with_two_judges_end_to_end(tmp_path: Path) -> None:
     doc = json.loads(got.stdout)
     assert set(doc["judges"]) == {a, b} and set(doc["judges"][a]) == {sx, sy}  # each as `score --json` gives it
     report = doc["agreement"]
+    assert report["reused"] == [a, b]
     assert report["alpha"] == pytest.approx(7 / 18) and report["pairs"][0]["kappa"] == pytest.approx(1 / 3)
     assert len(report["disagreements"]) == 2
     rows = {s["system"]: s for s in report["systems"]}
     assert rows[sx]["accuracy"] == {a: pytest.approx(2 / 3), b: pytest.approx(1 / 3)}
     assert rows[sx]["rank"] == {a: 1, b: 2} and rows[sy]["rank"] == {a: 2, b: 1}
-    versions = report["versions"][a]
-    assert list(versions.values()) == [["judge-a"]]  # what the provider's reply named
-    store = RunStore(out, create=False)
-    scorings = store.scorings()
+    assert f"{a}: returned model openai-compat/judge-a: judge-a (scoring #" in text  # what the provider's reply named
+    scorings = RunStore(out, create=False).scorings()
     assert [s.settings.flags.get("judge") for s in scorings[-4:]] == [a, b, a, b]  # a stored scoring per judge
-    assert report["scorings"] == {a: scorings[-2].id, b: scorings[-1].id}
+    assert report["scorings"] == {a: scorings[-4].id, b: scorings[-3].id}  # the first go's, read back
+    assert {s.settings.judge_sampling.get("temperature") for s in scorings[-2:]} == {0.5}

@@ -37,7 +37,7 @@ from deskbench.errors import UserError
 if TYPE_CHECKING:
     from deskbench.contract.track import Track
     from deskbench.runs.outcomes import ItemOutcome
-    from deskbench.runs.scorings import StoredItem
+    from deskbench.runs.scorings import Scoring, StoredItem
     from deskbench.runs.store import RunStore
     from deskbench.runs.track import RunRequest
 
@@ -169,6 +169,7 @@ class JudgeAgreement(BaseModel):
 
     judges: list[str]
     scorings: dict[str, int | None] = Field(default_factory=dict)  # judge -> the stored scoring read
+    reused: list[str] = Field(default_factory=list)  # judges whose stored scoring still held: nothing asked
     versions: dict[str, dict[str, list[str]]] = Field(default_factory=dict)  # judge -> model id -> returned versions
     items: int = 0  # items at least two judges scored (alpha's pairable units)
     partly_unscored: int = 0  # items some judge scored and another could not
@@ -186,7 +187,8 @@ class JudgeAgreement(BaseModel):
 
 def agreement(verdicts: Mapping[str, Mapping[EpisodeKey, JudgeItem]], *,
               scorings: Mapping[str, int | None] | None = None,
-              versions: Mapping[str, Mapping[str, Sequence[str]]] | None = None) -> JudgeAgreement:
+              versions: Mapping[str, Mapping[str, Sequence[str]]] | None = None,
+              reused: Sequence[str] = ()) -> JudgeAgreement:
     """The report over `verdicts` (judge -> each item it was asked about, scored or not)."""
     judges = list(verdicts)
     keys = sorted({k for items in verdicts.values() for k in items}, key=lambda k: (k[1], k[0], k[2]))
@@ -197,7 +199,7 @@ def agreement(verdicts: Mapping[str, Mapping[EpisodeKey, JudgeItem]], *,
     scores_level: Level | None = (None if not partial else "ordinal" if len(levels) <= MAX_ORDINAL_LEVELS
                                   else "interval")
     report = JudgeAgreement(
-        judges=judges, scorings=dict(scorings or {}),
+        judges=judges, scorings=dict(scorings or {}), reused=list(reused),
         versions={j: {m: sorted(v) for m, v in (versions or {}).get(j, {}).items()} for j in judges},
         items=sum(1 for u in units if sum(v is not None for v in u) >= 2),
         partly_unscored=sum(1 for u in units if 0 < sum(v is not None for v in u) < len(judges)),
@@ -286,9 +288,13 @@ def lines(report: JudgeAgreement) -> list[str]:
         weighted = "" if p.weighted_kappa is None else f" (quadratic-weighted on the scores {_num(p.weighted_kappa)})"
         out.append(f"  {p.judges[0]} vs {p.judges[1]}: Cohen's kappa {_num(p.kappa)}{weighted}, same verdict on {agreed}")
     for j in report.judges:
+        stored = report.scorings.get(j)
+        if j in report.reused:
+            out.append(f"  {j}: the verdicts of stored scoring #{stored}, still current: nothing asked again "
+                       "(the version of each call is in the judge transcripts)")
+            continue
         got = report.versions.get(j) or {}
         said = "; ".join(f"{m}: {', '.join(v) or '(none returned)'}" for m, v in got.items()) or "no model call made"
-        stored = report.scorings.get(j)
         out.append(f"  {j}: returned model {said}" + (f" (scoring #{stored})" if stored is not None else ""))
     if report.systems:
         out.append("accuracy by judge (share of scored items judged correct, every attempt; rank in brackets):")
@@ -344,10 +350,22 @@ def score_with_judges(track: Track, store: RunStore, systems: Sequence[str], jud
     scorings: dict[str, int | None] = {}
     versions: dict[str, dict[str, set[str]]] = {}
     shown: dict[str, object] = {}
+    reused: list[str] = []
     for judge in judges:
         before = max((s.id for s in store.scorings()), default=0)
         if not as_json:
             out.rule(f"judge {escape(judge)}")
+        held = stored_scoring(track, store, systems, judge, request.options)
+        if held is not None:  # its verdicts still hold: read, never asked again
+            reused.append(judge)
+            scorings[judge] = held.id
+            verdicts[judge] = items_of([i for i in store.scoring_items(held.id) if i.system in systems])
+            mine = {s: r for s, r in held.reports.items() if s in systems}
+            shown[judge] = mine or held.reports
+            if not as_json:
+                out.print(f"the verdicts of {escape(held.label())} still hold for every episode: read from the run, "
+                          f"nothing asked again ('score --judge {escape(judge)}' alone scores and prints its tables)")
+            continue
         with returned_versions() as seen:
             printed = io.StringIO()
             with contextlib.redirect_stdout(printed) if as_json else contextlib.nullcontext():
@@ -362,7 +380,7 @@ def score_with_judges(track: Track, store: RunStore, systems: Sequence[str], jud
         versions[judge] = seen
         if as_json:
             shown[judge] = json.loads(printed.getvalue() or "null")
-    report = agreement(verdicts, scorings=scorings,
+    report = agreement(verdicts, scorings=scorings, reused=reused,
                        versions={j: {m: sorted(v) for m, v in got.items()} for j, got in versions.items()})
     if as_json:
         print(json.dumps({"judges": shown, "agreement": report.model_dump(mode="json")}, indent=2, ensure_ascii=False))
@@ -371,6 +389,37 @@ def score_with_judges(track: Track, store: RunStore, systems: Sequence[str], jud
         for line in lines(report):
             out.print(escape(line))
     return report
+
+
+def stored_scoring(track: Track, store: RunStore, systems: Sequence[str], judge: str,
+                   options: BaseModel | None) -> Scoring | None:
+    """The newest stored scoring by `judge` with the settings this command would record (the
+    track's flags that decide a verdict, a flag at its default counted as absent; the judge's
+    sampling) that still holds for every episode of `systems`: each scored in it, none run again
+    or (the track's `scoring_change_times`) graded again since. None: score again."""
+    from deskbench.models.settings import asked_for
+    from deskbench.runs.scorings import ScoringSettings
+
+    given = options.model_dump() if options is not None else {}
+    defaults = ScoringSettings.of("", {k: f.default for k, f in type(options).model_fields.items()}
+                                  if options is not None else {}).flags
+
+    def plain(flags: Mapping[str, object]) -> dict[str, object]:
+        return {k: v for k, v in flags.items() if k not in defaults or defaults[k] != v}
+
+    want = plain(ScoringSettings.of("", {**given, "judge": judge}).flags)
+    sampling = dict(asked_for("judge").given())
+    finished = {s: store.finished_times(s) for s in systems}
+    changed = {s: track.scoring_change_times(store, s) for s in systems}
+    for scoring in reversed(store.scorings()):
+        if plain(scoring.settings.flags) != want or scoring.settings.judge_sampling != sampling:
+            continue
+        items = {(i.task_id, i.system, i.attempt) for i in store.scoring_items(scoring.id)}
+        holds = all((task, s, attempt) in items and at <= scoring.created
+                    and changed[s].get((task, attempt), "") <= scoring.created
+                    for s in systems for (task, attempt), at in finished[s].items())
+        return scoring if holds and any(finished.values()) else None  # the newest match decides
+    return None
 
 
 def _outcomes(track: Track, store: RunStore, systems: Sequence[str], request: RunRequest) -> dict[EpisodeKey, JudgeItem]:
