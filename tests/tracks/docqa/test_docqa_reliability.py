@@ -77,3 +77,14 @@ def test_score_and_compare_show_pass_hat_and_consistency(tmp_path: Path) -> None
     assert 'id="comparison-docqa-reliability"' in html and 'id="comparison-docqa-reliability-pairs"' in html
     terminal = run_cli("compare", str(alpha), str(beta))
     assert "reliability across attempts (k=3)" in terminal.stdout and "pairs on pass^3" in terminal.stdout
+
+
+def test_report_shows_the_reliability_of_docqa_runs(tmp_path: Path) -> None:
+    alpha, beta = _run(tmp_path, "alpha", ALPHA), _run(tmp_path, "beta", BETA)
+    page = tmp_path / "report.html"
+    proc = run_cli("report", str(alpha), str(beta), "--output", str(page))
+    assert proc.returncode == 0, proc.stderr
+    html = page.read_text()
+    table = html.split('id="comparison-docqa-reliability"')[1].split("</table>")[0]
+    # alpha pass^3 33.3 (1 of 3 tasks), beta 66.7 (2 of 3); beta first
+    assert table.index("(beta)") < table.index("(alpha)") and "66.7" in table and "33.3" in table

@@ -224,7 +224,9 @@ def docqa_report_section(stores: Sequence[RunStore], options: OutcomeOptions,
     judged); budgets run from 1 to the most steps any episode took. `params`: `pool_humans` (the
     annotators of a run make one Human row, tracks/docqa/humans.py), `corpus` (adds the corpus
     statistics, MADQA Tables 2 and 6, to the appendix sections)."""
+    from deskbench.runs.outcomes import ItemOutcome
     from deskbench.tracks.docqa.outcomes import DEFINITION, docqa_outcomes
+    from deskbench.tracks.docqa.scoring.docqa_attempts import attempt_outcomes
 
     opts = options.scorer if isinstance(options.scorer, ScoreOptions) else ScoreOptions()
     judging: Judging | None = None
@@ -238,6 +240,7 @@ def docqa_report_section(stores: Sequence[RunStore], options: OutcomeOptions,
     corpus = params.get("corpus")
     scored: list[_Scored] = []
     imported: set[tuple[Path, str]] = set()  # systems made by 'deskbench import'
+    later: dict[tuple[Path, str], list[ItemOutcome]] = {}  # attempts after the first, per (run, system)
     retrievers: dict[tuple[Path, str], str] = {}  # (run, system) -> its retriever, when not bm25
     modalities: dict[Path, dict[str, str]] = {}  # run -> task id -> its question's visual modality (analyse modality)
     for store in stores:
@@ -246,6 +249,8 @@ def docqa_report_section(stores: Sequence[RunStore], options: OutcomeOptions,
             modalities[store.dir] = kept[1]
         names = pooled_systems(store.systems()) if params.get("pool_humans") else store.systems()
         scored += [_score(store, name, opts, judging) for name in names]
+        for name in set(names) & set(store.systems()):  # --attempts K: the later attempts, for pass^k
+            later[(store.dir, name)] = attempt_outcomes(store, name, store.tasks_of(DocQATask), opts, first=1)
         retrievers |= _retrievers(store)
     labels = _labels(scored)
     labels.update({id(s): imported_label(labels[id(s)]) for s in scored if (s.run_dir, s.system) in imported})
@@ -285,7 +290,8 @@ def docqa_report_section(stores: Sequence[RunStore], options: OutcomeOptions,
 
     ran = [{e.task_id for e in s.episodes if e.attempt == 0} for s in scored]
     systems = [SystemOutcomes(label=labels[id(s)], system=s.system, run_dir=str(s.run_dir),
-                              outcomes=docqa_outcomes([i for i in s.items if i.id in r], labels[id(s)]))
+                              outcomes=docqa_outcomes([i for i in s.items if i.id in r], labels[id(s)])
+                              + later.get((s.run_dir, s.system), []))
                for s, r in zip(scored, ran, strict=True)]
     data = DocqaSection(systems=out, task_sets=sets, madqa=madqa, madqa_oracle_gaps=madqa_gaps,
                         accuracy_method=judge_method(opts, judging) if opts.judge else ANLS_METHOD,
