@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import sqlite3
 from pathlib import Path
 from typing import Any
 
@@ -254,6 +255,12 @@ def test_score_with_two_judges_end_to_end(tmp_path: Path) -> None:
                       env={"DESKBENCH_CACHE_DIR": str(tmp_path / "other")})
         assert hot.returncode == 0, hot.stderr
         assert len(fake.requests) == asked + 12 and json.loads(hot.stdout)["agreement"]["reused"] == []
+        with sqlite3.connect(out / "run.sqlite") as con:  # one episode as if run again after every scoring
+            assert con.execute("UPDATE episodes SET finished_at = '2999-01-01T00:00:00+00:00' WHERE task_id = 'j1'"
+                               " AND system = ?", (f"bm25-agent:openai-compat/{AGENTS[0]}",)).rowcount == 1
+        rerun = run_cli("score", str(out), *flags, "--json", env={"DESKBENCH_CACHE_DIR": str(tmp_path / "third")})
+        assert rerun.returncode == 0, rerun.stderr
+        assert json.loads(rerun.stdout)["agreement"]["reused"] == [] and len(fake.requests) == asked + 24
     a, b = judges
     sx, sy = (f"bm25-agent:openai-compat/{x}" for x in AGENTS)
     text = shown.stdout
@@ -272,7 +279,7 @@ def test_score_with_two_judges_end_to_end(tmp_path: Path) -> None:
     assert rows[sx]["accuracy"] == {a: pytest.approx(2 / 3), b: pytest.approx(1 / 3)}
     assert rows[sx]["rank"] == {a: 1, b: 2} and rows[sy]["rank"] == {a: 2, b: 1}
     assert f"{a}: returned model openai-compat/judge-a: judge-a (scoring #" in text  # what the provider's reply named
-    scorings = RunStore(out, create=False).scorings()
-    assert [s.settings.flags.get("judge") for s in scorings[-4:]] == [a, b, a, b]  # a stored scoring per judge
-    assert report["scorings"] == {a: scorings[-4].id, b: scorings[-3].id}  # the first go's, read back
-    assert {s.settings.judge_sampling.get("temperature") for s in scorings[-2:]} == {0.5}
+    judged = [s for s in RunStore(out, create=False).scorings() if s.settings.flags.get("judge")]
+    assert [s.settings.flags["judge"] for s in judged] == [a, b] * 3  # a stored scoring per judge, per go that asked
+    assert report["scorings"] == {a: judged[0].id, b: judged[1].id}  # the first go's, read back
+    assert [s.settings.judge_sampling.get("temperature") for s in judged] == [None, None, 0.5, 0.5, None, None]
