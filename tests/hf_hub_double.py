@@ -21,26 +21,16 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import sys
 import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 from typing import Any
 from urllib.parse import unquote, urlsplit
 
+from http_double import QuietServer
+
 SHA = "9d2e5c1b7a3f4e6d8c0b1a2f3e4d5c6b7a8f9e0d"
 GRANTED, PENDING = "hf_granted_token", "hf_pending_token"
-
-
-class _QuietServer(ThreadingHTTPServer):
-    """A client closing a kept-alive connection is normal: no traceback on stderr for it."""
-
-    request_queue_size = 64
-
-    def handle_error(self, request: Any, client_address: Any) -> None:
-        if isinstance(sys.exc_info()[1], (ConnectionResetError, BrokenPipeError, ConnectionAbortedError)):
-            return
-        super().handle_error(request, client_address)
 
 
 class FakeHub:
@@ -72,8 +62,7 @@ class FakeHub:
             def do_POST(self) -> None:  # noqa: N802
                 outer._error(self, 405, "", "Method not allowed", body=True)
 
-        self.server = _QuietServer(("127.0.0.1", 0), Handler)
-        self.server.daemon_threads = True
+        self.server = QuietServer(("127.0.0.1", 0), Handler)
         self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
 
     def __enter__(self) -> FakeHub:

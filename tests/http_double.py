@@ -10,18 +10,30 @@ drops the connection, as it would for any handler that crashes.
         url = f"{server.url}/v1"
 
 ServedDouble is the doubles' base class: `with double:` serves double._handle for the block.
+
+MethodServer and MethodDouble do the same for the REST simulators (tests/sim_openai_file_search.py,
+sim_openai_deep_research.py, sim_gemini_file_search.py, sim_gemini_interactions.py,
+sim_anthropic_research.py), whose callback also takes the method (GET, POST, DELETE, PATCH); a
+JsonMethodDouble's _route answers each request, and it turns the answer into JSON (or bytes),
+counting every error it gives in `refused`. QuietServer is the server class under them all, and under the
+doubles that write their own handler (tests/hf_hub_double.py, test_fetch_madqa's PDF server).
 """
 
 from __future__ import annotations
 
 import base64
 import binascii
+import itertools
+import json
 import socket
 import sys
 import threading
 from collections.abc import Callable
+from dataclasses import dataclass, field
+from email.parser import BytesParser
+from email.policy import HTTP
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any, Self
+from typing import Any, ClassVar, Self
 
 Response = tuple[int, list[tuple[str, str]], bytes]
 """(status, headers in the order they are sent, body). Content-Length is added after the headers,
@@ -32,6 +44,23 @@ OnPost = Callable[[str, dict[str, str], bytes], Response]
 
 OnGet = Callable[[str], Response]
 """(path) -> Response; the request's body, if any, is not read."""
+
+OnRequest = Callable[[str, str, dict[str, str], bytes], Response]
+"""(method, path with its query string, headers with lower-case names, raw body) -> Response."""
+
+
+class QuietServer(ThreadingHTTPServer):
+    """A threaded server on which a client closing a kept-alive connection (or a killed client
+    leaving a reply with nowhere to go) is normal: http.server would print a traceback to stderr,
+    which a CLI test capturing stderr would read as the command's output. Any other error prints."""
+
+    request_queue_size = 256  # the default backlog of 5 drops connections under load
+    daemon_threads = True
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        if isinstance(sys.exc_info()[1], (ConnectionResetError, BrokenPipeError, ConnectionAbortedError)):
+            return
+        super().handle_error(request, client_address)
 
 
 class _Handler(BaseHTTPRequestHandler):
@@ -70,17 +99,7 @@ class _GetHandler(_Handler):
         self._reply(self.server.on_get(self.path))
 
 
-class _Server(ThreadingHTTPServer):
-    request_queue_size = 256  # the default backlog of 5 drops connections under load
-    daemon_threads = True
-
-    def handle_error(self, request: Any, client_address: Any) -> None:
-        # a client closing a kept-alive connection is normal; http.server would print a traceback
-        # to stderr, which a CLI test capturing stderr would read as the command's output
-        if isinstance(sys.exc_info()[1], (ConnectionResetError, BrokenPipeError, ConnectionAbortedError)):
-            return
-        super().handle_error(request, client_address)
-
+class _Server(QuietServer):
     def __init__(self, on_post: OnPost, on_get: OnGet | None) -> None:
         self.on_post = on_post
         self.on_get = on_get
@@ -149,6 +168,135 @@ class ServedDouble:
     def __exit__(self, *exc: object) -> None:
         assert self._server is not None
         self._server.close()
+
+
+class _AnyMethod(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    server: _MethodServer
+
+    def log_message(self, *args: Any) -> None:
+        pass
+
+    def _serve(self) -> None:
+        raw = self.rfile.read(int(self.headers.get("content-length", 0) or 0))
+        status, headers, body = self.server.on_request(self.command, self.path,
+                                                       {k.lower(): v for k, v in self.headers.items()}, raw)
+        self.send_response(status)
+        for k, v in headers:
+            self.send_header(k, v)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    do_GET = do_POST = do_DELETE = do_PATCH = _serve  # noqa: N815
+
+
+class _MethodServer(QuietServer):
+    def __init__(self, on_request: OnRequest) -> None:
+        self.on_request = on_request
+        super().__init__(("127.0.0.1", 0), _AnyMethod)
+
+
+class MethodServer:
+    """A threaded HTTP/1.1 server on 127.0.0.1 handing every request's (method, path, headers,
+    body) to a callback (LocalJsonServer serves POST and GET only), from start() until close()."""
+
+    def __init__(self, on_request: OnRequest) -> None:
+        self._server = _MethodServer(on_request)
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self._server.server_port}"
+
+    def start(self) -> MethodServer:
+        threading.Thread(target=self._server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True).start()
+        return self
+
+    def close(self) -> None:
+        self._server.shutdown()
+        self._server.server_close()
+
+
+Routed = tuple[int, Any] | tuple[int, Any, list[tuple[str, str]]]
+"""A MethodDouble's answer: (status, a JSON body or bytes[, headers added after Content-Type])."""
+
+
+@dataclass
+class MethodDouble:
+    """Base class of the REST simulators (dataclasses): `with sim:` serves _handle on a MethodServer
+    for the block. The fields here are keyword-only, so that a subclass's own fields come first."""
+
+    _ids: itertools.count[int] = field(default_factory=lambda: itertools.count(1), kw_only=True, repr=False)
+    _lock: threading.Lock = field(default_factory=threading.Lock, kw_only=True, repr=False)
+    _server: MethodServer | None = field(default=None, kw_only=True, repr=False)
+
+    def _id(self, prefix: str) -> str:
+        """A new object id: the prefix and a counter."""
+        return f"{prefix}{next(self._ids):06d}"
+
+    def _handle(self, method: str, path: str, headers: dict[str, str], raw: bytes) -> Response:
+        raise NotImplementedError
+
+    @property
+    def _url(self) -> str:
+        """http://127.0.0.1:<port> of the running server."""
+        assert self._server is not None, f"use {type(self).__name__} as a context manager"
+        return self._server.url
+
+    def __enter__(self) -> Self:
+        self._server = MethodServer(self._handle).start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        assert self._server is not None
+        self._server.close()
+
+
+@dataclass
+class JsonMethodDouble(MethodDouble):
+    """A MethodDouble whose _handle routes each request under the lock, sends bytes as
+    application/octet-stream and any other body as JSON (CONTENT_TYPE), and records each answer of
+    400 or more as (method, path, status, the error's {"error": {"message"}}) in `refused`. The
+    subclass writes _route."""
+
+    CONTENT_TYPE: ClassVar[str] = "application/json"
+    refused: list[tuple[str, str, int, str]] = field(default_factory=list, kw_only=True)
+
+    def _route(self, method: str, path: str, headers: dict[str, str], raw: bytes) -> Routed:
+        raise NotImplementedError
+
+    def _extra_headers(self, status: int, body: Any) -> list[tuple[str, str]]:
+        """Headers every JSON answer of this kind carries (none by default)."""
+        return []
+
+    def _handle(self, method: str, path: str, headers: dict[str, str], raw: bytes) -> Response:
+        with self._lock:
+            routed = self._route(method, path, headers, raw)
+        status, body = routed[0], routed[1]
+        extra = routed[2] if len(routed) == 3 else []
+        if isinstance(body, bytes):
+            return status, [("Content-Type", "application/octet-stream"), *extra], body
+        if status >= 400:
+            self.refused.append((method, path, status, body["error"]["message"]))
+        return (status, [("Content-Type", self.CONTENT_TYPE), *extra, *self._extra_headers(status, body)],
+                json.dumps(body).encode())
+
+
+def multipart(headers: dict[str, str], raw: bytes) -> dict[str, tuple[str | None, bytes]] | None:
+    """A multipart/form-data body's fields: name -> (filename, bytes); None when it is not one."""
+    ctype = headers.get("content-type", "")
+    if not ctype.startswith("multipart/form-data"):
+        return None
+    msg = BytesParser(policy=HTTP).parsebytes(f"Content-Type: {ctype}\r\n\r\n".encode() + raw)
+    if not msg.is_multipart():
+        return None
+    out: dict[str, tuple[str | None, bytes]] = {}
+    for part in msg.iter_parts():
+        name = part.get_param("name", header="content-disposition")
+        payload = part.get_payload(decode=True)
+        if name:
+            out[str(name)] = (part.get_filename(), payload if isinstance(payload, bytes) else b"")
+    return out
 
 
 def b64decode_strict(data: str) -> bytes | None:

@@ -41,10 +41,8 @@ time it is asked; `fail_downloads=n` answers the first n downloads 500.
 
 from __future__ import annotations
 
-import itertools
 import json
 import secrets
-import sys
 import threading
 from collections import Counter
 from dataclasses import dataclass, field
@@ -52,8 +50,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 import sim_anthropic as base
-import sim_openai_file_search as methods
-from sim_openai_file_search import MethodServer, multipart
+from http_double import MethodDouble, Response, multipart
 
 Refusal = tuple[int, dict[str, Any]]
 Action = dict[str, Any]
@@ -80,20 +77,6 @@ SERVER_BLOCKS = {"server_tool_use", "web_search_tool_result", "bash_code_executi
                  "text_editor_code_execution_tool_result"}
 KNOWN_BETAS = {"files-api-2025-04-14", "code-execution-2025-08-25", "code-execution-2025-05-22",
                "web-fetch-2025-09-10", "context-management-2025-06-27"}
-
-
-class _QuietServer(methods._Server):
-    """A client killed while its request was held leaves a reply with nowhere to go: not an error."""
-
-    def handle_error(self, request: Any, client_address: Any) -> None:
-        if isinstance(sys.exc_info()[1], (BrokenPipeError, ConnectionResetError)):
-            return
-        super().handle_error(request, client_address)
-
-
-class _Methods(MethodServer):
-    def __init__(self, handler: methods.Handler) -> None:
-        self._server = _QuietServer(handler)
 
 
 @dataclass
@@ -124,7 +107,7 @@ class ScriptError(Exception):
 
 
 @dataclass
-class SimResearch:
+class SimResearch(MethodDouble):
     turns: list[list[Action]]
     api_key: str = "sk-ant-sim-research"
     models: frozenset[str] = base.DEFAULT_MODELS
@@ -141,29 +124,22 @@ class SimResearch:
     _issued: dict[str, dict[str, Any]] = field(default_factory=dict)  # server block id+type -> block as sent
     _searched: dict[str, str] = field(default_factory=dict)  # url -> title, of every search result given
     _reply_of: dict[str, int] = field(default_factory=dict)  # a block sent (as JSON) -> the turn it answered
-    _lock: threading.Lock = field(default_factory=threading.Lock)
-    _ids: itertools.count[int] = field(default_factory=lambda: itertools.count(1))
-    _server: MethodServer | None = None
 
     @property
     def base_url(self) -> str:
-        assert self._server is not None
-        return self._server.url
-
-    def __enter__(self) -> SimResearch:
-        self._server = _Methods(self._handle).start()
-        return self
+        return self._url
 
     def __exit__(self, *exc: object) -> None:
         self.release.set()
-        assert self._server is not None
-        self._server.close()
+        super().__exit__(*exc)
 
     def _id(self, prefix: str) -> str:
         return f"{prefix}{next(self._ids):04d}{secrets.token_hex(6)}"
 
     # --- HTTP ----------------------------------------------------------------------------------
-    def _handle(self, method: str, path: str, headers: dict[str, str], raw: bytes) -> tuple[int, list[tuple[str, str]], bytes]:
+    def _handle(self, method: str, path: str, headers: dict[str, str], raw: bytes) -> Response:
+        """As the API answers: lower-case headers, a request_id in each error, retry-after on the
+        retryable ones; not under the lock (a held turn waits inside _route)."""
         try:
             status, payload = self._route(method, path.split("?")[0], headers, raw)
         except ScriptError as exc:

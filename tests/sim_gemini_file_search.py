@@ -25,17 +25,15 @@ size limit, an unsupported type and a failed indexing were not found in a page a
 
 from __future__ import annotations
 
-import itertools
 import json
-import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, ClassVar
 from urllib.parse import parse_qs, unquote, urlsplit
 
-from sim_openai_file_search import MethodServer
+from http_double import JsonMethodDouble
+from sim_gemini_native import error_body
 
-STATUS = {400: "INVALID_ARGUMENT", 403: "PERMISSION_DENIED", 404: "NOT_FOUND", 500: "INTERNAL"}
 MAX_FILE_BYTES = 100 * 1024 * 1024  # FS
 MIME_TYPES = ("application/pdf", "text/plain", "text/markdown", "text/html", "text/csv", "application/json",
               "application/vnd.openxmlformats-officedocument.wordprocessingml.document")  # FS, a subset
@@ -51,58 +49,46 @@ names retrieved], "queries": [...], "usage": {"promptTokenCount", "candidatesTok
 
 
 def err(status: int, message: str, status_name: str | None = None) -> Reply:
-    return status, {"error": {"code": status, "message": message, "status": status_name or STATUS.get(status, "UNKNOWN")}}
+    """Google's error body, its status named by the HTTP status unless `status_name` says otherwise."""
+    body = error_body(status, message)
+    if status_name:
+        body["error"]["status"] = status_name
+    return status, body
 
 
 @dataclass
-class SimGeminiFileSearch:
+class GeminiDouble(JsonMethodDouble):
+    """What the Gemini API simulators share: the key, the root URL, Google's JSON content type."""
+
+    CONTENT_TYPE: ClassVar[str] = "application/json; charset=UTF-8"
+    api_key: str = field(default="test-key", kw_only=True)
+
+    @property
+    def root(self) -> str:
+        return self._url
+
+    def env(self) -> dict[str, str]:
+        return {"GOOGLE_GEMINI_BASE_URL": self.root, "GEMINI_API_KEY": self.api_key}
+
+
+@dataclass
+class SimGeminiFileSearch(GeminiDouble):
     answer: Answer
-    api_key: str = "test-key"
     fail_indexing: set[str] = field(default_factory=set)  # display names whose indexing fails
     index_polls: int = 1  # operation polls before the document is indexed
     max_file_bytes: int = MAX_FILE_BYTES
     requests: list[tuple[str, str, dict[str, str], Any]] = field(default_factory=list)
-    refused: list[tuple[str, str, int, str]] = field(default_factory=list)
     early_queries: list[str] = field(default_factory=list)  # generateContent while a document was pending
     stores: dict[str, dict[str, Any]] = field(default_factory=dict)
     documents: dict[str, dict[str, dict[str, Any]]] = field(default_factory=dict)  # store -> name -> document
     blobs: dict[str, bytes] = field(default_factory=dict)
     uploads: dict[str, dict[str, Any]] = field(default_factory=dict)  # upload id -> its start
     operations: dict[str, dict[str, Any]] = field(default_factory=dict)
-    _ids: itertools.count[int] = field(default_factory=lambda: itertools.count(1))
-    _lock: threading.Lock = field(default_factory=threading.Lock)
-    _server: MethodServer | None = None
-
-    def __enter__(self) -> SimGeminiFileSearch:
-        self._server = MethodServer(self._handle).start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        assert self._server is not None
-        self._server.close()
-
-    @property
-    def root(self) -> str:
-        assert self._server is not None
-        return self._server.url
-
-    def env(self) -> dict[str, str]:
-        return {"GOOGLE_GEMINI_BASE_URL": self.root, "GEMINI_API_KEY": self.api_key}
 
     def generate_bodies(self) -> list[Any]:
         return [b for m, p, _, b in self.requests if m == "POST" and ":generateContent" in p]
 
-    def _id(self, prefix: str) -> str:
-        return f"{prefix}{next(self._ids):06d}"
-
     # -- dispatch ----------------------------------------------------------------------------------
-    def _handle(self, method: str, path: str, headers: dict[str, str], raw: bytes) -> tuple[int, list[tuple[str, str]], bytes]:
-        with self._lock:
-            status, body, extra = self._route(method, path, headers, raw)
-        if status >= 400:
-            self.refused.append((method, path, status, body["error"]["message"]))
-        return status, [("Content-Type", "application/json; charset=UTF-8"), *extra], json.dumps(body).encode()
-
     def _route(self, method: str, path: str, headers: dict[str, str], raw: bytes) -> tuple[int, dict[str, Any], list[tuple[str, str]]]:
         url = urlsplit(path)
         query = {k: v[-1] for k, v in parse_qs(url.query).items()}

@@ -27,7 +27,6 @@ Not simulated (refused as such): model interactions, streaming, previous_interac
 
 from __future__ import annotations
 
-import itertools
 import json
 import threading
 from collections.abc import Callable
@@ -35,10 +34,8 @@ from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import parse_qs, unquote, urlsplit
 
-from sim_openai_file_search import MethodServer
+from sim_gemini_file_search import GeminiDouble, err
 
-STATUS = {400: "INVALID_ARGUMENT", 403: "PERMISSION_DENIED", 404: "NOT_FOUND", 429: "RESOURCE_EXHAUSTED",
-          500: "INTERNAL", 503: "UNAVAILABLE"}
 AGENTS = {"deep-research-pro-preview-12-2025", "deep-research-preview-04-2026", "deep-research-max-preview-04-2026"}
 AGENT_FIELDS = {"agent", "input", "agent_config", "background", "previous_interaction_id", "response_format",
                 "response_mime_type", "response_modalities", "service_tier", "store", "system_instruction",
@@ -61,45 +58,20 @@ Script = Callable[[str, str], dict[str, Any]]
 interaction, or {"status": "failed" | "cancelled" | "incomplete", "error": {...}, "outputs": [...]}."""
 
 
-def err(status: int, message: str) -> Reply:
-    return status, {"error": {"code": status, "message": message, "status": STATUS.get(status, "UNKNOWN")}}
-
-
 def _type_error(name: str, want: str, value: Any) -> Reply:
     return err(400, f"Invalid value at '{name}' ({want}), {json.dumps(value)[:60]}")
 
 
 @dataclass
-class SimGeminiInteractions:
+class SimGeminiInteractions(GeminiDouble):
     script: Script
-    api_key: str = "test-key"
     polls_to_finish: int = 1  # gets answered in_progress before the interaction is done
     hold: threading.Event = field(default_factory=threading.Event)  # set: every interaction stays in_progress
     unavailable: int = 0  # the next gets answered 503 UNAVAILABLE (a passing outage)
     shape: str = "outputs"  # "steps": the reply as the API gives it since 2026-05 (SDK 975d16a3)
     requests: list[tuple[str, str, dict[str, str], Any]] = field(default_factory=list)
-    refused: list[tuple[str, str, int, str]] = field(default_factory=list)
     interactions: dict[str, dict[str, Any]] = field(default_factory=dict)
     polls: dict[str, int] = field(default_factory=dict)
-    _ids: itertools.count[int] = field(default_factory=lambda: itertools.count(1))
-    _lock: threading.Lock = field(default_factory=threading.Lock)
-    _server: MethodServer | None = None
-
-    def __enter__(self) -> SimGeminiInteractions:
-        self._server = MethodServer(self._handle).start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        assert self._server is not None
-        self._server.close()
-
-    @property
-    def root(self) -> str:
-        assert self._server is not None
-        return self._server.url
-
-    def env(self) -> dict[str, str]:
-        return {"GOOGLE_GEMINI_BASE_URL": self.root, "GEMINI_API_KEY": self.api_key}
 
     @property
     def created(self) -> list[Any]:
@@ -107,13 +79,6 @@ class SimGeminiInteractions:
         return [b for m, _, _, b in self.requests if m == "POST"]  # only accepted requests are kept
 
     # -- dispatch ----------------------------------------------------------------------------------
-    def _handle(self, method: str, path: str, headers: dict[str, str], raw: bytes) -> tuple[int, list[tuple[str, str]], bytes]:
-        with self._lock:
-            status, body = self._route(method, path, headers, raw)
-        if status >= 400:
-            self.refused.append((method, path, status, body["error"]["message"]))
-        return status, [("Content-Type", "application/json; charset=UTF-8")], json.dumps(body).encode()
-
     def _route(self, method: str, path: str, headers: dict[str, str], raw: bytes) -> Reply:
         url = urlsplit(path)
         query = {k: v[-1] for k, v in parse_qs(url.query).items()}

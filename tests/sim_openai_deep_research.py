@@ -39,16 +39,14 @@ the model_not_found text are the API's wording as recalled, not found in a page.
 from __future__ import annotations
 
 import copy
-import itertools
-import json
 import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
-from urllib.parse import parse_qs, urlsplit
+from urllib.parse import urlsplit
 
-from sim_openai_file_search import MethodServer, err, multipart
+from sim_openai_file_search import Call, OpenAIDouble, err
 
 Reply = tuple[int, Any]
 
@@ -113,13 +111,10 @@ def _input_text(value: Any) -> str:
 
 
 @dataclass
-class SimDeepResearch:
+class SimDeepResearch(OpenAIDouble):
     research: Script
-    api_key: str = "sk-test"
     hold: threading.Event | None = None  # while set to an unset event, responses stay in_progress
     queued_polls: int = 1  # GETs a new response answers "queued" before it runs
-    requests: list[tuple[str, str, dict[str, Any] | None]] = field(default_factory=list)
-    refused: list[tuple[str, str, int, str]] = field(default_factory=list)
     created: list[str] = field(default_factory=list)  # response ids, in creation order
     polls: dict[str, int] = field(default_factory=dict)  # response id -> GETs answered
     files: dict[str, dict[str, Any]] = field(default_factory=dict)
@@ -128,66 +123,18 @@ class SimDeepResearch:
     responses: dict[str, dict[str, Any]] = field(default_factory=dict)
     containers: dict[str, dict[str, Any]] = field(default_factory=dict)  # id -> {"files": {...}, "expired"}
     _pending: dict[str, tuple[dict[str, Any], str, list[str]]] = field(default_factory=dict)
-    _ids: itertools.count[int] = field(default_factory=lambda: itertools.count(1))
-    _lock: threading.Lock = field(default_factory=threading.Lock)
-    _server: MethodServer | None = None
-
-    def __enter__(self) -> SimDeepResearch:
-        self._server = MethodServer(self._handle).start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        assert self._server is not None
-        self._server.close()
-
-    @property
-    def base_url(self) -> str:
-        assert self._server is not None
-        return f"{self._server.url}/v1"
-
-    def env(self) -> dict[str, str]:
-        return {"OPENAI_BASE_URL": self.base_url, "OPENAI_API_KEY": self.api_key}
 
     def expire_containers(self) -> None:
         """Every container past OpenAI's 20 idle minutes (CI): its files are gone."""
         for c in self.containers.values():
             c["expired"] = True
 
-    def _id(self, prefix: str) -> str:
-        return f"{prefix}{next(self._ids):06d}"
-
     # -- dispatch ----------------------------------------------------------------------------------
-    def _handle(self, method: str, path: str, headers: dict[str, str], raw: bytes) -> tuple[int, list[tuple[str, str]], bytes]:
-        with self._lock:
-            status, body = self._route(method, path, headers, raw)
-        if isinstance(body, bytes):
-            return status, [("Content-Type", "application/octet-stream")], body
-        if status >= 400:
-            self.refused.append((method, path, status, body["error"]["message"]))
-        return status, [("Content-Type", "application/json")], json.dumps(body).encode()
-
     def _route(self, method: str, path: str, headers: dict[str, str], raw: bytes) -> Reply:
-        if headers.get("authorization") != f"Bearer {self.api_key}":  # ERR
-            return err(401, "Incorrect API key provided: check your key at https://platform.openai.com/account/api-keys.",
-                       code="invalid_api_key")
-        url = urlsplit(path)
-        multi = parse_qs(url.query)
-        query = {k: v[-1] for k, v in multi.items()}
-        parts = url.path.strip("/").split("/")
-        if parts[:1] != ["v1"] or len(parts) < 2:
-            return err(404, f"Invalid URL ({method} {url.path})")
-        parts = parts[1:]
-        body: dict[str, Any] | None = None
-        form = None
-        if method == "POST":
-            form = multipart(headers, raw)
-            if form is None:
-                try:
-                    body = json.loads(raw or b"{}")
-                except json.JSONDecodeError:
-                    return err(400, "We could not parse the JSON body of your request. (HINT: This likely means "
-                               "you aren't using your HTTP library correctly.)")
-        self.requests.append((method, path, body))
+        call = self._call(method, path, headers, raw)
+        if not isinstance(call, Call):
+            return call
+        parts, query, body, form = call.parts, call.query, call.body, call.form
         shape = (method, parts[0], len(parts), parts[-1] if len(parts) > 2 else "")
         if shape == ("POST", "files", 1, ""):
             return self._upload(form)
@@ -196,12 +143,12 @@ class SimDeepResearch:
         if shape == ("POST", "responses", 1, ""):
             return self._create(body)
         if method == "GET" and parts[0] == "responses" and len(parts) == 2:
-            return self._retrieve(parts[1], query, multi.get("include[]", []))
+            return self._retrieve(parts[1], query, call.multi.get("include[]", []))
         if shape == ("GET", "containers", 3, "files"):
             return self._container_files(parts[1], query)
         if shape == ("GET", "containers", 5, "content") and parts[2] == "files":
             return self._container_content(parts[1], parts[3])
-        return err(404, f"Invalid URL ({method} {url.path})")
+        return err(404, f"Invalid URL ({method} {urlsplit(path).path})")
 
     # -- files -------------------------------------------------------------------------------------
     def _upload(self, form: dict[str, tuple[str | None, bytes]] | None) -> Reply:

@@ -25,19 +25,16 @@ text is the API's 400 for an Assistants call without it.
 
 from __future__ import annotations
 
-import itertools
 import json
-import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from email.parser import BytesParser
-from email.policy import HTTP
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
+from http_double import JsonMethodDouble, multipart
+from sim_openai import openai_body
+
 Reply = tuple[int, dict[str, Any]]
-Handler = Callable[[str, str, dict[str, str], bytes], tuple[int, list[tuple[str, str]], bytes]]
 
 MAX_FILE_BYTES = 512 * 1024 * 1024  # FILES: "Individual files can be up to 512 MB"
 FILE_SEARCH_TYPES = (".pdf", ".txt", ".md", ".docx", ".doc", ".html", ".json", ".pptx", ".tex", ".c", ".cpp",
@@ -46,74 +43,9 @@ PURPOSES = ("assistants", "batch", "fine-tune", "vision", "user_data", "evals") 
 MODELS = {"gpt-4o", "gpt-4o-mini", "gpt-4.1", "gpt-4.1-mini", "gpt-5", "gpt-5-mini"}
 
 
-# --- a server that answers every method (http_double's serves POST and GET only) -------------------------
-class _AnyMethod(BaseHTTPRequestHandler):
-    protocol_version = "HTTP/1.1"
-    server: _Server
-
-    def log_message(self, *args: Any) -> None:
-        pass
-
-    def _serve(self) -> None:
-        raw = self.rfile.read(int(self.headers.get("content-length", 0) or 0))
-        status, headers, body = self.server.handler(self.command, self.path,
-                                                    {k.lower(): v for k, v in self.headers.items()}, raw)
-        self.send_response(status)
-        for k, v in headers:
-            self.send_header(k, v)
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
-
-    do_GET = do_POST = do_DELETE = do_PATCH = _serve  # noqa: N815
-
-
-class _Server(ThreadingHTTPServer):
-    daemon_threads = True
-
-    def __init__(self, handler: Handler) -> None:
-        self.handler = handler
-        super().__init__(("127.0.0.1", 0), _AnyMethod)
-
-
-class MethodServer:
-    """A threaded HTTP server on 127.0.0.1 handing (method, path, headers, body) to a callback."""
-
-    def __init__(self, handler: Handler) -> None:
-        self._server = _Server(handler)
-
-    @property
-    def url(self) -> str:
-        return f"http://127.0.0.1:{self._server.server_port}"
-
-    def start(self) -> MethodServer:
-        threading.Thread(target=self._server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True).start()
-        return self
-
-    def close(self) -> None:
-        self._server.shutdown()
-        self._server.server_close()
-
-
-def multipart(headers: dict[str, str], raw: bytes) -> dict[str, tuple[str | None, bytes]] | None:
-    """A multipart/form-data body's fields: name -> (filename, bytes); None when it is not one."""
-    ctype = headers.get("content-type", "")
-    if not ctype.startswith("multipart/form-data"):
-        return None
-    msg = BytesParser(policy=HTTP).parsebytes(f"Content-Type: {ctype}\r\n\r\n".encode() + raw)
-    if not msg.is_multipart():
-        return None
-    out: dict[str, tuple[str | None, bytes]] = {}
-    for part in msg.iter_parts():
-        name = part.get_param("name", header="content-disposition")
-        if name:
-            out[str(name)] = (part.get_filename(), part.get_payload(decode=True) or b"")
-    return out
-
-
 def err(status: int, message: str, *, type: str = "invalid_request_error", param: str | None = None,
         code: str | None = None) -> Reply:
-    return status, {"error": {"message": message, "type": type, "param": param, "code": code}}
+    return status, openai_body(message, type=type, param=param, code=code)
 
 
 # the request fields each endpoint takes (VS, ASST); anything else is refused as unrecognized
@@ -131,20 +63,75 @@ FIELDS = {
 }
 FIELDS["assistants.update"] = FIELDS["assistants.create"]
 
+@dataclass
+class Call:
+    """An accepted request: the path's parts after /v1, the query (last value of each name, and
+    all of them), the JSON body or the multipart form of a POST."""
+
+    parts: list[str]
+    query: dict[str, str]
+    multi: dict[str, list[str]]
+    body: dict[str, Any] | None
+    form: dict[str, tuple[str | None, bytes]] | None
+
+
+@dataclass
+class OpenAIDouble(JsonMethodDouble):
+    """What the OpenAI simulators share: the key, the base URL, and the checks every request meets
+    before its endpoint's (ERR: the key; a path under /v1; a POST's JSON or multipart body)."""
+
+    api_key: str = field(default="sk-test", kw_only=True)
+    requests: list[tuple[str, str, dict[str, Any] | None]] = field(default_factory=list, kw_only=True)  # (method, path, JSON body)
+
+    @property
+    def base_url(self) -> str:
+        return f"{self._url}/v1"
+
+    def env(self) -> dict[str, str]:
+        return {"OPENAI_BASE_URL": self.base_url, "OPENAI_API_KEY": self.api_key}
+
+    def _gate(self, parts: list[str], headers: dict[str, str]) -> Reply | None:
+        """A refusal of the path's API before its body is read (none by default)."""
+        return None
+
+    def _call(self, method: str, path: str, headers: dict[str, str], raw: bytes) -> Reply | Call:
+        """The request, accepted and logged in `requests`, or the API's refusal of it."""
+        if headers.get("authorization") != f"Bearer {self.api_key}":  # ERR
+            return err(401, "Incorrect API key provided: check your key at https://platform.openai.com/account/api-keys.",
+                       code="invalid_api_key")
+        url = urlsplit(path)
+        multi = parse_qs(url.query)
+        parts = url.path.strip("/").split("/")
+        if parts[:1] != ["v1"] or len(parts) < 2:
+            return err(404, f"Invalid URL ({method} {url.path})")
+        refused = self._gate(parts[1:], headers)
+        if refused is not None:
+            return refused
+        body: dict[str, Any] | None = None
+        form = None
+        if method == "POST":
+            form = multipart(headers, raw)
+            if form is None:
+                try:
+                    body = json.loads(raw or b"{}")
+                except json.JSONDecodeError:
+                    return err(400, "We could not parse the JSON body of your request. (HINT: This likely means "
+                               "you aren't using your HTTP library correctly.)")
+        self.requests.append((method, path, body))
+        return Call(parts[1:], {k: v[-1] for k, v in multi.items()}, multi, body, form)
+
+
 Answer = Callable[[str, dict[str, bytes]], dict[str, Any]]
 """(question, the store's indexed files by name) -> {"text": ..., "cite": [file names], "usage":
 {"prompt_tokens", "completion_tokens"}} or {"status": "failed", "last_error": {...}}."""
 
 
 @dataclass
-class SimFileSearch:
+class SimFileSearch(OpenAIDouble):
     answer: Answer
-    api_key: str = "sk-test"
     fail_indexing: set[str] = field(default_factory=set)  # file names whose indexing fails
     index_polls: int = 1  # polls of a batch (or file) before its files are done
     max_file_bytes: int = MAX_FILE_BYTES
-    requests: list[tuple[str, str, dict[str, Any] | None]] = field(default_factory=list)  # (method, path, JSON body)
-    refused: list[tuple[str, str, int, str]] = field(default_factory=list)
     early_runs: list[str] = field(default_factory=list)  # runs made while the store had files in progress
     files: dict[str, dict[str, Any]] = field(default_factory=dict)
     blobs: dict[str, bytes] = field(default_factory=dict)
@@ -154,73 +141,30 @@ class SimFileSearch:
     assistants: dict[str, dict[str, Any]] = field(default_factory=dict)
     threads: dict[str, dict[str, Any]] = field(default_factory=dict)
     runs: dict[str, dict[str, Any]] = field(default_factory=dict)
-    _ids: itertools.count[int] = field(default_factory=lambda: itertools.count(1))
-    _lock: threading.Lock = field(default_factory=threading.Lock)
-    _server: MethodServer | None = None
-
-    # -- lifecycle ---------------------------------------------------------------------------------
-    def __enter__(self) -> SimFileSearch:
-        self._server = MethodServer(self._handle).start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        assert self._server is not None
-        self._server.close()
-
-    @property
-    def base_url(self) -> str:
-        assert self._server is not None
-        return f"{self._server.url}/v1"
-
-    def env(self) -> dict[str, str]:
-        return {"OPENAI_BASE_URL": self.base_url, "OPENAI_API_KEY": self.api_key}
 
     def calls(self, method: str, prefix: str) -> list[dict[str, Any] | None]:
         """The bodies of the accepted requests of `method` whose path starts with /v1`prefix`."""
         return [b for m, p, b in self.requests if m == method and urlsplit(p).path.startswith("/v1" + prefix)]
 
-    def _id(self, prefix: str) -> str:
-        return f"{prefix}{next(self._ids):06d}"
-
     # -- dispatch ----------------------------------------------------------------------------------
-    def _handle(self, method: str, path: str, headers: dict[str, str], raw: bytes) -> tuple[int, list[tuple[str, str]], bytes]:
-        with self._lock:
-            status, body, extra = self._route(method, path, headers, raw)
-        if status >= 400:
-            self.refused.append((method, path, status, body["error"]["message"]))
-        return status, [("Content-Type", "application/json"), *extra], json.dumps(body).encode()
+    def _extra_headers(self, status: int, body: Any) -> list[tuple[str, str]]:
+        return [("openai-poll-after-ms", "1")] if "status" in body else []  # the SDK's polling hint
 
-    def _route(self, method: str, path: str, headers: dict[str, str], raw: bytes) -> tuple[int, dict[str, Any], list[tuple[str, str]]]:
-        if headers.get("authorization") != f"Bearer {self.api_key}":
-            status, body = err(401, "Incorrect API key provided: check your key at "
-                               "https://platform.openai.com/account/api-keys.", code="invalid_api_key")
-            return status, body, []
-        url = urlsplit(path)
-        query = {k: v[-1] for k, v in parse_qs(url.query).items()}
-        parts = url.path.strip("/").split("/")
-        if not parts or parts[0] != "v1":
-            return *err(404, f"Invalid URL ({method} {url.path})"), []
-        parts = parts[1:]
+    def _gate(self, parts: list[str], headers: dict[str, str]) -> Reply | None:
         if parts[0] in ("assistants", "threads") and headers.get("openai-beta") != "assistants=v2":
-            return *err(400, "You must provide the 'OpenAI-Beta' header to access the Assistants API. Please try "
-                        "again by setting the header 'OpenAI-Beta: assistants=v2'.", code="invalid_beta"), []
-        body: dict[str, Any] | None = None
-        form = None
-        if method == "POST":
-            form = multipart(headers, raw)
-            if form is None:
-                try:
-                    body = json.loads(raw or b"{}")
-                except json.JSONDecodeError:
-                    return *err(400, "We could not parse the JSON body of your request. (HINT: This likely means "
-                                "you aren't using your HTTP library correctly.)"), []
-        self.requests.append((method, path, body))
+            return err(400, "You must provide the 'OpenAI-Beta' header to access the Assistants API. Please try "
+                       "again by setting the header 'OpenAI-Beta: assistants=v2'.", code="invalid_beta")
+        return None
+
+    def _route(self, method: str, path: str, headers: dict[str, str], raw: bytes) -> Reply:
+        call = self._call(method, path, headers, raw)
+        if not isinstance(call, Call):
+            return call
+        parts = call.parts
         route = ROUTES.get((method, len(parts), parts[0], parts[2] if len(parts) > 2 else ""))
         if route is None:
-            return *err(404, f"Invalid URL ({method} {url.path})"), []
-        status, reply = route(self, parts, query, body, form)
-        extra = [("openai-poll-after-ms", "1")] if "status" in reply else []  # the SDK's polling hint
-        return status, reply, extra
+            return err(404, f"Invalid URL ({method} {urlsplit(path).path})")
+        return route(self, parts, call.query, call.body, call.form)
 
     @staticmethod
     def _unknown(kind: str, body: dict[str, Any] | None) -> Reply | None:

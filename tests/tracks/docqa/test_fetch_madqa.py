@@ -23,7 +23,7 @@ import threading
 import time
 from collections import Counter
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 from typing import Any
 from urllib.parse import unquote, urlsplit
@@ -33,6 +33,7 @@ import pyarrow.parquet as pq
 import pytest
 from conftest import run_cli, write_text_pdf
 from hf_hub_double import GRANTED, PENDING, SHA, FakeHub, hub_env
+from http_double import QuietServer
 from typer.testing import CliRunner
 
 from deskbench.cli.app import app
@@ -107,19 +108,6 @@ def sha(data: bytes) -> str:
 # -- the PDF server ------------------------------------------------------------------------------
 
 
-class QuietServer(ThreadingHTTPServer):
-    """A test server that, like a real one, takes a client closing a kept-alive connection as
-    normal: http.server prints a traceback to stderr for it, which the CLI tests (whose stderr
-    CliRunner captures) would read as deskbench's output. Any other handler error still prints."""
-
-    request_queue_size = 256  # the default backlog of 5 drops connections under load
-
-    def handle_error(self, request: Any, client_address: Any) -> None:
-        if isinstance(sys.exc_info()[1], (ConnectionResetError, BrokenPipeError, ConnectionAbortedError)):
-            return
-        super().handle_error(request, client_address)
-
-
 class PdfServer:
     """PDFs on 127.0.0.1. Each name has a behaviour; the n-th request for a name is counted:
     ok            200, or 206 for `Range: bytes=N-` (If-Range on the ETag honoured)
@@ -153,7 +141,6 @@ class PdfServer:
                 outer._get(self)
 
         self.server = QuietServer(("127.0.0.1", 0), Handler)
-        self.server.daemon_threads = True
         self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
 
     def __enter__(self) -> PdfServer:
