@@ -9,6 +9,8 @@ The endpoints a batch needs, over real HTTP on 127.0.0.1, so the openai SDK's ow
 * GET  /v1/batches/{id}               retrieve (the poll); each one moves the batch on
 * GET  /v1/batches                    list (newest first, limit, after)
 * POST /v1/batches/{id}/cancel        in progress -> cancelling -> cancelled
+* POST /v1/chat/completions           the synchronous API (tests/sim_openai.py's rules), where a client
+                                      sends a request a batch did not answer
 
 Sources:
   BATCH  https://platform.openai.com/docs/guides/batch (the input line {"custom_id", "method",
@@ -88,12 +90,14 @@ class SimOpenAIBatch:
     hold: bool = False  # keep batches in progress until release()
     complete: set[str] | None = None  # custom ids that finish before an expiry or a cancel (None: none)
     models: set[str] | None = None
+    max_requests: int = MAX_REQUESTS  # BATCH's 50,000 (lower it to see a batch refused as too large)
     refused: list[tuple[str, str, int, str]] = field(default_factory=list)
     requests: list[tuple[str, str]] = field(default_factory=list)  # (method, path) of every request
     files: dict[str, dict[str, Any]] = field(default_factory=dict)
     blobs: dict[str, bytes] = field(default_factory=dict)
     batches: dict[str, dict[str, Any]] = field(default_factory=dict)
-    answered: list[dict[str, Any]] = field(default_factory=list)  # bodies the script answered
+    answered: list[dict[str, Any]] = field(default_factory=list)  # bodies the script answered in batches
+    direct: list[dict[str, Any]] = field(default_factory=list)  # bodies answered by POST /v1/chat/completions
     hours: float = 0.0
     _chat: SimOpenAI = field(default_factory=SimOpenAI)
     _n: int = 0
@@ -171,6 +175,8 @@ class SimOpenAIBatch:
             return (200, self.files[parts[1]]) if parts[1] in self.files else self._no_file(parts[1])
         if key == ("GET", "files", 3, "content"):
             return (200, self.blobs[parts[1]]) if parts[1] in self.blobs else self._no_file(parts[1])
+        if key == ("POST", "chat", 2, "") and parts[1] == "completions":
+            return self._chat_completion(headers, raw)
         if key == ("POST", "batches", 1, ""):
             try:
                 body = json.loads(raw or b"{}")
@@ -194,6 +200,27 @@ class SimOpenAIBatch:
     @staticmethod
     def _no_file(fid: str) -> Reply:
         return err(404, f"No such File object: {fid}", param="id")
+
+    # -- the synchronous API, where a request a batch did not answer goes on its own -----------------
+    def _chat_completion(self, headers: dict[str, str], raw: bytes) -> Reply:
+        """POST /v1/chat/completions as tests/sim_openai.py answers it (its rules, this script),
+        counted in `direct` (the requests sent outside any batch, at the standard price)."""
+        try:
+            body = json.loads(raw or b"null")
+        except json.JSONDecodeError:
+            body = None
+        if not isinstance(body, dict):
+            return err(400, "We could not parse the JSON body of your request. (HINT: This likely means you aren't "
+                       "using your HTTP library correctly.)")
+        found = self._chat.check(body, headers)
+        if found is not None:
+            return found[1]
+        self.direct.append(body)
+        self._n += 1
+        behaviour = self.script(body, self._n)
+        if behaviour["kind"] == "status":
+            return behaviour["status"], status_body(self._chat, behaviour["status"], behaviour.get("message"))
+        return 200, self._chat.completion(behaviour, self._n, str(body.get("model", "")))
 
     # -- files ----------------------------------------------------------------------------------
     def _upload(self, headers: dict[str, str], raw: bytes) -> Reply:
@@ -291,9 +318,9 @@ class SimOpenAIBatch:
         lines = [line for line in text.splitlines() if line.strip()]
         if not lines:
             return [{"code": "empty_file", "message": "The batch input file is empty.", "param": None, "line": None}]
-        if len(lines) > MAX_REQUESTS:
+        if len(lines) > self.max_requests:
             return [{"code": "too_many_requests", "message": f"The batch input file has {len(lines)} requests, over "
-                     f"the limit of {MAX_REQUESTS}.", "param": None, "line": None}]
+                     f"the limit of {self.max_requests}.", "param": None, "line": None}]
         for n, line in enumerate(lines, 1):
             def bad(code: str, message: str, param: str | None, n: int = n) -> None:
                 errors.append({"code": code, "message": message, "param": param, "line": n})
