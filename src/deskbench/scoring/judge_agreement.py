@@ -373,7 +373,7 @@ def score_with_judges(track: Track, store: RunStore, systems: Sequence[str], jud
             latest = store.latest_scoring()
             if latest is not None and latest.id > before:
                 scorings[judge] = latest.id
-                verdicts[judge] = items_of([i for i in store.scoring_items(latest.id) if i.system in systems])
+                verdicts[judge] = items_of(store.scoring_items(latest.id))  # made for these systems (docqa's pooled 'human' too)
             else:  # a track whose score keeps no scoring: its outcomes (the judge's replies come from the cache)
                 scorings[judge] = None
                 verdicts[judge] = _outcomes(track, store, systems, replace(request, judge=judge))
