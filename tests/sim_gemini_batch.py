@@ -48,15 +48,14 @@ Usage:
 from __future__ import annotations
 
 import dataclasses
-import itertools
 import json
-import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
-from typing import Any
+from typing import Any, ClassVar
 from urllib.parse import parse_qs, unquote, urlsplit
 
+from http_double import JsonMethodDouble
 from sim_gemini_native import (
     MODEL_SPECS,
     Behaviour,
@@ -65,11 +64,6 @@ from sim_gemini_native import (
     normalised,
     reply_payload,
 )
-
-try:  # the doubles' common server moves to http_double (from sim_openai_file_search, where it began)
-    from http_double import MethodServer
-except ImportError:
-    from sim_openai_file_search import MethodServer
 
 MAX_INLINE_BYTES = 20 * 1024 * 1024  # BATCH: inline requests keep "the total request size under 20MB"
 MAX_FILE_BYTES = 2 * 1024 * 1024 * 1024  # FILES / BATCH: an input file of up to 2 GB
@@ -141,7 +135,9 @@ class _Item:
 
 
 @dataclass
-class SimGeminiBatch:
+class SimGeminiBatch(JsonMethodDouble):
+    CONTENT_TYPE: ClassVar[str] = "application/json; charset=UTF-8"
+
     script: Script = _default
     api_key: str = "test-gemini-key"
     models: set[str] | None = None
@@ -152,35 +148,22 @@ class SimGeminiBatch:
     hours: float = 0.0  # the simulator's clock
     creations: list[dict[str, Any]] = field(default_factory=list)  # each accepted create's body
     requests: list[tuple[str, str, dict[str, str], Any]] = field(default_factory=list)
-    refused: list[tuple[str, str, int, str]] = field(default_factory=list)
     batches: dict[str, dict[str, Any]] = field(default_factory=dict)
     files: dict[str, dict[str, Any]] = field(default_factory=dict)
     blobs: dict[str, bytes] = field(default_factory=dict)
     uploads: dict[str, dict[str, Any]] = field(default_factory=dict)
     script_errors: list[str] = field(default_factory=list)
     direct: list[dict[str, Any]] = field(default_factory=list)  # generateContent bodies (outside any batch)
-    _ids: itertools.count[int] = field(default_factory=lambda: itertools.count(1))
-    _lock: threading.Lock = field(default_factory=threading.Lock)
-    _server: MethodServer | None = None
     _native: SimGeminiNative | None = None
 
     def __post_init__(self) -> None:
         self.models = set(MODEL_SPECS if self.models is None else self.models)
         self._native = SimGeminiNative(api_key=self.api_key, models=self.models)  # its rules, not its server
 
-    def __enter__(self) -> SimGeminiBatch:
-        self._server = MethodServer(self._handle).start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        assert self._server is not None
-        self._server.close()
-
     @property
     def base_url(self) -> str:
         """The API root, as GOOGLE_GEMINI_BASE_URL takes it."""
-        assert self._server is not None, "use SimGeminiBatch as a context manager"
-        return self._server.url
+        return self._url
 
     def env(self) -> dict[str, str]:
         return {"GOOGLE_GEMINI_BASE_URL": self.base_url, "GEMINI_API_KEY": self.api_key}
@@ -200,16 +183,7 @@ class SimGeminiBatch:
         """How many batches were created (a resume must not add one)."""
         return len(self.creations)
 
-    # -- dispatch ----------------------------------------------------------------------------------
-    def _handle(self, method: str, path: str, headers: dict[str, str], raw: bytes) -> tuple[int, list[tuple[str, str]], bytes]:
-        with self._lock:
-            status, body, extra = self._route(method, path, headers, raw)
-            if status >= 400:
-                self.refused.append((method, path, status, body["error"]["message"]))
-        if isinstance(body, bytes):
-            return status, [("Content-Type", "application/octet-stream"), *extra], body
-        return status, [("Content-Type", "application/json; charset=UTF-8"), *extra], json.dumps(body).encode()
-
+    # -- dispatch (JsonMethodDouble answers under its lock, counting refusals in `refused`) ---------
     def _route(self, method: str, path: str, headers: dict[str, str], raw: bytes) -> Reply:
         url = urlsplit(path)
         query = {k: v[-1] for k, v in parse_qs(url.query).items()}
@@ -251,9 +225,6 @@ class SimGeminiBatch:
             if method == "DELETE":
                 return self._delete(name)
         return _err(404, f"Method not found: {p}")
-
-    def _id(self, prefix: str) -> str:
-        return f"{prefix}{next(self._ids):06d}"
 
     def _stamp(self, hours: float | None = None) -> str:
         """An RFC 3339 time on the simulator's clock (hour 0 is EPOCH)."""
