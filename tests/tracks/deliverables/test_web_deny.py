@@ -256,3 +256,76 @@ def test_a_web_run_that_searches_for_the_benchmark_is_blocked_and_the_report_say
     opened = RunStore(open_run, create=False)
     assert peeking_counts(opened.episodes(system)[0].trajectory) == PeekingCounts()
     assert stored_identities(opened)[system].config.settings["deny_list"] == "off"
+
+
+# ---- the deep-research agents' own searches --------------------------------------------------
+
+def test_claude_research_sends_the_list_and_anthropic_drops_the_denied_hits(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Anthropic's web_search takes the rules as blocked_domains (its simulator drops what they
+    cover, as the API does); the query that named the benchmark is still flagged afterwards."""
+    from sim_anthropic_research import SimResearch
+
+    from deskbench.agents.code_loop import AnalystContext, AnalystSettings
+    from deskbench.models.registry import open_model
+    from deskbench.sandbox import Limits, Sandbox
+    from deskbench.tracks.deliverables.deep_research.anthropic import ClaudeResearch
+    from deskbench.tracks.deliverables.tasks import load_package
+
+    shutil.copytree(bundled_dir() / "deliverables" / "dl-0001-crp", tmp_path / "dl-0001-crp")
+    task = load_package(tmp_path / "dl-0001-crp")  # hybrid: Anthropic's web_search is injected
+    turns = [[{"search": QUERY, "results": [{"url": REPO, "title": "dra-response-gen"},
+                                            {"url": LEGIT, "title": "Market report"}]},
+              {"text": "The market is worth USD 61.2 billion.", "cite": [LEGIT]}]]
+    with SimResearch(turns) as sim:
+        monkeypatch.setenv("ANTHROPIC_BASE_URL", sim.base_url)
+        monkeypatch.setenv("ANTHROPIC_API_KEY", sim.api_key)
+        ctx = AnalystContext(model=open_model("anthropic/claude-opus-4-5"), sandbox=Sandbox(Limits(), unsafe_local=True),
+                             tasks_dir=tmp_path, run_dir=tmp_path, settings=AnalystSettings(max_rounds=4))
+        result = asyncio.run(ClaudeResearch().run(task, ctx, tmp_path / "out"))
+        [sent] = sim.requests
+    search = next(t for t in sent["tools"] if t["name"] == "web_search")
+    assert search["blocked_domains"] == DenyList.default().blocked_domains()
+    [step] = [s for s in result.trajectory if isinstance(s, ToolCallStep) and s.name == "web_search"]
+    assert [h["url"] for h in step.result["results"]] == [LEGIT]  # the repository never reached the agent
+    response = getattr(result.submission, "response", "")
+    flagged = flag_sources(result.trajectory, DenyList.default(), "claude-research", response)
+    assert flagged is not None and flagged.result["peeking"] == {"action": "flagged", "seen": [], "queries": [QUERY]}
+
+
+def test_openai_deep_research_is_flagged_after_the_episode_and_counted(tmp_path: Path) -> None:
+    """OpenAI's deep research takes no deny-list: the denied sources its search returned, the page
+    it opened and what it cited are named in a `peeking` step of the stored episode, and counted."""
+    from sim_openai_deep_research import Research, SimDeepResearch
+
+    from deskbench.tracks.deliverables.deep_research import openai_dr
+
+    packages = tmp_path / "packages"
+    shutil.copytree(bundled_dir() / "deliverables" / "dl-0003-scp", packages / "dl-0003-scp")
+    dataset = "https://huggingface.co/datasets/MichaelYang-lyx/AIDA/blob/main/QA_en.jsonl"
+
+    def research(prompt: str, inputs: dict[str, bytes]) -> Research:
+        return Research(text="The answer.", searches=[("AIDABench answer key", [dataset, LEGIT])],
+                        pages=[REPO], cite=[REPO])
+
+    out = tmp_path / "run"
+    with SimDeepResearch(research=research) as sim:
+        proc = run_cli("run", "--tasks", str(packages), "--out", str(out), "--agent", "openai-deep-research",
+                       "--model", "openai/o3-deep-research", "--unsafe-local", "--quiet",
+                       env={**sim.env(), openai_dr.POLL_ENV: "0.005"})
+    assert proc.returncode == 0, proc.stderr
+    store = RunStore(out, create=False)
+    system = "openai-deep-research:openai/o3-deep-research"
+    [episode] = store.episodes(system)
+    [flagged] = [s for s in episode.trajectory if isinstance(s, ToolCallStep) and s.name == "peeking"]
+    assert flagged.arguments == {"provider": system}
+    assert [(s["url"], s["seen_in"]) for s in flagged.result["peeking"]["seen"]] == [
+        (dataset, "web_search result"), (REPO, "fetch")]  # cited too: one source, named once
+    assert flagged.result["peeking"]["queries"] == ["AIDABench answer key"]
+    notes = {n.aspect: n for n in stored_protocol(store)[system]}
+    assert "OpenAI's web_search_preview takes no deny-list" in notes["no peeking"].detail
+    scored = run_cli("score", str(out))
+    assert scored.returncode == 0, scored.stderr
+    assert (f"no peeking, {system}: 3 denied attempt(s) in 1 episode(s): 0 fetch(es) blocked, 0 hit(s) removed, "
+            "1 quer(ies) naming the benchmark, 2 denied source(s) found after the episode") in " ".join(
+                scored.stdout.split())

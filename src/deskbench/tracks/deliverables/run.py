@@ -229,7 +229,9 @@ def _episodes(agent: DeliverablesAgent, system: str, prep: PreparedRun, deny: De
     async def episode(task: HasId, attempt: int) -> AgentResult:
         assert isinstance(task, DeliverableTask)
         result = await agent.run(task, ctx, episode_dir(prep.store.dir, system, task.id, attempt))
-        flagged = flag_sources(result.trajectory, deny, system) if deny is not None else None
+        response = getattr(result.submission, "response", None)
+        flagged = flag_sources(result.trajectory, deny, system, response if isinstance(response, str) else "") \
+            if deny is not None else None
         if flagged is not None:
             result.trajectory.append(stamped(flagged))
         return result

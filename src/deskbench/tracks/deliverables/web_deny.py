@@ -312,16 +312,30 @@ def _seen_urls(steps: Sequence[TrajectoryStep]) -> list[tuple[str, str]]:
     return seen
 
 
-def flag_sources(steps: Sequence[TrajectoryStep], deny: DenyList, provider: str) -> ToolCallStep | None:
-    """A `peeking` step naming every denied source an episode's own steps show it got (a provider's
-    search the deny-list could not be sent to), or None when there is none."""
+URL_IN_TEXT = re.compile(r"https?://[^\s<>()\[\]\"'`]+")
+
+
+def _queries(step: ToolCallStep) -> list[str]:
+    """A search step's queries: deskbench's and OpenAI's `query`, Gemini's `queries`."""
+    asked = step.arguments.get("queries")
+    listed = [q for q in asked if isinstance(q, str)] if isinstance(asked, list) else []
+    one = step.arguments.get("query")
+    return [one, *listed] if isinstance(one, str) else listed
+
+
+def flag_sources(steps: Sequence[TrajectoryStep], deny: DenyList, provider: str,
+                 deliverable: str = "") -> ToolCallStep | None:
+    """A `peeking` step naming every denied source an episode's own steps show it got, or its
+    deliverable cites (a provider's search the deny-list could not be sent to), and every query
+    naming the benchmark that no deny-list saw; None when there is none."""
     found: dict[str, dict[str, str]] = {}
-    for url, where in _seen_urls(steps):
+    cited = [(m.group(0).rstrip(".,;:"), "the deliverable") for m in URL_IN_TEXT.finditer(deliverable)]
+    for url, where in [*_seen_urls(steps), *cited]:
         rule = deny.rule_for(url)
         if rule is not None and url not in found:
             found[url] = {"url": url, "rule": rule, "seen_in": where}
     queries = [q for s in steps if isinstance(s, ToolCallStep) and s.name == "web_search" and PEEKING not in s.result
-               and isinstance(q := s.arguments.get("query"), str) and deny.named(q)]
+               for q in _queries(s) if deny.named(q)]
     if not found and not queries:
         return None
     return ToolCallStep(name=PEEKING, arguments={"provider": provider}, result={PEEKING: {
@@ -335,7 +349,7 @@ class PeekingCounts(BaseModel):
     fetches_blocked: int = 0
     hits_removed: int = 0
     queries_naming: int = 0  # searches whose query named the benchmark
-    sources_seen: int = 0  # denied sources a provider-side search returned (flagged after the fact)
+    sources_seen: int = 0  # denied sources found after the episode (a provider's search, the deliverable's citations)
 
     @property
     def total(self) -> int:
@@ -347,7 +361,7 @@ class PeekingCounts(BaseModel):
     def describe(self) -> str:
         return (f"{self.total} denied attempt(s) in {self.episodes} episode(s): {self.fetches_blocked} fetch(es) blocked, {self.hits_removed} hit(s) "
                 f"removed, {self.queries_naming} quer(ies) naming the benchmark, {self.sources_seen} denied "
-                "source(s) seen through a provider's search")
+                "source(s) found after the episode")
 
 
 def peeking_counts(steps: Sequence[TrajectoryStep]) -> PeekingCounts:
