@@ -157,6 +157,15 @@ class SimAnthropicBatch:
         assert self._server is not None, "use SimAnthropicBatch as a context manager"
         return f"http://127.0.0.1:{self._server.server_port}"
 
+    def env(self) -> dict[str, str]:
+        """The environment that points the anthropic SDK (and so `deskbench`) here."""
+        return {"ANTHROPIC_BASE_URL": self.base_url, "ANTHROPIC_API_KEY": self.api_key}
+
+    def custom_ids(self) -> list[str]:
+        """Every request's custom_id, over every batch created."""
+        with self._lock:
+            return [r["custom_id"] for b in self.batches.values() for r in b.requests]
+
     def advance(self, hours: float) -> None:
         """Move the simulator's clock on (batches past their 24 hours expire on the next look)."""
         with self._lock:
