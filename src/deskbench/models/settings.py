@@ -86,6 +86,19 @@ def flag(role: Role, field: str) -> str:
     return f"--judge-{name}" if role == "judge" else f"--{name}"
 
 
+def unsent_refusal(model: object, request: str) -> str | None:
+    """The one-line refusal of the settings `model` (a ChatModel, or None) carries for an agent
+    whose request is fixed and carries none of them (a managed service's or a paper's request), or
+    None: a setting the run's configuration records must be one that was sent. `request` says what
+    the agent sends, with `{flags}` standing for the flags given; the line ends with the fix."""
+    settings = getattr(model, "settings", None)
+    given = settings.sent.given() if settings is not None else {}
+    if not given:
+        return None
+    flags = ", ".join(flag("agent", k) for k in given)
+    return f"{request.format(flags=flags)}: drop {flags}"
+
+
 class ResolvedSettings(BaseModel):
     """What a model is sent, and why: stored with the run and shown in the report."""
 

@@ -383,25 +383,25 @@ def test_the_gemini_simulator_refuses_what_the_api_refuses(tmp_path: Path) -> No
     with SimGeminiFileSearch(answer=gemini_answer, max_file_bytes=10) as sim:
         api = Api(sim.root, sim.api_key)
         with pytest.raises(ApiError, match="Unknown name \"colour\""):
-            api.call("POST", "v1beta/fileSearchStores", {"displayName": "x", "colour": "red"})
+            api.request("POST", "v1beta/fileSearchStores", {"displayName": "x", "colour": "red"})
         with pytest.raises(ApiError, match="not found") as missing:
-            api.call("GET", "v1beta/fileSearchStores/nope")
+            api.request("GET", "v1beta/fileSearchStores/nope")
         assert missing.value.status == 404
-        store = api.call("POST", "v1beta/fileSearchStores", {"displayName": "s"})[0]["name"]
+        store = api.request("POST", "v1beta/fileSearchStores", {"displayName": "s"})[0]["name"]
         with pytest.raises(ApiError, match="exceeds the maximum"):
             _upload(api, store, "big.pdf", b"%PDF-" + b"x" * 20)
         with pytest.raises(ApiError, match="Unsupported MIME type"):
-            api.call("POST", f"upload/v1beta/{store}:uploadToFileSearchStore", {"displayName": "a.bin"},
-                     headers={"X-Goog-Upload-Protocol": "resumable", "X-Goog-Upload-Command": "start",
-                              "X-Goog-Upload-Header-Content-Length": "3",
-                              "X-Goog-Upload-Header-Content-Type": "application/octet-stream"})
+            api.request("POST", f"upload/v1beta/{store}:uploadToFileSearchStore", {"displayName": "a.bin"},
+                        headers={"X-Goog-Upload-Protocol": "resumable", "X-Goog-Upload-Command": "start",
+                                 "X-Goog-Upload-Header-Content-Length": "3",
+                                 "X-Goog-Upload-Header-Content-Type": "application/octet-stream"})
         with pytest.raises(ApiError, match="is not found for API version v1beta"):
-            api.call("POST", "v1beta/models/gemini-nope:generateContent", {"contents": [{"parts": [{"text": "q"}]}]})
+            api.request("POST", "v1beta/models/gemini-nope:generateContent", {"contents": [{"parts": [{"text": "q"}]}]})
         with pytest.raises(ApiError, match="API key not valid"):
-            Api(sim.root, "wrong").call("GET", "v1beta/fileSearchStores")
+            Api(sim.root, "wrong").request("GET", "v1beta/fileSearchStores")
         _upload(api, store, "a.pdf", b"%PDF-1")
         with pytest.raises(ApiError, match="is not empty") as full:
-            api.call("DELETE", f"v1beta/{store}")
+            api.request("DELETE", f"v1beta/{store}")
         assert full.value.status == 400
         assert len(sim.refused) == 7
 

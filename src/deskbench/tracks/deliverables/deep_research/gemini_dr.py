@@ -38,12 +38,9 @@ each URL's status), the url_citation annotations, and each code run with its fil
 from __future__ import annotations
 
 import asyncio
-import json
 import os
 import re
 import time
-import urllib.error
-import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -51,7 +48,9 @@ from typing import Any
 from deskbench.agents.base import AgentResult, Recorder
 from deskbench.agents.code_loop import ERROR_TAIL_CHARS, AnalystContext, Deliverables
 from deskbench.errors import UserError
-from deskbench.models.gemini_native import API_ROOT, BASE_URL_ENV, KEY_ENVS, key_from_env
+from deskbench.models.gemini_native import KEY_ENVS
+from deskbench.models.gemini_rest import GeminiApiError, GeminiRest
+from deskbench.models.settings import unsent_refusal
 from deskbench.models.types import ChatRequest, ChatResponse, Message, Usage
 from deskbench.runs.protocol import ProtocolNote, deskbench, paper
 from deskbench.tasks.trajectory import ModelCallStep, ToolCallStep
@@ -74,7 +73,6 @@ PROVIDERS = ("google", "gemini")
 EXAMPLE_MODEL = "google/deep-research-pro-preview-12-2025"
 AGENT_PREFIX = "deep-research"  # the Interactions API's agents: deep-research-pro-preview-12-2025, ...
 RUNNING = "in_progress"
-TIMEOUT = 120.0  # seconds per HTTP request (a poll returns at once; the research runs server-side)
 
 
 @dataclass(frozen=True)
@@ -147,47 +145,15 @@ def python_blocks(report: str) -> list[str]:
     return [b for b in (m.group(1) for m in _BLOCK.finditer(report)) if b.strip()]
 
 
-class InteractionsError(Exception):
-    """The API refused a request: its HTTP status and the error body's message."""
-
-    def __init__(self, status: int, message: str) -> None:
-        super().__init__(f"{status} {message}")
-        self.status = status
-        self.message = message
+InteractionsError = GeminiApiError  # the API refused a request: its HTTP status and the error body's message
 
 
-@dataclass(frozen=True)
-class InteractionsApi:
+class InteractionsApi(GeminiRest):
     """The Interactions API at one root with one key (standard-library HTTP, in a worker thread)."""
 
-    root: str
-    key: str
-
-    @classmethod
-    def from_env(cls) -> InteractionsApi | None:
-        key = key_from_env()
-        if not key:
-            return None
-        return cls((os.environ.get(BASE_URL_ENV) or API_ROOT).rstrip("/"), key)
-
     def call(self, method: str, path: str, body: dict[str, Any] | None = None) -> dict[str, Any]:
-        headers = {"x-goog-api-key": self.key}
-        data = None
-        if body is not None:
-            data = json.dumps(body).encode()
-            headers["Content-Type"] = "application/json"
-        request = urllib.request.Request(f"{self.root}/{API_VERSION}/{path}", data=data, method=method, headers=headers)
-        try:
-            with urllib.request.urlopen(request, timeout=TIMEOUT) as response:
-                raw = response.read()
-        except urllib.error.HTTPError as exc:
-            raw = exc.read()
-            try:
-                message = json.loads(raw)["error"]["message"]
-            except (ValueError, KeyError, TypeError):
-                message = raw.decode(errors="replace")[:200] or exc.reason
-            raise InteractionsError(exc.code, str(message)) from exc
-        reply = json.loads(raw) if raw.strip() else {}
+        """One request to {root}/v1beta/{path}: the reply, a JSON object; InteractionsError otherwise."""
+        reply, _ = self.request(method, f"{API_VERSION}/{path}", body)
         if not isinstance(reply, dict):
             raise InteractionsError(0, f"expected a JSON object, got {type(reply).__name__}")
         return reply
@@ -238,12 +204,8 @@ def agent_name(model_id: str) -> str:
 
 def unsent_settings(model: object) -> str | None:
     """An agent interaction takes no generation_config: a sampling flag would be recorded but not sent."""
-    settings = getattr(model, "settings", None)
-    given = settings.sent.given() if settings is not None else {}
-    if not given:
-        return None
-    flags = ", ".join(f"--{k.replace('_', '-')}" for k in given)
-    return f"--agent {SERVICE} sends no generation settings (the Interactions API's agents take none): drop {flags}"
+    return unsent_refusal(model, f"--agent {SERVICE} sends no generation settings (the Interactions API's agents "
+                          "take none)")
 
 
 # ---- reading a finished interaction -------------------------------------------------------------

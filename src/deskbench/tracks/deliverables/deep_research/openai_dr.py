@@ -49,6 +49,7 @@ from deskbench.agents.base import AgentResult, Recorder
 from deskbench.agents.code_loop import ERROR_TAIL_CHARS, AnalystContext, Deliverables
 from deskbench.errors import UserError
 from deskbench.models.prices import PriceTable
+from deskbench.models.settings import unsent_refusal
 from deskbench.models.types import ChatRequest, ChatResponse, Message, Reasoning, Usage
 from deskbench.requirements import EnvKey, Need
 from deskbench.runs.protocol import ProtocolNote, deskbench, paper
@@ -109,12 +110,7 @@ def model_name(model_id: str) -> str:
 def unsent_settings(model: object) -> str | None:
     """The refusal of sampling flags: the paper's request sets none, and OpenAI refuses
     temperature and top_p on its reasoning models."""
-    settings = getattr(model, "settings", None)
-    given = settings.sent.given() if settings is not None else {}
-    if not given:
-        return None
-    flags = ", ".join(f"--{k.replace('_', '-')}" for k in given)
-    return f"--agent {NAME} sends the deep-research request as the paper did, with no {flags}: drop {flags}"
+    return unsent_refusal(model, f"--agent {NAME} sends the deep-research request as the paper did, with no {{flags}}")
 
 
 def prices(model: object) -> PriceTable:

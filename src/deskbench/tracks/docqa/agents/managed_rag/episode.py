@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from deskbench.agents.base import AgentContext, AgentResult, Recorder
+from deskbench.models.settings import unsent_refusal
 from deskbench.models.types import ChatModel, ChatRequest, ChatResponse, Message, Usage
 from deskbench.tasks.trajectory import ModelCallStep, ToolCallStep
 from deskbench.tracks.docqa.agents.managed_rag.prompts import official_parse
@@ -54,14 +55,8 @@ def check_model(model: ChatModel | None, agent: str, providers: tuple[str, ...],
 
 def unsent_settings(model: object, agent: str) -> str | None:
     """The refusal of model settings the official request does not carry (neither script sets
-    temperature, top_p, reasoning effort or an output limit), or None: a setting the run's
-    configuration records must be one that was sent."""
-    settings = getattr(model, "settings", None)
-    given = settings.sent.given() if settings is not None else {}
-    if not given:
-        return None
-    flags = ", ".join(f"--{k.replace('_', '-')}" for k in given)
-    return f"--agent {agent} sends the official script's request, which sets no {flags}: drop {flags}"
+    temperature, top_p, reasoning effort or an output limit), or None."""
+    return unsent_refusal(model, f"--agent {agent} sends the official script's request, which sets no {{flags}}")
 
 
 def cost_of(rec: Recorder, model_id: str, input_tokens: int, output_tokens: int) -> float | None:

@@ -23,18 +23,15 @@ GOOGLE_GEMINI_BASE_URL (a simulator in the tests), as the SDK reads it."""
 from __future__ import annotations
 
 import asyncio
-import json
-import os
 import time
-import urllib.error
-import urllib.request
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Self
 from urllib.parse import quote
 
 from deskbench.agents.base import AgentContext, AgentResult, Recorder
 from deskbench.corpus import Corpus
-from deskbench.models.gemini_native import API_ROOT, BASE_URL_ENV, KEY_ENVS, key_from_env
+from deskbench.models.gemini_native import KEY_ENVS, key_from_env
+from deskbench.models.gemini_rest import GeminiApiError, GeminiRest
 from deskbench.models.types import ChatModel, Message
 from deskbench.requirements import Need
 from deskbench.tracks.docqa.agents.managed_rag import stores
@@ -56,52 +53,20 @@ PROVIDERS = ("google", "gemini")
 OPERATION_POLL = 2.0  # the script's time.sleep(2)
 OPERATION_TIMEOUT = 300.0  # the script's _wait_for_operations timeout
 PENDING_BATCH = 10  # the script waits for its pending uploads every 10
-TIMEOUT = 120.0  # seconds per HTTP request
 
 
-class ApiError(Exception):
-    """The API refused a request: its status and message."""
-
-    def __init__(self, status: int, message: str) -> None:
-        super().__init__(f"{status} {message}")
-        self.status = status
-        self.message = message
+ApiError = GeminiApiError  # the API refused a request: its status and message
 
 
-@dataclass(frozen=True)
-class Api:
-    """The REST API at one root with one key."""
-
-    root: str
-    key: str
+class Api(GeminiRest):
+    """The REST API at one root with one key, and its list methods' pages."""
 
     @classmethod
-    def from_env(cls) -> Api:
-        key = key_from_env()
-        if not key:
+    def from_env(cls) -> Self:
+        api = super().from_env()
+        if api is None:
             raise StoreError(f"gemini-file-search needs an API key: set {' or '.join(KEY_ENVS)}")
-        return cls((os.environ.get(BASE_URL_ENV) or API_ROOT).rstrip("/"), key)
-
-    def call(self, method: str, path: str, body: Any = None, *, data: bytes | None = None,
-             headers: dict[str, str] | None = None, url: str | None = None) -> tuple[dict[str, Any], dict[str, str]]:
-        """One request: the JSON reply and the reply's headers (lower-case names); ApiError on a refusal."""
-        sent = {"x-goog-api-key": self.key, **(headers or {})}
-        if body is not None:
-            data = json.dumps(body).encode()
-            sent.setdefault("Content-Type", "application/json")
-        request = urllib.request.Request(url or f"{self.root}/{path}", data=data, method=method, headers=sent)
-        try:
-            with urllib.request.urlopen(request, timeout=TIMEOUT) as response:
-                raw = response.read()
-                got = {k.lower(): v for k, v in response.headers.items()}
-        except urllib.error.HTTPError as exc:
-            raw = exc.read()
-            try:
-                message = json.loads(raw)["error"]["message"]
-            except (ValueError, KeyError, TypeError):
-                message = raw.decode(errors="replace")[:200] or exc.reason
-            raise ApiError(exc.code, str(message)) from exc
-        return (json.loads(raw) if raw.strip() else {}), got
+        return api
 
     def pages(self, path: str, field: str) -> list[dict[str, Any]]:
         """Every item of a list method, page after page (pageSize 20, the most it takes)."""
@@ -109,7 +74,7 @@ class Api:
         token = ""
         while True:
             query = "pageSize=20" + (f"&pageToken={quote(token)}" if token else "")
-            reply, _ = self.call("GET", f"{VERSION}/{path}?{query}")
+            reply, _ = self.request("GET", f"{VERSION}/{path}?{query}")
             items += reply.get(field, [])
             token = reply.get("nextPageToken", "")
             if not token:
@@ -118,16 +83,17 @@ class Api:
 
 def _upload(api: Api, store: str, doc_id: str, data: bytes) -> dict[str, Any]:
     """The SDK's upload_to_file_search_store: start a resumable upload, send the bytes; the operation."""
-    _, headers = api.call("POST", f"upload/{VERSION}/{store}:uploadToFileSearchStore", {"displayName": doc_id},
-                          headers={"X-Goog-Upload-Protocol": "resumable", "X-Goog-Upload-Command": "start",
-                                   "X-Goog-Upload-Header-Content-Length": str(len(data)),
-                                   "X-Goog-Upload-Header-Content-Type": "application/pdf"})
+    _, headers = api.request("POST", f"upload/{VERSION}/{store}:uploadToFileSearchStore", {"displayName": doc_id},
+                             headers={"X-Goog-Upload-Protocol": "resumable", "X-Goog-Upload-Command": "start",
+                                      "X-Goog-Upload-Header-Content-Length": str(len(data)),
+                                      "X-Goog-Upload-Header-Content-Type": "application/pdf"})
     upload_url = headers.get("x-goog-upload-url")
     if not upload_url:
         raise ApiError(0, "the upload's start had no x-goog-upload-url header")
-    operation, _ = api.call("POST", "", data=data, url=upload_url,
-                            headers={"X-Goog-Upload-Command": "upload, finalize", "X-Goog-Upload-Offset": "0",
-                                     "Content-Length": str(len(data))})
+    operation: dict[str, Any]
+    operation, _ = api.request("POST", "", data=data, url=upload_url,
+                               headers={"X-Goog-Upload-Command": "upload, finalize", "X-Goog-Upload-Offset": "0",
+                                        "Content-Length": str(len(data))})
     return operation
 
 
@@ -140,7 +106,7 @@ def _wait(api: Api, pending: list[tuple[str, dict[str, Any]]]) -> None:
                 raise StoreError(f"gemini-file-search: indexing {doc_id} did not finish in {OPERATION_TIMEOUT:.0f} s "
                                  f"({operation.get('name')}); run again to wait for it")
             time.sleep(OPERATION_POLL)
-            operation, _ = api.call("GET", f"{VERSION}/{operation['name']}")
+            operation, _ = api.request("GET", f"{VERSION}/{operation['name']}")
         if "error" in operation:
             error = operation["error"]
             raise StoreError(f"gemini-file-search: indexing failed for {doc_id} ({error.get('message', error)}); "
@@ -159,7 +125,7 @@ def prepare_store(api: Api, corpus: Corpus, *, progress: Any = None) -> Ready:
     record = stores.find(corpus.root, SERVICE, api.root, key)
     if record is not None:
         try:
-            api.call("GET", f"{VERSION}/{record.id}")
+            api.request("GET", f"{VERSION}/{record.id}")
         except ApiError as exc:
             if exc.status != 404:
                 raise
@@ -167,7 +133,7 @@ def prepare_store(api: Api, corpus: Corpus, *, progress: Any = None) -> Ready:
             record = None
     if record is None:
         found = next((s for s in api.pages("fileSearchStores", "fileSearchStores") if s.get("displayName") == name), None)
-        store = found or api.call("POST", f"{VERSION}/fileSearchStores", {"displayName": name})[0]
+        store = found or api.request("POST", f"{VERSION}/fileSearchStores", {"displayName": name})[0]
         record = stores.StoreRecord(service=SERVICE, endpoint=api.root, name=name, id=store["name"], corpus_key=key)
         stores.save(corpus.root, record)
     documents = api.pages(f"{record.id}/documents", "documents")
@@ -193,7 +159,7 @@ def prepare_store(api: Api, corpus: Corpus, *, progress: Any = None) -> Ready:
     _wait(api, pending)
     for d in api.pages(f"{record.id}/documents", "documents") if missing else documents:
         record.files[d.get("displayName") or d["name"]] = d["name"]
-    store, _ = api.call("GET", f"{VERSION}/{record.id}")
+    store, _ = api.request("GET", f"{VERSION}/{record.id}")
     record.size_bytes = int(store.get("sizeBytes", 0) or 0)
     stores.save(corpus.root, record)
     return Ready(store=record.id)
@@ -204,7 +170,7 @@ def ask(api: Api, store: str, model: str, question: str) -> Reply:
     started = time.monotonic()
     body = {"contents": [{"parts": [{"text": gemini_contents(question)}], "role": "user"}],
             "tools": [{"fileSearch": {"fileSearchStoreNames": [store]}}], "generationConfig": {}}
-    reply, _ = api.call("POST", f"{VERSION}/models/{model}:generateContent", body)
+    reply, _ = api.request("POST", f"{VERSION}/models/{model}:generateContent", body)
     candidates = reply.get("candidates") or []
     candidate = candidates[0] if candidates else {}
     text = "".join(p.get("text", "") for p in (candidate.get("content") or {}).get("parts") or []
@@ -298,7 +264,7 @@ def delete_store(record: stores.StoreRecord) -> list[str]:
     if api.root != record.endpoint:
         api = Api(record.endpoint, api.key)
     try:
-        api.call("DELETE", f"{VERSION}/{record.id}?force=true")
+        api.request("DELETE", f"{VERSION}/{record.id}?force=true")
     except ApiError as exc:
         if exc.status == 404:
             return []
