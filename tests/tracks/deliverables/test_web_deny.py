@@ -76,7 +76,8 @@ def call(name: str, **args: Any) -> ToolCall:
     ("https://huggingface.co/datasets/deccan-ai/dra-bench/viewer/default/train", True),
     ("https://hf.co/datasets/MichaelYang-lyx/AIDA", True),
     ("https://raw.githubusercontent.com/MichaelYang-lyx/AIDABench/main/x.json", True),
-    ("https://arxiv.org/abs/2603.12180v1", False),  # the version is part of the id's segment
+    ("https://arxiv.org/abs/2603.12180v1", True),  # any version
+    ("https://arxiv.org/abs/2603.1218", False),  # another paper
     ("https://arxiv.org/pdf/2603.12180", True),
     ("https://export.arxiv.org/abs/2603.12180", True),  # a subdomain of a denied host
     ("https://notgithub.com/OxRML/MADQA", False),
@@ -99,6 +100,7 @@ def test_user_rules_globs_and_names() -> None:
     assert deny.named("madqa-like datasets") is None  # a longer word is not the name
     assert deny.named("Strategic   Navigation or stochastic SEARCH? a review") == "strategic navigation or stochastic search"
     assert deny.named("document QA agents") is None
+    assert deny.named("the DRA bench answers") == "dra bench" and deny.named("drabench") == "drabench"
 
 
 def test_deny_flags_are_checked_in_one_line(tmp_path: Path) -> None:

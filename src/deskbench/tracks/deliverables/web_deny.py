@@ -67,8 +67,8 @@ def peeking_key() -> str:
 
 def builtin_patterns() -> list[str]:
     """The benchmarks' own sources as URL rules (what `--allow-peeking` turns off)."""
-    out = [f"{host}/{kind}/{pid}" for pid in PAPER_IDS for host in ("arxiv.org", "alphaxiv.org")
-           for kind in ("abs", "pdf", "html")]
+    out = [f"{host}/{kind}/{pid}{version}" for pid in PAPER_IDS for host in ("arxiv.org", "alphaxiv.org")
+           for kind in ("abs", "pdf", "html") for version in ("", "v*")]  # 2603.12180 and 2603.12180v2
     out += [f"huggingface.co/papers/{pid}" for pid in PAPER_IDS]
     for d in DATASETS:
         out += [f"huggingface.co/datasets/{d}", f"huggingface.co/api/datasets/{d}", f"hf.co/datasets/{d}"]
@@ -120,7 +120,9 @@ class DenyRule:
 
 
 def _names_pattern(names: Iterable[str]) -> re.Pattern[str]:
-    alternatives = sorted((re.escape(" ".join(n.casefold().split())) for n in names), key=len, reverse=True)
+    """Whole words, a hyphen also written as a space or nothing (DRA-bench, DRA bench, DRAbench)."""
+    alternatives = sorted((re.escape(" ".join(n.casefold().split())).replace(r"\-", "[- ]?") for n in names),
+                          key=len, reverse=True)
     return re.compile(rf"(?<![\w-])(?:{'|'.join(alternatives)})(?![\w-])")
 
 
