@@ -7,7 +7,14 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
-from deskbench.analysis.compare import Comparison, SystemOutcomes, compare, system_labels
+from deskbench.analysis.compare import (
+    Comparison,
+    ReliabilityComparison,
+    SystemOutcomes,
+    compare,
+    reliability,
+    system_labels,
+)
 from deskbench.runs.outcomes import ItemOutcome
 
 
@@ -30,6 +37,14 @@ def compare_several(track: str, method: str, systems: Sequence[SystemOutcomes], 
     if len(systems) < 2:
         return []
     return [compare(list(systems), track=track, method=method, resamples=resamples, seed=seed)]
+
+
+def lone_reliability(systems: Sequence[SystemOutcomes]) -> ReliabilityComparison | None:
+    """The reliability across attempts of a section's one system (with two or more, its Comparison
+    carries it): pass^k over every task it ran; None when it ran each task once."""
+    if len(systems) != 1:
+        return None
+    return reliability(systems, list(dict.fromkeys(o.task_id for o in systems[0].outcomes)))
 
 
 def compare_outcomes(track: str, method: str, runs: Sequence[tuple[Path, list[ItemOutcome]]], *,

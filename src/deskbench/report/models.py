@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from pydantic import BaseModel, SerializeAsAny
 
-from deskbench.analysis.compare import Comparison
+from deskbench.analysis.compare import Comparison, ReliabilityComparison
 from deskbench.models.prices import PRICES_AS_OF
 
 
@@ -50,6 +50,7 @@ class ReportSection(BaseModel):
     n_systems: int = 0  # how many systems it shows
     summary: str = ""  # its words in the page's opening line ("2 docqa system(s).")
     comparisons: list[Comparison] = []  # `deskbench compare`'s tables over its systems (shown after every body)
+    reliability: ReliabilityComparison | None = None  # one system run with --attempts K (two or more: in comparisons)
     model_settings: list[ModelSettingsRow] = []  # the judges it called, with what they were sent
 
 

@@ -88,3 +88,14 @@ def test_report_shows_the_reliability_of_docqa_runs(tmp_path: Path) -> None:
     table = html.split('id="comparison-docqa-reliability"')[1].split("</table>")[0]
     # alpha pass^3 33.3 (1 of 3 tasks), beta 66.7 (2 of 3); beta first
     assert table.index("(beta)") < table.index("(alpha)") and "66.7" in table and "33.3" in table
+
+
+def test_report_of_one_system_shows_its_reliability(tmp_path: Path) -> None:
+    alpha = _run(tmp_path, "alpha", ALPHA)
+    page = tmp_path / "report.html"
+    proc = run_cli("report", str(alpha), "--output", str(page))
+    assert proc.returncode == 0, proc.stderr
+    html = page.read_text()
+    section = html.split('<section id="reliability-docqa">')[1].split("</section>")[0]
+    # pass^3 1 of 3 tasks; solved 0..3 times: q2, none, q1, q0
+    assert "33.3" in section and "1 / 0 / 1 / 1" in section and "66.7 of 3" in section

@@ -11,7 +11,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from deskbench.analysis.plotting import pyplot
-from deskbench.report.comparisons import by_system, compare_several
+from deskbench.report.comparisons import by_system, compare_several, lone_reliability
 from deskbench.report.models import ReportSection, SectionData
 from deskbench.report.plots import png as _png
 from deskbench.report.sections import judge_settings
@@ -115,7 +115,7 @@ def analytics_report_section(stores: Sequence[RunStore], options: OutcomeOptions
         track="analytics", title="analytics (AIDABench)", template=TEMPLATE,
         data=AnalyticsSection(systems=reports, judges=analytics_method(judges), effort=effort),
         n_systems=len(reports), summary=f"{len(reports)} analytics system(s).",
-        comparisons=compare_several("analytics", DEFINITION, systems),
+        comparisons=compare_several("analytics", DEFINITION, systems), reliability=lone_reliability(systems),
         model_settings=judge_settings([("QA judge", judges.qa), ("chart judge", judges.chart),
                                        ("file judge", judges.file.model if judges.file else None)]))
 

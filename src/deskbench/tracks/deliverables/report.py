@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from deskbench.analysis.plotting import pyplot
-from deskbench.report.comparisons import by_system, compare_several
+from deskbench.report.comparisons import by_system, compare_several, lone_reliability
 from deskbench.report.models import ReportSection, SectionData
 from deskbench.report.plots import empty as _empty
 from deskbench.report.plots import png as _png
@@ -113,7 +113,7 @@ def deliverables_report_section(stores: Sequence[RunStore], options: OutcomeOpti
         track="deliverables", title="deliverables (consulting DRA)", template=TEMPLATE,
         data=DeliverablesSection(report=report, runs=[str(r.run_dir) for r in runs]),
         n_systems=len(report.systems), summary=f"{len(report.systems)} deliverables system(s).",
-        comparisons=compare_several("deliverables", DEFINITION, systems),
+        comparisons=compare_several("deliverables", DEFINITION, systems), reliability=lone_reliability(systems),
         model_settings=judge_settings([("verifier judge (llm_check)", scorer.judge)]))
 
 

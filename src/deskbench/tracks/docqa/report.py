@@ -11,7 +11,7 @@ from pathlib import Path
 
 from deskbench.errors import UserError
 from deskbench.models.prices import per, total_cost
-from deskbench.report.comparisons import compare_several
+from deskbench.report.comparisons import compare_several, lone_reliability
 from deskbench.report.models import ReportSection
 from deskbench.report.sections import judge_settings
 from deskbench.runs.imported import imported_label, imported_systems
@@ -226,7 +226,7 @@ def docqa_report_section(stores: Sequence[RunStore], options: OutcomeOptions,
     statistics, MADQA Tables 2 and 6, to the appendix sections)."""
     from deskbench.runs.outcomes import ItemOutcome
     from deskbench.tracks.docqa.outcomes import DEFINITION, docqa_outcomes
-    from deskbench.tracks.docqa.scoring.docqa_attempts import attempt_outcomes
+    from deskbench.tracks.docqa.scoring.docqa_attempts import attempt_outcomes, stored_answers
 
     opts = options.scorer if isinstance(options.scorer, ScoreOptions) else ScoreOptions()
     judging: Judging | None = None
@@ -241,6 +241,7 @@ def docqa_report_section(stores: Sequence[RunStore], options: OutcomeOptions,
     scored: list[_Scored] = []
     imported: set[tuple[Path, str]] = set()  # systems made by 'deskbench import'
     later: dict[tuple[Path, str], list[ItemOutcome]] = {}  # attempts after the first, per (run, system)
+    answers: dict[tuple[Path, str], dict[str, str]] = {}  # attempt 0's answer keys (the consistency)
     retrievers: dict[tuple[Path, str], str] = {}  # (run, system) -> its retriever, when not bm25
     modalities: dict[Path, dict[str, str]] = {}  # run -> task id -> its question's visual modality (analyse modality)
     for store in stores:
@@ -251,6 +252,7 @@ def docqa_report_section(stores: Sequence[RunStore], options: OutcomeOptions,
         scored += [_score(store, name, opts, judging) for name in names]
         for name in set(names) & set(store.systems()):  # --attempts K: the later attempts, for pass^k
             later[(store.dir, name)] = attempt_outcomes(store, name, store.tasks_of(DocQATask), opts, first=1)
+            answers[(store.dir, name)] = stored_answers(store, name)
         retrievers |= _retrievers(store)
     labels = _labels(scored)
     labels.update({id(s): imported_label(labels[id(s)]) for s in scored if (s.run_dir, s.system) in imported})
@@ -290,7 +292,8 @@ def docqa_report_section(stores: Sequence[RunStore], options: OutcomeOptions,
 
     ran = [{e.task_id for e in s.episodes if e.attempt == 0} for s in scored]
     systems = [SystemOutcomes(label=labels[id(s)], system=s.system, run_dir=str(s.run_dir),
-                              outcomes=docqa_outcomes([i for i in s.items if i.id in r], labels[id(s)])
+                              outcomes=docqa_outcomes([i for i in s.items if i.id in r], labels[id(s)],
+                                                      answers=answers.get((s.run_dir, s.system)))
                               + later.get((s.run_dir, s.system), []))
                for s, r in zip(scored, ran, strict=True)]
     data = DocqaSection(systems=out, task_sets=sets, madqa=madqa, madqa_oracle_gaps=madqa_gaps,
@@ -299,4 +302,5 @@ def docqa_report_section(stores: Sequence[RunStore], options: OutcomeOptions,
     return ReportSection(track="docqa", title="docqa (MADQA)", template=TEMPLATE, data=data,
                          n_systems=len(out), summary=f"{len(out)} docqa system(s).",
                          comparisons=compare_several("docqa", DEFINITION, systems),
+                         reliability=lone_reliability(systems),
                          model_settings=judge_settings([("answer judge", getattr(opts.judge, "model", None))]))

@@ -39,6 +39,13 @@ def answers_of(matched: Matched) -> dict[str, str]:
     return {t.id: answer_key(s) for t, s in matched.pairs}
 
 
+def stored_answers(store: RunStore, system: str, attempt: int = 0) -> dict[str, str]:
+    """Each task's answer key in one attempt of `system` (a failed episode's: ""), read from the
+    store without scoring (the report has attempt 0's items already)."""
+    subs, failed = run_submissions(store, system, attempt)
+    return {**dict.fromkeys(failed, ""), **{s.id: answer_key(s) for s in subs if s.id is not None}}
+
+
 def stored_attempts(store: RunStore, system: str) -> int:
     """k: the most attempts any task of `system` has in the store (1 for a run without --attempts)."""
     return max((ep.attempt + 1 for ep in episodes_of(store, system)), default=1)
