@@ -23,6 +23,7 @@ from deskbench.runs.protocol import stored_protocol
 from deskbench.runs.store import RunStore
 from deskbench.tasks.trajectory import ToolCallStep, TrajectoryStep
 from deskbench.tracks.deliverables.web_access import FetchTool, WebSearchTool, open_web, parse_web
+from deskbench.tracks.deliverables.web_backend import Page, SearchHit
 from deskbench.tracks.deliverables.web_deny import (
     DenyList,
     DenyRule,
@@ -152,6 +153,31 @@ def test_tools_refuse_denied_fetches_drop_denied_hits_and_record_every_attempt(t
     assert flag_sources(rec.trajectory, DenyList.default(), "x") is None  # nothing got through
 
 
+class Redirecting:
+    """A live backend whose every page redirects to the benchmark's dataset page."""
+
+    name = "live"
+
+    async def search(self, query: str, count: int) -> list[SearchHit]:
+        return []
+
+    async def fetch(self, url: str) -> Page:
+        return Page(url="https://huggingface.co/datasets/OxRML/MADQA", status=200, content_type="text/html",
+                    text="the dataset card")
+
+    async def aclose(self) -> None:
+        pass
+
+
+def test_a_redirect_into_a_denied_source_is_refused() -> None:
+    rec = Recorder(None)
+    shown = asyncio.run(FetchTool(GuardedWeb(Redirecting(), DenyList.default())).run(
+        call("fetch", url="https://short.example/x"), rec))
+    assert shown.startswith("error: https://huggingface.co/datasets/OxRML/MADQA is one of the benchmark's own sources")
+    [step] = rec.trajectory
+    assert isinstance(step, ToolCallStep) and step.result["peeking"]["rule"] == "huggingface.co/datasets/OxRML/MADQA"
+
+
 def test_without_a_deny_list_the_web_is_as_recorded(tmp_path: Path) -> None:
     web = open_web(parse_web(f"recorded:{write_recording(tmp_path / 'web')}"), None)
     assert not isinstance(web, GuardedWeb)
@@ -224,6 +250,9 @@ def test_a_web_run_that_searches_for_the_benchmark_is_blocked_and_the_report_say
     assert "removed" in tool_replies[0] and REPO not in tool_replies[0]
     assert "blocked in this run" in tool_replies[1] and "the answers: 42" not in tool_replies[1]
     assert again.returncode == 2 and "no peeking" in again.stderr, again.stderr
+    bad = run_cli("run", "--tasks", str(packages), "--out", str(tmp_path / "bad"), "--web", f"recorded:{recording}",
+                  "--model", "openai/gpt-5-mini", "--deny-url", "two words")
+    assert bad.returncode == 2 and len(bad.stderr.strip().splitlines()) == 1 and "is not a URL pattern" in bad.stderr
 
     store = RunStore(out, create=False)
     system = "deliverable-agent[web-recorded]:openai-compat/m"
