@@ -343,3 +343,32 @@ def test_a_provider_refusal_on_a_worker_stops_the_run_in_one_line(bwrap: str, cl
     assert proc.returncode == 2, err[-2000:]
     assert "refused the request" in err and "Traceback" not in err
     assert _stored(out) == []  # nothing recorded for the episodes the refusal stopped
+
+
+def test_limits_hold_on_ray_each_episode_on_its_worker_the_run_on_the_driver(cluster: str, tmp_path: Path) -> None:
+    """runs/budget.py on Ray: an episode's token limit stops it on its worker (a stored "limit");
+    the run's is counted as episodes are stored, so no episode starts once it is reached."""
+    tasks = tmp_path / "tasks.jsonl"
+    tasks.write_text("".join(json.dumps({"id": f"t{i}", "question": f"Which year, {i}?", "answer_variants": ["2020"]})
+                             + "\n" for i in range(5)), encoding="utf-8")
+
+    def answer(body: dict[str, Any], n: int) -> dict[str, Any]:  # 100 input + 20 output tokens a reply
+        return {"kind": "text", "text": json.dumps({"answer": ["2020"], "citations": []})}
+
+    with FakeOpenAI(script=answer) as fake:
+        model = f"openai-compat/agent@{fake.base_url}"
+        base = ["run", "--agent", "guess", "--tasks", str(tasks), "--model", model, "--executor", "ray",
+                "--ray-address", cluster, "--concurrency", "1"]
+        _finish(_deskbench(*base, "--out", str(tmp_path / "episode"), "--token-budget", "episode=100",
+                           cache=tmp_path / "cache"))
+        err = _finish(_deskbench(*base, "--out", str(tmp_path / "run"), "--token-budget", "250",
+                                 cache=tmp_path / "cache"))
+    con = sqlite3.connect(tmp_path / "episode" / "run.sqlite")
+    assert con.execute("SELECT DISTINCT status, error FROM episodes").fetchall() == [
+        ("limit", "episode token limit reached: 120 tokens of --token-budget episode=100")]
+    assert len(_stored(tmp_path / "run")) == 3  # 120 tokens an episode: the third starts at 240 and ends at 360
+    assert ("budget reached: spent 360 tokens of --token-budget 250 (run total ? (360 tokens)); 3 of 5 episodes "
+            "stored, 1 in flight finished, 2 not started") in err
+    refused = run_cli("run", "--agent", "guess", "--tasks", str(tasks), "--out", str(tmp_path / "cancel"),
+                      "--executor", "ray", "--token-budget", "250", "--on-budget", "cancel")
+    assert refused.returncode == 2 and "--on-budget cancel is for --executor local" in refused.stderr

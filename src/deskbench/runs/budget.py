@@ -254,9 +254,9 @@ class RunBudget:
         (no meter: an episode that ran elsewhere, on a Ray worker, counted as it is stored)."""
         counted = meter.spend if meter is not None else Spend()
         self.spent_now = self.spent_now - counted + counted.most(Spend.of(stored))
-        if self.reason is not None:
-            self.finished_after += 1
         self._check()
+        if self.reason is not None:  # it ended with the run at its limit (it may be the one that reached it)
+            self.finished_after += 1
 
     def cancel(self, meter: EpisodeMeter) -> None:
         """An episode cancelled by the stop: what its calls spent stays counted, in the meta (a
