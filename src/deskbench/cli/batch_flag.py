@@ -21,8 +21,9 @@ if TYPE_CHECKING:
     from deskbench.models.batch.base import BatchJournal, BatchMode
 
 BATCH_CONCURRENCY = 256
-"""`run --batch-api` without --concurrency: episodes in flight, so that a batch gathers this many
-calls (16 in flight would make batches of 16, each waiting up to the provider's window)."""
+"""`run --batch-api` without --concurrency (episodes in flight) and `score --batch-api` without
+--judge-concurrency: so that a batch gathers this many calls (16 in flight would make batches of
+16, each waiting up to the provider's window)."""
 
 META_KEY = "batch"
 
@@ -42,8 +43,10 @@ def check(models: Sequence[str], *, what: str) -> None:
         batch_provider(parse_spec(spec).id)
 
 
-def run_concurrency(ctx: typer.Context, batch: bool, concurrency: int, executor: str) -> int:
-    """The episodes in flight: BATCH_CONCURRENCY under --batch-api unless --concurrency was given."""
+def run_concurrency(ctx: typer.Context, batch: bool, concurrency: int, executor: str = "local") -> int:
+    """Under --batch-api, BATCH_CONCURRENCY unless the command's concurrency flag was given: the
+    episodes in flight (`run --concurrency`), or the items a scorer judges at once (`score
+    --judge-concurrency`: analytics and deliverables bound them by it), so a batch gathers them."""
     if not batch:
         return concurrency
     if executor != "local":

@@ -96,6 +96,7 @@ def score(
             raise UserError(f"--batch-api scores a run directory (its batches are kept in the run store, so a killed "
                             f"score resumes them); {submissions} is a file: give the run's folder or drop --batch-api")
         batch_flag.check(batch_flag.names(judge), what="judge")
+        concurrency = batch_flag.run_concurrency(ctx, batch, concurrency)
     batches = batch_flag.start(ctx, batch, ("judge",), store)  # judges opened from here on batch their calls
     if store is None:
         track.score_file(submissions, RunRequest(tasks=submissions, out=submissions, judge=one_judge, concurrency=concurrency,
