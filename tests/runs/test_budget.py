@@ -130,7 +130,7 @@ def test_an_episode_stops_at_its_token_limit_as_a_recorded_limit(tmp_path: Path)
         assert ep.usage.cost_usd == pytest.approx(0.30)
     doc = store.transcript("t0", SYSTEM)
     assert doc is not None and sum(e.kind == "model_call" for e in doc.events) == 3
-    assert (budget.spent.cost, budget.spent.tokens) == (pytest.approx(0.60), 720)
+    assert budget.spent.cost == pytest.approx(0.60) and budget.spent.tokens == 720
     assert not budget.reached()  # no run limit
 
 
@@ -181,14 +181,14 @@ def test_a_run_stops_at_its_cost_limit_and_resumes_under_a_higher_one(tmp_path: 
         "stored, 1 in flight finished, 2 not started; run the same command with a higher --max-cost to resume")
     # the same limit again: the run has spent it already, nothing starts
     again = RunBudget.of_run(store, Limits(max_cost=0.25))
-    assert again.reached() and (again.before.cost, again.before.tokens) == (pytest.approx(0.30), 360)
+    assert again.reached() and again.before.cost == pytest.approx(0.30) and again.before.tokens == 360
     counts = asyncio.run(run_attempts(TASKS, calls_then_answers(model(), 1), store, SYSTEM, budget=again))
     assert counts.done == 0 and counts.skipped == 3 and again.not_started == 2
     # a higher limit: the two left run, and the run's total counts all five
     higher = RunBudget.of_run(store, Limits(max_cost=1.0))
     counts = asyncio.run(run_attempts(TASKS, calls_then_answers(model(), 1), store, SYSTEM, budget=higher))
     assert counts.done == 2 and not higher.reached()
-    assert (higher.spent.cost, higher.spent.tokens) == (pytest.approx(0.50), 600)
+    assert higher.spent.cost == pytest.approx(0.50) and higher.spent.tokens == 600
     assert len(store.episodes()) == 5
 
 
@@ -205,7 +205,7 @@ def test_a_token_budget_reached_cancels_the_episodes_in_flight_unstored(tmp_path
     assert store.episodes() == []  # cancelled in flight: nothing stored, a resume runs them
     assert store.meta(CANCELLED_KEY) == {"cost": pytest.approx(0.6), "tokens": 720}
     spent = stored_spend(store)
-    assert (spent.cost, spent.tokens) == (pytest.approx(0.6), 720)
+    assert spent.cost == pytest.approx(0.6) and spent.tokens == 720
     assert "2 in flight cancelled (not stored), 3 not started" in budget.stop_line(0, 5)
     # resumed with room for everything: all five run, and the cancelled spend still counts
     higher = RunBudget.of_run(store, Limits(token_budget=10_000, on_budget="cancel"))
@@ -218,3 +218,18 @@ def test_a_call_outside_an_episode_is_not_metered() -> None:
     m = model()
     reply = asyncio.run(m.complete(ChatRequest(messages=[Message(role="user", content="judge this")])))
     assert reply.usage.cost_usd == pytest.approx(0.10)
+
+
+def test_diagnose_tells_a_budget_limit_from_the_agents_own(tmp_path: Path) -> None:
+    from deskbench.runs.diagnose import categories, diagnose_episode
+
+    store = store_at(tmp_path / "run")
+    budget = RunBudget.of_run(store, Limits(episode_max_cost=0.15))
+    asyncio.run(run_attempts(TASKS[:1], calls_then_answers(model(), 5), store, SYSTEM, budget=budget))
+    (stopped,) = store.episodes()
+    assert stopped.status == "limit"
+    assert diagnose_episode(stopped, TASKS[0], "docqa").category == "budget_limit"
+    own = stopped.model_copy(update={"error": "no answer after 10 iterations"})  # the agent's own step budget
+    assert diagnose_episode(own, TASKS[0], "docqa").category == "step_limit"
+    assert categories("docqa")[:6] == ("ok", "timeout", "content_policy", "context_overflow", "step_limit",
+                                       "budget_limit")

@@ -41,6 +41,14 @@ LIMITS_KEY = "limits"  # the run's meta: every invocation's limits, in order
 CANCELLED_KEY = "budget_cancelled"  # the run's meta: what the episodes a budget stop cancelled spent
 
 
+BUDGET_REASONS = ("episode cost limit reached: ", "episode token limit reached: ", "episode cost unknown (")
+"""How the error of an episode its limit stopped begins (`diagnose` tells it from the agent's own limit)."""
+
+
+def is_budget_limit(error: str | None) -> bool:
+    return (error or "").startswith(BUDGET_REASONS)
+
+
 @dataclass(frozen=True)
 class Limits:
     """A run's limits, as given (None: no limit)."""

@@ -7,6 +7,8 @@ for every track. Each episode gets exactly one category, the first that applies 
     step_limit         docqa: the agent was still searching when its step budget (--max-steps) ran out
     round_limit        analytics, deliverables: still calling tools when the round budget ran out
                        (what a track calls it: `Track.limit_category`)
+    budget_limit       the episode reached its cost or token limit (run --max-cost episode=,
+                       --token-budget episode=: deskbench's, no paper's; runs/budget.py)
     model_error        any other failed episode (API errors after retries, unparseable replies)
   then the track's own categories of an episode that ended (`Track.diagnose_output`, listed in
   `Track.diagnose_categories`), for the built-ins:
@@ -41,6 +43,7 @@ from pydantic import BaseModel, Field
 
 from deskbench.models.prices import PRICES_AS_OF, per, total_cost
 from deskbench.models.sdk_errors import CONTEXT, POLICY
+from deskbench.runs.budget import is_budget_limit
 from deskbench.runs.store import Episode
 from deskbench.tasks.trajectory import ToolCallStep
 
@@ -55,6 +58,7 @@ FILE_ERRORS: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("wrong_api", re.compile(r"AttributeError|has no attribute|unexpected keyword argument|TypeError|"
                              r"takes \d+ positional argument", re.I)),
 )
+BUDGET_LIMIT = "budget_limit"  # an episode its cost or token limit stopped (runs/budget.py), not its agent's own
 FAILED = ("timeout", "content_policy", "context_overflow")  # a failed episode's, by its error, before the limit
 # what `code_output` says of an episode that ended without its files, in the order diagnose shows them
 FILE_CATEGORIES = ("no_output", *(f"file_generation_failed:{name}" for name, _ in FILE_ERRORS),
@@ -67,7 +71,8 @@ def categories(track: str) -> tuple[str, ...]:
     from deskbench.contract.registry import get_track
 
     t = get_track(track)
-    return tuple(dict.fromkeys(("ok", *FAILED, t.limit_category, "model_error", *t.diagnose_categories())))
+    return tuple(dict.fromkeys(("ok", *FAILED, t.limit_category, BUDGET_LIMIT, "model_error",
+                                *t.diagnose_categories())))
 
 
 class EpisodeDiagnosis(BaseModel):
@@ -145,7 +150,7 @@ def diagnose_episode(episode: Episode, task: BaseModel | None, track: str) -> Ep
         if CONTEXT.search(error):
             return verdict("context_overflow", detail)
         if episode.status == "limit":
-            return verdict(get_track(track).limit_category, detail)
+            return verdict(BUDGET_LIMIT if is_budget_limit(error) else get_track(track).limit_category, detail)
         return verdict("model_error", detail)
     category, detail = get_track(track).diagnose_output(episode, task)
     return verdict(category, detail[:DETAIL_CHARS])
