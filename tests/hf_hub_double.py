@@ -27,13 +27,13 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import unquote, urlsplit
 
-from http_double import QuietServer
+from http_double import HandlerDouble
 
 SHA = "9d2e5c1b7a3f4e6d8c0b1a2f3e4d5c6b7a8f9e0d"
 GRANTED, PENDING = "hf_granted_token", "hf_pending_token"
 
 
-class FakeHub:
+class FakeHub(HandlerDouble):
     """The hub's API for the dataset `repo` whose files are those under `root`."""
 
     def __init__(self, root: Path, repo: str, *, gated: bool = False) -> None:
@@ -42,7 +42,6 @@ class FakeHub:
         self.gated = gated
         self.hold: str | None = None
         self.reached = threading.Event()
-        self.release = threading.Event()
         self.log: list[tuple[str, str, str | None, int]] = []
         self.lock = threading.Lock()
         outer = self
@@ -62,17 +61,7 @@ class FakeHub:
             def do_POST(self) -> None:  # noqa: N802
                 outer._error(self, 405, "", "Method not allowed", body=True)
 
-        self.server = QuietServer(("127.0.0.1", 0), Handler)
-        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
-
-    def __enter__(self) -> FakeHub:
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.release.set()
-        self.server.shutdown()
-        self.server.server_close()
+        super().__init__(Handler)
 
     def file_gets(self) -> list[str]:
         """The repository files fetched with GET and answered 200, in order."""

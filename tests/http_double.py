@@ -16,7 +16,8 @@ sim_openai_deep_research.py, sim_gemini_file_search.py, sim_gemini_interactions.
 sim_anthropic_research.py), whose callback also takes the method (GET, POST, DELETE, PATCH); a
 JsonMethodDouble's _route answers each request, and it turns the answer into JSON (or bytes),
 counting every error it gives in `refused`. QuietServer is the server class under them all, and under the
-doubles that write their own handler (tests/hf_hub_double.py, test_fetch_madqa's PDF server).
+doubles that write their own handler (HandlerDouble: tests/hf_hub_double.py, test_fetch_madqa's
+PDF server).
 """
 
 from __future__ import annotations
@@ -61,6 +62,26 @@ class QuietServer(ThreadingHTTPServer):
         if isinstance(sys.exc_info()[1], (ConnectionResetError, BrokenPipeError, ConnectionAbortedError)):
             return
         super().handle_error(request, client_address)
+
+
+class HandlerDouble:
+    """Base class of the doubles that write their own request handler (tests/hf_hub_double.py,
+    test_fetch_madqa's PDF server): serves `handler` on a QuietServer from entering a `with` block
+    until leaving it, which first sets `release` (a request held on it then ends)."""
+
+    def __init__(self, handler: type[BaseHTTPRequestHandler]) -> None:
+        self.release = threading.Event()
+        self.server = QuietServer(("127.0.0.1", 0), handler)
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
+
+    def __enter__(self) -> Self:
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.release.set()
+        self.server.shutdown()
+        self.server.server_close()
 
 
 class _Handler(BaseHTTPRequestHandler):

@@ -52,7 +52,6 @@ Reply = tuple[int, Any]
 
 MODELS = ("o3-deep-research", "o3-deep-research-2025-06-26", "o4-mini-deep-research",
           "o4-mini-deep-research-2025-06-26")  # DR
-PURPOSES = ("assistants", "batch", "fine-tune", "vision", "user_data", "evals")  # FILES
 CODE_PURPOSES = ("assistants", "user_data")  # files the code interpreter may be given (CI)
 CREATE_FIELDS = frozenset({  # RESP: the request body of POST /v1/responses
     "background", "conversation", "include", "input", "instructions", "max_output_tokens", "max_tool_calls",
@@ -117,8 +116,6 @@ class SimDeepResearch(OpenAIDouble):
     queued_polls: int = 1  # GETs a new response answers "queued" before it runs
     created: list[str] = field(default_factory=list)  # response ids, in creation order
     polls: dict[str, int] = field(default_factory=dict)  # response id -> GETs answered
-    files: dict[str, dict[str, Any]] = field(default_factory=dict)
-    blobs: dict[str, bytes] = field(default_factory=dict)
     deleted: list[str] = field(default_factory=list)
     responses: dict[str, dict[str, Any]] = field(default_factory=dict)
     containers: dict[str, dict[str, Any]] = field(default_factory=dict)  # id -> {"files": {...}, "expired"}
@@ -151,22 +148,6 @@ class SimDeepResearch(OpenAIDouble):
         return err(404, f"Invalid URL ({method} {urlsplit(path).path})")
 
     # -- files -------------------------------------------------------------------------------------
-    def _upload(self, form: dict[str, tuple[str | None, bytes]] | None) -> Reply:
-        if form is None or "file" not in form or not form["file"][0]:
-            return err(400, "'file' is a required property", param="file")
-        if "purpose" not in form:
-            return err(400, "'purpose' is a required property", param="purpose")
-        purpose = form["purpose"][1].decode()
-        if purpose not in PURPOSES:
-            return err(400, f"'{purpose}' is not one of {list(PURPOSES)} - 'purpose'", param="purpose")
-        name, data = form["file"]
-        fid = self._id("file-")
-        self.files[fid] = {"id": fid, "object": "file", "bytes": len(data), "created_at": int(time.time()),
-                           "filename": name, "purpose": purpose, "status": "processed", "expires_at": None,
-                           "status_details": None}
-        self.blobs[fid] = data
-        return 200, self.files[fid]
-
     def _delete_file(self, fid: str) -> Reply:
         if fid not in self.files:
             return err(404, f"No such File object: {fid}", param="id")

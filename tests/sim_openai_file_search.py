@@ -26,6 +26,7 @@ text is the API's 400 for an Assistants call without it.
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -81,7 +82,10 @@ class OpenAIDouble(JsonMethodDouble):
     before its endpoint's (ERR: the key; a path under /v1; a POST's JSON or multipart body)."""
 
     api_key: str = field(default="sk-test", kw_only=True)
+    max_file_bytes: int = field(default=MAX_FILE_BYTES, kw_only=True)
     requests: list[tuple[str, str, dict[str, Any] | None]] = field(default_factory=list, kw_only=True)  # (method, path, JSON body)
+    files: dict[str, dict[str, Any]] = field(default_factory=dict, kw_only=True)  # FILES: the File objects
+    blobs: dict[str, bytes] = field(default_factory=dict, kw_only=True)  # file id -> its bytes
 
     @property
     def base_url(self) -> str:
@@ -120,6 +124,32 @@ class OpenAIDouble(JsonMethodDouble):
         self.requests.append((method, path, body))
         return Call(parts[1:], {k: v[-1] for k, v in multi.items()}, multi, body, form)
 
+    def _created_at(self) -> int:
+        """An object's created_at: the clock's second."""
+        return int(time.time())
+
+    def _upload(self, form: dict[str, tuple[str | None, bytes]] | None) -> Reply:
+        """POST /v1/files (FILES): a multipart form with a `purpose` and a `file`."""
+        if form is None:
+            return err(400, "'file' is a required property", param="file")
+        if "purpose" not in form:
+            return err(400, "'purpose' is a required property", param="purpose")
+        purpose = form["purpose"][1].decode()
+        if purpose not in PURPOSES:
+            return err(400, f"'{purpose}' is not one of {list(PURPOSES)} - 'purpose'", param="purpose")
+        if "file" not in form or not form["file"][0]:
+            return err(400, "'file' is a required property", param="file")
+        name, data = form["file"]
+        if len(data) > self.max_file_bytes:
+            return err(400, f"File is too large. The maximum file size is {self.max_file_bytes // (1024 * 1024)} MB.",
+                       param="file")
+        fid = self._id("file-")
+        self.files[fid] = {"id": fid, "object": "file", "bytes": len(data), "created_at": self._created_at(),
+                           "filename": name, "purpose": purpose, "status": "processed", "expires_at": None,
+                           "status_details": None}
+        self.blobs[fid] = data
+        return 200, self.files[fid]
+
 
 Answer = Callable[[str, dict[str, bytes]], dict[str, Any]]
 """(question, the store's indexed files by name) -> {"text": ..., "cite": [file names], "usage":
@@ -131,10 +161,7 @@ class SimFileSearch(OpenAIDouble):
     answer: Answer
     fail_indexing: set[str] = field(default_factory=set)  # file names whose indexing fails
     index_polls: int = 1  # polls of a batch (or file) before its files are done
-    max_file_bytes: int = MAX_FILE_BYTES
     early_runs: list[str] = field(default_factory=list)  # runs made while the store had files in progress
-    files: dict[str, dict[str, Any]] = field(default_factory=dict)
-    blobs: dict[str, bytes] = field(default_factory=dict)
     stores: dict[str, dict[str, Any]] = field(default_factory=dict)
     store_files: dict[str, dict[str, dict[str, Any]]] = field(default_factory=dict)
     batches: dict[str, dict[str, Any]] = field(default_factory=dict)
@@ -187,26 +214,12 @@ class SimFileSearch(OpenAIDouble):
                      "last_id": page[-1]["id"] if page else None, "has_more": len(ordered) > limit}
 
     # -- files -------------------------------------------------------------------------------------
+    def _created_at(self) -> int:
+        """A counter, not the clock: the lists' order by created_at is then the order of creation."""
+        return next(self._ids)
+
     def files_create(self, parts: list[str], query: dict[str, str], body: Any, form: Any) -> Reply:
-        if form is None:
-            return err(400, "'file' is a required property", param="file")
-        if "purpose" not in form:
-            return err(400, "'purpose' is a required property", param="purpose")
-        purpose = form["purpose"][1].decode()
-        if purpose not in PURPOSES:
-            return err(400, f"'{purpose}' is not one of {list(PURPOSES)} - 'purpose'", param="purpose")
-        if "file" not in form or not form["file"][0]:
-            return err(400, "'file' is a required property", param="file")
-        name, data = form["file"]
-        if len(data) > self.max_file_bytes:
-            return err(400, f"File is too large. The maximum file size is {self.max_file_bytes // (1024 * 1024)} MB.",
-                       param="file")
-        fid = self._id("file-")
-        self.files[fid] = {"id": fid, "object": "file", "bytes": len(data), "created_at": next(self._ids),
-                           "filename": name, "purpose": purpose, "status": "processed", "expires_at": None,
-                           "status_details": None}
-        self.blobs[fid] = data
-        return 200, self.files[fid]
+        return self._upload(form)
 
     def files_get(self, parts: list[str], query: dict[str, str], body: Any, form: Any) -> Reply:
         if parts[1] not in self.files:

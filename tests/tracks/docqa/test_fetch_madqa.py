@@ -33,7 +33,7 @@ import pyarrow.parquet as pq
 import pytest
 from conftest import run_cli, write_text_pdf
 from hf_hub_double import GRANTED, PENDING, SHA, FakeHub, hub_env
-from http_double import QuietServer
+from http_double import HandlerDouble
 from typer.testing import CliRunner
 
 from deskbench.cli.app import app
@@ -108,7 +108,7 @@ def sha(data: bytes) -> str:
 # -- the PDF server ------------------------------------------------------------------------------
 
 
-class PdfServer:
+class PdfServer(HandlerDouble):
     """PDFs on 127.0.0.1. Each name has a behaviour; the n-th request for a name is counted:
     ok            200, or 206 for `Range: bytes=N-` (If-Range on the ETag honoured)
     404           Not Found, always
@@ -127,7 +127,6 @@ class PdfServer:
         self.behaviours = behaviours
         self.log: list[tuple[str, str | None, str | None, str | None, int]] = []
         self.hits: Counter[str] = Counter()
-        self.release = threading.Event()
         self.lock = threading.Lock()
         outer = self
 
@@ -140,17 +139,7 @@ class PdfServer:
             def do_GET(self) -> None:  # noqa: N802
                 outer._get(self)
 
-        self.server = QuietServer(("127.0.0.1", 0), Handler)
-        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
-
-    def __enter__(self) -> PdfServer:
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.release.set()
-        self.server.shutdown()
-        self.server.server_close()
+        super().__init__(Handler)
 
     def requests(self, name: str) -> list[tuple[str, str | None, str | None, str | None, int]]:
         return [r for r in self.log if r[0] == name]
