@@ -4,12 +4,18 @@ answer is its final value; the figures computed by hand in the comments."""
 
 from __future__ import annotations
 
-import pytest
+import json
+from pathlib import Path
 
+import pytest
+from conftest import run_cli
+
+from deskbench.runs.store import Episode, RunStore
 from deskbench.tracks.analytics.outcomes import analytics_outcomes
 from deskbench.tracks.analytics.scoring.analytics import AnalyticsItemScore, qa_answer_key
 from deskbench.tracks.analytics.scoring.analytics_metrics import pass_metrics
 from deskbench.tracks.analytics.scoring.analytics_qa import QAVerdict
+from deskbench.tracks.analytics.tasks import AnalyticsSubmission, AnalyticsTask
 
 
 def qa(task: str, attempt: int, score: float, answer: str) -> AnalyticsItemScore:
@@ -46,3 +52,35 @@ def test_qa_answer_key_is_the_final_value_else_the_conclusion() -> None:
 
     assert qa_answer_key(verdict([3.0, 12.5], "from 3 to 12.50")) == qa_answer_key(verdict([12.5], "12.5")) == "12.5"
     assert qa_answer_key(verdict([], "  The  North region ")) == "the north region"
+
+
+def _run(run_dir: Path) -> Path:
+    """Two QA tasks decided by the numeric check, two attempts each: a right twice (12.5, 12.50),
+    b right then wrong (12.5, 3)."""
+    store = RunStore(run_dir)
+    store.save_tasks([AnalyticsTask(id=t, category="qa", instruction="Total?", inputs=["x.xlsx"], difficulty_steps=3,
+                                    answer="12.5", answer_value=12.5) for t in "ab"])
+    store.set_meta("tasks_file", str(run_dir / "tasks.jsonl"))
+    for task, answers in {"a": ["12.5", "12.50"], "b": ["12.5", "3"]}.items():
+        for attempt, answer in enumerate(answers):
+            store.record(Episode(task_id=task, system="analyst-agent:m", attempt=attempt, status="ok",
+                                 submission=AnalyticsSubmission(id=task, answer=f"Final answer: {answer}", rounds=1)))
+    store.close()
+    return run_dir
+
+
+def test_score_and_report_show_pass_hat(tmp_path: Path) -> None:
+    run = _run(tmp_path / "run")
+    proc = run_cli("score", str(run), "--json")
+    assert proc.returncode == 0, proc.stderr
+    r = json.loads(proc.stdout)["analyst-agent:m"]["overall"]["reliability"]
+    # pass^2: a 1, b 0 -> 1/2; a's final values agree (12.5 both), b's do not
+    assert (r["pass_hat"], r["solved"], r["consistency"]) == (0.5, [0, 1, 1], 0.5)
+    text = run_cli("score", str(run))
+    assert "reliability (k=2): pass^2 50.0 over 2 tasks" in " ".join(text.stdout.split())
+    page = tmp_path / "report.html"
+    assert run_cli("report", str(run), "--output", str(page)).returncode == 0
+    row = page.read_text().split('id="analytics-leaderboard"')[1].split("</tr>", 2)[2]
+    # overall pass@1 100, pass@2 100, avg@2 75, pass^2 50
+    cells = [c.split("<")[0] for c in row.split("<td>")[3:]]  # after the system and k
+    assert cells[0].startswith("100.0") and cells[4] == "100.0" and "75.0" in cells and cells[9] == "50.0"
