@@ -66,12 +66,14 @@ def test_a_run_stops_at_max_cost_in_one_line_and_resumes_under_a_higher_limit(tm
         higher = deskbench(*base, "--max-cost", "1", sim=sim, tmp_path=tmp_path)
         assert higher.returncode == 0, higher.stderr
         assert len(sim.accepted) == 5 and "budget reached" not in higher.stderr
+        done = deskbench(*base, "--max-cost", "0.1", sim=sim, tmp_path=tmp_path)  # complete: over it, but nothing left
+        assert done.returncode == 0 and len(sim.accepted) == 5 and "budget reached" not in done.stderr
     assert sim.refused == []
     store = RunStore(out)
     assert sorted(e.task_id for e in store.episodes()) == ["t0", "t1", "t2", "t3", "t4"]
     assert all(e.status == "ok" for e in store.episodes())
     recorded = store.meta(LIMITS_KEY)  # each invocation's limits kept with the run, none in the system's identity
-    assert isinstance(recorded, list) and [r["max_cost"] for r in recorded] == [0.25, 0.25, 1.0]
+    assert isinstance(recorded, list) and [r["max_cost"] for r in recorded] == [0.25, 0.25, 1.0, 0.1]
 
 
 def test_an_episode_stops_at_its_token_limit_as_a_recorded_limit(tmp_path: Path) -> None:

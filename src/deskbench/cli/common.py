@@ -86,7 +86,7 @@ def execute_with_progress(prep: PreparedRun, quiet: bool, request: RunRequest | 
         money = f"; {cost_summary(o.ledger.total.cost_usd)}; retries {o.ledger.retries}" if o.ledger else ""
         err.print(f"{escape(o.system)}: {c.done} episodes run ({c.errors} errors), {c.skipped} already done{money}"
                   f"{escape(c.notes(retry_hint=request is not None))}")
-    if prep.budget is not None and prep.budget.reached():  # the run's limit stopped it: spent, done, how to go on
-        stored = sum(o.counts.done + o.counts.skipped for o in outcomes)
-        err.print(escape(prep.budget.stop_line(stored, prep.total)))
+    stored = sum(o.counts.done + o.counts.skipped for o in outcomes)
+    if prep.budget is not None and prep.budget.reached() and stored < prep.total:  # the run's limit stopped it
+        err.print(escape(prep.budget.stop_line(stored, prep.total)))  # spent, done, how to go on
     return [o.system for o in outcomes]
