@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 from deskbench.contract.registry import get_track
 from deskbench.runs.outcomes import ItemOutcome, OutcomeOptions, ScorerRequest
 from deskbench.runs.store import RunStore
+from deskbench.scoring.attempts import Attempt, Reliability, attempt_metrics
 
 if TYPE_CHECKING:
     from deskbench.contract.track import Track
@@ -49,6 +50,7 @@ def show_scores(track: Track, store: RunStore, systems: Sequence[str], request: 
     given = request.options if isinstance(request.options, track.score_options) else None  # from `run`: its run options
     with track.scorer_options(ScorerRequest(judge=request.judge, concurrency=request.concurrency, options=given)) as options:
         rows: dict[str, dict[str, float | int | None]] = {}
+        held: dict[str, Reliability] = {}
         for system in systems:
             items = track.outcomes(store, system, options)
             scored = [o for o in items if o.status == "scored"]
@@ -57,6 +59,12 @@ def show_scores(track: Track, store: RunStore, systems: Sequence[str], request: 
                 "mean_score": sum(o.score or 0.0 for o in scored) / len(scored) if scored else None,
                 "accuracy": sum(bool(o.correct) for o in scored) / len(scored) if scored else None,
             }
+            k = max((o.attempt + 1 for o in items), default=1)
+            if k > 1:  # --attempts K: pass^k (every attempt correct) and the consistency of answers
+                r = attempt_metrics([Attempt(o.task_id, o.attempt, o.score, o.correct, o.answer) for o in items],
+                                    k).reliability
+                held[system] = r
+                rows[system] |= {"k": k, "pass_hat": r.pass_hat, "consistency": r.consistency}
     if as_json:
         print(json.dumps(rows))
         return
@@ -64,3 +72,5 @@ def show_scores(track: Track, store: RunStore, systems: Sequence[str], request: 
         acc = "n/a" if row["accuracy"] is None else f"{row['accuracy']:.3f}"
         out.print(f"{system}: accuracy {acc} over {row['scored']} scored items"
                   + (f" ({row['unscored']} could not be scored)" if row["unscored"] else ""))
+        if system in held:
+            out.print(f"{system}: {held[system].line()}")
