@@ -91,10 +91,9 @@ class DeliverableAgent:
 
     async def run(self, task: DeliverableTask, ctx: AnalystContext, workdir: Path) -> AgentResult:
         rec = Recorder(ctx.model)
+        if (missing := task.missing_input()) is not None:
+            return rec.result("error", error=missing)
         inputs = task.input_paths()
-        missing = [str(p) for p in inputs if not p.is_file()]
-        if missing:
-            return rec.result("error", error=f"task {task.id}: input file not found: {missing[0]}")
         files = Deliverables(workdir)
         web = self.web is not None
         prompt = deliverable_prompt(task, inputs, max_rounds=ctx.settings.max_rounds,

@@ -151,9 +151,8 @@ class ExternalDeliverablesAgent(ExternalRunner):
     async def run(self, task: DeliverableTask, ctx: AnalystContext, workdir: Path) -> AgentResult:
         from deskbench.mcp.server import OneEpisode
 
-        missing = [str(p) for p in task.input_paths() if not p.is_file()]
-        if missing:
-            return AgentResult(status="error", error=f"task {task.id}: input file not found: {missing[0]}")
+        if (missing := task.missing_input()) is not None:
+            return AgentResult(status="error", error=missing)
         session = DeliverablesSession(task, ctx, workdir, self.options, self.web)
         tools = deliverables_tools(OneEpisode(session), web=self.web is not None)
         return await self.episode(session, tools, server_name=SERVER_NAME,

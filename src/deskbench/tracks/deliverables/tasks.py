@@ -207,6 +207,12 @@ class DeliverableTask(_Strict):
         base = self.directory or Path(".")
         return [base / name for name in self.inputs]
 
+    def missing_input(self) -> str | None:
+        """The episode's error when an input file is not on disk (the first such), else None: an
+        agent checks before it spends anything on the task."""
+        missing = [str(p) for p in self.input_paths() if not p.is_file()]
+        return f"task {self.id}: input file not found: {missing[0]}" if missing else None
+
 
 def _field_error(path: Path, exc: ValidationError) -> UserError:
     err = exc.errors(include_url=False)[0]

@@ -418,10 +418,9 @@ class ClaudeResearch:
             flags = ", ".join(f"--{k.replace('_', '-')}" for k in unsent)
             return rec.result("error", error=f"--agent {NAME} sends no {flags} (the Messages API request here "
                               f"carries {', '.join(SETTINGS_SENT)}): drop {flags}")
+        if (missing := task.missing_input()) is not None:
+            return rec.result("error", error=missing)
         inputs = task.input_paths()
-        missing = [str(p) for p in inputs if not p.is_file()]
-        if missing:
-            return rec.result("error", error=f"task {task.id}: input file not found: {missing[0]}")
         pending = load_pending(workdir)
         resumed = pending is not None and pending.provider == "anthropic" and pending.model == model
         conv = Conversation.load(pending.data) if pending is not None and resumed else Conversation()

@@ -356,10 +356,9 @@ class GeminiDeepResearchAgent:
             return rec.result("error", error=str(exc))
         if (refused := unsent_settings(ctx.model)) is not None:
             return rec.result("error", error=refused)
+        if (missing := task.missing_input()) is not None:
+            return rec.result("error", error=missing)
         inputs = task.input_paths()
-        missing = [str(p) for p in inputs if not p.is_file()]
-        if missing:
-            return rec.result("error", error=f"task {task.id}: input file not found: {missing[0]}")
         api = InteractionsApi.from_env()
         if api is None:
             return rec.result("error", error=f"{SERVICE} needs an API key: set {' or '.join(KEY_ENVS)}")

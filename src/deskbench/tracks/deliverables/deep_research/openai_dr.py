@@ -275,10 +275,9 @@ class OpenAIDeepResearch:
             return rec.result("error", error=str(exc))
         if (refused := unsent_settings(ctx.model)) is not None:
             return rec.result("error", error=refused)
+        if (missing := task.missing_input()) is not None:
+            return rec.result("error", error=missing)
         inputs = task.input_paths()
-        missing = [str(p) for p in inputs if not p.is_file()]
-        if missing:
-            return rec.result("error", error=f"task {task.id}: input file not found: {missing[0]}")
         files = Deliverables(workdir)  # clears what a killed attempt left; the pending record is beside it
         prompt = research_prompt(task, inputs, self.options.inline_chars)
         api = client()
