@@ -354,10 +354,8 @@ class GeminiDeepResearchAgent:
             agent = agent_name(model_id)
         except ValueError as exc:
             return rec.result("error", error=str(exc))
-        if (refused := unsent_settings(ctx.model)) is not None:
+        if (refused := unsent_settings(ctx.model) or task.missing_input()) is not None:
             return rec.result("error", error=refused)
-        if (missing := task.missing_input()) is not None:
-            return rec.result("error", error=missing)
         inputs = task.input_paths()
         api = InteractionsApi.from_env()
         if api is None:

@@ -273,10 +273,8 @@ class OpenAIDeepResearch:
             model = model_name(ctx.model.id if ctx.model is not None else "")
         except UserError as exc:
             return rec.result("error", error=str(exc))
-        if (refused := unsent_settings(ctx.model)) is not None:
+        if (refused := unsent_settings(ctx.model) or task.missing_input()) is not None:
             return rec.result("error", error=refused)
-        if (missing := task.missing_input()) is not None:
-            return rec.result("error", error=missing)
         inputs = task.input_paths()
         files = Deliverables(workdir)  # clears what a killed attempt left; the pending record is beside it
         prompt = research_prompt(task, inputs, self.options.inline_chars)
