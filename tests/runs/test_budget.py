@@ -92,6 +92,7 @@ def test_the_flags_read_a_run_and_an_episode_limit_each() -> None:
     ([], ["1.5k"], "finish", "--token-budget '1.5k' is not a number of tokens above 0"),
     ([], ["episode=-3"], "finish", "--token-budget '-3' is not a number of tokens above 0"),
     ([], [], "stop", "--on-budget 'stop' is not known; use finish"),
+    (["episode=1"], [], "cancel", "--on-budget cancel acts at the run's limit, which this run has none of"),
 ])
 def test_a_bad_limit_is_one_line_naming_it(cost: list[str], tokens: list[str], on: str, says: str) -> None:
     with pytest.raises(UserError) as caught:

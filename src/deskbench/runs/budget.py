@@ -104,6 +104,9 @@ def parse_limits(max_cost: Iterable[str] = (), token_budget: Iterable[str] = (),
                         "they would) or cancel (they stop, unstored, and a resume runs them)")
     run_cost, episode_cost = _split("--max-cost", max_cost, _usd)
     run_tokens, episode_tokens = _split("--token-budget", token_budget, _tokens)
+    if on_budget == "cancel" and run_cost is None and run_tokens is None:  # it would do nothing: said, not ignored
+        raise UserError("--on-budget cancel acts at the run's limit, which this run has none of; add --max-cost USD "
+                        "or --token-budget N (an episode's limit ends only its own episode), or drop --on-budget")
     return Limits(max_cost=run_cost, episode_max_cost=episode_cost, token_budget=None if run_tokens is None else
                   int(run_tokens), episode_token_budget=None if episode_tokens is None else int(episode_tokens),
                   on_budget="cancel" if on_budget == "cancel" else "finish")
