@@ -234,3 +234,18 @@ def test_diagnose_tells_a_budget_limit_from_the_agents_own(tmp_path: Path) -> No
     assert diagnose_episode(own, TASKS[0], "docqa").category == "step_limit"
     assert categories("docqa")[:6] == ("ok", "timeout", "content_policy", "context_overflow", "step_limit",
                                        "budget_limit")
+
+
+def test_a_run_whose_cost_becomes_unknown_stops_under_a_cost_limit(tmp_path: Path) -> None:
+    """A model the price check did not see (an agent's second model) and that has no price: the run
+    cannot keep --max-cost any more, so it starts nothing new rather than spend blind."""
+    store = store_at(tmp_path / "run")
+    budget = RunBudget.of_run(store, Limits(max_cost=5.0))
+    unpriced = ResilientModel(Priced())  # the built-in table has no price for it
+    counts = asyncio.run(run_attempts(TASKS, calls_then_answers(unpriced, 1), store, SYSTEM, concurrency=1,
+                                      budget=budget))
+    assert counts.done == 1 and budget.not_started == 4
+    assert budget.reason == "the run's cost became unknown (a model without a price was called), so --max-cost " \
+                            "cannot be kept"
+    assert budget.stop_line(1, 5).endswith("4 not started; give every model a price (--prices FILE) or drop "
+                                           "--max-cost, and run the same command to resume")

@@ -286,8 +286,10 @@ class RunBudget:
 
     def _reached(self) -> str | None:
         spent, limits = self.spent, self.limits
+        if limits.max_cost is not None and spent.cost is None:  # a call of a model without a price: stop, not guess
+            return "the run's cost became unknown (a model without a price was called), so --max-cost cannot be kept"
         if limits.max_cost is not None and spent.cost is not None and spent.cost >= limits.max_cost:
-            return f"spent {format_cost(spent.cost)} of --max-cost {format_cost(limits.max_cost, 2)}"
+            return f"spent {format_cost(spent.cost)} of --max-cost ${limits.max_cost:g}"
         if limits.token_budget is not None and spent.tokens >= limits.token_budget:
             return f"spent {spent.tokens:,} tokens of --token-budget {limits.token_budget:,}"
         return None
@@ -310,11 +312,13 @@ class RunBudget:
             flight = f"{self.cancelled} in flight cancelled (not stored)"
         else:
             flight = f"{self.finished_after} in flight finished"
-        raise_flag = ("--max-cost" if limits.max_cost is not None and self.reason and "--max-cost" in self.reason
-                      else "--token-budget")
+        if limits.max_cost is not None and self.spent.cost is None:
+            how = "give every model a price (--prices FILE) or drop --max-cost, and run the same command to resume"
+        else:
+            flag = "--max-cost" if self.reason and "--max-cost" in self.reason else "--token-budget"
+            how = f"run the same command with a higher {flag} to resume"
         return (f"budget reached: {self.reason} (run total {self.spent.describe()}); {stored} of {total} episodes "
-                f"stored, {flight}, {self.not_started} not started; run the same command with a higher "
-                f"{raise_flag} to resume")
+                f"stored, {flight}, {self.not_started} not started; {how}")
 
 
 @dataclass
