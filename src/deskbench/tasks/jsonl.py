@@ -12,6 +12,7 @@ naming file:line. Shape caps (citations per answer and the like) are the readers
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -201,6 +202,17 @@ def read_jsonl(
             raise UserError(f"{error}; fix the line, or pass --skip-invalid to skip bad lines")
         result.skipped.append(error)
     return result
+
+
+def first_row(path: Path) -> object:
+    """The JSON value on the first non-blank line of a JSON Lines file (UTF-8, a BOM allowed), or
+    None when the file cannot be read or that line parsed: for telling a file's kind by its first row."""
+    try:
+        with path.open(encoding="utf-8-sig") as fh:
+            first = next((line for line in fh if line.strip()), "")
+        return json.loads(first)
+    except (OSError, UnicodeDecodeError, ValueError):
+        return None
 
 
 def write_jsonl(path: Path, items: Sequence[object]) -> None:

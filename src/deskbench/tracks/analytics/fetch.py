@@ -24,7 +24,6 @@ command is run.
 
 from __future__ import annotations
 
-import json
 import os
 from collections import Counter
 from dataclasses import dataclass
@@ -34,6 +33,7 @@ from pydantic import BaseModel, Field
 
 from deskbench.errors import UserError
 from deskbench.fetch import snapshot
+from deskbench.tasks.jsonl import first_row
 
 REPO_ID = "MichaelYang-lyx/AIDA"
 PAGE = f"https://huggingface.co/datasets/{REPO_ID}"
@@ -76,12 +76,7 @@ def _hidden(path: Path, root: Path) -> bool:
 def is_manifest(path: Path) -> bool:
     """Whether a JSON Lines file is an AIDA split manifest: its first row has an id with the
     release's prefix and a question (any other .jsonl of the snapshot is left alone)."""
-    try:
-        with path.open(encoding="utf-8-sig") as fh:
-            first = next((line for line in fh if line.strip()), "")
-        row = json.loads(first)
-    except (OSError, UnicodeDecodeError, ValueError):
-        return False
+    row = first_row(path)
     return (isinstance(row, dict) and isinstance(row.get("id"), str) and "question" in row
             and str(row["id"]).upper().startswith(PREFIXES))
 

@@ -175,14 +175,9 @@ class AnalyticsTrack(Track):
 def _first_task_is_analytics(tasks: Path) -> bool:
     """Whether the file's first line is an analytics task (an instruction and input files); a
     file that cannot be read is left to the reader that will say why."""
-    import json
+    from deskbench.tasks.jsonl import first_row
 
-    try:
-        with tasks.open(encoding="utf-8-sig") as f:
-            first = next((line for line in f if line.strip()), "")
-        row = json.loads(first)
-    except (OSError, UnicodeDecodeError, ValueError):
-        return False
+    row = first_row(tasks)
     return isinstance(row, dict) and "instruction" in row and "inputs" in row
 
 
