@@ -42,8 +42,8 @@ from deskbench.tracks.deliverables.tasks import (
     table19_rubric,
 )
 from deskbench.tracks.deliverables.verifier_prose import (
-    UNITS,
     Target,
+    numeric_fields,
     read_target,
     spec_for,
     split_verifiers,
@@ -220,16 +220,7 @@ def _golden(golden: str, solution: list[str], targets: list[tuple[str, Target]])
     for vid, t in targets:
         if t.kind != "numeric" or not isinstance(t.value, float):
             continue
-        value: dict[str, Any] = {"name": vid}
-        if t.range is not None:
-            value["range"] = list(t.range)
-        else:
-            value["value"] = t.value
-            value["abs_tol"] = t.tol
-        unit = UNITS.get(t.unit.lower().rstrip("."))
-        if unit is not None:
-            value["unit"] = unit
-        values.append(value)
+        values.append({"name": vid, **numeric_fields(t, "value")})
     decision = next((str(t.value) for _, t in targets if t.kind == "decision"), None)
     out: dict[str, Any] = {"answer": golden or solution[-1], "values": values}
     if decision:

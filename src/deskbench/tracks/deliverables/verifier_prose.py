@@ -226,6 +226,24 @@ def _with_fail_if(target: Target, fail_if: str) -> Target:
 UNITS: dict[str, Unit | None] = {  # a target's unit as written -> verifier_specs.Unit (pp: points, none)
     "%": "percent", "pp": None, "cr": "crore", "crore": "crore", "lakh": "lakh", "lac": "lakh", "lacs": "lakh",
     "mn": "million", "mln": "million", "bn": "billion"}
+
+
+def numeric_fields(target: Target, value_key: str) -> dict[str, Any]:
+    """A numeric target's figure as a verifier spec (value_key "expected") or a golden solution's
+    value (value_key "value") states it: its range, or the value under value_key with its abs_tol;
+    and its unit where verifier_specs has one."""
+    fields: dict[str, Any] = {}
+    if target.range is not None:
+        fields["range"] = list(target.range)
+    else:
+        fields[value_key] = target.value
+        fields["abs_tol"] = target.tol
+    unit = UNITS.get(target.unit.lower().rstrip("."))
+    if unit is not None:
+        fields["unit"] = unit
+    return fields
+
+
 _LEAD = re.compile(r"^(?:the|a|an|correct|correctly|response|states?|reports?|computes?|calculates?|derived?|"
                    r"final|total\s+of)\s+", re.I)
 
@@ -281,16 +299,8 @@ def spec_for(record: Record, target: Target, prompt: str = "") -> dict[str, Any]
                 "pattern": rf"(?<!\w){re.escape(target.value)}(?!\w)"}
     label = subject(record.text) if target.kind == "numeric" and not target.fail_if else None
     if label is not None and isinstance(target.value, float) and label.casefold() in prompt.casefold():
-        spec: dict[str, Any] = {"kind": "numeric", "id": vid, "description": description, "label": label}
-        if target.range is not None:
-            spec["range"] = list(target.range)
-        else:
-            spec["expected"] = target.value
-            spec["abs_tol"] = target.tol
-        unit = UNITS.get(target.unit.lower().rstrip("."))
-        if unit is not None:
-            spec["unit"] = unit
-        return spec
+        return {"kind": "numeric", "id": vid, "description": description, "label": label,
+                **numeric_fields(target, "expected")}
     expected = frozen(target)
     criterion = record.text if not expected else f"{record.text}\nExpected: {expected}. {GRADING}"
     return {"kind": "llm_check", "id": vid, "description": description, "criterion": criterion}
