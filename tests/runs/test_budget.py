@@ -249,3 +249,11 @@ def test_a_run_whose_cost_becomes_unknown_stops_under_a_cost_limit(tmp_path: Pat
                             "cannot be kept"
     assert budget.stop_line(1, 5).endswith("4 not started; give every model a price (--prices FILE) or drop "
                                            "--max-cost, and run the same command to resume")
+
+
+def test_the_limit_that_stopped_an_episode_is_read_back_from_its_error() -> None:
+    from deskbench.runs.budget import stopped_at
+
+    assert stopped_at("episode token limit reached: 360 tokens of --token-budget episode=300") == ("token", 300.0)
+    assert stopped_at("episode cost limit reached: $0.3000 of --max-cost episode=0.25") == ("cost", 0.25)
+    assert stopped_at("no answer after 10 iterations") is None and stopped_at(None) is None

@@ -13,6 +13,7 @@ import os
 from pathlib import Path
 from typing import Any, cast
 
+import pytest
 from conftest import run_cli
 from sim_openai import SimOpenAI
 
@@ -89,6 +90,14 @@ def test_an_episode_stops_at_its_token_limit_as_a_recorded_limit(tmp_path: Path)
     assert all(e.submission is None and e.usage.input_tokens == 100 for e in episodes)  # its one call kept
     (report,) = json.loads(proc.stdout).values()
     assert report["n"] == 2 and report["accuracy"] == 0.0  # docqa scores a limit without an answer as missing
+    # exported for Inspect AI, it is a sample stopped at Inspect's own "token" limit, with its value
+    inspect_log = pytest.importorskip("inspect_ai.log", reason="the inspect extra is not installed")
+    exported = run_cli("export", str(out), "--format", "inspect", "-o", str(tmp_path / "logs"))
+    assert exported.returncode == 0, exported.stderr
+    (path,) = sorted((tmp_path / "logs").glob("*.eval"))
+    log = inspect_log.read_eval_log(str(path))
+    assert log.samples is not None and len(log.samples) == 2
+    assert {(s.limit.type, s.limit.limit) for s in log.samples if s.limit} == {("token", 100.0)}
 
 
 def test_a_cost_limit_with_an_unpriced_model_is_refused_before_any_call(tmp_path: Path) -> None:

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import asyncio
 import math
+import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, replace
 from typing import Literal, get_args
@@ -47,6 +48,18 @@ BUDGET_REASONS = ("episode cost limit reached: ", "episode token limit reached: 
 
 def is_budget_limit(error: str | None) -> bool:
     return (error or "").startswith(BUDGET_REASONS)
+
+
+_STOPPED_AT = re.compile(r"^episode (cost|token) limit reached: .* of --(?:max-cost|token-budget) episode=([\d.]+)$")
+
+
+def stopped_at(error: str | None) -> tuple[Literal["cost", "token"], float] | None:
+    """Which limit stopped an episode and its value, from its stored error (cost in USD, tokens):
+    what an export names as Inspect's "cost" or "token" sample limit. None: another limit."""
+    found = _STOPPED_AT.match(error or "")
+    if found is None:
+        return None
+    return ("cost" if found.group(1) == "cost" else "token"), float(found.group(2))
 
 
 @dataclass(frozen=True)

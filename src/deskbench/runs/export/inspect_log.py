@@ -43,7 +43,7 @@ from deskbench.errors import UserError
 from deskbench.runs.export.samples import SampleSource, Scored, SystemSource, image_bytes, systems
 
 if TYPE_CHECKING:
-    from inspect_ai.log import EvalLog, EvalSample
+    from inspect_ai.log import EvalLog, EvalSample, EvalSampleLimit
 
 INSTALL = "pip install 'deskbench[inspect]'"
 _HOOK_VARS = ("INSPECT_TELEMETRY", "INSPECT_API_KEY_OVERRIDE")
@@ -75,7 +75,7 @@ def _slug(text: str) -> str:
 
 
 def _sample(src: SystemSource, s: SampleSource, images: Any) -> EvalSample:
-    from inspect_ai.log import EvalSample, EvalSampleLimit
+    from inspect_ai.log import EvalSample
     from inspect_ai.model import ModelOutput, ModelUsage
     from inspect_ai.scorer import CORRECT, INCORRECT, Score
 
@@ -122,8 +122,21 @@ def _sample(src: SystemSource, s: SampleSource, images: Any) -> EvalSample:
         uuid=_id(str(src.run_dir.resolve()), src.system, ep.task_id, str(ep.attempt)),
         error=EvalError(message=ep.error or "the episode failed", traceback="", traceback_ansi="")
         if ep.status == "error" else None,
-        limit=EvalSampleLimit(type="custom", limit=0, reason=ep.error) if ep.status == "limit" else None,
+        limit=_limit(ep.error) if ep.status == "limit" else None,
     )
+
+
+def _limit(error: str | None) -> EvalSampleLimit:
+    """A limit episode as Inspect's sample limit: the cost or token limit deskbench's budget stopped
+    it at (runs/budget.py), else the agent's own (its steps or rounds: "custom")."""
+    from inspect_ai.log import EvalSampleLimit
+
+    from deskbench.runs.budget import stopped_at
+
+    found = stopped_at(error)
+    if found is None:
+        return EvalSampleLimit(type="custom", limit=0, reason=error)
+    return EvalSampleLimit(type=found[0], limit=found[1], reason=error)
 
 
 def _explanation(scored: Scored | None) -> str | None:
