@@ -7,6 +7,7 @@ import os
 import shutil
 import subprocess
 import sys
+import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TypeVar
@@ -307,6 +308,21 @@ def ctrl_c(proc: subprocess.Popen[str], *, group: bool = False, timeout: float =
             _, err = proc.communicate()
         raise AssertionError(f"still running {timeout:.0f} s after Ctrl-C ({state}); its stacks and stderr:\n"
                              f"{err[-8000:]}") from None
+
+
+def wait_while_running(check: Callable[[], object], what: str, proc: subprocess.Popen[str],
+                       limit: float = 240.0) -> None:
+    """Until `check()` holds, at the CLI's own pace on a loaded machine (no fixed sleep decides;
+    `limit` only stops a hang): the test fails, with the process's output, if the process ends
+    first, and kills it if `limit` seconds pass."""
+    end = time.monotonic() + limit
+    while not check():
+        if proc.poll() is not None:
+            raise AssertionError(f"the run ended before {what}: {proc.communicate()}")
+        if time.monotonic() > end:
+            proc.kill()
+            raise AssertionError(f"no {what} after {limit:.0f} s: {proc.communicate()}")
+        time.sleep(0.05)
 
 
 def _signal_state(pid: int) -> str:

@@ -7,6 +7,7 @@ import csv
 import io
 import json
 import re
+import shutil
 from pathlib import Path
 from typing import Any
 
@@ -14,7 +15,16 @@ from docx import Document as DocxDocument
 from openpyxl import Workbook, load_workbook
 from pptx import Presentation
 
+from deskbench.generate.demo import bundled_dir
 from deskbench.tracks.deliverables.tasks import DeliverableTask
+
+
+def bundled_packages(root: Path, *names: str) -> Path:
+    """A copy of the named bundled deliverables packages (deskbench's demo bundle) in `root`, for a
+    run to write beside: the bundle itself stays untouched."""
+    for name in names:
+        shutil.copytree(bundled_dir() / "deliverables" / name, root / name)
+    return root
 
 
 def _rows(path: Path, sheet: str) -> list[tuple[Any, ...]]:

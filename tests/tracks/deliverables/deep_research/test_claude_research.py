@@ -11,21 +11,18 @@ from __future__ import annotations
 import asyncio
 import json
 import os
-import shutil
 import subprocess
 import sys
-import time
 from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
-from conftest import run_cli
-from deliverable_responses import recompute, respond
+from conftest import run_cli, wait_while_running
+from deliverable_responses import bundled_packages, recompute, respond
 from sim_anthropic_research import SimResearch
 
 from deskbench.agents.code_loop import AnalystContext, AnalystSettings
-from deskbench.generate.demo import bundled_dir
 from deskbench.models.registry import open_model
 from deskbench.models.settings import Sampling
 from deskbench.runs.store import RunStore
@@ -59,10 +56,7 @@ MORDOR = "https://www.mordorintelligence.com/industry-reports/example-market"
 
 @pytest.fixture()
 def packages(tmp_path: Path) -> Path:
-    root = tmp_path / "packages"
-    for name in ("dl-0001-crp", "dl-0003-scp"):
-        shutil.copytree(bundled_dir() / "deliverables" / name, root / name)
-    return root
+    return bundled_packages(tmp_path / "packages", "dl-0001-crp", "dl-0003-scp")
 
 
 def answer(task: DeliverableTask, tmp_path: Path) -> tuple[str, dict[str, bytes]]:
@@ -303,16 +297,6 @@ def test_reply_text_numbers_each_source_once() -> None:
                                  "Sources:\n1. [A](https://a.org/x)\n2. [B](https://b.org)")
 
 
-def _wait_for(check: Any, what: str, proc: subprocess.Popen[str]) -> None:
-    """Until `check()` holds (the CLI's own pace on a loaded machine: no fixed sleep decides)."""
-    deadline = time.monotonic() + 240
-    while not check():
-        if proc.poll() is not None:
-            raise AssertionError(f"the run ended before {what}: {proc.stderr.read() if proc.stderr else ''}")
-        assert time.monotonic() < deadline, f"no {what} in 240 s"
-        time.sleep(0.05)
-
-
 def test_run_killed_mid_conversation_resumes_in_the_same_container_and_is_scored(
         bwrap: str, packages: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     task = load_package(packages / "dl-0003-scp")
@@ -328,7 +312,7 @@ def test_run_killed_mid_conversation_resumes_in_the_same_container_and_is_scored
                                 stderr=subprocess.PIPE, text=True,
                                 env={**os.environ, "ANTHROPIC_BASE_URL": sim.base_url, "ANTHROPIC_API_KEY": sim.api_key})
         try:
-            _wait_for(sim.held.is_set, "the second request", proc)
+            wait_while_running(sim.held.is_set, "the second request", proc)
         finally:
             proc.kill()  # SIGKILL: nothing is cleaned up
             proc.communicate()

@@ -11,23 +11,20 @@ import asyncio
 import base64
 import json
 import os
-import shutil
 import subprocess
 import sys
-import time
 import urllib.error
 import urllib.request
 from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import run_cli
-from deliverable_responses import recompute, respond
+from conftest import run_cli, wait_while_running
+from deliverable_responses import bundled_packages, recompute, respond
 from sim_gemini_interactions import SimGeminiInteractions
 
 from deskbench.agents.base import Recorder
 from deskbench.agents.code_loop import AnalystContext, AnalystSettings
-from deskbench.generate.demo import bundled_dir
 from deskbench.models.registry import open_model
 from deskbench.models.settings import Sampling
 from deskbench.runs.store import RunStore
@@ -56,9 +53,13 @@ FAST = Polling(interval=0.01, max_interval=0.02, max_wait=5.0)
 
 @pytest.fixture()
 def package(tmp_path: Path) -> Path:
-    root = tmp_path / "packages"
-    shutil.copytree(bundled_dir() / "deliverables" / TASK, root / TASK)
-    return root
+    return bundled_packages(tmp_path / "packages", TASK)
+
+
+def point_at(sim: SimGeminiInteractions, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The agent's key and endpoint root in this process's environment: the simulator's."""
+    for k, v in sim.env().items():
+        monkeypatch.setenv(k, v)
 
 
 def files_code(folder: Path) -> str:
@@ -177,8 +178,7 @@ def test_an_episode_records_the_research_and_collects_the_files(bwrap: str, pack
     task = load_package(package / TASK)
     script = Researcher(task, tmp_path)
     with SimGeminiInteractions(script=script, polls_to_finish=3, shape=shape) as sim:
-        for k, v in sim.env().items():
-            monkeypatch.setenv(k, v)
+        point_at(sim, monkeypatch)
         workdir = tmp_path / "outputs" / "sys" / TASK / "0"
         result = asyncio.run(GeminiDeepResearchAgent(polling=FAST).run(task, context(tmp_path), workdir))
         [body] = sim.created
@@ -214,8 +214,7 @@ def test_a_timed_out_wait_keeps_the_interaction_and_a_rerun_polls_it(bwrap: str,
                                                                      monkeypatch: pytest.MonkeyPatch) -> None:
     task = load_package(package / TASK)
     with SimGeminiInteractions(script=Researcher(task, tmp_path)) as sim:
-        for k, v in sim.env().items():
-            monkeypatch.setenv(k, v)
+        point_at(sim, monkeypatch)
         sim.hold.set()
         workdir = tmp_path / "w" / "0"
         short = Polling(interval=0.01, max_interval=0.01, max_wait=0.05)
@@ -235,8 +234,7 @@ def test_failures_are_episode_errors(bwrap: str, package: Path, tmp_path: Path, 
     task = load_package(package / TASK)
     failed = {"status": "failed", "error": {"code": 13, "message": "file corpus too large"}}
     with SimGeminiInteractions(script=lambda text, agent: failed) as sim:
-        for k, v in sim.env().items():
-            monkeypatch.setenv(k, v)
+        point_at(sim, monkeypatch)
         workdir = tmp_path / "w" / "0"
         res = asyncio.run(GeminiDeepResearchAgent(polling=FAST).run(task, context(tmp_path), workdir))
         assert res.status == "error" and "ended failed (file corpus too large)" in (res.error or "")
@@ -262,16 +260,6 @@ def test_failures_are_episode_errors(bwrap: str, package: Path, tmp_path: Path, 
         assert len(sim.created) == 1
 
 
-def _wait_for(check: Any, what: str, proc: subprocess.Popen[str]) -> None:
-    """Until `check()` holds (the CLI's own pace on a loaded machine: no fixed sleep decides)."""
-    deadline = time.monotonic() + 240
-    while not check():
-        if proc.poll() is not None:
-            raise AssertionError(f"the run ended before {what}: {proc.stderr.read() if proc.stderr else ''}")
-        assert time.monotonic() < deadline, f"no {what} in 240 s"
-        time.sleep(0.1)
-
-
 def test_run_killed_during_the_research_resumes_the_same_interaction_and_is_scored(
         bwrap: str, package: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     task = load_package(package / TASK)
@@ -283,14 +271,13 @@ def test_run_killed_during_the_research_resumes_the_same_interaction_and_is_scor
         proc = subprocess.Popen([sys.executable, "-m", "deskbench.cli", *args], stdout=subprocess.PIPE,
                                 stderr=subprocess.PIPE, text=True, env={**os.environ, **sim.env()})
         try:
-            _wait_for(lambda: any(sim.polls.values()) and list(out.rglob("*.pending.json")), "poll", proc)
+            wait_while_running(lambda: any(sim.polls.values()) and list(out.rglob("*.pending.json")), "poll", proc)
         finally:
             proc.kill()  # SIGKILL: nothing is cleaned up
             proc.communicate()
         assert proc.returncode == -9 and len(sim.created) == 1
         sim.hold.clear()
-        for k, v in sim.env().items():
-            monkeypatch.setenv(k, v)
+        point_at(sim, monkeypatch)
         again = run_cli(*args)
         assert again.returncode == 0, again.stderr
         assert len(sim.created) == 1  # the same interaction, polled again: one research run paid for
@@ -320,8 +307,7 @@ def test_a_report_whose_code_fails_has_no_file_and_diagnose_says_why(bwrap: str,
     report = f"# Cost plan\n\nDECISION: ACCEPT\n\n```python\n{broken}```\n"
     out = tmp_path / "run"
     with SimGeminiInteractions(script=lambda text, agent: {"outputs": [{"type": "text", "text": report}]}) as sim:
-        for k, v in sim.env().items():
-            monkeypatch.setenv(k, v)
+        point_at(sim, monkeypatch)
         proc = run_cli("run", "--tasks", str(package), "--out", str(out), "--agent", "gemini-deep-research",
                        "--model", MODEL, "--quiet", "--json")
     assert proc.returncode == 0, proc.stderr
@@ -354,8 +340,7 @@ def test_a_passing_outage_is_waited_out_and_a_long_one_keeps_the_record(bwrap: s
                                                                         monkeypatch: pytest.MonkeyPatch) -> None:
     task = load_package(package / TASK)
     with SimGeminiInteractions(script=Researcher(task, tmp_path)) as sim:
-        for k, v in sim.env().items():
-            monkeypatch.setenv(k, v)
+        point_at(sim, monkeypatch)
         sim.unavailable = 4  # four 503s in a row: still within the five a wait allows
         res = asyncio.run(GeminiDeepResearchAgent(polling=FAST).run(task, context(tmp_path), tmp_path / "a" / "0"))
         assert res.status == "ok", res.error

@@ -12,18 +12,16 @@ import signal
 import subprocess
 import sys
 import threading
-import time
 from pathlib import Path
 from typing import Any
 
 import openai
 import pytest
-from conftest import run_cli
-from deliverable_responses import recompute, respond
+from conftest import run_cli, wait_while_running
+from deliverable_responses import bundled_packages, recompute, respond
 from sim_openai_deep_research import Research, SimDeepResearch
 
 from deskbench.errors import UserError
-from deskbench.generate.demo import bundled_dir
 from deskbench.runs.outputs import episode_dir
 from deskbench.runs.store import RunStore
 from deskbench.tracks.deliverables.agent_inputs import DeliverableOptions
@@ -44,10 +42,7 @@ NEVER_OPENED = "https://datasheet.eeworld.com.cn/view/85833854.html"  # cited, n
 
 @pytest.fixture()
 def packages(tmp_path: Path) -> Path:
-    root = tmp_path / "packages"
-    for name in ("dl-0002-rcp", "dl-0003-scp"):
-        shutil.copytree(bundled_dir() / "deliverables" / name, root / name)
-    return root
+    return bundled_packages(tmp_path / "packages", "dl-0002-rcp", "dl-0003-scp")
 
 
 class Consultant:
@@ -155,18 +150,6 @@ def test_a_package_run_end_to_end_and_scored(packages: Path, tmp_path: Path) -> 
     assert checks[NEVER_OPENED].exists is False
 
 
-def _wait_for(what: str, check: Any, proc: subprocess.Popen[str], limit: float = 120.0) -> None:
-    """Wait until `check()` holds (the condition is the point, the limit only stops a hang)."""
-    end = time.monotonic() + limit
-    while not check():
-        if proc.poll() is not None:
-            raise AssertionError(f"the run ended before {what}: {proc.communicate()}")
-        if time.monotonic() > end:
-            proc.kill()
-            raise AssertionError(f"no {what} after {limit} s: {proc.communicate()}")
-        time.sleep(0.05)
-
-
 def test_a_run_killed_while_openai_works_polls_the_same_response(packages: Path, tmp_path: Path) -> None:
     shutil.rmtree(packages / "dl-0002-rcp")
     tasks = load_packages(packages)
@@ -176,9 +159,10 @@ def test_a_run_killed_while_openai_works_polls_the_same_response(packages: Path,
         proc = subprocess.Popen([sys.executable, "-m", "deskbench.cli", *run_args(packages, out)],
                                 env={**os.environ, **env(sim)}, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                 text=True)
-        _wait_for("pending record", lambda: any(out.rglob("*.pending.json")), proc)
+        wait_while_running(lambda: any(out.rglob("*.pending.json")), "pending record", proc, limit=120)
         [rid] = sim.created
-        _wait_for("poll while in progress", lambda: sim.responses[rid]["status"] == "in_progress", proc)
+        wait_while_running(lambda: sim.responses[rid]["status"] == "in_progress", "poll while in progress", proc,
+                           limit=120)
         proc.send_signal(signal.SIGKILL)
         proc.communicate(timeout=60)
         assert RunStore(out, create=False).episodes() == []
