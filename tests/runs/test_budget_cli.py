@@ -75,6 +75,10 @@ def test_a_run_stops_at_max_cost_in_one_line_and_resumes_under_a_higher_limit(tm
     assert all(e.status == "ok" for e in store.episodes())
     recorded = store.meta(LIMITS_KEY)  # each invocation's limits kept with the run, none in the system's identity
     assert isinstance(recorded, list) and [r["max_cost"] for r in recorded] == [0.25, 0.25, 1.0, 0.1]
+    info = run_cli("info", str(out))  # what the run spent, and the limits it last ran under
+    assert "spent $0.5000 (600 tokens); limits of its latest run: --max-cost 0.1" in info.stdout
+    data = json.loads(run_cli("info", str(out), "--json").stdout)
+    assert data["spent"] == {"cost_usd": 0.5, "tokens": 600} and len(data["limits"]) == 4
 
 
 def test_an_episode_stops_at_its_token_limit_as_a_recorded_limit(tmp_path: Path) -> None:

@@ -245,12 +245,15 @@ def info(
 
 def _run_info(run_dir: Path, as_json: bool) -> None:
     """`info RUNDIR`: what the run is over, and each system's identity (runs/identity.py)."""
+    from deskbench.runs.budget import describe_recorded, recorded_limits, stored_spend
     from deskbench.runs.identity import stored_identities
     from deskbench.runs.store import RunStore
 
     store = RunStore(run_dir, create=False)
     try:
         identities = stored_identities(store)
+        spent = stored_spend(store)  # what the run's --max-cost / --token-budget count (runs/budget.py)
+        limits = recorded_limits(store)
         counts = store.episode_counts()
         tries = store.try_counts()  # earlier tries of episodes run again (--retry-errors)
         systems: dict[str, dict[str, Any]] = {
@@ -276,6 +279,8 @@ def _run_info(run_dir: Path, as_json: bool) -> None:
             "tasks_file": store.meta("tasks_file") or store.meta("packages"),
             "systems": systems,
             "scorings": scorings,
+            "spent": {"cost_usd": spent.cost, "tokens": spent.tokens},
+            "limits": limits,
         }
     finally:
         store.close()
@@ -284,6 +289,8 @@ def _run_info(run_dir: Path, as_json: bool) -> None:
         return
     out.print(f"run {escape(str(run_dir))}: {data['track']} track, {data['tasks']} tasks"
               + (f" (from {escape(str(data['tasks_file']))})" if data["tasks_file"] else ""))
+    out.print(f"spent {escape(spent.describe())}" + (f"; limits of its latest run: {escape(describe_recorded(limits[-1]))}"
+                                                     if limits else ""))
     for system, row in systems.items():
         by_status = ", ".join(f"{n} {s}" for s, n in sorted(row["episodes_by_status"].items()))
         out.print(f"[bold]{escape(system)}[/bold]: {row['episodes']} episodes" + (f" ({by_status})" if by_status else "")

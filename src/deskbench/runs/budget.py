@@ -219,6 +219,26 @@ def stored_spend(store: RunStore) -> Spend:
     return total
 
 
+def recorded_limits(store: RunStore) -> list[dict[str, object]]:
+    """Every invocation's limits, as `remember_limits` kept them (oldest first)."""
+    kept = store.meta(LIMITS_KEY)
+    return [r for r in kept if isinstance(r, dict)] if isinstance(kept, list) else []
+
+
+def describe_recorded(row: dict[str, object]) -> str:
+    """One recorded invocation's limits as the flags that set them."""
+    def num(key: str) -> float | None:
+        value = row.get(key)
+        return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
+
+    tokens, episode_tokens = num("token_budget"), num("episode_token_budget")
+    limits = Limits(max_cost=num("max_cost"), episode_max_cost=num("episode_max_cost"),
+                    token_budget=None if tokens is None else int(tokens),
+                    episode_token_budget=None if episode_tokens is None else int(episode_tokens),
+                    on_budget="cancel" if row.get("on_budget") == "cancel" else "finish")
+    return " ".join(limits.flags()) or "none"
+
+
 def remember_limits(store: RunStore, limits: Limits) -> None:
     """The limits of this invocation, added to the run's record (not to any system's identity: a
     resume under other limits is the way to go on after a budget stop)."""
