@@ -24,10 +24,9 @@ import os
 import threading
 from http.server import BaseHTTPRequestHandler
 from pathlib import Path
-from typing import Any
 from urllib.parse import unquote, urlsplit
 
-from http_double import HandlerDouble
+from http_double import HandlerDouble, QuietHandler
 
 SHA = "9d2e5c1b7a3f4e6d8c0b1a2f3e4d5c6b7a8f9e0d"
 GRANTED, PENDING = "hf_granted_token", "hf_pending_token"
@@ -46,12 +45,7 @@ class FakeHub(HandlerDouble):
         self.lock = threading.Lock()
         outer = self
 
-        class Handler(BaseHTTPRequestHandler):
-            protocol_version = "HTTP/1.1"
-
-            def log_message(self, *args: Any) -> None:
-                pass
-
+        class Handler(QuietHandler):
             def do_GET(self) -> None:  # noqa: N802
                 outer._serve(self, body=True)
 

@@ -64,6 +64,15 @@ class QuietServer(ThreadingHTTPServer):
         super().handle_error(request, client_address)
 
 
+class QuietHandler(BaseHTTPRequestHandler):
+    """An HTTP/1.1 handler (keep-alive, as the real APIs) that logs nothing to stderr."""
+
+    protocol_version = "HTTP/1.1"
+
+    def log_message(self, *args: Any) -> None:
+        pass
+
+
 class HandlerDouble:
     """Base class of the doubles that write their own request handler (tests/hf_hub_double.py,
     test_fetch_madqa's PDF server): serves `handler` on a QuietServer from entering a `with` block
@@ -84,12 +93,8 @@ class HandlerDouble:
         self.server.server_close()
 
 
-class _Handler(BaseHTTPRequestHandler):
-    protocol_version = "HTTP/1.1"
+class _Handler(QuietHandler):
     server: _Server
-
-    def log_message(self, *args: Any) -> None:
-        pass
 
     def setup(self) -> None:
         super().setup()
@@ -191,12 +196,8 @@ class ServedDouble:
         self._server.close()
 
 
-class _AnyMethod(BaseHTTPRequestHandler):
-    protocol_version = "HTTP/1.1"
+class _AnyMethod(QuietHandler):
     server: _MethodServer
-
-    def log_message(self, *args: Any) -> None:
-        pass
 
     def _serve(self) -> None:
         raw = self.rfile.read(int(self.headers.get("content-length", 0) or 0))

@@ -33,7 +33,7 @@ import pyarrow.parquet as pq
 import pytest
 from conftest import run_cli, write_text_pdf
 from hf_hub_double import GRANTED, PENDING, SHA, FakeHub, hub_env
-from http_double import HandlerDouble
+from http_double import HandlerDouble, QuietHandler
 from typer.testing import CliRunner
 
 from deskbench.cli.app import app
@@ -130,12 +130,7 @@ class PdfServer(HandlerDouble):
         self.lock = threading.Lock()
         outer = self
 
-        class Handler(BaseHTTPRequestHandler):
-            protocol_version = "HTTP/1.1"
-
-            def log_message(self, *args: Any) -> None:
-                pass
-
+        class Handler(QuietHandler):
             def do_GET(self) -> None:  # noqa: N802
                 outer._get(self)
 
