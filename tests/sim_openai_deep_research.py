@@ -46,7 +46,7 @@ from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlsplit
 
-from sim_openai_file_search import Call, OpenAIDouble, err
+from sim_openai_file_search import Call, OpenAIDouble, err, list_page
 
 Reply = tuple[int, Any]
 
@@ -365,12 +365,7 @@ class SimDeepResearch(OpenAIDouble):
                  for i, (fid, f) in enumerate(self.containers[cid]["files"].items())]
         if query.get("order", "desc") == "desc":
             items.reverse()
-        if "after" in query:
-            ids = [x["id"] for x in items]
-            items = items[ids.index(query["after"]) + 1:] if query["after"] in ids else []
-        page = items[:limit]
-        return 200, {"object": "list", "data": page, "first_id": page[0]["id"] if page else None,
-                     "last_id": page[-1]["id"] if page else None, "has_more": len(items) > limit}
+        return list_page(items, query, limit)
 
     def _container_content(self, cid: str, fid: str) -> Reply:
         if refused := self._container(cid):

@@ -64,6 +64,17 @@ FIELDS = {
 }
 FIELDS["assistants.update"] = FIELDS["assistants.create"]
 
+def list_page(ordered: list[dict[str, Any]], query: dict[str, str], limit: int) -> Reply:
+    """A list answer of OpenAI's APIs: the items of `ordered` after the `after` cursor, at most
+    `limit`, with first_id, last_id and has_more."""
+    if "after" in query:
+        ids = [x["id"] for x in ordered]
+        ordered = ordered[ids.index(query["after"]) + 1:] if query["after"] in ids else []
+    page = ordered[:limit]
+    return 200, {"object": "list", "data": page, "first_id": page[0]["id"] if page else None,
+                 "last_id": page[-1]["id"] if page else None, "has_more": len(ordered) > limit}
+
+
 @dataclass
 class Call:
     """An accepted request: the path's parts after /v1, the query (last value of each name, and
@@ -206,12 +217,7 @@ class SimFileSearch(OpenAIDouble):
             return err(400, f"Invalid 'limit': integer below minimum value. Expected a value >= 1, but got {limit} "
                        "instead.", param="limit", code="integer_below_min_value")
         ordered = sorted(items, key=lambda x: (x.get("created_at", 0), x["id"]), reverse=query.get("order", "desc") == "desc")
-        if "after" in query:
-            ids = [x["id"] for x in ordered]
-            ordered = ordered[ids.index(query["after"]) + 1:] if query["after"] in ids else []
-        page = ordered[:limit]
-        return 200, {"object": "list", "data": page, "first_id": page[0]["id"] if page else None,
-                     "last_id": page[-1]["id"] if page else None, "has_more": len(ordered) > limit}
+        return list_page(ordered, query, limit)
 
     # -- files -------------------------------------------------------------------------------------
     def _created_at(self) -> int:
