@@ -45,17 +45,19 @@ def test_params_are_validated_when_the_batch_is_processed_not_when_created() -> 
     with SimAnthropicBatch(polls_to_end=1) as sim:
         client = _client(sim)
         batch = client.messages.batches.create(requests=[
-            _req("ok"), _req("toolong", max_tokens=10**6), _req("cold", max_tokens=0),
+            _req("ok"), _req("toolong", max_tokens=10**6), _req("cold", max_tokens=0), _req("streamed", stream=True),
             {"custom_id": "sysrole", "params": {"model": MODEL, "max_tokens": 5,
                                                 "messages": [{"role": "system", "content": "x"}]}}])
         ended = client.messages.batches.retrieve(batch.id)
-        assert ended.request_counts.succeeded == 1 and ended.request_counts.errored == 3
+        assert ended.request_counts.succeeded == 1 and ended.request_counts.errored == 4
         results = {r.custom_id: r.result for r in client.messages.batches.results(batch.id)}
     assert results["ok"].type == "succeeded"
     err = results["toolong"]
     assert err.type == "errored" and err.error.error.type == "invalid_request_error"
     assert "maximum allowed number of output tokens" in err.error.error.message
     assert results["cold"].type == "errored" and results["sysrole"].type == "errored"
+    assert results["streamed"].type == "errored"
+    assert not sim.refused  # nothing was refused when the batch was created
 
 
 @pytest.mark.parametrize(("requests", "fragment"), [
