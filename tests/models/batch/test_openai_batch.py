@@ -163,7 +163,7 @@ def test_a_second_process_resumes_the_batch_from_the_journal(sim: SimOpenAIBatch
 
     async def submit_then_die() -> None:
         tasks = [asyncio.create_task(first.complete(ask(t))) for t in ("a", "b")]
-        while not any(k.startswith(REQUEST_KEY) for k in journal.values):
+        while not any(k.startswith(REQUEST_KEY) and isinstance(v, str) for k, v in journal.values.items()):
             await asyncio.sleep(0.01)
         for task in tasks:
             task.cancel()  # the process is gone; its batch goes on at the provider
@@ -218,3 +218,58 @@ def test_a_model_without_a_batch_api_is_refused_in_one_line(model_id: str, words
     with pytest.raises(UserError, match=re.escape(words)) as caught:
         batch_provider(model_id)
     assert "\n" not in str(caught.value)
+
+
+class _Killed(BaseException):
+    """The process dying at a chosen write (not an Exception: nothing catches it)."""
+
+
+class DyingJournal(MemoryJournal):
+    """A journal whose process dies when it is about to write `die_at` (a key prefix)."""
+
+    def __init__(self, die_at: str) -> None:
+        super().__init__()
+        self.die_at = die_at
+
+    def set_meta(self, key: str, value: object) -> None:
+        if self.die_at and key.startswith(self.die_at):
+            raise _Killed(key)
+        super().set_meta(key, value)
+
+
+def _die(m: BatchedModel, *texts: str) -> None:
+    async def go() -> None:
+        try:
+            await asyncio.gather(*(m.complete(ask(t)) for t in texts))
+        finally:
+            await m.aclose()
+    with pytest.raises(_Killed):
+        asyncio.run(go())
+
+
+def test_a_batch_created_just_before_the_process_died_is_found_by_its_key(sim: SimOpenAIBatch) -> None:
+    journal = DyingJournal(die_at=BATCH_KEY)  # dies right after the provider created the batch
+    _die(model(journal), "a", "b")
+    (batch_id,) = sim.batches
+    assert sim.batches[batch_id]["metadata"]["deskbench_key"]
+    assert all(isinstance(v, dict) and "pending" in v for k, v in journal.values.items() if k.startswith(REQUEST_KEY))
+    journal.die_at = ""
+    again = model(journal)
+    replies = complete_all(again, "a", "b")
+    assert sim.created == 1 and [r.batch for r in replies] == [batch_id, batch_id] and sim.direct == []
+    assert again.stats.resumed == [batch_id] and journal.meta(REQUEST_KEY + custom_id(
+        again.id, again.backend.body(ask("a")))) == batch_id
+
+
+def test_requests_marked_but_never_submitted_are_submitted_once(sim: SimOpenAIBatch,
+                                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    async def killed_during_the_upload(*args: Any, **kwargs: Any) -> Any:
+        raise _Killed("during the upload")
+
+    journal = MemoryJournal()
+    first = model(journal)
+    monkeypatch.setattr(first.backend, "submit", killed_during_the_upload)
+    _die(first, "a")
+    assert sim.created == 0 and [v for v in journal.values.values() if isinstance(v, dict)]  # marked "pending"
+    replies = complete_all(model(journal), "a")  # not found at the provider: submitted now, once
+    assert sim.created == 1 and replies[0].batch in sim.batches and sim.direct == []

@@ -34,7 +34,7 @@ import json
 import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal, Protocol
+from typing import Any, Literal, Protocol, runtime_checkable
 
 from deskbench.errors import UserError
 from deskbench.models.cache import ATTEMPT
@@ -102,6 +102,21 @@ class BatchBackend(Protocol):
     async def cancel(self, batch_id: str) -> None: ...
 
     async def aclose(self) -> None: ...
+
+
+@runtime_checkable
+class FindsBatches(Protocol):
+    """A backend that can find a batch it created by the key it was given (`batch_key` of its
+    items, kept in the batch's metadata): it closes the one gap in resuming, a process killed
+    after the provider created the batch but before its id was written to the journal."""
+
+    async def find(self, key: str) -> str | None: ...
+
+
+def batch_key(items: Sequence[BatchItem]) -> str:
+    """The key a batch of `items` is created under (the same items: the same key)."""
+    joined = "\n".join(sorted(i.custom_id for i in items))
+    return hashlib.sha256(joined.encode()).hexdigest()[:40]
 
 
 class BatchJournal(Protocol):
@@ -185,15 +200,18 @@ class BatchedModel(ResilientModel):
         self._pending: dict[str, BatchItem] = {}  # gathered, not yet submitted
         self._flush: asyncio.TimerHandle | None = None
         self._tasks: set[asyncio.Task[None]] = set()
+        self._recovering: dict[str, dict[str, BatchItem]] = {}  # batch key -> its requests waiting for find()
+        self._recover_tasks: dict[str, asyncio.Task[None]] = {}
         self._loop: asyncio.AbstractEventLoop | None = None
 
     # -- the call -----------------------------------------------------------------------------
     async def _call_with_retries(self, request: ChatRequest) -> ChatResponse:
         self._loop_here()
         request = await self._fit_images(request)
-        cid = custom_id(self.id, self.backend.body(request), ATTEMPT.get())
+        body = self.backend.body(request)
+        cid = custom_id(self.id, body, ATTEMPT.get())
         started = time.monotonic()
-        outcome, batch_id = await self._wait(cid, request)
+        outcome, batch_id = await self._wait(cid, body)
         if isinstance(outcome, ModelError):
             self.stats.individual += 1
             return await super()._call_with_retries(request)  # on its own: full price, its own retries
@@ -244,22 +262,28 @@ class BatchedModel(ResilientModel):
         loop = asyncio.get_running_loop()
         if self._loop is not None and self._loop is not loop:
             self._flush, self._tasks, self._pending, self._waiters = None, set(), {}, {}
+            self._recovering, self._recover_tasks = {}, {}
             for batch in self._batches.values():
                 batch.poller = None
         self._loop = loop
 
-    def _wait(self, cid: str, request: ChatRequest) -> asyncio.Future[tuple[ChatResponse | ModelError, str]]:
+    def _wait(self, cid: str, body: dict[str, Any]) -> asyncio.Future[tuple[ChatResponse | ModelError, str]]:
         """A future for `cid`'s outcome: from a batch already known (this process's, or the
         journal's from an earlier one), else from the next batch submitted."""
         loop = asyncio.get_running_loop()
         future: asyncio.Future[tuple[ChatResponse | ModelError, str]] = loop.create_future()
         batch_id = self._member.get(cid)
-        if batch_id is None and isinstance(known := self.journal.meta(REQUEST_KEY + cid), str):
+        known = self.journal.meta(REQUEST_KEY + cid) if batch_id is None and cid not in self._waiters else None
+        if isinstance(known, str):
             batch_id = self._member[cid] = known
-            if known not in self._batches:
-                self._batches[known] = _Batch(known, time.monotonic())
-                self.stats.resumed.append(known)
-                self.stats.batches.append(known)
+            self._resumed(known)
+        elif isinstance(known, dict) and isinstance(key := known.get("pending"), str) \
+                and isinstance(self.backend, FindsBatches):  # submitted by a process killed before it knew the id
+            self._waiters.setdefault(cid, []).append(future)
+            self._recovering.setdefault(key, {})[cid] = BatchItem(cid, body)
+            if key not in self._recover_tasks:
+                self._recover_tasks[key] = self._spawn(self._recover(key, self.backend))
+            return future
         if batch_id is not None:
             batch = self._batches[batch_id]
             if batch.results is not None:
@@ -271,12 +295,50 @@ class BatchedModel(ResilientModel):
         first = cid not in self._waiters
         self._waiters.setdefault(cid, []).append(future)
         if first:  # the same request twice in one window goes once; the later callers share it
-            self._pending[cid] = BatchItem(cid, self.backend.body(request))
-            if len(self._pending) >= self.max_size:
-                self._submit_now()
-            elif self._flush is None:
-                self._flush = loop.call_later(self.window, self._submit_now)
+            self._gather(BatchItem(cid, body))
         return future
+
+    def _gather(self, item: BatchItem) -> None:
+        """`item` into the next batch, submitted when full or `window` seconds after its first."""
+        self._pending[item.custom_id] = item
+        if len(self._pending) >= self.max_size:
+            self._submit_now()
+        elif self._flush is None:
+            self._flush = asyncio.get_running_loop().call_later(self.window, self._submit_now)
+
+    def _resumed(self, batch_id: str) -> _Batch:
+        """The batch `batch_id`, known from the journal (an earlier process submitted it)."""
+        if batch_id not in self._batches:
+            self._batches[batch_id] = _Batch(batch_id, time.monotonic())
+            self.stats.resumed.append(batch_id)
+            self.stats.batches.append(batch_id)
+        return self._batches[batch_id]
+
+    async def _recover(self, key: str, backend: FindsBatches) -> None:
+        """The batch created under `key` by a process killed before it wrote the batch's id: found
+        at the provider, its requests wait for it; not found (never created), they go in the next."""
+        try:
+            found = await backend.find(key)
+        except ModelError:
+            found = None
+        self._recover_tasks.pop(key, None)
+        items = self._recovering.pop(key, {})
+        if found is None:
+            for item in items.values():
+                self._gather(item)
+            return
+        batch = self._resumed(found)
+        for cid in items:
+            self._member[cid] = found
+            self.journal.set_meta(REQUEST_KEY + cid, found)
+        if not isinstance(self.journal.meta(BATCH_KEY + found), dict):
+            self.journal.set_meta(BATCH_KEY + found, {"provider": self.backend.provider, "model": self.id,
+                                                      "requests": None, "state": "running"})
+        if batch.results is not None:
+            for cid in items:
+                self._resolve(cid, self._outcome(batch, cid)[0], found)
+        else:
+            self._ensure_poller(batch)
 
     def _submit_now(self) -> None:
         if self._flush is not None:
@@ -293,18 +355,27 @@ class BatchedModel(ResilientModel):
         return task
 
     async def _submit(self, items: list[BatchItem]) -> None:
+        """Submit `items` as one batch; if that fails, each caller hears how (a provider's refusal
+        sends each request on its own; anything else, a journal that cannot be written, is raised
+        to each caller rather than leaving it waiting)."""
         try:
-            batch_id = await self.backend.submit(items)
+            await self._create(items)
         except ModelError as exc:  # the batch was not created: each request goes on its own
             for item in items:
                 self._resolve(item.custom_id, exc, "")
-            return
         except BaseException as exc:
             for item in items:
                 for future in self._waiters.pop(item.custom_id, []):
                     if not future.done():
                         future.set_exception(exc)
             raise
+
+    async def _create(self, items: list[BatchItem]) -> None:
+        if isinstance(self.backend, FindsBatches):  # a kill between creation and the id's record is recoverable
+            mark = {"pending": batch_key(items)}
+            for item in items:
+                self.journal.set_meta(REQUEST_KEY + item.custom_id, mark)
+        batch_id = await self.backend.submit(items)
         self.journal.set_meta(BATCH_KEY + batch_id, {"provider": self.backend.provider, "model": self.id,
                                                      "requests": len(items), "state": "running"})
         for item in items:

@@ -11,7 +11,10 @@ in_progress, finalizing to completed (or failed: the file was refused as a whole
 the others: a request the API refused (a status_code >= 400 and the usual error body) or one
 that did not run before the window closed ("error": {"code": "batch_expired", ...}).
 
-Limits: 50,000 requests and 200 MB per file, one model per batch. Price: "a 50% cost discount
+Each batch carries `deskbench_key` in its metadata (base.batch_key of its requests), so a
+process killed after the batch was created but before its id was written finds it again
+(`find`: the list of batches, newest first). Limits: 50,000 requests and 200 MB per file, one
+model per batch. Price: "a 50% cost discount
 compared to synchronous APIs" (the guide), so `discount` is 0.5 of the price table's standard
 price. Keys and base URL as the chat client reads them (OPENAI_API_KEY, OPENAI_BASE_URL).
 """
@@ -23,7 +26,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, Final
 
 from deskbench.errors import UserError
-from deskbench.models.batch.base import BatchItem, BatchState, BatchStatus
+from deskbench.models.batch.base import BatchItem, BatchState, BatchStatus, batch_key
 from deskbench.models.capabilities import Capabilities
 from deskbench.models.openai_chat import OpenAIChat, parse_completion, request_kwargs
 from deskbench.models.sdk_errors import sdk_error, status_error
@@ -37,6 +40,8 @@ WINDOW: Final = "24h"  # the only completion window the API takes
 MAX_REQUESTS = 50_000
 MAX_FILE_BYTES = 200 * 1024 * 1024
 DISCOUNT = 0.5
+KEY_FIELD = "deskbench_key"  # the batch's metadata field holding base.batch_key of its requests
+FIND_WITHIN = 1000  # batches listed (newest first) when looking for one by its key
 
 STATES: dict[str, BatchState] = {
     "validating": "running", "in_progress": "running", "finalizing": "running", "cancelling": "running",
@@ -84,10 +89,25 @@ class OpenAIBatch:
             uploaded = await client.files.create(file=("deskbench-batch.jsonl", data, "application/jsonl"),
                                                  purpose="batch")
             batch = await client.batches.create(input_file_id=uploaded.id, endpoint=ENDPOINT,
-                                                completion_window=WINDOW, metadata={"created_by": "deskbench"})
+                                                completion_window=WINDOW,
+                                                metadata={"created_by": "deskbench", KEY_FIELD: batch_key(items)})
         except Exception as exc:  # noqa: BLE001 - the SDK's errors, mapped as the chat client maps them
             raise _error(exc) from exc
         return batch.id
+
+    async def find(self, key: str) -> str | None:
+        """The batch created under `key` (its metadata), among the FIND_WITHIN most recent."""
+        try:
+            seen = 0
+            async for batch in self._sdk().batches.list(limit=100):
+                if (batch.metadata or {}).get(KEY_FIELD) == key and batch.endpoint == ENDPOINT:
+                    return batch.id
+                seen += 1
+                if seen >= FIND_WITHIN:
+                    break
+        except Exception as exc:  # noqa: BLE001
+            raise _error(exc) from exc
+        return None
 
     async def status(self, batch_id: str) -> BatchStatus:
         try:
