@@ -130,3 +130,40 @@ def test_a_killed_batched_rag_run_and_its_judged_score_resume_their_batches(oper
     assert len(judged) == 3 and all(b["tool_choice"]["function"]["name"] == "submit_judgment" for b in judged)
     store = RunStore(out)
     assert all(store.meta(REQUEST_KEY + line["custom_id"]) in sim.batches for line in sim.lines())
+
+
+def _agent_turns(body: dict[str, Any], n: int) -> dict[str, Any]:
+    """bm25-agent (the official openai_agent.py's protocol): search first, then the Answer JSON."""
+    if not any(m["role"] == "tool" for m in body["messages"]):
+        return {"kind": "message", "content": None,
+                "calls": [{"name": "search_documents", "arguments": json.dumps({"query": "mountain car"})}]}
+    return {"kind": "message", "content": json.dumps(ANSWER), "calls": []}
+
+
+def test_an_agents_turns_are_gathered_across_episodes(operator_corpus: Corpus, tmp_path: Path) -> None:
+    """Each turn of the episodes in flight goes out as one batch (Inspect's batch mode): three
+    episodes of two turns make two batches of three, every call at the batch price."""
+    out = tmp_path / "run"
+    with SimOpenAIBatch(script=_agent_turns) as sim:
+        env = {**_env(sim, tmp_path), "DESKBENCH_BATCH_WINDOW": "3"}  # ample for three episodes to ask
+        proc = run_cli_process("run", "--tasks", str(_tasks(tmp_path)), "--corpus", str(operator_corpus.root),
+                               "--agent", "bm25-agent", "--model", MODEL, "--out", str(out), "--batch-api", "--quiet",
+                               env=env)
+    assert proc.returncode == 0, proc.stderr
+    sizes = [len(rows) for rows in _lines_by_batch(sim).values()]
+    assert sizes == [3, 3] and sim.direct == [] and [r for r in sim.refused if r[0] != "BATCH"] == []
+    store = RunStore(out)
+    for e in store.episodes():
+        assert (e.status, e.usage.calls, e.usage.cost_usd) == ("ok", 2, pytest.approx(2 * HALF)), (e.error, e.usage)
+        doc = store.transcript(e.task_id, e.system)
+        assert doc is not None
+        batches = [ev.reply["batch"] for ev in doc.events if isinstance(ev, ModelCallEvent) and ev.reply]
+        assert len(set(batches)) == 2  # one batch per turn
+
+
+def _lines_by_batch(sim: SimOpenAIBatch) -> dict[str, list[str]]:
+    out: dict[str, list[str]] = {}
+    for bid, batch in sim.batches.items():
+        text = sim.blobs[batch["input_file_id"]].decode()
+        out[bid] = [json.loads(x)["custom_id"] for x in text.splitlines() if x.strip()]
+    return out
