@@ -114,6 +114,8 @@ def run(
         prep = ready(track.prepare(request).limited_by(limits))  # the runner files the tasks, records each system, counts what is done
         if batches is not None:
             batches.journal.target = prep.store  # batch ids are kept in the run store: a killed run resumes them
+            if prep.budget is not None and limits.on_budget == "cancel":
+                prep.budget.on_reached(batches.cancel_open)  # the episodes in flight stop, and their batches
         if retry_errors:
             prep.retrying_errors()
         systems = execute_with_progress(prep, quiet, request, executor)

@@ -23,6 +23,7 @@ from deskbench.models.batch.base import (
     REQUEST_KEY,
     BatchedModel,
     MemoryJournal,
+    batch_mode,
     batch_provider,
     batched,
     custom_id,
@@ -273,3 +274,28 @@ def test_requests_marked_but_never_submitted_are_submitted_once(sim: SimOpenAIBa
     assert sim.created == 0 and [v for v in journal.values.values() if isinstance(v, dict)]  # marked "pending"
     replies = complete_all(model(journal), "a")  # not found at the provider: submitted now, once
     assert sim.created == 1 and replies[0].batch in sim.batches and sim.direct == []
+
+
+def test_the_batch_mode_wraps_the_models_opened_in_it_and_cancels_their_batches(sim: SimOpenAIBatch) -> None:
+    sim.hold = True
+    with batch_mode(MemoryJournal(), ("judge",), window=0.05, poll=0.01) as mode:
+        agent = open_model("openai/gpt-4o-mini")  # role "agent": not batched in this mode
+        judge = open_model("openai/gpt-4o-mini", role="judge")
+        assert not isinstance(agent, BatchedModel) and isinstance(judge, BatchedModel) and mode.models == [judge]
+
+        async def go() -> ChatResponse:
+            call = asyncio.create_task(judge.complete(ask("a")))
+            while not judge.stats.batches:
+                await asyncio.sleep(0.01)
+            mode.cancel_open()  # --on-budget cancel: sync, from the event loop
+            try:
+                return await call
+            finally:
+                await judge.aclose()
+
+        reply = asyncio.run(go())
+    assert open_model("openai/gpt-4o-mini", role="judge").__class__.__name__ == "ResilientModel"  # mode over
+    (batch,) = sim.batches.values()
+    assert batch["status"] == "cancelled" and reply.batch is None and len(sim.direct) == 1
+    assert mode.record() == {"openai/gpt-4o-mini": {"provider": "openai", "discount": 0.5, "batched": 0,
+                                                    "individual": 1, "batches": [batch["id"]], "resumed": []}}

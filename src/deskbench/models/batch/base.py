@@ -238,7 +238,10 @@ class BatchedModel(ResilientModel):
         cancelled = []
         for batch in list(self._batches.values()):
             if batch.results is None:
-                await self.backend.cancel(batch.id)
+                try:
+                    await self.backend.cancel(batch.id)
+                except ModelError:  # it ended meanwhile (a finished batch cannot be cancelled)
+                    continue
                 cancelled.append(batch.id)
         return cancelled
 
@@ -523,9 +526,20 @@ class BatchMode:
     window: float
     poll: float
     models: list[BatchedModel] = field(default_factory=list)
+    _cancelling: set[asyncio.Task[list[str]]] = field(default_factory=set)
 
     def summary(self) -> list[str]:
         return [m.summary() for m in self.models if m.stats.batches]
+
+    def cancel_open(self) -> None:
+        """Cancel every open batch of the models opened so (a run at its budget with `--on-budget
+        cancel`: the episodes in flight stop, and so does what their batches would still cost).
+        Called from the event loop; the cancellations run as tasks of it."""
+        loop = asyncio.get_running_loop()
+        for model in self.models:
+            task = loop.create_task(model.cancel_open())
+            self._cancelling.add(task)
+            task.add_done_callback(self._cancelling.discard)
 
     def record(self) -> dict[str, object]:
         """What went through batches, per model, for the run store's meta ("batch")."""
