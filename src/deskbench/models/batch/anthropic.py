@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING, Any, cast
 
 from deskbench.errors import UserError
 from deskbench.models.anthropic_chat import AnthropicChat, read_reply, to_anthropic
-from deskbench.models.batch.base import BatchItem, BatchState, BatchStatus, custom_id
+from deskbench.models.batch.base import BatchItem, BatchState, BatchStatus, SdkBackend, custom_id
 from deskbench.models.cache import ATTEMPT
 from deskbench.models.capabilities import Capabilities
 from deskbench.models.sdk_errors import sdk_error, status_error
@@ -52,7 +52,7 @@ ERROR_STATUS = {"invalid_request_error": 400, "authentication_error": 401, "bill
                 "rate_limit_error": 429, "api_error": 500, "timeout_error": 504, "overloaded_error": 529}
 
 
-class AnthropicBatch:
+class AnthropicBatch(SdkBackend["AsyncAnthropic"]):
     """The Message Batches API for one Claude model."""
 
     provider = "anthropic"
@@ -61,22 +61,26 @@ class AnthropicBatch:
 
     def __init__(self, model: str, caps: Capabilities, *, model_id: str | None = None,
                  base_url: str | None = None, api_key: str | None = None, timeout: float = 120.0) -> None:
-        self.model = model
-        self.id = model_id or f"anthropic/{model}"
-        self.caps = caps
-        self._settings: dict[str, Any] = {"base_url": base_url, "api_key": api_key, "timeout": timeout}
-        self._client: AsyncAnthropic | None = None
+        super().__init__(model, caps, model_id=model_id, base_url=base_url, api_key=api_key, timeout=timeout)
         self._structured: set[str] = set()  # custom ids whose request asked for a response schema
 
-    def _sdk(self) -> AsyncAnthropic:
-        if self._client is None:
-            import anthropic
+    def _open(self) -> AsyncAnthropic:
+        import anthropic
 
-            try:
-                self._client = anthropic.AsyncAnthropic(**self._settings, max_retries=2)
-            except anthropic.AnthropicError as exc:  # e.g. no ANTHROPIC_API_KEY
-                raise UserError(f"cannot use {self.id}: {exc}") from exc
-        return self._client
+        try:
+            return anthropic.AsyncAnthropic(**self._settings, max_retries=2)
+        except anthropic.AnthropicError as exc:  # e.g. no ANTHROPIC_API_KEY
+            raise UserError(f"cannot use {self.id}: {exc}") from exc
+
+    def _error(self, exc: Exception) -> ModelError:
+        import anthropic
+
+        if isinstance(exc, anthropic.AnthropicError):
+            if isinstance(exc, anthropic.APIStatusError | anthropic.APITimeoutError | anthropic.APIConnectionError):
+                return sdk_error(exc, anthropic.APIStatusError, anthropic.APITimeoutError,
+                                 anthropic.APIConnectionError)
+            return ModelError(f"Anthropic batch: {exc}", retryable=True)  # e.g. no results_url yet
+        raise exc
 
     def body(self, request: ChatRequest) -> dict[str, Any]:
         """The Messages API body the chat client sends (sampling fields, which the chat client
@@ -92,17 +96,13 @@ class AnthropicBatch:
         if size > MAX_BATCH_BYTES:  # BatchedModel caps the count; the size is the other limit
             raise ModelError(f"a batch of {len(items)} requests is {size // 2**20} MB, over the Message Batches "
                              "API's 256 MB", retryable=False)
-        try:
+        with self._mapped():
             batch = await self._sdk().messages.batches.create(requests=cast("list[Request]", requests))
-        except Exception as exc:  # noqa: BLE001 - the SDK's errors, mapped as the chat client maps them
-            raise _error(exc) from exc
         return batch.id
 
     async def status(self, batch_id: str) -> BatchStatus:
-        try:
+        with self._mapped():
             batch = await self._sdk().messages.batches.retrieve(batch_id)
-        except Exception as exc:  # noqa: BLE001
-            raise _error(exc) from exc
         counts = batch.request_counts
         total = counts.processing + counts.succeeded + counts.errored + counts.canceled + counts.expired
         return BatchStatus(state=_state(batch.processing_status, batch.cancel_initiated_at is not None,
@@ -112,14 +112,12 @@ class AnthropicBatch:
 
     async def results(self, batch_id: str) -> dict[str, ChatResponse | ModelError]:
         out: dict[str, ChatResponse | ModelError] = {}
-        try:
+        with self._mapped():
             decoder = await self._sdk().messages.batches.results(batch_id)
             async for row in decoder:
                 outcome = self._outcome(row.custom_id, row.result)
                 if outcome is not None:
                     out[row.custom_id] = outcome
-        except Exception as exc:  # noqa: BLE001
-            raise _error(exc) from exc
         return out
 
     def _outcome(self, cid: str, result: Any) -> ChatResponse | ModelError | None:
@@ -134,15 +132,8 @@ class AnthropicBatch:
         return None  # canceled, expired: not answered
 
     async def cancel(self, batch_id: str) -> None:
-        try:
+        with self._mapped():
             await self._sdk().messages.batches.cancel(batch_id)
-        except Exception as exc:  # noqa: BLE001
-            raise _error(exc) from exc
-
-    async def aclose(self) -> None:
-        if self._client is not None:
-            await self._client.close()
-        self._client = None
 
 
 def _state(processing_status: str, cancelled: bool, expired: int) -> BatchState:
@@ -153,16 +144,6 @@ def _state(processing_status: str, cancelled: bool, expired: int) -> BatchState:
     if cancelled:
         return "cancelled"
     return "expired" if expired else "ended"
-
-
-def _error(exc: Exception) -> ModelError:
-    import anthropic
-
-    if isinstance(exc, anthropic.AnthropicError):
-        if isinstance(exc, anthropic.APIStatusError | anthropic.APITimeoutError | anthropic.APIConnectionError):
-            return sdk_error(exc, anthropic.APIStatusError, anthropic.APITimeoutError, anthropic.APIConnectionError)
-        return ModelError(f"Anthropic batch: {exc}", retryable=True)  # e.g. no results_url yet
-    raise exc
 
 
 def for_model(inner: ChatModel) -> AnthropicBatch:

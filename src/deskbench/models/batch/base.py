@@ -32,12 +32,14 @@ import hashlib
 import importlib
 import json
 import time
+from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal, Protocol, runtime_checkable
+from typing import Any, Generic, Literal, Protocol, TypeVar, runtime_checkable
 
 from deskbench.errors import UserError
 from deskbench.models.cache import ATTEMPT
+from deskbench.models.capabilities import Capabilities
 from deskbench.models.resilient import ResilientModel
 from deskbench.models.types import ChatModel, ChatRequest, ChatResponse, ModelError, Usage
 
@@ -111,6 +113,58 @@ class FindsBatches(Protocol):
     after the provider created the batch but before its id was written to the journal."""
 
     async def find(self, key: str) -> str | None: ...
+
+
+class _Closes(Protocol):
+    async def close(self) -> None: ...
+
+
+Client = TypeVar("Client", bound=_Closes)
+
+
+class SdkBackend(ABC, Generic[Client]):
+    """What the backends on a provider's own SDK (OpenAI, Anthropic) share: one model, the SDK's
+    async client opened at the first call (so a missing key stops nothing before it is needed),
+    and every SDK failure mapped to a ModelError as that provider's chat client maps it. A
+    subclass says how to open its client (`_open`) and how to map its errors (`_error`)."""
+
+    provider: str
+    discount: float
+    max_requests: int
+
+    def __init__(self, model: str, caps: Capabilities, *, model_id: str | None = None,
+                 base_url: str | None = None, api_key: str | None = None, timeout: float = 120.0) -> None:
+        self.model = model
+        self.id = model_id or f"{self.provider}/{model}"
+        self.caps = caps
+        self._settings: dict[str, Any] = {"base_url": base_url, "api_key": api_key, "timeout": timeout}
+        self._client: Client | None = None
+
+    @abstractmethod
+    def _open(self) -> Client:
+        """A new SDK client from `_settings` (a UserError of one line when it cannot be made)."""
+
+    @abstractmethod
+    def _error(self, exc: Exception) -> ModelError:
+        """`exc` from the SDK as a ModelError; anything else raised again as it is."""
+
+    def _sdk(self) -> Client:
+        if self._client is None:
+            self._client = self._open()
+        return self._client
+
+    @contextlib.contextmanager
+    def _mapped(self) -> Iterator[None]:
+        """Around SDK calls: their failures as `_error` maps them."""
+        try:
+            yield
+        except Exception as exc:  # noqa: BLE001 - the SDK's errors, mapped as the chat client maps them
+            raise self._error(exc) from exc
+
+    async def aclose(self) -> None:
+        if self._client is not None:
+            await self._client.close()
+        self._client = None
 
 
 def batch_key(items: Sequence[BatchItem]) -> str:

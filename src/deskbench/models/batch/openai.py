@@ -26,8 +26,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, Final
 
 from deskbench.errors import UserError
-from deskbench.models.batch.base import BatchItem, BatchState, BatchStatus, batch_key
-from deskbench.models.capabilities import Capabilities
+from deskbench.models.batch.base import BatchItem, BatchState, BatchStatus, SdkBackend, batch_key
 from deskbench.models.openai_chat import OpenAIChat, parse_completion, request_kwargs
 from deskbench.models.sdk_errors import sdk_error, status_error
 from deskbench.models.types import ChatModel, ChatRequest, ChatResponse, ModelError
@@ -49,30 +48,27 @@ STATES: dict[str, BatchState] = {
 }
 
 
-class OpenAIBatch:
+class OpenAIBatch(SdkBackend["AsyncOpenAI"]):
     """The Batch API for one OpenAI chat model."""
 
     provider = "openai"
     discount = DISCOUNT
     max_requests = MAX_REQUESTS
 
-    def __init__(self, model: str, caps: Capabilities, *, model_id: str | None = None,
-                 base_url: str | None = None, api_key: str | None = None, timeout: float = 120.0) -> None:
-        self.model = model
-        self.id = model_id or f"openai/{model}"
-        self.caps = caps
-        self._settings: dict[str, Any] = {"base_url": base_url, "api_key": api_key, "timeout": timeout}
-        self._client: AsyncOpenAI | None = None
+    def _open(self) -> AsyncOpenAI:
+        import openai
 
-    def _sdk(self) -> AsyncOpenAI:
-        if self._client is None:
-            import openai
+        try:
+            return openai.AsyncOpenAI(**self._settings, max_retries=2)
+        except openai.OpenAIError as exc:  # e.g. no OPENAI_API_KEY
+            raise UserError(f"cannot use {self.id}: {exc}") from exc
 
-            try:
-                self._client = openai.AsyncOpenAI(**self._settings, max_retries=2)
-            except openai.OpenAIError as exc:  # e.g. no OPENAI_API_KEY
-                raise UserError(f"cannot use {self.id}: {exc}") from exc
-        return self._client
+    def _error(self, exc: Exception) -> ModelError:
+        import openai
+
+        if isinstance(exc, openai.OpenAIError):
+            return sdk_error(exc, openai.APIStatusError, openai.APITimeoutError, openai.APIConnectionError)
+        raise exc
 
     def body(self, request: ChatRequest) -> dict[str, Any]:
         return {"model": self.model, **request_kwargs(request, self.caps, self.id)}
@@ -84,20 +80,18 @@ class OpenAIBatch:
         if len(data) > MAX_FILE_BYTES:  # BatchedModel caps the count; the size is the other limit
             raise ModelError(f"a batch of {len(items)} requests is {len(data) // 2**20} MB, over the Batch API's "
                              "200 MB", retryable=False)
-        client = self._sdk()
-        try:
+        with self._mapped():
+            client = self._sdk()
             uploaded = await client.files.create(file=("deskbench-batch.jsonl", data, "application/jsonl"),
                                                  purpose="batch")
             batch = await client.batches.create(input_file_id=uploaded.id, endpoint=ENDPOINT,
                                                 completion_window=WINDOW,
                                                 metadata={"created_by": "deskbench", KEY_FIELD: batch_key(items)})
-        except Exception as exc:  # noqa: BLE001 - the SDK's errors, mapped as the chat client maps them
-            raise _error(exc) from exc
         return batch.id
 
     async def find(self, key: str) -> str | None:
         """The batch created under `key` (its metadata), among the FIND_WITHIN most recent."""
-        try:
+        with self._mapped():
             seen = 0
             async for batch in self._sdk().batches.list(limit=100):
                 if (batch.metadata or {}).get(KEY_FIELD) == key and batch.endpoint == ENDPOINT:
@@ -105,15 +99,11 @@ class OpenAIBatch:
                 seen += 1
                 if seen >= FIND_WITHIN:
                     break
-        except Exception as exc:  # noqa: BLE001
-            raise _error(exc) from exc
         return None
 
     async def status(self, batch_id: str) -> BatchStatus:
-        try:
+        with self._mapped():
             batch = await self._sdk().batches.retrieve(batch_id)
-        except Exception as exc:  # noqa: BLE001
-            raise _error(exc) from exc
         counts = batch.request_counts
         detail = "; ".join(f"{e.code or 'error'}: {e.message}" + (f" (line {e.line})" if e.line else "")
                            for e in (batch.errors.data or [] if batch.errors else []))
@@ -122,13 +112,11 @@ class OpenAIBatch:
                            failed=counts.failed if counts else 0, detail=detail)
 
     async def results(self, batch_id: str) -> dict[str, ChatResponse | ModelError]:
-        client = self._sdk()
-        try:
+        with self._mapped():
+            client = self._sdk()
             batch = await client.batches.retrieve(batch_id)
             texts = [(await client.files.content(fid)).text for fid in (batch.output_file_id, batch.error_file_id)
                      if fid]
-        except Exception as exc:  # noqa: BLE001
-            raise _error(exc) from exc
         out: dict[str, ChatResponse | ModelError] = {}
         for text in texts:
             for line in text.splitlines():
@@ -139,15 +127,8 @@ class OpenAIBatch:
         return out
 
     async def cancel(self, batch_id: str) -> None:
-        try:
+        with self._mapped():
             await self._sdk().batches.cancel(batch_id)
-        except Exception as exc:  # noqa: BLE001
-            raise _error(exc) from exc
-
-    async def aclose(self) -> None:
-        if self._client is not None:
-            await self._client.close()
-        self._client = None
 
 
 def parse_line(line: str, model: str) -> tuple[str | None, ChatResponse | ModelError]:
@@ -177,14 +158,6 @@ def parse_line(line: str, model: str) -> tuple[str | None, ChatResponse | ModelE
         return custom, parse_completion(body, model)
     except ModelError as exc:
         return custom, exc
-
-
-def _error(exc: Exception) -> ModelError:
-    import openai
-
-    if isinstance(exc, openai.OpenAIError):
-        return sdk_error(exc, openai.APIStatusError, openai.APITimeoutError, openai.APIConnectionError)
-    raise exc
 
 
 def for_model(inner: ChatModel) -> OpenAIBatch:
