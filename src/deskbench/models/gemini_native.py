@@ -331,6 +331,66 @@ def reply_error(status: int, body: object, headers: Any) -> ModelError:
                       fatal=fatal)
 
 
+def parse_body(raw: bytes) -> object:
+    """An answer's body: its JSON, or its text when it is no JSON (a proxy's error page)."""
+    try:
+        parsed: object = json.loads(raw)
+    except ValueError:
+        parsed = raw.decode("utf-8", "replace").strip()
+    return parsed
+
+
+class LoopHttp:
+    """aiohttp for a client of the Gemini API: one session per event loop (connections belong to
+    one loop, and the same model may serve several `asyncio.run`s: a run, then its judge), the
+    environment's proxy (HTTP(S)_PROXY / NO_PROXY) for `url`, looked up once, and a request that
+    does not get through as a retryable ModelError. GeminiNative's and its batch mode's."""
+
+    def __init__(self, url: str, timeout: float) -> None:
+        self._timeout = aiohttp.ClientTimeout(total=timeout)
+        self._session: aiohttp.ClientSession | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._proxy: URL | None = None
+        self._proxy_auth: aiohttp.BasicAuth | None = None
+        with contextlib.suppress(LookupError):
+            self._proxy, self._proxy_auth = get_env_proxy_for_url(URL(url))
+
+    def _session_here(self) -> aiohttp.ClientSession:
+        """The session of the running event loop."""
+        loop = asyncio.get_running_loop()
+        if self._session is None or self._session.closed or self._loop is not loop:
+            self._discard()
+            self._session = aiohttp.ClientSession(timeout=self._timeout)
+            self._loop = loop
+        return self._session
+
+    def _discard(self) -> None:
+        """Forget a session whose loop is gone, closing its pooled connections without awaiting."""
+        session, self._session = self._session, None
+        if session is not None and not session.closed:
+            connector = session.connector
+            session.detach()
+            if connector is not None:
+                connector._close()
+
+    async def send(self, method: str, url: str, data: bytes | None, headers: dict[str, str]) -> tuple[int, bytes, Any]:
+        """The answer's status, body and headers."""
+        try:
+            async with self._session_here().request(method, URL(url, encoded=True), data=data, headers=headers,
+                                                    proxy=self._proxy, proxy_auth=self._proxy_auth) as response:
+                return response.status, await response.read(), response.headers
+        except TimeoutError as exc:
+            raise ModelError("request timed out", retryable=True) from exc
+        except aiohttp.ClientError as exc:
+            raise ModelError(f"connection failed: {exc or type(exc).__name__}", retryable=True) from exc
+
+    async def aclose(self) -> None:
+        if self._session is not None and not self._session.closed and self._loop is asyncio.get_running_loop():
+            await self._session.close()
+        self._discard()
+        self._loop = None
+
+
 class GeminiNative:
     """A Gemini model on the native generateContent endpoint, one aiohttp session per event loop."""
 
@@ -349,56 +409,18 @@ class GeminiNative:
         # the SDK's headers that matter to the API: the key, JSON, and its routing parameter
         self._headers = {"x-goog-api-key": key, "content-type": "application/json",
                          "x-goog-request-params": f"model=models/{self.model}"}
-        self._timeout = aiohttp.ClientTimeout(total=timeout)
-        self._session: aiohttp.ClientSession | None = None
-        self._loop: asyncio.AbstractEventLoop | None = None
-        self._proxy: URL | None = None
-        self._proxy_auth: aiohttp.BasicAuth | None = None
-        with contextlib.suppress(LookupError):  # HTTP(S)_PROXY / NO_PROXY, looked up once
-            self._proxy, self._proxy_auth = get_env_proxy_for_url(URL(self.url))
+        self._http = LoopHttp(self.url, timeout)
 
     def body(self, request: ChatRequest) -> dict[str, Any]:
         return to_gemini(request, self.caps, self.id)
 
-    def _session_here(self) -> aiohttp.ClientSession:
-        """The session of the running event loop: connections belong to one loop, and the same
-        model may serve several `asyncio.run`s (a run, then its judge)."""
-        loop = asyncio.get_running_loop()
-        if self._session is None or self._session.closed or self._loop is not loop:
-            self._discard()
-            self._session = aiohttp.ClientSession(timeout=self._timeout)
-            self._loop = loop
-        return self._session
-
-    def _discard(self) -> None:
-        """Forget a session whose loop is gone, closing its pooled connections without awaiting."""
-        session, self._session = self._session, None
-        if session is not None and not session.closed:
-            connector = session.connector
-            session.detach()
-            if connector is not None:
-                connector._close()
-
     async def complete(self, request: ChatRequest) -> ChatResponse:
         data = json.dumps(self.body(request), ensure_ascii=False, separators=(",", ":")).encode()
-        try:
-            async with self._session_here().post(URL(self.url, encoded=True), data=data, headers=self._headers, proxy=self._proxy,
-                                                 proxy_auth=self._proxy_auth) as response:
-                raw, status, headers = await response.read(), response.status, response.headers
-        except TimeoutError as exc:
-            raise ModelError("request timed out", retryable=True) from exc
-        except aiohttp.ClientError as exc:
-            raise ModelError(f"connection failed: {exc or type(exc).__name__}", retryable=True) from exc
-        try:
-            parsed: object = json.loads(raw)
-        except ValueError:
-            parsed = raw.decode("utf-8", "replace").strip()
+        status, raw, headers = await self._http.send("POST", self.url, data, self._headers)
+        parsed = parse_body(raw)
         if status >= 400:
             raise reply_error(status, parsed, headers)
         return parse_reply(parsed, self.model)
 
     async def aclose(self) -> None:
-        if self._session is not None and not self._session.closed and self._loop is asyncio.get_running_loop():
-            await self._session.close()
-        self._discard()
-        self._loop = None
+        await self._http.aclose()

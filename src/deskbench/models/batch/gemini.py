@@ -29,22 +29,18 @@ GOOGLE_API_KEY; GOOGLE_GEMINI_BASE_URL), so a local simulator serves both in the
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
 import json
 from collections.abc import Sequence
 from typing import Any
-
-import aiohttp
-from aiohttp.helpers import get_env_proxy_for_url
-from yarl import URL
 
 from deskbench.models.batch.base import BatchBackend, BatchItem, BatchState, BatchStatus
 from deskbench.models.gemini_native import (
     API_VERSION,
     KEY_ENVS,
     GeminiNative,
+    LoopHttp,
     key_from_env,
+    parse_body,
     parse_reply,
     reply_error,
 )
@@ -109,13 +105,7 @@ class GeminiBatch:
 
             raise UserError(f"--batch with {inner.id} needs an API key: set {' or '.join(KEY_ENVS)} in the environment")
         self._key = key
-        self._timeout = aiohttp.ClientTimeout(total=timeout)
-        self._session: aiohttp.ClientSession | None = None
-        self._loop: asyncio.AbstractEventLoop | None = None
-        self._proxy: URL | None = None
-        self._proxy_auth: aiohttp.BasicAuth | None = None
-        with contextlib.suppress(LookupError):
-            self._proxy, self._proxy_auth = get_env_proxy_for_url(URL(self.root))
+        self._http = LoopHttp(self.root, timeout)
         self._final: dict[str, dict[str, Any]] = {}  # batch name -> its last operation, once done
 
     # -- the protocol ------------------------------------------------------------------------
@@ -182,10 +172,7 @@ class GeminiBatch:
         await self._call("POST", f"/{API_VERSION}/{batch_id}:cancel", b"{}")
 
     async def aclose(self) -> None:
-        if self._session is not None and not self._session.closed and self._loop is asyncio.get_running_loop():
-            await self._session.close()
-        self._discard()
-        self._loop = None
+        await self._http.aclose()
 
     # -- reading ----------------------------------------------------------------------------
     def _outcome(self, entry: dict[str, Any]) -> ChatResponse | ModelError:
@@ -197,40 +184,13 @@ class GeminiBatch:
             return exc
 
     # -- HTTP -------------------------------------------------------------------------------
-    def _session_here(self) -> aiohttp.ClientSession:
-        """A session of the running event loop (as GeminiNative keeps its own)."""
-        loop = asyncio.get_running_loop()
-        if self._session is None or self._session.closed or self._loop is not loop:
-            self._discard()
-            self._session = aiohttp.ClientSession(timeout=self._timeout)
-            self._loop = loop
-        return self._session
-
-    def _discard(self) -> None:
-        session, self._session = self._session, None
-        if session is not None and not session.closed:
-            connector = session.connector
-            session.detach()
-            if connector is not None:
-                connector._close()
-
-    async def _send(self, method: str, url: str, data: bytes | None, headers: dict[str, str]) -> tuple[int, bytes, Any]:
-        try:
-            async with self._session_here().request(method, URL(url, encoded=True), data=data, headers=headers,
-                                                    proxy=self._proxy, proxy_auth=self._proxy_auth) as response:
-                return response.status, await response.read(), response.headers
-        except TimeoutError as exc:
-            raise ModelError("request timed out", retryable=True) from exc
-        except aiohttp.ClientError as exc:
-            raise ModelError(f"connection failed: {exc or type(exc).__name__}", retryable=True) from exc
-
     async def _call(self, method: str, path: str, data: bytes | None = None) -> dict[str, Any]:
         """A JSON call to the API; an error answer as gemini_native's ModelError."""
         headers = {"x-goog-api-key": self._key}
         if data is not None:
             headers["content-type"] = "application/json"
-        status, raw, reply_headers = await self._send(method, self.root + path, data, headers)
-        parsed = _parse(raw)
+        status, raw, reply_headers = await self._http.send(method, self.root + path, data, headers)
+        parsed = parse_body(raw)
         if status >= 400:
             raise reply_error(status, parsed, reply_headers)
         if not isinstance(parsed, dict):
@@ -243,16 +203,16 @@ class GeminiBatch:
                  "x-goog-upload-protocol": "resumable", "x-goog-upload-command": "start",
                  "x-goog-upload-header-content-length": str(len(data)),
                  "x-goog-upload-header-content-type": "application/jsonl"}
-        status, raw, headers = await self._send("POST", f"{self.root}/upload/{API_VERSION}/files",
+        status, raw, headers = await self._http.send("POST", f"{self.root}/upload/{API_VERSION}/files",
                                                 _json({"file": {"displayName": display}}), start)
         if status >= 400:
-            raise reply_error(status, _parse(raw), headers)
+            raise reply_error(status, parse_body(raw), headers)
         url = headers.get("x-goog-upload-url")
         if not isinstance(url, str) or not url:
             raise ModelError("the upload start answer has no X-Goog-Upload-URL", retryable=True)
         finish = {"x-goog-api-key": self._key, "x-goog-upload-command": "upload, finalize", "x-goog-upload-offset": "0"}
-        status, raw, headers = await self._send("POST", url, data, finish)
-        parsed = _parse(raw)
+        status, raw, headers = await self._http.send("POST", url, data, finish)
+        parsed = parse_body(raw)
         if status >= 400:
             raise reply_error(status, parsed, headers)
         file = parsed.get("file") if isinstance(parsed, dict) else None
@@ -262,10 +222,10 @@ class GeminiBatch:
         return name
 
     async def _download(self, name: str) -> bytes:
-        status, raw, headers = await self._send("GET", f"{self.root}/download/{API_VERSION}/{name}:download?alt=media",
+        status, raw, headers = await self._http.send("GET", f"{self.root}/download/{API_VERSION}/{name}:download?alt=media",
                                                 None, {"x-goog-api-key": self._key})
         if status >= 400:
-            raise reply_error(status, _parse(raw), headers)
+            raise reply_error(status, parse_body(raw), headers)
         return raw
 
 
@@ -275,11 +235,3 @@ def _dict(value: object) -> dict[str, Any]:
 
 def _json(value: object) -> bytes:
     return json.dumps(value, ensure_ascii=False, separators=(",", ":")).encode()
-
-
-def _parse(raw: bytes) -> object:
-    try:
-        parsed: object = json.loads(raw)
-    except ValueError:
-        parsed = raw.decode("utf-8", "replace").strip()
-    return parsed
