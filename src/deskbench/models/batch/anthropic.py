@@ -67,10 +67,7 @@ class AnthropicBatch(SdkBackend["AsyncAnthropic"]):
     def _open(self) -> AsyncAnthropic:
         import anthropic
 
-        try:
-            return anthropic.AsyncAnthropic(**self._settings, max_retries=2)
-        except anthropic.AnthropicError as exc:  # e.g. no ANTHROPIC_API_KEY
-            raise UserError(f"cannot use {self.id}: {exc}") from exc
+        return self._opened(anthropic.AsyncAnthropic, anthropic.AnthropicError)
 
     def _error(self, exc: Exception) -> ModelError:
         import anthropic

@@ -142,11 +142,18 @@ class SdkBackend(ABC, Generic[Client]):
 
     @abstractmethod
     def _open(self) -> Client:
-        """A new SDK client from `_settings` (a UserError of one line when it cannot be made)."""
+        """A new SDK client (`_opened` with the SDK's client class and error class)."""
 
     @abstractmethod
     def _error(self, exc: Exception) -> ModelError:
         """`exc` from the SDK as a ModelError; anything else raised again as it is."""
+
+    def _opened(self, client: Callable[..., Client], sdk_error: type[Exception]) -> Client:
+        """`client` made from `_settings`; an SDK error (no key in the environment) as one line."""
+        try:
+            return client(**self._settings, max_retries=2)
+        except sdk_error as exc:
+            raise UserError(f"cannot use {self.id}: {exc}") from exc
 
     def _sdk(self) -> Client:
         if self._client is None:

@@ -58,10 +58,7 @@ class OpenAIBatch(SdkBackend["AsyncOpenAI"]):
     def _open(self) -> AsyncOpenAI:
         import openai
 
-        try:
-            return openai.AsyncOpenAI(**self._settings, max_retries=2)
-        except openai.OpenAIError as exc:  # e.g. no OPENAI_API_KEY
-            raise UserError(f"cannot use {self.id}: {exc}") from exc
+        return self._opened(openai.AsyncOpenAI, openai.OpenAIError)
 
     def _error(self, exc: Exception) -> ModelError:
         import openai
