@@ -48,17 +48,15 @@ on its first retrieve, done on the `polls_to_end`-th, unless `hold` keeps it in 
 
 from __future__ import annotations
 
-import itertools
 import json
-import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Self
-from urllib.parse import parse_qs, urlsplit
+from typing import Any
+from urllib.parse import urlsplit
 
 from fake_openai import Behaviour
-from http_double import MethodServer, Response, multipart
-from sim_openai import SimOpenAI, openai_body, status_body
+from sim_openai import SimOpenAI, status_body
+from sim_openai_file_search import Call, OpenAIDouble, err
 
 Reply = tuple[int, Any]
 
@@ -67,15 +65,9 @@ ENDPOINTS = ("/v1/responses", "/v1/chat/completions", "/v1/embeddings", "/v1/com
 CREATE_FIELDS = {"input_file_id", "endpoint", "completion_window", "metadata", "output_expires_after"}
 MAX_REQUESTS = 50_000
 MAX_BATCH_FILE = 200 * 1024 * 1024
-PURPOSES = ("assistants", "batch", "fine-tune", "vision", "user_data", "evals")
 WINDOW_HOURS = 24.0
 EXPIRED_MESSAGE = "This request could not be executed before the completion window expired."
 T0 = 1_760_000_000  # the simulator's epoch (created_at and friends are Unix seconds)
-
-
-def err(status: int, message: str, *, param: str | None = None, code: str | None = None,
-        type: str = "invalid_request_error") -> Reply:
-    return status, openai_body(message, type=type, param=param, code=code)
 
 
 def _default_script(body: dict[str, Any], n: int) -> Behaviour:
@@ -83,57 +75,25 @@ def _default_script(body: dict[str, Any], n: int) -> Behaviour:
 
 
 @dataclass
-class SimOpenAIBatch:
+class SimOpenAIBatch(OpenAIDouble):
+    """The key, the paths, the bodies and the Files API are OpenAIDouble's (tests/sim_openai_file_search.py),
+    with the Batch API's own rules for a file of purpose "batch"."""
+
     script: Callable[[dict[str, Any], int], Behaviour] = _default_script
-    api_key: str = "sk-test"
     polls_to_end: int = 2  # retrieves after creation until the batch is done (the first validates it)
     hold: bool = False  # keep batches in progress until release()
     complete: set[str] | None = None  # custom ids that finish before an expiry or a cancel (None: none)
     models: set[str] | None = None
     max_requests: int = MAX_REQUESTS  # BATCH's 50,000 (lower it to see a batch refused as too large)
-    refused: list[tuple[str, str, int, str]] = field(default_factory=list)
-    requests: list[tuple[str, str]] = field(default_factory=list)  # (method, path) of every request
-    files: dict[str, dict[str, Any]] = field(default_factory=dict)
-    blobs: dict[str, bytes] = field(default_factory=dict)
     batches: dict[str, dict[str, Any]] = field(default_factory=dict)
     answered: list[dict[str, Any]] = field(default_factory=list)  # bodies the script answered in batches
     direct: list[dict[str, Any]] = field(default_factory=list)  # bodies answered by POST /v1/chat/completions
     hours: float = 0.0
     _chat: SimOpenAI = field(default_factory=SimOpenAI)
     _n: int = 0
-    _ids: itertools.count[int] = field(default_factory=lambda: itertools.count(1))
-    _lock: threading.Lock = field(default_factory=threading.Lock)
-    _server: MethodServer | None = None
 
     def __post_init__(self) -> None:
         self._chat = SimOpenAI(profile="openai", api_key=self.api_key, models=self.models)
-
-    @property
-    def base_url(self) -> str:
-        assert self._server is not None, "use SimOpenAIBatch as a context manager"
-        return f"{self._server.url}/v1"
-
-    def __enter__(self) -> Self:
-        self._server = MethodServer(self._handle).start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        assert self._server is not None
-        self._server.close()
-
-    def _handle(self, method: str, path: str, headers: dict[str, str], raw: bytes) -> Response:
-        """Route under the lock; bytes go as application/octet-stream, anything else as JSON; each
-        answer of 400 or more is recorded in `refused` as (method, path, status, message)."""
-        with self._lock:
-            status, body = self._route(method, path, headers, raw)
-        if isinstance(body, bytes):
-            return status, [("Content-Type", "application/octet-stream")], body
-        if status >= 400:
-            self.refused.append((method, path, status, body["error"]["message"]))
-        return status, [("Content-Type", "application/json")], json.dumps(body).encode()
-
-    def env(self) -> dict[str, str]:
-        return {"OPENAI_BASE_URL": self.base_url, "OPENAI_API_KEY": self.api_key}
 
     @property
     def created(self) -> int:
@@ -153,36 +113,25 @@ class SimOpenAIBatch:
     def _now(self) -> int:
         return T0 + int(self.hours * 3600)
 
-    def _id(self, prefix: str) -> str:
-        return f"{prefix}{next(self._ids):06d}"
+    def _created_at(self) -> int:
+        return self._now()
 
     # -- dispatch -----------------------------------------------------------------------------
     def _route(self, method: str, path: str, headers: dict[str, str], raw: bytes) -> Reply:
-        self.requests.append((method, path))
-        if headers.get("authorization") != f"Bearer {self.api_key}":
-            return err(401, "Incorrect API key provided: check your key at "
-                       "https://platform.openai.com/account/api-keys.", code="invalid_api_key")
-        url = urlsplit(path)
-        query = {k: v[-1] for k, v in parse_qs(url.query).items()}
-        parts = url.path.strip("/").split("/")
-        if parts[:1] != ["v1"] or len(parts) < 2:
-            return err(404, f"Invalid URL ({method} {url.path})")
-        parts = parts[1:]
+        call = self._call(method, path, headers, raw)
+        if not isinstance(call, Call):
+            return call
+        parts, query, body = call.parts, call.query, call.body
         key = (method, parts[0], len(parts), parts[2] if len(parts) > 2 else "")
         if key == ("POST", "files", 1, ""):
-            return self._upload(headers, raw)
+            return self._upload(call.form)
         if key == ("GET", "files", 2, ""):
             return (200, self.files[parts[1]]) if parts[1] in self.files else self._no_file(parts[1])
         if key == ("GET", "files", 3, "content"):
             return (200, self.blobs[parts[1]]) if parts[1] in self.blobs else self._no_file(parts[1])
         if key == ("POST", "chat", 2, "") and parts[1] == "completions":
-            return self._chat_completion(headers, raw)
+            return self._chat_completion(headers, body)
         if key == ("POST", "batches", 1, ""):
-            try:
-                body = json.loads(raw or b"{}")
-            except json.JSONDecodeError:
-                return err(400, "We could not parse the JSON body of your request. (HINT: This likely means "
-                           "you aren't using your HTTP library correctly.)")
             return self._create(body)
         if key == ("GET", "batches", 1, ""):
             return self._list(query)
@@ -195,20 +144,16 @@ class SimOpenAIBatch:
                 return 200, self._view(batch)
             if key == ("POST", "batches", 3, "cancel"):
                 return self._cancel(batch)
-        return err(404, f"Invalid URL ({method} {url.path})")
+        return err(404, f"Invalid URL ({method} {urlsplit(path).path})")
 
     @staticmethod
     def _no_file(fid: str) -> Reply:
         return err(404, f"No such File object: {fid}", param="id")
 
     # -- the synchronous API, where a request a batch did not answer goes on its own -----------------
-    def _chat_completion(self, headers: dict[str, str], raw: bytes) -> Reply:
+    def _chat_completion(self, headers: dict[str, str], body: Any) -> Reply:
         """POST /v1/chat/completions as tests/sim_openai.py answers it (its rules, this script),
         counted in `direct` (the requests sent outside any batch, at the standard price)."""
-        try:
-            body = json.loads(raw or b"null")
-        except json.JSONDecodeError:
-            body = None
         if not isinstance(body, dict):
             return err(400, "We could not parse the JSON body of your request. (HINT: This likely means you aren't "
                        "using your HTTP library correctly.)")
@@ -223,26 +168,16 @@ class SimOpenAIBatch:
         return 200, self._chat.completion(behaviour, self._n, str(body.get("model", "")))
 
     # -- files ----------------------------------------------------------------------------------
-    def _upload(self, headers: dict[str, str], raw: bytes) -> Reply:
-        form = multipart(headers, raw)
-        if form is None or "file" not in form or not form["file"][0]:
-            return err(400, "'file' is a required property", param="file")
-        if "purpose" not in form:
-            return err(400, "'purpose' is a required property", param="purpose")
-        purpose = form["purpose"][1].decode()
-        if purpose not in PURPOSES:
-            return err(400, f"'{purpose}' is not one of {list(PURPOSES)} - 'purpose'", param="purpose")
-        name, data = form["file"]
-        if purpose == "batch" and not str(name).endswith(".jsonl"):  # BATCH: "only supports .jsonl files"
-            return err(400, "Invalid file format for Batch API. Must be .jsonl", param="file")
-        if purpose == "batch" and len(data) > MAX_BATCH_FILE:
-            return err(400, "File is too large. The maximum file size for batch is 200 MB.", param="file")
-        fid = self._id("file-")
-        self.files[fid] = {"id": fid, "object": "file", "bytes": len(data), "created_at": self._now(),
-                           "filename": name, "purpose": purpose, "status": "processed", "expires_at": None,
-                           "status_details": None}
-        self.blobs[fid] = data
-        return 200, self.files[fid]
+    def _upload(self, form: dict[str, tuple[str | None, bytes]] | None) -> Reply:
+        """POST /v1/files as OpenAIDouble takes it; a file of purpose "batch" must be JSONL (BATCH: "only
+        supports .jsonl files") of at most 200 MB."""
+        name, data = (form or {}).get("file", (None, b""))
+        if form is not None and form.get("purpose", (None, b""))[1] == b"batch" and name:
+            if not name.endswith(".jsonl"):
+                return err(400, "Invalid file format for Batch API. Must be .jsonl", param="file")
+            if len(data) > MAX_BATCH_FILE:
+                return err(400, "File is too large. The maximum file size for batch is 200 MB.", param="file")
+        return super()._upload(form)
 
     def _output_file(self, lines: list[dict[str, Any]], name: str) -> str | None:
         if not lines:

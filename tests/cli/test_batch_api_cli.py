@@ -70,7 +70,7 @@ def _wait(condition: Callable[[], bool], proc: subprocess.Popen[str], what: str)
 
 def _polled(sim: SimOpenAIBatch, requests: int) -> bool:
     """`requests` lines submitted, and every batch polled once (its ids are in the journal by then)."""
-    polled = {p.rstrip("/").rsplit("/", 1)[-1] for m, p in list(sim.requests) if m == "GET" and "/batches/" in p}
+    polled = {p.rstrip("/").rsplit("/", 1)[-1] for m, p, _ in list(sim.requests) if m == "GET" and "/batches/" in p}
     return len(sim.lines()) == requests and set(sim.batches) <= polled
 
 
