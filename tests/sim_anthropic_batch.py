@@ -44,15 +44,13 @@ from __future__ import annotations
 import datetime as dt
 import json
 import re
-import sys
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
-from http_double import Response
+from http_double import MethodDouble, Response
 from sim_anthropic import (
     DEFAULT_MESSAGES,
     DEFAULT_MODELS,
@@ -116,7 +114,7 @@ class Batch:
 
 
 @dataclass
-class SimAnthropicBatch:
+class SimAnthropicBatch(MethodDouble):
     """Context manager: `with SimAnthropicBatch() as sim:`; point the SDK at sim.base_url.
 
     script(params, n) answers the n-th processed request (1-based, over the simulator's life) with
@@ -138,8 +136,7 @@ class SimAnthropicBatch:
     issued_thinking: dict[str, str] = field(default_factory=dict)  # for the rules sim_anthropic shares
     issued_redacted: set[str] = field(default_factory=set)
     now: dt.datetime = field(default_factory=lambda: dt.datetime(2026, 11, 28, 12, 0, tzinfo=dt.UTC))
-    _lock: threading.RLock = field(default_factory=threading.RLock, repr=False)
-    _server: Any = field(default=None, repr=False)
+    _lock: threading.RLock = field(default_factory=threading.RLock, kw_only=True, repr=False)
 
     def __post_init__(self) -> None:
         self.models = set(DEFAULT_MODELS if self.models is None else self.models)
@@ -154,8 +151,7 @@ class SimAnthropicBatch:
     # --- the test's controls --------------------------------------------------------------
     @property
     def base_url(self) -> str:
-        assert self._server is not None, "use SimAnthropicBatch as a context manager"
-        return f"http://127.0.0.1:{self._server.server_port}"
+        return self._url
 
     def env(self) -> dict[str, str]:
         """The environment that points the anthropic SDK (and so `deskbench`) here."""
@@ -383,49 +379,6 @@ class SimAnthropicBatch:
             return self._refuse("delete_in_progress", bad(f"message_batch_id: {batch.id} is still processing; cancel it first"), None)
         del self.batches[batch.id]
         return _json(200, {"id": batch.id, "type": "message_batch_deleted"})
-
-    # --- serving -------------------------------------------------------------------------
-    def __enter__(self) -> SimAnthropicBatch:
-        sim = self
-
-        class Handler(BaseHTTPRequestHandler):
-            protocol_version = "HTTP/1.1"
-
-            def log_message(self, *args: Any) -> None:
-                pass
-
-            def _serve(self) -> None:
-                raw = self.rfile.read(int(self.headers.get("content-length", 0) or 0))
-                status, headers, body = sim._handle(self.command, self.path,
-                                                    {k.lower(): v for k, v in self.headers.items()}, raw)
-                self.send_response(status)
-                for k, v in headers:
-                    self.send_header(k, v)
-                self.send_header("content-length", str(len(body)))
-                self.end_headers()
-                self.wfile.write(body)
-
-            do_GET = do_POST = do_DELETE = _serve  # noqa: N815
-
-        self._server = _Server(("127.0.0.1", 0), Handler)
-        threading.Thread(target=self._server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True).start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self._server.shutdown()
-        self._server.server_close()
-
-
-class _Server(ThreadingHTTPServer):
-    """A client that drops a kept-alive connection (a killed `deskbench score`) is normal here."""
-
-    daemon_threads = True
-    request_queue_size = 64
-
-    def handle_error(self, request: Any, client_address: Any) -> None:
-        if isinstance(sys.exc_info()[1], (ConnectionResetError, BrokenPipeError, ConnectionAbortedError)):
-            return
-        super().handle_error(request, client_address)
 
 
 def _errored(status: int, message: str) -> dict[str, Any]:
