@@ -6,33 +6,27 @@ and submits nothing twice (the issue's done-when, for Gemini)."""
 
 from __future__ import annotations
 
-import json
-import os
-import signal
-import subprocess
-import sys
-import time
 from pathlib import Path
 from typing import Any
 
-import pytest
+from batch_commands import (
+    USAGE,
+    VERDICT,
+    batch_env,
+    check_batched_run,
+    check_judged_score,
+    check_resumed_run,
+    kill_once_batched,
+    rag_answer,
+    run_args,
+)
 from conftest import run_cli_process
 from sim_gemini_batch import SimGeminiBatch
 
 from deskbench.corpus import Corpus
-from deskbench.runs.store import RunStore
 
 MODEL = "google/gemini-2.5-flash"  # $0.30 / $2.50 per million tokens in the built-in table
 FULL = (1000 * 0.30 + 200 * 2.50) / 1e6  # one call at the standard price
-ANSWERS = {"winter": "Mountain car", "overnight": "a fee", "helicopter": "Bell 407"}
-TASKS = [
-    {"id": "a", "question": "Which vehicle rental rates are given for the winter season?",
-     "answer_variants": [["the Mountain car rental rates"]], "evidence": [{"document": "alpha.pdf", "page": 1}]},
-    {"id": "b", "question": "What do cars parked overnight pay?", "answer_variants": [["an overnight parking fee"]],
-     "evidence": [{"document": "alpha.pdf", "page": 2}]},
-    {"id": "c", "question": "Which helicopter accessories catalogue is listed?",
-     "answer_variants": [["the Bell 407 catalogue"]], "evidence": [{"document": "beta.pdf", "page": 2}]},
-]
 
 
 def _text(body: dict[str, Any]) -> str:
@@ -42,30 +36,13 @@ def _text(body: dict[str, Any]) -> str:
 def _script(body: dict[str, Any], key: str) -> dict[str, Any]:
     """The judge (offered submit_judgment) finds every answer correct; rag answers by the question."""
     names = [d["name"] for t in body.get("tools", []) for d in t.get("functionDeclarations", [])]
-    usage = {"input_tokens": 1000, "output_tokens": 200}
     if "submit_judgment" in names:
-        return {"kind": "calls", "calls": [{"name": "submit_judgment", "args": {
-            "judgment": "correct", "main_issue": "none", "explanation": "the same item as the gold answer"}}], **usage}
-    text = _text(body)
-    word = next(w for w in ANSWERS if w in text)
-    page = {"winter": ("alpha.pdf", 1), "overnight": ("alpha.pdf", 2), "helicopter": ("beta.pdf", 2)}[word]
-    answer = {"answer": [ANSWERS[word]], "citations": [{"file": page[0], "page": page[1]}]}
-    return {"kind": "text", "text": json.dumps(answer), **usage}
+        return {"kind": "calls", "calls": [{"name": "submit_judgment", "args": dict(VERDICT)}], **USAGE}
+    return {"kind": "text", "text": rag_answer(_text(body)), **USAGE}
 
 
 def _env(sim: SimGeminiBatch) -> dict[str, str]:
-    return {**sim.env(), "DESKBENCH_BATCH_POLL": "0.02", "DESKBENCH_BATCH_WINDOW": "1"}
-
-
-def _tasks(tmp_path: Path) -> Path:
-    path = tmp_path / "tasks.jsonl"
-    path.write_text("".join(json.dumps(t) + "\n" for t in TASKS))
-    return path
-
-
-def _run_args(tmp_path: Path, corpus: Corpus) -> list[str]:
-    return ["run", "--tasks", str(_tasks(tmp_path)), "--corpus", str(corpus.root), "--agent", "rag", "--model", MODEL,
-            "--out", str(tmp_path / "run"), "--batch-api", "--json", "--quiet"]
+    return batch_env(sim.env())
 
 
 def _batched_keys(sim: SimGeminiBatch) -> list[str]:
@@ -73,61 +50,32 @@ def _batched_keys(sim: SimGeminiBatch) -> list[str]:
 
 
 def _kill_once_batched(args: list[str], sim: SimGeminiBatch, n: int) -> None:
-    """Start `deskbench ARGS`; once its `n` requests are in batches it has polled (so they are in
-    the run store), kill -9 it."""
-    proc = subprocess.Popen([sys.executable, "-m", "deskbench.cli", *args], env={**os.environ, **_env(sim)},
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    try:
-        deadline = time.monotonic() + 120
-        while proc.poll() is None and time.monotonic() < deadline and not (
-                len(_batched_keys(sim)) >= n and all(b["polls"] for b in sim.batches.values())):
-            time.sleep(0.05)
-        assert proc.poll() is None, proc.stderr.read().decode() if proc.stderr else "the command ended"
-        assert len(_batched_keys(sim)) == n
-    finally:
-        proc.send_signal(signal.SIGKILL)
-        proc.wait()
+    kill_once_batched(args, _env(sim), lambda: len(_batched_keys(sim)),
+                      lambda: all(b["polls"] for b in sim.batches.values()), n)
 
 
 def test_a_rag_run_through_gemini_batch_at_half_price(tmp_path: Path, operator_corpus: Corpus) -> None:
     with SimGeminiBatch(script=_script) as sim:
-        proc = run_cli_process(*_run_args(tmp_path, operator_corpus), env=_env(sim))
-    assert proc.returncode == 0, proc.stderr
+        proc = run_cli_process(*run_args(tmp_path, operator_corpus, MODEL), env=_env(sim))
+    check_batched_run(proc, tmp_path / "run", MODEL, set(sim.batches), FULL)
     assert not sim.direct and len(_batched_keys(sim)) == 3 == len(set(_batched_keys(sim)))
-    (report,) = json.loads(proc.stdout).values()
-    assert report["n"] == 3 and report["n_errors"] == 0
-    store = RunStore(tmp_path / "run")
-    episodes = store.episodes()
-    assert sorted(e.submission.answer[0] for e in episodes if e.submission) == sorted(ANSWERS.values())
-    assert all(e.usage.cost_usd == pytest.approx(FULL / 2) for e in episodes)  # one call each, at the batch price
-    names = set(sim.batches)
-    for e in episodes:
-        doc = json.dumps(store.transcript(e.task_id, e.system).model_dump(mode="json"))
-        assert any(f'"batch": "{n}"' in doc for n in names)  # the call's batch in its transcript
-    [record] = store.meta("batch").values()
-    assert record["batched"] == 3 and record["individual"] == 0 and set(record["batches"]) == names
-    assert "--batch-api: google/gemini-2.5-flash: 3 calls through" in proc.stderr
 
 
 def test_a_killed_rag_run_resumes_its_batch_and_submits_nothing_twice(tmp_path: Path, operator_corpus: Corpus) -> None:
-    args = _run_args(tmp_path, operator_corpus)
+    args = run_args(tmp_path, operator_corpus, MODEL)
     with SimGeminiBatch(script=_script, hold=True) as sim:
         _kill_once_batched(args, sim, 3)
         made = sim.created()
         sim.release()
         proc = run_cli_process(*args, env=_env(sim))
-    assert proc.returncode == 0, proc.stderr
+    check_resumed_run(proc, tmp_path / "run", made, FULL)
     assert sim.created() == made and not sim.direct  # the resumed run polled the batches it had submitted
-    episodes = RunStore(tmp_path / "run").episodes()
-    assert len(episodes) == 3 and all(e.status == "ok" for e in episodes)
-    assert all(e.usage.cost_usd == pytest.approx(FULL / 2) for e in episodes)
-    [record] = RunStore(tmp_path / "run").meta("batch").values()
-    assert len(record["resumed"]) == made and record["batched"] == 3
 
 
 def test_a_judge_graded_score_through_gemini_batch_killed_and_resumed(tmp_path: Path, operator_corpus: Corpus) -> None:
     with SimGeminiBatch(script=_script) as sim:
-        run = run_cli_process(*[a for a in _run_args(tmp_path, operator_corpus) if a != "--batch-api"], env=_env(sim))
+        run = run_cli_process(*[a for a in run_args(tmp_path, operator_corpus, MODEL) if a != "--batch-api"],
+                              env=_env(sim))
         assert run.returncode == 0, run.stderr
         assert len(sim.direct) == 3 and not sim.creations  # the run itself did not batch
     score = ["score", str(tmp_path / "run"), "--judge", MODEL, "--batch-api", "--json"]
@@ -136,11 +84,5 @@ def test_a_judge_graded_score_through_gemini_batch_killed_and_resumed(tmp_path: 
         made = sim.created()
         sim.release()
         proc = run_cli_process(*score, env=_env(sim))
-    assert proc.returncode == 0, proc.stderr
+    check_judged_score(proc, tmp_path / "run", MODEL, made)
     assert sim.created() == made and not sim.direct
-    result = json.loads(proc.stdout)[f"rag:{MODEL}"]
-    assert result["accuracy_method"] == "judge" and result["judge"] == f"llm-judge/{MODEL}"
-    assert result["mean_anls"] == 0.0 and result["accuracy"] == pytest.approx(1.0)  # the judge's verdicts, not ANLS*
-    [record] = RunStore(tmp_path / "run").meta("batch").values()
-    assert record["batched"] == 3 and len(record["resumed"]) == made
-    assert "at 50% of the standard price" in proc.stderr and "resumed, none submitted twice" in proc.stderr
