@@ -9,17 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from batch_commands import (
-    USAGE,
-    VERDICT,
-    batch_env,
-    check_batched_run,
-    check_judged_score,
-    check_resumed_run,
-    kill_once_batched,
-    rag_answer,
-    run_args,
-)
+import batch_commands as shared
 from conftest import run_cli_process
 from sim_gemini_batch import SimGeminiBatch
 
@@ -37,12 +27,12 @@ def _script(body: dict[str, Any], key: str) -> dict[str, Any]:
     """The judge (offered submit_judgment) finds every answer correct; rag answers by the question."""
     names = [d["name"] for t in body.get("tools", []) for d in t.get("functionDeclarations", [])]
     if "submit_judgment" in names:
-        return {"kind": "calls", "calls": [{"name": "submit_judgment", "args": dict(VERDICT)}], **USAGE}
-    return {"kind": "text", "text": rag_answer(_text(body)), **USAGE}
+        return {"kind": "calls", "calls": [{"name": "submit_judgment", "args": dict(shared.VERDICT)}], **shared.USAGE}
+    return {"kind": "text", "text": shared.rag_answer(_text(body)), **shared.USAGE}
 
 
 def _env(sim: SimGeminiBatch) -> dict[str, str]:
-    return batch_env(sim.env())
+    return shared.batch_env(sim.env())
 
 
 def _batched_keys(sim: SimGeminiBatch) -> list[str]:
@@ -50,31 +40,31 @@ def _batched_keys(sim: SimGeminiBatch) -> list[str]:
 
 
 def _kill_once_batched(args: list[str], sim: SimGeminiBatch, n: int) -> None:
-    kill_once_batched(args, _env(sim), lambda: len(_batched_keys(sim)),
+    shared.kill_once_batched(args, _env(sim), lambda: len(_batched_keys(sim)),
                       lambda: all(b["polls"] for b in sim.batches.values()), n)
 
 
 def test_a_rag_run_through_gemini_batch_at_half_price(tmp_path: Path, operator_corpus: Corpus) -> None:
     with SimGeminiBatch(script=_script) as sim:
-        proc = run_cli_process(*run_args(tmp_path, operator_corpus, MODEL), env=_env(sim))
-    check_batched_run(proc, tmp_path / "run", MODEL, set(sim.batches), FULL)
+        proc = run_cli_process(*shared.run_args(tmp_path, operator_corpus, MODEL), env=_env(sim))
+    shared.check_batched_run(proc, tmp_path / "run", MODEL, set(sim.batches), FULL)
     assert not sim.direct and len(_batched_keys(sim)) == 3 == len(set(_batched_keys(sim)))
 
 
 def test_a_killed_rag_run_resumes_its_batch_and_submits_nothing_twice(tmp_path: Path, operator_corpus: Corpus) -> None:
-    args = run_args(tmp_path, operator_corpus, MODEL)
+    args = shared.run_args(tmp_path, operator_corpus, MODEL)
     with SimGeminiBatch(script=_script, hold=True) as sim:
         _kill_once_batched(args, sim, 3)
         made = sim.created()
         sim.release()
         proc = run_cli_process(*args, env=_env(sim))
-    check_resumed_run(proc, tmp_path / "run", made, FULL)
+    shared.check_resumed_run(proc, tmp_path / "run", made, FULL)
     assert sim.created() == made and not sim.direct  # the resumed run polled the batches it had submitted
 
 
 def test_a_judge_graded_score_through_gemini_batch_killed_and_resumed(tmp_path: Path, operator_corpus: Corpus) -> None:
     with SimGeminiBatch(script=_script) as sim:
-        run = run_cli_process(*[a for a in run_args(tmp_path, operator_corpus, MODEL) if a != "--batch-api"],
+        run = run_cli_process(*[a for a in shared.run_args(tmp_path, operator_corpus, MODEL) if a != "--batch-api"],
                               env=_env(sim))
         assert run.returncode == 0, run.stderr
         assert len(sim.direct) == 3 and not sim.creations  # the run itself did not batch
@@ -84,5 +74,5 @@ def test_a_judge_graded_score_through_gemini_batch_killed_and_resumed(tmp_path: 
         made = sim.created()
         sim.release()
         proc = run_cli_process(*score, env=_env(sim))
-    check_judged_score(proc, tmp_path / "run", MODEL, made)
+    shared.check_judged_score(proc, tmp_path / "run", MODEL, made)
     assert sim.created() == made and not sim.direct
