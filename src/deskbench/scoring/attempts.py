@@ -77,7 +77,7 @@ class Reliability(BaseModel):
     solved: list[int]  # solved[c]: tasks with k scored attempts, c of them successes (c = 0 .. k)
     consistency: float | None  # share of tasks whose k answers agree; None with k < 2 or no answers
     n_consistency: int  # tasks with an answer known for each of their k attempts
-    tasks: list[TaskReliability]  # every task with a scored attempt, in first-seen order
+    tasks: list[TaskReliability]  # every task with a scored attempt, by task id
 
     def line(self) -> str:
         """pass^k, the pass^j curve, the tasks solved 0..k times and the consistency in one line
@@ -135,8 +135,8 @@ def reliability(by_task: dict[str, dict[int, Attempt]], k: int) -> Reliability:
     curve_terms: list[list[float]] = [[] for _ in range(k)]
     solved = [0] * (k + 1)
     agree: list[bool] = []
-    for task_id, attempts in by_task.items():
-        first = [attempts[a] for a in range(k) if a in attempts]
+    for task_id, attempts in sorted(by_task.items()):  # not the order episodes were stored in: a run's
+        first = [attempts[a] for a in range(k) if a in attempts]  # figures are the same however it was run
         scored = [a for a in first if a.score is not None]
         n, c = len(scored), sum(_success(a) for a in scored)
         if n:
