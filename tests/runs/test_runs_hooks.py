@@ -78,7 +78,7 @@ def _episode(task: EchoTask, answer: str, status: str = "ok", error: str | None 
 
 def test_a_tracks_own_diagnose_categories_are_counted_in_its_order(picky: None) -> None:
     assert categories("picky-echo") == ("ok", "timeout", "content_policy", "context_overflow", "turn_limit",
-                                        "model_error", "too_short")
+                                        "budget_limit", "model_error", "too_short")
     tasks = [EchoTask(id=f"e{i}", text="hello", expected="HELLO") for i in range(5)]
     episodes = [_episode(tasks[0], "HELLO"), _episode(tasks[1], "HE"), _episode(tasks[2], ""),
                 _episode(tasks[3], "", status="limit", error="out of turns"),
@@ -96,9 +96,9 @@ def test_the_built_in_tracks_categories_keep_their_order() -> None:
              "file_generation_failed:wrong_header", "file_generation_failed:wrong_column",
              "file_generation_failed:wrong_api", "file_generation_failed:other", "file_not_produced")
     failed = ("ok", "timeout", "content_policy", "context_overflow")
-    assert categories("docqa") == (*failed, "step_limit", "model_error", "no_answer")
-    assert categories("analytics") == (*failed, "round_limit", "model_error", "no_answer", *files)
-    assert categories("deliverables") == (*failed, "round_limit", "model_error", *files)
+    assert categories("docqa") == (*failed, "step_limit", "budget_limit", "model_error", "no_answer")
+    assert categories("analytics") == (*failed, "round_limit", "budget_limit", "model_error", "no_answer", *files)
+    assert categories("deliverables") == (*failed, "round_limit", "budget_limit", "model_error", *files)
 
 
 def _exported(track: EchoTrack, tmp_path: Path) -> list[tuple[str, list[str], dict[str, object], str]]:
