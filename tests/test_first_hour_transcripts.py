@@ -462,3 +462,16 @@ def test_imported_predictions_say_so(tmp_path: Path) -> None:
     assert _why(out, episode) == (f"No transcript: this system was imported from a predictions file ({pred.resolve()}) "
                                   "with deskbench import, which holds the answers, not the model calls that produced them.")
     assert "imported from a predictions file" in html.unescape(_page(out))
+
+
+def test_a_call_and_a_step_ending_in_one_millisecond_keep_the_order_they_ended_in() -> None:
+    """`at` is to the millisecond: the order the steps were stamped in decides a tie."""
+    from deskbench.agents.plugin_calls import _merge_steps
+
+    search, call = stamped(ToolCallStep(name="search_documents", arguments={}, result={})), stamped(ModelCallStep())
+    call.at = search.at  # both ended in one millisecond, the call after the search
+    assert [s.kind for s in _merge_steps([search], [call])] == ["tool_call", "model_call"]
+    first, later = stamped(ModelCallStep()), stamped(ToolCallStep(name="search_documents", arguments={}, result={}))
+    later.at = first.at
+    assert [s.kind for s in _merge_steps([later], [first])] == ["model_call", "tool_call"]
+    assert "_ended" not in search.model_dump() and "ended" not in search.model_dump_json()  # never stored

@@ -195,6 +195,7 @@ def stamped(step: S) -> S:
     """The step with `at` set to now, the time it ended, unless it already says when."""
     if step.at is None:
         step.at = now()
+        step.mark_ended()
     return step
 
 

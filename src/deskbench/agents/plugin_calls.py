@@ -70,16 +70,23 @@ def _model_calls(transcript: Transcript) -> int:
 
 
 def _merge_steps(own: Sequence[TrajectoryStep], calls: Sequence[TrajectoryStep]) -> list[TrajectoryStep]:
-    """The plugin's steps with the harness's model-call steps put where they happened (by `at`,
-    ISO times to the millisecond, each a step's end; a step without one keeps its place). At a
-    tie the call goes first: a step that ended in the millisecond a call ended began after it."""
+    """The plugin's steps with the harness's model-call steps put where they happened: by the
+    order they ended in this process when both were stamped here (`stamped`), else by `at` (ISO
+    times to the millisecond, each a step's end; at a tie the call goes first); a step with
+    neither keeps its place."""
     out: list[TrajectoryStep] = []
     pending = list(calls)
     for step in own:
-        while pending and step.at is not None and pending[0].at is not None and pending[0].at <= step.at:
+        while pending and _before(pending[0], step):
             out.append(pending.pop(0))
         out.append(step)
     return out + pending
+
+
+def _before(call: TrajectoryStep, step: TrajectoryStep) -> bool:
+    if call.ended is not None and step.ended is not None:
+        return call.ended < step.ended
+    return step.at is not None and call.at is not None and call.at <= step.at
 
 
 def completed(result: AgentResult, rec: Recorder) -> AgentResult:

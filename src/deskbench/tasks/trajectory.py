@@ -4,6 +4,7 @@ docqa's formats because analytics and deliverables agents write the same steps."
 
 from __future__ import annotations
 
+import itertools
 from typing import Annotated, Any, Literal
 
 from pydantic import (
@@ -11,6 +12,7 @@ from pydantic import (
     BaseModel,
     ConfigDict,
     Field,
+    PrivateAttr,
     ValidationInfo,
     field_validator,
     model_validator,
@@ -69,6 +71,19 @@ class Step(BaseModel):
     and no time is made up for it."""
 
     at: str | None = None
+    # the order steps ended in this process (`mark_ended`): `at` is to the millisecond, and a call
+    # and a step can end in the same one; never stored
+    _ended: int | None = PrivateAttr(default=None)
+
+    def mark_ended(self) -> None:
+        self._ended = next(_ENDED)
+
+    @property
+    def ended(self) -> int | None:
+        return self._ended
+
+
+_ENDED = itertools.count()
 
 
 class ModelCallStep(Step):
