@@ -38,6 +38,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from deskbench.errors import UserError
+from deskbench.search.embedded.dense import local_model
 
 if TYPE_CHECKING:
     import torch
@@ -142,28 +143,9 @@ class Lora:
 
 def local_folder(model: str, what: str, *, allow_download: bool, download_flag: str = "--download") -> Path:
     """`model` as a folder, else a hub name's snapshot in the local Hugging Face cache (fetched only
-    when `allow_download`)."""
-    path = Path(model).expanduser()
-    if path.is_dir():
-        return path.resolve()
-    if model.startswith((".", "/", "~")) or model.count("/") != 1:
-        raise UserError(f"convert: the {what} {model!r} is not a folder; give an existing folder or a hub name "
-                        "(org/name) in the local Hugging Face cache")
-    from huggingface_hub import constants, snapshot_download
-    from huggingface_hub.errors import HFValidationError, LocalEntryNotFoundError
-
-    try:
-        return Path(snapshot_download(repo_id=model, local_files_only=not allow_download))
-    except LocalEntryNotFoundError:
-        raise UserError(f"convert: the {what} {model!r} is missing: not a folder, not in the local Hugging Face "
-                        f"cache ({constants.HF_HUB_CACHE}); fetch it with `huggingface-cli download {model}` "
-                        f"(or add {download_flag})") from None
-    except HFValidationError:
-        raise UserError(f"convert: the {what} {model!r} is neither a folder nor a hub name (org/name)") from None
-    except (OSError, ValueError) as exc:
-        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-        raise UserError(f"convert: fetching the {what} {model!r} failed ({first}); check the name and the "
-                        f"network, or download it by hand: huggingface-cli download {model}") from None
+    when `allow_download`): dense.local_model, worded for `convert`."""
+    return local_model(model, f"convert: the {what} {model!r}", allow_download=allow_download,
+                       download_flag=download_flag)
 
 
 def read_tensors(folder: Path, what: str) -> dict[str, torch.Tensor]:

@@ -48,30 +48,39 @@ def model_folder(kind: str, model: str, *, allow_download: bool = False) -> Path
     quiet: Callable[[], None] = transformers_logging.disable_progress_bar  # unannotated in transformers
     quiet()
     path = Path(model).expanduser()
-    if path.is_dir():
-        return path.resolve()
     spec = f"--retriever {kind}={model}"
-    if path.exists():
+    if path.exists() and not path.is_dir():
         raise UserError(f"{spec}: {path} is a file, not a model folder; give the folder that holds the "
                         "model's config.json")
+    return local_model(model, spec, allow_download=allow_download, download_flag="--retriever-download")
+
+
+def local_model(model: str, label: str, *, allow_download: bool, download_flag: str) -> Path:
+    """`model` as a folder, else that hub name's snapshot in the local Hugging Face cache, fetched
+    first only when `allow_download`; anything else one line starting with `label` (the command's
+    words for it), with `download_flag` the way to fetch. The one lookup of a local model:
+    the retrievers and `deskbench convert` both come here."""
+    path = Path(model).expanduser()
+    if path.is_dir():
+        return path.resolve()
     if model.startswith((".", "/", "~")) or model.count("/") > 1:
-        raise UserError(f"{spec}: no model folder at {path}; give an existing folder, or a hub name "
-                        "(org/name) already in the local Hugging Face cache")
+        raise UserError(f"{label}: no model folder at {path}, which is not a folder; give an existing folder, "
+                        "or a hub name (org/name) already in the local Hugging Face cache")
     from huggingface_hub import constants, snapshot_download
     from huggingface_hub.errors import HFValidationError, LocalEntryNotFoundError
 
     try:
         return Path(snapshot_download(repo_id=model, local_files_only=not allow_download))
     except LocalEntryNotFoundError:
-        raise UserError(f"{spec}: no model folder at {path}, and {model!r} is not in the local Hugging Face "
-                        f"cache ({constants.HF_HUB_CACHE}); give an existing folder, or fetch the model with "
-                        f"`huggingface-cli download {model}` (or add --retriever-download)") from None
+        raise UserError(f"{label} is missing: no model folder at {path}, and {model!r} is not in the local "
+                        f"Hugging Face cache ({constants.HF_HUB_CACHE}); give an existing folder, or fetch the model "
+                        f"with `huggingface-cli download {model}` (or add {download_flag})") from None
     except HFValidationError:
-        raise UserError(f"{spec}: {model!r} is neither a model folder nor a hub name (org/name); give an "
+        raise UserError(f"{label}: {model!r} is neither a model folder nor a hub name (org/name); give an "
                         "existing folder or a hub name") from None
     except (OSError, ValueError) as exc:  # the hub refused or was unreachable while downloading
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-        raise UserError(f"{spec}: fetching {model!r} from the Hugging Face hub failed ({first}); check the "
+        raise UserError(f"{label}: fetching {model!r} from the Hugging Face hub failed ({first}); check the "
                         f"name and the network, or download it by hand: huggingface-cli download {model}") from None
 
 
