@@ -80,6 +80,10 @@ def add_episode(store: RunStore, task: DeliverableTask, system: str, falls: set[
 
 @pytest.fixture
 def run(tmp_path: Path) -> Path:
+    return graded_run(tmp_path)
+
+
+def graded_run(tmp_path: Path) -> Path:
     """Two tasks x two systems (sys-good answers right, sys-lazy falls into the traps), plus an
     error episode that is never graded."""
     run_dir = tmp_path / "run"

@@ -7,10 +7,9 @@ import csv
 from pathlib import Path
 
 import pytest
-from test_rubric import DEMO, FSP, GOOD_ROW, SCP, add_episode, episode_of, write_csv
+from test_rubric import FSP, GOOD_ROW, SCP, episode_of, graded_run, write_csv
 
 from deskbench.errors import UserError
-from deskbench.runs.store import Episode, RunStore
 from deskbench.tracks.deliverables.grades import GradeStore
 from deskbench.tracks.deliverables.scoring.rubric_best import (
     CommentGrade,
@@ -22,21 +21,12 @@ from deskbench.tracks.deliverables.scoring.rubric_csv import (
     export_template,
     import_grades,
 )
-from deskbench.tracks.deliverables.tasks import load_packages
 
 
 @pytest.fixture
 def run(tmp_path: Path) -> Path:
     """test_rubric's run: two tasks x (sys-good, sys-lazy), and sys-broken's error episode."""
-    run_dir = tmp_path / "run"
-    store = RunStore(run_dir)
-    tasks = {t.id: t for t in load_packages(DEMO)}
-    store.save_tasks(list(tasks.values()))
-    for tid in (FSP, SCP):
-        add_episode(store, tasks[tid], "sys-good", set())
-        add_episode(store, tasks[tid], "sys-lazy", {t.id for t in tasks[tid].traps})
-    store.record(Episode(task_id=FSP, system="sys-broken", status="error", error="boom"))
-    return run_dir
+    return graded_run(tmp_path)
 
 
 @pytest.mark.parametrize(("comment", "picks"), [
